@@ -1,0 +1,40 @@
+# Two commands do all setup: `make run` and `make test`. Both create .venv on first use.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+# Django 6 needs Python >= 3.12: the first interpreter found that is new enough.
+PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.1[2-9]*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$p; break; }; done)
+NIST ?= ../shared/data/nist-800-53/controls.jsonl
+PYTEST_ARGS ?=
+
+.PHONY: run test lint worker bench clean
+
+$(BIN)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is required (Django 6)."; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+run: $(BIN)/.installed
+	DEBUG=true $(BIN)/python manage.py migrate --no-input
+	DEBUG=true $(BIN)/python manage.py seed_demo $(if $(wildcard $(NIST)),--nist $(NIST))
+	@echo "Demo users (username, role, password):"; cat var/demo-credentials.txt
+	@echo "Serving on http://127.0.0.1:8000"
+	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports
+
+worker: $(BIN)/.installed
+	$(BIN)/celery -A workbench worker --loglevel=INFO
+
+bench: $(BIN)/.installed
+	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) var staticfiles

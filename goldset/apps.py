@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GoldsetConfig(AppConfig):
+    name = "goldset"
+    verbose_name = "Gold set"

@@ -1,0 +1,17 @@
+"""Domain errors raised by services; views turn them into messages, commands into exit codes."""
+
+
+class GoldsetError(Exception):
+    """Base class for rule violations a user can fix."""
+
+
+class ImportRejected(GoldsetError):
+    """A whole file was rejected; ``errors`` lists every problem as 'line N: field: reason'."""
+
+    def __init__(self, errors: list[str], *, source: str = ""):
+        self.errors = errors
+        self.source = source
+        head = f"{source}: " if source else ""
+        super().__init__(
+            f"{head}{len(errors)} problem(s); nothing was imported.\n" + "\n".join(errors)
+        )

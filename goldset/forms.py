@@ -1,0 +1,22 @@
+from django import forms
+
+from goldset.models import Domain
+
+
+class CorpusImportForm(forms.Form):
+    file = forms.FileField(help_text="A JSONL document manifest or an Unrag dataset JSON v1 file.")
+    domain = forms.ModelChoiceField(
+        queryset=Domain.objects.order_by("slug"),
+        to_field_name="slug",
+        required=False,
+        help_text="Unrag files only: the domain of documents whose metadata names none.",
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        try:
+            return upload.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise forms.ValidationError(
+                f"The file is not UTF-8 text (byte {exc.start} cannot be decoded)."
+            ) from exc

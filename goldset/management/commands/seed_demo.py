@@ -1,0 +1,46 @@
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from goldset.services.demo import DEMO_USERS, seed_demo
+
+
+class Command(BaseCommand):
+    help = "Load the demo project (domains, corpus, users for every role). Safe to run again."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--password", default=None, help="Password for every demo user (random if omitted)."
+        )
+        parser.add_argument(
+            "--nist", type=Path, default=None, help="Also load NIST SP 800-53 controls.jsonl."
+        )
+        parser.add_argument(
+            "--credentials-file", type=Path, default=settings.VAR_DIR / "demo-credentials.txt"
+        )
+
+    def handle(self, *args, password, nist, credentials_file: Path, **options):
+        if nist is not None and not nist.exists():
+            raise CommandError(f"{nist}: no such file")
+        result = seed_demo(password=password, nist_path=nist)
+        for summary in result.corpus:
+            self.stdout.write(f"corpus: {summary}")
+        roles = dict(DEMO_USERS)
+        if result.credentials:
+            lines = [
+                f"{user:8} {roles[user].label:18} {secret}"
+                for user, secret in result.credentials.items()
+            ]
+            credentials_file.parent.mkdir(parents=True, exist_ok=True)
+            credentials_file.write_text(
+                "username role               password\n" + "\n".join(lines) + "\n"
+            )
+            os.chmod(credentials_file, 0o600)
+            self.stdout.write(f"Demo users (also in {credentials_file}):")
+            self.stdout.write("\n".join(lines))
+        else:
+            self.stdout.write(
+                f"Demo users already exist; their credentials are in {credentials_file}."
+            )

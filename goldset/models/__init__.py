@@ -1,0 +1,4 @@
+from goldset.models.corpus import Block, BlockVersion, Document, Domain, TaskType
+from goldset.models.routing import RoutingRules, Tier
+
+__all__ = ["Block", "BlockVersion", "Document", "Domain", "RoutingRules", "TaskType", "Tier"]

@@ -1,0 +1,78 @@
+"""Reads: every non-trivial query, with its joins applied. ``get_*_for`` fetch and authorize."""
+
+import difflib
+from dataclasses import dataclass
+
+from django.db.models import Count, Max, Prefetch, Q
+from django.shortcuts import get_object_or_404
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from goldset.models import Block, BlockVersion, Document, Domain
+
+
+def list_domains():
+    return Domain.objects.order_by("slug")
+
+
+def list_documents(*, domain: str = "", query: str = ""):
+    qs = Document.objects.select_related("domain").annotate(block_count=Count("blocks"))
+    if domain:
+        qs = qs.filter(domain__slug=domain)
+    if query:
+        qs = qs.filter(Q(title__icontains=query) | Q(document_id__icontains=query))
+    return qs.order_by("document_id")
+
+
+def get_document(*, document_id: str) -> Document:
+    return get_object_or_404(Document.objects.select_related("domain"), document_id=document_id)
+
+
+def list_blocks_of(*, document: Document):
+    """A document's blocks, each with its latest version prefetched (as ``latest``) and a count."""
+    return (
+        Block.objects.filter(document=document)
+        .annotate(version_count=Count("versions"), latest_version=Max("versions__version"))
+        .order_by("position", "block_id")
+    )
+
+
+def latest_versions_for(blocks) -> dict[int, BlockVersion]:
+    wanted = Q()
+    for block in blocks:
+        wanted |= Q(block_id=block.pk, version=block.latest_version)
+    if not wanted:
+        return {}
+    return {v.block_id: v for v in BlockVersion.objects.filter(wanted)}
+
+
+def get_block(*, block_id: str) -> Block:
+    return get_object_or_404(
+        Block.objects.select_related("document__domain").prefetch_related(
+            Prefetch("versions", queryset=BlockVersion.objects.order_by("version"))
+        ),
+        block_id=block_id,
+    )
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    old: BlockVersion
+    new: BlockVersion
+    html: SafeString
+    changed: bool
+
+
+def diff_versions(old: BlockVersion, new: BlockVersion) -> VersionDiff:
+    """A word-level diff of two versions as escaped HTML with ``<del>``/``<ins>`` marks."""
+    a, b = old.text.split(), new.text.split()
+    parts = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            parts.append(escape(" ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            parts.append(f"<del>{escape(' '.join(a[i1:i2]))}</del>")
+        if j2 > j1:
+            parts.append(f"<ins>{escape(' '.join(b[j1:j2]))}</ins>")
+    return VersionDiff(old=old, new=new, html=mark_safe(" ".join(parts)), changed=a != b)  # noqa: S308

@@ -1,0 +1,61 @@
+"""The demo project: domains, corpus and users for every role. Deterministic content."""
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from goldset.demo.corpus import DOMAINS, as_jsonl, builtin_manifest, nist_manifest
+from goldset.models import Domain
+from goldset.services.corpus import import_corpus
+from workbench.roles import Role
+from workbench.services.accounts import create_user_with_role
+
+DEMO_USERS: list[tuple[str, Role]] = [
+    ("admin", Role.ADMIN),
+    ("lead", Role.LEAD),
+    ("author", Role.ANNOTATOR),
+    *[(f"ann{i}", Role.ANNOTATOR) for i in range(1, 7)],
+]
+
+
+@dataclass
+class DemoResult:
+    credentials: dict[str, str]  # username -> password, only for users set in this run
+    existing_users: list[str]
+    corpus: list[dict]
+
+
+@transaction.atomic
+def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> DemoResult:
+    """Create the demo. Idempotent: existing users keep their password unless one is given."""
+    for slug, name in DOMAINS.items():
+        Domain.objects.get_or_create(slug=slug, defaults={"name": name})
+    corpus = [
+        import_corpus(
+            text=as_jsonl(builtin_manifest()), actor=None, source_name="demo-builtin"
+        ).as_dict()
+    ]
+    if nist_path is not None:
+        corpus.append(
+            import_corpus(
+                text=as_jsonl(nist_manifest(nist_path)), actor=None, source_name="nist-800-53"
+            ).as_dict()
+        )
+
+    User = get_user_model()
+    existing = set(
+        User.objects.filter(username__in=[u for u, _ in DEMO_USERS]).values_list(
+            "username", flat=True
+        )
+    )
+    credentials = {}
+    for username, role in DEMO_USERS:
+        if username in existing and password is None:
+            continue
+        secret = password or secrets.token_urlsafe(9)
+        create_user_with_role(username=username, password=secret, role=role)
+        credentials[username] = secret
+    return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)

@@ -1,0 +1,80 @@
+"""Routing a case (a triple or an answer record) to a tier, seed 003 / DESIGN.md §7.
+
+A case goes to GOLD when ANY rule matches — task type in the GOLD task types, model uncertainty ≥
+the threshold, the adversarial flag, or (optional extra rule) its domain in the GOLD domains —
+else to TRIAGE. The decision names the first rule that fired, in that order, and the rules version.
+"""
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import transaction
+
+from goldset.models import RoutingRules, Tier
+
+DEFAULT_GOLD_TASK_TYPES = ["factual_qa", "rag_synthesis"]
+DEFAULT_UNCERTAINTY_THRESHOLD = Decimal("0.65")
+
+
+@dataclass(frozen=True)
+class RoutingDecision:
+    tier: Tier
+    rule: str  # "task_type:factual_qa", "uncertainty>=0.65", "adversarial", "domain:x" or "default"
+    rules_version: int
+
+
+def get_active_rules() -> RoutingRules:
+    """The rules in force; the seed-003 defaults are created as version 1 on first use."""
+    rules = RoutingRules.objects.order_by("-version").first()
+    if rules is None:
+        rules = _create_default_rules()
+    return rules
+
+
+@transaction.atomic
+def _create_default_rules() -> RoutingRules:
+    rules, _ = RoutingRules.objects.get_or_create(
+        version=1,
+        defaults={
+            "gold_task_types": DEFAULT_GOLD_TASK_TYPES,
+            "uncertainty_threshold": DEFAULT_UNCERTAINTY_THRESHOLD,
+            "adversarial_routes_gold": True,
+            "note": "seed 003 defaults",
+        },
+    )
+    return rules
+
+
+def decide_tier(
+    *,
+    rules: RoutingRules,
+    task_type: str,
+    uncertainty: float | Decimal | None = None,
+    adversarial: bool = False,
+    domain: str = "",
+) -> RoutingDecision:
+    """Pure decision for one case under ``rules`` (no writes)."""
+    if task_type in rules.gold_task_types:
+        return RoutingDecision(Tier.GOLD, f"task_type:{task_type}", rules.version)
+    if uncertainty is not None and Decimal(str(uncertainty)) >= rules.uncertainty_threshold:
+        return RoutingDecision(
+            Tier.GOLD, f"uncertainty>={rules.uncertainty_threshold}", rules.version
+        )
+    if adversarial and rules.adversarial_routes_gold:
+        return RoutingDecision(Tier.GOLD, "adversarial", rules.version)
+    if domain and domain in (rules.gold_domains or []):
+        return RoutingDecision(Tier.GOLD, f"domain:{domain}", rules.version)
+    return RoutingDecision(Tier.TRIAGE, "default", rules.version)
+
+
+def route_case(
+    *, task_type: str, uncertainty=None, adversarial: bool = False, domain: str = ""
+) -> RoutingDecision:
+    """Route a new case under the rules in force. Callers store tier, rule and rules_version."""
+    return decide_tier(
+        rules=get_active_rules(),
+        task_type=task_type,
+        uncertainty=uncertainty,
+        adversarial=adversarial,
+        domain=domain,
+    )

@@ -1,0 +1,227 @@
+"""Shared fixtures: users per role, logged-in clients, and the real-service fixtures
+(PostgreSQL, a Celery worker on Redis, Chromium). Outside CI a missing service skips its tests;
+with CI=true any skip fails the run."""
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tests.factories import TEST_PASSWORD, UserFactory
+from workbench.roles import Role
+
+ROOT = Path(__file__).resolve().parent.parent
+NIST_FILE = ROOT.parent / "shared" / "data" / "nist-800-53" / "controls.jsonl"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if IN_CI and skipped:
+        reporter.write_line(
+            f"CI=true: {len(skipped)} test(s) skipped; every test must run in CI.", red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# ---------------------------------------------------------------- users and clients
+
+
+@pytest.fixture
+def make_user(db):
+    def make(role: Role | None = Role.ANNOTATOR, **fields):
+        return UserFactory(role=role, **fields)
+
+    return make
+
+
+@pytest.fixture
+def annotator(make_user):
+    return make_user(Role.ANNOTATOR, username="ann-test")
+
+
+@pytest.fixture
+def lead(make_user):
+    return make_user(Role.LEAD, username="lead-test")
+
+
+@pytest.fixture
+def admin_user(make_user):
+    return make_user(Role.ADMIN, username="admin-test")
+
+
+@pytest.fixture
+def client_for(client):
+    """A fresh logged-in Django test client for a user: ``client_for(user)``."""
+    from django.test import Client
+
+    def make(user):
+        c = Client()
+        c.force_login(user)
+        return c
+
+    return make
+
+
+# ---------------------------------------------------------------- real services
+
+
+def _require(condition: bool, why: str):
+    if not condition:
+        pytest.skip(why)
+
+
+@pytest.fixture
+def postgres(db):
+    """Use in tests that need PostgreSQL (row locks, triggers)."""
+    _require(connection.vendor == "postgresql", "needs DATABASE_URL=postgres://…")
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings):
+    """A real `celery worker` process on Redis, using this test's database.
+
+    Yields the Popen; the code under test stops running tasks in-process for the duration."""
+    from workbench.celery import app
+
+    redis_url = os.environ.get("REDIS_URL", "")
+    _require(bool(redis_url), "needs REDIS_URL=redis://…")
+    _require(
+        connection.vendor == "postgresql", "the worker shares the test database: needs PostgreSQL"
+    )
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "workbench.settings",
+        "SECRET_KEY": "worker-test-secret",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "REDIS_URL": redis_url,
+    }
+    name = f"test-{uuid.uuid4().hex[:8]}@%h"
+    proc = _start_worker(env, name)
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    try:
+        proc.worker_name = name
+        yield proc
+    finally:
+        app.conf.task_always_eager = previous
+        _stop(proc)
+
+
+def _start_worker(env, name, *, ready_timeout=60):
+    from workbench.celery import app
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workbench",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            name,
+            "--loglevel=INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    # Wait on the condition (the worker answers a ping), not on a clock.
+    deadline_pings = int(ready_timeout / 0.5)
+    for _ in range(deadline_pings):
+        if proc.poll() is not None:
+            raise RuntimeError(f"celery worker exited with {proc.returncode}")
+        if app.control.ping(destination=[name.replace("%h", os.uname().nodename)], timeout=0.5):
+            return proc
+    _stop(proc)
+    raise RuntimeError(f"celery worker did not answer pings within {ready_timeout}s")
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def start_worker(transactional_db):
+    """Start extra workers (e.g. after killing one): ``start_worker(env_overrides)``."""
+    started = []
+
+    def start(env, name):
+        proc = _start_worker(env, name)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    _require(
+        os.path.exists(CHROMIUM) or shutil.which("chromium"), "needs Chromium at /usr/bin/chromium"
+    )
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def browser_login(browser, live_server):
+    """Open a new browser context logged in as ``user`` through the real login form."""
+    contexts = []
+
+    def login(user, password=TEST_PASSWORD):
+        context = browser.new_context(base_url=live_server.url)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.goto("/login/")
+        page.fill("#id_username", user.username)
+        page.fill("#id_password", password)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{live_server.url}/")
+        return page
+
+    yield login
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def nist_file():
+    _require(NIST_FILE.exists(), f"needs {NIST_FILE}")
+    return NIST_FILE

@@ -1,0 +1,18 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class WorkbenchConfig(AppConfig):
+    name = "workbench"
+    verbose_name = "Workbench: accounts, roles and audit log"
+
+    def ready(self):
+        # Groups reference permissions of several apps, which exist only after each app's
+        # post_migrate; syncing after every app (and after a test flush) is idempotent and cheap.
+        post_migrate.connect(_ensure_roles, dispatch_uid="workbench.ensure_roles")
+
+
+def _ensure_roles(sender, using="default", **kwargs):
+    from workbench.services.accounts import ensure_roles
+
+    ensure_roles(using=using)

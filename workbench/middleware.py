@@ -1,0 +1,18 @@
+import re
+import uuid
+
+_VALID_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+
+class RequestIdMiddleware:
+    """Gives every request an id (a proxy's ``X-Request-ID`` when well-formed) for the audit log."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.headers.get("X-Request-ID", "")
+        request.request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
+        response = self.get_response(request)
+        response["X-Request-ID"] = request.request_id
+        return response

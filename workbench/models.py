@@ -1,0 +1,28 @@
+from django.conf import settings
+from django.db import models
+
+
+class AuditEvent(models.Model):
+    """One thing someone viewed or changed. Append-only: rows are never updated or deleted
+    (enforced by a trigger on PostgreSQL; the service layer only inserts)."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    verb = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=64, blank=True)
+    object_id = models.CharField(max_length=128, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["object_type", "object_id"]),
+            models.Index(fields=["actor", "created_at"]),
+            models.Index(fields=["verb", "created_at"]),
+        ]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_id} {self.verb} {self.object_type}:{self.object_id}"

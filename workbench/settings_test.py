@@ -1,0 +1,18 @@
+"""Test overlay: the environment's database and broker, with fast hashing and plain HTTP."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+
+from .settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Code under test runs tasks in-process; worker tests switch this off for their duration.
+CELERY_TASK_ALWAYS_EAGER = True
+STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
+WHITENOISE_USE_FINDERS = True

@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from workbench import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", views.login_view, name="login"),
+    path("logout/", views.logout_view, name="logout"),
+    path("health/", views.health, name="health"),
+    path("corpus/", include("goldset.urls.corpus")),
+    path("django-admin/", admin.site.urls),
+]
