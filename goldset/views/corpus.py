@@ -44,7 +44,7 @@ def block_detail(request, block_id):
         old = by_number.get(_int(request.GET.get("a")), versions[-2])
         new = by_number.get(_int(request.GET.get("b")), versions[-1])
         diff = selectors.diff_versions(old, new)
-    context = {"block": block, "versions": versions, "diff": diff}
+    context = {"blk": block, "versions": versions, "diff": diff}
     return render(request, "corpus/block_detail.html", context)
 
 
