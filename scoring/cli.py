@@ -206,7 +206,7 @@ def run_probe(args: argparse.Namespace) -> dict[str, Any]:
     questions = probe.read_questions(args.questions)
     answers = probe.read_answers(args.answers)
     labels = probe.read_labels(args.labels) if args.labels else None
-    report = probe.score_answers(questions, answers, labels=labels)
+    report = probe.score_answers(questions, answers, labels=labels, answers_source=args.answers)
     return report.to_dict()
 
 

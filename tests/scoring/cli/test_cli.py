@@ -264,3 +264,67 @@ def test_agreement_label_outside_declared_categories_exits_2(capsys, write):
         capsys, ["agreement", "--labels", path, "--metric", "cohen", "--categories", "x,y"]
     )
     assert code == 2 and "not among the declared categories" in err
+
+
+def test_probe_cli_reports_pcs_caps_and_release(capsys, write):
+    from tests.scoring.unit.test_probe import ANSWER, GOOD_LABELS, PACKET
+
+    labels = dict(GOOD_LABELS, question_id=PACKET["question_id"], system_id=ANSWER["system_id"])
+    code, out, _ = _run(
+        capsys,
+        [
+            "probe",
+            "--questions",
+            write("q.jsonl", json.dumps(PACKET) + "\n"),
+            "--answers",
+            write("a.jsonl", json.dumps(ANSWER) + "\n"),
+            "--labels",
+            write("l.jsonl", json.dumps(labels) + "\n"),
+        ],
+    )
+    payload = json.loads(out)
+    assert code == 0
+    (answer,) = payload["answers"]
+    assert answer["caps"] == {} and answer["components"]["citation_precision"] == 1.0
+    assert payload["systems"][ANSWER["system_id"]]["release"] is True
+
+
+@pytest.mark.parametrize(
+    ("which", "content", "expected"),
+    [
+        ("questions", '{"question_id": "q"}\n', "line 1: missing field 'gold_evidence'"),
+        (
+            "questions",
+            '{"question_id": "q", "gold_evidence": [{"passage_id": "p", "label": "sufficient", "effective": "soon"}]}\n',
+            "line 1: effective 'soon'",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [], "citations": []}\n{x\n',
+            "line 2: invalid JSON",
+        ),
+        (
+            "answers",
+            '{"question_id": "other", "retrieved_passages": [], "citations": []}\n',
+            "line 1: question_id 'other'",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"rank": 1}], "citations": []}\n',
+            "line 1: retrieved_passages[0]",
+        ),
+    ],
+)
+def test_probe_bad_input_exits_2(capsys, write, which, content, expected):
+    files = {
+        "questions": write("q.jsonl", '{"question_id": "q", "gold_evidence": []}\n'),
+        "answers": write(
+            "a.jsonl", '{"question_id": "q", "retrieved_passages": [], "citations": []}\n'
+        ),
+    }
+    files[which] = write(f"bad-{which}.jsonl", content)
+    code, out, err = _run(
+        capsys, ["probe", "--questions", files["questions"], "--answers", files["answers"]]
+    )
+    assert code == 2 and out == ""
+    assert files[which] in err and expected in err
