@@ -16,11 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from scoring import agreement as agr
 from scoring.errors import AgreementError, InputError, ScoringError
-from scoring.io import QRELS_FORMATS, RUN_FORMATS, read_qrels, read_run
-from scoring.retrieval import DEFAULT_METRICS, GAINS, METRICS, evaluate
-from scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
+
+# Sub-command modules are imported when used: scipy/statsmodels cost ~1 s that a retrieval run
+# does not need.
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 8821
+METRICS = ("recall", "precision", "hit", "mrr", "ndcg", "map")
+DEFAULT_METRICS = ("recall", "precision", "hit", "mrr", "ndcg")
+GAINS = ("linear", "exponential")
+QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
+RUN_FORMATS = ("trec", "jsonl")
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 EXIT_INPUT = 2
 
@@ -65,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument(
         "--metric", required=True, choices=["cohen", "fleiss", "krippendorff", "percent"]
     )
-    ag.add_argument("--level", choices=agr.LEVELS, default="nominal")
+    ag.add_argument("--level", choices=LEVELS, default="nominal")
     ag.add_argument("--weights", choices=["linear", "quadratic"])
     ag.add_argument("--categories")
     ag.add_argument("--ci", action="store_true")
@@ -84,6 +91,9 @@ def _finite(value: float) -> float | None:
 
 
 def run_retrieval(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.io import read_qrels, read_run
+    from scoring.retrieval import evaluate
+
     qrels = read_qrels(args.qrels, fmt=args.qrels_format)
     run = read_run(args.run, fmt=args.run_format)
     result = evaluate(
@@ -91,6 +101,8 @@ def run_retrieval(args: argparse.Namespace) -> dict[str, Any]:
     )
     ci = None
     if args.ci:
+        from scoring.stats import bootstrap_ci
+
         ci = {}
         for label, values in result.per_query.items():
             boot = bootstrap_ci(values, n=args.resamples, seed=args.seed)
@@ -167,6 +179,8 @@ def read_labels_csv(path: str) -> list[tuple[str, str, Any]]:
 
 
 def run_agreement(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring import agreement as agr
+
     rows = read_labels_csv(args.labels)
     table = agr.label_table(rows)
     categories = None

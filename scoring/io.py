@@ -186,7 +186,9 @@ def _detect(name: str, handle: str | io.StringIO, kind: str) -> str:
 
 
 def _trec_frame(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> pd.DataFrame:
-    dtypes: dict[int, Any] = {i: str for i in range(ncols)}
+    # Query ids and the constant columns repeat heavily, so categoricals parse them fastest.
+    dtypes: dict[int, Any] = {i: "category" for i in range(ncols)}
+    dtypes[2] = str
     numeric_col = 3 if kind == "qrels" else 4
     dtypes[numeric_col] = "int64" if kind == "qrels" else "float64"
     if isinstance(handle, io.StringIO):
@@ -206,7 +208,7 @@ def _trec_frame(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> 
     except (ValueError, pd.errors.ParserError):
         _scan_trec(name, handle, ncols, kind)
         raise InputError(name, None, f"unreadable TREC {kind} file") from None
-    if frame.shape[1] != ncols or (frame.iloc[:, ncols - 1] == "").any():
+    if frame.shape[1] != ncols or (frame.iloc[:, ncols - 1].astype(object) == "").any():
         _scan_trec(name, handle, ncols, kind)
     if kind == "run" and not np.isfinite(frame[numeric_col].to_numpy()).all():
         _scan_trec(name, handle, ncols, kind)

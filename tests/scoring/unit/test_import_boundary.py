@@ -41,3 +41,15 @@ def test_importing_every_scoring_module_loads_no_forbidden_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
     assert "scoring.retrieval" in modules and "scoring.agreement" in modules
+
+
+def test_cli_constants_mirror_the_library():
+    from scoring import agreement, cli, io, retrieval, stats
+
+    assert cli.METRICS == retrieval.METRICS and cli.DEFAULT_METRICS == retrieval.DEFAULT_METRICS
+    assert cli.GAINS == retrieval.GAINS and cli.LEVELS == agreement.LEVELS
+    assert (cli.QRELS_FORMATS, cli.RUN_FORMATS) == (io.QRELS_FORMATS, io.RUN_FORMATS)
+    assert (cli.DEFAULT_RESAMPLES, cli.DEFAULT_SEED) == (
+        stats.DEFAULT_RESAMPLES,
+        stats.DEFAULT_SEED,
+    )
