@@ -290,9 +290,40 @@ def krippendorff_alpha(
     cats = _categories(_observed(matrix), categories)
     counts = _value_counts(matrix, cats)
     pairable = counts.sum(axis=1) >= 2
-    result = AgreementResult(
-        None, None, int(pairable.sum()), _n_annotators(matrix, pairable), "krippendorff"
+    return krippendorff_alpha_counts(
+        counts,
+        categories=cats,
+        level=level,
+        declared=categories is not None,
+        ci=ci,
+        n_resamples=n_resamples,
+        seed=seed,
+        n_annotators=_n_annotators(matrix, pairable),
     )
+
+
+def krippendorff_alpha_counts(
+    counts: Sequence[Sequence[int]] | np.ndarray,
+    *,
+    categories: Sequence[Any],
+    level: str = "nominal",
+    declared: bool = True,
+    ci: bool = False,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    n_annotators: int = 0,
+) -> AgreementResult:
+    """Krippendorff's α from an items x categories table of rating counts (``categories`` in
+    column order; for ordinal data, in scale order). Same contract as :func:`krippendorff_alpha`,
+    for callers that aggregate large data themselves (no per-rating Python objects)."""
+    if level not in LEVELS:
+        raise AgreementError(f"level must be one of {LEVELS}")
+    counts = np.asarray(counts, dtype=np.int64)
+    cats = list(categories)
+    if counts.ndim != 2 or counts.shape[1] != len(cats):
+        raise AgreementError("counts must be an items x categories table matching categories")
+    pairable = counts.sum(axis=1) >= 2
+    result = AgreementResult(None, None, int(pairable.sum()), n_annotators, "krippendorff")
     if not pairable.any():
         return replace(result, reason="no item has two or more ratings, so α is undefined")
     if np.count_nonzero(counts[pairable].sum(axis=0)) < 2:
@@ -300,7 +331,7 @@ def krippendorff_alpha(
             result,
             reason="every pairable rating has the same value: expected disagreement is 0, α is 0/0",
         )
-    domain = _numeric_domain(cats, level, categories is not None)
+    domain = _numeric_domain(cats, level, declared)
     order = np.argsort(domain, kind="stable")
     domain = domain[order]
     counts = counts[:, order]

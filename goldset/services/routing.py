@@ -64,7 +64,9 @@ def decide_tier(
         return RoutingDecision(Tier.GOLD, f"task_type:{task_type}", rules.version)
     if uncertainty is not None and Decimal(str(uncertainty)) >= rules.uncertainty_threshold:
         return RoutingDecision(
-            Tier.GOLD, f"uncertainty>={Decimal(rules.uncertainty_threshold).normalize():f}", rules.version
+            Tier.GOLD,
+            f"uncertainty>={Decimal(rules.uncertainty_threshold).normalize():f}",
+            rules.version,
         )
     if adversarial and rules.adversarial_routes_gold:
         return RoutingDecision(Tier.GOLD, "adversarial", rules.version)

@@ -1,0 +1,131 @@
+"""Reads of stored agreement figures, and the alerts they trigger (DESIGN.md §7, seed 003).
+
+Thresholds are settings with the seed's defaults: gold α < ``AGREEMENT_ALPHA_TARGET`` (0.75) for a
+task type; a gold annotator pair's Cohen κ < ``AGREEMENT_KAPPA_TARGET`` (0.70); TRIAGE spot-check
+disagreement > ``SPOT_CHECK_DISAGREEMENT_LIMIT`` (12 %) in two consecutive ISO weeks. A figure
+fires only when it rests on at least ``AGREEMENT_MIN_ITEMS`` items (default 10).
+"""
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from goldset.models import AgreementSnapshot, Tier
+from goldset.services.agreement import week_start
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: str
+    title: str
+    detail: str
+    numbers: dict = field(default_factory=dict)
+
+
+def _setting(name, default):
+    return getattr(settings, name, default)
+
+
+def list_snapshots(**filters):
+    return AgreementSnapshot.objects.filter(**filters).order_by(
+        "protocol", "axis", "metric", "tier", "task_type", "domain", "week", "subject"
+    )
+
+
+def _fmt_ci(s: AgreementSnapshot) -> str:
+    return f"95 % CI [{s.ci_low:.3f}, {s.ci_high:.3f}]" if s.ci_low is not None else "no CI"
+
+
+def list_agreement_alerts(snapshots=None) -> list[Alert]:
+    """Alerts from the stored figures (one query when ``snapshots`` is not given)."""
+    rows = list(
+        snapshots
+        if snapshots is not None
+        else AgreementSnapshot.objects.filter(
+            metric__in=["krippendorff_alpha", "cohen_kappa", "spot_check_disagreement"]
+        )
+    )
+    min_items = _setting("AGREEMENT_MIN_ITEMS", 10)
+    alpha_target = _setting("AGREEMENT_ALPHA_TARGET", 0.75)
+    kappa_target = _setting("AGREEMENT_KAPPA_TARGET", 0.70)
+    limit = _setting("SPOT_CHECK_DISAGREEMENT_LIMIT", 0.12)
+    alerts: list[Alert] = []
+    for s in rows:
+        gold_all_time = s.tier == Tier.GOLD and not s.week and not s.domain
+        if (
+            s.metric == "krippendorff_alpha"
+            and gold_all_time
+            and s.task_type
+            and s.value is not None
+            and s.value < alpha_target
+            and s.n_items >= min_items
+        ):
+            alerts.append(
+                Alert(
+                    "gold_alpha_low",
+                    f"Gold α below {alpha_target} for task type {s.task_type}",
+                    f"{s.protocol} · {s.axis}: α = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} items, {s.n_annotators} annotators.",
+                    {
+                        "protocol": s.protocol,
+                        "axis": s.axis,
+                        "task_type": s.task_type,
+                        "alpha": s.value,
+                        "target": alpha_target,
+                        "n_items": s.n_items,
+                    },
+                )
+            )
+        if (
+            s.metric == "cohen_kappa"
+            and s.tier == Tier.GOLD
+            and s.value is not None
+            and s.value < kappa_target
+            and s.n_items >= min_items
+        ):
+            alerts.append(
+                Alert(
+                    "gold_kappa_low",
+                    f"Gold Cohen κ below {kappa_target} for an annotator pair",
+                    f"{s.protocol} · {s.axis}: pair {s.subject} κ = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} shared items.",
+                    {
+                        "protocol": s.protocol,
+                        "axis": s.axis,
+                        "pair": s.subject,
+                        "kappa": s.value,
+                        "target": kappa_target,
+                        "n_items": s.n_items,
+                    },
+                )
+            )
+    alerts += _spot_check_alerts([s for s in rows if s.metric == "spot_check_disagreement"], limit)
+    return alerts
+
+
+def _spot_check_alerts(rows: list[AgreementSnapshot], limit: float) -> list[Alert]:
+    alerts = []
+    by_protocol: dict[str, list[AgreementSnapshot]] = {}
+    for s in rows:
+        by_protocol.setdefault(s.protocol, []).append(s)
+    for protocol, weeks in by_protocol.items():
+        weeks.sort(key=lambda s: week_start(s.week))
+        for previous, current in zip(weeks, weeks[1:], strict=False):
+            consecutive = week_start(current.week) - week_start(previous.week) == dt.timedelta(
+                days=7
+            )
+            if consecutive and previous.value > limit and current.value > limit:
+                alerts.append(
+                    Alert(
+                        "spot_check_disagreement",
+                        f"TRIAGE spot-check disagreement above {limit:.0%} for two consecutive weeks",
+                        f"{protocol}: {previous.week} {previous.value:.1%} ({previous.subject}/{previous.n_items}), "
+                        f"{current.week} {current.value:.1%} ({current.subject}/{current.n_items}).",
+                        {
+                            "protocol": protocol,
+                            "weeks": [previous.week, current.week],
+                            "rates": [previous.value, current.value],
+                            "limit": limit,
+                        },
+                    )
+                )
+    return alerts

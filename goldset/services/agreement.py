@@ -1,0 +1,342 @@
+"""Agreement figures for both protocols (DESIGN.md §8, seed 003), adapted for `scoring.agreement`.
+
+Input is long-format rating rows — one row per (protocol, item, annotator, axis) with the scope
+columns tier, task_type, domain and ISO week — and spot-check rows (did the second look agree?).
+Each protocol contributes rows through a source function listed in ``RATING_SOURCES`` /
+``SPOT_CHECK_SOURCES``. The figures:
+
+* Krippendorff's α per axis (nominal or ordinal per the axis' scale; missing ratings allowed) and
+  Fleiss' κ over the items that carry exactly three ratings, for every scope in ``SCOPES``;
+* Cohen's κ per annotator pair (linear weights on ordinal axes), overall and per tier;
+* the weekly TRIAGE spot-check disagreement rate;
+
+each with a bootstrap 95 % CI (``AGREEMENT_BOOTSTRAP_RESAMPLES`` resamples of the scope's items,
+seed 8821). Results are stored as :class:`~goldset.models.AgreementSnapshot` rows keyed on the
+scope and stamped with a data version (a hash of the input rows), so a recompute over unchanged
+data is a no-op and dashboards never compute.
+"""
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass, field
+from itertools import chain
+
+import numpy as np
+import pandas as pd
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.utils.module_loading import import_string
+
+from goldset.models import AgreementSnapshot, Tier
+from scoring.agreement import cohen_kappa, fleiss_kappa_counts, krippendorff_alpha_counts
+
+SEED = 8821
+RATING_COLUMNS = [
+    "protocol",
+    "item",
+    "annotator",
+    "axis",
+    "value",
+    "tier",
+    "task_type",
+    "domain",
+    "week",
+]
+SPOT_CHECK_COLUMNS = ["protocol", "item", "week", "agree"]
+# Scopes every axis is cut by (empty tuple = all data). Trend charts read the week scopes.
+SCOPES: tuple[tuple[str, ...], ...] = (
+    (),
+    ("tier",),
+    ("tier", "task_type"),
+    ("tier", "domain"),
+    ("tier", "week"),
+    ("tier", "task_type", "week"),
+)
+PAIR_SCOPES: tuple[tuple[str, ...], ...] = ((), ("tier",))
+
+
+@dataclass(frozen=True)
+class AxisScale:
+    level: str  # "nominal" or "ordinal"
+    categories: tuple[str, ...]  # in scale order
+    pair_weights: str | None = None  # Cohen's κ weights for annotator pairs
+
+
+AXES: dict[str, AxisScale] = {
+    "verdict": AxisScale("nominal", ("confirm", "flag")),
+    "acceptability": AxisScale("nominal", ("acceptable", "unacceptable")),
+    "grounding": AxisScale(
+        "ordinal", ("ungrounded", "misgrounded", "partially_grounded", "fully_grounded"), "linear"
+    ),
+    "severe_safety": AxisScale("nominal", ("no", "yes")),
+}
+
+# Protocol adapters: callables returning iterables of tuples in RATING_COLUMNS / SPOT_CHECK_COLUMNS order.
+RATING_SOURCES: list[str] = []
+SPOT_CHECK_SOURCES: list[str] = []
+
+
+def iso_week(moment: dt.date | dt.datetime) -> str:
+    year, week, _ = moment.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def week_start(week: str) -> dt.date:
+    year, number = week.split("-W")
+    return dt.date.fromisocalendar(int(year), int(number), 1)
+
+
+def _resamples() -> int:
+    return getattr(settings, "AGREEMENT_BOOTSTRAP_RESAMPLES", 1000)
+
+
+# ---------------------------------------------------------------- computing (no database)
+
+
+def ratings_frame(rows) -> pd.DataFrame:
+    frame = pd.DataFrame(list(rows), columns=RATING_COLUMNS)
+    for column in ("tier", "task_type", "domain", "week"):
+        frame[column] = frame[column].fillna("").astype(str)
+    return frame
+
+
+def spot_check_frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=SPOT_CHECK_COLUMNS)
+
+
+def data_version(ratings: pd.DataFrame, spot_checks: pd.DataFrame) -> str:
+    digest = hashlib.sha256()
+    for frame, columns in ((ratings, RATING_COLUMNS), (spot_checks, SPOT_CHECK_COLUMNS)):
+        ordered = frame.astype(str).sort_values(columns, kind="stable").reset_index(drop=True)
+        digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
+        digest.update(b"|")
+    return digest.hexdigest()
+
+
+@dataclass
+class Figure:
+    protocol: str
+    axis: str
+    metric: str
+    value: float | None
+    reason: str
+    n_items: int
+    n_annotators: int
+    ci: tuple[float, float] | None = None
+    scope: dict = field(default_factory=dict)
+    subject: str = ""
+
+    def as_snapshot(self, version: str) -> AgreementSnapshot:
+        low, high = self.ci if self.ci else (None, None)
+        return AgreementSnapshot(
+            protocol=self.protocol,
+            axis=self.axis,
+            metric=self.metric,
+            subject=self.subject,
+            tier=self.scope.get("tier", ""),
+            task_type=self.scope.get("task_type", ""),
+            domain=self.scope.get("domain", ""),
+            week=self.scope.get("week", ""),
+            value=self.value,
+            reason=(self.reason or "")[:200],
+            ci_low=low,
+            ci_high=high,
+            n_items=self.n_items,
+            n_annotators=self.n_annotators,
+            data_version=version,
+        )
+
+
+def _groups(frame: pd.DataFrame, dims: tuple[str, ...]):
+    if not dims:
+        yield {}, frame
+        return
+    for key, sub in frame.groupby(list(dims), sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        yield dict(zip(dims, key, strict=True)), sub
+
+
+def _count_table(sub: pd.DataFrame, n_categories: int) -> np.ndarray:
+    items = pd.factorize(sub["item"])[0]
+    flat = np.bincount(
+        items * n_categories + sub["code"].to_numpy(), minlength=(items.max() + 1) * n_categories
+    )
+    return flat.reshape(-1, n_categories)
+
+
+def compute_figures(
+    ratings: pd.DataFrame, spot_checks: pd.DataFrame, *, n_resamples: int, seed: int = SEED
+) -> list[Figure]:
+    """Every figure for the given rows (pure: no database)."""
+    figures: list[Figure] = []
+    for (protocol, axis), rows in ratings.groupby(["protocol", "axis"], sort=True):
+        scale = AXES[axis]
+        on_scale = rows["value"].isin(scale.categories)
+        if not on_scale.all():
+            unknown = sorted(set(rows["value"][~on_scale].astype(str)))
+            raise ValueError(
+                f"{protocol}/{axis}: values {unknown} are not on the scale {scale.categories}"
+            )
+        codes = pd.Categorical(rows["value"], categories=scale.categories).codes
+        rows = rows.assign(code=codes.astype(np.int64))
+        figures += _scope_figures(protocol, axis, scale, rows, n_resamples, seed)
+        figures += _pair_figures(protocol, axis, scale, rows, n_resamples, seed)
+    figures += _spot_check_figures(spot_checks)
+    return figures
+
+
+def _scope_figures(protocol, axis, scale, rows, n_resamples, seed):
+    out = []
+    for dims in SCOPES:
+        for scope, sub in _groups(rows, dims):
+            counts = _count_table(sub, len(scale.categories))
+            n_annotators = int(sub["annotator"].nunique())
+            alpha = krippendorff_alpha_counts(
+                counts,
+                categories=scale.categories,
+                level=scale.level,
+                ci=True,
+                n_resamples=n_resamples,
+                seed=seed,
+                n_annotators=n_annotators,
+            )
+            out.append(
+                Figure(
+                    protocol,
+                    axis,
+                    "krippendorff_alpha",
+                    alpha.value,
+                    alpha.reason or "",
+                    alpha.n_items,
+                    n_annotators,
+                    alpha.ci,
+                    scope,
+                )
+            )
+            three = counts[counts.sum(axis=1) == 3]
+            if len(three):
+                fleiss = fleiss_kappa_counts(
+                    three, ci=True, n_resamples=n_resamples, seed=seed, n_annotators=n_annotators
+                )
+                out.append(
+                    Figure(
+                        protocol,
+                        axis,
+                        "fleiss_kappa",
+                        fleiss.value,
+                        fleiss.reason or "",
+                        fleiss.n_items,
+                        n_annotators,
+                        fleiss.ci,
+                        scope,
+                    )
+                )
+    return out
+
+
+def _pair_figures(protocol, axis, scale, rows, n_resamples, seed):
+    out = []
+    for dims in PAIR_SCOPES:
+        for scope, sub in _groups(rows, dims):
+            slim = sub[["item", "annotator", "value"]]
+            pairs = slim.merge(slim, on="item", suffixes=("_a", "_b"))
+            pairs = pairs[pairs["annotator_a"] < pairs["annotator_b"]]
+            for (a, b), pair in pairs.groupby(["annotator_a", "annotator_b"], sort=True):
+                kappa = cohen_kappa(
+                    pair["value_a"].tolist(),
+                    pair["value_b"].tolist(),
+                    weights=scale.pair_weights,
+                    categories=scale.categories,
+                    ci=True,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                )
+                out.append(
+                    Figure(
+                        protocol,
+                        axis,
+                        "cohen_kappa",
+                        kappa.value,
+                        kappa.reason or "",
+                        kappa.n_items,
+                        2,
+                        kappa.ci,
+                        scope,
+                        subject=f"{a}|{b}",
+                    )
+                )
+    return out
+
+
+def _spot_check_figures(spot_checks: pd.DataFrame) -> list[Figure]:
+    out = []
+    for (protocol, week), rows in spot_checks.groupby(["protocol", "week"], sort=True):
+        n = len(rows)
+        disagreements = int((~rows["agree"].astype(bool)).sum())
+        out.append(
+            Figure(
+                protocol,
+                "spot_check",
+                "spot_check_disagreement",
+                disagreements / n,
+                "",
+                n,
+                0,
+                None,
+                {"tier": Tier.TRIAGE.value, "week": week},
+                subject=str(disagreements),
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------- storing
+
+
+def collect_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
+    ratings = ratings_frame(chain.from_iterable(import_string(path)() for path in RATING_SOURCES))
+    spot = spot_check_frame(
+        chain.from_iterable(import_string(path)() for path in SPOT_CHECK_SOURCES)
+    )
+    return ratings, spot
+
+
+def store_agreement_snapshots(
+    *, ratings: pd.DataFrame, spot_checks: pd.DataFrame, n_resamples: int | None = None
+) -> tuple[str, int]:
+    """Replace the stored figures with those of these rows; a no-op when the data version is the
+    one already stored. Returns (data version, number of snapshot rows)."""
+    version = data_version(ratings, spot_checks)
+    existing = AgreementSnapshot.objects.values_list("data_version", flat=True).first()
+    if existing == version:
+        return version, AgreementSnapshot.objects.count()
+    figures = compute_figures(ratings, spot_checks, n_resamples=n_resamples or _resamples())
+    with transaction.atomic():
+        AgreementSnapshot.objects.all().delete()
+        AgreementSnapshot.objects.bulk_create(
+            (f.as_snapshot(version) for f in figures), batch_size=2000
+        )
+    return version, len(figures)
+
+
+def recompute_agreement_snapshots() -> tuple[str, int]:
+    """Collect rows from every protocol and store fresh figures (idempotent). Called by the task."""
+    cache.delete(DEBOUNCE_KEY)
+    ratings, spot = collect_rows()
+    return store_agreement_snapshots(ratings=ratings, spot_checks=spot)
+
+
+DEBOUNCE_KEY = "agreement-recompute-scheduled"
+
+
+def schedule_agreement_recompute() -> bool:
+    """Ask for a recompute after the current transaction commits; calls within the debounce
+    window (``AGREEMENT_DEBOUNCE_SECONDS``) share one task. Returns True when a task was queued."""
+    delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
+    if not cache.add(DEBOUNCE_KEY, 1, timeout=delay):
+        return False
+    from goldset.tasks import recompute_agreement_task
+
+    transaction.on_commit(lambda: recompute_agreement_task.apply_async(countdown=delay))
+    return True
