@@ -129,3 +129,108 @@ def _spot_check_alerts(rows: list[AgreementSnapshot], limit: float) -> list[Aler
                     )
                 )
     return alerts
+
+
+PROTOCOL_LABELS = {"triple_review": "Triple reviews", "answer_label": "Answer labels"}
+CSV_FIELDS = [
+    "protocol",
+    "axis",
+    "metric",
+    "tier",
+    "task_type",
+    "domain",
+    "week",
+    "subject",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n_items",
+    "n_annotators",
+    "reason",
+    "data_version",
+]
+
+
+@dataclass
+class AgreementView:
+    protocol: str
+    axis: str
+    choices: list[tuple[str, str]]  # (protocol, axis) pairs with figures
+    alpha_by_week: object  # LineChart
+    fleiss_by_week: object
+    alpha_rows: list[AgreementSnapshot]
+    fleiss_rows: list[AgreementSnapshot]
+    by_task_type: list[AgreementSnapshot]
+    by_domain: list[AgreementSnapshot]
+    pairs: list[AgreementSnapshot]
+    data_version: str
+    computed_at: object
+
+
+def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
+    """Everything the agreement dashboard shows for one protocol × axis, from stored snapshots
+    (two queries whatever the data size)."""
+    from goldset.charts import LineChart, Series
+
+    choices = list(
+        AgreementSnapshot.objects.filter(metric="krippendorff_alpha")
+        .values_list("protocol", "axis")
+        .distinct()
+        .order_by("protocol", "axis")
+    )
+    if (protocol, axis) not in choices:
+        protocol, axis = choices[0] if choices else ("", "")
+    rows = list(
+        AgreementSnapshot.objects.filter(protocol=protocol, axis=axis).order_by(
+            "week", "task_type", "domain", "subject"
+        )
+    )
+    gold = Tier.GOLD.value
+    weekly_alpha = [
+        r
+        for r in rows
+        if r.metric == "krippendorff_alpha" and r.tier == gold and r.week and not r.domain
+    ]
+    weeks = sorted({r.week for r in weekly_alpha}, key=week_start)
+    series: dict[str, list] = {}
+    for r in weekly_alpha:
+        series.setdefault(r.task_type or "all task types", []).append(
+            (r.week, r.value, r.ci_low, r.ci_high)
+        )
+    alpha_target = _setting("AGREEMENT_ALPHA_TARGET", 0.75)
+    kappa_target = _setting("AGREEMENT_KAPPA_TARGET", 0.70)
+    fleiss = [
+        r
+        for r in rows
+        if r.metric == "fleiss_kappa"
+        and r.tier == gold
+        and r.week
+        and not r.task_type
+        and not r.domain
+    ]
+    return AgreementView(
+        protocol=protocol,
+        axis=axis,
+        choices=choices,
+        alpha_by_week=LineChart(
+            f"Gold Krippendorff α by ISO week — {axis}",
+            weeks,
+            [Series(k, v) for k, v in sorted(series.items())],
+            targets=[("target", alpha_target)],
+        ),
+        fleiss_by_week=LineChart(
+            f"Gold Fleiss κ (three-label items) by ISO week — {axis}",
+            [r.week for r in fleiss],
+            [Series("Fleiss κ", [(r.week, r.value, r.ci_low, r.ci_high) for r in fleiss])],
+            targets=[("target", kappa_target)],
+        ),
+        alpha_rows=weekly_alpha,
+        fleiss_rows=fleiss,
+        by_task_type=[
+            r for r in rows if r.metric == "krippendorff_alpha" and r.task_type and not r.week
+        ],
+        by_domain=[r for r in rows if r.metric == "krippendorff_alpha" and r.domain],
+        pairs=[r for r in rows if r.metric == "cohen_kappa" and r.tier == gold],
+        data_version=rows[0].data_version if rows else "",
+        computed_at=rows[0].computed_at if rows else None,
+    )

@@ -1,0 +1,13 @@
+from django.urls import path, re_path
+
+from goldset.views import quality
+
+app_name = "quality"
+
+urlpatterns = [
+    path("agreement/", quality.agreement_dashboard, name="agreement"),
+    re_path(
+        r"^agreement\.(?P<fmt>csv|json)$", quality.agreement_download, name="agreement-download"
+    ),
+    path("alerts/", quality.alerts, name="alerts"),
+]
