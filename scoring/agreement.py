@@ -243,9 +243,22 @@ def _alpha_from_counts(
         return np.where(expected > 0, 1.0 - observed / expected, np.nan)
 
 
+def _unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a non-negative count table and how often each occurs (sorted rows)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    base = int(counts.max()) + 1 if counts.size else 1
+    if counts.shape[1] and base ** counts.shape[1] < 2**62:
+        # Encode each row as one integer: a 1-D unique is far faster than np.unique(axis=0).
+        keys = counts @ (base ** np.arange(counts.shape[1] - 1, -1, -1, dtype=np.int64))
+        _, first, freq = np.unique(keys, return_index=True, return_counts=True)
+        return counts[first], freq
+    patterns, freq = np.unique(counts, axis=0, return_counts=True)
+    return patterns, freq
+
+
 def _pattern_weights(counts: np.ndarray, n: int, seed: int):
     """Unique rows of ``counts`` and a generator of multinomial resample weights."""
-    patterns, inverse, freq = np.unique(counts, axis=0, return_inverse=True, return_counts=True)
+    patterns, freq = _unique_rows(counts)
     total = int(freq.sum())
     rng = np.random.default_rng(seed)
     chunk = max(1, 2_000_000 // max(len(patterns), 1))
@@ -409,20 +422,43 @@ def cohen_kappa(
     if len(a) != len(b):
         raise AgreementError("the two label sequences must have the same length")
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if not _is_missing(x) and not _is_missing(y)]
-    result = AgreementResult(None, None, len(pairs), 2 if pairs else 0, "cohen")
     if not pairs:
-        return replace(result, reason="no item was labelled by both annotators")
+        return AgreementResult(None, "no item was labelled by both annotators", 0, 0, "cohen")
     cats = _categories([v for p in pairs for v in p], categories)
-    used = {v for p in pairs for v in p}
-    if len(used) < 2:
+    code = {c: i for i, c in enumerate(cats)}
+    table = np.zeros((len(cats), len(cats)), dtype=np.int64)
+    for x, y in pairs:
+        table[code[x], code[y]] += 1
+    return cohen_kappa_table(table, weights=weights, ci=ci, n_resamples=n_resamples, seed=seed)
+
+
+def cohen_kappa_table(
+    table: Sequence[Sequence[int]] | np.ndarray,
+    *,
+    weights: str | None = None,
+    ci: bool = False,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> AgreementResult:
+    """Cohen's κ from a square confusion table of counts (rows: annotator A's category, columns:
+    B's, both in scale order) — statsmodels' own input. Same contract as :func:`cohen_kappa`, for
+    callers that count large data themselves."""
+    if weights not in WEIGHTS:
+        raise AgreementError(f"weights must be one of {WEIGHTS}")
+    table = np.asarray(table, dtype=np.float64)
+    if table.ndim != 2 or table.shape[0] != table.shape[1]:
+        raise AgreementError("a Cohen table must be square (categories x categories)")
+    n = int(table.sum())
+    result = AgreementResult(None, None, n, 2 if n else 0, "cohen")
+    if n == 0:
+        return replace(result, reason="no item was labelled by both annotators")
+    used = (table.sum(axis=0) + table.sum(axis=1)) > 0
+    if used.sum() < 2:
         return replace(
             result, reason="every label is the same category: chance agreement is 1, κ is 0/0"
         )
-    code = {c: i for i, c in enumerate(cats)}
-    table = np.zeros((len(cats), len(cats)), dtype=np.float64)
-    for x, y in pairs:
-        table[code[x], code[y]] += 1
-    res = cohens_kappa(table, wt=weights) if weights else cohens_kappa(table)
+    # Only κ is needed; statsmodels' full results object (variances, tests) costs ~10x more.
+    kappa = cohens_kappa(table, wt=weights, return_results=False)
     interval = None
     if ci:
         rng = np.random.default_rng(seed)
@@ -430,12 +466,12 @@ def cohen_kappa(
         reps = []
         for start in range(0, n_resamples, 20_000):
             size = min(20_000, n_resamples - start)
-            draws = rng.multinomial(int(flat.sum()), flat / flat.sum(), size=size)
+            draws = rng.multinomial(n, flat / n, size=size)
             reps.append(
                 _kappa_from_tables(draws.reshape(size, *table.shape).astype(float), weights)
             )
         interval = _percentile(np.concatenate(reps))
-    return replace(result, value=float(res.kappa), ci=interval)
+    return replace(result, value=float(kappa), ci=interval)
 
 
 def pairwise_cohen_kappa(

@@ -29,7 +29,7 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from goldset.models import AgreementSnapshot, Tier
-from scoring.agreement import cohen_kappa, fleiss_kappa_counts, krippendorff_alpha_counts
+from scoring.agreement import cohen_kappa_table, fleiss_kappa_counts, krippendorff_alpha_counts
 
 SEED = 8821
 RATING_COLUMNS = [
@@ -236,21 +236,26 @@ def _scope_figures(protocol, axis, scale, rows, n_resamples, seed):
 
 
 def _pair_figures(protocol, axis, scale, rows, n_resamples, seed):
+    """Cohen's κ for every annotator pair: one confusion table per pair, counted at once."""
     out = []
+    v = len(scale.categories)
     for dims in PAIR_SCOPES:
         for scope, sub in _groups(rows, dims):
-            slim = sub[["item", "annotator", "value"]]
+            codes, names = pd.factorize(sub["annotator"], sort=True)
+            slim = pd.DataFrame(
+                {"item": sub["item"].to_numpy(), "who": codes, "code": sub["code"].to_numpy()}
+            )
             pairs = slim.merge(slim, on="item", suffixes=("_a", "_b"))
-            pairs = pairs[pairs["annotator_a"] < pairs["annotator_b"]]
-            for (a, b), pair in pairs.groupby(["annotator_a", "annotator_b"], sort=True):
-                kappa = cohen_kappa(
-                    pair["value_a"].tolist(),
-                    pair["value_b"].tolist(),
-                    weights=scale.pair_weights,
-                    categories=scale.categories,
-                    ci=True,
-                    n_resamples=n_resamples,
-                    seed=seed,
+            pairs = pairs[pairs["who_a"] < pairs["who_b"]]
+            pair_index, pair_keys = pd.factorize(
+                pairs["who_a"].to_numpy() * len(names) + pairs["who_b"].to_numpy(), sort=True
+            )
+            cells = pair_index * v * v + pairs["code_a"].to_numpy() * v + pairs["code_b"].to_numpy()
+            tables = np.bincount(cells, minlength=len(pair_keys) * v * v).reshape(-1, v, v)
+            for key, table in zip(pair_keys, tables, strict=True):
+                a, b = names[key // len(names)], names[key % len(names)]
+                kappa = cohen_kappa_table(
+                    table, weights=scale.pair_weights, ci=True, n_resamples=n_resamples, seed=seed
                 )
                 out.append(
                     Figure(
