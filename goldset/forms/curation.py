@@ -24,9 +24,7 @@ class BlockVersionRefField(forms.CharField):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("label", "Expected block version")
-        kwargs.setdefault(
-            "help_text", "block_id@version — search the corpus below and press “Use”."
-        )
+        kwargs.setdefault("help_text", "block_id@version — search the corpus and press “Use”.")
         kwargs.setdefault("widget", forms.TextInput(attrs={"class": "block-ref"}))
         super().__init__(max_length=220, **kwargs)
 

@@ -12,6 +12,7 @@ from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.forms.curation import NoteForm, SliceDrawForm, SpotCheckDrawForm, TripleImportForm
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
+from goldset.services.curation_config import curation_setting
 from goldset.services.quality import current_quarter, draw_working_slice
 from goldset.services.reviews import current_iso_week, draw_spot_checks
 from goldset.services.triples import import_triples
@@ -27,6 +28,7 @@ def dashboard(request):
     context = {
         **selectors.dashboard_counts(),
         "balance": selectors.source_balance(),
+        "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
         "rates": rates,
         "alerts": [r for r in rates if r.calibration_needed],
         "quality": list(selectors.list_quality_entries()[:10]),
