@@ -11,5 +11,6 @@ urlpatterns = [
     path("corpus/", include("goldset.urls.corpus")),
     path("routing/", include("goldset.urls.routing")),
     path("quality/", include("goldset.urls.quality")),
+    path("curation/", include("goldset.urls.curation")),
     path("django-admin/", admin.site.urls),
 ]
