@@ -2,9 +2,9 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
-from goldset.selectors import corpus as selectors
 from goldset.exceptions import ImportRejected
 from goldset.forms.corpus import CorpusImportForm
+from goldset.selectors import corpus as selectors
 from goldset.services.corpus import import_corpus
 from workbench.roles import ALL_ROLES, Role, role_required
 
@@ -44,7 +44,7 @@ def block_detail(request, block_id):
         old = by_number.get(_int(request.GET.get("a")), versions[-2])
         new = by_number.get(_int(request.GET.get("b")), versions[-1])
         diff = selectors.diff_versions(old, new)
-    context = {"block": block, "versions": versions, "diff": diff}
+    context = {"blk": block, "versions": versions, "diff": diff}
     return render(request, "corpus/block_detail.html", context)
 
 

@@ -1,0 +1,42 @@
+"""A real `celery worker` process on Redis: it executes a task and /health/ sees it."""
+
+import os
+
+import pytest
+from django.urls import reverse
+
+from workbench.celery import app
+from workbench.tasks import ping_task
+
+
+def test_health_fails_without_a_worker_then_a_real_worker_runs_a_task_and_is_reported_alive(
+    transactional_db, client, start_worker
+):
+    redis_url = os.environ.get("REDIS_URL", "")
+    if not redis_url:
+        pytest.skip("needs REDIS_URL=redis://…")
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = False
+    try:
+        before = client.get(reverse("health"), {"format": "json"})
+        assert before.status_code == 503
+        assert {c["name"]: c["ok"] for c in before.json()["checks"]} == {
+            "database": True,
+            "broker": True,
+            "worker": False,
+        }
+
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "workbench.settings",
+            "SECRET_KEY": "worker-test",
+            "REDIS_URL": redis_url,
+        }
+        start_worker(env, "health-test@%h")
+        assert ping_task.delay().get(timeout=30) == "pong"
+        after = client.get(reverse("health"), {"format": "json"})
+        assert after.status_code == 200
+        worker = {c["name"]: c for c in after.json()["checks"]}["worker"]
+        assert worker["ok"] and "health-test@" in worker["detail"]
+    finally:
+        app.conf.task_always_eager = previous
