@@ -254,6 +254,9 @@ class AnswerCitation(models.Model):
     class Meta:
         ordering = ["record_id", "position"]
 
+    def __str__(self):
+        return f"{self.record_id} cites {self.passage_ref}"
+
 
 class RetrievedPassage(models.Model):
     record = models.ForeignKey(AnswerRecord, on_delete=models.CASCADE, related_name="retrieved")
@@ -266,6 +269,9 @@ class RetrievedPassage(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["record", "rank"], name="retrieved_passage_rank_unique")
         ]
+
+    def __str__(self):
+        return f"{self.record_id} #{self.rank} {self.passage_ref}"
 
 
 class LabelAssignment(models.Model):
@@ -340,6 +346,9 @@ class Label(LabelAxes):
             models.UniqueConstraint(fields=["record", "annotator"], name="label_record_annotator")
         ]
 
+    def __str__(self):
+        return f"label {self.record_id} by {self.annotator_id}"
+
 
 class Adjudication(LabelAxes):
     """The lead's final label for an item in the adjudication queue or the audit sample."""
@@ -353,6 +362,9 @@ class Adjudication(LabelAxes):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"adjudication of {self.record_id}"
 
 
 class CalibrationSet(models.Model):
@@ -388,6 +400,9 @@ class CalibrationItem(models.Model):
     class Meta:
         ordering = ["calibration_set_id", "id"]
 
+    def __str__(self):
+        return f"calibration item {self.record_id}"
+
     @property
     def has_reference(self) -> bool:
         return bool(self.reference_grounding) and self.reference_severe_safety is not None
@@ -416,3 +431,8 @@ class CalibrationResult(models.Model):
                 fields=["annotator", "domain"], name="calibration_result_annotator_domain"
             )
         ]
+
+    def __str__(self):
+        return (
+            f"calibration {self.domain_id} {self.annotator_id}: {'pass' if self.passed else 'fail'}"
+        )
