@@ -286,7 +286,7 @@ def list_runs():
     return (
         Run.objects.select_related("system")
         .annotate(
-            records=Count("records"),
+            record_count=Count("records"),
             final=Count(
                 "records",
                 filter=Q(records__status__in=[RecordStatus.FINAL, RecordStatus.ADJUDICATED]),
