@@ -109,6 +109,10 @@ class QueueOverview:
     done: int
     open_assignment: LabelAssignment | None
 
+    @property
+    def share_reached(self) -> bool:
+        return self.open_assignment is None and not any(load.open for load in self.loads.values())
+
 
 def get_queue_overview(*, annotator) -> QueueOverview:
     domain_ids = qualified_domain_ids(annotator)

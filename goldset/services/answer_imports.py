@@ -418,13 +418,14 @@ def _cost(value, where, problems) -> Decimal | None:
 
 @transaction.atomic
 def import_answer_logs(
-    *, text: str, actor, source_name: str = "", request=None
+    *, text: str, actor, source_name: str = "", request=None, id_factory=None
 ) -> AnswerImportSummary:
     """Import answer logs (any number of runs and systems), all or nothing.
 
     Systems and runs are created on first sight; a run always belongs to one system. A
     (run, question) pair may occur once. Every record is routed and gets its label count (GOLD 3,
-    TRIAGE 1). Raises ImportRejected with every problem; stores nothing then.
+    TRIAGE 1). Raises ImportRejected with every problem; stores nothing then. ``id_factory``
+    (deterministic demos only) makes the opaque public ids; by default they are random tokens.
     """
     problems = _Problems()
     rows = list(_lines(text, problems))
@@ -569,6 +570,8 @@ def import_answer_logs(
         record.routing_rule = decision.rule
         record.rules_version = decision.rules_version
         record.labels_required = GOLD_LABELS if decision.tier == Tier.GOLD else TRIAGE_LABELS
+        if id_factory is not None:
+            record.public_id = id_factory()
         record.save()
         for row in (*retrieved, *citations):
             row.record = record

@@ -71,7 +71,9 @@ def test_three_keyboard_labels_split_then_lead_adjudicates_and_admin_exports(
     html = page.content()
     assert "Annotator 1" in html and "omits the escalation path" in html
     assert not any(secret in html for secret in SECRETS) and one.username not in html
-    _keys(page, ["2", "2", "1", "4"])  # unacceptable, partially grounded, not severe, missing exception
+    _keys(
+        page, ["2", "2", "1", "4"]
+    )  # unacceptable, partially grounded, not severe, missing exception
     page.keyboard.press("r")
     page.keyboard.type("The escalation exception is omitted; not acceptable for release.")
     page.keyboard.press("Control+Enter")
