@@ -84,3 +84,11 @@ def test_admin_downloads_the_adjudication_export_as_jsonl(client_for, admin_user
     (row,) = [json.loads(line) for line in lines]
     assert row["item_id"] == record.public_id and row["adjudication"]["rationale"] == "memo governs"
     assert [label["rationale"] for label in row["labels"]] == ["memo", "partly", ""]
+
+
+def test_django_admin_lists_records_with_their_system_for_admins_only(client_for, admin_user, lead):
+    record, _ = build_conflict_item(DomainFactory(slug="supply_chain"))
+    url = reverse("admin:goldset_answerrecord_changelist")
+    html = client_for(admin_user).get(url).content.decode()
+    assert record.public_id in html and record.run.run_id in html
+    assert client_for(lead).get(url).status_code == 302  # not staff: sent to the admin login
