@@ -12,5 +12,6 @@ urlpatterns = [
     path("routing/", include("goldset.urls.routing")),
     path("quality/", include("goldset.urls.quality")),
     path("curation/", include("goldset.urls.curation")),
+    path("answers/", include("goldset.urls.answers")),
     path("django-admin/", admin.site.urls),
 ]
