@@ -99,7 +99,111 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
                 )
             )
     alerts += _spot_check_alerts([s for s in rows if s.metric == "spot_check_disagreement"], limit)
+    alerts += _annotator_alerts(rows, min_items)
+    alerts += _author_flag_rate_alerts()
+    return _with_usernames(alerts)
+
+
+ALERT_METRICS = [
+    "krippendorff_alpha",
+    "cohen_kappa",
+    "spot_check_disagreement",
+    "adjudication_agreement",
+    "severe_rate_gap",
+]
+
+
+def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Alert]:
+    """An annotator whose agreement with adjudicated labels is below the median of annotators by
+    more than ``AGREEMENT_OUTLIER_MARGIN`` (0.15), or whose severe-label rate differs from their
+    co-annotators' on the same items by more than ``SEVERE_RATE_GAP_MARGIN`` (0.10)."""
+    alerts = []
+    outlier_margin = _setting("AGREEMENT_OUTLIER_MARGIN", 0.15)
+    gap_margin = _setting("SEVERE_RATE_GAP_MARGIN", 0.10)
+    agreement = [s for s in rows if s.metric == "adjudication_agreement" and s.n_items >= min_items]
+    if len(agreement) >= 3:
+        values = sorted(s.value for s in agreement)
+        median = (
+            values[len(values) // 2]
+            if len(values) % 2
+            else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+        )
+        for s in agreement:
+            if s.value < median - outlier_margin:
+                alerts.append(
+                    Alert(
+                        "annotator_outlier",
+                        "Annotator agrees with adjudicated labels far less than peers",
+                        f"{s.protocol}: annotator {{user:{s.subject}}} matches the adjudicated acceptability on {s.value:.0%} of {s.n_items} adjudicated items; the median annotator {median:.0%} (margin {outlier_margin:.0%}).",
+                        {
+                            "annotator": s.subject,
+                            "rate": s.value,
+                            "median": median,
+                            "margin": outlier_margin,
+                            "n_items": s.n_items,
+                        },
+                    )
+                )
+    for s in rows:
+        if s.metric == "severe_rate_gap" and s.n_items >= min_items and abs(s.value) > gap_margin:
+            alerts.append(
+                Alert(
+                    "severe_rate_gap",
+                    "Annotator's severe-safety rate differs from co-annotators'",
+                    f"{s.protocol}: annotator {{user:{s.subject}}} marks severe safety {s.value:+.0%} more often than co-annotators on the same {s.n_items} items (margin {gap_margin:.0%}).",
+                    {
+                        "annotator": s.subject,
+                        "gap": s.value,
+                        "margin": gap_margin,
+                        "n_items": s.n_items,
+                    },
+                )
+            )
     return alerts
+
+
+def _author_flag_rate_alerts() -> list[Alert]:
+    from goldset.selectors.curation import list_author_flag_rates
+
+    return [
+        Alert(
+            "author_flag_rate",
+            "Calibration session needed for an author",
+            f"{r.username}: {r.flags} flags in {r.reviews} reviews received ({r.rate:.0%}); last 4 weeks {r.recent_flags}/{r.recent_reviews}.",
+            {
+                "author": r.username,
+                "flags": r.flags,
+                "reviews": r.reviews,
+                "recent_flags": r.recent_flags,
+                "recent_reviews": r.recent_reviews,
+            },
+        )
+        for r in list_author_flag_rates()
+        if r.calibration_needed
+    ]
+
+
+def _with_usernames(alerts: list[Alert]) -> list[Alert]:
+    """Replace ``{user:ID}`` placeholders with usernames (one query)."""
+    import re
+
+    from django.contrib.auth import get_user_model
+
+    ids = {int(m) for a in alerts for m in re.findall(r"\{user:(\d+)\}", a.detail)}
+    if not ids:
+        return alerts
+    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    return [
+        Alert(
+            a.kind,
+            a.title,
+            re.sub(
+                r"\{user:(\d+)\}", lambda m: names.get(int(m.group(1)), f"#{m.group(1)}"), a.detail
+            ),
+            a.numbers,
+        )
+        for a in alerts
+    ]
 
 
 def _spot_check_alerts(rows: list[AgreementSnapshot], limit: float) -> list[Alert]:

@@ -16,6 +16,7 @@ from goldset.models import (
     FinalSource,
     RecordStatus,
 )
+from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.labeling import check_label_rules
 from workbench.services.audit import record_event
 
@@ -90,4 +91,5 @@ def record_adjudication(
         },
         request=request,
     )
+    schedule_agreement_recompute()
     return adjudication

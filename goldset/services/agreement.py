@@ -44,6 +44,7 @@ RATING_COLUMNS = [
     "week",
 ]
 SPOT_CHECK_COLUMNS = ["protocol", "item", "week", "agree"]
+FACT_COLUMNS = ["protocol", "metric", "annotator", "value", "n_items"]
 # Scopes every axis is cut by (empty tuple = all data). Trend charts read the week scopes.
 SCOPES: tuple[tuple[str, ...], ...] = (
     (),
@@ -72,9 +73,17 @@ AXES: dict[str, AxisScale] = {
     "severe_safety": AxisScale("nominal", ("no", "yes")),
 }
 
-# Protocol adapters: callables returning iterables of tuples in RATING_COLUMNS / SPOT_CHECK_COLUMNS order.
-RATING_SOURCES: list[str] = []
-SPOT_CHECK_SOURCES: list[str] = []
+# Protocol adapters (goldset.services.agreement_sources): callables returning iterables of tuples
+# in RATING_COLUMNS / SPOT_CHECK_COLUMNS / FACT_COLUMNS order.
+RATING_SOURCES = [
+    "goldset.services.agreement_sources.triple_review_ratings",
+    "goldset.services.agreement_sources.answer_label_ratings",
+]
+SPOT_CHECK_SOURCES = [
+    "goldset.services.agreement_sources.triple_spot_checks",
+    "goldset.services.agreement_sources.answer_spot_checks",
+]
+FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
 
 def iso_week(moment: dt.date | dt.datetime) -> str:
@@ -105,9 +114,20 @@ def spot_check_frame(rows) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=SPOT_CHECK_COLUMNS)
 
 
-def data_version(ratings: pd.DataFrame, spot_checks: pd.DataFrame) -> str:
+def facts_frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=FACT_COLUMNS)
+
+
+def data_version(
+    ratings: pd.DataFrame, spot_checks: pd.DataFrame, facts: pd.DataFrame | None = None
+) -> str:
     digest = hashlib.sha256()
-    for frame, columns in ((ratings, RATING_COLUMNS), (spot_checks, SPOT_CHECK_COLUMNS)):
+    facts = facts if facts is not None else facts_frame([])
+    for frame, columns in (
+        (ratings, RATING_COLUMNS),
+        (spot_checks, SPOT_CHECK_COLUMNS),
+        (facts, FACT_COLUMNS),
+    ):
         ordered = frame.astype(str).sort_values(columns, kind="stable").reset_index(drop=True)
         digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
         digest.update(b"|")
@@ -166,10 +186,20 @@ def _count_table(sub: pd.DataFrame, n_categories: int) -> np.ndarray:
 
 
 def compute_figures(
-    ratings: pd.DataFrame, spot_checks: pd.DataFrame, *, n_resamples: int, seed: int = SEED
+    ratings: pd.DataFrame,
+    spot_checks: pd.DataFrame,
+    facts: pd.DataFrame | None = None,
+    *,
+    n_resamples: int,
+    seed: int = SEED,
 ) -> list[Figure]:
     """Every figure for the given rows (pure: no database)."""
     figures: list[Figure] = []
+    if facts is not None:
+        figures += [
+            Figure(p, "annotator", m, float(v), "", int(n), 1, None, {}, subject=str(a))
+            for p, m, a, v, n in facts.itertuples(index=False)
+        ]
     for (protocol, axis), rows in ratings.groupby(["protocol", "axis"], sort=True):
         scale = AXES[axis]
         on_scale = rows["value"].isin(scale.categories)
@@ -182,6 +212,8 @@ def compute_figures(
         rows = rows.assign(code=codes.astype(np.int64))
         figures += _scope_figures(protocol, axis, scale, rows, n_resamples, seed)
         figures += _pair_figures(protocol, axis, scale, rows, n_resamples, seed)
+        if axis == "severe_safety":
+            figures += _severe_rate_gaps(protocol, rows)
     figures += _spot_check_figures(spot_checks)
     return figures
 
@@ -274,6 +306,33 @@ def _pair_figures(protocol, axis, scale, rows, n_resamples, seed):
     return out
 
 
+def _severe_rate_gaps(protocol, rows) -> list[Figure]:
+    """Each annotator's severe-label rate minus their co-annotators' rate on the same items."""
+    marks = rows.assign(yes=(rows["value"] == "yes").astype(float))
+    per_item = marks.groupby("item")["yes"].agg(["sum", "size"])
+    marks = marks.join(per_item, on="item")
+    marks = marks[marks["size"] >= 2]
+    marks = marks.assign(co=(marks["sum"] - marks["yes"]) / (marks["size"] - 1))
+    out = []
+    for annotator, own in marks.groupby("annotator", sort=True):
+        gap = float(own["yes"].mean() - own["co"].mean())
+        out.append(
+            Figure(
+                protocol,
+                "annotator",
+                "severe_rate_gap",
+                gap,
+                "",
+                len(own),
+                1,
+                None,
+                {},
+                subject=str(annotator),
+            )
+        )
+    return out
+
+
 def _spot_check_figures(spot_checks: pd.DataFrame) -> list[Figure]:
     out = []
     for (protocol, week), rows in spot_checks.groupby(["protocol", "week"], sort=True):
@@ -299,24 +358,31 @@ def _spot_check_figures(spot_checks: pd.DataFrame) -> list[Figure]:
 # ---------------------------------------------------------------- storing
 
 
-def collect_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
-    ratings = ratings_frame(chain.from_iterable(import_string(path)() for path in RATING_SOURCES))
-    spot = spot_check_frame(
-        chain.from_iterable(import_string(path)() for path in SPOT_CHECK_SOURCES)
+def collect_rows() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    def gather(paths):
+        return chain.from_iterable(import_string(path)() for path in paths)
+
+    return (
+        ratings_frame(gather(RATING_SOURCES)),
+        spot_check_frame(gather(SPOT_CHECK_SOURCES)),
+        facts_frame(gather(FACT_SOURCES)),
     )
-    return ratings, spot
 
 
 def store_agreement_snapshots(
-    *, ratings: pd.DataFrame, spot_checks: pd.DataFrame, n_resamples: int | None = None
+    *,
+    ratings: pd.DataFrame,
+    spot_checks: pd.DataFrame,
+    facts: pd.DataFrame | None = None,
+    n_resamples: int | None = None,
 ) -> tuple[str, int]:
     """Replace the stored figures with those of these rows; a no-op when the data version is the
     one already stored. Returns (data version, number of snapshot rows)."""
-    version = data_version(ratings, spot_checks)
+    version = data_version(ratings, spot_checks, facts)
     existing = AgreementSnapshot.objects.values_list("data_version", flat=True).first()
     if existing == version:
         return version, AgreementSnapshot.objects.count()
-    figures = compute_figures(ratings, spot_checks, n_resamples=n_resamples or _resamples())
+    figures = compute_figures(ratings, spot_checks, facts, n_resamples=n_resamples or _resamples())
     with transaction.atomic():
         AgreementSnapshot.objects.all().delete()
         AgreementSnapshot.objects.bulk_create(
@@ -327,21 +393,25 @@ def store_agreement_snapshots(
 
 def recompute_agreement_snapshots() -> tuple[str, int]:
     """Collect rows from every protocol and store fresh figures (idempotent). Called by the task."""
-    cache.delete(DEBOUNCE_KEY)
-    ratings, spot = collect_rows()
-    return store_agreement_snapshots(ratings=ratings, spot_checks=spot)
+    ratings, spot, facts = collect_rows()
+    return store_agreement_snapshots(ratings=ratings, spot_checks=spot, facts=facts)
 
 
 DEBOUNCE_KEY = "agreement-recompute-scheduled"
 
 
-def schedule_agreement_recompute() -> bool:
-    """Ask for a recompute after the current transaction commits; calls within the debounce
-    window (``AGREEMENT_DEBOUNCE_SECONDS``) share one task. Returns True when a task was queued."""
+def schedule_agreement_recompute(*, now: bool = False) -> bool:
+    """Ask for a recompute after the current transaction commits. Changes within the debounce
+    window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share one task, which runs when the window ends
+    and so sees all of them; ``now=True`` (a lead's button) skips the window. Returns True when a
+    task was queued. In the embedded mode the task runs in-process at commit."""
+    from goldset.tasks import recompute_agreement_task
+
+    if now:
+        transaction.on_commit(recompute_agreement_task.delay)
+        return True
     delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
     if not cache.add(DEBOUNCE_KEY, 1, timeout=delay):
         return False
-    from goldset.tasks import recompute_agreement_task
-
     transaction.on_commit(lambda: recompute_agreement_task.apply_async(countdown=delay))
     return True

@@ -41,6 +41,7 @@ from goldset.models import (
     SafetyBoundary,
     Tier,
 )
+from goldset.services.agreement import schedule_agreement_recompute
 from workbench.services.audit import record_event
 
 QUEUE_SHUFFLE_SEED = 6601
@@ -521,4 +522,5 @@ def submit_label(
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
         _settle(record)
+        schedule_agreement_recompute()
     return label

@@ -34,6 +34,7 @@ from goldset.models import (
     Verdict,
 )
 from goldset.selectors.curation import claimable_revisions, open_assignments
+from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.curation_config import curation_setting
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
 from workbench.services.audit import record_event
@@ -174,6 +175,7 @@ def submit_review(
         reopen_after_spot_check(review=review, actor=reviewer, request=request)
     else:
         resolve_revision(triple=triple, revision=revision, actor=reviewer, request=request)
+    schedule_agreement_recompute()
     return review
 
 

@@ -1,0 +1,161 @@
+"""Adapters from the two protocols to the agreement service's rows (one query each).
+
+* triple reviews: one rating per review on the axis ``verdict`` (confirm / flag);
+* answer labels: three ratings per production label — ``acceptability``, ``grounding`` and
+  ``severe_safety`` (yes / no); calibration labels are excluded;
+* spot checks: a TRIAGE case's first look against its spot-check look (verdicts, or
+  acceptability), in the ISO week the spot check was made;
+* per-annotator facts: volume, flag rate given (reviews), rationale coverage and agreement with
+  the adjudicated acceptability (labels).
+"""
+
+from collections import defaultdict
+
+from django.db.models import Count, F, Q
+
+from goldset.models import Label, Review, Verdict
+from goldset.services.agreement import iso_week
+
+TRIPLES, ANSWERS = "triple_review", "answer_label"
+
+
+def triple_review_ratings():
+    rows = Review.objects.values_list(
+        "revision_id",
+        "reviewer_id",
+        "verdict",
+        "revision__triple__tier",
+        "revision__triple__task_type",
+        "revision__triple__domain__slug",
+        "submitted_at",
+    )
+    for revision, reviewer, verdict, tier, task_type, domain, at in rows.iterator(chunk_size=5000):
+        yield (
+            TRIPLES,
+            f"r{revision}",
+            reviewer,
+            "verdict",
+            verdict,
+            tier,
+            task_type,
+            domain,
+            iso_week(at),
+        )
+
+
+def _production_labels():
+    return Label.objects.filter(record__is_calibration=False, assignment__is_calibration=False)
+
+
+def answer_label_ratings():
+    rows = _production_labels().values_list(
+        "record_id",
+        "annotator_id",
+        "acceptability",
+        "grounding",
+        "severe_safety",
+        "record__tier",
+        "record__question__task_type",
+        "record__question__domain__slug",
+        "created_at",
+    )
+    for (
+        record,
+        annotator,
+        acceptability,
+        grounding,
+        severe,
+        tier,
+        task_type,
+        domain,
+        at,
+    ) in rows.iterator(chunk_size=5000):
+        item, week = f"a{record}", iso_week(at)
+        yield (
+            ANSWERS,
+            item,
+            annotator,
+            "acceptability",
+            acceptability,
+            tier,
+            task_type,
+            domain,
+            week,
+        )
+        yield (ANSWERS, item, annotator, "grounding", grounding, tier, task_type, domain, week)
+        yield (
+            ANSWERS,
+            item,
+            annotator,
+            "severe_safety",
+            "yes" if severe else "no",
+            tier,
+            task_type,
+            domain,
+            week,
+        )
+
+
+def triple_spot_checks():
+    looks: dict[int, dict] = defaultdict(dict)
+    rows = Review.objects.filter(revision__spot_check=True).values_list(
+        "revision_id", "verdict", "spot_check", "submitted_at"
+    )
+    for revision, verdict, is_spot, at in rows:
+        looks[revision]["spot" if is_spot else "first"] = (verdict, at)
+    for revision, pair in looks.items():
+        if "spot" in pair and "first" in pair:
+            yield (
+                TRIPLES,
+                f"r{revision}",
+                iso_week(pair["spot"][1]),
+                pair["spot"][0] == pair["first"][0],
+            )
+
+
+def answer_spot_checks():
+    looks: dict[int, list] = defaultdict(list)
+    rows = (
+        _production_labels()
+        .filter(record__spot_check=True)
+        .values_list("record_id", "acceptability", "record__spot_check_week")
+    )
+    for record, acceptability, week in rows:
+        looks[record].append((acceptability, week))
+    for record, labels in looks.items():
+        if len(labels) == 2:
+            yield (ANSWERS, f"a{record}", labels[0][1], labels[0][0] == labels[1][0])
+
+
+def annotator_facts():
+    reviews = (
+        Review.objects.order_by()
+        .values("reviewer_id")
+        .annotate(n=Count("id"), flags=Count("id", filter=Q(verdict=Verdict.FLAG)))
+    )
+    for r in reviews:
+        yield (TRIPLES, "volume", r["reviewer_id"], float(r["n"]), r["n"])
+        yield (TRIPLES, "flag_rate", r["reviewer_id"], r["flags"] / r["n"], r["n"])
+    labels = (
+        _production_labels()
+        .order_by()
+        .values("annotator_id")
+        .annotate(
+            n=Count("id"),
+            with_rationale=Count("id", filter=~Q(rationale="")),
+            adjudicated=Count("id", filter=Q(record__adjudication__isnull=False)),
+            matching=Count("id", filter=Q(record__adjudication__acceptability=F("acceptability"))),
+        )
+    )
+    for r in labels:
+        who = r["annotator_id"]
+        yield (ANSWERS, "volume", who, float(r["n"]), r["n"])
+        yield (ANSWERS, "rationale_coverage", who, r["with_rationale"] / r["n"], r["n"])
+        if r["adjudicated"]:
+            yield (
+                ANSWERS,
+                "adjudication_agreement",
+                who,
+                r["matching"] / r["adjudicated"],
+                r["adjudicated"],
+            )
