@@ -338,3 +338,151 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
         data_version=rows[0].data_version if rows else "",
         computed_at=rows[0].computed_at if rows else None,
     )
+
+
+ANNOTATOR_METRICS = {
+    "volume": "Volume (items)",
+    "flag_rate": "Flag rate given (reviews)",
+    "adjudication_agreement": "Agreement with adjudicated label",
+    "rationale_coverage": "Rationale coverage (labels)",
+    "severe_rate_gap": "Severe-label rate minus co-annotators'",
+}
+
+
+@dataclass
+class AnnotatorRow:
+    user_id: int
+    username: str
+    protocol: str
+    figures: dict  # metric -> (value, n_items)
+
+    @property
+    def cells(self) -> list:
+        """The figures in ANNOTATOR_METRICS order (None where absent), for tables."""
+        return [self.figures.get(metric) for metric in ANNOTATOR_METRICS]
+
+
+def list_annotator_figures() -> list[AnnotatorRow]:
+    """Per-annotator figures from the snapshots, with usernames (two queries)."""
+    from django.contrib.auth import get_user_model
+
+    rows = list(
+        AgreementSnapshot.objects.filter(axis="annotator").values_list(
+            "protocol", "subject", "metric", "value", "n_items"
+        )
+    )
+    names = dict(
+        get_user_model()
+        .objects.filter(pk__in={int(r[1]) for r in rows})
+        .values_list("pk", "username")
+    )
+    grouped: dict[tuple[str, str], dict] = {}
+    for protocol, subject, metric, value, n in rows:
+        grouped.setdefault((protocol, subject), {})[metric] = (value, n)
+    return sorted(
+        (AnnotatorRow(int(s), names.get(int(s), f"#{s}"), p, f) for (p, s), f in grouped.items()),
+        key=lambda r: (r.protocol, r.username),
+    )
+
+
+@dataclass
+class Workload:
+    tiers: list[dict]  # {"kind", "tier", "cases"}
+    gold_cases: int
+    triage_cases: int
+    cost_gold: float
+    cost_triage: float
+    throughput: list[tuple[str, int, int]]  # (day, reviews, labels)
+
+    @property
+    def estimated_cost(self) -> float:
+        return self.gold_cases * self.cost_gold + self.triage_cases * self.cost_triage
+
+
+def get_workload(*, days: int = 14) -> Workload:
+    """Cases per tier in both protocols, the labeling-cost estimate (GOLD $0.40/case, TRIAGE
+    $0.16/case by default: ``LABELING_COST_GOLD`` / ``LABELING_COST_TRIAGE``) and reviews and
+    labels per day over the last ``days`` days. Four aggregate queries."""
+    import datetime as dt
+
+    from django.db.models import Count
+    from django.db.models.functions import TruncDate
+    from django.utils import timezone
+
+    from goldset.models import AnswerRecord, Label, Review, Triple
+
+    tiers = [
+        {"kind": "triples", **r}
+        for r in Triple.objects.order_by().values("tier").annotate(cases=Count("id"))
+    ]
+    tiers += [
+        {"kind": "answer records", **r}
+        for r in AnswerRecord.objects.filter(is_calibration=False)
+        .order_by()
+        .values("tier")
+        .annotate(cases=Count("id"))
+    ]
+    since = timezone.now() - dt.timedelta(days=days)
+    reviews = dict(
+        Review.objects.filter(submitted_at__gte=since)
+        .annotate(day=TruncDate("submitted_at"))
+        .order_by()
+        .values_list("day")
+        .annotate(n=Count("id"))
+    )
+    labels = dict(
+        Label.objects.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .order_by()
+        .values_list("day")
+        .annotate(n=Count("id"))
+    )
+    day_list = sorted(set(reviews) | set(labels))
+    return Workload(
+        tiers=sorted(tiers, key=lambda t: (t["kind"], t["tier"])),
+        gold_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.GOLD),
+        triage_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.TRIAGE),
+        cost_gold=float(_setting("LABELING_COST_GOLD", 0.40)),
+        cost_triage=float(_setting("LABELING_COST_TRIAGE", 0.16)),
+        throughput=[(d.isoformat(), reviews.get(d, 0), labels.get(d, 0)) for d in day_list],
+    )
+
+
+def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> dict:
+    """Counts of (first annotator's value, second's value) over the items both rated on ``axis``.
+    One query; values in scale order."""
+    from goldset.models import Label, Review
+    from goldset.services.agreement import AXES
+
+    scale = AXES.get(axis)
+    if scale is None or protocol not in PROTOCOL_LABELS:
+        return {"categories": [], "rows": [], "n": 0}
+    if protocol == "triple_review":
+        rows = Review.objects.filter(reviewer_id__in=[first, second]).values_list(
+            "revision_id", "reviewer_id", "verdict"
+        )
+    else:
+        field_name = {"severe_safety": "severe_safety"}.get(axis, axis)
+        rows = Label.objects.filter(
+            annotator_id__in=[first, second],
+            record__is_calibration=False,
+            assignment__is_calibration=False,
+        ).values_list("record_id", "annotator_id", field_name)
+    values: dict[int, dict[int, str]] = {}
+    for item, who, value in rows:
+        if axis == "severe_safety":
+            value = "yes" if value else "no"
+        values.setdefault(item, {})[who] = value
+    index = {c: i for i, c in enumerate(scale.categories)}
+    cells = [[0] * len(index) for _ in index]
+    n = 0
+    for by in values.values():
+        if first in by and second in by:
+            cells[index[by[first]]][index[by[second]]] += 1
+            n += 1
+    top = max((c for row in cells for c in row), default=0)
+    rows_out = [
+        (label, [(c, min(4, 1 + (4 * c) // (top + 1)) if c else 0) for c in row])
+        for label, row in zip(scale.categories, cells, strict=True)
+    ]
+    return {"categories": list(scale.categories), "rows": rows_out, "n": n}

@@ -10,4 +10,5 @@ urlpatterns = [
         r"^agreement\.(?P<fmt>csv|json)$", quality.agreement_download, name="agreement-download"
     ),
     path("alerts/", quality.alerts, name="alerts"),
+    path("agreement/recompute/", quality.recompute, name="recompute"),
 ]

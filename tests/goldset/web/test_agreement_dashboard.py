@@ -43,7 +43,7 @@ def test_dashboard_is_served_from_snapshots_with_a_constant_query_count(
 ):
     store(n_items)
     c = client_for(lead)
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(13):
         response = c.get(
             reverse("quality:agreement"), {"protocol": "answer_label", "axis": "grounding"}
         )
@@ -79,3 +79,77 @@ def test_the_json_download_and_an_unknown_format(client_for, admin_user):
     ).json()
     assert data and all(r["metric"] == "cohen_kappa" and "|" in r["subject"] for r in data)
     assert c.get("/quality/agreement.xml").status_code == 404
+
+
+@pytest.fixture
+def demo_with_figures(tmp_path, django_capture_on_commit_callbacks):
+    from django.core.management import call_command
+
+    from goldset.services.agreement import recompute_agreement_snapshots
+
+    with django_capture_on_commit_callbacks(execute=False):
+        call_command("seed_demo", password="dash-demo-pass-1", credentials_file=tmp_path / "c.txt")
+    recompute_agreement_snapshots()
+
+
+def test_dashboard_shows_annotator_bars_tiers_cost_and_throughput(client_for, demo_with_figures):
+    from django.contrib.auth import get_user_model
+
+    from goldset.models import AnswerRecord, Triple
+
+    lead = get_user_model().objects.get(username="lead")
+    html = (
+        client_for(lead)
+        .get(reverse("quality:agreement"), {"protocol": "answer_label", "axis": "acceptability"})
+        .content.decode()
+    )
+    assert "Agreement with adjudicated label" in html and "ann1" in html
+    gold = (
+        Triple.objects.filter(tier="tier_b").count()
+        + AnswerRecord.objects.filter(tier="tier_b", is_calibration=False).count()
+    )
+    triage = (
+        Triple.objects.filter(tier="tier_a").count()
+        + AnswerRecord.objects.filter(tier="tier_a", is_calibration=False).count()
+    )
+    assert f"{gold} GOLD × $0.40 + {triage} TRIAGE × $0.16" in html
+    assert f"${gold * 0.40 + triage * 0.16:.2f}" in html
+
+
+def test_confusion_matrix_is_a_partial_for_htmx_and_part_of_the_page_otherwise(
+    client_for, demo_with_figures
+):
+    from django.contrib.auth import get_user_model
+
+    from goldset.models import Label
+
+    users = get_user_model().objects
+    lead, a, b = users.get(username="lead"), users.get(username="ann1"), users.get(username="ann2")
+    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.pk, "b": b.pk}
+    c = client_for(lead)
+    fragment = c.get(
+        reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"
+    )
+    body = fragment.content.decode()
+    assert body.lstrip().startswith('<div id="confusion">') and "<html" not in body
+    shared = Label.objects.filter(
+        annotator=a,
+        record__is_calibration=False,
+        assignment__is_calibration=False,
+        record__labels__annotator=b,
+    ).count()
+    assert f"{shared} items rated by both on acceptability" in body
+    assert fragment["Vary"] and "HX-Request" in fragment["Vary"]
+    full = c.get(reverse("quality:agreement"), params).content.decode()
+    assert "<html" in full and f"{shared} items rated by both" in full
+
+
+def test_recompute_button_needs_post_and_a_lead(
+    client_for, lead, annotator, django_capture_on_commit_callbacks
+):
+    assert client_for(annotator).post(reverse("quality:recompute")).status_code == 403
+    c = client_for(lead)
+    assert c.get(reverse("quality:recompute")).status_code == 405
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = c.post(reverse("quality:recompute"))
+    assert response.status_code == 302 and len(callbacks) == 1
