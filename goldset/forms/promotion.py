@@ -31,7 +31,7 @@ class BatchFilterForm(forms.Form):
     source = forms.ChoiceField(
         choices=[("", "any source"), *Source.choices],
         required=False,
-        help_text="Triples only.",
+        label="Source (triples only)",
     )
 
     def filters(self) -> dict:
