@@ -13,5 +13,6 @@ urlpatterns = [
     path("quality/", include("goldset.urls.quality")),
     path("curation/", include("goldset.urls.curation")),
     path("answers/", include("goldset.urls.answers")),
+    path("promotion/", include("goldset.urls.promotion")),
     path("django-admin/", admin.site.urls),
 ]

@@ -10,6 +10,7 @@ from django.db import transaction
 from goldset.demo.answers import seed_answers_demo
 from goldset.demo.corpus import DOMAINS, as_jsonl, builtin_manifest, nist_manifest
 from goldset.demo.curation import seed_curation_demo
+from goldset.demo.promotion import seed_promotion_demo
 from goldset.models import Domain
 from goldset.services.corpus import import_corpus
 from workbench.roles import Role
@@ -62,4 +63,5 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
         credentials[username] = secret
     seed_curation_demo()
     seed_answers_demo()
+    seed_promotion_demo()
     return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)

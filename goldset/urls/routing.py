@@ -1,9 +1,10 @@
 from django.urls import path
 
-from goldset.views import routing
+from goldset.views import promotion, routing
 
 app_name = "routing"
 
 urlpatterns = [
     path("", routing.routing_rules, name="rules"),
+    path("reroute/", promotion.reroute, name="reroute"),
 ]

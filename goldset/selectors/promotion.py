@@ -1,0 +1,77 @@
+"""Reads for promotion and re-routing pages. Answer records are addressed by ``public_id`` only:
+nothing here loads their system, run or model (blinding holds for leads)."""
+
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from goldset.models import AnswerRecord, Triple
+from goldset.services.promotion import TRIPLE, filter_promotable
+from workbench.models import AuditEvent
+
+HISTORY_VERBS = ("promoted", "rerouted")
+RECORD_TYPE, TRIPLE_TYPE = "goldset.answerrecord", "goldset.triple"
+
+
+def list_promotable(*, kind: str, domain: str = "", task_type: str = "", source: str = ""):
+    """Promotable TRIAGE cases matching the filters, with what their rows show (blind for
+    answer records: no run, system or model is loaded)."""
+    qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
+    if kind == TRIPLE:
+        return qs.select_related("domain", "current_revision").order_by("pk")
+    return (
+        qs.select_related("question__domain")
+        .defer("model", "extra", "run_id", "answer")
+        .annotate(n_labels=Count("labels"))
+        .order_by("pk")
+    )
+
+
+def matching_ids(
+    *, kind: str, domain: str = "", task_type: str = "", source: str = ""
+) -> list[int]:
+    qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
+    return list(qs.order_by("pk").values_list("pk", flat=True))
+
+
+def get_triple_for_promotion(*, pk: int) -> Triple:
+    """A triple for the lead's tier page (role checked by the view)."""
+    return get_object_or_404(
+        Triple.objects.select_related("domain", "author", "current_revision"), pk=pk
+    )
+
+
+def get_record_for_promotion(*, public_id: str) -> AnswerRecord:
+    """A production answer record by its public id; 404 for calibration items. Blind: the run
+    (and so the system) is never loaded."""
+    record = (
+        AnswerRecord.objects.filter(public_id=public_id, is_calibration=False)
+        .select_related("question__domain")
+        .defer("model", "extra", "run_id")
+        .annotate(n_labels=Count("labels", distinct=True))
+        .first()
+    )
+    if record is None:
+        raise Http404("No such answer record.")
+    return record
+
+
+def tier_history(*, obj) -> list[AuditEvent]:
+    """The case's promotion and re-route events, newest first."""
+    object_type = TRIPLE_TYPE if isinstance(obj, Triple) else RECORD_TYPE
+    return list(
+        AuditEvent.objects.filter(
+            object_type=object_type, object_id=str(obj.pk), verb__in=HISTORY_VERBS
+        )
+        .select_related("actor")
+        .order_by("-created_at", "-id")
+    )
+
+
+def list_recent_promotions(*, limit: int = 20) -> list[AuditEvent]:
+    """The latest ``promoted`` events (who, when, why, which case by its public name)."""
+    return list(
+        AuditEvent.objects.filter(verb="promoted")
+        .select_related("actor")
+        .order_by("-created_at", "-id")[:limit]
+    )

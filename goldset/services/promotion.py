@@ -1,0 +1,645 @@
+"""Re-routing open cases under the rules in force, and promoting TRIAGE cases to GOLD (DESIGN.md
+§7, seed 003, issue 6 items 1–2).
+
+**Open cases** (the only ones a re-route touches; finished cases keep their tier for good):
+
+* a triple in ``pending_review`` — its current revision is still collecting its reviews;
+* a production answer record in ``labeling`` — it is still collecting labels.
+
+Everything else is final or waiting on a person, and keeps the tier it was routed with: gold,
+dropped, split, retired or revoked triples; triples in discussion or needing re-review (their next
+revision is created with the tier they hold); answer records that are final, with a lead
+(adjudication, audit sample) or adjudicated; calibration records. Cases a lead promoted by hand
+(``routing_rule == "promoted"``) are never re-routed: a person decided their tier.
+
+**Demotion GOLD → TRIAGE never drops a given or claimed review/label.** It is applied only while at
+most one reviewer/annotator is assigned (the TRIAGE requirement); the case then needs one, and a
+review/label already given counts at once (the triple resolves, the record settles, through the
+protocol's own services). A GOLD case with two or more assignments is *held*: the preview lists
+it with the reason and it stays GOLD under its old rule.
+
+**Promotion TRIAGE → GOLD** (lead or admin, with a reason) of a triple in ``pending_review`` or
+``gold``, or of a production answer record in ``labeling`` or ``final``. Earlier reviews/labels
+count; the case needs the rest (2 reviews, 3 labels) and gets them through the normal queues:
+
+* a TRIAGE triple that already became gold on one review goes back to ``pending_review`` for the
+  missing review (resolution, gold_at cleared); if its revision was drawn for the weekly
+  spot-check, the spot-check review (given or still to come) is an independent, blind second review
+  of the same revision and becomes its second GOLD review (the draw and the audit event keep the
+  record of it);
+* a final TRIAGE answer record returns to ``labeling`` and its final label is cleared; the outcome
+  is decided again over all its labels once the third lands.
+
+Each changed case gets one audit event (``rerouted`` / ``promoted``) with its before and after.
+Every service locks the rows it changes (``select_for_update``) and is atomic.
+"""
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Count, Q
+
+from goldset.exceptions import GoldsetError
+from goldset.models import (
+    AnswerRecord,
+    RecordStatus,
+    Review,
+    ReviewAssignment,
+    RoutingRules,
+    Tier,
+    Triple,
+    TripleRevision,
+    TripleState,
+)
+from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.labeling import _settle as settle_answer_record
+from goldset.services.resolution import resolve_revision
+from goldset.services.routing import decide_tier, get_active_rules
+from workbench.roles import Role, has_role
+from workbench.services.audit import record_event
+
+PROMOTED_RULE = "promoted"
+TRIPLE, RECORD = "triple", "answer_record"
+KINDS = (TRIPLE, RECORD)
+GOLD_REVIEWS, TRIAGE_REVIEWS = 2, 1
+GOLD_LABELS, TRIAGE_LABELS = 3, 1
+MAX_REASON = 500
+
+
+def required_for(kind: str, tier: str) -> int:
+    """Reviews (triple) or labels (answer record) a case of ``tier`` needs."""
+    if kind == TRIPLE:
+        return GOLD_REVIEWS if tier == Tier.GOLD else TRIAGE_REVIEWS
+    return GOLD_LABELS if tier == Tier.GOLD else TRIAGE_LABELS
+
+
+class PreviewChanged(GoldsetError):
+    """The open cases or the rules changed between the preview and its confirmation."""
+
+    def __init__(self, preview: "ReroutePreview"):
+        self.preview = preview
+        super().__init__(
+            "The cases or the rules changed since this preview: nothing was applied. "
+            "Here is the new preview; check it and confirm again."
+        )
+
+
+class BatchChanged(GoldsetError):
+    """The cases matching a batch filter changed between showing and confirming it."""
+
+
+# ---------------------------------------------------------------- re-route preview
+
+
+@dataclass(frozen=True)
+class RerouteRow:
+    kind: str
+    pk: int
+    case: str  # triple external_id or answer record public_id (never system, run or model)
+    domain: str
+    task_type: str
+    from_tier: str
+    from_rule: str
+    from_version: int
+    to_tier: str
+    to_rule: str
+    to_version: int
+    assigned: int
+    given: int
+    required_now: int
+    required_after: int
+    held_reason: str = ""
+
+    @property
+    def held(self) -> bool:
+        return bool(self.held_reason)
+
+    @property
+    def from_tier_label(self) -> str:
+        return Tier(self.from_tier).label
+
+    @property
+    def to_tier_label(self) -> str:
+        return Tier(self.to_tier).label
+
+    def key(self) -> list:
+        return [self.kind, self.pk, self.from_tier, self.from_rule, self.from_version]
+
+    def fingerprint(self) -> list:
+        return [*self.key(), self.to_tier, self.to_rule, self.required_after, self.held]
+
+
+@dataclass(frozen=True)
+class ReroutePreview:
+    rules_version: int
+    open_cases: int
+    changes: list[RerouteRow] = field(default_factory=list)
+    held: list[RerouteRow] = field(default_factory=list)
+
+    @property
+    def token(self) -> str:
+        """Identifies exactly this preview: the rules version and every listed row."""
+        payload = [self.rules_version, [r.fingerprint() for r in (*self.changes, *self.held)]]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+
+def _open_triples():
+    given = Count(
+        "current_revision__reviews", filter=Q(current_revision__reviews__spot_check=False)
+    )
+    return (
+        Triple.objects.filter(state=TripleState.PENDING_REVIEW, current_revision__isnull=False)
+        .exclude(routing_rule=PROMOTED_RULE)
+        .select_related("domain", "current_revision")
+        .annotate(given=given)
+        .order_by("pk")
+    )
+
+
+def _open_records():
+    return (
+        AnswerRecord.objects.filter(status=RecordStatus.LABELING, is_calibration=False)
+        .exclude(routing_rule=PROMOTED_RULE)
+        .select_related("question__domain")
+        .annotate(
+            n_assigned=Count(
+                "assignments", filter=Q(assignments__is_calibration=False), distinct=True
+            ),
+            n_given=Count("labels", distinct=True),
+        )
+        .order_by("pk")
+    )
+
+
+def _row(kind, pk, case, domain, task_type, current, decision, assigned, given, required_now):
+    """One open case whose tier would change, or None when it stays."""
+    tier, rule, version = current
+    if decision.tier == tier:
+        return None
+    needed = required_for(kind, decision.tier)
+    held = ""
+    if decision.tier == Tier.TRIAGE and assigned > needed:
+        what = "reviewers" if kind == TRIPLE else "annotators"
+        held = (
+            f"{assigned} {what} already assigned; demoting would leave a claimed "
+            f"{'review' if kind == TRIPLE else 'label'} without a slot, so it stays GOLD."
+        )
+    return RerouteRow(
+        kind=kind,
+        pk=pk,
+        case=case,
+        domain=domain,
+        task_type=task_type,
+        from_tier=tier,
+        from_rule=rule,
+        from_version=version,
+        to_tier=decision.tier,
+        to_rule=decision.rule,
+        to_version=decision.rules_version,
+        assigned=assigned,
+        given=given,
+        required_now=required_now,
+        required_after=required_now if held else max(needed, given),
+        held_reason=held,
+    )
+
+
+def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
+    """Every open case whose tier would change under ``rules`` (default: the rules in force).
+
+    Changes nothing. Two queries for the cases however many there are (plus one for the rules)."""
+    rules = rules or get_active_rules()
+    changes, held, n_open = [], [], 0
+    for t in _open_triples():
+        n_open += 1
+        decision = decide_tier(
+            rules=rules,
+            task_type=t.task_type,
+            uncertainty=t.model_uncertainty,
+            adversarial=t.adversarial,
+            domain=t.domain.slug,
+        )
+        row = _row(
+            TRIPLE,
+            t.pk,
+            t.external_id,
+            t.domain.slug,
+            t.task_type,
+            (t.tier, t.routing_rule, t.rules_version),
+            decision,
+            t.current_revision.assigned_count,
+            t.given,
+            t.current_revision.reviewers_needed,
+        )
+        if row is not None:
+            (held if row.held else changes).append(row)
+    for r in _open_records():
+        n_open += 1
+        q = r.question
+        decision = decide_tier(
+            rules=rules,
+            task_type=q.task_type,
+            uncertainty=r.uncertainty if r.uncertainty is not None else q.uncertainty,
+            adversarial=q.adversarial,
+            domain=q.domain.slug,
+        )
+        row = _row(
+            RECORD,
+            r.pk,
+            r.public_id,
+            q.domain.slug,
+            q.task_type,
+            (r.tier, r.routing_rule, r.rules_version),
+            decision,
+            r.n_assigned,
+            r.n_given,
+            r.labels_required,
+        )
+        if row is not None:
+            (held if row.held else changes).append(row)
+    return ReroutePreview(rules.version, n_open, changes, held)
+
+
+def _lock_open_cases() -> RoutingRules:
+    """Lock the rules in force and every open case's rows, in primary-key order. Claims and
+    review/label submissions on those rows wait until the re-route commits."""
+    rules = RoutingRules.objects.select_for_update().order_by("-version").first()
+    if rules is None:
+        get_active_rules()
+        rules = RoutingRules.objects.select_for_update().order_by("-version").first()
+    triple_ids = list(
+        Triple.objects.select_for_update()
+        .filter(state=TripleState.PENDING_REVIEW)
+        .exclude(routing_rule=PROMOTED_RULE)
+        .order_by("pk")
+        .values_list("pk", "current_revision_id")
+    )
+    list(
+        TripleRevision.objects.select_for_update()
+        .filter(pk__in=[rev for _, rev in triple_ids if rev])
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    list(
+        AnswerRecord.objects.select_for_update()
+        .filter(status=RecordStatus.LABELING, is_calibration=False)
+        .exclude(routing_rule=PROMOTED_RULE)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return rules
+
+
+@transaction.atomic
+def apply_reroute(*, actor, token: str, request=None) -> ReroutePreview:
+    """Apply exactly the preview identified by ``token`` (admins only).
+
+    Locks the rules and the open cases, recomputes the preview and compares tokens: when anything
+    changed (a rules edit, a claim, a review or label, a new or finished case) nothing is applied
+    and :class:`PreviewChanged` carries the new preview. Otherwise every changing (non-held) case
+    gets its new tier, rule, rules version and requirement, one ``rerouted`` audit event, and —
+    when the reviews/labels it already has now suffice — is resolved/settled by the protocol's
+    own services. Not idempotent by design: a second confirm of the same token finds a different
+    preview (those cases no longer change) and raises PreviewChanged."""
+    if not has_role(actor, Role.ADMIN):
+        raise GoldsetError("Only an admin can re-route cases.")
+    rules = _lock_open_cases()
+    preview = preview_reroute(rules=rules)
+    if preview.token != token:
+        raise PreviewChanged(preview)
+    for row in preview.changes:
+        if row.kind == TRIPLE:
+            _reroute_triple(row, actor=actor, request=request)
+        else:
+            _reroute_record(row, actor=actor, request=request)
+    if preview.changes:
+        schedule_agreement_recompute()
+    return preview
+
+
+def _event_detail(row: RerouteRow, required_key: str) -> dict:
+    return {
+        "case": row.case,
+        "before": {
+            "tier": row.from_tier,
+            "routing_rule": row.from_rule,
+            "rules_version": row.from_version,
+            required_key: row.required_now,
+        },
+        "after": {
+            "tier": row.to_tier,
+            "routing_rule": row.to_rule,
+            "rules_version": row.to_version,
+            required_key: row.required_after,
+        },
+        "assigned": row.assigned,
+        "given": row.given,
+    }
+
+
+def _reroute_triple(row: RerouteRow, *, actor, request) -> None:
+    triple = Triple.objects.get(pk=row.pk)
+    revision = TripleRevision.objects.get(pk=triple.current_revision_id)
+    triple.tier, triple.routing_rule, triple.rules_version = (
+        row.to_tier,
+        row.to_rule,
+        row.to_version,
+    )
+    triple.save(update_fields=["tier", "routing_rule", "rules_version", "updated_at"])
+    revision.reviewers_needed = row.required_after
+    revision.save(update_fields=["reviewers_needed"])
+    record_event(
+        actor=actor,
+        verb="rerouted",
+        obj=triple,
+        detail=_event_detail(row, "reviewers_needed"),
+        request=request,
+    )
+    if row.given >= row.required_after:
+        resolve_revision(triple=triple, revision=revision, actor=actor, request=request)
+
+
+def _reroute_record(row: RerouteRow, *, actor, request) -> None:
+    record = AnswerRecord.objects.select_related("question").get(pk=row.pk)
+    record.tier, record.routing_rule, record.rules_version = (
+        row.to_tier,
+        row.to_rule,
+        row.to_version,
+    )
+    record.labels_required = row.required_after
+    record.save(update_fields=["tier", "routing_rule", "rules_version", "labels_required"])
+    record_event(
+        actor=actor,
+        verb="rerouted",
+        obj=record,
+        detail=_event_detail(row, "labels_required"),
+        request=request,
+    )
+    if row.given and row.given >= row.required_after:
+        settle_answer_record(record)
+
+
+# ---------------------------------------------------------------- promotion TRIAGE → GOLD
+
+
+def _check_promoter(actor) -> None:
+    if not has_role(actor, Role.LEAD, Role.ADMIN):
+        raise GoldsetError("Only a lead or an admin can promote cases to GOLD.")
+
+
+def _clean_reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise GoldsetError("reason: say why this case is promoted to GOLD (it is recorded).")
+    if len(reason) > MAX_REASON:
+        raise GoldsetError(f"reason: at most {MAX_REASON} characters.")
+    return reason
+
+
+PROMOTABLE_TRIPLE_STATES = (TripleState.PENDING_REVIEW, TripleState.GOLD)
+PROMOTABLE_RECORD_STATUSES = (RecordStatus.LABELING, RecordStatus.FINAL)
+
+
+def promotable_triples_q() -> Q:
+    return Q(tier=Tier.TRIAGE, state__in=PROMOTABLE_TRIPLE_STATES, current_revision__isnull=False)
+
+
+def promotable_records_q() -> Q:
+    return Q(tier=Tier.TRIAGE, status__in=PROMOTABLE_RECORD_STATUSES, is_calibration=False)
+
+
+def _promote_triple_locked(triple: Triple, *, actor, reason, rules_version, batch, request):
+    if triple.tier != Tier.TRIAGE:
+        raise GoldsetError(f"{triple.external_id} is already GOLD.")
+    if triple.state not in PROMOTABLE_TRIPLE_STATES:
+        raise GoldsetError(
+            f"{triple.external_id} is {triple.get_state_display().lower()}; only a TRIAGE triple "
+            "pending review or gold can be promoted (its next revision takes the tier it holds)."
+        )
+    revision = TripleRevision.objects.select_for_update().get(pk=triple.current_revision_id)
+    before = {
+        "tier": triple.tier,
+        "routing_rule": triple.routing_rule,
+        "rules_version": triple.rules_version,
+        "state": triple.state,
+        "resolution": triple.resolution,
+        "reviewers_needed": revision.reviewers_needed,
+        "spot_check": revision.spot_check,
+    }
+    spot_check_counted = revision.spot_check
+    if spot_check_counted:
+        ReviewAssignment.objects.filter(revision=revision, spot_check=True).update(spot_check=False)
+        Review.objects.filter(revision=revision, spot_check=True).update(spot_check=False)
+        revision.spot_check = False
+    revision.reviewers_needed = GOLD_REVIEWS
+    revision.save(update_fields=["reviewers_needed", "spot_check"])
+    triple.tier, triple.routing_rule, triple.rules_version = Tier.GOLD, PROMOTED_RULE, rules_version
+    if triple.state == TripleState.GOLD:
+        triple.previous_state, triple.state = triple.state, TripleState.PENDING_REVIEW
+        triple.resolution, triple.gold_at = "", None
+    triple.save()
+    given = revision.reviews.filter(spot_check=False).count()
+    record_event(
+        actor=actor,
+        verb="promoted",
+        obj=triple,
+        detail={
+            "case": triple.external_id,
+            "reason": reason,
+            "batch": batch,
+            "before": before,
+            "after": {
+                "tier": triple.tier,
+                "routing_rule": triple.routing_rule,
+                "rules_version": triple.rules_version,
+                "state": triple.state,
+                "reviewers_needed": GOLD_REVIEWS,
+            },
+            "reviews_given": given,
+            "spot_check_review_counted": spot_check_counted,
+        },
+        request=request,
+    )
+    if given >= GOLD_REVIEWS:
+        resolve_revision(triple=triple, revision=revision, actor=actor, request=request)
+    return triple
+
+
+def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version, batch, request):
+    if record.is_calibration:
+        raise GoldsetError(f"{record.public_id} is a calibration item, not a production case.")
+    if record.tier != Tier.TRIAGE:
+        raise GoldsetError(f"{record.public_id} is already GOLD.")
+    if record.status not in PROMOTABLE_RECORD_STATUSES:
+        raise GoldsetError(
+            f"{record.public_id} is {record.get_status_display().lower()}; only a TRIAGE record "
+            "collecting labels or final can be promoted."
+        )
+    before = {
+        "tier": record.tier,
+        "routing_rule": record.routing_rule,
+        "rules_version": record.rules_version,
+        "status": record.status,
+        "labels_required": record.labels_required,
+        "final_acceptability": record.final_acceptability,
+        "final_grounding": record.final_grounding,
+        "final_source": record.final_source,
+    }
+    record.tier, record.routing_rule, record.rules_version = Tier.GOLD, PROMOTED_RULE, rules_version
+    record.labels_required = GOLD_LABELS
+    if record.status == RecordStatus.FINAL:
+        record.status = RecordStatus.LABELING
+        record.final_acceptability = record.final_grounding = record.final_source = ""
+        record.finalized_at = None
+    record.save()
+    record_event(
+        actor=actor,
+        verb="promoted",
+        obj=record,
+        detail={
+            "case": record.public_id,
+            "reason": reason,
+            "batch": batch,
+            "before": before,
+            "after": {
+                "tier": record.tier,
+                "routing_rule": record.routing_rule,
+                "rules_version": record.rules_version,
+                "status": record.status,
+                "labels_required": GOLD_LABELS,
+            },
+            "labels_given": record.labels.count(),
+        },
+        request=request,
+    )
+    return record
+
+
+@transaction.atomic
+def promote_triple(*, actor, triple: Triple, reason: str, request=None) -> Triple:
+    """Promote one TRIAGE triple to GOLD (lead or admin; ``reason`` required). Locks the triple
+    and its current revision. Raises GoldsetError when it is not a promotable TRIAGE triple."""
+    _check_promoter(actor)
+    reason = _clean_reason(reason)
+    triple = Triple.objects.select_for_update().get(pk=triple.pk)
+    result = _promote_triple_locked(
+        triple,
+        actor=actor,
+        reason=reason,
+        rules_version=get_active_rules().version,
+        batch="",
+        request=request,
+    )
+    schedule_agreement_recompute()
+    return result
+
+
+@transaction.atomic
+def promote_answer_record(
+    *, actor, record: AnswerRecord, reason: str, request=None
+) -> AnswerRecord:
+    """Promote one TRIAGE answer record to GOLD (lead or admin; ``reason`` required). Locks the
+    record. Raises GoldsetError when it is not a promotable TRIAGE record."""
+    _check_promoter(actor)
+    reason = _clean_reason(reason)
+    record = AnswerRecord.objects.select_for_update().get(pk=record.pk)
+    result = _promote_record_locked(
+        record,
+        actor=actor,
+        reason=reason,
+        rules_version=get_active_rules().version,
+        batch="",
+        request=request,
+    )
+    schedule_agreement_recompute()
+    return result
+
+
+def batch_token(kind: str, ids) -> str:
+    """Identifies the exact set of cases a batch confirmation promotes."""
+    return hashlib.sha256(json.dumps([kind, sorted(ids)]).encode()).hexdigest()
+
+
+def filter_promotable(*, kind: str, domain: str = "", task_type: str = "", source: str = ""):
+    """The promotable TRIAGE cases of ``kind`` matching the filters (domain slug, task type and,
+    for triples, source). System, run and model are deliberately not filters (blinding)."""
+    if kind == TRIPLE:
+        qs = Triple.objects.filter(promotable_triples_q())
+        if domain:
+            qs = qs.filter(domain__slug=domain)
+        if task_type:
+            qs = qs.filter(task_type=task_type)
+        if source:
+            qs = qs.filter(source=source)
+        return qs
+    if kind == RECORD:
+        qs = AnswerRecord.objects.filter(promotable_records_q())
+        if domain:
+            qs = qs.filter(question__domain__slug=domain)
+        if task_type:
+            qs = qs.filter(question__task_type=task_type)
+        return qs
+    raise GoldsetError(f"kind: choose one of {', '.join(KINDS)}.")
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    batch: str
+    kind: str
+    cases: list[str]
+
+
+@transaction.atomic
+def promote_batch(
+    *,
+    actor,
+    kind: str,
+    reason: str,
+    token: str,
+    domain: str = "",
+    task_type: str = "",
+    source: str = "",
+    request=None,
+) -> BatchResult:
+    """Promote every TRIAGE case matching the filters, all or nothing (lead or admin).
+
+    Locks the matching rows, then checks ``token`` (from :func:`batch_token` over the ids the
+    lead was shown): when the matching set changed, nothing is promoted and BatchChanged is
+    raised. Each case gets its own ``promoted`` event sharing one batch id."""
+    _check_promoter(actor)
+    reason = _clean_reason(reason)
+    qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
+    locked = list(qs.select_for_update(of=("self",)).order_by("pk"))
+    if not locked:
+        raise BatchChanged("No TRIAGE case matches these filters any more; nothing was promoted.")
+    if batch_token(kind, [c.pk for c in locked]) != token:
+        raise BatchChanged(
+            f"The matching cases changed since you looked ({len(locked)} match now); nothing was "
+            "promoted. Check the list again and confirm."
+        )
+    batch = uuid.uuid4().hex[:12]
+    version = get_active_rules().version
+    promote = _promote_triple_locked if kind == TRIPLE else _promote_record_locked
+    cases = []
+    for case in locked:
+        promote(
+            case, actor=actor, reason=reason, rules_version=version, batch=batch, request=request
+        )
+        cases.append(case.external_id if kind == TRIPLE else case.public_id)
+    record_event(
+        actor=actor,
+        verb="promoted_batch",
+        object_type=f"goldset.{'triple' if kind == TRIPLE else 'answerrecord'}",
+        object_id=batch,
+        detail={
+            "reason": reason,
+            "filters": {"domain": domain, "task_type": task_type, "source": source},
+            "cases": cases,
+        },
+        request=request,
+    )
+    schedule_agreement_recompute()
+    return BatchResult(batch, kind, cases)

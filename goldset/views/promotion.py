@@ -1,0 +1,109 @@
+"""Re-route preview (admin) and promotion TRIAGE → GOLD (lead or admin): thin views over
+``goldset.services.promotion`` and ``goldset.selectors.promotion``."""
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+
+from goldset.exceptions import GoldsetError
+from goldset.forms.promotion import (
+    BatchFilterForm,
+    BatchPromoteForm,
+    ReasonForm,
+    RerouteConfirmForm,
+)
+from goldset.selectors import promotion as selectors
+from goldset.services import promotion as services
+from workbench.roles import Role, role_required
+from workbench.services.audit import record_event
+
+PAGE_SIZE = 50
+
+
+@role_required(Role.ADMIN)
+def reroute(request):
+    form = RerouteConfirmForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            applied = services.apply_reroute(
+                actor=request.user, token=form.cleaned_data["token"], request=request
+            )
+        except services.PreviewChanged as exc:
+            messages.warning(request, str(exc))
+            preview = exc.preview
+        else:
+            messages.success(request, f"Re-routed {len(applied.changes)} open case(s).")
+            return redirect("routing:reroute")
+    else:
+        preview = services.preview_reroute()
+    return render(request, "routing/reroute.html", {"preview": preview})
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def index(request):
+    filters = BatchFilterForm(request.GET or {"kind": services.TRIPLE})
+    chosen = filters.filters() if filters.is_valid() else {"kind": services.TRIPLE}
+    form = BatchPromoteForm(request.POST or None)
+    if request.method == "POST" and filters.is_valid() and form.is_valid():
+        try:
+            result = services.promote_batch(
+                actor=request.user, **chosen, **form.cleaned_data, request=request
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Promoted {len(result.cases)} case(s) to GOLD.")
+            return redirect(request.get_full_path())
+    ids = selectors.matching_ids(**chosen)
+    context = {
+        "filters": filters,
+        "form": form,
+        "kind": chosen["kind"],
+        "page": Paginator(selectors.list_promotable(**chosen), PAGE_SIZE).get_page(
+            request.GET.get("page")
+        ),
+        "count": len(ids),
+        "token": services.batch_token(chosen["kind"], ids),
+        "recent": selectors.list_recent_promotions(),
+    }
+    return render(request, "promotion/index.html", context)
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def triple(request, pk):
+    case = selectors.get_triple_for_promotion(pk=pk)
+    form = ReasonForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.promote_triple(
+                actor=request.user, triple=case, request=request, **form.cleaned_data
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request, f"{case.external_id} is GOLD now and needs its second review."
+            )
+            return redirect("promotion:triple", pk=case.pk)
+    record_event(actor=request.user, verb="triple_tier_viewed", obj=case, request=request)
+    context = {"case": case, "form": form, "history": selectors.tier_history(obj=case)}
+    return render(request, "promotion/triple.html", context)
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def record(request, public_id):
+    case = selectors.get_record_for_promotion(public_id=public_id)
+    form = ReasonForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.promote_answer_record(
+                actor=request.user, record=case, request=request, **form.cleaned_data
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{case.public_id} is GOLD now and needs three labels.")
+            return redirect("promotion:record", public_id=case.public_id)
+    record_event(actor=request.user, verb="answer_record_tier_viewed", obj=case, request=request)
+    context = {"case": case, "form": form, "history": selectors.tier_history(obj=case)}
+    return render(request, "promotion/record.html", context)
