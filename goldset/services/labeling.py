@@ -217,7 +217,7 @@ def _iso_week(moment) -> str:
     return f"{year}-W{week:02d}"
 
 
-def _settle(record: AnswerRecord) -> None:
+def settle_record(record: AnswerRecord) -> None:
     """Called with the record locked after one of its production labels was stored."""
     labels = list(record.labels.values_list("acceptability", "grounding", "severe_safety"))
     now = timezone.now()
@@ -521,6 +521,6 @@ def submit_label(
 
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
-        _settle(record)
+        settle_record(record)
         schedule_agreement_recompute()
     return label

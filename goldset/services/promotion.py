@@ -55,7 +55,7 @@ from goldset.models import (
     TripleState,
 )
 from goldset.services.agreement import schedule_agreement_recompute
-from goldset.services.labeling import _settle as settle_answer_record
+from goldset.services.labeling import settle_record as settle_answer_record
 from goldset.services.resolution import resolve_revision
 from goldset.services.routing import decide_tier, get_active_rules
 from workbench.roles import Role, has_role
