@@ -308,9 +308,10 @@ def _arrow_trec(name: str, handle: str | io.StringIO, kind: str) -> pa.Table | N
     """
     columns = _TREC_LAYOUT[kind]
     labels = list(columns)
-    coded = pa.dictionary(pa.int32(), pa.string())
-    types: dict[str, pa.DataType] = {c: coded for c in labels}
-    types["docid"] = pa.string()
+    # Query ids repeat: dictionary-encoded while parsing. The other text columns are plain
+    # strings (cheaper than dictionaries); they are read only to check that no field is empty.
+    types: dict[str, pa.DataType] = {c: pa.string() for c in labels}
+    types["qid"] = pa.dictionary(pa.int32(), pa.string())
     types[labels[3] if kind == "qrels" else "score"] = (
         pa.int64() if kind == "qrels" else pa.float64()
     )
@@ -351,7 +352,7 @@ def _arrow_trec(name: str, handle: str | io.StringIO, kind: str) -> pa.Table | N
         column = table.column(label)
         if pa.types.is_dictionary(column.type):
             pieces = [chunk.dictionary for chunk in column.chunks]
-        elif label == "docid":
+        elif pa.types.is_string(column.type):
             pieces = column.chunks
         else:
             continue
@@ -365,10 +366,10 @@ def _plain_field_values(values: pa.Array) -> bool:
     """No empty value and no tab, vertical tab or form feed inside a value."""
     if len(values) == 0:
         return True
-    starts, lengths, data = _ids._buffers(values)
-    if lengths.min() == 0:
+    offsets, data = _ids._layout(values)
+    if np.diff(offsets).min() == 0:
         return False
-    used = data[int(starts[0]) : int(starts[-1] + lengths[-1])]
+    used = data[int(offsets[0]) : int(offsets[-1])]
     return not bool(np.any((used - np.uint8(9)) <= 3))
 
 
