@@ -50,15 +50,15 @@ def as_strings(values: Any) -> pa.Array:
     if not isinstance(values, np.ndarray):
         values = np.asarray(list(values) if isinstance(values, Iterable) else values, dtype=object)
     if values.dtype.kind == "U":
-        return pa.array(values, type=pa.string())
-    values = values.astype(object, copy=False).ravel()
+        return pa.array(values.ravel().tolist(), type=pa.string())
+    items = values.astype(object, copy=False).ravel().tolist()
     try:
-        array = pa.array(values, type=pa.string(), from_pandas=False)
+        array = pa.array(items, type=pa.string())
         if array.null_count == 0:
             return array
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass
-    return pa.array([str(v) for v in values.tolist()], type=pa.string())
+    return pa.array([str(v) for v in items], type=pa.string())
 
 
 def to_objects(values: pa.Array) -> np.ndarray:
@@ -75,13 +75,49 @@ def factorize(values: Any) -> tuple[np.ndarray, pa.Array]:
         if unified.num_chunks == 0:
             return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
         dictionary = as_strings(unified.chunk(0).dictionary)
-        codes = np.concatenate(
-            [np.asarray(c.indices.to_numpy(zero_copy_only=False)) for c in unified.chunks]
-        )
-        return _compact(codes.astype(np.int64, copy=False), dictionary)
+        codes = np.concatenate([numbers(c.indices) for c in unified.chunks])
+        return _compact(codes, dictionary)
     encoded = pc.dictionary_encode(as_strings(values))
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    return codes, as_strings(encoded.dictionary)
+    return numbers(encoded.indices), as_strings(encoded.dictionary)
+
+
+def numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """NumPy copy-free view of a numeric Arrow array without nulls (chunks concatenated).
+
+    Reads the buffer directly: ``Array.to_numpy`` would import pandas (0.4 s) to check types.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        parts = [numbers(chunk) for chunk in values.chunks]
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts) if parts else np.zeros(0, np.dtype(str(values.type)))
+    if values.null_count:
+        raise ValueError("unexpected null")
+    dtype = np.dtype(str(values.type))
+    return np.frombuffer(
+        values.buffers()[1], dtype=dtype, count=len(values), offset=values.offset * dtype.itemsize
+    )
+
+
+def take(values: pa.Array, indices: np.ndarray) -> pa.Array:
+    """``values[indices]`` for NumPy integer indices (wrapped without a Python-side copy)."""
+    index = np.ascontiguousarray(indices, dtype=np.int64)
+    return values.take(pa.Array.from_buffers(pa.int64(), len(index), [None, pa.py_buffer(index)]))
+
+
+def _valid(values: pa.Array) -> np.ndarray:
+    """Validity of each element as a NumPy bool array."""
+    bitmap = values.buffers()[0]
+    if bitmap is None:
+        return np.ones(len(values), dtype=bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")
+    return bits[values.offset : values.offset + len(values)].astype(bool)
+
+
+def booleans(values: pa.Array) -> np.ndarray:
+    """An Arrow boolean array without nulls as a NumPy bool array."""
+    bits = np.unpackbits(np.frombuffer(values.buffers()[1], dtype=np.uint8), bitorder="little")
+    return bits[values.offset : values.offset + len(values)].astype(bool) & _valid(values)
 
 
 def _compact(codes: np.ndarray, dictionary: pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -90,7 +126,7 @@ def _compact(codes: np.ndarray, dictionary: pa.Array) -> tuple[np.ndarray, pa.Ar
     if used.all():
         return codes, dictionary
     remap = np.cumsum(used) - 1
-    return remap[codes], dictionary.filter(pa.array(used))
+    return remap[codes], take(dictionary, np.flatnonzero(used))
 
 
 #: Rows per step of the row-wise NumPy passes below. Working on slices of this size keeps the
@@ -229,11 +265,11 @@ def same_strings(a: pa.Array, a_index: np.ndarray, b: pa.Array, b_index: np.ndar
     """Boolean array: ``a[a_index[i]] == b[b_index[i]]`` compared as strings."""
     if len(a_index) == 0:
         return np.zeros(0, dtype=bool)
-    left = as_strings(a.take(pa.array(a_index)))
-    right = as_strings(b.take(pa.array(b_index)))
+    left = as_strings(take(a, a_index))
+    right = as_strings(take(b, b_index))
     if left.type != right.type:
         left, right = left.cast(pa.large_string()), right.cast(pa.large_string())
-    return pc.equal(left, right).to_numpy(zero_copy_only=False)
+    return booleans(pc.equal(left, right))
 
 
 def string_rank(values: pa.Array) -> np.ndarray:
@@ -241,7 +277,7 @@ def string_rank(values: pa.Array) -> np.ndarray:
     if len(values) == 0:
         return np.zeros(0, dtype=np.int64)
     ranks = pc.rank(values, sort_keys="ascending", tiebreaker="dense")
-    return ranks.to_numpy(zero_copy_only=False).astype(np.int64) - 1
+    return numbers(ranks).astype(np.int64) - 1
 
 
 def sorted_strings(values: pa.Array) -> pa.Array:
@@ -256,4 +292,11 @@ def positions_in(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     if values.type != value_set.type:
         values, value_set = values.cast(pa.large_string()), value_set.cast(pa.large_string())
     found = pc.index_in(values, value_set=value_set)
-    return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    valid = _valid(found)
+    if not valid.all():
+        found = found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
+        raw = np.frombuffer(
+            found.buffers()[1], dtype=np.int32, count=len(found), offset=found.offset * 4
+        )
+        return np.where(valid, raw, -1).astype(np.int64)
+    return numbers(found).astype(np.int64)

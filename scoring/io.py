@@ -135,12 +135,18 @@ class Qrels(_IdColumns):
             _query_codes=query_codes,
             _query_values=query_values,
             _doc_ids=doc_ids,
-            _cache={},
+            _cache={"declared": query_values},
             relevance=relevance,
             queries=_ids.to_objects(query_values),
             source=source,
         )
         return self
+
+    def _declared_queries(self) -> pa.Array:
+        """``queries`` as an Arrow string array."""
+        if "declared" not in self._cache:
+            self._cache["declared"] = _ids.as_strings(self.queries)
+        return self._cache["declared"]
 
     def __repr__(self) -> str:
         return f"Qrels({len(self)} judgements, {len(self.queries)} queries, source={self.source!r})"
@@ -345,7 +351,7 @@ def _arrow_trec(name: str, handle: str | io.StringIO, kind: str) -> pa.Table | N
     numeric = table.column(3 if kind == "qrels" else 4)
     if numeric.null_count:
         return None
-    if kind == "run" and not np.isfinite(numeric.to_numpy()).all():
+    if kind == "run" and not np.isfinite(_ids.numbers(numeric)).all():
         return None
     # A field that is empty or holds other whitespace means the file needs pandas' \s+ split.
     for label in labels:
@@ -415,7 +421,7 @@ def _trec_columns(
     if table is not None:
         codes, distinct = _ids.factorize(table.column(0))
         docs = _ids.as_strings(table.column(2))
-        numeric = table.column(3 if kind == "qrels" else 4).to_numpy()
+        numeric = _ids.numbers(table.column(3 if kind == "qrels" else 4))
         del table
     else:
         frame = _pandas_trec(name, handle, ncols, kind)
@@ -444,7 +450,7 @@ def _check_no_duplicates(
         return
     keys = _ids.pair_keys(table._query_codes, table._doc_fingerprints())
     rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))
-    docs = table._doc_ids.take(pa.array(rows)).to_pylist()
+    docs = _ids.take(table._doc_ids, rows).to_pylist()
     seen: set[tuple[int, str]] = set()
     for qcode, doc in zip(table._query_codes[rows].tolist(), docs, strict=True):
         if (qcode, doc) in seen:

@@ -204,9 +204,9 @@ def _match_judged_exact(
     candidates: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dictionary join on the strings of the candidate rows (used when hashes collide)."""
-    docs = qrels._doc_ids.take(pa.array(qrel_rows, type=pa.int64())).to_pylist()
+    docs = _ids.take(qrels._doc_ids, qrel_rows).to_pylist()
     lookup = {(q, d): i for i, (q, d) in enumerate(zip(qrel_query.tolist(), docs, strict=True))}
-    cand_docs = run._doc_ids.take(pa.array(candidates, type=pa.int64())).to_pylist()
+    cand_docs = _ids.take(run._doc_ids, candidates).to_pylist()
     found = [
         lookup.get(pair, -1) for pair in zip(run_query[candidates].tolist(), cand_docs, strict=True)
     ]
@@ -241,7 +241,7 @@ def _ranks(
     )
     members = members[_in_sorted(keys[members], tie_keys)]
     group = np.searchsorted(tie_keys, keys[members])
-    doc_rank = _ids.string_rank(docs.take(pa.array(members, type=pa.int64())))
+    doc_rank = _ids.string_rank(_ids.take(docs, members))
     width = np.int64(len(members) + 1)
     combined = group * width + doc_rank
     combined_sorted = np.sort(combined)
@@ -275,7 +275,7 @@ def prepare(
         raise ValueError("k must be at least 1")
     if gain not in GAINS:
         raise ValueError(f"gain must be one of {GAINS}")
-    qrel_queries = _ids.sorted_strings(pc.unique(_ids.as_strings(qrels.queries)))
+    qrel_queries = _ids.sorted_strings(pc.unique(qrels._declared_queries()))
     run_pos = _ids.positions_in(run._query_values, qrel_queries)
     has_rows = np.bincount(run._query_codes, minlength=len(run._query_values)) > 0
     in_qrels = (run_pos >= 0) & has_rows
@@ -285,7 +285,7 @@ def prepare(
     else:
         present = np.zeros(len(qrel_queries), dtype=bool)
         present[run_pos[in_qrels]] = True
-        evaluated = qrel_queries.filter(pa.array(present))
+        evaluated = _ids.take(qrel_queries, np.flatnonzero(present))
         remap = np.cumsum(present) - 1
         lut = np.where(in_qrels, remap[np.maximum(run_pos, 0)], -1)
     n_q = len(evaluated)
