@@ -27,6 +27,19 @@ _MUL2 = _U64(0xBF58476D1CE4E5B9)
 _MUL3 = _U64(0x94D049BB133111EB)
 
 
+def memory_pool() -> pa.MemoryPool:
+    """Arrow pool for the large column buffers: jemalloc when this pyarrow build has it.
+
+    Passed explicitly to the calls that allocate big buffers (no global default is changed).
+    With Arrow's default mimalloc pool, parsing a 10 M-line run cost ~2 s of system time in
+    page faults on the benchmark machine, ~0.75 s with jemalloc (BENCHMARKS.md).
+    """
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return pa.default_memory_pool()
+
+
 def as_strings(values: Any) -> pa.Array:
     """One contiguous Arrow string array (``string`` or ``large_string``) for ``values``.
 
@@ -38,7 +51,10 @@ def as_strings(values: Any) -> pa.Array:
             values = values.cast(values.type.value_type)
         if values.nbytes >= 2**31 - 1 and pa.types.is_string(values.type):
             values = values.cast(pa.large_string())
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        if values.num_chunks == 1:
+            values = values.chunk(0)
+        else:
+            values = values.combine_chunks(memory_pool=memory_pool())
     if isinstance(values, pa.Array):
         if pa.types.is_dictionary(values.type):
             values = values.dictionary_decode()

@@ -343,6 +343,7 @@ def _arrow_trec(name: str, handle: str | io.StringIO, kind: str) -> pa.Table | N
                 quoted_strings_can_be_null=False,
                 check_utf8=True,
             ),
+            memory_pool=_ids.memory_pool(),
         )
     except (pa.ArrowException, UnicodeError):
         return None
