@@ -352,7 +352,7 @@ def _arrow_trec(name: str, handle: str | io.StringIO, kind: str) -> pa.Table | N
     numeric = table.column(3 if kind == "qrels" else 4)
     if numeric.null_count:
         return None
-    if kind == "run" and not np.isfinite(_ids.numbers(numeric)).all():
+    if kind == "run" and not all(np.isfinite(_ids.numbers(c)).all() for c in numeric.chunks):
         return None
     # A field that is empty or holds other whitespace means the file needs pandas' \s+ split.
     for label in labels:
