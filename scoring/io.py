@@ -1,4 +1,4 @@
-"""Readers for relevance judgements (qrels) and system runs.
+r"""Readers for relevance judgements (qrels) and system runs.
 
 Formats (detected from the content; pass ``fmt=`` to override):
 
@@ -18,8 +18,16 @@ Every reader accepts a path (``str`` / ``os.PathLike``), a text or binary file o
 iterable of lines, and raises :class:`scoring.errors.InputError` naming the file, the 1-based line
 and the problem. A document listed twice for one query is an input error in both qrels and runs.
 
-TREC files are parsed with pandas' C parser; only when that fast path finds a problem is the file
-re-scanned line by line to report the exact line.
+TREC files are parsed by pyarrow's multi-threaded CSV reader when they are plainly single-space
+separated; any other layout (tabs, runs of spaces, leading or trailing blanks) or any doubt
+(an empty field, an unparsable number, a non-finite score, invalid UTF-8) sends the file to
+pandas' C parser with ``sep=r"\s+"``, and only when that finds a problem is the file re-scanned
+line by line to report the exact line. Duplicate (query, document) pairs are found by sorting
+64-bit hashes; a suspected duplicate is confirmed on the strings before the line is looked up.
+
+``Qrels`` and ``Run`` keep ids compact: query ids as integer codes into the distinct ids,
+document ids as one Arrow string array (no Python object per row). ``.query_id`` and ``.doc_id``
+build NumPy object arrays of ``str`` on first access.
 """
 
 from __future__ import annotations
