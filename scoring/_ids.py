@@ -248,6 +248,18 @@ def pair_keys(codes: np.ndarray, fingerprints: np.ndarray) -> np.ndarray:
     return out
 
 
+def string_pair_keys(codes: np.ndarray, values: pa.Array) -> np.ndarray:
+    """``pair_keys(codes, fingerprint(values))`` in one pass of small slices (no 80 MB temporary)."""
+    values = as_strings(values)
+    out = np.empty(len(values), dtype=_U64)
+    for lo, hi in chunks(len(values)):
+        key = codes[lo:hi].astype(_U64)
+        key *= _MUL1
+        key ^= fingerprint(values.slice(lo, hi - lo))
+        out[lo:hi] = _mix(key)
+    return out
+
+
 class KeyFilter:
     """Approximate set membership for 64-bit keys: no false negatives, few false positives.
 

@@ -98,10 +98,18 @@ class _IdColumns:
         return self._cache["doc_id"]
 
     def _doc_fingerprints(self) -> np.ndarray:
-        """64-bit hash of every document id (see :mod:`scoring._ids`), computed once."""
-        if "doc_fp" not in self._cache:
-            self._cache["doc_fp"] = _ids.fingerprint(self._doc_ids)
-        return self._cache["doc_fp"]
+        """64-bit hash of every document id (see :mod:`scoring._ids`)."""
+        return _ids.fingerprint(self._doc_ids)
+
+    def _pair_keys(self) -> np.ndarray:
+        """64-bit hash of every row's (query code, document id), computed once.
+
+        Shared by the duplicate check and the qrels join (which maps qrels queries to these
+        codes), so 10 M document ids are hashed once.
+        """
+        if "pair_keys" not in self._cache:
+            self._cache["pair_keys"] = _ids.string_pair_keys(self._query_codes, self._doc_ids)
+        return self._cache["pair_keys"]
 
 
 class Qrels(_IdColumns):
@@ -451,13 +459,12 @@ def _check_no_duplicates(
     """
     if len(table) < 2:
         return
-    ordered = _ids.pair_keys(table._query_codes, table._doc_fingerprints())
-    ordered.sort()
+    keys = table._pair_keys()
+    ordered = np.sort(keys)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     del ordered
     if not len(repeated):
         return
-    keys = _ids.pair_keys(table._query_codes, table._doc_fingerprints())
     rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))
     docs = _ids.take(table._doc_ids, rows).to_pylist()
     seen: set[tuple[int, str]] = set()

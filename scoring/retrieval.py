@@ -155,25 +155,28 @@ def _in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
 def _match_judged(
     qrels: Qrels,
     qrel_rows: np.ndarray,
-    qrel_query: np.ndarray,
     run: Run,
     run_query: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pair run rows with qrels rows of the same (query, document).
+    """Pair run rows with the qrels rows ``qrel_rows`` of the same (query, document).
 
-    ``qrel_rows`` are the qrels rows to match (positions ``qrel_query``); ``run_query`` is the
-    evaluated-query position of every run row (-1 = not evaluated). Returns ``(run_rows,
-    index into qrel_rows)``. Hashes of (query, document) narrow 10 M run rows down to
-    candidates; the document strings of every candidate are then compared, so the result is
-    exact whatever the hashes do.
+    ``run_query`` is the evaluated-query position of every run row (-1 = not evaluated).
+    Returns ``(run_rows, index into qrel_rows)``. The run's cached 64-bit hashes of (query,
+    document) narrow 10 M rows down to candidates; every candidate's query and document string
+    are then compared, so the result is exact whatever the hashes do.
     """
-    qrel_keys = _ids.pair_keys(qrel_query, qrels._doc_fingerprints()[qrel_rows])
+    # The qrels rows' queries as run query codes (the space of the run's hashes).
+    to_run = _ids.positions_in(qrels._query_values, run._query_values)
+    qrel_code = to_run[qrels._query_codes[qrel_rows]]
+    usable = np.flatnonzero(qrel_code >= 0)
+    qrel_rows, qrel_code = qrel_rows[usable], qrel_code[usable]
+    qrel_keys = _ids.string_pair_keys(qrel_code, _ids.take(qrels._doc_ids, qrel_rows))
     # A bit table of the judged pairs drops almost every other row cheaply.
     judged = _ids.KeyFilter(qrel_keys)
-    run_fp = run._doc_fingerprints()
+    run_keys = run._pair_keys()
     found_rows, found_keys = [], []
     for lo, hi in _ids.chunks(len(run_query)):
-        keys = _ids.pair_keys(run_query[lo:hi], run_fp[lo:hi])
+        keys = run_keys[lo:hi]
         hit = judged(keys)
         hit &= run_query[lo:hi] >= 0
         found_rows.append(np.flatnonzero(hit) + lo)
@@ -183,33 +186,32 @@ def _match_judged(
     key_order = np.argsort(qrel_keys, kind="stable")
     sorted_keys = qrel_keys[key_order]
     if len(sorted_keys) > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
-        return _match_judged_exact(qrels, qrel_rows, qrel_query, run, run_query, candidates)
+        run_rows, index = _match_judged_exact(qrels, qrel_rows, qrel_code, run, candidates)
+        return run_rows, usable[index]
     pos = np.searchsorted(sorted_keys, ckeys)
     np.minimum(pos, max(len(sorted_keys) - 1, 0), out=pos)
     hit = sorted_keys[pos] == ckeys if len(sorted_keys) else np.zeros(len(ckeys), dtype=bool)
     run_rows = candidates[hit]
-    qrel_index = key_order[pos[hit]]
-    same = (run_query[run_rows] == qrel_query[qrel_index]) & _ids.same_strings(
-        run._doc_ids, run_rows, qrels._doc_ids, qrel_rows[qrel_index]
+    index = key_order[pos[hit]]
+    same = (run._query_codes[run_rows] == qrel_code[index]) & _ids.same_strings(
+        run._doc_ids, run_rows, qrels._doc_ids, qrel_rows[index]
     )
-    return run_rows[same], qrel_index[same]
+    return run_rows[same], usable[index[same]]
 
 
 def _match_judged_exact(
     qrels: Qrels,
     qrel_rows: np.ndarray,
-    qrel_query: np.ndarray,
+    qrel_code: np.ndarray,
     run: Run,
-    run_query: np.ndarray,
     candidates: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dictionary join on the strings of the candidate rows (used when hashes collide)."""
     docs = _ids.take(qrels._doc_ids, qrel_rows).to_pylist()
-    lookup = {(q, d): i for i, (q, d) in enumerate(zip(qrel_query.tolist(), docs, strict=True))}
+    lookup = {(q, d): i for i, (q, d) in enumerate(zip(qrel_code.tolist(), docs, strict=True))}
     cand_docs = _ids.take(run._doc_ids, candidates).to_pylist()
-    found = [
-        lookup.get(pair, -1) for pair in zip(run_query[candidates].tolist(), cand_docs, strict=True)
-    ]
+    cand_codes = run._query_codes[candidates].tolist()
+    found = [lookup.get(pair, -1) for pair in zip(cand_codes, cand_docs, strict=True)]
     index = np.array(found, dtype=np.int64)
     keep = index >= 0
     return candidates[keep], index[keep]
@@ -315,7 +317,7 @@ def prepare(
     ideal[iq[itop], irank[itop]] = to_gain(irel[itop])
 
     # Run rows that retrieve a judged relevant document, and their ranks.
-    rows, matched = _match_judged(qrels, qrel_rows, qrel_query, run, run_query)
+    rows, matched = _match_judged(qrels, qrel_rows, run, run_query)
     sort_keys = _sort_keys(run_query, run.score)
     rq = run_query[rows]
     rank0 = _ranks(sort_keys, rows, rq, n_q, run._doc_ids)
