@@ -1,10 +1,13 @@
 """Benchmark the scoring library against pytrec_eval and ranx (not a test; figures in BENCHMARKS.md).
 
 Usage: python bench/bench_scoring.py [--queries 100000] [--depth 100] [--resamples 1000]
+                                     [--repeat 3] [--tools cli,ours,pytrec_eval,ranx,stage,alpha]
 
 Generates a seeded TREC run (queries x depth results) and qrels (1-5 relevant per query) into
-bench/out/, then in one invocation measures, each tool in its own subprocess (so peak RSS is per
-tool):
+bench/out/, then measures each tool ``--repeat`` times (round-robin over the tools), each run in
+its own fresh process, and reports medians. Per run: wall time including interpreter start-up,
+the child's own CPU time (user + system) and peak RSS (from ``os.wait4``), and the 1-minute load
+average just before it started (the machine is shared; see BENCHMARKS.md).
 
 * end to end = read both files + recall/precision/hit/mrr/ndcg @10:
   ``python -m scoring retrieval``, pytrec_eval (parse_qrel/parse_run + RelevanceEvaluator) and
@@ -13,19 +16,22 @@ tool):
   prepared arrays;
 * Krippendorff's alpha on units x 3 coders with a bootstrap interval.
 
-Prints a table and writes bench/out/results.json.
+Prints a table and writes bench/out/results.json (medians plus every sample).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -73,41 +79,75 @@ def generate(n_queries: int, depth: int) -> tuple[Path, Path]:
     return qrels_path, run_path
 
 
-def run_child(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; it prints a JSON dict. Adds wall time and peak RSS."""
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    wall = time.perf_counter() - start
+def _spawn(argv: list[str]) -> tuple[str, dict]:
+    """Run ``argv`` in a fresh process; return its stdout and wall/CPU time and peak RSS.
+
+    The child is reaped with ``os.wait4`` so that CPU time and peak RSS are that process's own
+    (``RUSAGE_CHILDREN`` would mix all children). CPU time (user + system) is reported next to
+    wall time because this machine is shared: other sessions' jobs inflate wall time, much less
+    the CPU time a process itself uses.
+    """
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
-        raise RuntimeError(proc.stderr)
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["wall_s"] = wall
+        raise RuntimeError(stderr)
+    return stdout, {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_mb": usage.ru_maxrss / 1024,
+        "load1_before": load,
+    }
+
+
+def run_child(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; it prints a JSON dict. Adds wall/CPU time, peak RSS."""
+    stdout, usage = _spawn([sys.executable, "-c", textwrap.dedent(code)])
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result.update(usage)
     return result
 
 
 def cli_child(qrels: Path, run: Path) -> dict:
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "scoring", "retrieval", "--qrels", str(qrels), "--run", str(run)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
+    stdout, usage = _spawn(
+        [sys.executable, "-m", "scoring", "retrieval", "--qrels", str(qrels), "--run", str(run)]
     )
-    wall = time.perf_counter() - start
-    payload = json.loads(proc.stdout)
-    return {"wall_s": wall, "aggregate": payload["aggregate"]}
+    return {"aggregate": json.loads(stdout)["aggregate"], **usage}
 
 
-PEAK = (
-    "import resource, json\npeak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
-)
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def median_of(samples: list[dict]) -> dict:
+    """Median of every numeric field over repeated runs; other fields from the first run."""
+    out = dict(samples[0])
+    for key, value in samples[0].items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = statistics.median(s[key] for s in samples)
+    out["samples"] = samples
+    return out
+
 
 PYTREC = """
 import json, time, resource
@@ -182,14 +222,15 @@ def plain(gains, ideal, n_rel, first):
             "ndcg": np.where(idcg > 0, (gains @ disc) / np.where(idcg > 0, idcg, 1), 0.0),
         }}
 
-def best(fn, reps=7):
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
-    return min(times)
+def timed(fn):
+    t = time.perf_counter(); fn(); return time.perf_counter() - t
 
-ours = best(lambda: compute(p, k=10, metrics=metrics))
-base = best(lambda: plain(p.gains, p.ideal, p.n_relevant, p.first_rank))
+# Interleaved, best of 31 each: on a shared machine a burst of load then hits both alike.
+ours_times, base_times = [], []
+for _ in range(31):
+    ours_times.append(timed(lambda: compute(p, k=10, metrics=metrics)))
+    base_times.append(timed(lambda: plain(p.gains, p.ideal, p.n_relevant, p.first_rank)))
+ours, base = min(ours_times), min(base_times)
 a = compute(p, k=10, metrics=metrics)
 b = plain(p.gains, p.ideal, p.n_relevant, p.first_rank)
 assert np.allclose(a["ndcg@10"], b["ndcg"]) and np.allclose(a["mrr@10"], b["mrr@10"])
@@ -219,7 +260,14 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--units", type=int, default=100_000)
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per tool; medians reported")
+    parser.add_argument(
+        "--tools",
+        default="cli,ours,pytrec_eval,ranx,stage,alpha",
+        help="comma-separated subset of cli,ours,pytrec_eval,ranx,stage,alpha",
+    )
     args = parser.parse_args()
+    tools = [t for t in args.tools.split(",") if t]
 
     t = time.perf_counter()
     qrels, run = generate(args.queries, args.depth)
@@ -228,64 +276,103 @@ def main() -> None:
     )
 
     results: dict = {
-        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "cpu": _cpu_model(),
+        },
         "versions": {
-            p: version(p)
-            for p in ("numpy", "pandas", "pytrec-eval-terrier", "ranx", "krippendorff")
+            p: _version(p)
+            for p in ("numpy", "pandas", "pyarrow", "pytrec-eval-terrier", "ranx", "krippendorff")
         },
         "data": {"queries": args.queries, "depth": args.depth, "run_mb": run.stat().st_size / 1e6},
+        "repeat": args.repeat,
     }
     fmt = {"qrels": str(qrels), "run": str(run)}
-    results["cli"] = cli_child(qrels, run)
-    results["ours"] = run_child(OURS.format(**fmt))
-    results["pytrec_eval"] = run_child(PYTREC.format(**fmt))
-    results["ranx"] = run_child(RANX.format(**fmt))
-    results["stage"] = run_child(STAGE.format(**fmt))
-    results["alpha"] = run_child(ALPHA.format(units=args.units, resamples=args.resamples))
-
-    print(
-        f"\n{'tool':<22}{'read s':>9}{'metrics s':>11}{'in-proc s':>11}{'wall s':>9}{'peak MB':>9}"
-    )
-    for name in ("ours", "pytrec_eval", "ranx"):
-        r = results[name]
-        print(
-            f"{name:<22}{r['read_s']:>9.2f}{r['metric_s']:>11.2f}{r['total_s']:>11.2f}{r['wall_s']:>9.2f}{r['peak_mb']:>9.0f}"
-        )
-    print(f"{'python -m scoring':<22}{'':>9}{'':>11}{'':>11}{results['cli']['wall_s']:>9.2f}")
-    cli = results["cli"]["wall_s"]
-    ratios = {
-        "pytrec_eval_over_cli_wall": results["pytrec_eval"]["wall_s"] / cli,
-        "ranx_over_cli_wall": results["ranx"]["wall_s"] / cli,
-        "stage_ours_over_numpy": results["stage"]["ours_s"] / results["stage"]["numpy_s"],
+    children = {
+        "cli": lambda: cli_child(qrels, run),
+        "ours": lambda: run_child(OURS.format(**fmt)),
+        "pytrec_eval": lambda: run_child(PYTREC.format(**fmt)),
+        "ranx": lambda: run_child(RANX.format(**fmt)),
+        "stage": lambda: run_child(STAGE.format(**fmt)),
+        "alpha": lambda: run_child(ALPHA.format(units=args.units, resamples=args.resamples)),
     }
-    results["ratios"] = ratios
-    print(f"\nspeed-up vs pytrec_eval (wall): {ratios['pytrec_eval_over_cli_wall']:.2f}x")
-    print(f"speed-up vs ranx (wall):        {ratios['ranx_over_cli_wall']:.2f}x")
-    s = results["stage"]
+    samples: dict[str, list[dict]] = {name: [] for name in tools}
+    # Round-robin over the tools, so that load from other jobs on this shared machine is spread
+    # over all of them instead of hitting one tool's repeats together.
+    for rep in range(args.repeat):
+        for name in tools:
+            samples[name].append(children[name]())
+            s = samples[name][-1]
+            print(
+                f"  run {rep + 1}/{args.repeat} {name:<12} wall {s['wall_s']:7.2f} s  "
+                f"cpu {s['cpu_s']:7.2f} s  peak {s['peak_mb']:6.0f} MB  "
+                f"(load before {s['load1_before']:.1f})",
+                flush=True,
+            )
+    for name in tools:
+        results[name] = median_of(samples[name])
+
+    print(f"\nmedians of {args.repeat} runs")
     print(
-        f"metric stage: ours {s['ours_s'] * 1e3:.1f} ms, plain NumPy {s['numpy_s'] * 1e3:.1f} ms "
-        f"(ratio {ratios['stage_ours_over_numpy']:.2f})"
+        f"{'tool':<22}{'read s':>9}{'metrics s':>11}{'in-proc s':>11}{'wall s':>9}"
+        f"{'cpu s':>9}{'peak MB':>9}"
     )
-    a = results["alpha"]
-    print(
-        f"alpha ordinal {args.units} units x 3 coders + {args.resamples} bootstrap: "
-        f"{a['total_s']:.2f} s, alpha={a['alpha']:.4f}, CI={a['ci']}, peak {a['peak_mb']:.0f} MB"
-    )
-    print("\naggregates (ours / pytrec_eval / ranx):")
-    for ours_key, pt_key, rx_key in [
-        ("recall@10", "recall_10", "recall@10"),
-        ("precision@10", "P_10", "precision@10"),
-        ("hit@10", "success_10", "hit_rate@10"),
-        ("mrr", "recip_rank", None),
-        ("mrr@10", None, "mrr@10"),
-        ("ndcg@10", "ndcg_cut_10", "ndcg@10"),
-    ]:
-        o = results["ours"]["aggregate"][ours_key]
-        p = results["pytrec_eval"]["aggregate"].get(pt_key) if pt_key else None
-        x = results["ranx"]["aggregate"].get(rx_key) if rx_key else None
-        print(
-            f"  {ours_key:<14}{o:.6f}  {p if p is None else f'{p:.6f}'}  {x if x is None else f'{x:.6f}'}"
+    for name in ("cli", "ours", "pytrec_eval", "ranx"):
+        if name not in results:
+            continue
+        r = results[name]
+        label = "python -m scoring" if name == "cli" else name
+        inner = (
+            f"{r['read_s']:>9.2f}{r['metric_s']:>11.2f}{r['total_s']:>11.2f}"
+            if "read_s" in r
+            else f"{'':>9}{'':>11}{'':>11}"
         )
+        print(f"{label:<22}{inner}{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}{r['peak_mb']:>9.0f}")
+    ratios: dict[str, float] = {}
+    if "cli" in results:
+        cli = results["cli"]
+        for other in ("pytrec_eval", "ranx"):
+            if other in results:
+                ratios[f"{other}_over_cli_wall"] = results[other]["wall_s"] / cli["wall_s"]
+                ratios[f"{other}_over_cli_cpu"] = results[other]["cpu_s"] / cli["cpu_s"]
+                print(
+                    f"speed-up vs {other}: wall {ratios[f'{other}_over_cli_wall']:.2f}x, "
+                    f"cpu {ratios[f'{other}_over_cli_cpu']:.2f}x"
+                )
+    if "stage" in results:
+        s = results["stage"]
+        ratios["stage_ours_over_numpy"] = statistics.median(
+            x["ours_s"] / x["numpy_s"] for x in s["samples"]
+        )
+        print(
+            f"metric stage: ours {s['ours_s'] * 1e3:.2f} ms, plain NumPy {s['numpy_s'] * 1e3:.2f} ms "
+            f"(median of per-run ratios {ratios['stage_ours_over_numpy']:.2f})"
+        )
+    results["ratios"] = ratios
+    if "alpha" in results:
+        a = results["alpha"]
+        print(
+            f"alpha ordinal {args.units} units x 3 coders + {args.resamples} bootstrap: "
+            f"{a['total_s']:.2f} s, alpha={a['alpha']:.4f}, CI={a['ci']}, peak {a['peak_mb']:.0f} MB"
+        )
+    if {"ours", "pytrec_eval", "ranx"} <= set(results):
+        print("\naggregates (ours / pytrec_eval / ranx):")
+        for ours_key, pt_key, rx_key in [
+            ("recall@10", "recall_10", "recall@10"),
+            ("precision@10", "P_10", "precision@10"),
+            ("hit@10", "success_10", "hit_rate@10"),
+            ("mrr", "recip_rank", None),
+            ("mrr@10", None, "mrr@10"),
+            ("ndcg@10", "ndcg_cut_10", "ndcg@10"),
+        ]:
+            o = results["ours"]["aggregate"][ours_key]
+            p = results["pytrec_eval"]["aggregate"].get(pt_key) if pt_key else None
+            x = results["ranx"]["aggregate"].get(rx_key) if rx_key else None
+            print(
+                f"  {ours_key:<14}{o:.6f}  {p if p is None else f'{p:.6f}'}  "
+                f"{x if x is None else f'{x:.6f}'}"
+            )
     (OUT / "results.json").write_text(json.dumps(results, indent=2))
     print(f"\nwrote {OUT / 'results.json'}")
 

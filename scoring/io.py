@@ -1,4 +1,4 @@
-"""Readers for relevance judgements (qrels) and system runs.
+r"""Readers for relevance judgements (qrels) and system runs.
 
 Formats (detected from the content; pass ``fmt=`` to override):
 
@@ -18,8 +18,16 @@ Every reader accepts a path (``str`` / ``os.PathLike``), a text or binary file o
 iterable of lines, and raises :class:`scoring.errors.InputError` naming the file, the 1-based line
 and the problem. A document listed twice for one query is an input error in both qrels and runs.
 
-TREC files are parsed with pandas' C parser; only when that fast path finds a problem is the file
-re-scanned line by line to report the exact line.
+TREC files are parsed by pyarrow's multi-threaded CSV reader when they are plainly single-space
+separated; any other layout (tabs, runs of spaces, leading or trailing blanks) or any doubt
+(an empty field, an unparsable number, a non-finite score, invalid UTF-8) sends the file to
+pandas' C parser with ``sep=r"\s+"``, and only when that finds a problem is the file re-scanned
+line by line to report the exact line. Duplicate (query, document) pairs are found by sorting
+64-bit hashes; a suspected duplicate is confirmed on the strings before the line is looked up.
+
+``Qrels`` and ``Run`` keep ids compact: query ids as integer codes into the distinct ids,
+document ids as one Arrow string array (no Python object per row). ``.query_id`` and ``.doc_id``
+build NumPy object arrays of ``str`` on first access.
 """
 
 from __future__ import annotations
@@ -31,13 +39,14 @@ import math
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
+from scoring import _ids
 from scoring.errors import InputError
 
 QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
@@ -46,20 +55,117 @@ RUN_FORMATS = ("trec", "jsonl")
 Source = str | os.PathLike | io.IOBase | Iterable[str]
 
 
-@dataclass(frozen=True)
-class Qrels:
+class _IdColumns:
+    """Storage shared by :class:`Qrels` and :class:`Run`: no Python object per row.
+
+    Query ids are integer codes into their distinct values; document ids are one Arrow string
+    array. ``query_id`` / ``doc_id`` build NumPy object arrays only when asked for (and cache
+    them); the metric code works on the compact form.
+    """
+
+    __slots__ = ("_query_codes", "_query_values", "_doc_ids", "_cache")
+
+    def _set(self, **values: Any) -> None:
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+
+    def _set_ids(self, query_id: Any, doc_id: Any) -> None:
+        codes, distinct = _ids.factorize(query_id)
+        self._set(
+            _query_codes=codes, _query_values=distinct, _doc_ids=_ids.as_strings(doc_id), _cache={}
+        )
+        if len(self._query_codes) != len(self._doc_ids):
+            raise ValueError("query_id and doc_id must have the same length")
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __len__(self) -> int:
+        return len(self._doc_ids)
+
+    @property
+    def query_id(self) -> np.ndarray:
+        """Query id of every row (object array of ``str``, built on first access)."""
+        if "query_id" not in self._cache:
+            self._cache["query_id"] = _ids.to_objects(self._query_values)[self._query_codes]
+        return self._cache["query_id"]
+
+    @property
+    def doc_id(self) -> np.ndarray:
+        """Document id of every row (object array of ``str``, built on first access)."""
+        if "doc_id" not in self._cache:
+            self._cache["doc_id"] = _ids.to_objects(self._doc_ids)
+        return self._cache["doc_id"]
+
+    def _doc_fingerprints(self) -> np.ndarray:
+        """64-bit hash of every document id (see :mod:`scoring._ids`)."""
+        return _ids.fingerprint(self._doc_ids)
+
+    def _pair_keys(self) -> np.ndarray:
+        """64-bit hash of every row's (query code, document id), computed once.
+
+        Shared by the duplicate check and the qrels join (which maps qrels queries to these
+        codes), so 10 M document ids are hashed once.
+        """
+        if "pair_keys" not in self._cache:
+            self._cache["pair_keys"] = _ids.string_pair_keys(self._query_codes, self._doc_ids)
+        return self._cache["pair_keys"]
+
+
+class Qrels(_IdColumns):
     """Relevance judgements in columnar form.
 
     ``query_id``, ``doc_id`` (object arrays of str) and ``relevance`` (int64) have one entry per
     judgement. ``queries`` lists every query the source declares, including queries without any
-    judgement row (an Unrag query with empty ``sourceIds``), in first-seen order.
+    judgement row (an Unrag query with empty ``sourceIds``), in first-seen order. Immutable.
     """
 
-    query_id: np.ndarray
-    doc_id: np.ndarray
-    relevance: np.ndarray
-    queries: np.ndarray
-    source: str = "<qrels>"
+    __slots__ = ("relevance", "queries", "source")
+
+    def __init__(
+        self,
+        query_id: Any,
+        doc_id: Any,
+        relevance: Any,
+        queries: Any,
+        source: str = "<qrels>",
+    ) -> None:
+        self._set_ids(query_id, doc_id)
+        self._set(
+            relevance=np.asarray(relevance),
+            queries=np.asarray(queries, dtype=object),
+            source=source,
+        )
+
+    @classmethod
+    def _from_columns(
+        cls,
+        query_codes: np.ndarray,
+        query_values: pa.Array,
+        doc_ids: pa.Array,
+        relevance: np.ndarray,
+        source: str,
+    ) -> Qrels:
+        self = cls.__new__(cls)
+        self._set(
+            _query_codes=query_codes,
+            _query_values=query_values,
+            _doc_ids=doc_ids,
+            _cache={"declared": query_values},
+            relevance=relevance,
+            queries=_ids.to_objects(query_values),
+            source=source,
+        )
+        return self
+
+    def _declared_queries(self) -> pa.Array:
+        """``queries`` as an Arrow string array."""
+        if "declared" not in self._cache:
+            self._cache["declared"] = _ids.as_strings(self.queries)
+        return self._cache["declared"]
+
+    def __repr__(self) -> str:
+        return f"Qrels({len(self)} judgements, {len(self.queries)} queries, source={self.source!r})"
 
     @classmethod
     def from_dict(cls, data: dict[str, dict[str, int]], *, source: str = "<qrels>") -> Qrels:
@@ -76,18 +182,41 @@ class Qrels:
         )
 
 
-@dataclass(frozen=True)
-class Run:
-    """A system run in columnar form: one entry per (query, document, score) row.
+class Run(_IdColumns):
+    """A system run in columnar form: one entry per (query, document, score) row. Immutable.
 
     Row order carries no meaning: rankings are derived from scores (see
     :mod:`scoring.retrieval`).
     """
 
-    query_id: np.ndarray
-    doc_id: np.ndarray
-    score: np.ndarray
-    source: str = "<run>"
+    __slots__ = ("score", "source")
+
+    def __init__(self, query_id: Any, doc_id: Any, score: Any, source: str = "<run>") -> None:
+        self._set_ids(query_id, doc_id)
+        self._set(score=np.asarray(score, dtype=np.float64), source=source)
+
+    @classmethod
+    def _from_columns(
+        cls,
+        query_codes: np.ndarray,
+        query_values: pa.Array,
+        doc_ids: pa.Array,
+        score: np.ndarray,
+        source: str,
+    ) -> Run:
+        self = cls.__new__(cls)
+        self._set(
+            _query_codes=query_codes,
+            _query_values=query_values,
+            _doc_ids=doc_ids,
+            _cache={},
+            score=score,
+            source=source,
+        )
+        return self
+
+    def __repr__(self) -> str:
+        return f"Run({len(self)} rows, source={self.source!r})"
 
     @classmethod
     def from_dict(cls, data: dict[str, dict[str, float]], *, source: str = "<run>") -> Run:
@@ -185,7 +314,92 @@ def _detect(name: str, handle: str | io.StringIO, kind: str) -> str:
 # TREC
 
 
-def _trec_frame(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> pd.DataFrame:
+_TREC_LAYOUT = {
+    "qrels": ("qid", "iter", "docid", "rel"),
+    "run": ("qid", "Q0", "docid", "rank", "score", "tag"),
+}
+
+
+def _arrow_trec(name: str, handle: str | io.StringIO, kind: str) -> pa.Table | None:
+    """Fast path: pyarrow's multi-threaded CSV reader, one space between fields.
+
+    Returns ``None`` whenever the file is not plainly single-space separated or anything looks
+    wrong (tabs, runs of spaces, leading/trailing blanks, an empty field, an unparsable number,
+    a non-finite score, invalid UTF-8); the caller then takes the pandas path, which accepts
+    any whitespace and, on bad input, re-scans the file for the exact line.
+    """
+    columns = _TREC_LAYOUT[kind]
+    labels = list(columns)
+    # Query ids repeat: dictionary-encoded while parsing. The other text columns are plain
+    # strings (cheaper than dictionaries); they are read only to check that no field is empty.
+    types: dict[str, pa.DataType] = {c: pa.string() for c in labels}
+    types["qid"] = pa.dictionary(pa.int32(), pa.string())
+    types[labels[3] if kind == "qrels" else "score"] = (
+        pa.int64() if kind == "qrels" else pa.float64()
+    )
+    source: Any = handle
+    if isinstance(handle, io.StringIO):
+        source = pa.py_buffer(handle.getvalue().encode("utf-8"))
+    try:
+        table = pa_csv.read_csv(
+            source,
+            read_options=pa_csv.ReadOptions(column_names=labels, block_size=1 << 22),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=" ",
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=pa_csv.ConvertOptions(
+                column_types=types,
+                null_values=[""],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                check_utf8=True,
+            ),
+            memory_pool=_ids.memory_pool(),
+        )
+    except (pa.ArrowException, UnicodeError):
+        return None
+    if table.num_rows == 0:
+        return None
+    numeric = table.column(3 if kind == "qrels" else 4)
+    if numeric.null_count:
+        return None
+    if kind == "run" and not all(np.isfinite(_ids.numbers(c)).all() for c in numeric.chunks):
+        return None
+    # A field that is empty or holds other whitespace means the file needs pandas' \s+ split.
+    for label in labels:
+        column = table.column(label)
+        if pa.types.is_dictionary(column.type):
+            pieces = [chunk.dictionary for chunk in column.chunks]
+        elif pa.types.is_string(column.type):
+            pieces = column.chunks
+        else:
+            continue
+        for piece in pieces:
+            if not _plain_field_values(piece):
+                return None
+    return table
+
+
+def _plain_field_values(values: pa.Array) -> bool:
+    """No empty value and no tab, vertical tab or form feed inside a value."""
+    if len(values) == 0:
+        return True
+    offsets, data = _ids._layout(values)
+    if np.diff(offsets).min() == 0:
+        return False
+    used = data[int(offsets[0]) : int(offsets[-1])]
+    return not bool(np.any((used - np.uint8(9)) <= 3))
+
+
+def _pandas_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> Any:
+    r"""Slow path for any whitespace layout (pandas' C parser, ``sep=r"\s+"``)."""
+    import pandas as pd
+
     # Query ids and the constant columns repeat heavily, so categoricals parse them fastest.
     dtypes: dict[int, Any] = {i: "category" for i in range(ncols)}
     dtypes[2] = str
@@ -213,6 +427,51 @@ def _trec_frame(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> 
     if kind == "run" and not np.isfinite(frame[numeric_col].to_numpy()).all():
         _scan_trec(name, handle, ncols, kind)
     return frame
+
+
+def _trec_columns(
+    name: str, handle: str | io.StringIO, kind: str
+) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
+    """``(query codes, distinct query ids, document ids, rel or score)`` of a TREC file."""
+    ncols = len(_TREC_LAYOUT[kind])
+    table = _arrow_trec(name, handle, kind)
+    if table is not None:
+        codes, distinct = _ids.factorize(table.column(0))
+        docs = _ids.as_strings(table.column(2))
+        numeric = _ids.numbers(table.column(3 if kind == "qrels" else 4))
+        del table
+    else:
+        frame = _pandas_trec(name, handle, ncols, kind)
+        codes, distinct = _ids.factorize(frame[0].to_numpy(dtype=object))
+        docs = _ids.as_strings(frame[2].to_numpy(dtype=object))
+        numeric = frame[3 if kind == "qrels" else 4].to_numpy()
+    numeric = numeric.astype(np.int64 if kind == "qrels" else np.float64, copy=False)
+    return codes, distinct, docs, numeric
+
+
+def _check_no_duplicates(
+    name: str, handle: str | io.StringIO, kind: str, table: _IdColumns
+) -> None:
+    """Raise (with the line) if a document is listed twice for one query.
+
+    Sorting 64-bit hashes of (query, document) finds candidate pairs; candidates are confirmed
+    on the strings, so a hash collision never raises a false error.
+    """
+    if len(table) < 2:
+        return
+    keys = table._pair_keys()
+    ordered = np.sort(keys)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    del ordered
+    if not len(repeated):
+        return
+    rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))
+    docs = _ids.take(table._doc_ids, rows).to_pylist()
+    seen: set[tuple[int, str]] = set()
+    for qcode, doc in zip(table._query_codes[rows].tolist(), docs, strict=True):
+        if (qcode, doc) in seen:
+            _first_duplicate_line(name, handle, len(_TREC_LAYOUT[kind]), kind)
+        seen.add((qcode, doc))
 
 
 def _scan_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> None:
@@ -257,37 +516,18 @@ def _first_duplicate_line(name: str, handle: str | io.StringIO, ncols: int, kind
     raise InputError(name, None, "a document is listed twice for one query")
 
 
-def _has_duplicates(qids: np.ndarray, dids: np.ndarray) -> bool:
-    if len(qids) < 2:
-        return False
-    qcodes, _ = pd.factorize(qids)
-    dcodes, duniq = pd.factorize(dids)
-    keys = qcodes.astype(np.int64) * max(len(duniq), 1) + dcodes
-    return bool(pd.Series(keys).duplicated().any())
-
-
 def _read_trec_qrels(name: str, handle: str | io.StringIO) -> Qrels:
-    frame = _trec_frame(name, handle, 4, "qrels")
-    qids = frame[0].to_numpy(dtype=object)
-    dids = frame[2].to_numpy(dtype=object)
-    if _has_duplicates(qids, dids):
-        _first_duplicate_line(name, handle, 4, "qrels")
-    return Qrels(
-        query_id=qids,
-        doc_id=dids,
-        relevance=frame[3].to_numpy(dtype=np.int64),
-        queries=pd.unique(qids),
-        source=name,
-    )
+    codes, distinct, docs, rel = _trec_columns(name, handle, "qrels")
+    qrels = Qrels._from_columns(codes, distinct, docs, rel, name)
+    _check_no_duplicates(name, handle, "qrels", qrels)
+    return qrels
 
 
 def _read_trec_run(name: str, handle: str | io.StringIO) -> Run:
-    frame = _trec_frame(name, handle, 6, "run")
-    qids = frame[0].to_numpy(dtype=object)
-    dids = frame[2].to_numpy(dtype=object)
-    if _has_duplicates(qids, dids):
-        _first_duplicate_line(name, handle, 6, "run")
-    return Run(query_id=qids, doc_id=dids, score=frame[4].to_numpy(dtype=np.float64), source=name)
+    codes, distinct, docs, score = _trec_columns(name, handle, "run")
+    run = Run._from_columns(codes, distinct, docs, score, name)
+    _check_no_duplicates(name, handle, "run", run)
+    return run
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,8 +24,12 @@ Conventions, chosen so that our numbers equal trec_eval's on the same files:
 * Queries in the qrels but absent from the run are left out of the mean unless
   ``all_queries=True`` (``trec_eval -c``, CLI ``--all-queries``), in which case they score 0.
 
-Everything after parsing is NumPy over a padded (queries x k) gain matrix; only tied scores fall
-back to comparing document-id strings, and only for the tied rows.
+Implementation: ids stay compact (Arrow strings, integer query codes; no Python object per
+row). Only run rows that retrieve a judged relevant document can change a metric, so only their
+ranks are computed, from one sort of 64-bit (query, float32 score) keys over all rows; document
+ids are compared as strings only for rows whose score ties. The metric stage is NumPy over a
+padded (queries x k) gain matrix. Hashes are used to find candidates only; every match is
+confirmed on the strings.
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from scoring import _ids
 from scoring.errors import InputError
 from scoring.io import Qrels, Run
 
@@ -110,24 +116,143 @@ def _check_metrics(metrics: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(metrics))
 
 
-def _order_rows(qcode: np.ndarray, score: np.ndarray, doc_id: np.ndarray) -> np.ndarray:
-    """Row order: query, then score descending, then document id descending (trec_eval)."""
-    order = np.lexsort((-score, qcode))
-    sq = qcode[order]
-    ss = score[order]
-    tied_prev = (sq[1:] == sq[:-1]) & (ss[1:] == ss[:-1])
-    if not tied_prev.any():
-        return order
-    in_tie = np.zeros(len(order), dtype=bool)
-    in_tie[1:] |= tied_prev
-    in_tie[:-1] |= tied_prev
-    group = np.cumsum(np.concatenate(([True], ~tied_prev)))
-    pos = np.flatnonzero(in_tie)
-    rows = order[pos]
-    _, doc_rank = np.unique(doc_id[rows].astype(str), return_inverse=True)
-    # Tie groups occupy contiguous positions, so sorting by group keeps every group in place.
-    order[pos] = rows[np.lexsort((-doc_rank, group[pos]))]
-    return order
+def _sort_keys(run_query: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """int64 key per run row; ascending order = query, then float32 score descending.
+
+    High 32 bits: the evaluated-query position (rows of other queries get the largest key).
+    Low 32 bits: the float32 score mapped to an unsigned integer that sorts in descending score
+    order. Scores are rounded to float32 first (trec_eval keeps C floats), and -0.0 is folded
+    into +0.0 because the two compare equal.
+    """
+    out = np.empty(len(run_query), dtype=np.int64)
+    for lo, hi in _ids.chunks(len(run_query)):
+        single = score[lo:hi].astype(np.float32)
+        single += np.float32(0.0)
+        bits = single.view(np.uint32)
+        # Non-negative: invert the 31 value bits; negative: the raw bits already sort descending.
+        flip = bits >> np.uint32(31)
+        flip -= np.uint32(1)
+        flip &= np.uint32(0x7FFFFFFF)
+        bits ^= flip
+        query = run_query[lo:hi]
+        key = query.astype(np.int64)
+        key <<= 32
+        key |= bits
+        key[query < 0] = np.iinfo(np.int64).max
+        out[lo:hi] = key
+    return out
+
+
+def _in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Boolean mask: which ``values`` occur in the sorted array ``sorted_set``."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    pos = np.searchsorted(sorted_set, values)
+    np.minimum(pos, len(sorted_set) - 1, out=pos)
+    return sorted_set[pos] == values
+
+
+def _match_judged(
+    qrels: Qrels,
+    qrel_rows: np.ndarray,
+    run: Run,
+    run_query: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pair run rows with the qrels rows ``qrel_rows`` of the same (query, document).
+
+    ``run_query`` is the evaluated-query position of every run row (-1 = not evaluated).
+    Returns ``(run_rows, index into qrel_rows)``. The run's cached 64-bit hashes of (query,
+    document) narrow 10 M rows down to candidates; every candidate's query and document string
+    are then compared, so the result is exact whatever the hashes do.
+    """
+    # The qrels rows' queries as run query codes (the space of the run's hashes).
+    to_run = _ids.positions_in(qrels._query_values, run._query_values)
+    qrel_code = to_run[qrels._query_codes[qrel_rows]]
+    usable = np.flatnonzero(qrel_code >= 0)
+    qrel_rows, qrel_code = qrel_rows[usable], qrel_code[usable]
+    qrel_keys = _ids.string_pair_keys(qrel_code, _ids.take(qrels._doc_ids, qrel_rows))
+    # A bit table of the judged pairs drops almost every other row cheaply.
+    judged = _ids.KeyFilter(qrel_keys)
+    run_keys = run._pair_keys()
+    found_rows, found_keys = [], []
+    for lo, hi in _ids.chunks(len(run_query)):
+        keys = run_keys[lo:hi]
+        hit = judged(keys)
+        hit &= run_query[lo:hi] >= 0
+        found_rows.append(np.flatnonzero(hit) + lo)
+        found_keys.append(keys[hit])
+    candidates = np.concatenate(found_rows) if found_rows else np.zeros(0, dtype=np.int64)
+    ckeys = np.concatenate(found_keys) if found_keys else np.zeros(0, dtype=np.uint64)
+    key_order = np.argsort(qrel_keys, kind="stable")
+    sorted_keys = qrel_keys[key_order]
+    if len(sorted_keys) > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
+        run_rows, index = _match_judged_exact(qrels, qrel_rows, qrel_code, run, candidates)
+        return run_rows, usable[index]
+    pos = np.searchsorted(sorted_keys, ckeys)
+    np.minimum(pos, max(len(sorted_keys) - 1, 0), out=pos)
+    hit = sorted_keys[pos] == ckeys if len(sorted_keys) else np.zeros(len(ckeys), dtype=bool)
+    run_rows = candidates[hit]
+    index = key_order[pos[hit]]
+    same = (run._query_codes[run_rows] == qrel_code[index]) & _ids.same_strings(
+        run._doc_ids, run_rows, qrels._doc_ids, qrel_rows[index]
+    )
+    return run_rows[same], usable[index[same]]
+
+
+def _match_judged_exact(
+    qrels: Qrels,
+    qrel_rows: np.ndarray,
+    qrel_code: np.ndarray,
+    run: Run,
+    candidates: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary join on the strings of the candidate rows (used when hashes collide)."""
+    docs = _ids.take(qrels._doc_ids, qrel_rows).to_pylist()
+    lookup = {(q, d): i for i, (q, d) in enumerate(zip(qrel_code.tolist(), docs, strict=True))}
+    cand_docs = _ids.take(run._doc_ids, candidates).to_pylist()
+    cand_codes = run._query_codes[candidates].tolist()
+    found = [lookup.get(pair, -1) for pair in zip(cand_codes, cand_docs, strict=True)]
+    index = np.array(found, dtype=np.int64)
+    keep = index >= 0
+    return candidates[keep], index[keep]
+
+
+def _ranks(
+    keys: np.ndarray, rows: np.ndarray, query: np.ndarray, n_queries: int, docs: pa.Array
+) -> np.ndarray:
+    """0-based rank of each of ``rows`` in its query's ranking.
+
+    ``keys`` (int64, one per run row) sort a query's rows by score descending; rows that are
+    not evaluated carry the maximum key. The rank of a row is the number of rows of its query
+    with a smaller key, plus the rows with an equal key (a tied score) whose document id is
+    greater in string order: trec_eval's order, without sorting 10 M rows by document id.
+    """
+    ordered = np.sort(keys)
+    query_start = np.searchsorted(ordered, np.arange(n_queries, dtype=np.int64) << 32)
+    own = keys[rows]
+    first = np.searchsorted(ordered, own, side="left")
+    last = np.searchsorted(ordered, own, side="right")
+    rank = first - query_start[query]
+    tied = np.flatnonzero(last - first > 1)
+    if len(tied) == 0:
+        return rank
+    tie_keys = np.unique(own[tied])
+    maybe = _ids.KeyFilter(tie_keys)
+    members = np.concatenate(
+        [np.flatnonzero(maybe(keys[lo:hi])) + lo for lo, hi in _ids.chunks(len(keys))]
+    )
+    members = members[_in_sorted(keys[members], tie_keys)]
+    group = np.searchsorted(tie_keys, keys[members])
+    doc_rank = _ids.string_rank(_ids.take(docs, members))
+    width = np.int64(len(members) + 1)
+    combined = group * width + doc_rank
+    combined_sorted = np.sort(combined)
+    mine = combined[np.searchsorted(members, rows[tied])]
+    mine_group = mine // width
+    greater = np.searchsorted(combined_sorted, (mine_group + 1) * width, side="left")
+    greater -= np.searchsorted(combined_sorted, mine, side="right")
+    rank[tied] += greater
+    return rank
 
 
 def prepare(
@@ -143,98 +268,80 @@ def prepare(
 
     Returns ``(query_ids, prepared)``; ``query_ids`` is sorted (string order) and is the set of
     evaluated queries per the module conventions.
+
+    Only run rows that match a judged relevant document can contribute to any metric, so only
+    their ranks are computed: one sort of 64-bit (query, score) keys for all rows, then string
+    comparisons of document ids for the few rows whose score ties.
     """
     if k < 1:
         raise ValueError("k must be at least 1")
     if gain not in GAINS:
         raise ValueError(f"gain must be one of {GAINS}")
-    qrel_queries = np.sort(np.asarray(qrels.queries, dtype=object).astype(str)).astype(object)
-    qrel_index = pd.Index(qrel_queries)
-    run_q = qrel_index.get_indexer(run.query_id)
+    qrel_queries = _ids.sorted_strings(pc.unique(qrels._declared_queries()))
+    run_pos = _ids.positions_in(run._query_values, qrel_queries)
+    has_rows = np.bincount(run._query_codes, minlength=len(run._query_values)) > 0
+    in_qrels = (run_pos >= 0) & has_rows
     if all_queries:
-        query_ids = qrel_queries
-        keep = run_q >= 0
-        qcode = run_q[keep]
+        evaluated = qrel_queries
+        lut = np.where(in_qrels, run_pos, -1)
     else:
         present = np.zeros(len(qrel_queries), dtype=bool)
-        present[run_q[run_q >= 0]] = True
-        query_ids = qrel_queries[present]
+        present[run_pos[in_qrels]] = True
+        evaluated = _ids.take(qrel_queries, np.flatnonzero(present))
         remap = np.cumsum(present) - 1
-        keep = run_q >= 0
-        qcode = remap[run_q[keep]]
-    if len(query_ids) == 0:
+        lut = np.where(in_qrels, remap[np.maximum(run_pos, 0)], -1)
+    n_q = len(evaluated)
+    if n_q == 0:
         raise InputError(run.source, None, "none of the run's queries appear in the qrels")
-    n_q = len(query_ids)
-    docs = run.doc_id[keep]
-    # trec_eval keeps scores as C floats, so values that differ only beyond single precision tie.
-    score = run.score[keep].astype(np.float32)
+    query_ids = _ids.to_objects(evaluated)
+    run_query = lut.astype(np.int32)[run._query_codes]
 
-    # Qrels restricted to evaluated queries.
-    qr_q = pd.Index(query_ids).get_indexer(qrels.query_id)
-    qr_keep = qr_q >= 0
-    qr_q = qr_q[qr_keep]
-    qr_doc = qrels.doc_id[qr_keep]
-    qr_rel = qrels.relevance[qr_keep].astype(np.float64)
-
-    # Relevance of every run row: hash the (small) set of judged document ids, then match
-    # (query, document) pairs as int64 keys.
-    judged_docs = pd.Index(pd.unique(qr_doc))
-    run_d = judged_docs.get_indexer(docs)
-    qr_d = judged_docs.get_indexer(qr_doc)
-    width = np.int64(max(len(judged_docs), 1))
-    qr_key = qr_q.astype(np.int64) * width + qr_d
-    key_order = np.argsort(qr_key, kind="stable")
-    sorted_keys = qr_key[key_order]
-    run_key = qcode.astype(np.int64) * width + run_d
-    hit = np.searchsorted(sorted_keys, run_key)
-    hit = np.minimum(hit, max(len(sorted_keys) - 1, 0))
-    rel = np.zeros(len(run_key), dtype=np.float64)
-    if len(sorted_keys):
-        matched = (run_d >= 0) & (sorted_keys[hit] == run_key)
-        rel[matched] = qr_rel[key_order[hit[matched]]]
-
-    order = _order_rows(qcode, score, docs)
-    sq = qcode[order]
-    srel = rel[order]
-    starts = np.searchsorted(sq, np.arange(n_q))
-    rank0 = np.arange(len(sq)) - starts[sq]
+    # Judged relevant documents (relevance > 0) of the evaluated queries.
+    qrel_query_all = _ids.positions_in(qrels._query_values, evaluated)[qrels._query_codes]
+    relevance = np.asarray(qrels.relevance)
+    qrel_rows = np.flatnonzero((qrel_query_all >= 0) & (relevance > 0))
+    qrel_query = qrel_query_all[qrel_rows]
+    qrel_rel = relevance[qrel_rows].astype(np.float64)
 
     def to_gain(values: np.ndarray) -> np.ndarray:
         clipped = np.maximum(values, 0.0)
         return clipped if gain == "linear" else np.exp2(clipped) - 1.0
 
-    gains = np.zeros((n_q, k), dtype=np.float64)
-    top = rank0 < k
-    gains[sq[top], rank0[top]] = to_gain(srel[top])
-
-    relevant = srel > 0
-    first_rank = np.zeros(n_q, dtype=np.int64)
-    rq = sq[relevant]
-    if len(rq):
-        uq, first_idx = np.unique(rq, return_index=True)
-        first_rank[uq] = rank0[relevant][first_idx] + 1
-
-    n_relevant = np.bincount(qr_q[qr_rel > 0], minlength=n_q).astype(np.int64)
-
+    n_relevant = np.bincount(qrel_query, minlength=n_q).astype(np.int64)
     ideal = np.zeros((n_q, k), dtype=np.float64)
-    pos_rel = qr_rel > 0
-    iq = qr_q[pos_rel]
-    irel = qr_rel[pos_rel]
-    iorder = np.lexsort((-irel, iq))
-    iq = iq[iorder]
-    irel = irel[iorder]
-    istarts = np.searchsorted(iq, np.arange(n_q))
-    irank = np.arange(len(iq)) - istarts[iq]
+    iorder = np.lexsort((-qrel_rel, qrel_query))
+    iq = qrel_query[iorder]
+    irel = qrel_rel[iorder]
+    irank = np.arange(len(iq)) - np.searchsorted(iq, np.arange(n_q))[iq]
     itop = irank < k
     ideal[iq[itop], irank[itop]] = to_gain(irel[itop])
 
+    # Run rows that retrieve a judged relevant document, and their ranks.
+    rows, matched = _match_judged(qrels, qrel_rows, run, run_query)
+    sort_keys = _sort_keys(run_query, run.score)
+    rq = run_query[rows]
+    rank0 = _ranks(sort_keys, rows, rq, n_q, run._doc_ids)
+    del sort_keys
+    rrel = qrel_rel[matched]
+
+    gains = np.zeros((n_q, k), dtype=np.float64)
+    top = rank0 < k
+    gains[rq[top], rank0[top]] = to_gain(rrel[top])
+
+    by_rank = np.lexsort((rank0, rq))
+    rq = rq[by_rank]
+    rank0 = rank0[by_rank]
+    first_rank = np.zeros(n_q, dtype=np.int64)
+    if len(rq):
+        uq, first_idx = np.unique(rq, return_index=True)
+        first_rank[uq] = rank0[first_idx] + 1
+
     ap = None
     if with_ap:
-        cum_rel = np.cumsum(relevant)
-        base = np.concatenate(([0], cum_rel))[starts[sq]]
-        rel_so_far = cum_rel - base
-        prec = np.where(relevant, rel_so_far / (rank0 + 1), 0.0)
-        ap_sum = np.bincount(sq, weights=prec, minlength=n_q)
+        # i-th relevant document of its query (1-based) at rank r contributes precision i / r.
+        nth = np.arange(1, len(rq) + 1) - np.searchsorted(rq, rq, side="left")
+        prec = nth / (rank0 + 1)
+        ap_sum = np.bincount(rq, weights=prec, minlength=n_q)
         ap = np.divide(ap_sum, n_relevant, out=np.zeros(n_q), where=n_relevant > 0)
 
     return query_ids, PreparedRanking(gains, ideal, n_relevant, first_rank, ap)

@@ -93,3 +93,11 @@ def write(tmp_path: Path):
         return str(path)
 
     return _write
+
+
+@pytest.fixture
+def colliding_fingerprints(monkeypatch):
+    """Every document id hashes to the same value, so only the string checks keep results exact."""
+    from scoring import _ids
+
+    monkeypatch.setattr(_ids, "fingerprint", lambda values: np.zeros(len(values), dtype=np.uint64))

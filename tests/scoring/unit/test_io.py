@@ -200,3 +200,51 @@ def test_missing_and_empty_files(write):
         read_run("/nonexistent/run.txt")
     with pytest.raises(InputError, match="empty"):
         read_run(write("empty.txt", "\n\n"))
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "q1\tQ0\td1\t1\t2.5\ttag\nq1\tQ0\td2\t2\t1e-3\ttag\n",
+        "q1  Q0 d1   1 2.5 tag\nq1 Q0 d2 2 1e-3 tag\n",
+        "  q1 Q0 d1 1 2.5 tag  \n\n   \nq1 Q0 d2 2 1e-3 tag",
+        "q1 Q0 d1 1 2.5 tag\r\nq1 Q0 d2 2 1e-3 tag\r\n",
+    ],
+)
+def test_trec_run_any_whitespace_layout_reads_the_same(write, content):
+    # Single-space files take the pyarrow path, the others pandas' \s+ parser: same result.
+    plain = read_run(write("plain.txt", "q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1e-3 tag\n"))
+    other = read_run(write("other.txt", content))
+    assert other.query_id.tolist() == plain.query_id.tolist() == ["q1", "q1"]
+    assert other.doc_id.tolist() == plain.doc_id.tolist() == ["d1", "d2"]
+    assert other.score.tolist() == plain.score.tolist() == [2.5, 0.001]
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "message"),
+    [
+        # Six fields only because one is empty: a missing Q0 or a trailing blank.
+        ("q1 Q0 d1 1 2.0 t\nq1  d2 2 1.0 t\n", 2, "expected 6 fields"),
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 \n", 2, "expected 6 fields"),
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2  1.0 t\n", 2, "expected 6 fields"),
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 inf t\n", 2, "finite number"),
+        ("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 NA t\n", 2, "score must be a number"),
+    ],
+)
+def test_trec_run_fast_path_rejects_what_pandas_rejects(write, content, line, message):
+    path = write("run.txt", content)
+    with pytest.raises(InputError) as info:
+        read_run(path)
+    assert (info.value.line, message in info.value.message) == (line, True)
+
+
+def test_duplicates_are_confirmed_on_strings_when_hashes_collide(write, colliding_fingerprints):
+    # All document hashes equal: distinct documents must not be reported as duplicates ...
+    run = read_run(write("ok.txt", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq2 Q0 a 1 1.0 t\n"))
+    assert run.doc_id.tolist() == ["a", "b", "a"]
+    qrels = read_qrels(write("q.txt", "q1 0 a 1\nq1 0 b 0\n"))
+    assert qrels.relevance.tolist() == [1, 0]
+    # ... and a real duplicate is still found, on its line.
+    with pytest.raises(InputError) as info:
+        read_run(write("dup.txt", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq1 Q0 a 3 0.5 t\n"))
+    assert (info.value.line, "listed twice" in info.value.message) == (3, True)

@@ -191,3 +191,94 @@ def test_all_queries_mean_equals_trec_eval_c(data, k):
     for label in result.aggregate:
         expected = sum(v[label] for v in reference.values()) / len(qrels)
         assert result.aggregate[label] == pytest.approx(expected, abs=1e-12)
+
+
+def test_negative_zero_ties_with_zero():
+    # trec_eval compares C floats: -0.0 == 0.0, so the tie is broken by doc id descending
+    # (b before a), whichever of the two carries the sign.
+    qrels = {"q": {"a": 1}}
+    for run, expected in [
+        ({"q": {"a": 0.0, "b": -0.0}}, 0.5),
+        ({"q": {"a": -0.0, "b": 0.0}}, 0.5),
+        ({"q": {"b": -0.0, "c": 0.0, "a": 0.0}}, 1 / 3),
+    ]:
+        assert _reference(qrels, run, 10)["q"]["mrr"] == pytest.approx(expected)
+        assert _eval(qrels, run, metrics=["mrr"]).aggregate["mrr"] == pytest.approx(expected)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=collections(), k=st.sampled_from([1, 3, 10]), all_queries=st.booleans())
+def test_results_stay_exact_when_every_document_hash_collides(
+    colliding_fingerprints, data, k, all_queries
+):
+    qrels, run = data
+    expected = _reference(qrels, run, k)
+    result = _eval(qrels, run, k=k, metrics=ALL, all_queries=all_queries)
+    ours = result.per_query_dict()
+    for q, values in expected.items():
+        for label, value in values.items():
+            assert ours[q][label] == pytest.approx(value, abs=1e-12), (q, label)
+
+
+# Long ids (over 8 and 16 bytes, shared prefixes, non-ASCII) through TREC files, i.e. the
+# pyarrow reader, the hashed join and string tie-breaks on multi-word ids.
+LONG_DOCS = [
+    "clueweb09-en0000-00-00000",
+    "clueweb09-en0000-00-00001",
+    "clueweb09-en0000-00-0000",
+    "clueweb09-en0000-00-000010",
+    "msmarco_doc_00_0",
+    "msmarco_doc_00_00",
+    "d",
+    "d1",
+    "0123456789abcdef",
+    "0123456789abcdeg",
+    "0123456789abcdef0",
+    "ünïcödé-document-ïd",
+]
+
+
+@st.composite
+def long_id_collections(draw):
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for i in range(draw(st.integers(1, 4))):
+        qid = f"topic-{i:03d}-long-query-identifier"
+        judged = draw(st.lists(st.sampled_from(LONG_DOCS), min_size=1, max_size=6, unique=True))
+        qrels[qid] = {d: draw(st.integers(0, 3)) for d in judged}
+        ranked = draw(st.lists(st.sampled_from(LONG_DOCS), min_size=1, max_size=12, unique=True))
+        run[qid] = {d: draw(st.sampled_from([0.0, 0.25, 1.0, 2.5])) for d in ranked}
+    return qrels, run
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=long_id_collections(), k=st.sampled_from([2, 5, 10]))
+def test_trec_files_with_long_ids_equal_pytrec_eval(tmp_path_factory, data, k):
+    from scoring.io import read_qrels, read_run
+
+    qrels, run = data
+    folder = tmp_path_factory.mktemp("long")
+    qrels_path, run_path = folder / "qrels.txt", folder / "run.txt"
+    qrels_path.write_text(
+        "".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()),
+        encoding="utf-8",
+    )
+    run_path.write_text(
+        "".join(
+            f"{q} Q0 {d} {i} {s!r} tag\n"
+            for q, docs in run.items()
+            for i, (d, s) in enumerate(docs.items(), start=1)
+        ),
+        encoding="utf-8",
+    )
+    expected = _reference(qrels, run, k)
+    result = evaluate(read_qrels(qrels_path), read_run(run_path), k=k, metrics=ALL)
+    ours = result.per_query_dict()
+    assert set(ours) == set(expected)
+    for q, values in expected.items():
+        for label, value in values.items():
+            assert ours[q][label] == pytest.approx(value, abs=1e-12), (q, label)
