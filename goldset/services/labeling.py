@@ -396,6 +396,24 @@ def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | No
     return assignment
 
 
+class _NotClaimed(Exception):
+    """Raised inside a savepoint to roll it back (and release its row lock)."""
+
+
+def _claim_or_release(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:
+    """Try one record inside a savepoint. When it cannot be claimed the savepoint is rolled back,
+    which releases the record's row lock at once: a claim that kept the locks of records it
+    passed over while waiting for another could deadlock with a claim doing the same."""
+    try:
+        with transaction.atomic():
+            assignment = _try_claim(annotator, pk, skip_locked=skip_locked)
+            if assignment is None:
+                raise _NotClaimed
+            return assignment
+    except _NotClaimed:
+        return None
+
+
 @transaction.atomic
 def claim_next_item(*, annotator) -> ClaimResult:
     """Give the annotator their next production item, or say why there is none.
@@ -428,12 +446,12 @@ def claim_next_item(*, annotator) -> ClaimResult:
     for pk, _, domain_id in candidates:
         if domain_id not in open_domains:
             continue
-        assignment = _try_claim(annotator, pk, skip_locked=True)
+        assignment = _claim_or_release(annotator, pk, skip_locked=True)
         if assignment is not None:
             return ClaimResult(assignment, "claimed")
         skipped.append(pk)
     for pk in skipped:
-        assignment = _try_claim(annotator, pk, skip_locked=False)
+        assignment = _claim_or_release(annotator, pk, skip_locked=False)
         if assignment is not None:
             return ClaimResult(assignment, "claimed")
     if any(d not in open_domains for _, _, d in candidates):

@@ -66,3 +66,33 @@ def test_one_annotators_simultaneous_claims_yield_one_item(postgres):
     results = _race([annotator] * 30)
     assert len({assignment_id for _, assignment_id in results}) == 1
     assert LabelAssignment.objects.filter(annotator=annotator).count() == 1
+
+
+def test_a_record_passed_over_during_a_claim_is_not_left_locked(postgres):
+    """A claim that cannot take a record must release its row lock before trying the next one;
+    holding it while waiting on another claim's record is how two claims deadlock."""
+    import psycopg
+    from django.db import transaction
+
+    from goldset.services.labeling import _claim_or_release
+
+    domain = DomainFactory(slug="supply_chain")
+    record = AnswerRecordFactory(question__domain=domain, run=RunFactory())
+    (annotator,) = qualified_annotators(domain, 1)
+    assert claim_next_item(annotator=annotator).assignment.record_id == record.pk
+    db = connection.settings_dict
+    other = psycopg.connect(
+        host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"], dbname=db["NAME"]
+    )
+    try:
+        with transaction.atomic():
+            # The annotator already holds a slot on this record, so the attempt cannot claim it.
+            assert _claim_or_release(annotator, record.pk, skip_locked=False) is None
+            free = other.execute(
+                "SELECT id FROM goldset_answerrecord WHERE id = %s FOR UPDATE SKIP LOCKED",
+                [record.pk],
+            ).fetchall()
+            other.rollback()
+        assert free == [(record.pk,)]
+    finally:
+        other.close()
