@@ -1,0 +1,248 @@
+"""``python -m scoring``: score files without Django. JSON on stdout; errors on stderr, exit 2.
+
+See scoring/README.md for the full contract of each sub-command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from scoring.errors import AgreementError, InputError, ScoringError
+
+# Sub-command modules are imported when used: scipy/statsmodels cost ~1 s that a retrieval run
+# does not need.
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 8821
+METRICS = ("recall", "precision", "hit", "mrr", "ndcg", "map")
+DEFAULT_METRICS = ("recall", "precision", "hit", "mrr", "ndcg")
+GAINS = ("linear", "exponential")
+QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
+RUN_FORMATS = ("trec", "jsonl")
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+
+EXIT_INPUT = 2
+
+
+def _metrics(value: str) -> list[str]:
+    names = [m.strip() for m in value.split(",") if m.strip()]
+    unknown = [m for m in names if m not in METRICS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric(s) {unknown}; choose from {list(METRICS)}"
+        )
+    return names
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m scoring", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ret = sub.add_parser("retrieval", help="ranked-retrieval metrics (trec_eval conventions)")
+    ret.add_argument("--qrels", required=True)
+    ret.add_argument("--run", required=True)
+    ret.add_argument("--k", type=_positive_int, default=10)
+    ret.add_argument("--metrics", type=_metrics, default=list(DEFAULT_METRICS))
+    ret.add_argument("--per-query", action="store_true")
+    ret.add_argument("--ci", action="store_true")
+    ret.add_argument("--all-queries", action="store_true")
+    ret.add_argument("--gain", choices=GAINS, default="linear")
+    ret.add_argument("--qrels-format", choices=QRELS_FORMATS)
+    ret.add_argument("--run-format", choices=RUN_FORMATS)
+    ret.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
+    ret.add_argument("--seed", type=int, default=DEFAULT_SEED)
+
+    ag = sub.add_parser("agreement", help="inter-annotator agreement from item,annotator,label CSV")
+    ag.add_argument("--labels", required=True)
+    ag.add_argument(
+        "--metric", required=True, choices=["cohen", "fleiss", "krippendorff", "percent"]
+    )
+    ag.add_argument("--level", choices=LEVELS, default="nominal")
+    ag.add_argument("--weights", choices=["linear", "quadratic"])
+    ag.add_argument("--categories")
+    ag.add_argument("--ci", action="store_true")
+    ag.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
+    ag.add_argument("--seed", type=int, default=DEFAULT_SEED)
+
+    pr = sub.add_parser("probe", help="PROBE composite score and release decision")
+    pr.add_argument("--questions", required=True)
+    pr.add_argument("--answers", required=True)
+    pr.add_argument("--labels")
+    return parser
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def run_retrieval(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring.io import read_qrels, read_run
+    from scoring.retrieval import evaluate
+
+    qrels = read_qrels(args.qrels, fmt=args.qrels_format)
+    run = read_run(args.run, fmt=args.run_format)
+    result = evaluate(
+        qrels, run, k=args.k, metrics=args.metrics, all_queries=args.all_queries, gain=args.gain
+    )
+    ci = None
+    if args.ci:
+        from scoring.stats import bootstrap_ci
+
+        ci = {}
+        for label, values in result.per_query.items():
+            boot = bootstrap_ci(values, n=args.resamples, seed=args.seed)
+            ci[label] = [boot.low, boot.high]
+    return {
+        "n_queries": result.n_queries,
+        "k": result.k,
+        "all_queries": result.all_queries,
+        "aggregate": result.aggregate,
+        "ci": ci,
+        "per_query": result.per_query_dict() if args.per_query else None,
+    }
+
+
+def _number(text: str) -> float | int | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    return int(value) if value.is_integer() else value
+
+
+def read_labels_csv(path: str) -> list[tuple[str, str, Any]]:
+    """Read ``item,annotator,label`` rows; numeric labels become numbers when all are numeric."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise InputError(path, None, "file not found") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not valid UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        raise InputError(path, 1, "the file is empty; expected the header item,annotator,label")
+    if [h.strip().lower() for h in header] != ["item", "annotator", "label"]:
+        raise InputError(
+            path, 1, f"expected the header item,annotator,label, found {','.join(header)}"
+        )
+    rows: list[tuple[str, str, str]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for row in reader:
+        lineno = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != 3:
+            raise InputError(
+                path, lineno, f"expected 3 fields (item,annotator,label), found {len(row)}"
+            )
+        item, annotator, label = (cell.strip() for cell in row)
+        if not item:
+            raise InputError(path, lineno, "item is empty")
+        if not annotator:
+            raise InputError(path, lineno, "annotator is empty")
+        if not label:
+            raise InputError(path, lineno, "label is empty; leave the row out for a missing label")
+        if (item, annotator) in seen:
+            raise InputError(
+                path,
+                lineno,
+                f"annotator {annotator!r} already labelled item {item!r} on line "
+                f"{seen[(item, annotator)]}",
+            )
+        seen[(item, annotator)] = lineno
+        rows.append((item, annotator, label))
+    if not rows:
+        raise InputError(path, None, "no label rows after the header")
+    numbers = [_number(label) for _, _, label in rows]
+    if all(n is not None for n in numbers):
+        return [(i, a, n) for (i, a, _), n in zip(rows, numbers, strict=True)]
+    return rows
+
+
+def run_agreement(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring import agreement as agr
+
+    rows = read_labels_csv(args.labels)
+    table = agr.label_table(rows)
+    categories = None
+    if args.categories:
+        declared = [c.strip() for c in args.categories.split(",") if c.strip()]
+        numbers = [_number(c) for c in declared]
+        numeric_labels = all(not isinstance(v, str) for _, _, v in rows)
+        categories = numbers if numeric_labels and all(n is not None for n in numbers) else declared
+    try:
+        result = agr.agreement(
+            table,
+            metric=args.metric,
+            level=args.level,
+            weights=args.weights,
+            categories=categories,
+            ci=args.ci,
+            n_resamples=args.resamples,
+            seed=args.seed,
+        )
+    except AgreementError as exc:
+        raise InputError(args.labels, None, str(exc)) from None
+    return {
+        "metric": args.metric,
+        "level": args.level if args.metric == "krippendorff" else None,
+        "weights": args.weights if args.metric == "cohen" else None,
+        "value": result.value,
+        "reason": result.reason,
+        "n_items": result.n_items,
+        "n_annotators": result.n_annotators,
+        "ci": list(result.ci) if result.ci else None,
+    }
+
+
+def run_probe(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring import probe
+
+    questions = probe.read_questions(args.questions)
+    answers = probe.read_answers(args.answers)
+    labels = probe.read_labels(args.labels) if args.labels else None
+    report = probe.score_answers(questions, answers, labels=labels, answers_source=args.answers)
+    return report.to_dict()
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handlers = {"retrieval": run_retrieval, "agreement": run_agreement, "probe": run_probe}
+    try:
+        payload = handlers[args.command](args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except ScoringError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    json.dump(payload, sys.stdout, default=_default, allow_nan=False)
+    sys.stdout.write("\n")
+    return 0

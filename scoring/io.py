@@ -1,0 +1,520 @@
+"""Readers for relevance judgements (qrels) and system runs.
+
+Formats (detected from the content; pass ``fmt=`` to override):
+
+qrels
+    ``trec``   ``qid iter docid rel`` per line, whitespace separated, ``rel`` an integer.
+    ``jsonl``  one ``{"query_id", "doc_id", "relevance"}`` object per line.
+    ``gold``   the workbench's gold JSONL export: one triple per line; query id = ``id``, the
+               single relevant document = ``expected_block.block_id`` (relevance 1).
+    ``unrag``  Unrag dataset JSON v1 (``"version": "1"``); query id = ``queries[].id``, relevant
+               documents = ``queries[].relevant.sourceIds`` (relevance 1 each). A query with an
+               empty ``sourceIds`` list is kept as a query with no relevant documents.
+run
+    ``trec``   ``qid Q0 docid rank score tag`` per line; the rank column is ignored.
+    ``jsonl``  one ``{"query_id", "results": [{"doc_id", "score"}, ...]}`` object per line.
+
+Every reader accepts a path (``str`` / ``os.PathLike``), a text or binary file object, or an
+iterable of lines, and raises :class:`scoring.errors.InputError` naming the file, the 1-based line
+and the problem. A document listed twice for one query is an input error in both qrels and runs.
+
+TREC files are parsed with pandas' C parser; only when that fast path finds a problem is the file
+re-scanned line by line to report the exact line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scoring.errors import InputError
+
+QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
+RUN_FORMATS = ("trec", "jsonl")
+
+Source = str | os.PathLike | io.IOBase | Iterable[str]
+
+
+@dataclass(frozen=True)
+class Qrels:
+    """Relevance judgements in columnar form.
+
+    ``query_id``, ``doc_id`` (object arrays of str) and ``relevance`` (int64) have one entry per
+    judgement. ``queries`` lists every query the source declares, including queries without any
+    judgement row (an Unrag query with empty ``sourceIds``), in first-seen order.
+    """
+
+    query_id: np.ndarray
+    doc_id: np.ndarray
+    relevance: np.ndarray
+    queries: np.ndarray
+    source: str = "<qrels>"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, dict[str, int]], *, source: str = "<qrels>") -> Qrels:
+        """Build from ``{query_id: {doc_id: relevance}}`` (the pytrec_eval shape)."""
+        qids = [q for q, docs in data.items() for _ in docs]
+        dids = [d for docs in data.values() for d in docs]
+        rels = [int(r) for docs in data.values() for r in docs.values()]
+        return cls(
+            query_id=np.array(qids, dtype=object),
+            doc_id=np.array(dids, dtype=object),
+            relevance=np.array(rels, dtype=np.int64),
+            queries=np.array(list(data), dtype=object),
+            source=source,
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """A system run in columnar form: one entry per (query, document, score) row.
+
+    Row order carries no meaning: rankings are derived from scores (see
+    :mod:`scoring.retrieval`).
+    """
+
+    query_id: np.ndarray
+    doc_id: np.ndarray
+    score: np.ndarray
+    source: str = "<run>"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, dict[str, float]], *, source: str = "<run>") -> Run:
+        """Build from ``{query_id: {doc_id: score}}`` (the pytrec_eval shape)."""
+        qids = [q for q, docs in data.items() for _ in docs]
+        dids = [d for docs in data.values() for d in docs]
+        scores = [float(s) for docs in data.values() for s in docs.values()]
+        return cls(
+            query_id=np.array(qids, dtype=object),
+            doc_id=np.array(dids, dtype=object),
+            score=np.array(scores, dtype=np.float64),
+            source=source,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Source handling
+
+
+def _source_name(source: Any) -> str:
+    if isinstance(source, str | os.PathLike):
+        return os.fspath(source)
+    return str(getattr(source, "name", "<input>"))
+
+
+def _materialise(source: Any) -> tuple[str, str | io.StringIO]:
+    """Return ``(name, path_or_buffer)``; paths stay paths so pandas can read them directly."""
+    name = _source_name(source)
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if not path.is_file():
+            raise InputError(name, None, "file not found")
+        return name, os.fspath(path)
+    if hasattr(source, "read"):
+        data = source.read()
+        if isinstance(data, bytes):
+            data = _decode(name, data)
+        return name, io.StringIO(data)
+    if isinstance(source, bytes):
+        return "<input>", io.StringIO(_decode("<input>", source))
+    try:
+        lines = list(source)
+    except TypeError:
+        raise InputError(name, None, f"cannot read input of type {type(source).__name__}") from None
+    text = "".join(
+        (ln.decode("utf-8") if isinstance(ln, bytes) else ln).rstrip("\r\n") + "\n" for ln in lines
+    )
+    return name, io.StringIO(text)
+
+
+def _decode(name: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(name, line, "not valid UTF-8 text") from None
+
+
+def _read_text(name: str, handle: str | io.StringIO) -> str:
+    if isinstance(handle, io.StringIO):
+        return handle.getvalue()
+    with open(handle, "rb") as fh:
+        return _decode(name, fh.read())
+
+
+def _peek(handle: str | io.StringIO, size: int = 65536) -> str:
+    if isinstance(handle, io.StringIO):
+        return handle.getvalue()[:size]
+    with open(handle, "rb") as fh:
+        return fh.read(size).decode("utf-8", errors="replace")
+
+
+def _detect(name: str, handle: str | io.StringIO, kind: str) -> str:
+    head = _peek(handle)
+    stripped = head.lstrip()
+    if not stripped:
+        raise InputError(name, None, f"the {kind} file is empty")
+    if stripped[0] not in "{[":
+        return "trec"
+    first_line = stripped.splitlines()[0]
+    try:
+        obj = json.loads(first_line)
+    except json.JSONDecodeError:
+        # A JSON document spread over several lines: only Unrag datasets look like that.
+        return "unrag"
+    if isinstance(obj, dict):
+        if "queries" in obj or "version" in obj:
+            return "unrag"
+        if "expected_block" in obj:
+            return "gold"
+    return "jsonl"
+
+
+# ---------------------------------------------------------------------------------------------
+# TREC
+
+
+def _trec_frame(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> pd.DataFrame:
+    # Query ids and the constant columns repeat heavily, so categoricals parse them fastest.
+    dtypes: dict[int, Any] = {i: "category" for i in range(ncols)}
+    dtypes[2] = str
+    numeric_col = 3 if kind == "qrels" else 4
+    dtypes[numeric_col] = "int64" if kind == "qrels" else "float64"
+    if isinstance(handle, io.StringIO):
+        handle.seek(0)
+    try:
+        frame = pd.read_csv(
+            handle,
+            sep=r"\s+",
+            header=None,
+            engine="c",
+            dtype=dtypes,
+            keep_default_na=False,
+            na_filter=False,
+            quoting=csv.QUOTE_NONE,
+            skip_blank_lines=True,
+        )
+    except (ValueError, pd.errors.ParserError):
+        _scan_trec(name, handle, ncols, kind)
+        raise InputError(name, None, f"unreadable TREC {kind} file") from None
+    if frame.shape[1] != ncols or (frame.iloc[:, ncols - 1].astype(object) == "").any():
+        _scan_trec(name, handle, ncols, kind)
+    if kind == "run" and not np.isfinite(frame[numeric_col].to_numpy()).all():
+        _scan_trec(name, handle, ncols, kind)
+    return frame
+
+
+def _scan_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> None:
+    """Re-read a TREC file line by line and raise an InputError for the first bad line."""
+    layout = "qid iter docid rel" if kind == "qrels" else "qid Q0 docid rank score tag"
+    seen: set[tuple[str, str]] = set()
+    text = _read_text(name, handle)
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        fields = raw.split()
+        if not fields:
+            continue
+        if len(fields) != ncols:
+            raise InputError(
+                name, lineno, f"expected {ncols} fields ({layout}), found {len(fields)}"
+            )
+        if kind == "qrels":
+            try:
+                int(fields[3])
+            except ValueError:
+                raise InputError(
+                    name, lineno, f"relevance must be an integer, got {fields[3]!r}"
+                ) from None
+        else:
+            try:
+                score = float(fields[4])
+            except ValueError:
+                raise InputError(
+                    name, lineno, f"score must be a number, got {fields[4]!r}"
+                ) from None
+            if not math.isfinite(score):
+                raise InputError(name, lineno, f"score must be a finite number, got {fields[4]!r}")
+        key = (fields[0], fields[2])
+        if key in seen:
+            raise InputError(
+                name, lineno, f"document {fields[2]!r} is listed twice for query {fields[0]!r}"
+            )
+        seen.add(key)
+
+
+def _first_duplicate_line(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> None:
+    _scan_trec(name, handle, ncols, kind)
+    raise InputError(name, None, "a document is listed twice for one query")
+
+
+def _has_duplicates(qids: np.ndarray, dids: np.ndarray) -> bool:
+    if len(qids) < 2:
+        return False
+    qcodes, _ = pd.factorize(qids)
+    dcodes, duniq = pd.factorize(dids)
+    keys = qcodes.astype(np.int64) * max(len(duniq), 1) + dcodes
+    return bool(pd.Series(keys).duplicated().any())
+
+
+def _read_trec_qrels(name: str, handle: str | io.StringIO) -> Qrels:
+    frame = _trec_frame(name, handle, 4, "qrels")
+    qids = frame[0].to_numpy(dtype=object)
+    dids = frame[2].to_numpy(dtype=object)
+    if _has_duplicates(qids, dids):
+        _first_duplicate_line(name, handle, 4, "qrels")
+    return Qrels(
+        query_id=qids,
+        doc_id=dids,
+        relevance=frame[3].to_numpy(dtype=np.int64),
+        queries=pd.unique(qids),
+        source=name,
+    )
+
+
+def _read_trec_run(name: str, handle: str | io.StringIO) -> Run:
+    frame = _trec_frame(name, handle, 6, "run")
+    qids = frame[0].to_numpy(dtype=object)
+    dids = frame[2].to_numpy(dtype=object)
+    if _has_duplicates(qids, dids):
+        _first_duplicate_line(name, handle, 6, "run")
+    return Run(query_id=qids, doc_id=dids, score=frame[4].to_numpy(dtype=np.float64), source=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON formats
+
+
+def _json_lines(name: str, handle: str | io.StringIO) -> Iterable[tuple[int, dict]]:
+    text = _read_text(name, handle)
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(name, lineno, f"invalid JSON: {exc.msg}") from None
+        if not isinstance(obj, dict):
+            raise InputError(name, lineno, "expected a JSON object")
+        yield lineno, obj
+
+
+def _require_str(name: str, lineno: int, obj: dict, key: str, what: str = "") -> str:
+    value = obj.get(key)
+    label = what or key
+    if not isinstance(value, str | int) or isinstance(value, bool) or str(value) == "":
+        raise InputError(name, lineno, f"{label!r} must be a non-empty string")
+    return str(value)
+
+
+class _Collector:
+    """Accumulates judgement rows and rejects a document repeated within one query."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.qids: list[str] = []
+        self.dids: list[str] = []
+        self.values: list[float] = []
+        self.queries: dict[str, None] = {}
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, lineno: int, qid: str, did: str, value: float) -> None:
+        if (qid, did) in self.seen:
+            raise InputError(
+                self.name, lineno, f"document {did!r} is listed twice for query {qid!r}"
+            )
+        self.seen.add((qid, did))
+        self.qids.append(qid)
+        self.dids.append(did)
+        self.values.append(value)
+
+
+def _read_jsonl_qrels(name: str, handle: str | io.StringIO) -> Qrels:
+    rows = _Collector(name)
+    for lineno, obj in _json_lines(name, handle):
+        qid = _require_str(name, lineno, obj, "query_id")
+        did = _require_str(name, lineno, obj, "doc_id")
+        rel = obj.get("relevance")
+        if isinstance(rel, bool) or not isinstance(rel, int):
+            raise InputError(name, lineno, f"'relevance' must be an integer, got {rel!r}")
+        rows.queries.setdefault(qid)
+        rows.add(lineno, qid, did, rel)
+    return _qrels_from(rows)
+
+
+def _read_gold_qrels(name: str, handle: str | io.StringIO) -> Qrels:
+    rows = _Collector(name)
+    for lineno, obj in _json_lines(name, handle):
+        qid = _require_str(name, lineno, obj, "id")
+        block = obj.get("expected_block")
+        if not isinstance(block, dict):
+            raise InputError(name, lineno, "'expected_block' must be an object")
+        did = _require_str(name, lineno, block, "block_id", "expected_block.block_id")
+        if qid in rows.queries:
+            raise InputError(name, lineno, f"triple id {qid!r} appears twice")
+        rows.queries.setdefault(qid)
+        rows.add(lineno, qid, did, 1)
+    return _qrels_from(rows)
+
+
+def _read_unrag_qrels(name: str, handle: str | io.StringIO) -> Qrels:
+    text = _read_text(name, handle)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(name, exc.lineno, f"invalid JSON: {exc.msg}") from None
+    if not isinstance(doc, dict):
+        raise InputError(name, 1, "an Unrag dataset must be a JSON object")
+    if doc.get("version") != "1":
+        raise InputError(
+            name,
+            _key_line(text, "version"),
+            f'unsupported Unrag dataset version {doc.get("version")!r}; expected "1"',
+        )
+    queries = doc.get("queries")
+    if not isinstance(queries, list):
+        raise InputError(name, _key_line(text, "queries"), "'queries' must be a list")
+    lines = _element_lines(text, len(queries))
+    rows = _Collector(name)
+    for index, query in enumerate(queries):
+        where = f"queries[{index}]"
+        line = lines[index]
+        if not isinstance(query, dict):
+            raise InputError(name, line, f"{where} must be an object")
+        qid = query.get("id")
+        if not isinstance(qid, str) or not qid:
+            raise InputError(name, line, f"{where}.id must be a non-empty string")
+        if qid in rows.queries:
+            raise InputError(name, line, f"{where}.id {qid!r} appears twice")
+        relevant = query.get("relevant")
+        source_ids = relevant.get("sourceIds") if isinstance(relevant, dict) else None
+        if not isinstance(source_ids, list) or not all(
+            isinstance(s, str) and s for s in source_ids
+        ):
+            raise InputError(
+                name, line, f"{where}.relevant.sourceIds must be a list of non-empty strings"
+            )
+        rows.queries.setdefault(qid)
+        for sid in source_ids:
+            if (qid, sid) in rows.seen:
+                raise InputError(name, line, f"{where}.relevant.sourceIds lists {sid!r} twice")
+            rows.add(line or 0, qid, sid, 1)
+    return _qrels_from(rows)
+
+
+def _key_line(text: str, key: str) -> int:
+    match = re.search(rf'"{key}"\s*:', text)
+    return text.count("\n", 0, match.start()) + 1 if match else 1
+
+
+def _element_lines(text: str, count: int) -> list[int | None]:
+    """1-based line on which each element of the top-level ``queries`` array starts."""
+    lines: list[int | None] = [None] * count
+    match = re.search(r'"queries"\s*:\s*\[', text)
+    if not match:
+        return lines
+    decoder = json.JSONDecoder()
+    pos = match.end()
+    for index in range(count):
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        lines[index] = text.count("\n", 0, pos) + 1
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+    return lines
+
+
+def _qrels_from(rows: _Collector) -> Qrels:
+    if not rows.queries:
+        raise InputError(rows.name, None, "no queries found")
+    return Qrels(
+        query_id=np.array(rows.qids, dtype=object),
+        doc_id=np.array(rows.dids, dtype=object),
+        relevance=np.array(rows.values, dtype=np.int64),
+        queries=np.array(list(rows.queries), dtype=object),
+        source=rows.name,
+    )
+
+
+def _read_jsonl_run(name: str, handle: str | io.StringIO) -> Run:
+    rows = _Collector(name)
+    for lineno, obj in _json_lines(name, handle):
+        qid = _require_str(name, lineno, obj, "query_id")
+        results = obj.get("results")
+        if not isinstance(results, list):
+            raise InputError(name, lineno, "'results' must be a list")
+        for pos, item in enumerate(results):
+            if not isinstance(item, dict):
+                raise InputError(name, lineno, f"results[{pos}] must be an object")
+            did = _require_str(name, lineno, item, "doc_id", f"results[{pos}].doc_id")
+            score = item.get("score")
+            if (
+                isinstance(score, bool)
+                or not isinstance(score, int | float)
+                or not math.isfinite(score)
+            ):
+                raise InputError(
+                    name, lineno, f"results[{pos}].score must be a finite number, got {score!r}"
+                )
+            rows.add(lineno, qid, did, float(score))
+    if not rows.qids:
+        raise InputError(name, None, "the run has no results")
+    return Run(
+        query_id=np.array(rows.qids, dtype=object),
+        doc_id=np.array(rows.dids, dtype=object),
+        score=np.array(rows.values, dtype=np.float64),
+        source=name,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry points
+
+
+def detect_format(source: Source, *, kind: str = "qrels") -> str:
+    """Return the format name :func:`read_qrels`/:func:`read_run` would use for ``source``."""
+    name, handle = _materialise(source)
+    return _detect(name, handle, kind)
+
+
+def read_qrels(source: Source, *, fmt: str | None = None) -> Qrels:
+    """Read relevance judgements in any supported format (see the module docstring).
+
+    Raises :class:`InputError` (file, line, message) for unreadable or inconsistent input.
+    """
+    name, handle = _materialise(source)
+    fmt = fmt or _detect(name, handle, "qrels")
+    readers = {
+        "trec": _read_trec_qrels,
+        "jsonl": _read_jsonl_qrels,
+        "gold": _read_gold_qrels,
+        "unrag": _read_unrag_qrels,
+    }
+    if fmt not in readers:
+        raise InputError(name, None, f"unknown qrels format {fmt!r}; use one of {QRELS_FORMATS}")
+    return readers[fmt](name, handle)
+
+
+def read_run(source: Source, *, fmt: str | None = None) -> Run:
+    """Read a run in TREC or JSONL format (see the module docstring).
+
+    Raises :class:`InputError` (file, line, message) for unreadable or inconsistent input,
+    including a document listed twice for one query.
+    """
+    name, handle = _materialise(source)
+    fmt = fmt or _detect(name, handle, "run")
+    readers = {"trec": _read_trec_run, "jsonl": _read_jsonl_run}
+    if fmt not in readers:
+        raise InputError(name, None, f"unknown run format {fmt!r}; use one of {RUN_FORMATS}")
+    return readers[fmt](name, handle)
