@@ -1,0 +1,271 @@
+"""Freezing gold versions.
+
+:func:`store_frozen_version` is the low-level, atomic writer: it takes any iterable of gold row
+dicts (DESIGN §9 gold JSONL shape), stores canonical rows in batches, renders every file, and
+seals the version with its manifest. :func:`freeze_gold_version` selects the rows from the
+curated gold set with the admin's filters and calls it.
+"""
+
+import datetime as dt
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError
+from goldset.models import ExportFormat, GoldVersion, GoldVersionRow
+from goldset.services import exports
+from workbench.services.audit import record_event
+
+ROW_BATCH = 2000
+FREEZE_LOCK_KEY = 7_202_611  # pg_advisory_xact_lock key serialising freezes
+REQUIRED_BLOCK_KEYS = ("block_id", "document_id", "version", "sha256")
+
+
+@dataclass
+class RowStats:
+    count: int = 0
+    by_domain: Counter = field(default_factory=Counter)
+    by_tier: Counter = field(default_factory=Counter)
+    by_source: Counter = field(default_factory=Counter)
+    by_task_type: Counter = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+
+    def as_dict(self) -> dict:
+        return {"added": self.added, "removed": self.removed, "changed": self.changed}
+
+
+def _check_row(row, index: int) -> tuple[str, dict]:
+    where = f"row {index + 1}"
+    if not isinstance(row, dict):
+        raise GoldsetError(f"{where}: expected a gold row object")
+    triple_id = row.get("id")
+    if not isinstance(triple_id, str) or not triple_id:
+        raise GoldsetError(f"{where}: id: missing (expected the triple id)")
+    block = row.get("expected_block")
+    if not isinstance(block, dict) or any(block.get(k) in (None, "") for k in REQUIRED_BLOCK_KEYS):
+        raise GoldsetError(
+            f"{where} ({triple_id}): expected_block needs {', '.join(REQUIRED_BLOCK_KEYS)}"
+        )
+    if not isinstance(row.get("question"), str) or not row["question"]:
+        raise GoldsetError(f"{where} ({triple_id}): question: missing")
+    return triple_id, row.get("metadata") or {}
+
+
+def _lock_freezes() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [FREEZE_LOCK_KEY])
+
+
+def latest_version() -> GoldVersion | None:
+    return GoldVersion.objects.filter(sealed=True).order_by("-number").first()
+
+
+def diff_against(parent: GoldVersion | None, current: dict[str, str]) -> VersionDiff:
+    """Diff row checksums ``{triple_id: sha256}`` against a stored version."""
+    before = dict(parent.rows.values_list("triple_id", "sha256")) if parent else {}
+    return VersionDiff(
+        added=sorted(set(current) - set(before)),
+        removed=sorted(set(before) - set(current)),
+        changed=sorted(t for t, sha in current.items() if t in before and before[t] != sha),
+    )
+
+
+@transaction.atomic
+def store_frozen_version(
+    *,
+    rows: Iterable[dict],
+    actor,
+    filters: dict | None = None,
+    seeds: dict | None = None,
+    agreement: dict | None = None,
+    note: str = "",
+    extra_files: dict[str, Callable] | None = None,
+    now: dt.datetime | None = None,
+    request=None,
+) -> GoldVersion:
+    """Store a new sealed gold version from ``rows`` (streamed, inserted in batches).
+
+    Atomic: rows, files and manifest are all stored or none. Freezes are serialised with a
+    PostgreSQL advisory lock, so version numbers are consecutive under concurrency. Rows keep
+    the iterable's order; the same rows in the same order always give byte-identical data files
+    (version numbers and times live only in the manifest and file names). Raises GoldsetError
+    for a malformed or duplicate row, or a pinned block version missing from the corpus.
+    ``extra_files`` maps an ExportFormat to ``fn(version) -> iterable of bytes`` for exports
+    other areas provide (e.g. the adjudication export)."""
+    _lock_freezes()
+    parent = latest_version()
+    now = now or timezone.now()
+    version = GoldVersion.objects.create(
+        number=(parent.number + 1) if parent else 1,
+        parent=parent,
+        filters=filters or {},
+        seeds=seeds or {},
+        note=note,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    stats = RowStats()
+    checksums: dict[str, str] = {}
+    digest = hashlib.sha256()
+    batch: list[GoldVersionRow] = []
+    for index, row in enumerate(rows):
+        triple_id, meta = _check_row(row, index)
+        if triple_id in checksums:
+            raise GoldsetError(f"row {index + 1}: triple {triple_id} appears twice")
+        line = exports.canonical_json(row)
+        encoded = line.encode("utf-8")
+        sha = exports.sha256_bytes(encoded)
+        digest.update(encoded + b"\n")
+        checksums[triple_id] = sha
+        stats.count += 1
+        for counter, key in (
+            (stats.by_domain, "domain"),
+            (stats.by_tier, "tier"),
+            (stats.by_source, "source"),
+            (stats.by_task_type, "task_type"),
+        ):
+            counter[str(meta.get(key) or "")] += 1
+        batch.append(
+            GoldVersionRow(
+                version=version,
+                position=index,
+                triple_id=triple_id,
+                line=line,
+                sha256=sha,
+                domain=str(meta.get("domain") or ""),
+                tier=str(meta.get("tier") or ""),
+                source=str(meta.get("source") or ""),
+                task_type=str(meta.get("task_type") or ""),
+                block_id=row["expected_block"]["block_id"],
+            )
+        )
+        if len(batch) >= ROW_BATCH:
+            GoldVersionRow.objects.bulk_create(batch)
+            batch = []
+    GoldVersionRow.objects.bulk_create(batch)
+    if not stats.count:
+        raise GoldsetError("nothing to freeze: no gold triples match these filters")
+    diff = diff_against(parent, checksums)
+    del checksums
+
+    description = "Goldset Workbench gold set" + (
+        f" ({exports.canonical_json(filters)})" if filters else ""
+    )
+    renderers: list[tuple[str, bool, Callable]] = [
+        (ExportFormat.GOLD_JSONL, False, exports.render_gold_jsonl),
+        (
+            ExportFormat.UNRAG_JSON,
+            False,
+            lambda v: exports.render_unrag(v, redacted=False, description=description),
+        ),
+        (
+            ExportFormat.UNRAG_JSON,
+            True,
+            lambda v: exports.render_unrag(v, redacted=True, description=description),
+        ),
+        (ExportFormat.PROBE_QUESTIONS, False, exports.render_probe_questions),
+        (
+            ExportFormat.PROBE_PACKETS,
+            False,
+            lambda v: exports.render_probe_packets(v, redacted=False),
+        ),
+        (
+            ExportFormat.PROBE_PACKETS,
+            True,
+            lambda v: exports.render_probe_packets(v, redacted=True),
+        ),
+    ]
+    for fmt, render in (extra_files or {}).items():
+        renderers.append((fmt, False, render))
+    files = [
+        exports.store_file(version=version, fmt=fmt, redacted=redacted, content=render(version))
+        for fmt, redacted, render in renderers
+    ]
+    rows_sha256 = digest.hexdigest()
+    gold_file = next(f for f in files if f.format == ExportFormat.GOLD_JSONL)
+    if gold_file.sha256 != rows_sha256:
+        raise GoldsetError("the gold JSONL file does not match the rows it was rendered from")
+
+    manifest = {
+        "gold_version": version.number,
+        "label": version.label,
+        "parent_version": parent.number if parent else None,
+        "created_by": getattr(actor, "username", None) or "system",
+        "created_at": now.isoformat(),
+        "note": note,
+        "filters": filters or {},
+        "seeds": seeds or {},
+        "agreement": agreement or {},
+        "counts": {
+            "triples": stats.count,
+            "by_domain": dict(sorted(stats.by_domain.items())),
+            "by_tier": dict(sorted(stats.by_tier.items())),
+            "by_source": dict(sorted(stats.by_source.items())),
+            "by_task_type": dict(sorted(stats.by_task_type.items())),
+        },
+        "diff": {
+            "against": parent.number if parent else None,
+            **diff.as_dict(),
+        },
+        "rows_sha256": rows_sha256,
+        "canonical_json": "sort_keys, separators (',', ':'), UTF-8, one row per line",
+        "files": [
+            {
+                "format": f.format,
+                "redacted": f.redacted,
+                "filename": f.filename,
+                "sha256": f.sha256,
+                "size": f.size,
+            }
+            for f in files
+        ],
+        "redaction": {
+            "permission": exports.SNIPPET_PERMISSION,
+            "formats_with_snippets": [str(f) for f in exports.SNIPPET_FORMATS],
+            "policy": (
+                "Users without the permission receive the redacted variant: Unrag documents "
+                "carry a loaderRef instead of content, evidence passages carry no text "
+                "(text_redacted: true). Checksums of both variants are listed above."
+            ),
+        },
+    }
+    manifest_file = exports.store_file(
+        version=version,
+        fmt=ExportFormat.MANIFEST,
+        redacted=False,
+        content=[exports.canonical_bytes(manifest) + b"\n"],
+    )
+    version.manifest = manifest
+    version.row_count = stats.count
+    version.rows_sha256 = rows_sha256
+    version.manifest_sha256 = manifest_file.sha256
+    version.sealed = True
+    version.save(
+        update_fields=["manifest", "row_count", "rows_sha256", "manifest_sha256", "sealed"]
+    )
+    record_event(
+        actor=actor,
+        verb="gold_version_frozen",
+        obj=version,
+        detail={
+            "number": version.number,
+            "triples": stats.count,
+            "rows_sha256": rows_sha256,
+            "added": len(diff.added),
+            "removed": len(diff.removed),
+            "changed": len(diff.changed),
+            "filters": filters or {},
+        },
+        request=request,
+    )
+    return version
