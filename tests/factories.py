@@ -68,6 +68,31 @@ class BlockVersionFactory(factory.django.DjangoModelFactory):
     sha256 = factory.LazyAttribute(lambda o: hashlib.sha256(o.text.encode()).hexdigest())
 
 
+# ---------------------------------------------------------------- curation (issue 4)
+
+from goldset.models import Customer, CustomerPermission  # noqa: E402
+
+
+class CustomerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Customer
+        django_get_or_create = ("slug",)
+
+    name = factory.Sequence(lambda n: f"Customer {n}")
+    slug = factory.Sequence(lambda n: f"customer-{n}")
+
+
+class CustomerPermissionFactory(factory.django.DjangoModelFactory):
+    """An active grant (no revocation)."""
+
+    class Meta:
+        model = CustomerPermission
+
+    customer = factory.SubFactory(CustomerFactory)
+    granted_by = factory.SubFactory(UserFactory, role=Role.ADMIN)
+    note = "signed data-use addendum"
+
+
 # ---------------------------------------------------------------- frozen gold versions (exports)
 
 

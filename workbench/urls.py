@@ -9,5 +9,6 @@ urlpatterns = [
     path("logout/", views.logout_view, name="logout"),
     path("health/", views.health, name="health"),
     path("corpus/", include("goldset.urls.corpus")),
+    path("routing/", include("goldset.urls.routing")),
     path("django-admin/", admin.site.urls),
 ]

@@ -23,6 +23,7 @@ from django.db import transaction
 
 from goldset.exceptions import ImportRejected
 from goldset.models import Block, BlockVersion, Document, Domain
+from goldset.services.resolution import mark_superseded_pins
 from workbench.services.audit import record_event
 
 MAX_REPORTED_ERRORS = 50
@@ -534,6 +535,9 @@ def import_corpus(
     created = BlockVersion.objects.bulk_create(new_versions)
     summary.versions_created = len(created)
     summary.superseding_version_ids = [v.pk for v in created if v.version > 1]
+    mark_superseded_pins(
+        superseding_version_ids=summary.superseding_version_ids, actor=actor, request=request
+    )
     record_event(
         actor=actor,
         verb="corpus_imported",

@@ -10,10 +10,16 @@ from decimal import Decimal
 
 from django.db import transaction
 
+from goldset.exceptions import GoldsetError
 from goldset.models import RoutingRules, Tier
+from workbench.services.audit import record_event
 
 DEFAULT_GOLD_TASK_TYPES = ["factual_qa", "rag_synthesis"]
 DEFAULT_UNCERTAINTY_THRESHOLD = Decimal("0.65")
+
+
+class RoutingRulesUnchanged(GoldsetError):
+    """An edit that changes nothing does not create a new version."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def decide_tier(
         return RoutingDecision(Tier.GOLD, f"task_type:{task_type}", rules.version)
     if uncertainty is not None and Decimal(str(uncertainty)) >= rules.uncertainty_threshold:
         return RoutingDecision(
-            Tier.GOLD, f"uncertainty>={rules.uncertainty_threshold}", rules.version
+            Tier.GOLD, f"uncertainty>={Decimal(rules.uncertainty_threshold).normalize():f}", rules.version
         )
     if adversarial and rules.adversarial_routes_gold:
         return RoutingDecision(Tier.GOLD, "adversarial", rules.version)
@@ -78,3 +84,69 @@ def route_case(
         adversarial=adversarial,
         domain=domain,
     )
+
+
+@transaction.atomic
+def update_routing_rules(
+    *,
+    actor,
+    gold_task_types: list[str],
+    uncertainty_threshold: Decimal,
+    adversarial_routes_gold: bool,
+    gold_domains: list[str],
+    note: str = "",
+    request=None,
+) -> RoutingRules:
+    """Create the next version of the routing rules. Existing cases keep the tier, rule and
+    version they were routed with: nothing is re-routed here (a re-route preview does that, on
+    confirmation). Raises :class:`RoutingRulesUnchanged` when nothing differs from the rules in
+    force. Serialised by locking the current version row."""
+    current = (
+        RoutingRules.objects.select_for_update().order_by("-version").first()
+        or _create_default_rules()
+    )
+    wanted = (
+        sorted(gold_task_types),
+        Decimal(uncertainty_threshold),
+        adversarial_routes_gold,
+        sorted(gold_domains),
+    )
+    have = (
+        sorted(current.gold_task_types),
+        current.uncertainty_threshold,
+        current.adversarial_routes_gold,
+        sorted(current.gold_domains or []),
+    )
+    if wanted == have:
+        raise RoutingRulesUnchanged(
+            "These are the rules already in force; no new version was created."
+        )
+    rules = RoutingRules.objects.create(
+        version=current.version + 1,
+        gold_task_types=wanted[0],
+        uncertainty_threshold=wanted[1],
+        adversarial_routes_gold=adversarial_routes_gold,
+        gold_domains=wanted[3],
+        note=note,
+        created_by=actor,
+    )
+    record_event(
+        actor=actor,
+        verb="routing_rules_changed",
+        obj=rules,
+        detail={
+            "from_version": current.version,
+            "to_version": rules.version,
+            "gold_task_types": rules.gold_task_types,
+            "uncertainty_threshold": str(rules.uncertainty_threshold),
+            "adversarial_routes_gold": adversarial_routes_gold,
+            "gold_domains": rules.gold_domains,
+            "note": note,
+        },
+        request=request,
+    )
+    return rules
+
+
+def list_routing_rules():
+    return RoutingRules.objects.select_related("created_by").order_by("-version")

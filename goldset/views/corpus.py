@@ -2,9 +2,9 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
-from goldset.selectors import corpus as selectors
 from goldset.exceptions import ImportRejected
 from goldset.forms.corpus import CorpusImportForm
+from goldset.selectors import corpus as selectors
 from goldset.services.corpus import import_corpus
 from workbench.roles import ALL_ROLES, Role, role_required
 

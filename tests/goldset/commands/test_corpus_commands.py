@@ -13,7 +13,18 @@ pytestmark = pytest.mark.django_db
 def test_import_corpus_command_prints_the_summary(tmp_path, capsys):
     DomainFactory(slug="federal_it")
     path = tmp_path / "manifest.jsonl"
-    path.write_text(json.dumps({"document_id": "d1", "title": "T", "domain": "federal_it", "authority": 1, "blocks": [{"block_id": "b1", "versions": [{"text": "x"}]}]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "document_id": "d1",
+                "title": "T",
+                "domain": "federal_it",
+                "authority": 1,
+                "blocks": [{"block_id": "b1", "versions": [{"text": "x"}]}],
+            }
+        )
+        + "\n"
+    )
     call_command("import_corpus", str(path))
     assert json.loads(capsys.readouterr().out)["versions_created"] == 1
 
@@ -21,7 +32,9 @@ def test_import_corpus_command_prints_the_summary(tmp_path, capsys):
 def test_import_corpus_command_fails_with_the_line_and_stores_nothing(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"document_id": "d1"\n')
-    with pytest.raises(CommandError, match=r"bad.jsonl: rejected, nothing imported:\nline 1: not valid JSON"):
+    with pytest.raises(
+        CommandError, match=r"bad.jsonl: rejected, nothing imported:\nline 1: not valid JSON"
+    ):
         call_command("import_corpus", str(path))
     assert Document.objects.count() == 0
 
@@ -37,9 +50,14 @@ def test_seed_demo_builds_the_demo_corpus_and_users(tmp_path, capsys):
     for v2 in later:
         v1 = BlockVersion.objects.get(block=v2.block, version=1)
         assert v2.effective_from > v1.effective_from and v1.effective_to < v2.effective_from
-    users = {u.username: set(u.groups.values_list("name", flat=True)) for u in get_user_model().objects.all()}
+    users = {
+        u.username: set(u.groups.values_list("name", flat=True))
+        for u in get_user_model().objects.all()
+    }
     assert users["admin"] == {"admin"} and users["lead"] == {"adjudication_lead"}
-    assert all(users[f"ann{i}"] == {"annotator"} for i in range(1, 7)) and users["author"] == {"annotator"}
+    assert all(users[f"ann{i}"] == {"annotator"} for i in range(1, 7)) and users["author"] == {
+        "annotator"
+    }
     printed = capsys.readouterr().out
     creds = (tmp_path / "creds.txt").read_text()
     for name in ["admin", "lead", "author", "ann6"]:
@@ -48,9 +66,17 @@ def test_seed_demo_builds_the_demo_corpus_and_users(tmp_path, capsys):
 
 def test_seed_demo_is_deterministic_and_idempotent(tmp_path):
     call_command("seed_demo", password="same-password-1", credentials_file=tmp_path / "c.txt")
-    first = list(BlockVersion.objects.values_list("block__block_id", "version", "sha256").order_by("block__block_id", "version"))
+    first = list(
+        BlockVersion.objects.values_list("block__block_id", "version", "sha256").order_by(
+            "block__block_id", "version"
+        )
+    )
     call_command("seed_demo", credentials_file=tmp_path / "c.txt")
-    second = list(BlockVersion.objects.values_list("block__block_id", "version", "sha256").order_by("block__block_id", "version"))
+    second = list(
+        BlockVersion.objects.values_list("block__block_id", "version", "sha256").order_by(
+            "block__block_id", "version"
+        )
+    )
     assert first == second
     assert get_user_model().objects.get(username="lead").check_password("same-password-1")
 

@@ -53,7 +53,11 @@ def counts():
 
 def test_good_manifest_creates_documents_blocks_and_versions(domains):
     summary = import_corpus(text=jsonl(manifest_line("doc-a"), manifest_line("doc-b")), actor=None)
-    assert (summary.documents_created, summary.blocks_created, summary.versions_created) == (2, 2, 2)
+    assert (summary.documents_created, summary.blocks_created, summary.versions_created) == (
+        2,
+        2,
+        2,
+    )
     version = BlockVersion.objects.get(block__block_id="doc-a-b1")
     assert version.version == 1
     assert version.page_range == [12, 13]
@@ -76,7 +80,17 @@ def test_changed_text_without_version_number_becomes_the_next_version(domains):
     import_corpus(text=jsonl(manifest_line("doc-a")), actor=None)
     changed = manifest_line(
         "doc-a",
-        blocks=[{"block_id": "doc-a-b1", "versions": [{"text": "Data is encrypted at rest with AES-256-GCM.", "effective_from": "2025-07-01"}]}],
+        blocks=[
+            {
+                "block_id": "doc-a-b1",
+                "versions": [
+                    {
+                        "text": "Data is encrypted at rest with AES-256-GCM.",
+                        "effective_from": "2025-07-01",
+                    }
+                ],
+            }
+        ],
     )
     summary = import_corpus(text=jsonl(changed), actor=None)
     versions = list(BlockVersion.objects.filter(block__block_id="doc-a-b1").order_by("version"))
@@ -91,12 +105,28 @@ def test_unrag_dataset_documents_become_documents_with_one_block(domains):
         "id": "support-faq-eval",
         "defaults": {"topK": 10, "scopePrefix": "eval:support:", "mode": "retrieve"},
         "documents": [
-            {"sourceId": "eval:support:doc:refund-policy", "content": "Returns within 30 days.", "metadata": {"category": "returns"}},
-            {"sourceId": "eval:support:doc:shipping", "content": "Standard shipping takes 5-7 business days.", "metadata": {"domain": "federal_it", "authority": 0.7}},
+            {
+                "sourceId": "eval:support:doc:refund-policy",
+                "content": "Returns within 30 days.",
+                "metadata": {"category": "returns"},
+            },
+            {
+                "sourceId": "eval:support:doc:shipping",
+                "content": "Standard shipping takes 5-7 business days.",
+                "metadata": {"domain": "federal_it", "authority": 0.7},
+            },
         ],
-        "queries": [{"id": "q1", "query": "How long to return?", "relevant": {"sourceIds": ["eval:support:doc:refund-policy"]}}],
+        "queries": [
+            {
+                "id": "q1",
+                "query": "How long to return?",
+                "relevant": {"sourceIds": ["eval:support:doc:refund-policy"]},
+            }
+        ],
     }
-    summary = import_corpus(text=json.dumps(dataset, indent=2), actor=None, default_domain="security_questionnaire")
+    summary = import_corpus(
+        text=json.dumps(dataset, indent=2), actor=None, default_domain="security_questionnaire"
+    )
     assert summary.format == "unrag"
     refund = Document.objects.get(document_id="eval:support:doc:refund-policy")
     assert refund.domain.slug == "security_questionnaire"
@@ -104,35 +134,115 @@ def test_unrag_dataset_documents_become_documents_with_one_block(domains):
     assert refund.blocks.get().block_id == "eval:support:doc:refund-policy"
     shipping = Document.objects.get(document_id="eval:support:doc:shipping")
     assert (shipping.domain.slug, str(shipping.authority)) == ("federal_it", "0.700")
-    assert BlockVersion.objects.get(block__block_id="eval:support:doc:shipping").text.startswith("Standard shipping")
+    assert BlockVersion.objects.get(block__block_id="eval:support:doc:shipping").text.startswith(
+        "Standard shipping"
+    )
 
 
 BAD_INPUTS = [
-    pytest.param(lambda: jsonl(manifest_line("doc-a"), '{"document_id": "doc-b", "title": ', manifest_line("doc-c")), "line 2: not valid JSON", id="bad-json-on-line-2"),
-    pytest.param(lambda: jsonl(manifest_line("doc-a"), json.dumps({k: v for k, v in json.loads(manifest_line("doc-b")).items() if k != "title"})), "line 2: title: missing", id="missing-field"),
     pytest.param(
-        lambda: jsonl(manifest_line("doc-a", blocks=[{"block_id": "x1", "versions": [{"version": 1, "text": "one"}, {"version": 1, "text": "two"}]}])),
+        lambda: jsonl(
+            manifest_line("doc-a"), '{"document_id": "doc-b", "title": ', manifest_line("doc-c")
+        ),
+        "line 2: not valid JSON",
+        id="bad-json-on-line-2",
+    ),
+    pytest.param(
+        lambda: jsonl(
+            manifest_line("doc-a"),
+            json.dumps(
+                {k: v for k, v in json.loads(manifest_line("doc-b")).items() if k != "title"}
+            ),
+        ),
+        "line 2: title: missing",
+        id="missing-field",
+    ),
+    pytest.param(
+        lambda: jsonl(
+            manifest_line(
+                "doc-a",
+                blocks=[
+                    {
+                        "block_id": "x1",
+                        "versions": [{"version": 1, "text": "one"}, {"version": 1, "text": "two"}],
+                    }
+                ],
+            )
+        ),
         "line 1: blocks[0].versions[1]: version: duplicate block version: x1 v1",
         id="duplicate-block-version",
     ),
     pytest.param(
-        lambda: jsonl(manifest_line("doc-a", blocks=[{"block_id": "x1", "versions": [{"text": "one", "effective_from": "2020-09-23", "effective_to": "2015-01-22"}]}])),
+        lambda: jsonl(
+            manifest_line(
+                "doc-a",
+                blocks=[
+                    {
+                        "block_id": "x1",
+                        "versions": [
+                            {
+                                "text": "one",
+                                "effective_from": "2020-09-23",
+                                "effective_to": "2015-01-22",
+                            }
+                        ],
+                    }
+                ],
+            )
+        ),
         "line 1: blocks[0].versions[0].effective_to: 2015-01-22 is before effective_from 2020-09-23",
         id="effective-to-before-from",
     ),
-    pytest.param(lambda: jsonl(manifest_line("doc-a"), manifest_line("doc-b", domain="astrology")), "line 2: domain: unknown domain 'astrology'", id="unknown-domain"),
-    pytest.param(lambda: jsonl(manifest_line("doc-a", authority=1.5)), "line 1: authority: expected a number between 0 and 1, got 1.5", id="authority-out-of-range"),
-    pytest.param(lambda: jsonl(manifest_line("doc-a"), manifest_line("doc-a")), "line 2: document_id: 'doc-a' also appears at line 1", id="duplicate-document"),
-    pytest.param(lambda: jsonl(manifest_line("doc-a", blocks=[{"block_id": "x1", "versions": [{"text": "t", "page_range": [5, 2]}]}])), "page_range: end page 2 is before start page 5", id="page-range-reversed"),
-    pytest.param(lambda: json.dumps({"version": "2", "documents": [{"sourceId": "eval:a", "content": "x"}]}), 'version: expected "1"', id="unrag-wrong-version"),
-    pytest.param(lambda: json.dumps({"version": "1", "documents": [{"sourceId": "eval:a", "loaderRef": "notion:1"}]}), "documents[0].content: missing: loaderRef", id="unrag-loader-ref"),
-    pytest.param(lambda: json.dumps({"version": "1", "documents": [{"sourceId": "eval:a"}]}), "documents[0].content: missing", id="unrag-no-content"),
+    pytest.param(
+        lambda: jsonl(manifest_line("doc-a"), manifest_line("doc-b", domain="astrology")),
+        "line 2: domain: unknown domain 'astrology'",
+        id="unknown-domain",
+    ),
+    pytest.param(
+        lambda: jsonl(manifest_line("doc-a", authority=1.5)),
+        "line 1: authority: expected a number between 0 and 1, got 1.5",
+        id="authority-out-of-range",
+    ),
+    pytest.param(
+        lambda: jsonl(manifest_line("doc-a"), manifest_line("doc-a")),
+        "line 2: document_id: 'doc-a' also appears at line 1",
+        id="duplicate-document",
+    ),
+    pytest.param(
+        lambda: jsonl(
+            manifest_line(
+                "doc-a",
+                blocks=[{"block_id": "x1", "versions": [{"text": "t", "page_range": [5, 2]}]}],
+            )
+        ),
+        "page_range: end page 2 is before start page 5",
+        id="page-range-reversed",
+    ),
+    pytest.param(
+        lambda: json.dumps({"version": "2", "documents": [{"sourceId": "eval:a", "content": "x"}]}),
+        'version: expected "1"',
+        id="unrag-wrong-version",
+    ),
+    pytest.param(
+        lambda: json.dumps(
+            {"version": "1", "documents": [{"sourceId": "eval:a", "loaderRef": "notion:1"}]}
+        ),
+        "documents[0].content: missing: loaderRef",
+        id="unrag-loader-ref",
+    ),
+    pytest.param(
+        lambda: json.dumps({"version": "1", "documents": [{"sourceId": "eval:a"}]}),
+        "documents[0].content: missing",
+        id="unrag-no-content",
+    ),
     pytest.param(lambda: "", "line 1: the file holds no documents", id="empty-file"),
 ]
 
 
 @pytest.mark.parametrize("make_text,expected", BAD_INPUTS)
-def test_bad_input_is_rejected_with_line_and_field_and_nothing_is_stored(domains, make_text, expected):
+def test_bad_input_is_rejected_with_line_and_field_and_nothing_is_stored(
+    domains, make_text, expected
+):
     before = counts()
     with pytest.raises(ImportRejected) as rejected:
         import_corpus(text=make_text(), actor=None, default_domain="security_questionnaire")
@@ -142,7 +252,9 @@ def test_bad_input_is_rejected_with_line_and_field_and_nothing_is_stored(domains
 
 
 def test_one_bad_line_rejects_the_good_lines_too(domains):
-    text = jsonl(manifest_line("doc-a"), manifest_line("doc-b"), manifest_line("doc-c", domain="nope"))
+    text = jsonl(
+        manifest_line("doc-a"), manifest_line("doc-b"), manifest_line("doc-c", domain="nope")
+    )
     with pytest.raises(ImportRejected):
         import_corpus(text=text, actor=None)
     assert counts() == (0, 0, 0)
@@ -150,15 +262,30 @@ def test_one_bad_line_rejects_the_good_lines_too(domains):
 
 def test_an_existing_version_with_different_text_is_refused_as_append_only(domains):
     import_corpus(text=jsonl(manifest_line("doc-a")), actor=None)
-    tampered = manifest_line("doc-a", blocks=[{"block_id": "doc-a-b1", "versions": [{"version": 1, "text": "Rewritten history."}]}])
+    tampered = manifest_line(
+        "doc-a",
+        blocks=[
+            {"block_id": "doc-a-b1", "versions": [{"version": 1, "text": "Rewritten history."}]}
+        ],
+    )
     with pytest.raises(ImportRejected) as rejected:
         import_corpus(text=jsonl(tampered), actor=None)
-    assert "already exists with a different text; versions are append-only" in rejected.value.errors[0]
+    assert (
+        "already exists with a different text; versions are append-only" in rejected.value.errors[0]
+    )
     assert BlockVersion.objects.get().text == "Data is encrypted at rest with AES-256."
 
 
 def test_version_numbers_must_be_consecutive(domains):
-    gap = manifest_line("doc-a", blocks=[{"block_id": "x1", "versions": [{"version": 1, "text": "a"}, {"version": 3, "text": "c"}]}])
+    gap = manifest_line(
+        "doc-a",
+        blocks=[
+            {
+                "block_id": "x1",
+                "versions": [{"version": 1, "text": "a"}, {"version": 3, "text": "c"}],
+            }
+        ],
+    )
     with pytest.raises(ImportRejected) as rejected:
         import_corpus(text=jsonl(gap), actor=None)
     assert "expected version 2 for x1" in rejected.value.errors[0]
@@ -173,7 +300,9 @@ def test_a_block_cannot_move_to_another_document(domains):
 
 
 def test_every_problem_in_the_file_is_reported_at_once(domains):
-    text = jsonl(manifest_line("doc-a", domain="x"), "not json", manifest_line("doc-c", authority=-1))
+    text = jsonl(
+        manifest_line("doc-a", domain="x"), "not json", manifest_line("doc-c", authority=-1)
+    )
     with pytest.raises(ImportRejected) as rejected:
         import_corpus(text=text, actor=None)
     joined = "\n".join(rejected.value.errors)

@@ -21,12 +21,18 @@ def test_document_list_filters_by_domain(client_for, annotator):
     sq, fed = DomainFactory(slug="security_questionnaire"), DomainFactory(slug="federal_it")
     DocumentFactory(domain=sq, document_id="doc-sq")
     DocumentFactory(domain=fed, document_id="doc-fed")
-    html = client_for(annotator).get(reverse("corpus:documents"), {"domain": "federal_it"}).content.decode()
+    html = (
+        client_for(annotator)
+        .get(reverse("corpus:documents"), {"domain": "federal_it"})
+        .content.decode()
+    )
     assert "doc-fed" in html and "doc-sq" not in html
 
 
 @pytest.mark.parametrize("n", [5, 60])
-def test_document_list_query_count_is_constant_and_paginated(client_for, annotator, django_assert_max_num_queries, n):
+def test_document_list_query_count_is_constant_and_paginated(
+    client_for, annotator, django_assert_max_num_queries, n
+):
     make_documents(n, DomainFactory(slug="sq"))
     c = client_for(annotator)
     with django_assert_max_num_queries(8):
@@ -35,7 +41,9 @@ def test_document_list_query_count_is_constant_and_paginated(client_for, annotat
 
 
 @pytest.mark.parametrize("n", [3, 40])
-def test_document_page_query_count_is_constant(client_for, annotator, django_assert_max_num_queries, n):
+def test_document_page_query_count_is_constant(
+    client_for, annotator, django_assert_max_num_queries, n
+):
     doc = DocumentFactory(document_id="doc-big")
     for _ in range(n):
         block = BlockFactory(document=doc)
@@ -51,8 +59,16 @@ def test_document_page_query_count_is_constant(client_for, annotator, django_ass
 
 def test_block_page_shows_versions_dates_authority_and_a_word_diff(client_for, annotator):
     block = BlockFactory(block_id="blk-x", document=DocumentFactory(authority="0.950"))
-    BlockVersionFactory(block=block, version=1, text="Keys rotate every 90 days.", effective_from="2024-01-01", effective_to="2025-06-30")
-    BlockVersionFactory(block=block, version=2, text="Keys rotate every 30 days.", effective_from="2025-07-01")
+    BlockVersionFactory(
+        block=block,
+        version=1,
+        text="Keys rotate every 90 days.",
+        effective_from="2024-01-01",
+        effective_to="2025-06-30",
+    )
+    BlockVersionFactory(
+        block=block, version=2, text="Keys rotate every 30 days.", effective_from="2025-07-01"
+    )
     html = client_for(annotator).get(reverse("corpus:block", args=["blk-x"])).content.decode()
     assert "<del>90</del>" in html and "<ins>30</ins>" in html
     assert "0.950" in html and "2025-07-01" in html and "superseded" in html
@@ -84,7 +100,9 @@ def test_admin_uploads_a_manifest(client_for, admin_user):
 
 
 def test_a_bad_upload_shows_every_error_and_stores_nothing(client_for, admin_user):
-    upload = io.BytesIO(b'{"document_id": "d1", "title": "T", "domain": "nope", "authority": 0.5, "blocks": [{"block_id": "b1", "versions": [{"text": "x"}]}]}\n{oops\n')
+    upload = io.BytesIO(
+        b'{"document_id": "d1", "title": "T", "domain": "nope", "authority": 0.5, "blocks": [{"block_id": "b1", "versions": [{"text": "x"}]}]}\n{oops\n'
+    )
     upload.name = "bad.jsonl"
     response = client_for(admin_user).post(reverse("corpus:import"), {"file": upload})
     html = response.content.decode()

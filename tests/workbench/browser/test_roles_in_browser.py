@@ -2,8 +2,8 @@
 corpus browser, and sees a block-version diff."""
 
 import pytest
-from django.core.management import call_command
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 
 from goldset.models import BlockVersion
 
@@ -17,9 +17,16 @@ def demo(transactional_db, tmp_path):
 
 @pytest.mark.parametrize(
     "username,section",
-    [("author", "annotator-actions"), ("ann1", "annotator-actions"), ("lead", "lead-actions"), ("admin", "admin-actions")],
+    [
+        ("author", "annotator-actions"),
+        ("ann1", "annotator-actions"),
+        ("lead", "lead-actions"),
+        ("admin", "admin-actions"),
+    ],
 )
-def test_demo_role_logs_in_reaches_home_and_corpus_and_sees_a_version_diff(demo, browser_login, live_server, username, section):
+def test_demo_role_logs_in_reaches_home_and_corpus_and_sees_a_version_diff(
+    demo, browser_login, live_server, username, section
+):
     user = get_user_model().objects.get(username=username)
     page = browser_login(user, password=DEMO_PASSWORD)
     assert page.locator(f"#{section}").is_visible()
@@ -45,7 +52,9 @@ def test_demo_role_logs_in_reaches_home_and_corpus_and_sees_a_version_diff(demo,
     assert page.locator("#v2").inner_text().count(v2.effective_from.isoformat()) == 1
 
 
-def test_an_annotator_is_refused_the_admin_import_page_in_the_browser(demo, browser_login, live_server):
+def test_an_annotator_is_refused_the_admin_import_page_in_the_browser(
+    demo, browser_login, live_server
+):
     page = browser_login(get_user_model().objects.get(username="ann2"), password=DEMO_PASSWORD)
     response = page.goto("/corpus/import/")
     assert response.status == 403

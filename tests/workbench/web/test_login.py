@@ -29,10 +29,20 @@ def test_login_sends_the_user_home_and_records_an_audit_event(client, annotator,
 
 
 def test_login_follows_a_safe_next_but_not_an_external_one(client, annotator, fresh_cache):
-    response = client.post(reverse("login") + "?next=/corpus/", {"username": annotator.username, "password": TEST_PASSWORD, "next": "/corpus/"})
+    response = client.post(
+        reverse("login") + "?next=/corpus/",
+        {"username": annotator.username, "password": TEST_PASSWORD, "next": "/corpus/"},
+    )
     assert response["Location"] == "/corpus/"
     client.post(reverse("logout"))
-    response = client.post(reverse("login"), {"username": annotator.username, "password": TEST_PASSWORD, "next": "https://evil.example/"})
+    response = client.post(
+        reverse("login"),
+        {
+            "username": annotator.username,
+            "password": TEST_PASSWORD,
+            "next": "https://evil.example/",
+        },
+    )
     assert response["Location"] == reverse("home")
 
 
@@ -43,7 +53,9 @@ def test_wrong_password_re_renders_the_form_with_an_error(client, annotator, fre
     assert AuditEvent.objects.filter(verb="login_failed").count() == 1
 
 
-def test_login_is_locked_after_five_failures_even_with_the_right_password(client, annotator, settings, fresh_cache):
+def test_login_is_locked_after_five_failures_even_with_the_right_password(
+    client, annotator, settings, fresh_cache
+):
     settings.LOGIN_MAX_FAILURES = 5
     for _ in range(5):
         assert login(client, annotator.username, "wrong").status_code == 200

@@ -9,7 +9,9 @@ from workbench.celery import app
 from workbench.tasks import ping_task
 
 
-def test_health_fails_without_a_worker_then_a_real_worker_runs_a_task_and_is_reported_alive(transactional_db, client, start_worker):
+def test_health_fails_without_a_worker_then_a_real_worker_runs_a_task_and_is_reported_alive(
+    transactional_db, client, start_worker
+):
     redis_url = os.environ.get("REDIS_URL", "")
     if not redis_url:
         pytest.skip("needs REDIS_URL=redis://…")
@@ -18,9 +20,18 @@ def test_health_fails_without_a_worker_then_a_real_worker_runs_a_task_and_is_rep
     try:
         before = client.get(reverse("health"), {"format": "json"})
         assert before.status_code == 503
-        assert {c["name"]: c["ok"] for c in before.json()["checks"]} == {"database": True, "broker": True, "worker": False}
+        assert {c["name"]: c["ok"] for c in before.json()["checks"]} == {
+            "database": True,
+            "broker": True,
+            "worker": False,
+        }
 
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "workbench.settings", "SECRET_KEY": "worker-test", "REDIS_URL": redis_url}
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "workbench.settings",
+            "SECRET_KEY": "worker-test",
+            "REDIS_URL": redis_url,
+        }
         start_worker(env, "health-test@%h")
         assert ping_task.delay().get(timeout=30) == "pong"
         after = client.get(reverse("health"), {"format": "json"})

@@ -1,0 +1,474 @@
+"""Reads for gold triple curation. ``get_*_for(user=…)`` fetch and authorize in one call (404).
+
+Blindness is enforced here: reviewer-facing reads never load another reviewer's review nor the
+author's history; reviews of a revision are only shown once that revision is resolved."""
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, Subquery
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from goldset.models import (
+    BlockVersion,
+    Customer,
+    CustomerPermission,
+    DiscussionMessage,
+    QualityTrackerEntry,
+    Review,
+    ReviewAssignment,
+    Source,
+    SpotCheckDraw,
+    Tier,
+    Triple,
+    TripleRevision,
+    TripleState,
+    Verdict,
+    WorkingSlice,
+)
+from goldset.services.curation_config import curation_setting
+from workbench.roles import Role, has_role
+
+TRIPLE_JOINS = (
+    "domain",
+    "author",
+    "customer",
+    "current_revision__expected_block_version__block__document",
+)
+
+
+# ---------------------------------------------------------------- block versions (authoring)
+
+
+def search_block_versions(*, query: str, limit: int = 20):
+    """Block versions whose text, block id or document id contains ``query``, newest first within
+    a block, each annotated with ``latest`` (the block's newest version number)."""
+    query = query.strip()
+    if not query:
+        return BlockVersion.objects.none()
+    latest = (
+        BlockVersion.objects.filter(block_id=OuterRef("block_id"))
+        .order_by("-version")
+        .values("version")[:1]
+    )
+    return (
+        BlockVersion.objects.filter(
+            Q(text__icontains=query)
+            | Q(block__block_id__icontains=query)
+            | Q(block__document__document_id__icontains=query)
+            | Q(block__document__title__icontains=query)
+        )
+        .select_related("block__document__domain")
+        .annotate(latest=Subquery(latest))
+        .order_by("block__document__document_id", "block__block_id", "-version")[:limit]
+    )
+
+
+def get_block_version(*, pk) -> BlockVersion:
+    return get_object_or_404(BlockVersion.objects.select_related("block__document__domain"), pk=pk)
+
+
+# ---------------------------------------------------------------- triples
+
+
+def list_triples_by(*, author, state: str = ""):
+    qs = Triple.objects.filter(author=author).select_related(*TRIPLE_JOINS)
+    if state:
+        qs = qs.filter(state=state)
+    return qs.order_by("-added_at", "-id")
+
+
+def _may_see_triple(user, triple: Triple) -> bool:
+    if user.pk == triple.author_id or has_role(user, Role.LEAD, Role.ADMIN):
+        return True
+    return Review.objects.filter(
+        revision__triple=triple, reviewer=user, verdict=Verdict.FLAG
+    ).exists()
+
+
+def get_triple_for(*, user, pk) -> Triple:
+    """A triple for its author, a reviewer who flagged it (the discussion), or a lead/admin."""
+    triple = get_object_or_404(Triple.objects.select_related(*TRIPLE_JOINS, "parent"), pk=pk)
+    if not _may_see_triple(user, triple):
+        raise Http404("No such triple.")
+    return triple
+
+
+@dataclass
+class RevisionView:
+    revision: TripleRevision
+    resolved: bool
+    reviews: list[Review]
+
+
+def revision_history(*, triple: Triple) -> list[RevisionView]:
+    """Every revision with its reviews; a revision still under review shows none of them."""
+    revisions = (
+        TripleRevision.objects.filter(triple=triple)
+        .select_related("expected_block_version__block__document", "created_by")
+        .prefetch_related(
+            Prefetch(
+                "reviews",
+                queryset=Review.objects.select_related("reviewer", "assignment").order_by(
+                    "assignment__slot"
+                ),
+            )
+        )
+        .order_by("-number")
+    )
+    history = []
+    for revision in revisions:
+        under_review = (
+            revision.pk == triple.current_revision_id and triple.state == TripleState.PENDING_REVIEW
+        )
+        history.append(
+            RevisionView(
+                revision=revision,
+                resolved=not under_review,
+                reviews=[] if under_review else list(revision.reviews.all()),
+            )
+        )
+    return history
+
+
+def list_messages(*, triple: Triple):
+    return DiscussionMessage.objects.filter(triple=triple).select_related("author", "revision")
+
+
+# ---------------------------------------------------------------- reviewer queue
+
+
+def reviewable_q() -> Q:
+    """Revisions that still take reviews: the current revision of a pending triple, or a
+    spot-check revision of a TRIAGE triple that is gold."""
+    current = Q(triple__current_revision_id=F("id"))
+    return current & (
+        Q(triple__state=TripleState.PENDING_REVIEW)
+        | Q(spot_check=True, triple__state=TripleState.GOLD)
+    )
+
+
+def open_assignments(*, reviewer):
+    """A reviewer's claimed, unsubmitted assignments on revisions that still take reviews."""
+    live = TripleRevision.objects.filter(reviewable_q(), pk=OuterRef("revision_id"))
+    return (
+        ReviewAssignment.objects.filter(Exists(live), reviewer=reviewer, completed_at__isnull=True)
+        .select_related("revision__triple__domain", "revision__expected_block_version__block")
+        .order_by("assigned_at", "id")
+    )
+
+
+def claimable_revisions(*, reviewer):
+    """Revisions ``reviewer`` may still be given, oldest first (never their own triple, never
+    one they hold, and with FRESH_REVIEWERS_ON_REVISION never a triple they reviewed before)."""
+    mine = ReviewAssignment.objects.filter(reviewer=reviewer)
+    if curation_setting("FRESH_REVIEWERS_ON_REVISION"):
+        seen = mine.filter(revision__triple_id=OuterRef("triple_id"))
+    else:
+        seen = mine.filter(revision_id=OuterRef("id"))
+    return (
+        TripleRevision.objects.filter(reviewable_q(), assigned_count__lt=F("reviewers_needed"))
+        .exclude(triple__author=reviewer)
+        .exclude(Exists(seen))
+        .order_by("created_at", "id")
+    )
+
+
+def list_recent_reviews(*, reviewer, limit: int = 20):
+    return (
+        Review.objects.filter(reviewer=reviewer)
+        .select_related("revision__triple__domain")
+        .order_by("-submitted_at", "-id")[:limit]
+    )
+
+
+def get_assignment_for(*, user, pk) -> ReviewAssignment:
+    """The reviewer's own assignment with what the review page shows — the revision and its
+    pinned block version. 404 for anyone else's assignment."""
+    return get_object_or_404(
+        ReviewAssignment.objects.select_related(
+            "revision__triple__domain",
+            "revision__expected_block_version__block__document__domain",
+        ),
+        pk=pk,
+        reviewer=user,
+    )
+
+
+def get_own_review(*, assignment: ReviewAssignment) -> Review | None:
+    return Review.objects.filter(assignment=assignment).first()
+
+
+def takes_reviews(*, assignment: ReviewAssignment) -> bool:
+    return TripleRevision.objects.filter(reviewable_q(), pk=assignment.revision_id).exists()
+
+
+# ---------------------------------------------------------------- leads' dashboard
+
+
+@dataclass(frozen=True)
+class AuthorFlagRate:
+    author_id: int
+    username: str
+    reviews: int
+    flags: int
+    recent_reviews: int
+    recent_flags: int
+
+    @staticmethod
+    def _rate(flags, reviews) -> Decimal | None:
+        return (Decimal(flags) / Decimal(reviews)) if reviews else None
+
+    @property
+    def rate(self):
+        return self._rate(self.flags, self.reviews)
+
+    @property
+    def recent_rate(self):
+        return self._rate(self.recent_flags, self.recent_reviews)
+
+    @property
+    def calibration_needed(self) -> bool:
+        """Above the threshold over at least the minimum number of reviews, overall or in the
+        recent window."""
+        threshold = Decimal(str(curation_setting("FLAG_RATE_THRESHOLD")))
+        minimum = int(curation_setting("FLAG_RATE_MIN_REVIEWS"))
+        return any(
+            n >= minimum and Decimal(f) / Decimal(n) > threshold
+            for n, f in ((self.reviews, self.flags), (self.recent_reviews, self.recent_flags))
+        )
+
+
+def list_author_flag_rates(*, now: dt.datetime | None = None) -> list[AuthorFlagRate]:
+    """Flags received ÷ reviews received per author, overall and over the recent window
+    (``FLAG_RATE_WINDOW_DAYS``, default 4 weeks). One query."""
+    since = (now or timezone.now()) - dt.timedelta(
+        days=int(curation_setting("FLAG_RATE_WINDOW_DAYS"))
+    )
+    is_flag = Q(verdict=Verdict.FLAG)
+    recent = Q(submitted_at__gte=since)
+    rows = (
+        Review.objects.values("revision__triple__author_id", "revision__triple__author__username")
+        .annotate(
+            reviews=Count("id"),
+            flags=Count("id", filter=is_flag),
+            recent_reviews=Count("id", filter=recent),
+            recent_flags=Count("id", filter=recent & is_flag),
+        )
+        .order_by("revision__triple__author__username")
+    )
+    return [
+        AuthorFlagRate(
+            author_id=r["revision__triple__author_id"],
+            username=r["revision__triple__author__username"],
+            reviews=r["reviews"],
+            flags=r["flags"],
+            recent_reviews=r["recent_reviews"],
+            recent_flags=r["recent_flags"],
+        )
+        for r in rows
+    ]
+
+
+SOURCE_GROUPS = {
+    Source.PUBLIC_RFP: "public_rfp",
+    Source.CUSTOMER_PERMISSIONED: "customer_permissioned",
+    Source.SYNTHETIC_HUMAN_VERIFIED: "synthetic",
+    Source.LLM_GENERATED: "synthetic",
+}
+
+
+@dataclass(frozen=True)
+class SourceShare:
+    group: str
+    count: int
+    share: Decimal  # percent of the gold set
+    target: int
+    drift: Decimal  # percentage points, actual − target
+    warning: bool
+
+
+def source_balance() -> list[SourceShare]:
+    """Gold-set shares by source group (LLM-generated counts as synthetic) against the target,
+    with a warning when one drifts more than ``SOURCE_DRIFT_POINTS`` points. One query."""
+    counts = dict.fromkeys(curation_setting("SOURCE_TARGETS"), 0)
+    for row in (
+        Triple.objects.filter(state=TripleState.GOLD).values("source").annotate(n=Count("id"))
+    ):
+        group = SOURCE_GROUPS[row["source"]]
+        counts[group] = counts.get(group, 0) + row["n"]
+    total = sum(counts.values())
+    limit = Decimal(str(curation_setting("SOURCE_DRIFT_POINTS")))
+    shares = []
+    for group, target in curation_setting("SOURCE_TARGETS").items():
+        share = (
+            (Decimal(100) * counts[group] / total).quantize(Decimal("0.1")) if total else Decimal(0)
+        )
+        drift = share - Decimal(target)
+        shares.append(
+            SourceShare(
+                group, counts[group], share, target, drift, bool(total) and abs(drift) > limit
+            )
+        )
+    return shares
+
+
+def count_by(field: str, *, gold_only: bool = False) -> list[dict]:
+    qs = Triple.objects.all()
+    if gold_only:
+        qs = qs.filter(state=TripleState.GOLD)
+    return list(qs.values(field).annotate(n=Count("id")).order_by(field))
+
+
+def dashboard_counts() -> dict:
+    """Counts by state (all triples) and, for the gold set, by domain and by tier."""
+    states = {row["state"]: row["n"] for row in count_by("state")}
+    return {
+        "states": [(s, states.get(s.value, 0)) for s in TripleState],
+        "gold_by_domain": count_by("domain__slug", gold_only=True),
+        "gold_by_tier": [(Tier(r["tier"]).label, r["n"]) for r in count_by("tier", gold_only=True)],
+        "total": sum(states.values()),
+    }
+
+
+def list_quality_entries():
+    return QualityTrackerEntry.objects.select_related(
+        "triple__domain", "author", "revision"
+    ).prefetch_related("reviewers")
+
+
+def list_needs_rereview():
+    """Triples waiting for a lead after a new block version, with the block's newest version."""
+    newest = (
+        BlockVersion.objects.filter(
+            block_id=OuterRef("current_revision__expected_block_version__block_id")
+        )
+        .order_by("-version")
+        .values("version")[:1]
+    )
+    return (
+        Triple.objects.filter(state=TripleState.NEEDS_REREVIEW)
+        .select_related(*TRIPLE_JOINS)
+        .annotate(newest_version=Subquery(newest))
+        .order_by("updated_at", "id")
+    )
+
+
+def list_working_slices():
+    return WorkingSlice.objects.select_related("drawn_by").order_by("-quarter")
+
+
+def get_working_slice(*, quarter: str) -> WorkingSlice:
+    return get_object_or_404(WorkingSlice.objects.select_related("drawn_by"), quarter=quarter)
+
+
+def list_slice_triples(*, working_slice: WorkingSlice):
+    return (
+        Triple.objects.filter(pk__in=working_slice.triple_ids)
+        .select_related(*TRIPLE_JOINS)
+        .order_by("domain__slug", "external_id")
+    )
+
+
+def list_spot_check_draws():
+    return SpotCheckDraw.objects.select_related("drawn_by")
+
+
+# ---------------------------------------------------------------- customers
+
+
+def list_customers():
+    active = CustomerPermission.objects.filter(customer=OuterRef("pk"), revoked_at__isnull=True)
+    return Customer.objects.annotate(
+        active=Exists(active),
+        triple_count=Count("triples", distinct=True),
+        gold_count=Count("triples", filter=Q(triples__state=TripleState.GOLD), distinct=True),
+    ).order_by("name")
+
+
+def get_customer(*, slug: str) -> Customer:
+    return get_object_or_404(
+        Customer.objects.prefetch_related(
+            Prefetch(
+                "permissions",
+                queryset=CustomerPermission.objects.select_related("granted_by", "revoked_by"),
+            )
+        ),
+        slug=slug,
+    )
+
+
+def list_active_customers():
+    active = CustomerPermission.objects.filter(customer=OuterRef("pk"), revoked_at__isnull=True)
+    return Customer.objects.filter(Exists(active)).order_by("name")
+
+
+# ---------------------------------------------------------------- the gold set (export shape)
+
+
+def list_gold_triples(*, domain=None, tier=None, source=None, public_only: bool = False):
+    """The gold set as issue 7 freezes it: triples in state ``gold`` (so never revoked, dropped,
+    retired or awaiting re-review), never a customer triple without an active grant, and with
+    ``public_only`` no customer-permissioned triple at all. Everything :func:`gold_row` needs
+    is joined or prefetched (constant queries)."""
+    active = CustomerPermission.objects.filter(
+        customer=OuterRef("customer_id"), revoked_at__isnull=True
+    )
+    qs = Triple.objects.filter(state=TripleState.GOLD).exclude(
+        Q(source=Source.CUSTOMER_PERMISSIONED) & ~Exists(active)
+    )
+    if public_only:
+        qs = qs.exclude(source=Source.CUSTOMER_PERMISSIONED)
+    if domain:
+        qs = qs.filter(domain__slug=getattr(domain, "slug", domain))
+    if tier:
+        qs = qs.filter(tier=tier)
+    if source:
+        qs = qs.filter(source=source)
+    return (
+        qs.select_related(*TRIPLE_JOINS)
+        .prefetch_related(
+            Prefetch(
+                "current_revision__reviews",
+                queryset=Review.objects.select_related("reviewer", "assignment").order_by(
+                    "assignment__slot"
+                ),
+            )
+        )
+        .order_by("external_id")
+    )
+
+
+def gold_row(triple: Triple) -> dict:
+    """One line of gold JSONL (DESIGN.md §9); :mod:`goldset.services.triples` imports this shape."""
+    revision = triple.current_revision
+    version = revision.expected_block_version
+    metadata = {
+        "domain": triple.domain.slug,
+        "difficulty": triple.difficulty,
+        "task_type": triple.task_type,
+        "tier": triple.tier,
+        "source": triple.source,
+        "added_by": triple.author.username,
+        "added_at": triple.added_at.date().isoformat(),
+        "reviewed_by": [r.reviewer.username for r in revision.reviews.all()],
+        "resolution": triple.resolution,
+    }
+    if triple.customer_id:
+        metadata["customer"] = triple.customer.slug
+    return {
+        "id": triple.external_id,
+        "question": revision.question,
+        "expected_block": {
+            "block_id": version.block.block_id,
+            "document_id": version.block.document.document_id,
+            "version": version.version,
+            "page_range": version.page_range,
+            "sha256": version.sha256,
+        },
+        "expected_answer": revision.expected_answer,
+        "metadata": metadata,
+    }

@@ -1,0 +1,426 @@
+"""Resolution of reviewed revisions and every later state change of a triple (seed 000 step 3,
+DESIGN.md §4–§5). Each transition is one service that locks the triple row, checks the state it
+starts from, and writes an audit event:
+
+* both GOLD reviewers confirm → ``gold`` (resolution consensus); TRIAGE: one confirm → ``gold``;
+* exactly one flag (or the single TRIAGE flag) → ``in_discussion`` between the author and the
+  flagging reviewer, ending in :func:`revise_triple`, :func:`drop_triple` or :func:`split_triple`;
+* both GOLD reviewers flag → ``dropped`` plus a :class:`QualityTrackerEntry`;
+* a new block version → ``needs_rereview`` (:func:`mark_superseded_pins`), then
+  :func:`repin_triple` or :func:`retire_triple` by a lead.
+
+LLM-generated triples reach ``gold`` only once a human has verified them.
+"""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError
+from goldset.models import (
+    BlockVersion,
+    DiscussionMessage,
+    QualityTrackerEntry,
+    Resolution,
+    Review,
+    Source,
+    Tier,
+    Triple,
+    TripleRevision,
+    TripleState,
+    Verdict,
+)
+from goldset.services.triples import create_triple, new_revision, reviewers_for
+from workbench.roles import Role, has_role
+from workbench.services.audit import record_event
+
+
+def lock_triple(triple: Triple | int) -> Triple:
+    pk = triple.pk if isinstance(triple, Triple) else triple
+    return Triple.objects.select_for_update().get(pk=pk)
+
+
+def _set_state(triple: Triple, state: str, *, actor, verb: str, request=None, **detail) -> None:
+    before = triple.state
+    triple.previous_state, triple.state = before, state
+    triple.save()
+    record_event(
+        actor=actor,
+        verb=verb,
+        obj=triple,
+        detail={"from": before, "to": state, **detail},
+        request=request,
+    )
+
+
+def _require_state(triple: Triple, *states: str) -> None:
+    if triple.state not in states:
+        wanted = " or ".join(TripleState(s).label.lower() for s in states)
+        raise GoldsetError(
+            f"{triple.external_id} is {triple.get_state_display().lower()}, not {wanted}."
+        )
+
+
+def flagging_reviewer_ids(triple: Triple) -> set[int]:
+    return set(
+        Review.objects.filter(revision__triple=triple, verdict=Verdict.FLAG).values_list(
+            "reviewer_id", flat=True
+        )
+    )
+
+
+def can_discuss(*, user, triple: Triple) -> bool:
+    """The author, a reviewer who flagged the triple, or a lead/admin."""
+    return (
+        user.pk == triple.author_id
+        or has_role(user, Role.LEAD, Role.ADMIN)
+        or user.pk in flagging_reviewer_ids(triple)
+    )
+
+
+def _gold(triple: Triple, revision: TripleRevision, *, actor, request=None) -> None:
+    if triple.tier == Tier.TRIAGE:
+        triple.resolution = Resolution.SINGLE_REVIEW
+    elif Review.objects.filter(
+        revision__triple=triple, revision__number__lt=revision.number, verdict=Verdict.FLAG
+    ).exists():
+        triple.resolution = Resolution.REVISED_CONSENSUS
+    else:
+        triple.resolution = Resolution.CONSENSUS
+    triple.gold_at = timezone.now()
+    _set_state(
+        triple,
+        TripleState.GOLD,
+        actor=actor,
+        verb="triple_gold",
+        request=request,
+        revision=revision.number,
+        resolution=triple.resolution,
+    )
+
+
+def resolve_revision(*, triple: Triple, revision: TripleRevision, actor, request=None) -> str:
+    """Apply the protocol once every needed (non-spot-check) review of the current revision is in.
+
+    The caller holds ``triple``'s row lock. Returns the triple's state afterwards; does nothing
+    (and is safe to call again) while reviews are missing or the triple left ``pending_review``."""
+    if triple.state != TripleState.PENDING_REVIEW or triple.current_revision_id != revision.pk:
+        return triple.state
+    reviews = list(revision.reviews.filter(spot_check=False).select_related("reviewer"))
+    if len(reviews) < reviewers_for(triple.tier):
+        return triple.state
+    flagged = [r for r in reviews if r.verdict == Verdict.FLAG]
+    if not flagged:
+        if triple.source == Source.LLM_GENERATED and triple.human_verified_by_id is None:
+            record_event(
+                actor=actor,
+                verb="triple_awaiting_human_verification",
+                obj=triple,
+                detail={"revision": revision.number},
+                request=request,
+            )
+            return triple.state
+        _gold(triple, revision, actor=actor, request=request)
+    elif len(flagged) == len(reviews) and len(reviews) >= 2:
+        _drop_on_double_flag(triple, revision, reviews, actor=actor, request=request)
+    else:
+        _set_state(
+            triple,
+            TripleState.IN_DISCUSSION,
+            actor=actor,
+            verb="triple_discussion_opened",
+            request=request,
+            revision=revision.number,
+            flagged_by=[r.reviewer.username for r in flagged],
+        )
+    return triple.state
+
+
+def _drop_on_double_flag(triple, revision, reviews, *, actor, request=None) -> None:
+    flags: dict[str, int] = {}
+    for review in reviews:
+        for name in review.flags:
+            flags[name] = flags.get(name, 0) + 1
+    entry = QualityTrackerEntry.objects.create(
+        triple=triple,
+        revision=revision,
+        author_id=triple.author_id,
+        flags=flags,
+        categories=sorted({r.disagreement_category for r in reviews if r.disagreement_category}),
+        comments=[r.comment for r in reviews if r.comment],
+    )
+    entry.reviewers.set([r.reviewer for r in reviews])
+    _set_state(
+        triple,
+        TripleState.DROPPED,
+        actor=actor,
+        verb="triple_dropped_both_flagged",
+        request=request,
+        revision=revision.number,
+        quality_entry=entry.pk,
+        flags=flags,
+    )
+
+
+@transaction.atomic
+def reopen_after_spot_check(*, review: Review, actor, request=None) -> str:
+    """A spot-check reviewer flagged a TRIAGE gold triple: it goes to discussion, never silently
+    staying gold. Called inside :func:`submit_review`'s transaction."""
+    triple = lock_triple(review.revision.triple_id)
+    if (
+        review.verdict == Verdict.FLAG
+        and triple.state == TripleState.GOLD
+        and triple.current_revision_id == review.revision_id
+    ):
+        triple.resolution, triple.gold_at = "", None
+        _set_state(
+            triple,
+            TripleState.IN_DISCUSSION,
+            actor=actor,
+            verb="triple_spot_check_flagged",
+            request=request,
+            revision=review.revision.number,
+        )
+    return triple.state
+
+
+@transaction.atomic
+def verify_llm_triple(*, triple: Triple, verifier, request=None) -> Triple:
+    """Record a human's verification of an LLM-generated triple; if its reviews already agree it
+    becomes gold now. Idempotent: an already verified triple is returned unchanged."""
+    triple = lock_triple(triple)
+    if triple.source != Source.LLM_GENERATED:
+        raise GoldsetError("Only LLM-generated triples need a separate human verification.")
+    if triple.human_verified_by_id is not None:
+        return triple
+    triple.human_verified_by, triple.human_verified_at = verifier, timezone.now()
+    triple.save(update_fields=["human_verified_by", "human_verified_at", "updated_at"])
+    record_event(actor=verifier, verb="triple_human_verified", obj=triple, request=request)
+    resolve_revision(
+        triple=triple, revision=triple.current_revision, actor=verifier, request=request
+    )
+    return triple
+
+
+# ---------------------------------------------------------------- discussion outcomes
+
+
+@transaction.atomic
+def post_message(*, triple: Triple, author, body: str, request=None) -> DiscussionMessage:
+    """Add to a triple's discussion thread (author, flagging reviewers, leads only)."""
+    triple = lock_triple(triple)
+    _require_state(triple, TripleState.IN_DISCUSSION)
+    if not can_discuss(user=author, triple=triple):
+        raise GoldsetError(
+            "Only the author, a flagging reviewer or a lead can join this discussion."
+        )
+    body = body.strip()
+    if not body:
+        raise GoldsetError("The message is empty.")
+    message = DiscussionMessage.objects.create(
+        triple=triple, revision_id=triple.current_revision_id, author=author, body=body
+    )
+    record_event(
+        actor=author,
+        verb="discussion_message_posted",
+        obj=triple,
+        detail={"message_id": message.pk},
+        request=request,
+    )
+    return message
+
+
+def _require_author_or_lead(user, triple: Triple, what: str) -> None:
+    if user.pk != triple.author_id and not has_role(user, Role.LEAD, Role.ADMIN):
+        raise GoldsetError(f"Only the author or a lead can {what} this triple.")
+
+
+@transaction.atomic
+def revise_triple(
+    *,
+    triple: Triple,
+    actor,
+    question: str,
+    block_version: BlockVersion,
+    expected_answer: str,
+    request=None,
+) -> TripleRevision:
+    """Discussion → revise: a new revision re-enters review with fresh reviewers."""
+    triple = lock_triple(triple)
+    _require_state(triple, TripleState.IN_DISCUSSION)
+    _require_author_or_lead(actor, triple, "revise")
+    revision = new_revision(
+        triple=triple,
+        question=question,
+        block_version=block_version,
+        expected_answer=expected_answer,
+        actor=actor,
+    )
+    triple.resolution = ""
+    _set_state(
+        triple,
+        TripleState.PENDING_REVIEW,
+        actor=actor,
+        verb="triple_revised",
+        request=request,
+        revision=revision.number,
+        block_version_id=block_version.pk,
+    )
+    return revision
+
+
+@transaction.atomic
+def drop_triple(*, triple: Triple, actor, reason: str = "", request=None) -> Triple:
+    """Discussion → drop (author, a flagging reviewer or a lead)."""
+    triple = lock_triple(triple)
+    _require_state(triple, TripleState.IN_DISCUSSION)
+    if not can_discuss(user=actor, triple=triple):
+        raise GoldsetError("Only the author, a flagging reviewer or a lead can drop this triple.")
+    triple.resolution = ""
+    _set_state(
+        triple,
+        TripleState.DROPPED,
+        actor=actor,
+        verb="triple_dropped",
+        request=request,
+        reason=reason,
+    )
+    return triple
+
+
+@dataclass(frozen=True)
+class SplitPart:
+    question: str
+    block_version: BlockVersion
+    expected_answer: str
+
+
+@transaction.atomic
+def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None) -> list[Triple]:
+    """Compound claim → N atomic triples (N ≥ 2), each pinned to its own block version and
+    entering review on its own; the original closes as ``split``. All or nothing."""
+    triple = lock_triple(triple)
+    _require_state(triple, TripleState.IN_DISCUSSION)
+    _require_author_or_lead(actor, triple, "split")
+    if len(parts) < 2:
+        raise GoldsetError("A split needs at least two atomic triples.")
+    children = [
+        create_triple(
+            author=triple.author,
+            question=part.question,
+            block_version=part.block_version,
+            expected_answer=part.expected_answer,
+            task_type=triple.task_type,
+            source=triple.source,
+            domain=triple.domain,
+            difficulty=triple.difficulty,
+            customer=triple.customer,
+            adversarial=triple.adversarial,
+            model_uncertainty=triple.model_uncertainty,
+            llm_verified=triple.human_verified_by_id == triple.author_id,
+            parent=triple,
+            request=request,
+        )
+        for part in parts
+    ]
+    triple.resolution = ""
+    _set_state(
+        triple,
+        TripleState.SPLIT,
+        actor=actor,
+        verb="triple_split",
+        request=request,
+        children=[c.external_id for c in children],
+    )
+    return children
+
+
+# ---------------------------------------------------------------- block versions
+
+
+@transaction.atomic
+def mark_superseded_pins(
+    *, superseding_version_ids: list[int], actor=None, request=None
+) -> list[int]:
+    """Every gold or pending triple whose current revision pins an older version of a block that
+    just got a new version becomes ``needs_rereview``. Returns the affected triple ids.
+    Called inside :func:`goldset.services.corpus.import_corpus`'s transaction."""
+    if not superseding_version_ids:
+        return []
+    newest: dict[int, int] = {}
+    for block_id, version in BlockVersion.objects.filter(
+        pk__in=superseding_version_ids
+    ).values_list("block_id", "version"):
+        newest[block_id] = max(version, newest.get(block_id, 0))
+    candidates = (
+        Triple.objects.select_for_update(of=("self",))
+        .filter(
+            state__in=[TripleState.GOLD, TripleState.PENDING_REVIEW],
+            current_revision__expected_block_version__block_id__in=newest,
+        )
+        .select_related("current_revision__expected_block_version")
+        .order_by("pk")
+    )
+    marked = []
+    for triple in candidates:
+        pinned = triple.current_revision.expected_block_version
+        if pinned.version >= newest[pinned.block_id]:
+            continue
+        _set_state(
+            triple,
+            TripleState.NEEDS_REREVIEW,
+            actor=actor,
+            verb="triple_needs_rereview",
+            request=request,
+            pinned_version_id=pinned.pk,
+            pinned_version=pinned.version,
+            newest_version=newest[pinned.block_id],
+        )
+        marked.append(triple.pk)
+    return marked
+
+
+@transaction.atomic
+def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
+    """Needs re-review → a new revision pinned to the block's newest version, re-entering review
+    (fresh reviews; it was not silently moved)."""
+    triple = lock_triple(triple)
+    _require_state(triple, TripleState.NEEDS_REREVIEW)
+    current = triple.current_revision
+    newest = (
+        BlockVersion.objects.filter(block_id=current.expected_block_version.block_id)
+        .order_by("-version")
+        .first()
+    )
+    revision = new_revision(
+        triple=triple,
+        question=current.question,
+        block_version=newest,
+        expected_answer=current.expected_answer,
+        actor=actor,
+    )
+    triple.resolution, triple.gold_at = "", None
+    _set_state(
+        triple,
+        TripleState.PENDING_REVIEW,
+        actor=actor,
+        verb="triple_repinned",
+        request=request,
+        revision=revision.number,
+        from_version=current.expected_block_version.version,
+        to_version=newest.version,
+    )
+    return revision
+
+
+@transaction.atomic
+def retire_triple(*, triple: Triple, actor, note: str = "", request=None) -> Triple:
+    """Needs re-review → retired: it leaves the gold set for good."""
+    triple = lock_triple(triple)
+    _require_state(triple, TripleState.NEEDS_REREVIEW)
+    triple.resolution, triple.gold_at = "", None
+    _set_state(
+        triple, TripleState.RETIRED, actor=actor, verb="triple_retired", request=request, note=note
+    )
+    return triple

@@ -1,0 +1,253 @@
+"""Review assignment and blind, independent review (seed 000 step 2, DESIGN.md §5.2, §7).
+
+GOLD revisions need two reviewers, TRIAGE revisions one — plus a second, spot-check review for
+the seeded weekly 10 % draw. Reviewers pull work: :func:`claim_next_assignment` hands out the
+oldest revision still short of reviewers. It is race-free: the reviewer's user row is locked
+(one claim per reviewer at a time), candidate revisions are taken with
+``SELECT … FOR UPDATE SKIP LOCKED`` (two reviewers never wait on or take the same slot), and the
+unique constraints on (revision, slot) and (revision, reviewer) reject whatever slips through on
+databases without row locks (SQLite), in which case the next candidate is tried.
+"""
+
+import datetime as dt
+import math
+import random
+import secrets
+from decimal import Decimal
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError
+from goldset.models import (
+    DisagreementCategory,
+    EntailmentDirection,
+    Flag,
+    Review,
+    ReviewAssignment,
+    SpotCheckDraw,
+    Tier,
+    TripleRevision,
+    TripleState,
+    Verdict,
+)
+from goldset.selectors.curation import claimable_revisions, open_assignments
+from goldset.services.curation_config import curation_setting
+from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
+from workbench.services.audit import record_event
+
+CLAIM_ATTEMPTS = 5
+
+
+@transaction.atomic
+def claim_next_assignment(*, reviewer, request=None) -> ReviewAssignment | None:
+    """Give ``reviewer`` their next review, or ``None`` when nothing is left for them.
+
+    With ``MAX_OPEN_ASSIGNMENTS`` unsubmitted assignments already, the oldest of those is
+    returned instead of a new one. Never hands a reviewer their own triple, a revision they
+    already hold, or (with ``FRESH_REVIEWERS_ON_REVISION``) a later revision of a triple they
+    reviewed; never assigns more reviewers than the revision needs."""
+    get_user_model().objects.select_for_update().filter(pk=reviewer.pk).first()
+    held = list(open_assignments(reviewer=reviewer)[: curation_setting("MAX_OPEN_ASSIGNMENTS")])
+    if len(held) >= curation_setting("MAX_OPEN_ASSIGNMENTS"):
+        return held[0]
+    skipped: list[int] = []
+    for _ in range(CLAIM_ATTEMPTS):
+        candidates = claimable_revisions(reviewer=reviewer).exclude(pk__in=skipped)
+        revision = candidates.select_for_update(skip_locked=True, of=("self",)).first()
+        if revision is None:
+            # Every candidate is locked by another claim right now: wait for the oldest one;
+            # its slot count is re-checked on the committed row once the lock is ours.
+            revision = candidates.select_for_update(of=("self",)).first()
+        if revision is None:
+            return None
+        slot = revision.assigned_count + 1
+        try:
+            with transaction.atomic():
+                assignment = ReviewAssignment.objects.create(
+                    revision=revision,
+                    reviewer=reviewer,
+                    slot=slot,
+                    spot_check=revision.spot_check and slot == 2,
+                )
+                TripleRevision.objects.filter(pk=revision.pk).update(assigned_count=slot)
+        except IntegrityError:
+            # Only reachable without row locks (SQLite): someone took this slot; try the next.
+            skipped.append(revision.pk)
+            continue
+        record_event(
+            actor=reviewer,
+            verb="review_assigned",
+            obj=revision,
+            detail={"slot": slot, "spot_check": assignment.spot_check},
+            request=request,
+        )
+        return assignment
+    return None
+
+
+def _clean_review(verdict, flags, direction, category) -> set[str]:
+    if verdict not in Verdict.values:
+        raise GoldsetError("Choose a verdict: confirm or flag.")
+    flags = set(flags)
+    unknown = flags - set(Flag.values)
+    if unknown:
+        raise GoldsetError(f"Unknown flag(s): {', '.join(sorted(unknown))}.")
+    if direction and direction not in EntailmentDirection.values:
+        raise GoldsetError(f"Unknown entailment direction {direction!r}.")
+    if category and category not in DisagreementCategory.values:
+        raise GoldsetError(f"Unknown disagreement category {category!r}.")
+    if verdict == Verdict.FLAG and not flags:
+        raise GoldsetError(
+            "A flag must name what is wrong: question unrealistic, wrong source block or "
+            "answer not entailed."
+        )
+    if verdict == Verdict.CONFIRM and (flags or direction):
+        raise GoldsetError("A confirmation cannot carry flags; choose flag instead.")
+    if direction and Flag.ANSWER_NOT_ENTAILED not in flags:
+        raise GoldsetError("Understated/overstated qualifies the 'answer not entailed' flag.")
+    return flags
+
+
+@transaction.atomic
+def submit_review(
+    *,
+    reviewer,
+    revision: TripleRevision,
+    verdict: str,
+    flags=(),
+    entailment_direction: str = "",
+    disagreement_category: str = "",
+    comment: str = "",
+    request=None,
+) -> Review:
+    """Record ``reviewer``'s verdict on ``revision`` and resolve it when the last review lands.
+
+    Locks the triple row (resolution sees every review). The author can never review; the
+    reviewer must hold an assignment. Idempotent: a second submit by the same reviewer changes
+    nothing and returns the first review. Raises GoldsetError for invalid input or a revision
+    that no longer takes reviews."""
+    triple = lock_triple(revision.triple_id)
+    if reviewer.pk == triple.author_id:
+        raise GoldsetError("The author cannot review their own triple.")
+    existing = Review.objects.filter(revision=revision, reviewer=reviewer).first()
+    if existing is not None:
+        return existing
+    assignment = ReviewAssignment.objects.filter(revision=revision, reviewer=reviewer).first()
+    if assignment is None:
+        raise GoldsetError("This revision is not assigned to you.")
+    revision = TripleRevision.objects.get(pk=revision.pk)
+    takes_reviews = triple.current_revision_id == revision.pk and (
+        triple.state == TripleState.PENDING_REVIEW
+        or (assignment.spot_check and triple.state == TripleState.GOLD)
+    )
+    if not takes_reviews:
+        raise GoldsetError(
+            f"This revision no longer takes reviews (the triple is {triple.get_state_display().lower()})."
+        )
+    flags = _clean_review(verdict, flags, entailment_direction, disagreement_category)
+    review = Review.objects.create(
+        assignment=assignment,
+        revision=revision,
+        reviewer=reviewer,
+        verdict=verdict,
+        question_unrealistic=Flag.QUESTION_UNREALISTIC in flags,
+        wrong_source_block=Flag.WRONG_SOURCE_BLOCK in flags,
+        answer_not_entailed=Flag.ANSWER_NOT_ENTAILED in flags,
+        entailment_direction=entailment_direction,
+        disagreement_category=disagreement_category,
+        comment=comment.strip(),
+        spot_check=assignment.spot_check,
+    )
+    assignment.completed_at = review.submitted_at
+    assignment.save(update_fields=["completed_at"])
+    record_event(
+        actor=reviewer,
+        verb="review_submitted",
+        obj=revision,
+        detail={"review_id": review.pk, "verdict": verdict, "spot_check": review.spot_check},
+        request=request,
+    )
+    if review.spot_check:
+        reopen_after_spot_check(review=review, actor=reviewer, request=request)
+    else:
+        resolve_revision(triple=triple, revision=revision, actor=reviewer, request=request)
+    return review
+
+
+# ---------------------------------------------------------------- TRIAGE weekly spot-check
+
+
+def select_spot_checks(eligible_ids, *, seed: int, rate: Decimal) -> list[int]:
+    """The pure, reproducible draw: ceil(rate × n) of the sorted ids, sampled with ``seed``."""
+    pool = sorted(eligible_ids)
+    if not pool:
+        return []
+    k = min(len(pool), math.ceil(Decimal(len(pool)) * Decimal(str(rate))))
+    return sorted(random.Random(seed).sample(pool, k))
+
+
+def week_bounds(iso_year: int, iso_week: int) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime.combine(dt.date.fromisocalendar(iso_year, iso_week, 1), dt.time(), dt.UTC)
+    return start, start + dt.timedelta(days=7)
+
+
+def eligible_for_spot_check(*, iso_year: int, iso_week: int) -> list[int]:
+    """TRIAGE revisions that became gold on a review submitted in that ISO week."""
+    start, end = week_bounds(iso_year, iso_week)
+    return sorted(
+        TripleRevision.objects.filter(
+            triple__tier=Tier.TRIAGE,
+            triple__state=TripleState.GOLD,
+            triple__current_revision_id=F("id"),
+            spot_check=False,
+            reviews__spot_check=False,
+            reviews__submitted_at__gte=start,
+            reviews__submitted_at__lt=end,
+        )
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+
+
+@transaction.atomic
+def draw_spot_checks(
+    *, iso_year: int, iso_week: int, actor, seed: int | None = None, request=None
+) -> SpotCheckDraw:
+    """Draw the week's spot-check sample once, with a recorded seed (random when not given).
+
+    The selected revisions need a second reviewer (slot 2, flagged spot-check) and show up in
+    reviewers' queues. Raises GoldsetError when that week was already drawn."""
+    if SpotCheckDraw.objects.filter(iso_year=iso_year, iso_week=iso_week).exists():
+        raise GoldsetError(f"The spot-check for {iso_year}-W{iso_week:02d} was already drawn.")
+    seed = secrets.randbelow(2**31) if seed is None else int(seed)
+    rate = Decimal(str(curation_setting("SPOT_CHECK_RATE")))
+    eligible = eligible_for_spot_check(iso_year=iso_year, iso_week=iso_week)
+    selected = select_spot_checks(eligible, seed=seed, rate=rate)
+    for revision in TripleRevision.objects.select_for_update().filter(pk__in=selected):
+        revision.spot_check, revision.reviewers_needed = True, 2
+        revision.save(update_fields=["spot_check", "reviewers_needed"])
+    draw = SpotCheckDraw.objects.create(
+        iso_year=iso_year,
+        iso_week=iso_week,
+        seed=seed,
+        rate=rate,
+        eligible_revision_ids=eligible,
+        selected_revision_ids=selected,
+        drawn_by=actor,
+    )
+    record_event(
+        actor=actor,
+        verb="spot_check_drawn",
+        obj=draw,
+        detail={"seed": seed, "eligible": len(eligible), "selected": selected},
+        request=request,
+    )
+    return draw
+
+
+def current_iso_week(now: dt.datetime | None = None) -> tuple[int, int]:
+    year, week, _ = (now or timezone.now()).isocalendar()
+    return year, week
