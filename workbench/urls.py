@@ -10,5 +10,6 @@ urlpatterns = [
     path("health/", views.health, name="health"),
     path("corpus/", include("goldset.urls.corpus")),
     path("routing/", include("goldset.urls.routing")),
+    path("versions/", include("goldset.urls.exports")),
     path("django-admin/", admin.site.urls),
 ]

@@ -269,3 +269,138 @@ def store_frozen_version(
         request=request,
     )
     return version
+
+
+# ---------------------------------------------------------------- freezing the curated gold set
+
+
+@dataclass(frozen=True)
+class FreezeFilters:
+    """What an admin chose on the freeze page. ``working_slice`` is a quarter ("2026Q1")."""
+
+    domain: str = ""
+    tier: str = ""
+    source: str = ""
+    public_only: bool = False
+    working_slice: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "domain": self.domain or None,
+            "tier": self.tier or None,
+            "source": self.source or None,
+            "public_only": self.public_only,
+            "working_slice": self.working_slice or None,
+        }
+
+
+def selected_triples(filters: FreezeFilters):
+    """The gold triples the filters select (curation's selector: state gold, never a revoked
+    customer's triple), restricted to a working slice when one is named."""
+    from goldset.models import WorkingSlice
+    from goldset.selectors.curation import list_gold_triples
+
+    triples = list_gold_triples(
+        domain=filters.domain or None,
+        tier=filters.tier or None,
+        source=filters.source or None,
+        public_only=filters.public_only,
+    )
+    if filters.working_slice:
+        chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
+        if chosen is None:
+            raise GoldsetError(f"there is no working slice {filters.working_slice}")
+        triples = triples.filter(pk__in=chosen.triple_ids)
+    return triples
+
+
+def selected_rows(filters: FreezeFilters):
+    from goldset.selectors.curation import gold_row
+
+    for triple in selected_triples(filters).iterator(chunk_size=ROW_BATCH):
+        yield gold_row(triple)
+
+
+def freeze_seeds(filters: FreezeFilters) -> dict:
+    from goldset.models import WorkingSlice
+    from goldset.services.scoring_jobs import DEFAULT_SEED
+
+    seeds = {"bootstrap_ci": DEFAULT_SEED}
+    if filters.working_slice:
+        chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
+        if chosen is not None:
+            seeds["working_slice"] = chosen.seed
+    return seeds
+
+
+def agreement_summary(filters: FreezeFilters) -> dict:
+    """Reviewer agreement on the current revisions of the selected triples, at freeze time:
+    verdict counts, percent agreement and Krippendorff's α (nominal) via ``scoring.agreement``."""
+    from goldset.models import Review
+    from scoring.agreement import krippendorff_alpha, label_table, percent_agreement
+
+    revision_ids = selected_triples(filters).values("current_revision_id")
+    reviews = list(
+        Review.objects.filter(revision_id__in=revision_ids, spot_check=False).values_list(
+            "revision_id", "assignment__slot", "verdict"
+        )
+    )
+    verdicts = Counter(v for _, _, v in reviews)
+    summary = {"reviews": len(reviews), "verdicts": dict(sorted(verdicts.items()))}
+    if len({r for r, _, _ in reviews}) >= 2:
+        table = label_table([(str(r), str(slot), v) for r, slot, v in reviews])
+        pa = percent_agreement(table)
+        alpha = krippendorff_alpha(table, level="nominal")
+        summary["percent_agreement"] = pa.value
+        summary["krippendorff_alpha_nominal"] = alpha.value
+        summary["alpha_reason"] = alpha.reason
+    return summary
+
+
+@dataclass(frozen=True)
+class FreezePreview:
+    count: int
+    by_domain: dict
+    by_tier: dict
+    by_source: dict
+    against: int | None
+    diff: VersionDiff
+
+
+def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
+    """Counts and the diff against the latest version, without storing anything."""
+    stats = RowStats()
+    checksums = {}
+    for row in selected_rows(filters):
+        meta = row.get("metadata") or {}
+        stats.count += 1
+        stats.by_domain[meta.get("domain") or ""] += 1
+        stats.by_tier[meta.get("tier") or ""] += 1
+        stats.by_source[meta.get("source") or ""] += 1
+        checksums[row["id"]] = exports.sha256_bytes(exports.canonical_bytes(row))
+    parent = latest_version()
+    return FreezePreview(
+        count=stats.count,
+        by_domain=dict(sorted(stats.by_domain.items())),
+        by_tier=dict(sorted(stats.by_tier.items())),
+        by_source=dict(sorted(stats.by_source.items())),
+        against=parent.number if parent else None,
+        diff=diff_against(parent, checksums),
+    )
+
+
+def freeze_gold_version(
+    *, filters: FreezeFilters, actor, note: str = "", extra_files=None, request=None
+) -> GoldVersion:
+    """Freeze the gold triples the filters select as the next version (atomic; see
+    :func:`store_frozen_version`). Revoked customers' triples are never selected."""
+    return store_frozen_version(
+        rows=selected_rows(filters),
+        actor=actor,
+        filters=filters.as_dict(),
+        seeds=freeze_seeds(filters),
+        agreement=agreement_summary(filters),
+        note=note,
+        extra_files=extra_files,
+        request=request,
+    )
