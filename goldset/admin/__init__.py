@@ -1,2 +1,5 @@
 # Django's autodiscovery imports this package; each area registers its models in its own module.
-from goldset.admin import corpus  # noqa: F401
+from goldset.admin import (
+    corpus,  # noqa: F401
+    exports,  # noqa: F401
+)
