@@ -4,7 +4,6 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-
 FORWARD = """
 CREATE OR REPLACE FUNCTION goldset_refuse_frozen_change() RETURNS trigger AS $$
 BEGIN
@@ -24,20 +23,19 @@ END;
 $$ LANGUAGE plpgsql;
 
 CREATE OR REPLACE FUNCTION goldset_refuse_insert_into_sealed() RETURNS trigger AS $$
-DECLARE
-    is_sealed boolean;
 BEGIN
+    -- Statement level with a transition table: one check per INSERT statement, not per row.
     IF TG_TABLE_NAME = 'goldset_goldversionfilechunk' THEN
-        SELECT v.sealed INTO is_sealed FROM goldset_goldversion v
-            JOIN goldset_goldversionfile f ON f.version_id = v.id WHERE f.id = NEW.file_id;
-    ELSE
-        SELECT v.sealed INTO is_sealed FROM goldset_goldversion v WHERE v.id = NEW.version_id;
-    END IF;
-    IF is_sealed THEN
+        IF EXISTS (SELECT 1 FROM new_rows n JOIN goldset_goldversionfile f ON f.id = n.file_id
+                   JOIN goldset_goldversion v ON v.id = f.version_id WHERE v.sealed) THEN
+            RAISE EXCEPTION 'INSERT into %.% for a sealed gold version is not allowed', TG_TABLE_SCHEMA, TG_TABLE_NAME
+                USING ERRCODE = 'restrict_violation';
+        END IF;
+    ELSIF EXISTS (SELECT 1 FROM new_rows n JOIN goldset_goldversion v ON v.id = n.version_id WHERE v.sealed) THEN
         RAISE EXCEPTION 'INSERT into %.% for a sealed gold version is not allowed', TG_TABLE_SCHEMA, TG_TABLE_NAME
             USING ERRCODE = 'restrict_violation';
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END;
 $$ LANGUAGE plpgsql;
 
@@ -51,8 +49,8 @@ CREATE TRIGGER {table}_frozen
     BEFORE UPDATE OR DELETE ON {table}
     FOR EACH ROW EXECUTE FUNCTION goldset_refuse_frozen_change();
 CREATE TRIGGER {table}_sealed_insert
-    BEFORE INSERT ON {table}
-    FOR EACH ROW EXECUTE FUNCTION goldset_refuse_insert_into_sealed();
+    AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION goldset_refuse_insert_into_sealed();
 """
 
 BACKWARD = """

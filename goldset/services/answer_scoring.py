@@ -17,7 +17,6 @@ from goldset.models import (
     RunFormat,
     RunKind,
     ScoreAggregate,
-    ScoreQueryResult,
     ScoringJob,
 )
 from goldset.services import exports
@@ -121,7 +120,7 @@ def version_packets(version: GoldVersion) -> list[dict]:
 
 
 def score_answer_log(*, job: ScoringJob, progress):
-    from goldset.services.scoring_jobs import Outcome, read_run_bytes
+    from goldset.services.scoring_jobs import Outcome, QueryRow, read_run_bytes
     from scoring.probe import score_answers
     from scoring.stats import bootstrap_ci
 
@@ -166,12 +165,12 @@ def score_answer_log(*, job: ScoringJob, progress):
             )
     for answer in report.answers:
         per_query.append(
-            ScoreQueryResult(
-                job=job,
+            QueryRow(
                 query_id=f"{answer.system_id}/{answer.question_id}",
                 domain=answer.domain or "",
                 task_type=strata.get(answer.question_id, ""),
                 metrics={"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
+                retrieved=[],
                 detail={
                     "question_id": answer.question_id,
                     "system_id": answer.system_id,
@@ -188,5 +187,10 @@ def score_answer_log(*, job: ScoringJob, progress):
     return Outcome(
         per_query=per_query,
         aggregates=aggregates,
-        summary={"systems": summary, "n_answers": len(report.answers), "labels": len(labels)},
+        summary={
+            "systems": summary,
+            "n_answers": len(report.answers),
+            "labels": len(labels),
+            "label_records": labels,
+        },
     )

@@ -58,4 +58,7 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
         secret = password or secrets.token_urlsafe(9)
         create_user_with_role(username=username, password=secret, role=role)
         credentials[username] = secret
+    from goldset.demo.exports import seed_exports_demo
+
+    seed_exports_demo()
     return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)

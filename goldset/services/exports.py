@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from django.db import connection
+
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     BlockVersion,
@@ -33,6 +35,7 @@ SNIPPET_PERMISSION = "goldset.view_snippets"
 # Formats holding source snippets: they are stored twice, full and redacted.
 SNIPPET_FORMATS = (ExportFormat.UNRAG_JSON, ExportFormat.PROBE_PACKETS)
 BATCH = 1000
+PIN_BATCH = 5000
 
 
 class ChecksumMismatch(GoldsetError):
@@ -62,44 +65,84 @@ class StoredFile:
     size: int
 
 
-def store_file(
-    *, version: GoldVersion, fmt: str, redacted: bool, content: Iterable[bytes]
+class FileSpool:
+    """A file being rendered: bytes go to a temporary spool (memory up to 8 MiB, then disk)
+    and into a running sha256, so the file row can be inserted once with its final checksum."""
+
+    def __init__(self):
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.spool = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK_SIZE)
+
+    def write(self, piece: bytes) -> None:
+        if piece:
+            self.digest.update(piece)
+            self.spool.write(piece)
+            self.size += len(piece)
+
+    def extend(self, other: "FileSpool") -> None:
+        other.spool.seek(0)
+        while data := other.spool.read(CHUNK_SIZE):
+            self.write(data)
+        other.spool.close()
+
+
+def store_spool(
+    *, version: GoldVersion, fmt: str, redacted: bool, spool: FileSpool
 ) -> GoldVersionFile:
-    """Spool ``content`` (hashing as it goes), then insert the file row with its final checksum
-    and its chunks. Rows are inserted once and never updated (the trigger forbids it), which is
-    why the bytes are spooled first. Memory: one chunk plus the spool's in-memory part."""
-    digest = hashlib.sha256()
-    size = 0
-    with tempfile.SpooledTemporaryFile(max_size=8 * CHUNK_SIZE) as spool:
-        for piece in content:
-            if piece:
-                digest.update(piece)
-                spool.write(piece)
-                size += len(piece)
-        spool.seek(0)
-        filename, content_type = FORMAT_FILES[ExportFormat(fmt)]
-        stem, _, ext = filename.rpartition(".")
-        suffix = "-redacted" if redacted else ""
-        stored = GoldVersionFile.objects.create(
-            version=version,
-            format=fmt,
-            redacted=redacted,
-            filename=f"goldset-v{version.number}-{stem}{suffix}.{ext}",
-            content_type=content_type,
-            sha256=digest.hexdigest(),
-            size=size,
-            chunk_count=(size + CHUNK_SIZE - 1) // CHUNK_SIZE,
-        )
-        index = 0
-        pending = []
-        while data := spool.read(CHUNK_SIZE):
+    """Insert the file row (final checksum and size) and its chunks, then drop the spool.
+    Rows are inserted once and never updated (the triggers forbid it)."""
+    filename, content_type = FORMAT_FILES[ExportFormat(fmt)]
+    stem, _, ext = filename.rpartition(".")
+    suffix = "-redacted" if redacted else ""
+    stored = GoldVersionFile.objects.create(
+        version=version,
+        format=fmt,
+        redacted=redacted,
+        filename=f"goldset-v{version.number}-{stem}{suffix}.{ext}",
+        content_type=content_type,
+        sha256=spool.digest.hexdigest(),
+        size=spool.size,
+        chunk_count=(spool.size + CHUNK_SIZE - 1) // CHUNK_SIZE,
+    )
+    spool.spool.seek(0)
+    if connection.vendor == "postgresql":
+        _copy_chunks(stored, spool)
+    else:
+        index, pending = 0, []
+        while data := spool.spool.read(CHUNK_SIZE):
             pending.append(GoldVersionFileChunk(file=stored, index=index, data=data))
             index += 1
             if len(pending) >= 8:
                 GoldVersionFileChunk.objects.bulk_create(pending)
                 pending = []
         GoldVersionFileChunk.objects.bulk_create(pending)
+    spool.spool.close()
     return stored
+
+
+def _copy_chunks(stored: GoldVersionFile, spool: FileSpool) -> None:
+    """Binary COPY: bytea goes over the wire as raw bytes (a text INSERT doubles it as hex)."""
+    table = GoldVersionFileChunk._meta.db_table
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(
+            f'COPY {table} (file_id, "index", data) FROM STDIN (FORMAT BINARY)'  # noqa: S608
+        ) as copy:
+            copy.set_types(["bigint", "integer", "bytea"])
+            index = 0
+            while data := spool.spool.read(CHUNK_SIZE):
+                copy.write_row((stored.pk, index, data))
+                index += 1
+
+
+def store_file(
+    *, version: GoldVersion, fmt: str, redacted: bool, content: Iterable[bytes]
+) -> GoldVersionFile:
+    """Render ``content`` into a spool and store it (see :func:`store_spool`)."""
+    spool = FileSpool()
+    for piece in content:
+        spool.write(piece)
+    return store_spool(version=version, fmt=fmt, redacted=redacted, spool=spool)
 
 
 def _raw_chunks(stored: GoldVersionFile) -> Iterator[bytes]:
@@ -187,81 +230,95 @@ def _pinned_versions(version: GoldVersion) -> list[tuple[str, int]]:
     return sorted(pins)
 
 
-def _block_versions(pins: list[tuple[str, int]]) -> Iterator[BlockVersion]:
-    """The BlockVersion of every pin, in the pins' order, fetched in batches."""
-    for start in range(0, len(pins), BATCH):
-        batch = pins[start : start + BATCH]
-        wanted = set(batch)
-        found = {
-            (bv.block.block_id, bv.version): bv
-            for bv in BlockVersion.objects.filter(
-                block__block_id__in={b for b, _ in batch}
-            ).select_related("block__document__domain")
-            if (bv.block.block_id, bv.version) in wanted
-        }
-        for pin in batch:
-            if pin not in found:
-                raise GoldsetError(f"block {pin[0]} v{pin[1]} is not in the corpus")
-            yield found[pin]
+PIN_FIELDS = (
+    "block__block_id",
+    "version",
+    "text",
+    "section",
+    "page_start",
+    "page_end",
+    "effective_from",
+    "effective_to",
+    "sha256",
+    "block__document__document_id",
+    "block__document__title",
+    "block__document__authority",
+    "block__document__domain__slug",
+)
+
+
+@dataclass(frozen=True)
+class Pinned:
+    block_id: str
+    version: int
+    text: str
+    section: str
+    page_start: int | None
+    page_end: int | None
+    effective_from: object
+    effective_to: object
+    sha256: str
+    document_id: str
+    title: str
+    authority: object
+    domain: str
+
+    @property
+    def page_range(self):
+        if self.page_start is None:
+            return None
+        return [self.page_start, self.page_end if self.page_end is not None else self.page_start]
+
+    @property
+    def effective(self) -> str:
+        if self.effective_from is None and self.effective_to is None:
+            return ""
+        start = self.effective_from.isoformat() if self.effective_from else ""
+        end = self.effective_to.isoformat() if self.effective_to else ""
+        return f"{start}/{end}" if end else start
+
+
+def _pinned_data(pins: list[tuple[str, int]]) -> dict[tuple[str, int], Pinned]:
+    """Block version fields for a batch of pins (one query, plain tuples). Raises
+    GoldsetError for a pin missing from the corpus."""
+    wanted = set(pins)
+    found = {}
+    for values in BlockVersion.objects.filter(block__block_id__in={b for b, _ in pins}).values_list(
+        *PIN_FIELDS
+    ):
+        pinned = Pinned(*values)
+        if (pinned.block_id, pinned.version) in wanted:
+            found[(pinned.block_id, pinned.version)] = pinned
+    for pin in pins:
+        if pin not in found:
+            raise GoldsetError(f"block {pin[0]} v{pin[1]} is not in the corpus")
+    return found
 
 
 def source_id(block_id: str, number: int) -> str:
     return f"{UNRAG_SCOPE_PREFIX}{block_id}@v{number}"
 
 
-def _effective(bv: BlockVersion) -> str:
-    if bv.effective_from is None and bv.effective_to is None:
-        return ""
-    start = bv.effective_from.isoformat() if bv.effective_from else ""
-    end = bv.effective_to.isoformat() if bv.effective_to else ""
-    return f"{start}/{end}" if end else start
-
-
-def _unrag_document(bv: BlockVersion, *, redacted: bool) -> dict:
-    doc = bv.block.document
+def _unrag_document(p: Pinned, *, redacted: bool) -> dict:
     metadata = {
-        "block_id": bv.block.block_id,
-        "document_id": doc.document_id,
-        "title": doc.title,
-        "domain": doc.domain.slug,
-        "authority": float(doc.authority),
-        "block_version": bv.version,
-        "sha256": bv.sha256,
-        "section": bv.section,
-        "page_range": bv.page_range,
-        "effective_from": bv.effective_from.isoformat() if bv.effective_from else None,
-        "effective_to": bv.effective_to.isoformat() if bv.effective_to else None,
+        "block_id": p.block_id,
+        "document_id": p.document_id,
+        "title": p.title,
+        "domain": p.domain,
+        "authority": float(p.authority),
+        "block_version": p.version,
+        "sha256": p.sha256,
+        "section": p.section,
+        "page_range": p.page_range,
+        "effective_from": p.effective_from.isoformat() if p.effective_from else None,
+        "effective_to": p.effective_to.isoformat() if p.effective_to else None,
     }
-    entry = {"sourceId": source_id(bv.block.block_id, bv.version), "metadata": metadata}
+    entry = {"sourceId": source_id(p.block_id, p.version), "metadata": metadata}
     if redacted:
-        entry["loaderRef"] = f"{REDACTED_LOADER_PREFIX}{bv.block.block_id}@v{bv.version}"
+        entry["loaderRef"] = f"{REDACTED_LOADER_PREFIX}{p.block_id}@v{p.version}"
     else:
-        entry["content"] = bv.text
+        entry["content"] = p.text
     return entry
-
-
-def render_unrag(version: GoldVersion, *, redacted: bool, description: str) -> Iterator[bytes]:
-    """Unrag dataset JSON v1 (seed 001): documents are the pinned block versions (content, or
-    a loaderRef when redacted), queries carry ``relevant.sourceIds``. Keys in sorted order."""
-    defaults = {"mode": "retrieve", "scopePrefix": UNRAG_SCOPE_PREFIX, "topK": 10}
-    yield (
-        f'{{"defaults":{canonical_json(defaults)},"description":{canonical_json(description)},'
-        '"documents":['
-    ).encode()
-    for index, bv in enumerate(_block_versions(_pinned_versions(version))):
-        prefix = "," if index else ""
-        yield (prefix + canonical_json(_unrag_document(bv, redacted=redacted))).encode("utf-8")
-    yield f'],"id":{canonical_json(UNRAG_DATASET_ID)},"queries":['.encode()
-    for index, line in enumerate(_lines(version)):
-        row = json.loads(line)
-        block = row["expected_block"]
-        query = {
-            "id": row["id"],
-            "query": row["question"],
-            "relevant": {"sourceIds": [source_id(block["block_id"], int(block["version"]))]},
-        }
-        yield (("," if index else "") + canonical_json(query)).encode("utf-8")
-    yield b'],"version":"1"}'
 
 
 def _question(row: dict) -> dict:
@@ -284,50 +341,105 @@ def render_probe_questions(version: GoldVersion) -> Iterator[bytes]:
         yield (canonical_json(_question(json.loads(line))) + "\n").encode("utf-8")
 
 
-def render_probe_packets(version: GoldVersion, *, redacted: bool) -> Iterator[bytes]:
-    """Gold evidence packets (seed 004 A.4): the expected block version is the sufficient gold
-    passage, with its authority and effective window; its text unless redacted."""
-    for start_rows in _row_batches(version):
-        pins = sorted(
-            {
-                (r["expected_block"]["block_id"], int(r["expected_block"]["version"]))
-                for r in start_rows
-            }
+def _packet(row: dict, p: Pinned, *, redacted: bool) -> dict:
+    passage = {
+        "passage_id": p.block_id,
+        "block_version": p.version,
+        "document_id": p.document_id,
+        "role": "expected_block",
+        "authority": float(p.authority),
+        "effective": p.effective,
+        "label": "sufficient",
+        "sha256": p.sha256,
+        "text": None if redacted else p.text,
+    }
+    if redacted:
+        passage["text_redacted"] = True
+    return {
+        "question_id": row["id"],
+        "domain": (row.get("metadata") or {}).get("domain"),
+        "gold_evidence": [passage],
+        "near_miss": [],
+        "prohibited_answer_behavior": [],
+    }
+
+
+def render_snippet_files(version: GoldVersion, *, description: str) -> dict:
+    """Unrag dataset JSON v1 (seed 001) and PROBE evidence packets (seed 004 A.4), each full
+    and redacted, and the PROBE question file, in one pass over the rows with one
+    block-version query per batch.
+
+    Unrag: documents are the pinned block versions in order of first use (content, or a
+    loaderRef when redacted); queries carry ``relevant.sourceIds``; keys in sorted order
+    (canonical). Packets: the expected block version is the sufficient gold passage with its
+    authority and effective window, and its text unless redacted.
+    Returns ``{(format, redacted): FileSpool}``."""
+    defaults = {"mode": "retrieve", "scopePrefix": UNRAG_SCOPE_PREFIX, "topK": 10}
+    head = (
+        f'{{"defaults":{canonical_json(defaults)},"description":{canonical_json(description)},'
+        '"documents":['
+    ).encode()
+    unrag = {False: FileSpool(), True: FileSpool()}
+    packets = {False: FileSpool(), True: FileSpool()}
+    questions = FileSpool()
+    queries = FileSpool()
+    queries.write(f'],"id":{canonical_json(UNRAG_DATASET_ID)},"queries":['.encode())
+    for spool in unrag.values():
+        spool.write(head)
+    seen: set[tuple[str, int]] = set()
+    wrote_queries = False
+    for rows in _row_batches(version, size=PIN_BATCH):
+        pins = [
+            (r["expected_block"]["block_id"], int(r["expected_block"]["version"])) for r in rows
+        ]
+        data = _pinned_data(sorted(set(pins)))
+        new = [pin for pin in dict.fromkeys(pins) if pin not in seen]
+        for redacted, spool in unrag.items():
+            if new:
+                docs = ",".join(
+                    canonical_json(_unrag_document(data[pin], redacted=redacted)) for pin in new
+                )
+                spool.write((("," if seen else "") + docs).encode("utf-8"))
+        seen.update(new)
+        for redacted, spool in packets.items():
+            lines = [
+                canonical_json(_packet(row, data[pin], redacted=redacted))
+                for row, pin in zip(rows, pins, strict=True)
+            ]
+            spool.write(("\n".join(lines) + "\n").encode("utf-8"))
+        questions.write(
+            "".join(canonical_json(_question(row)) + "\n" for row in rows).encode("utf-8")
         )
-        by_pin = {(bv.block.block_id, bv.version): bv for bv in _block_versions(pins)}
-        out = []
-        for row in start_rows:
-            block = row["expected_block"]
-            bv = by_pin[(block["block_id"], int(block["version"]))]
-            passage = {
-                "passage_id": block["block_id"],
-                "block_version": bv.version,
-                "document_id": bv.block.document.document_id,
-                "role": "expected_block",
-                "authority": float(bv.block.document.authority),
-                "effective": _effective(bv),
-                "label": "sufficient",
-                "sha256": bv.sha256,
-                "text": None if redacted else bv.text,
-            }
-            if redacted:
-                passage["text_redacted"] = True
-            packet = {
-                "question_id": row["id"],
-                "domain": (row.get("metadata") or {}).get("domain"),
-                "gold_evidence": [passage],
-                "near_miss": [],
-                "prohibited_answer_behavior": [],
-            }
-            out.append(canonical_json(packet))
-        yield ("\n".join(out) + "\n").encode("utf-8")
+        query_lines = [
+            canonical_json(
+                {
+                    "id": row["id"],
+                    "query": row["question"],
+                    "relevant": {"sourceIds": [source_id(*pin)]},
+                }
+            )
+            for row, pin in zip(rows, pins, strict=True)
+        ]
+        queries.write((("," if wrote_queries else "") + ",".join(query_lines)).encode("utf-8"))
+        wrote_queries = True
+    queries.write(b'],"version":"1"}')
+    for spool in unrag.values():
+        queries.spool.seek(0)
+        while data_bytes := queries.spool.read(CHUNK_SIZE):
+            spool.write(data_bytes)
+    queries.spool.close()
+    return {
+        **{(ExportFormat.UNRAG_JSON, r): spool for r, spool in unrag.items()},
+        **{(ExportFormat.PROBE_PACKETS, r): spool for r, spool in packets.items()},
+        (ExportFormat.PROBE_QUESTIONS, False): questions,
+    }
 
 
-def _row_batches(version: GoldVersion) -> Iterator[list[dict]]:
+def _row_batches(version: GoldVersion, *, size: int = BATCH) -> Iterator[list[dict]]:
     batch = []
     for line in _lines(version):
         batch.append(json.loads(line))
-        if len(batch) >= BATCH:
+        if len(batch) >= size:
             yield batch
             batch = []
     if batch:

@@ -7,7 +7,6 @@ curated gold set with the admin's filters and calls it.
 """
 
 import datetime as dt
-import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from goldset.models import ExportFormat, GoldVersion, GoldVersionRow
 from goldset.services import exports
 from workbench.services.audit import record_event
 
-ROW_BATCH = 2000
+ROW_BATCH = 5000
 FREEZE_LOCK_KEY = 7_202_611  # pg_advisory_xact_lock key serialising freezes
 REQUIRED_BLOCK_KEYS = ("block_id", "document_id", "version", "sha256")
 
@@ -59,6 +58,38 @@ def _check_row(row, index: int) -> tuple[str, dict]:
     if not isinstance(row.get("question"), str) or not row["question"]:
         raise GoldsetError(f"{where} ({triple_id}): question: missing")
     return triple_id, row.get("metadata") or {}
+
+
+ROW_COLUMNS = (
+    "version_id",
+    "position",
+    "triple_id",
+    "line",
+    "sha256",
+    "domain",
+    "tier",
+    "source",
+    "task_type",
+    "block_id",
+)
+
+
+def _insert_rows(batch: list[tuple]) -> None:
+    """Insert row tuples (ROW_COLUMNS order): COPY on PostgreSQL, bulk INSERT elsewhere."""
+    if not batch:
+        return
+    if connection.vendor == "postgresql":
+        table = GoldVersionRow._meta.db_table
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(
+                f"COPY {table} ({', '.join(ROW_COLUMNS)}) FROM STDIN"  # noqa: S608 - constants
+            ) as copy:
+                for values in batch:
+                    copy.write_row(values)
+        return
+    GoldVersionRow.objects.bulk_create(
+        GoldVersionRow(**dict(zip(ROW_COLUMNS, values, strict=True))) for values in batch
+    )
 
 
 def _lock_freezes() -> None:
@@ -116,8 +147,8 @@ def store_frozen_version(
     )
     stats = RowStats()
     checksums: dict[str, str] = {}
-    digest = hashlib.sha256()
-    batch: list[GoldVersionRow] = []
+    gold_file = exports.FileSpool()  # the gold JSONL file is the rows, written as they come
+    batch: list[tuple] = []
     for index, row in enumerate(rows):
         triple_id, meta = _check_row(row, index)
         if triple_id in checksums:
@@ -125,7 +156,7 @@ def store_frozen_version(
         line = exports.canonical_json(row)
         encoded = line.encode("utf-8")
         sha = exports.sha256_bytes(encoded)
-        digest.update(encoded + b"\n")
+        gold_file.write(encoded + b"\n")
         checksums[triple_id] = sha
         stats.count += 1
         for counter, key in (
@@ -136,23 +167,23 @@ def store_frozen_version(
         ):
             counter[str(meta.get(key) or "")] += 1
         batch.append(
-            GoldVersionRow(
-                version=version,
-                position=index,
-                triple_id=triple_id,
-                line=line,
-                sha256=sha,
-                domain=str(meta.get("domain") or ""),
-                tier=str(meta.get("tier") or ""),
-                source=str(meta.get("source") or ""),
-                task_type=str(meta.get("task_type") or ""),
-                block_id=row["expected_block"]["block_id"],
+            (
+                version.pk,
+                index,
+                triple_id,
+                line,
+                sha,
+                str(meta.get("domain") or ""),
+                str(meta.get("tier") or ""),
+                str(meta.get("source") or ""),
+                str(meta.get("task_type") or ""),
+                row["expected_block"]["block_id"],
             )
         )
         if len(batch) >= ROW_BATCH:
-            GoldVersionRow.objects.bulk_create(batch)
+            _insert_rows(batch)
             batch = []
-    GoldVersionRow.objects.bulk_create(batch)
+    _insert_rows(batch)
     if not stats.count:
         raise GoldsetError("nothing to freeze: no gold triples match these filters")
     diff = diff_against(parent, checksums)
@@ -161,40 +192,19 @@ def store_frozen_version(
     description = "Goldset Workbench gold set" + (
         f" ({exports.canonical_json(filters)})" if filters else ""
     )
-    renderers: list[tuple[str, bool, Callable]] = [
-        (ExportFormat.GOLD_JSONL, False, exports.render_gold_jsonl),
-        (
-            ExportFormat.UNRAG_JSON,
-            False,
-            lambda v: exports.render_unrag(v, redacted=False, description=description),
-        ),
-        (
-            ExportFormat.UNRAG_JSON,
-            True,
-            lambda v: exports.render_unrag(v, redacted=True, description=description),
-        ),
-        (ExportFormat.PROBE_QUESTIONS, False, exports.render_probe_questions),
-        (
-            ExportFormat.PROBE_PACKETS,
-            False,
-            lambda v: exports.render_probe_packets(v, redacted=False),
-        ),
-        (
-            ExportFormat.PROBE_PACKETS,
-            True,
-            lambda v: exports.render_probe_packets(v, redacted=True),
-        ),
-    ]
-    for fmt, render in (extra_files or {}).items():
-        renderers.append((fmt, False, render))
+    rows_sha256 = gold_file.digest.hexdigest()
     files = [
-        exports.store_file(version=version, fmt=fmt, redacted=redacted, content=render(version))
-        for fmt, redacted, render in renderers
+        exports.store_spool(
+            version=version, fmt=ExportFormat.GOLD_JSONL, redacted=False, spool=gold_file
+        )
     ]
-    rows_sha256 = digest.hexdigest()
-    gold_file = next(f for f in files if f.format == ExportFormat.GOLD_JSONL)
-    if gold_file.sha256 != rows_sha256:
-        raise GoldsetError("the gold JSONL file does not match the rows it was rendered from")
+    spools = exports.render_snippet_files(version, description=description)
+    for (fmt, redacted), spool in spools.items():
+        files.append(exports.store_spool(version=version, fmt=fmt, redacted=redacted, spool=spool))
+    for fmt, render in (extra_files or {}).items():
+        files.append(
+            exports.store_file(version=version, fmt=fmt, redacted=False, content=render(version))
+        )
 
     manifest = {
         "gold_version": version.number,
