@@ -10,6 +10,7 @@ urlpatterns = [
     path("health/", views.health, name="health"),
     path("corpus/", include("goldset.urls.corpus")),
     path("routing/", include("goldset.urls.routing")),
+    path("curation/", include("goldset.urls.curation")),
     path("versions/", include("goldset.urls.exports")),
     path("django-admin/", admin.site.urls),
 ]

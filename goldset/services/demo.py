@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from goldset.demo.corpus import DOMAINS, as_jsonl, builtin_manifest, nist_manifest
+from goldset.demo.curation import seed_curation_demo
 from goldset.models import Domain
 from goldset.services.corpus import import_corpus
 from workbench.roles import Role
@@ -58,6 +59,7 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
         secret = password or secrets.token_urlsafe(9)
         create_user_with_role(username=username, password=secret, role=role)
         credentials[username] = secret
+    seed_curation_demo()
     from goldset.demo.exports import seed_exports_demo
 
     seed_exports_demo()

@@ -17,3 +17,21 @@
     if (control) { event.preventDefault(); control.click(); control.focus(); }
   });
 })();
+
+// Curation: [data-fill-target][data-fill-value] buttons (block search results) fill an input:
+// the element with that id, else the block-ref input that last had focus (split form).
+(function () {
+  var lastRef = null;
+  document.addEventListener("focusin", function (event) {
+    if (event.target.classList && event.target.classList.contains("block-ref")) lastRef = event.target;
+  });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-fill-value]") : null;
+    if (!button) return;
+    var input = document.getElementById(button.getAttribute("data-fill-target")) || lastRef || document.querySelector("input.block-ref");
+    if (!input) return;
+    input.value = button.getAttribute("data-fill-value");
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    input.focus();
+  });
+})();

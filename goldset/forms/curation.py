@@ -1,0 +1,205 @@
+import re
+from decimal import Decimal
+
+from django import forms
+
+from goldset.models import (
+    BlockVersion,
+    Customer,
+    Difficulty,
+    DisagreementCategory,
+    Domain,
+    EntailmentDirection,
+    Flag,
+    Source,
+    TaskType,
+    Verdict,
+)
+
+REF = re.compile(r"^\s*(?P<block>[^@\s]+)\s*(?:@|\s+v)\s*(?P<version>\d+)\s*$")
+
+
+class BlockVersionRefField(forms.CharField):
+    """A pinned block version written as ``block_id@version`` (e.g. ``blk-sec-arch-01@2``)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("label", "Expected block version")
+        kwargs.setdefault("help_text", "block_id@version — search the corpus and press “Use”.")
+        kwargs.setdefault("widget", forms.TextInput(attrs={"class": "block-ref"}))
+        super().__init__(max_length=220, **kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, BlockVersion):
+            return f"{value.block.block_id}@{value.version}"
+        return value
+
+    def clean(self, value):
+        value = super().clean(value)
+        if not value:
+            return None
+        match = REF.match(value)
+        if not match:
+            raise forms.ValidationError(
+                f"Write the block version as block_id@version, e.g. blk-sec-arch-01@2 (got {value!r})."
+            )
+        version = (
+            BlockVersion.objects.select_related("block__document__domain")
+            .filter(block__block_id=match["block"], version=int(match["version"]))
+            .first()
+        )
+        if version is None:
+            raise forms.ValidationError(
+                f"There is no version {match['version']} of block {match['block']!r} in the corpus."
+            )
+        return version
+
+
+class RevisionForm(forms.Form):
+    question = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)
+    block_version = BlockVersionRefField()
+    expected_answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)
+
+
+class TripleForm(RevisionForm):
+    domain = forms.ModelChoiceField(
+        queryset=Domain.objects.order_by("slug"),
+        to_field_name="slug",
+        required=False,
+        empty_label="the block's document domain",
+    )
+    task_type = forms.ChoiceField(choices=TaskType.choices)
+    difficulty = forms.ChoiceField(choices=Difficulty.choices, initial=Difficulty.STANDARD)
+    source = forms.ChoiceField(choices=Source.choices)
+    customer = forms.ModelChoiceField(
+        queryset=Customer.objects.none(),
+        to_field_name="slug",
+        required=False,
+        help_text="Only for customer-permissioned triples; customers with an active grant.",
+    )
+    adversarial = forms.BooleanField(required=False)
+    model_uncertainty = forms.DecimalField(
+        required=False,
+        min_value=Decimal(0),
+        max_value=Decimal(1),
+        max_digits=4,
+        decimal_places=3,
+        help_text="If known (0–1); ≥ 0.65 routes to GOLD under the default rules.",
+    )
+    llm_verified = forms.BooleanField(
+        required=False,
+        label="I verified this LLM-generated triple against the block",
+        help_text="Without a human verification an LLM-generated triple cannot become gold.",
+    )
+
+    def __init__(self, *args, customers=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if customers is not None:
+            self.fields["customer"].queryset = customers
+
+
+class SplitForm(forms.Form):
+    """N atomic triples, each with its own block version; blank rows are ignored."""
+
+    ROWS = 4
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for i in range(1, self.ROWS + 1):
+            self.fields[f"question_{i}"] = forms.CharField(
+                required=False, widget=forms.Textarea(attrs={"rows": 2}), label=f"Question {i}"
+            )
+            self.fields[f"block_version_{i}"] = BlockVersionRefField(
+                required=False, label=f"Block version {i}", help_text=""
+            )
+            self.fields[f"expected_answer_{i}"] = forms.CharField(
+                required=False, widget=forms.Textarea(attrs={"rows": 2}), label=f"Answer {i}"
+            )
+
+    def rows(self):
+        return [
+            (self[f"question_{i}"], self[f"block_version_{i}"], self[f"expected_answer_{i}"])
+            for i in range(1, self.ROWS + 1)
+        ]
+
+    def clean(self):
+        data = super().clean()
+        parts = []
+        for i in range(1, self.ROWS + 1):
+            values = [
+                data.get(f"{k}_{i}") for k in ("question", "block_version", "expected_answer")
+            ]
+            if not any(values):
+                continue
+            if not all(values):
+                raise forms.ValidationError(
+                    f"Part {i} needs a question, a block version and an answer."
+                )
+            parts.append(values)
+        if len(parts) < 2:
+            raise forms.ValidationError("A split needs at least two complete parts.")
+        data["parts"] = parts
+        return data
+
+
+class ReviewForm(forms.Form):
+    verdict = forms.ChoiceField(choices=Verdict.choices, widget=forms.RadioSelect)
+    flags = forms.MultipleChoiceField(
+        choices=Flag.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    entailment_direction = forms.ChoiceField(
+        choices=[("", "—"), *EntailmentDirection.choices], required=False
+    )
+    disagreement_category = forms.ChoiceField(
+        choices=[("", "—"), *DisagreementCategory.choices], required=False
+    )
+    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class MessageForm(forms.Form):
+    body = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), max_length=4000, label="Message"
+    )
+
+
+class NoteForm(forms.Form):
+    note = forms.CharField(max_length=500, required=False, label="Note (recorded)")
+
+
+class CustomerForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    slug = forms.SlugField(max_length=64, required=False, help_text="Defaults to the name.")
+
+
+class TripleImportForm(forms.Form):
+    file = forms.FileField(help_text="Gold JSONL: one triple per line, as exported.")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        try:
+            return upload.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise forms.ValidationError(
+                f"The file is not UTF-8 text (byte {exc.start} cannot be decoded)."
+            ) from exc
+
+
+class SliceDrawForm(forms.Form):
+    quarter = forms.RegexField(regex=r"^\d{4}Q[1-4]$", max_length=7, help_text="e.g. 2026Q1")
+    seed = forms.IntegerField(
+        required=False, min_value=0, help_text="Leave empty for a random seed (recorded)."
+    )
+
+
+class SpotCheckDrawForm(forms.Form):
+    week = forms.RegexField(
+        regex=r"^\d{4}-W\d{2}$", max_length=8, help_text="ISO week, e.g. 2026-W14"
+    )
+    seed = forms.IntegerField(
+        required=False, min_value=0, help_text="Leave empty for a random seed (recorded)."
+    )
+
+    def clean_week(self):
+        year, week = self.cleaned_data["week"].split("-W")
+        if not 1 <= int(week) <= 53:
+            raise forms.ValidationError("ISO weeks run from 01 to 53.")
+        return int(year), int(week)

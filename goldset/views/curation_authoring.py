@@ -1,0 +1,198 @@
+"""Author pages: write a triple, my triples, a triple with its revisions and discussion, and the
+discussion outcomes (revise, split, drop) plus LLM verification."""
+
+import re
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from goldset.exceptions import GoldsetError
+from goldset.forms.curation import MessageForm, NoteForm, RevisionForm, SplitForm, TripleForm
+from goldset.models import TripleState
+from goldset.selectors import curation as selectors
+from goldset.services import resolution
+from goldset.services.triples import create_triple
+from workbench.roles import ALL_ROLES, Role, has_role, role_required
+from workbench.services.audit import record_event
+
+PAGE_SIZE = 25
+TARGET_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+def htmx_target(request, name: str) -> bool:
+    """A non-boosted htmx request aimed at the element ``name`` gets only that partial."""
+    htmx = getattr(request, "htmx", None)
+    return bool(htmx) and not htmx.boosted and htmx.target == name
+
+
+@role_required(Role.ANNOTATOR)
+def my_triples(request):
+    state = request.GET.get("state", "")
+    triples = selectors.list_triples_by(author=request.user, state=state)
+    page = Paginator(triples, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "state": state, "states": TripleState.choices}
+    return render(request, "curation/my_triples.html", context)
+
+
+@role_required(*ALL_ROLES)
+@vary_on_headers("HX-Request")
+def block_search(request):
+    query = request.GET.get("q", "").strip()
+    target = request.GET.get("target", "")
+    context = {
+        "q": query,
+        "target": target if TARGET_ID.match(target) else "id_block_version",
+        "results": list(selectors.search_block_versions(query=query)),
+    }
+    partial = "#block-results" if htmx_target(request, "block-results") else ""
+    return render(request, f"curation/blocks.html{partial}", context)
+
+
+@role_required(Role.ANNOTATOR)
+def write_triple(request):
+    customers = selectors.list_active_customers()
+    form = TripleForm(request.POST or None, initial=request.GET.dict(), customers=customers)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        try:
+            triple = create_triple(
+                author=request.user,
+                block_version=data.pop("block_version"),
+                **data,
+                request=request,
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request,
+                f"{triple.external_id} is routed to {triple.get_tier_display()} "
+                f"(rule: {triple.routing_rule}) and waits for review.",
+            )
+            return redirect("curation:triple", pk=triple.pk)
+    return render(request, "curation/write.html", {"form": form})
+
+
+def detail_context(request, triple, *, message_form=None) -> dict:
+    user = request.user
+    is_party = resolution.can_discuss(user=user, triple=triple)
+    decides = user.pk == triple.author_id or has_role(user, Role.LEAD, Role.ADMIN)
+    in_discussion = triple.state == TripleState.IN_DISCUSSION
+    return {
+        "triple": triple,
+        "history": selectors.revision_history(triple=triple),
+        "thread": list(selectors.list_messages(triple=triple)),
+        "message_form": message_form or MessageForm(),
+        "can_post": in_discussion and is_party,
+        "can_decide": in_discussion and decides,
+        "can_drop": in_discussion and is_party,
+        "can_verify": triple.source == "llm_generated" and triple.human_verified_by_id is None,
+        "children": list(triple.children.order_by("pk")),
+    }
+
+
+@role_required(*ALL_ROLES)
+def triple_detail(request, pk):
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    record_event(actor=request.user, verb="triple_viewed", obj=triple, request=request)
+    return render(request, "curation/triple_detail.html", detail_context(request, triple))
+
+
+@require_POST
+@role_required(*ALL_ROLES)
+@vary_on_headers("HX-Request")
+def post_message(request, pk):
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    form = MessageForm(request.POST)
+    if form.is_valid():
+        try:
+            resolution.post_message(
+                triple=triple, author=request.user, body=form.cleaned_data["body"], request=request
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            form = None
+    if htmx_target(request, "discussion"):
+        context = detail_context(request, triple, message_form=form)
+        return render(request, "curation/triple_detail.html#discussion", context)
+    if form is not None:
+        messages.error(request, " ".join(e for errs in form.errors.values() for e in errs))
+    return redirect("curation:triple", pk=triple.pk)
+
+
+@role_required(*ALL_ROLES)
+def revise(request, pk):
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    current = triple.current_revision
+    initial = {
+        "question": current.question,
+        "block_version": current.expected_block_version,
+        "expected_answer": current.expected_answer,
+    }
+    form = RevisionForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            revision = resolution.revise_triple(
+                triple=triple, actor=request.user, **form.cleaned_data, request=request
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request, f"Revision {revision.number} re-enters review with fresh reviewers."
+            )
+            return redirect("curation:triple", pk=triple.pk)
+    return render(request, "curation/revise.html", {"triple": triple, "form": form})
+
+
+@role_required(*ALL_ROLES)
+def split(request, pk):
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    form = SplitForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        parts = [resolution.SplitPart(q, bv, a) for q, bv, a in form.cleaned_data["parts"]]
+        try:
+            children = resolution.split_triple(
+                triple=triple, actor=request.user, parts=parts, request=request
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            ids = ", ".join(c.external_id for c in children)
+            messages.success(request, f"Split into {len(children)} atomic triples: {ids}.")
+            return redirect("curation:triple", pk=triple.pk)
+    return render(request, "curation/split.html", {"triple": triple, "form": form})
+
+
+@require_POST
+@role_required(*ALL_ROLES)
+def drop(request, pk):
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    form = NoteForm(request.POST)
+    reason = form.cleaned_data["note"] if form.is_valid() else ""
+    try:
+        resolution.drop_triple(triple=triple, actor=request.user, reason=reason, request=request)
+    except GoldsetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{triple.external_id} is dropped.")
+    return redirect("curation:triple", pk=triple.pk)
+
+
+@require_POST
+@role_required(*ALL_ROLES)
+def verify(request, pk):
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    try:
+        triple = resolution.verify_llm_triple(triple=triple, verifier=request.user, request=request)
+    except GoldsetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, f"Verified by {request.user.username}; state: {triple.get_state_display()}."
+        )
+    return redirect("curation:triple", pk=triple.pk)

@@ -1,0 +1,168 @@
+"""Leads' pages: the curation dashboard, needs-re-review, working slices, spot-checks, the
+quality tracker and the bulk triple import."""
+
+import datetime as dt
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.forms.curation import NoteForm, SliceDrawForm, SpotCheckDrawForm, TripleImportForm
+from goldset.selectors import curation as selectors
+from goldset.services import resolution
+from goldset.services.curation_config import curation_setting
+from goldset.services.quality import current_quarter, draw_working_slice
+from goldset.services.reviews import current_iso_week, draw_spot_checks
+from goldset.services.triples import import_triples
+from workbench.roles import Role, role_required
+
+LEADS = (Role.LEAD, Role.ADMIN)
+PAGE_SIZE = 25
+
+
+@role_required(*LEADS)
+def dashboard(request):
+    rates = selectors.list_author_flag_rates()
+    context = {
+        **selectors.dashboard_counts(),
+        "balance": selectors.source_balance(),
+        "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
+        "rates": rates,
+        "alerts": [r for r in rates if r.calibration_needed],
+        "quality": list(selectors.list_quality_entries()[:10]),
+        "rereview": list(selectors.list_needs_rereview()[:10]),
+        "slice": selectors.list_working_slices().first(),
+        "draws": list(selectors.list_spot_check_draws()[:5]),
+    }
+    return render(request, "curation/dashboard.html", context)
+
+
+@role_required(*LEADS)
+def rereview(request):
+    page = Paginator(selectors.list_needs_rereview(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "curation/rereview.html", {"page": page, "note_form": NoteForm()})
+
+
+def _lead_action(request, pk, action, done: str):
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    try:
+        action(triple=triple, actor=request.user, request=request)
+    except GoldsetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{triple.external_id} {done}.")
+    back = "curation:dashboard" if request.POST.get("next") == "dashboard" else "curation:rereview"
+    return redirect(back)
+
+
+@require_POST
+@role_required(*LEADS)
+def repin(request, pk):
+    return _lead_action(
+        request,
+        pk,
+        resolution.repin_triple,
+        "is re-pinned to the newest block version and re-enters review",
+    )
+
+
+@require_POST
+@role_required(*LEADS)
+def retire(request, pk):
+    form = NoteForm(request.POST)
+    note = form.cleaned_data["note"] if form.is_valid() else ""
+
+    def retire_with_note(**kwargs):
+        return resolution.retire_triple(note=note, **kwargs)
+
+    return _lead_action(request, pk, retire_with_note, "is retired")
+
+
+@role_required(*LEADS)
+def slices(request):
+    form = SliceDrawForm(request.POST or None, initial={"quarter": current_quarter()})
+    if request.method == "POST" and form.is_valid():
+        try:
+            drawn = draw_working_slice(actor=request.user, **form.cleaned_data, request=request)
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request,
+                f"Working slice {drawn.quarter}: {len(drawn.triple_ids)} triples, seed {drawn.seed}.",
+            )
+            return redirect("curation:slice", quarter=drawn.quarter)
+    return render(
+        request, "curation/slices.html", {"form": form, "slices": selectors.list_working_slices()}
+    )
+
+
+@role_required(*LEADS)
+def slice_detail(request, quarter):
+    working_slice = selectors.get_working_slice(quarter=quarter)
+    triples = selectors.list_slice_triples(working_slice=working_slice)
+    page = Paginator(triples, 60).get_page(request.GET.get("page"))
+    return render(request, "curation/slice_detail.html", {"slice": working_slice, "page": page})
+
+
+def _previous_week() -> str:
+    year, week = current_iso_week()
+    monday = dt.date.fromisocalendar(year, week, 1) - dt.timedelta(days=7)
+    y, w, _ = monday.isocalendar()
+    return f"{y}-W{w:02d}"
+
+
+@role_required(*LEADS)
+def spot_checks(request):
+    form = SpotCheckDrawForm(request.POST or None, initial={"week": _previous_week()})
+    if request.method == "POST" and form.is_valid():
+        (year, week), seed = form.cleaned_data["week"], form.cleaned_data["seed"]
+        try:
+            draw = draw_spot_checks(
+                iso_year=year, iso_week=week, seed=seed, actor=request.user, request=request
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(
+                request,
+                f"Spot-check {draw.week}: {len(draw.selected_revision_ids)} of "
+                f"{len(draw.eligible_revision_ids)} TRIAGE revisions, seed {draw.seed}.",
+            )
+            return redirect("curation:spot_checks")
+    return render(
+        request,
+        "curation/spot_checks.html",
+        {"form": form, "draws": selectors.list_spot_check_draws()},
+    )
+
+
+@role_required(*LEADS)
+def quality(request):
+    page = Paginator(selectors.list_quality_entries(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "curation/quality.html", {"page": page})
+
+
+@role_required(*LEADS)
+def import_page(request):
+    form = TripleImportForm(request.POST or None, request.FILES or None)
+    errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            summary = import_triples(
+                text=form.cleaned_data["file"],
+                actor=request.user,
+                source_name=request.FILES["file"].name,
+                request=request,
+            )
+        except ImportRejected as exc:
+            errors = exc.errors
+        else:
+            tiers = ", ".join(f"{n} {tier}" for tier, n in sorted(summary.by_tier.items()))
+            messages.success(
+                request, f"Imported {len(summary.created)} triples ({tiers}); they wait for review."
+            )
+            return redirect("curation:import")
+    return render(request, "curation/import.html", {"form": form, "errors": errors})

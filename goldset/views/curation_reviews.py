@@ -1,0 +1,66 @@
+"""Reviewer pages: the queue, "next item", and the blind, keyboard-first review page."""
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from goldset.exceptions import GoldsetError
+from goldset.forms.curation import ReviewForm
+from goldset.selectors import curation as selectors
+from goldset.services.reviews import claim_next_assignment, submit_review
+from goldset.views.curation_authoring import htmx_target
+from workbench.roles import Role, role_required
+from workbench.services.audit import record_event
+
+
+@role_required(Role.ANNOTATOR)
+def queue(request):
+    context = {
+        "open": list(selectors.open_assignments(reviewer=request.user)),
+        "available": selectors.claimable_revisions(reviewer=request.user).count(),
+        "recent": list(selectors.list_recent_reviews(reviewer=request.user)),
+    }
+    return render(request, "curation/queue.html", context)
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+def next_item(request):
+    assignment = claim_next_assignment(reviewer=request.user, request=request)
+    if assignment is None:
+        messages.info(request, "Nothing is waiting for your review right now.")
+        return redirect("curation:queue")
+    return redirect("curation:review", pk=assignment.pk)
+
+
+@role_required(Role.ANNOTATOR)
+@vary_on_headers("HX-Request")
+def review(request, pk):
+    assignment = selectors.get_assignment_for(user=request.user, pk=pk)
+    own = selectors.get_own_review(assignment=assignment)
+    form = ReviewForm(request.POST or None)
+    if request.method == "POST" and own is None and form.is_valid():
+        try:
+            own = submit_review(
+                reviewer=request.user,
+                revision=assignment.revision,
+                **form.cleaned_data,
+                request=request,
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+    elif request.method == "GET":
+        record_event(
+            actor=request.user, verb="revision_viewed", obj=assignment.revision, request=request
+        )
+    context = {
+        "assignment": assignment,
+        "revision": assignment.revision,
+        "version": assignment.revision.expected_block_version,
+        "review": own,
+        "form": form,
+        "takes_reviews": own is None and selectors.takes_reviews(assignment=assignment),
+    }
+    partial = "#review-card" if htmx_target(request, "review-card") else ""
+    return render(request, f"curation/review.html{partial}", context)
