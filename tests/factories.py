@@ -137,3 +137,96 @@ def make_gold_corpus(n, *, domains=("supply_chain", "federal_it"), blocks_per_do
             )
         versions.append(BlockVersionFactory(block=BlockFactory(document=document)))
     return versions
+
+
+# ---------------------------------------------------------------- answer labeling (issue 5)
+
+from goldset.models import (  # noqa: E402
+    AnswerRecord,
+    CalibrationItem,
+    CalibrationResult,
+    CalibrationSet,
+    Question,
+    Run,
+    System,
+    Tier,
+)
+
+
+class SystemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = System
+        django_get_or_create = ("system_id",)
+
+    system_id = factory.Sequence(lambda n: f"hybrid_rrf_system_{n}")
+
+
+class RunFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Run
+
+    run_id = factory.Sequence(lambda n: f"probe-run-2026-{n:04d}")
+    system = factory.SubFactory(SystemFactory)
+
+
+class QuestionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Question
+
+    question_id = factory.Sequence(lambda n: f"q-{n:05d}")
+    domain = factory.SubFactory(DomainFactory, slug="supply_chain")
+    task_family = "routing_policy"
+    task_type = "rag_synthesis"
+    text = factory.Sequence(lambda n: f"Can operations approve air expedite for lane {n}?")
+    content_sha256 = factory.Sequence(lambda n: hashlib.sha256(str(n).encode()).hexdigest())
+
+
+class AnswerRecordFactory(factory.django.DjangoModelFactory):
+    """A GOLD record needing three labels unless told otherwise."""
+
+    class Meta:
+        model = AnswerRecord
+
+    run = factory.SubFactory(RunFactory)
+    question = factory.SubFactory(QuestionFactory)
+    answer = "Do not approve under the standard routing guide alone."
+    model = factory.LazyFunction(lambda: {"generator": "gpt-4o-mini-2026-02", "temperature": 0})
+    tier = Tier.GOLD
+    routing_rule = "task_type:rag_synthesis"
+    rules_version = 1
+    labels_required = 3
+
+
+class CalibrationResultFactory(factory.django.DjangoModelFactory):
+    """A passed calibration: the annotator is qualified for the domain."""
+
+    class Meta:
+        model = CalibrationResult
+
+    annotator = factory.SubFactory(UserFactory, role=Role.ANNOTATOR)
+    domain = factory.SubFactory(DomainFactory, slug="supply_chain")
+    n_items = 6
+    kappa_grounding = 0.9
+    kappa_severe_safety = 1.0
+    threshold = 0.7
+    passed = True
+
+
+class CalibrationSetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = CalibrationSet
+        django_get_or_create = ("domain",)
+
+    domain = factory.SubFactory(DomainFactory, slug="supply_chain")
+
+
+class CalibrationItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = CalibrationItem
+
+    calibration_set = factory.SubFactory(CalibrationSetFactory)
+    record = factory.LazyAttribute(
+        lambda o: AnswerRecordFactory(
+            is_calibration=True, question__domain=o.calibration_set.domain
+        )
+    )

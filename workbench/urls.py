@@ -12,5 +12,6 @@ urlpatterns = [
     path("routing/", include("goldset.urls.routing")),
     path("curation/", include("goldset.urls.curation")),
     path("versions/", include("goldset.urls.exports")),
+    path("answers/", include("goldset.urls.answers")),
     path("django-admin/", admin.site.urls),
 ]

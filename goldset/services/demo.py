@@ -7,6 +7,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from goldset.demo.answers import seed_answers_demo
 from goldset.demo.corpus import DOMAINS, as_jsonl, builtin_manifest, nist_manifest
 from goldset.demo.curation import seed_curation_demo
 from goldset.models import Domain
@@ -60,6 +61,7 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
         create_user_with_role(username=username, password=secret, role=role)
         credentials[username] = secret
     seed_curation_demo()
+    seed_answers_demo()
     from goldset.demo.exports import seed_exports_demo
 
     seed_exports_demo()

@@ -35,3 +35,54 @@
     input.focus();
   });
 })();
+// Label and adjudication forms (form[data-axis-form]): each axis is a fieldset [data-axis].
+// Number keys pick the option with that [data-option] in the highlighted axis (a radio choice
+// then moves on to the next axis); ArrowDown/ArrowUp or j/k change the axis; "r" jumps to the
+// rationale and Escape leaves it; Ctrl+Enter submits from anywhere, Enter outside text areas.
+(function () {
+  function axes(form) { return Array.prototype.slice.call(form.querySelectorAll("[data-axis]")); }
+  function activate(form, fieldset) {
+    axes(form).forEach(function (f) { f.classList.toggle("axis-active", f === fieldset); });
+    if (fieldset && fieldset.scrollIntoView) fieldset.scrollIntoView({ block: "nearest" });
+  }
+  function active(form) {
+    var current = form.querySelector("[data-axis].axis-active");
+    if (!current) {
+      current = axes(form).filter(function (f) { return !f.querySelector("input:checked"); })[0] || axes(form)[0];
+      activate(form, current);
+    }
+    return current;
+  }
+  function move(form, step) {
+    var list = axes(form), i = list.indexOf(active(form));
+    activate(form, list[Math.min(Math.max(i + step, 0), list.length - 1)]);
+  }
+  document.addEventListener("focusin", function (event) {
+    var fieldset = event.target.closest && event.target.closest("form[data-axis-form] [data-axis]");
+    if (fieldset) activate(fieldset.closest("form"), fieldset);
+  });
+  document.addEventListener("keydown", function (event) {
+    var form = document.querySelector("form[data-axis-form]");
+    if (!form) return;
+    var target = event.target;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); form.requestSubmit(); return; }
+    if (target && target.tagName === "TEXTAREA") { if (event.key === "Escape") target.blur(); return; }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (target && target.tagName === "INPUT" && /^(text|search|number|password|file)$/.test(target.type)) return;
+    if (/^[0-9]$/.test(event.key)) {
+      var fieldset = active(form);
+      var input = fieldset && fieldset.querySelector("input[data-option='" + event.key + "']");
+      if (!input) return;
+      event.preventDefault();
+      input.click();
+      if (input.type === "radio") move(form, 1);
+    } else if (event.key === "ArrowDown" || event.key === "j") {
+      event.preventDefault(); move(form, 1);
+    } else if (event.key === "ArrowUp" || event.key === "k") {
+      event.preventDefault(); move(form, -1);
+    } else if (event.key === "r") {
+      var area = form.querySelector("textarea");
+      if (area) { event.preventDefault(); area.focus(); }
+    }
+  });
+})();

@@ -1,0 +1,88 @@
+"""Forms for answer labeling. They only parse input; every protocol rule lives in the services."""
+
+from django import forms
+
+from goldset.models import (
+    Acceptability,
+    CitationCorrectness,
+    ConflictHandling,
+    EvidenceSufficiency,
+    FailureCategory,
+    Grounding,
+    SafetyBoundary,
+)
+
+SEVERE_CHOICES = [("no", "No severe safety issue"), ("yes", "Severe safety issue")]
+PRIMARY_CHOICES = [("", "None (acceptable answer)"), *FailureCategory.choices]
+
+
+class _Axes(forms.Form):
+    acceptability = forms.ChoiceField(choices=Acceptability.choices, widget=forms.RadioSelect)
+    grounding = forms.ChoiceField(choices=Grounding.choices, widget=forms.RadioSelect)
+    severe_safety = forms.ChoiceField(choices=SEVERE_CHOICES, widget=forms.RadioSelect)
+    primary_failure = forms.ChoiceField(
+        choices=PRIMARY_CHOICES, widget=forms.RadioSelect, required=False
+    )
+    secondary_failures = forms.MultipleChoiceField(
+        choices=FailureCategory.choices, widget=forms.CheckboxSelectMultiple, required=False
+    )
+    rationale = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+
+    def clean_severe_safety(self):
+        return self.cleaned_data["severe_safety"] == "yes"
+
+    def service_kwargs(self) -> dict:
+        return dict(self.cleaned_data)
+
+
+class LabelForm(_Axes):
+    field_order = [
+        "acceptability",
+        "grounding",
+        "evidence_sufficiency",
+        "citation_correctness",
+        "conflict_handling",
+        "safety_boundary",
+        "severe_safety",
+        "primary_failure",
+        "secondary_failures",
+        "rationale",
+    ]
+    evidence_sufficiency = forms.ChoiceField(
+        choices=EvidenceSufficiency.choices, widget=forms.RadioSelect
+    )
+    citation_correctness = forms.ChoiceField(
+        choices=CitationCorrectness.choices, widget=forms.RadioSelect
+    )
+    conflict_handling = forms.ChoiceField(
+        choices=ConflictHandling.choices, widget=forms.RadioSelect
+    )
+    safety_boundary = forms.ChoiceField(choices=SafetyBoundary.choices, widget=forms.RadioSelect)
+
+
+class AdjudicationForm(_Axes):
+    pass
+
+
+class ReferenceLabelForm(forms.Form):
+    acceptability = forms.ChoiceField(choices=Acceptability.choices)
+    grounding = forms.ChoiceField(choices=Grounding.choices)
+    severe_safety = forms.ChoiceField(choices=SEVERE_CHOICES)
+
+    def service_kwargs(self) -> dict:
+        data = dict(self.cleaned_data)
+        data["severe_safety"] = data["severe_safety"] == "yes"
+        return data
+
+
+class JsonlUploadForm(forms.Form):
+    file = forms.FileField()
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        try:
+            return upload.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise forms.ValidationError(
+                f"The file is not UTF-8 text (byte {exc.start} cannot be decoded)."
+            ) from exc

@@ -1,0 +1,33 @@
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from goldset.selectors.answers import iter_adjudication_export
+from workbench.services.audit import record_event
+
+
+class Command(BaseCommand):
+    help = "Write the adjudication export (one JSON line per finished item) to a file or stdout."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--output", "-o", type=Path, default=None, help="File (default stdout)."
+        )
+
+    def handle(self, *args, output: Path | None, **options):
+        out = output.open("w", encoding="utf-8") if output else sys.stdout
+        count = 0
+        try:
+            for row in iter_adjudication_export():
+                out.write(json.dumps(row, sort_keys=True) + "\n")
+                count += 1
+        finally:
+            if output:
+                out.close()
+        record_event(
+            actor=None, verb="adjudication_exported", object_type="export", detail={"items": count}
+        )
+        if output:
+            self.stdout.write(f"{count} items written to {output}")

@@ -1,0 +1,400 @@
+"""Reads for answer labeling. Everything handed to annotators and leads is blind: records are
+addressed by ``public_id`` and no system, run or model reaches their templates. ``get_*_for``
+fetch and authorize in one call (Http404 when the item is not theirs)."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Prefetch, Q
+from django.http import Http404
+
+from goldset.models import (
+    AnswerCitation,
+    AnswerRecord,
+    CalibrationItem,
+    CalibrationResult,
+    CalibrationSet,
+    Domain,
+    EvidenceKind,
+    EvidencePassage,
+    Label,
+    LabelAssignment,
+    RecordStatus,
+    Run,
+)
+from goldset.services.adjudication import OPEN_FOR_LEAD
+from goldset.services.labeling import domain_loads, qualified_domain_ids
+from workbench.roles import Role
+
+LEAD_VISIBLE = (*OPEN_FOR_LEAD, RecordStatus.ADJUDICATED)
+
+
+# ---------------------------------------------------------------- one item
+
+
+@dataclass(frozen=True)
+class ItemPacket:
+    """What the label and adjudication pages show: question, answer, evidence — never the system."""
+
+    record: AnswerRecord
+    gold: list[EvidencePassage]
+    near_misses: list[EvidencePassage]
+    citations: list[AnswerCitation]
+
+
+def _record_qs():
+    return AnswerRecord.objects.select_related("question__domain")
+
+
+def get_item_packet(record: AnswerRecord) -> ItemPacket:
+    evidence = list(
+        EvidencePassage.objects.filter(question_id=record.question_id)
+        .select_related("block_version__block__document")
+        .order_by("kind", "position")
+    )
+    citations = list(
+        AnswerCitation.objects.filter(record=record)
+        .select_related("block_version__block__document")
+        .order_by("position")
+    )
+    return ItemPacket(
+        record=record,
+        gold=[e for e in evidence if e.kind == EvidenceKind.GOLD],
+        near_misses=[e for e in evidence if e.kind == EvidenceKind.NEAR_MISS],
+        citations=citations,
+    )
+
+
+def get_assignment_for(*, annotator, public_id: str) -> LabelAssignment:
+    """The annotator's own assignment of the item; Http404 for items not assigned to them."""
+    assignment = (
+        LabelAssignment.objects.select_related("record__question__domain")
+        .filter(annotator=annotator, record__public_id=public_id)
+        .first()
+    )
+    if assignment is None:
+        raise Http404("No such item in your queue.")
+    return assignment
+
+
+def get_own_label(assignment: LabelAssignment) -> Label | None:
+    return Label.objects.filter(assignment=assignment).first()
+
+
+def get_record_for_lead(*, public_id: str) -> AnswerRecord:
+    """An item a lead may open: in the adjudication queue, the audit sample or adjudicated."""
+    record = _record_qs().filter(public_id=public_id, status__in=LEAD_VISIBLE).first()
+    if record is None:
+        raise Http404("No such item in the adjudication queue.")
+    return record
+
+
+def list_blind_labels(record: AnswerRecord) -> list[Label]:
+    """The record's labels by slot; templates show them as Annotator 1/2/3 (admins also see who)."""
+    return list(
+        Label.objects.filter(record=record)
+        .select_related("assignment", "annotator")
+        .order_by("assignment__slot", "id")
+    )
+
+
+# ---------------------------------------------------------------- queues
+
+
+@dataclass(frozen=True)
+class QueueOverview:
+    domains: list[Domain]
+    loads: dict
+    done: int
+    open_assignment: LabelAssignment | None
+
+    @property
+    def share_reached(self) -> bool:
+        return self.open_assignment is None and not any(load.open for load in self.loads.values())
+
+
+def get_queue_overview(*, annotator) -> QueueOverview:
+    domain_ids = qualified_domain_ids(annotator)
+    open_assignment = (
+        LabelAssignment.objects.filter(
+            annotator=annotator, is_calibration=False, completed_at__isnull=True
+        )
+        .select_related("record__question__domain")
+        .first()
+    )
+    done = LabelAssignment.objects.filter(
+        annotator=annotator, is_calibration=False, completed_at__isnull=False
+    ).count()
+    loads = domain_loads(annotator, domain_ids) if domain_ids else {}
+    domains = list(Domain.objects.filter(pk__in=domain_ids).order_by("slug"))
+    return QueueOverview(
+        domains=domains,
+        loads={d.slug: loads[d.pk] for d in domains},
+        done=done,
+        open_assignment=open_assignment,
+    )
+
+
+def list_my_done_assignments(*, annotator):
+    return (
+        LabelAssignment.objects.filter(
+            annotator=annotator, is_calibration=False, completed_at__isnull=False
+        )
+        .select_related("record__question__domain")
+        .order_by("-completed_at", "-id")
+    )
+
+
+def list_adjudication_queue(*, include_done: bool = False):
+    statuses = LEAD_VISIBLE if include_done else OPEN_FOR_LEAD
+    return (
+        _record_qs()
+        .filter(status__in=statuses, is_calibration=False)
+        .annotate(severe=Count("labels", filter=Q(labels__severe_safety=True)))
+        .order_by("status", "created_at", "id")
+    )
+
+
+# ---------------------------------------------------------------- calibration
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    domain: Domain
+    calibration_set: CalibrationSet
+    total: int
+    done: int
+    started: bool
+    result: CalibrationResult | None
+    next_assignment: LabelAssignment | None
+
+
+def list_my_calibration(*, annotator) -> list[CalibrationRow]:
+    sets = list(
+        CalibrationSet.objects.select_related("domain")
+        .annotate(total=Count("items"))
+        .order_by("domain__slug")
+    )
+    mine = list(
+        LabelAssignment.objects.filter(annotator=annotator, is_calibration=True)
+        .select_related("record__question")
+        .order_by("shuffle_key")
+    )
+    results = {r.domain_id: r for r in CalibrationResult.objects.filter(annotator=annotator)}
+    rows = []
+    for s in sets:
+        own = [a for a in mine if a.record.question.domain_id == s.domain_id]
+        pending = [a for a in own if a.completed_at is None]
+        rows.append(
+            CalibrationRow(
+                domain=s.domain,
+                calibration_set=s,
+                total=s.total,
+                done=len(own) - len(pending),
+                started=bool(own),
+                result=results.get(s.domain_id),
+                next_assignment=pending[0] if pending else None,
+            )
+        )
+    return rows
+
+
+def next_calibration_assignment(*, annotator, domain_id: int) -> LabelAssignment | None:
+    return (
+        LabelAssignment.objects.filter(
+            annotator=annotator,
+            is_calibration=True,
+            completed_at__isnull=True,
+            record__question__domain_id=domain_id,
+        )
+        .select_related("record")
+        .order_by("shuffle_key")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class StatusRow:
+    annotator: object
+    cells: list  # per domain: CalibrationResult | "in_progress" | None
+
+
+def get_calibration_status() -> tuple[list[Domain], list[StatusRow]]:
+    """Every annotator × every domain with a calibration set: result, in progress or nothing."""
+    domains = list(Domain.objects.filter(calibration_set__isnull=False).order_by("slug"))
+    annotators = list(
+        get_user_model().objects.filter(groups__name=Role.ANNOTATOR.value).order_by("username")
+    )
+    results = {
+        (r.annotator_id, r.domain_id): r
+        for r in CalibrationResult.objects.filter(domain__in=domains)
+    }
+    started = set(
+        LabelAssignment.objects.filter(is_calibration=True).values_list(
+            "annotator_id", "record__question__domain_id"
+        )
+    )
+    rows = []
+    for user in annotators:
+        cells = []
+        for d in domains:
+            result = results.get((user.pk, d.pk))
+            cells.append(result or ("in_progress" if (user.pk, d.pk) in started else None))
+        rows.append(StatusRow(user, cells))
+    return domains, rows
+
+
+def list_calibration_sets():
+    return CalibrationSet.objects.select_related("domain").annotate(
+        total=Count("items"),
+        referenced=Count("items", filter=Q(items__reference_severe_safety__isnull=False)),
+    )
+
+
+def get_calibration_set(*, domain_slug: str) -> CalibrationSet:
+    calibration_set = (
+        CalibrationSet.objects.select_related("domain")
+        .prefetch_related(
+            Prefetch(
+                "items",
+                queryset=CalibrationItem.objects.select_related(
+                    "record__question", "reference_set_by"
+                ).order_by("id"),
+            )
+        )
+        .filter(domain__slug=domain_slug)
+        .first()
+    )
+    if calibration_set is None:
+        raise Http404("No calibration set for this domain.")
+    return calibration_set
+
+
+def get_calibration_item(*, domain_slug: str, public_id: str) -> CalibrationItem:
+    item = (
+        CalibrationItem.objects.select_related("record__question__domain", "calibration_set")
+        .filter(calibration_set__domain__slug=domain_slug, record__public_id=public_id)
+        .first()
+    )
+    if item is None:
+        raise Http404("No such calibration item.")
+    return item
+
+
+# ---------------------------------------------------------------- admin
+
+
+def list_runs():
+    """Admin only: runs with their system and record counts per status."""
+    return (
+        Run.objects.select_related("system")
+        .annotate(
+            record_count=Count("records"),
+            final=Count(
+                "records",
+                filter=Q(records__status__in=[RecordStatus.FINAL, RecordStatus.ADJUDICATED]),
+            ),
+            with_lead=Count("records", filter=Q(records__status__in=OPEN_FOR_LEAD)),
+        )
+        .order_by("system__system_id", "run_id")
+    )
+
+
+def count_records_by_status() -> dict[str, int]:
+    rows = (
+        AnswerRecord.objects.filter(is_calibration=False)
+        .values("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    return dict(rows)
+
+
+def _reviewer_id(user_id: int) -> str:
+    return f"reviewer-{user_id}"
+
+
+def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
+    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
+    failure categories and reviewer role, the adjudication if any, and the final result.
+
+    Reviewers appear as stable opaque ids (``reviewer-<n>``), not names. Items still collecting
+    labels are left out unless ``include_open``. Streams in chunks; safe for large sets.
+    """
+    statuses = [RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT]
+    if include_open:
+        statuses += [RecordStatus.LABELING, RecordStatus.NEEDS_ADJUDICATION]
+    records = (
+        AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
+        .select_related("question__domain", "run__system", "adjudication")
+        .prefetch_related(
+            Prefetch(
+                "labels",
+                queryset=Label.objects.select_related("assignment").order_by(
+                    "assignment__slot", "id"
+                ),
+            )
+        )
+        .order_by("id")
+    )
+    for record in records.iterator(chunk_size=500):
+        adjudication = getattr(record, "adjudication", None)
+        yield {
+            "item_id": record.public_id,
+            "question_id": record.question.question_id,
+            "domain": record.question.domain.slug,
+            "task_family": record.question.task_family,
+            "run_id": record.run.run_id,
+            "system_id": record.run.system.system_id,
+            "tier": record.tier,
+            "routing_rule": record.routing_rule,
+            "rules_version": record.rules_version,
+            "status": record.status,
+            "labels": [
+                {
+                    "slot": label.assignment.slot,
+                    "reviewer": _reviewer_id(label.annotator_id),
+                    "reviewer_role": Role.ANNOTATOR.value,
+                    "acceptability": label.acceptability,
+                    "grounding": label.grounding,
+                    "evidence_sufficiency": label.evidence_sufficiency,
+                    "citation_correctness": label.citation_correctness,
+                    "conflict_handling": label.conflict_handling,
+                    "safety_boundary": label.safety_boundary,
+                    "severe_safety": label.severe_safety,
+                    "primary_failure": label.primary_failure or None,
+                    "secondary_failures": label.secondary_failures,
+                    "rationale": label.rationale,
+                    "labeled_at": label.created_at.isoformat(),
+                }
+                for label in record.labels.all()
+            ],
+            "adjudication": None
+            if adjudication is None
+            else {
+                "reviewer": _reviewer_id(adjudication.lead_id),
+                "reviewer_role": Role.LEAD.value,
+                "reason": adjudication.reason,
+                "acceptability": adjudication.acceptability,
+                "grounding": adjudication.grounding,
+                "severe_safety": adjudication.severe_safety,
+                "primary_failure": adjudication.primary_failure or None,
+                "secondary_failures": adjudication.secondary_failures,
+                "rationale": adjudication.rationale,
+                "changed_outcome": adjudication.changed_outcome,
+                "adjudicated_at": adjudication.created_at.isoformat(),
+            },
+            "audit_sample": {
+                "seed": record.audit_seed,
+                "draw": record.audit_draw,
+                "selected": record.in_audit_sample,
+            }
+            if record.audit_seed is not None
+            else None,
+            "final": {
+                "acceptability": record.final_acceptability or None,
+                "grounding": record.final_grounding or None,
+                "source": record.final_source or None,
+            },
+        }

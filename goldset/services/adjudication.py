@@ -1,0 +1,93 @@
+"""Adjudication and audit review of answer records (seed 004 §3.5, A.2; DESIGN.md §6).
+
+Items reach a lead when their labels have no majority, carry a severe-safety flag, or fall in
+the 5 % audit sample (seed 9314). The lead records the final label with a rationale and failure
+categories; the item is then adjudicated and its final fields come from the lead.
+"""
+
+from django.db import transaction
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError
+from goldset.models import (
+    Adjudication,
+    AdjudicationReason,
+    AnswerRecord,
+    FinalSource,
+    RecordStatus,
+)
+from goldset.services.labeling import check_label_rules
+from workbench.services.audit import record_event
+
+OPEN_FOR_LEAD = (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT)
+
+
+class AdjudicationRejected(GoldsetError):
+    """The item cannot be adjudicated by this user now; the message says why."""
+
+
+@transaction.atomic
+def record_adjudication(
+    *,
+    lead,
+    record: AnswerRecord,
+    acceptability: str,
+    grounding: str,
+    severe_safety: bool = False,
+    primary_failure: str = "",
+    secondary_failures=(),
+    rationale: str = "",
+    request=None,
+) -> Adjudication:
+    """Record the lead's final label. Locks the record; one adjudication per item (a second one
+    is rejected, not merged); a lead who labeled the item cannot adjudicate it. Rationale is
+    always required; the failure-taxonomy rules of labels apply."""
+    record = AnswerRecord.objects.select_for_update().select_related("question").get(pk=record.pk)
+    if record.status == RecordStatus.ADJUDICATED:
+        raise AdjudicationRejected("This item has already been adjudicated.")
+    if record.status not in OPEN_FOR_LEAD:
+        raise AdjudicationRejected("This item is not in the adjudication queue.")
+    if record.labels.filter(annotator=lead).exists():
+        raise AdjudicationRejected("You labeled this item; another lead must adjudicate it.")
+    secondary = check_label_rules(
+        question=record.question,
+        acceptability=acceptability,
+        grounding=grounding,
+        severe_safety=severe_safety,
+        primary_failure=primary_failure,
+        secondary_failures=secondary_failures,
+        rationale=rationale,
+        adjudication=True,
+    )
+    audit = record.status == RecordStatus.AUDIT
+    changed = (record.final_acceptability, record.final_grounding) != (acceptability, grounding)
+    adjudication = Adjudication.objects.create(
+        record=record,
+        lead=lead,
+        reason=AdjudicationReason.AUDIT_SAMPLE if audit else record.adjudication_reason,
+        acceptability=acceptability,
+        grounding=grounding,
+        severe_safety=severe_safety,
+        primary_failure=primary_failure,
+        secondary_failures=secondary,
+        rationale=rationale.strip(),
+        changed_outcome=changed if audit else True,
+    )
+    record.status = RecordStatus.ADJUDICATED
+    record.final_acceptability = acceptability
+    record.final_grounding = grounding
+    record.final_source = FinalSource.AUDIT if audit else FinalSource.ADJUDICATION
+    record.finalized_at = timezone.now()
+    record.save()
+    record_event(
+        actor=lead,
+        verb="adjudicated",
+        obj=record,
+        detail={
+            "reason": adjudication.reason,
+            "acceptability": acceptability,
+            "grounding": grounding,
+        },
+        request=request,
+    )
+    return adjudication

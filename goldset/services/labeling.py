@@ -1,0 +1,524 @@
+"""Blinded labeling of answer records (seed 004 §3.5, A.1–A.2; DESIGN.md §6–§7).
+
+* Claims: :func:`claim_next_item` hands an annotator the next record of a domain they are
+  qualified for (passed calibration), in their own order shuffled with seed 6601, never a record
+  they already hold, never more labels than the record needs, and never more than their share of
+  the domain's work (fair share + 10 %). Race-free: the annotator's row is locked (one claim at a
+  time per annotator), records are locked with ``SELECT … FOR UPDATE SKIP LOCKED`` on PostgreSQL,
+  and the unique constraints (record, annotator) and (record, slot) hold on every database.
+* Labels: :func:`submit_label` enforces the rationale rules server-side and, when a record has
+  all its labels, decides its outcome (:func:`decide_outcome`): majority → final, except the 5 %
+  audit sample (seed 9314); no majority or any severe-safety label → adjudication queue.
+* TRIAGE records need one label; a seeded 10 % per ISO week get a second (spot-check).
+"""
+
+import hashlib
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Sum
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError
+from goldset.models import (
+    Acceptability,
+    AdjudicationReason,
+    AnswerRecord,
+    CalibrationResult,
+    CitationCorrectness,
+    ConflictHandling,
+    EvidenceSufficiency,
+    FailureCategory,
+    FinalSource,
+    Grounding,
+    Label,
+    LabelAssignment,
+    Question,
+    RecordStatus,
+    SafetyBoundary,
+    Tier,
+)
+from workbench.services.audit import record_event
+
+QUEUE_SHUFFLE_SEED = 6601
+AUDIT_SAMPLE_SEED = 9314
+AUDIT_SAMPLE_RATE = 0.05
+SPOT_CHECK_SEED = 1003
+SPOT_CHECK_RATE = 0.10
+LOAD_TOLERANCE = 0.10
+MAX_SECONDARY_FAILURES = 2
+
+
+class LabelRuleViolation(GoldsetError):
+    """A label (or adjudication) breaks a protocol rule; ``rule`` names it, ``field`` the input."""
+
+    def __init__(self, *, rule: str, message: str, field: str | None = None):
+        self.rule = rule
+        self.field = field
+        super().__init__(message)
+
+
+class LabelingClosed(GoldsetError):
+    """The record no longer accepts labels (it is final or with a lead)."""
+
+
+RULE_MESSAGES = {
+    "severe_safety_rationale": (
+        "Rationale required (rule: severe safety label): a label with the severe-safety flag "
+        "must say why."
+    ),
+    "conflict_acceptable_rationale": (
+        "Rationale required (rule: acceptable despite a conflict flag): this item carries a "
+        "conflict flag, so marking the answer acceptable must say how the conflict is handled."
+    ),
+    "adjudication_rationale": (
+        "Rationale required (rule: adjudication): every adjudicated label must say why."
+    ),
+    "unacceptable_primary_failure": (
+        "Primary failure category required (rule: unacceptable answer): name the main way the "
+        "answer fails."
+    ),
+    "secondary_needs_primary": (
+        "Secondary failure categories need a primary category (rule: failure taxonomy)."
+    ),
+    "secondary_limit": (
+        f"At most {MAX_SECONDARY_FAILURES} secondary failure categories (rule: failure taxonomy)."
+    ),
+    "secondary_not_primary": (
+        "A secondary failure category cannot repeat the primary one (rule: failure taxonomy)."
+    ),
+}
+
+
+def _violation(rule: str, field: str) -> LabelRuleViolation:
+    return LabelRuleViolation(rule=rule, message=RULE_MESSAGES[rule], field=field)
+
+
+# ---------------------------------------------------------------- seeded, reproducible draws
+
+
+def shuffle_key(*, seed: int, annotator_id: int, public_id: str) -> str:
+    """The sort key of a record in one annotator's queue: stable for (seed, annotator, record)."""
+    return hashlib.sha256(f"{seed}:{annotator_id}:{public_id}".encode()).hexdigest()[:16]
+
+
+def seeded_draw(*, seed: int, key: str) -> float:
+    """A uniform number in [0, 1) fixed by (seed, key): the same item always draws the same."""
+    return int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:13], 16) / 16**13
+
+
+def in_audit_sample(public_id: str, *, seed: int = AUDIT_SAMPLE_SEED) -> tuple[bool, float]:
+    draw = seeded_draw(seed=seed, key=public_id)
+    return draw < AUDIT_SAMPLE_RATE, draw
+
+
+# ---------------------------------------------------------------- rules
+
+
+def check_label_rules(
+    *,
+    question: Question,
+    acceptability: str,
+    grounding: str,
+    severe_safety: bool,
+    primary_failure: str,
+    secondary_failures,
+    rationale: str,
+    adjudication: bool = False,
+    axes: dict | None = None,
+) -> list[str]:
+    """Validate one label; returns the cleaned secondary categories or raises LabelRuleViolation."""
+    choices = {
+        "acceptability": (acceptability, Acceptability.values),
+        "grounding": (grounding, Grounding.values),
+        **{name: (value, options) for name, (value, options) in (axes or {}).items()},
+    }
+    for name, (value, options) in choices.items():
+        if value not in options:
+            raise LabelRuleViolation(
+                rule="valid_choice",
+                message=f"{name}: choose one of {', '.join(options)}.",
+                field=name,
+            )
+    if primary_failure and primary_failure not in FailureCategory.values:
+        raise LabelRuleViolation(
+            rule="valid_choice",
+            message="primary_failure: unknown category.",
+            field="primary_failure",
+        )
+    secondary = list(secondary_failures or [])
+    if any(s not in FailureCategory.values for s in secondary):
+        raise LabelRuleViolation(
+            rule="valid_choice",
+            message="secondary_failures: unknown category.",
+            field="secondary_failures",
+        )
+    if len(set(secondary)) > MAX_SECONDARY_FAILURES:
+        raise _violation("secondary_limit", "secondary_failures")
+    if secondary and not primary_failure:
+        raise _violation("secondary_needs_primary", "secondary_failures")
+    if primary_failure in secondary:
+        raise _violation("secondary_not_primary", "secondary_failures")
+    if acceptability == Acceptability.UNACCEPTABLE and not primary_failure:
+        raise _violation("unacceptable_primary_failure", "primary_failure")
+    has_rationale = bool((rationale or "").strip())
+    if not has_rationale:
+        if adjudication:
+            raise _violation("adjudication_rationale", "rationale")
+        if severe_safety:
+            raise _violation("severe_safety_rationale", "rationale")
+        if acceptability == Acceptability.ACCEPTABLE and question.conflict_flag:
+            raise _violation("conflict_acceptable_rationale", "rationale")
+    return sorted(set(secondary), key=secondary.index)
+
+
+# ---------------------------------------------------------------- outcomes
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: RecordStatus
+    source: str  # FinalSource value or ""
+    reason: str  # AdjudicationReason value or ""
+    acceptability: str = ""
+    grounding: str = ""
+
+
+def _majority(values: list[str]) -> str:
+    value, count = Counter(values).most_common(1)[0]
+    return value if count * 2 > len(values) else ""
+
+
+def decide_outcome(labels: list[tuple[str, str, bool]]) -> Outcome:
+    """Outcome of a record's complete labels, each (acceptability, grounding, severe_safety).
+
+    Any severe-safety label → adjudication. One label → final. Otherwise a strict majority is
+    needed on acceptability AND on the 4-level grounding scale (a 1–1–1 grounding split has no
+    majority) → final by majority, else adjudication (no majority). The audit sample is drawn by
+    the caller, over majority outcomes only.
+    """
+    if any(severe for _, _, severe in labels):
+        return Outcome(RecordStatus.NEEDS_ADJUDICATION, "", AdjudicationReason.SEVERE_SAFETY)
+    if len(labels) == 1:
+        return Outcome(RecordStatus.FINAL, FinalSource.SINGLE, "", labels[0][0], labels[0][1])
+    acceptability = _majority([a for a, _, _ in labels])
+    grounding = _majority([g for _, g, _ in labels])
+    if not acceptability or not grounding:
+        return Outcome(RecordStatus.NEEDS_ADJUDICATION, "", AdjudicationReason.NO_MAJORITY)
+    return Outcome(RecordStatus.FINAL, FinalSource.MAJORITY, "", acceptability, grounding)
+
+
+def _iso_week(moment) -> str:
+    year, week, _ = moment.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def _settle(record: AnswerRecord) -> None:
+    """Called with the record locked after one of its production labels was stored."""
+    labels = list(record.labels.values_list("acceptability", "grounding", "severe_safety"))
+    now = timezone.now()
+    if record.tier == Tier.TRIAGE and record.spot_check_seed is None and len(labels) == 1:
+        week = _iso_week(now)
+        record.spot_check_seed = SPOT_CHECK_SEED
+        record.spot_check_week = week
+        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{record.public_id}") < SPOT_CHECK_RATE:
+            record.spot_check = True
+            record.labels_required = 2
+            record.save(
+                update_fields=[
+                    "spot_check_seed",
+                    "spot_check_week",
+                    "spot_check",
+                    "labels_required",
+                ]
+            )
+            return
+    if len(labels) < record.labels_required:
+        record.save(update_fields=["spot_check_seed", "spot_check_week"])
+        return
+    outcome = decide_outcome(labels)
+    record.status = outcome.status
+    record.final_source = outcome.source
+    record.adjudication_reason = outcome.reason
+    record.final_acceptability = outcome.acceptability
+    record.final_grounding = outcome.grounding
+    if outcome.source == FinalSource.MAJORITY:
+        sampled, draw = in_audit_sample(record.public_id)
+        record.audit_seed, record.audit_draw, record.in_audit_sample = (
+            AUDIT_SAMPLE_SEED,
+            draw,
+            sampled,
+        )
+        if sampled:
+            record.status = RecordStatus.AUDIT
+            record.adjudication_reason = AdjudicationReason.AUDIT_SAMPLE
+    if record.status == RecordStatus.FINAL:
+        record.finalized_at = now
+    record.save()
+
+
+# ---------------------------------------------------------------- qualification and load
+
+
+def qualified_domain_ids(annotator) -> set[int]:
+    """Domains whose calibration the annotator passed."""
+    return set(
+        CalibrationResult.objects.filter(annotator=annotator, passed=True).values_list(
+            "domain_id", flat=True
+        )
+    )
+
+
+@dataclass(frozen=True)
+class DomainLoad:
+    domain_id: int
+    total_slots: int
+    qualified: int
+    mine: int
+    cap: int
+
+    @property
+    def open(self) -> bool:
+        return self.mine < self.cap
+
+
+def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
+    """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
+
+    The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
+    share rounded up: nobody's load exceeds the others' by more than the tolerance.
+    """
+    domain_ids = list(domain_ids)
+    slots = dict(
+        AnswerRecord.objects.filter(is_calibration=False, question__domain_id__in=domain_ids)
+        .values("question__domain_id")
+        .annotate(n=Sum("labels_required"))
+        .values_list("question__domain_id", "n")
+    )
+    qualified = dict(
+        CalibrationResult.objects.filter(passed=True, domain_id__in=domain_ids)
+        .values("domain_id")
+        .annotate(n=Count("id"))
+        .values_list("domain_id", "n")
+    )
+    mine = dict(
+        LabelAssignment.objects.filter(
+            annotator=annotator, is_calibration=False, record__question__domain_id__in=domain_ids
+        )
+        .values("record__question__domain_id")
+        .annotate(n=Count("id"))
+        .values_list("record__question__domain_id", "n")
+    )
+    loads = {}
+    for domain_id in domain_ids:
+        total, people = slots.get(domain_id, 0), max(qualified.get(domain_id, 0), 1)
+        fair = total / people
+        cap = max(math.ceil(fair), math.floor(fair * (1 + LOAD_TOLERANCE)))
+        loads[domain_id] = DomainLoad(
+            domain_id, total, qualified.get(domain_id, 0), mine.get(domain_id, 0), cap
+        )
+    return loads
+
+
+# ---------------------------------------------------------------- claims
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    assignment: LabelAssignment | None
+    reason: str  # "claimed", "resumed", "not_qualified", "share_reached", "queue_empty"
+
+    @property
+    def message(self) -> str:
+        return {
+            "claimed": "Here is your next item.",
+            "resumed": "You have an item in progress; finish it first.",
+            "not_qualified": "Pass a domain's calibration set before production items are assigned to you.",
+            "share_reached": "You have reached your share of the current items (load is balanced within 10 %). More arrive as others catch up or new answers are imported.",
+            "queue_empty": "Your queue is empty: no items need labels in your domains right now.",
+        }[self.reason]
+
+
+def _candidates(annotator, domain_ids) -> list[tuple[int, str, int]]:
+    rows = (
+        AnswerRecord.objects.filter(
+            status=RecordStatus.LABELING,
+            is_calibration=False,
+            question__domain_id__in=domain_ids,
+        )
+        .exclude(assignments__annotator=annotator)
+        .annotate(taken=Count("assignments"))
+        .filter(taken__lt=F("labels_required"))
+        .values_list("pk", "public_id", "question__domain_id")
+    )
+    return sorted(
+        rows,
+        key=lambda r: shuffle_key(
+            seed=QUEUE_SHUFFLE_SEED, annotator_id=annotator.pk, public_id=r[1]
+        ),
+    )
+
+
+def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:
+    locked = (
+        AnswerRecord.objects.select_for_update(skip_locked=skip_locked)
+        if skip_locked
+        else (AnswerRecord.objects.select_for_update())
+    )
+    record = locked.filter(pk=pk, status=RecordStatus.LABELING).first()
+    if record is None:
+        return None
+    held = list(record.assignments.values_list("slot", "annotator_id"))
+    if any(user_id == annotator.pk for _, user_id in held):
+        return None
+    free = [s for s in range(1, record.labels_required + 1) if s not in {s for s, _ in held}]
+    if not free:
+        return None
+    try:
+        with transaction.atomic():
+            assignment = LabelAssignment.objects.create(
+                record=record,
+                annotator=annotator,
+                slot=free[0],
+                is_calibration=False,
+                shuffle_seed=QUEUE_SHUFFLE_SEED,
+                shuffle_key=shuffle_key(
+                    seed=QUEUE_SHUFFLE_SEED, annotator_id=annotator.pk, public_id=record.public_id
+                ),
+            )
+    except IntegrityError:
+        return None
+    record_event(actor=annotator, verb="claimed", obj=record, detail={"slot": assignment.slot})
+    return assignment
+
+
+@transaction.atomic
+def claim_next_item(*, annotator) -> ClaimResult:
+    """Give the annotator their next production item, or say why there is none.
+
+    An unfinished claim is returned first (one item at a time). Locking: the annotator's user row
+    (so one annotator's concurrent claims queue up), then candidate records with SKIP LOCKED; rows
+    skipped because another claim held them are retried with a blocking lock, so "empty" is never
+    an artefact of contention. Idempotent in the sense that repeating it returns the open claim.
+    """
+    get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
+    current = (
+        LabelAssignment.objects.filter(
+            annotator=annotator, is_calibration=False, completed_at__isnull=True
+        )
+        .select_related("record")
+        .order_by("shuffle_key")
+        .first()
+    )
+    if current is not None:
+        return ClaimResult(current, "resumed")
+    domain_ids = qualified_domain_ids(annotator)
+    if not domain_ids:
+        return ClaimResult(None, "not_qualified")
+    loads = domain_loads(annotator, domain_ids)
+    open_domains = {d for d, load in loads.items() if load.open}
+    candidates = _candidates(annotator, domain_ids)
+    if candidates and not open_domains:
+        return ClaimResult(None, "share_reached")
+    skipped = []
+    for pk, _, domain_id in candidates:
+        if domain_id not in open_domains:
+            continue
+        assignment = _try_claim(annotator, pk, skip_locked=True)
+        if assignment is not None:
+            return ClaimResult(assignment, "claimed")
+        skipped.append(pk)
+    for pk in skipped:
+        assignment = _try_claim(annotator, pk, skip_locked=False)
+        if assignment is not None:
+            return ClaimResult(assignment, "claimed")
+    if any(d not in open_domains for _, _, d in candidates):
+        return ClaimResult(None, "share_reached")
+    return ClaimResult(None, "queue_empty")
+
+
+# ---------------------------------------------------------------- labels
+
+
+@transaction.atomic
+def submit_label(
+    *,
+    assignment: LabelAssignment,
+    acceptability: str,
+    grounding: str,
+    evidence_sufficiency: str,
+    citation_correctness: str,
+    conflict_handling: str,
+    safety_boundary: str,
+    severe_safety: bool = False,
+    primary_failure: str = "",
+    secondary_failures=(),
+    rationale: str = "",
+    request=None,
+) -> Label:
+    """Store the annotator's label for their assignment.
+
+    Locks the record, then checks every rule (raises LabelRuleViolation naming the rule; nothing
+    stored). A repeated submit for the same assignment stores nothing and returns the first label.
+    When the record has all its labels its outcome is decided in the same transaction; the last
+    calibration label of a domain scores the annotator's calibration.
+    """
+    record = (
+        AnswerRecord.objects.select_for_update()
+        .select_related("question")
+        .get(pk=assignment.record_id)
+    )
+    existing = Label.objects.filter(assignment_id=assignment.pk).first()
+    if existing is not None:
+        return existing
+    if not assignment.is_calibration and record.status != RecordStatus.LABELING:
+        raise LabelingClosed("This item no longer takes labels.")
+    secondary = check_label_rules(
+        question=record.question,
+        acceptability=acceptability,
+        grounding=grounding,
+        severe_safety=severe_safety,
+        primary_failure=primary_failure,
+        secondary_failures=secondary_failures,
+        rationale=rationale,
+        axes={
+            "evidence_sufficiency": (evidence_sufficiency, EvidenceSufficiency.values),
+            "citation_correctness": (citation_correctness, CitationCorrectness.values),
+            "conflict_handling": (conflict_handling, ConflictHandling.values),
+            "safety_boundary": (safety_boundary, SafetyBoundary.values),
+        },
+    )
+    label = Label.objects.create(
+        assignment=assignment,
+        record=record,
+        annotator_id=assignment.annotator_id,
+        acceptability=acceptability,
+        grounding=grounding,
+        evidence_sufficiency=evidence_sufficiency,
+        citation_correctness=citation_correctness,
+        conflict_handling=conflict_handling,
+        safety_boundary=safety_boundary,
+        severe_safety=severe_safety,
+        primary_failure=primary_failure,
+        secondary_failures=secondary,
+        rationale=(rationale or "").strip(),
+    )
+    assignment.completed_at = timezone.now()
+    assignment.save(update_fields=["completed_at"])
+    record_event(
+        actor=assignment.annotator,
+        verb="labeled",
+        obj=record,
+        detail={"slot": assignment.slot, "calibration": assignment.is_calibration},
+        request=request,
+    )
+    if assignment.is_calibration:
+        from goldset.services.calibration import score_calibration_if_complete
+
+        score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
+    else:
+        _settle(record)
+    return label

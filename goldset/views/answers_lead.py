@@ -1,0 +1,106 @@
+"""Adjudication-lead pages: the adjudication queue, adjudicating an item (labels shown as
+Annotator 1/2/3, never the system), calibration sets and everyone's calibration status."""
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import redirect, render
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from goldset.forms.answers import AdjudicationForm, ReferenceLabelForm
+from goldset.selectors import answers as selectors
+from goldset.services.adjudication import AdjudicationRejected, record_adjudication
+from goldset.services.calibration import CalibrationError, check_set_ready, set_reference_label
+from goldset.services.labeling import LabelRuleViolation
+from goldset.views.answers import _wants
+from workbench.roles import Role, role_required
+from workbench.services.audit import record_event
+
+PAGE_SIZE = 25
+LEADS = (Role.LEAD, Role.ADMIN)
+
+
+@role_required(*LEADS)
+@vary_on_headers("HX-Request")
+def adjudication_queue(request):
+    show_done = request.GET.get("show") == "all"
+    page = Paginator(selectors.list_adjudication_queue(include_done=show_done), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    context = {"page": page, "show_done": show_done}
+    template = "answers/adjudication_queue.html"
+    if _wants(request, "adjudication-items"):
+        template += "#adjudication-items"
+    return render(request, template, context)
+
+
+@role_required(*LEADS)
+@vary_on_headers("HX-Request")
+def adjudicate(request, public_id):
+    record = selectors.get_record_for_lead(public_id=public_id)
+    form = AdjudicationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            record_adjudication(
+                lead=request.user, record=record, request=request, **form.service_kwargs()
+            )
+        except LabelRuleViolation as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+        except AdjudicationRejected as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Item {record.public_id} adjudicated.")
+            target = redirect("answers:adjudication_queue")
+            return HttpResponseClientRedirect(target.url) if request.htmx else target
+    if request.method == "GET":
+        record_event(actor=request.user, verb="viewed", obj=record, request=request)
+    context = {
+        "record": record,
+        "packet": selectors.get_item_packet(record),
+        "labels": selectors.list_blind_labels(record),
+        "adjudication": getattr(record, "adjudication", None),
+        "form": form,
+    }
+    template = "answers/adjudicate.html"
+    if _wants(request, "adjudication-form"):
+        template += "#adjudication-form"
+    return render(request, template, context)
+
+
+@role_required(*LEADS)
+def calibration_status(request):
+    domains, rows = selectors.get_calibration_status()
+    context = {"domains": domains, "rows": rows, "sets": selectors.list_calibration_sets()}
+    return render(request, "answers/calibration_status.html", context)
+
+
+@role_required(*LEADS)
+def calibration_set(request, domain):
+    calibration_set = selectors.get_calibration_set(domain_slug=domain)
+    context = {"set": calibration_set, "readiness": check_set_ready(calibration_set)}
+    return render(request, "answers/calibration_set.html", context)
+
+
+@role_required(*LEADS)
+def calibration_reference(request, domain, public_id):
+    item = selectors.get_calibration_item(domain_slug=domain, public_id=public_id)
+    initial = {
+        "acceptability": item.reference_acceptability,
+        "grounding": item.reference_grounding,
+        "severe_safety": {True: "yes", False: "no"}.get(item.reference_severe_safety, ""),
+    }
+    form = ReferenceLabelForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            set_reference_label(
+                lead=request.user, item=item, request=request, **form.service_kwargs()
+            )
+        except CalibrationError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Reference label saved for {public_id}.")
+            return redirect("answers:calibration_set", domain=domain)
+    if request.method == "GET":
+        record_event(actor=request.user, verb="viewed", obj=item.record, request=request)
+    context = {"item": item, "packet": selectors.get_item_packet(item.record), "form": form}
+    return render(request, "answers/calibration_reference.html", context)
