@@ -3,8 +3,8 @@
 Question packets are the version's frozen PROBE evidence packets (checksum verified); PCS, caps
 and the release gate come from ``scoring.probe.score_answers``, so a job's figures equal
 ``python -m scoring probe --questions <packets> --answers <log>`` on the same files. Expert
-labels, when a label provider is registered (:data:`LABEL_PROVIDERS`), are passed as the
-``labels`` argument for the label-derived axes.
+labels (the answer-labeling area's final labels, see :func:`_label_providers`) are passed as
+the ``labels`` argument for the label-derived axes, and stored in the reproducibility bundle.
 """
 
 import io
@@ -22,9 +22,14 @@ from goldset.models import (
 from goldset.services import exports
 
 MAX_ERRORS = 50
-# Callables ``fn(version, answers) -> list[label dict]`` other areas register to provide
-# adjudicated labels keyed by question_id + system_id.
-LABEL_PROVIDERS: list[Callable] = []
+
+
+def _label_providers() -> list[Callable]:
+    """``fn(version, answers) -> [label dict]`` giving expert labels keyed by question_id +
+    system_id: the answer-labeling area's final (majority or adjudicated) labels."""
+    from goldset.services.probe_exports import adjudicated_labels
+
+    return [adjudicated_labels]
 
 
 def _records(text: str, name: str):
@@ -55,14 +60,18 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     from goldset.services.scoring_jobs import RunRejected, ValidatedRun, known_block_ids
 
     records = _records(text, name)
-    known_questions = set(version.rows.values_list("triple_id", flat=True))
+    packets = version_packets(version)
+    known_questions = {p["question_id"] for p in packets}
+    packet_passages = {
+        g["passage_id"] for p in packets for g in [*p["gold_evidence"], *p.get("near_miss", [])]
+    }
     passages = {
         str(p.get("passage_id"))
         for _, r in records
         for p in (r.get("retrieved_passages") or [])
         if isinstance(p, dict)
     } | {str(c) for _, r in records for c in (r.get("citations") or [])}
-    known_passages = known_block_ids(sorted(passages))
+    known_passages = known_block_ids(sorted(passages - packet_passages)) | packet_passages
     problems: list[str] = []
     seen: dict[tuple[str, str], int] = {}
     for lineno, rec in records:
@@ -73,7 +82,7 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
             continue
         if qid not in known_questions:
             problems.append(
-                f"{where}: unknown question id {qid!r}: not a triple of gold version "
+                f"{where}: unknown question id {qid!r}: not a question of gold version "
                 f"v{version.number}"
             )
         key = (qid, str(rec.get("system_id", "")))
@@ -92,7 +101,7 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
                 problems.append(f"{where}: retrieved_passages[{i}]: needs passage_id and rank ≥ 1")
             elif str(p.get("passage_id")) not in known_passages:
                 problems.append(
-                    f"{where}: retrieved_passages[{i}]: unknown block id {p.get('passage_id')!r}"
+                    f"{where}: retrieved_passages[{i}]: unknown passage id {p.get('passage_id')!r}"
                 )
         citations = rec.get("citations")
         if not isinstance(citations, list):
@@ -100,7 +109,7 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
         else:
             for c in citations:
                 if str(c) not in known_passages:
-                    problems.append(f"{where}: citations: unknown block id {c!r}")
+                    problems.append(f"{where}: citations: unknown passage id {c!r}")
         if len(problems) > MAX_ERRORS:
             break
     if problems:
@@ -132,7 +141,7 @@ def score_answer_log(*, job: ScoringJob, progress):
     ]
     progress.enter("load gold version", 15)
     packets = version_packets(job.version)
-    labels = [label for provider in LABEL_PROVIDERS for label in provider(job.version, answers)]
+    labels = [label for provider in _label_providers() for label in provider(job.version, answers)]
     progress.enter("PROBE scoring", 30)
     report = score_answers(packets, answers, labels=labels or None)
     progress.enter("bootstrap", 60)

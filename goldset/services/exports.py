@@ -422,6 +422,16 @@ def render_snippet_files(version: GoldVersion, *, description: str) -> dict:
         ]
         queries.write((("," if wrote_queries else "") + ",".join(query_lines)).encode("utf-8"))
         wrote_queries = True
+    # The answer-labeling area's questions (seed 004 A.3/A.4) follow the triples' packets.
+    from goldset.services.probe_exports import iter_answer_question_packets
+
+    for packet in iter_answer_question_packets():
+        line = (canonical_json(packet) + "\n").encode("utf-8")
+        packets[False].write(line)
+        packets[True].write(line)  # answers' packets carry passage ids, never source text
+        question = {k: packet[k] for k in ("question_id", "question", "domain", "task_family")}
+        question["flags"] = packet["flags"]
+        questions.write((canonical_json(question) + "\n").encode("utf-8"))
     queries.write(b'],"version":"1"}')
     for spool in unrag.values():
         queries.spool.seek(0)

@@ -404,6 +404,9 @@ def freeze_gold_version(
 ) -> GoldVersion:
     """Freeze the gold triples the filters select as the next version (atomic; see
     :func:`store_frozen_version`). Revoked customers' triples are never selected."""
+    from goldset.services.probe_exports import render_adjudication_export
+
+    extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
     return store_frozen_version(
         rows=selected_rows(filters),
         actor=actor,
@@ -411,6 +414,6 @@ def freeze_gold_version(
         seeds=freeze_seeds(filters),
         agreement=agreement_summary(filters),
         note=note,
-        extra_files=extra_files,
+        extra_files=extra,
         request=request,
     )
