@@ -6,6 +6,7 @@ the curation services (author + two reviewers each), so the pages always have re
 Deterministic and idempotent: nothing is done once a version exists."""
 
 import hashlib
+import json
 
 from django.contrib.auth import get_user_model
 
@@ -69,6 +70,42 @@ def _run_for(version: GoldVersion, *, quality: float, name: str) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _answer_log() -> bytes:
+    """The answer-labeling demo's answer records (all systems) as a seed 004 A.5 answer log."""
+    from goldset.models import AnswerRecord
+
+    records = (
+        AnswerRecord.objects.filter(is_calibration=False)
+        .select_related("question", "run__system")
+        .prefetch_related("retrieved", "citations")
+        .order_by("run__system__system_id", "question__question_id", "pk")
+    )
+    lines, seen = [], set()
+    for r in records:
+        key = (r.question.question_id, r.run.system.system_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        entry = {
+            "question_id": key[0],
+            "system_id": key[1],
+            "answer": r.answer,
+            "retrieved_passages": [
+                {"passage_id": p.passage_ref, "rank": p.rank}
+                for p in sorted(r.retrieved.all(), key=lambda p: p.rank)
+            ],
+            "citations": [
+                c.passage_ref for c in sorted(r.citations.all(), key=lambda c: c.position)
+            ],
+        }
+        if r.latency_ms is not None:
+            entry["latency_ms"] = r.latency_ms
+        if r.cost_usd is not None:
+            entry["cost_usd"] = float(r.cost_usd)
+        lines.append(json.dumps(entry, sort_keys=True))
+    return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
 def seed_exports_demo() -> dict:
     from goldset.services.scoring_jobs import create_scoring_job
 
@@ -89,5 +126,10 @@ def seed_exports_demo() -> dict:
             data=_run_for(v2, quality=quality, name=name),
             filename=f"{name}.trec",
             actor=admin,
+        )
+    log = _answer_log()
+    if log:
+        create_scoring_job(
+            version=v2, name="rag-answer-logs", data=log, filename="answers.jsonl", actor=admin
         )
     return {"versions": 2, "created": True}

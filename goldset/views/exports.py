@@ -147,7 +147,7 @@ def job_detail(request, pk):
         return render(request, "exports/job_detail.html#job-progress", {"job": job})
     record_event(actor=request.user, verb="scoring_job_viewed", obj=job, request=request)
     results = selectors.job_results(job=job) if job.status == "succeeded" else None
-    others = selectors.list_jobs().filter(version=job.version, status="succeeded")
+    others = selectors.list_jobs().filter(version=job.version, kind=job.kind, status="succeeded")
     context = {"job": job, "results": results, "others": others.exclude(pk=job.pk)[:20]}
     return render(request, "exports/job_detail.html", context)
 
