@@ -93,6 +93,52 @@ class CustomerPermissionFactory(factory.django.DjangoModelFactory):
     note = "signed data-use addendum"
 
 
+# ---------------------------------------------------------------- frozen gold versions (exports)
+
+
+def gold_row_for(block_version, *, triple_id, question=None, answer="An expected answer.", **meta):
+    """A gold JSONL row (DESIGN §9) pinned to ``block_version``, as curation's gold_row makes."""
+    document = block_version.block.document
+    metadata = {
+        "domain": document.domain.slug,
+        "difficulty": "standard",
+        "task_type": "factual_qa",
+        "tier": "tier_b",
+        "source": "public_rfp",
+        "added_by": "author",
+        "added_at": "2026-01-05",
+        "reviewed_by": ["ann1", "ann2"],
+        "resolution": "consensus",
+        **meta,
+    }
+    return {
+        "id": triple_id,
+        "question": question or f"What does {block_version.block.block_id} say?",
+        "expected_block": {
+            "block_id": block_version.block.block_id,
+            "document_id": document.document_id,
+            "version": block_version.version,
+            "page_range": block_version.page_range,
+            "sha256": block_version.sha256,
+        },
+        "expected_answer": answer,
+        "metadata": metadata,
+    }
+
+
+def make_gold_corpus(n, *, domains=("supply_chain", "federal_it"), blocks_per_document=3):
+    """``n`` block versions spread over documents and domains; returns the versions."""
+    versions = []
+    document = None
+    for i in range(n):
+        if i % blocks_per_document == 0:
+            document = DocumentFactory(
+                domain=DomainFactory(slug=domains[(i // blocks_per_document) % len(domains)])
+            )
+        versions.append(BlockVersionFactory(block=BlockFactory(document=document)))
+    return versions
+
+
 # ---------------------------------------------------------------- answer labeling (issue 5)
 
 from goldset.models import (  # noqa: E402

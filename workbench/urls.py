@@ -14,5 +14,6 @@ urlpatterns = [
     path("curation/", include("goldset.urls.curation")),
     path("answers/", include("goldset.urls.answers")),
     path("promotion/", include("goldset.urls.promotion")),
+    path("versions/", include("goldset.urls.exports")),
     path("django-admin/", admin.site.urls),
 ]

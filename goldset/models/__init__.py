@@ -47,7 +47,23 @@ from goldset.models.curation import (
     Verdict,
     WorkingSlice,
 )
+from goldset.models.exports import (
+    ExportFormat,
+    GoldVersion,
+    GoldVersionFile,
+    GoldVersionFileChunk,
+    GoldVersionRow,
+)
 from goldset.models.routing import RoutingRules, Tier
+from goldset.models.scoring import (
+    JobStatus,
+    RunFormat,
+    RunKind,
+    ScoreAggregate,
+    ScoreQueryResult,
+    ScoringJob,
+    ScoringRunChunk,
+)
 
 __all__ = [
     "Acceptability",
@@ -75,10 +91,16 @@ __all__ = [
     "EvidenceLabel",
     "EvidencePassage",
     "EvidenceSufficiency",
+    "ExportFormat",
     "FailureCategory",
     "FinalSource",
     "Flag",
+    "GoldVersion",
+    "GoldVersionFile",
+    "GoldVersionFileChunk",
+    "GoldVersionRow",
     "Grounding",
+    "JobStatus",
     "Label",
     "LabelAssignment",
     "QualityTrackerEntry",
@@ -90,7 +112,13 @@ __all__ = [
     "ReviewAssignment",
     "RoutingRules",
     "Run",
+    "RunFormat",
+    "RunKind",
     "SafetyBoundary",
+    "ScoreAggregate",
+    "ScoreQueryResult",
+    "ScoringJob",
+    "ScoringRunChunk",
     "Source",
     "SpotCheckDraw",
     "System",

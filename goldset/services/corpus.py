@@ -258,6 +258,7 @@ def parse_unrag(
         problems.add("documents", "missing (expected a non-empty list of documents)")
         return []
     documents = []
+    by_document_id: dict[str, DocumentSpec] = {}
     for index, raw in enumerate(docs):
         where = f"documents[{index}]."
         if not isinstance(raw, dict):
@@ -305,6 +306,18 @@ def parse_unrag(
             if k not in {"domain", "authority", "block_id", "document_id", "title"}
         }
         kept_meta["sourceId"] = source_id
+        same_document = by_document_id.get(document_id)
+        if same_document is not None and meta.get("document_id"):
+            # Several blocks of one document (e.g. a gold-version export): one document spec.
+            same_document.blocks.append(
+                BlockSpec(
+                    where=where.rstrip("."),
+                    block_id=block_id,
+                    position=len(same_document.blocks),
+                    versions=[version] if version else [],
+                )
+            )
+            continue
         documents.append(
             DocumentSpec(
                 where=where.rstrip("."),
@@ -323,6 +336,7 @@ def parse_unrag(
                 ],
             )
         )
+        by_document_id.setdefault(document_id, documents[-1])
     return documents
 
 

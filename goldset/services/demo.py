@@ -64,4 +64,7 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
     seed_curation_demo()
     seed_answers_demo()
     seed_promotion_demo()
+    from goldset.demo.exports import seed_exports_demo
+
+    seed_exports_demo()
     return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)

@@ -1,0 +1,58 @@
+from django import forms
+
+from goldset.models import Domain, GoldVersion, Source, Tier, WorkingSlice
+
+MAX_RUN_BYTES = 200 * 1024 * 1024
+
+
+class FreezeForm(forms.Form):
+    domain = forms.ModelChoiceField(
+        queryset=Domain.objects.order_by("slug"), to_field_name="slug", required=False
+    )
+    tier = forms.ChoiceField(choices=[("", "All tiers"), *Tier.choices], required=False)
+    source = forms.ChoiceField(choices=[("", "All sources"), *Source.choices], required=False)
+    public_only = forms.BooleanField(
+        required=False,
+        label="Public slice",
+        help_text="Leave out every customer-permissioned triple.",
+    )
+    working_slice = forms.ModelChoiceField(
+        queryset=WorkingSlice.objects.order_by("-quarter"),
+        to_field_name="quarter",
+        required=False,
+        help_text="Only the triples of this quarter's working slice.",
+    )
+    note = forms.CharField(max_length=300, required=False)
+
+    def filters(self):
+        from goldset.services.freeze import FreezeFilters
+
+        data = self.cleaned_data
+        return FreezeFilters(
+            domain=data["domain"].slug if data["domain"] else "",
+            tier=data["tier"],
+            source=data["source"],
+            public_only=data["public_only"],
+            working_slice=data["working_slice"].quarter if data["working_slice"] else "",
+        )
+
+
+class RunUploadForm(forms.Form):
+    version = forms.ModelChoiceField(
+        queryset=GoldVersion.objects.filter(sealed=True).order_by("-number"),
+        to_field_name="number",
+        empty_label=None,
+        help_text="The frozen gold version to score against.",
+    )
+    name = forms.CharField(max_length=120, help_text="A name for this run, e.g. bm25-baseline.")
+    file = forms.FileField(
+        help_text="TREC run, JSONL run {query_id, results: [{doc_id, score}]}, "
+        "or a RAG answer log (JSONL answer records)."
+    )
+    k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Cut-off k")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_RUN_BYTES:
+            raise forms.ValidationError(f"The file is larger than {MAX_RUN_BYTES // 2**20} MiB.")
+        return upload

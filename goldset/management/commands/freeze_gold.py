@@ -1,0 +1,50 @@
+import json
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from goldset.exceptions import GoldsetError
+from goldset.services.freeze import FreezeFilters, freeze_gold_version
+
+
+class Command(BaseCommand):
+    help = "Freeze the curated gold set (with optional filters) as the next gold version."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--domain", default="")
+        parser.add_argument("--tier", default="")
+        parser.add_argument("--source", default="")
+        parser.add_argument("--public-only", action="store_true")
+        parser.add_argument("--working-slice", default="", help='a quarter, e.g. "2026Q1"')
+        parser.add_argument("--note", default="")
+        parser.add_argument("--user", default="", help="username recorded as the creator")
+
+    def handle(self, *args, **o):
+        actor = None
+        if o["user"]:
+            actor = get_user_model().objects.filter(username=o["user"]).first()
+            if actor is None:
+                raise CommandError(f"no user {o['user']!r}")
+        filters = FreezeFilters(
+            domain=o["domain"],
+            tier=o["tier"],
+            source=o["source"],
+            public_only=o["public_only"],
+            working_slice=o["working_slice"],
+        )
+        try:
+            version = freeze_gold_version(filters=filters, actor=actor, note=o["note"])
+        except GoldsetError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(
+            json.dumps(
+                {
+                    "version": version.number,
+                    "triples": version.row_count,
+                    "rows_sha256": version.rows_sha256,
+                    "diff": {
+                        k: len(v) for k, v in version.manifest["diff"].items() if k != "against"
+                    },
+                }
+            )
+        )

@@ -1,0 +1,136 @@
+"""Scoring jobs: an uploaded run scored against a frozen gold version by a Celery task.
+
+Results are keyed on the job (unique per job and query / stratum and metric), so a re-delivered
+task overwrites instead of duplicating."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from goldset.models.exports import GoldVersion
+
+
+class RunKind(models.TextChoices):
+    RETRIEVAL = "retrieval", "Retrieval run"
+    ANSWERS = "answers", "RAG answer log"
+
+
+class RunFormat(models.TextChoices):
+    TREC = "trec", "TREC run"
+    JSONL = "jsonl", "JSONL run"
+    ANSWERS = "answers", "Answer log (JSONL)"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class ScoringJob(models.Model):
+    version = models.ForeignKey(GoldVersion, on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(max_length=120)
+    kind = models.CharField(max_length=12, choices=RunKind.choices)
+    run_format = models.CharField(max_length=12, choices=RunFormat.choices)
+    run_filename = models.CharField(max_length=300)
+    run_sha256 = models.CharField(max_length=64)
+    run_size = models.PositiveBigIntegerField()
+    k = models.PositiveSmallIntegerField(default=10)
+    seed = models.BigIntegerField(default=8821)
+    resamples = models.PositiveIntegerField(default=10_000)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    stage = models.CharField(max_length=40, blank=True)
+    progress = models.PositiveSmallIntegerField(default=0)
+    stage_timings = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    scorer_version = models.CharField(max_length=80, blank=True)
+    summary = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(progress__lte=100), name="job_progress_0_100"),
+            models.CheckConstraint(condition=Q(k__gte=1), name="job_k_positive"),
+        ]
+        indexes = [models.Index(fields=["version", "status"])]
+
+    def __str__(self):
+        return f"job {self.pk} {self.name} on v{self.version_id}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+class ScoringRunChunk(models.Model):
+    """The uploaded run's bytes, in the database so any worker can read them."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="run_chunks")
+    index = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        ordering = ["job", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "index"], name="run_chunk_unique_index")
+        ]
+
+    def __str__(self):
+        return f"chunk {self.index} of job {self.job_id}"
+
+
+class ScoreAggregate(models.Model):
+    """A metric over all queries (stratum "all") or one breakdown stratum ("domain:x",
+    "task_type:y", "system:z"), with its bootstrap CI when computed."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="aggregates")
+    stratum = models.CharField(max_length=120, default="all")
+    metric = models.CharField(max_length=80)
+    value = models.FloatField(null=True)
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    n = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["job", "stratum", "metric"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "stratum", "metric"], name="score_aggregate_unique"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.metric} [{self.stratum}] = {self.value}"
+
+
+class ScoreQueryResult(models.Model):
+    """Per-query (retrieval) or per-answer (PROBE) results."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="query_results")
+    query_id = models.CharField(max_length=200)
+    domain = models.CharField(max_length=64, blank=True)
+    task_type = models.CharField(max_length=32, blank=True)
+    metrics = models.JSONField(default=dict)
+    retrieved = models.JSONField(default=list, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    primary = models.FloatField(null=True)
+
+    class Meta:
+        ordering = ["job", "query_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "query_id"], name="score_query_unique")
+        ]
+        indexes = [models.Index(fields=["job", "primary"])]
+
+    def __str__(self):
+        return f"{self.query_id} in job {self.job_id}"

@@ -1,0 +1,314 @@
+"""Reads for frozen versions, scoring jobs, results and comparisons."""
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from goldset.models import (
+    GoldVersion,
+    GoldVersionRow,
+    JobStatus,
+    ScoreAggregate,
+    ScoreQueryResult,
+    ScoringJob,
+)
+
+DIFF_LIMIT = 200
+
+
+def list_versions():
+    return GoldVersion.objects.filter(sealed=True).select_related("created_by", "parent")
+
+
+def get_version(*, number: int) -> GoldVersion:
+    return get_object_or_404(
+        GoldVersion.objects.filter(sealed=True)
+        .select_related("created_by", "parent")
+        .prefetch_related("files"),
+        number=number,
+    )
+
+
+def version_files_for(*, version: GoldVersion, user) -> list[tuple]:
+    """Every stored file of the version, each with whether ``user`` downloads that variant."""
+    from goldset.services.exports import pick_file
+
+    files = list(version.files.all())
+    offered = {pick_file(version, fmt=f.format, user=user).pk for f in files}
+    return [(f, f.pk in offered) for f in files]
+
+
+def list_job_versions():
+    return GoldVersion.objects.filter(sealed=True).order_by("-number")
+
+
+def revocations_for(version: GoldVersion) -> list[dict]:
+    """Customers revoked after this version was frozen whose triples it holds: the version
+    stays frozen; the revocation is recorded against it here."""
+    from goldset.models import CustomerPermission
+
+    lines = version.rows.filter(source="customer_permissioned").values_list("line", flat=True)
+    held = defaultdict(int)
+    for line in lines:
+        customer = (json.loads(line).get("metadata") or {}).get("customer")
+        if customer:
+            held[customer] += 1
+    if not held:
+        return []
+    revoked = CustomerPermission.objects.filter(
+        customer__slug__in=held, revoked_at__gt=version.created_at
+    ).select_related("customer", "revoked_by")
+    return [
+        {
+            "customer": p.customer.name,
+            "slug": p.customer.slug,
+            "revoked_at": p.revoked_at,
+            "revoked_by": p.revoked_by,
+            "triples": held[p.customer.slug],
+        }
+        for p in revoked
+    ]
+
+
+def _flatten(obj, prefix="") -> dict:
+    if isinstance(obj, dict):
+        out = {}
+        for key, value in obj.items():
+            out.update(_flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): obj}
+
+
+@dataclass
+class ChangedRow:
+    triple_id: str
+    fields: list[tuple[str, object, object]]
+
+
+@dataclass
+class VersionsDiff:
+    a: GoldVersion
+    b: GoldVersion
+    added: list[str]
+    removed: list[str]
+    changed: list[ChangedRow]
+    counts: dict = field(default_factory=dict)
+
+
+def diff_versions(*, a: GoldVersion, b: GoldVersion) -> VersionsDiff:
+    """Triples added to / removed from ``b`` relative to ``a``, and the changed fields of
+    triples in both (first DIFF_LIMIT of each list; ``counts`` has the totals)."""
+    before = dict(a.rows.values_list("triple_id", "sha256"))
+    after = dict(b.rows.values_list("triple_id", "sha256"))
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    changed_ids = sorted(t for t in after if t in before and before[t] != after[t])
+    shown = changed_ids[:DIFF_LIMIT]
+    lines = defaultdict(dict)
+    for version_id, triple_id, line in GoldVersionRow.objects.filter(
+        version__in=[a, b], triple_id__in=shown
+    ).values_list("version_id", "triple_id", "line"):
+        lines[triple_id][version_id] = _flatten(json.loads(line))
+    changed = []
+    for triple_id in shown:
+        old, new = lines[triple_id][a.pk], lines[triple_id][b.pk]
+        fields = [
+            (key, old.get(key), new.get(key))
+            for key in sorted(set(old) | set(new))
+            if old.get(key) != new.get(key)
+        ]
+        changed.append(ChangedRow(triple_id=triple_id, fields=fields))
+    return VersionsDiff(
+        a=a,
+        b=b,
+        added=added[:DIFF_LIMIT],
+        removed=removed[:DIFF_LIMIT],
+        changed=changed,
+        counts={"added": len(added), "removed": len(removed), "changed": len(changed_ids)},
+    )
+
+
+# ---------------------------------------------------------------- scoring jobs
+
+
+def list_jobs():
+    return ScoringJob.objects.select_related("version", "created_by").order_by("-created_at")
+
+
+def get_job(*, pk: int) -> ScoringJob:
+    return get_object_or_404(ScoringJob.objects.select_related("version", "created_by"), pk=pk)
+
+
+@dataclass
+class JobResults:
+    overall: list[ScoreAggregate]
+    breakdown: dict[str, list[dict]]
+    metrics: list[str]
+    worst: list[dict]
+    systems: dict
+
+
+def job_results(*, job: ScoringJob, worst: int = 15) -> JobResults:
+    """Aggregates with CIs, the per-domain / per-task-family table, and the worst queries with
+    their expected block and what was retrieved (a constant number of queries)."""
+    aggregates = list(ScoreAggregate.objects.filter(job=job).order_by("stratum", "metric"))
+    overall = [a for a in aggregates if a.stratum == "all" or a.stratum.startswith("system:")]
+    metrics = sorted({a.metric for a in aggregates if a.stratum == "all"})
+    breakdown: dict[str, dict[str, dict]] = defaultdict(dict)
+    for a in aggregates:
+        if a.stratum.startswith(("domain:", "task_type:")):
+            kind, _, value = a.stratum.partition(":")
+            row = breakdown[kind].setdefault(value, {"name": value, "n": a.n, "values": {}})
+            row["values"][a.metric] = a.value
+    tables = {
+        kind: [
+            {**row, "cells": [row["values"].get(m) for m in metrics]}
+            for _, row in sorted(rows.items())
+        ]
+        for kind, rows in breakdown.items()
+    }
+    worst_rows = list(
+        ScoreQueryResult.objects.filter(job=job, primary__isnull=False).order_by(
+            "primary", "query_id"
+        )[:worst]
+    )
+    expected = dict(
+        GoldVersionRow.objects.filter(
+            version_id=job.version_id,
+            triple_id__in=[r.detail.get("question_id", r.query_id) for r in worst_rows],
+        ).values_list("triple_id", "block_id")
+    )
+    worst_list = [
+        {
+            "query_id": r.query_id,
+            "domain": r.domain,
+            "task_type": r.task_type,
+            "primary": r.primary,
+            "metrics": r.metrics,
+            "expected": expected.get(r.detail.get("question_id", r.query_id), ""),
+            "retrieved": r.retrieved,
+            "caps": r.detail.get("caps") or {},
+        }
+        for r in worst_rows
+    ]
+    return JobResults(
+        overall=overall,
+        breakdown=tables,
+        metrics=metrics,
+        worst=worst_list,
+        systems=(job.summary or {}).get("systems", {}),
+    )
+
+
+def iter_query_results(job: ScoringJob):
+    return (
+        ScoreQueryResult.objects.filter(job=job)
+        .order_by("query_id")
+        .values_list("query_id", "domain", "task_type", "metrics", "retrieved", "detail")
+        .iterator(5000)
+    )
+
+
+def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
+    """The succeeded jobs named, all on one version; Http404 for unknown ids."""
+    jobs = list(
+        ScoringJob.objects.filter(pk__in=job_ids, status=JobStatus.SUCCEEDED).select_related(
+            "version"
+        )
+    )
+    if len(jobs) != len(set(job_ids)):
+        raise Http404("unknown or unfinished scoring job")
+    return sorted(jobs, key=lambda j: j.pk)
+
+
+@dataclass
+class PairComparison:
+    a: ScoringJob
+    b: ScoringJob
+    metric: str
+    mean_a: float
+    mean_b: float
+    test: str
+    statistic: float | None
+    pvalue: float | None
+    adjusted: float | None = None
+    reject: bool = False
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+    reason: str | None = None
+
+
+@dataclass
+class Comparison:
+    jobs: list[ScoringJob]
+    pairs: list[PairComparison]
+    n_queries: int
+    per_query: list[dict]
+    alpha: float = 0.05
+
+
+def compare_jobs(*, jobs: list[ScoringJob], alpha: float = 0.05, top: int = 20) -> Comparison:
+    """Paired comparisons of every pair of jobs on the queries they share: Wilcoxon
+    signed-rank per metric (McNemar for hit@k), Holm–Bonferroni over all tests, and
+    per-query wins/losses on each job's primary metric (all from ``scoring.stats``)."""
+    from scoring.stats import holm_bonferroni, mcnemar, wilcoxon
+
+    if len(jobs) < 2:
+        raise Http404("choose at least two jobs")
+    if len({j.version_id for j in jobs}) != 1:
+        raise Http404("jobs must be scored against the same gold version")
+    values = {
+        j.pk: dict(ScoreQueryResult.objects.filter(job=j).values_list("query_id", "metrics"))
+        for j in jobs
+    }
+    shared = sorted(set.intersection(*(set(v) for v in values.values())))
+    metrics = sorted(set.intersection(*(set(next(iter(v.values()), {})) for v in values.values())))
+    pairs = []
+    for a, b in combinations(jobs, 2):
+        for metric in metrics:
+            x = np.array([values[a.pk][q][metric] for q in shared], dtype=float)
+            y = np.array([values[b.pk][q][metric] for q in shared], dtype=float)
+            if metric.startswith("hit@"):
+                result, test = mcnemar(x > 0, y > 0), "McNemar"
+            else:
+                result, test = wilcoxon(x, y), "Wilcoxon signed-rank"
+            pairs.append(
+                PairComparison(
+                    a=a,
+                    b=b,
+                    metric=metric,
+                    mean_a=float(x.mean()) if len(x) else 0.0,
+                    mean_b=float(y.mean()) if len(y) else 0.0,
+                    test=test,
+                    statistic=result.statistic,
+                    pvalue=result.pvalue,
+                    wins=int((x > y).sum()),
+                    losses=int((x < y).sum()),
+                    ties=int((x == y).sum()),
+                    reason=result.reason,
+                )
+            )
+    tested = [p for p in pairs if p.pvalue is not None]
+    if tested:
+        holm = holm_bonferroni([p.pvalue for p in tested], alpha=alpha)
+        for p, adjusted, reject in zip(tested, holm.pvalues_adjusted, holm.reject, strict=True):
+            p.adjusted, p.reject = adjusted, bool(reject)
+    primary = jobs[0].summary.get("primary_metric") or (metrics[0] if metrics else "")
+    spread = []
+    if primary in metrics:
+        for q in shared:
+            row = [values[j.pk][q][primary] for j in jobs]
+            spread.append({"query_id": q, "values": row, "spread": max(row) - min(row)})
+        spread.sort(key=lambda r: (-r["spread"], r["query_id"]))
+    return Comparison(jobs=jobs, pairs=pairs, n_queries=len(shared), per_query=spread[:top])
+
+
+def count_jobs_by_status():
+    return dict(ScoringJob.objects.values_list("status").annotate(n=Count("pk")))

@@ -1,0 +1,205 @@
+"""Scoring RAG answer logs (seed 004 A.5) against a frozen gold version with PROBE.
+
+Question packets are the version's frozen PROBE evidence packets (checksum verified); PCS, caps
+and the release gate come from ``scoring.probe.score_answers``, so a job's figures equal
+``python -m scoring probe --questions <packets> --answers <log>`` on the same files. Expert
+labels (the answer-labeling area's final labels, see :func:`_label_providers`) are passed as
+the ``labels`` argument for the label-derived axes, and stored in the reproducibility bundle.
+"""
+
+import io
+import json
+from collections.abc import Callable
+
+from goldset.models import (
+    ExportFormat,
+    GoldVersion,
+    RunFormat,
+    RunKind,
+    ScoreAggregate,
+    ScoringJob,
+)
+from goldset.services import exports
+
+MAX_ERRORS = 50
+
+
+def _label_providers() -> list[Callable]:
+    """``fn(version, answers) -> [label dict]`` giving expert labels keyed by question_id +
+    system_id: the answer-labeling area's final (majority or adjudicated) labels."""
+    from goldset.services.probe_exports import adjudicated_labels
+
+    return [adjudicated_labels]
+
+
+def _records(text: str, name: str):
+    from goldset.services.scoring_jobs import RunRejected
+
+    problems, records = [], []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{name}, line {lineno}: invalid JSON: {exc.msg}")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"{name}, line {lineno}: expected a JSON object (one answer record)")
+            continue
+        records.append((lineno, obj))
+    if problems:
+        raise RunRejected(problems[:MAX_ERRORS], source=name)
+    return records
+
+
+def validate_answer_log(*, version: GoldVersion, text: str, name: str):
+    """Validate every answer record: required fields, known question ids (triples of
+    ``version``), known passage ids (corpus blocks), ranks, one record per question and
+    system. Raises RunRejected with line-numbered problems."""
+    from goldset.services.scoring_jobs import RunRejected, ValidatedRun, known_block_ids
+
+    records = _records(text, name)
+    packets = version_packets(version)
+    known_questions = {p["question_id"] for p in packets}
+    packet_passages = {
+        g["passage_id"] for p in packets for g in [*p["gold_evidence"], *p.get("near_miss", [])]
+    }
+    passages = {
+        str(p.get("passage_id"))
+        for _, r in records
+        for p in (r.get("retrieved_passages") or [])
+        if isinstance(p, dict)
+    } | {str(c) for _, r in records for c in (r.get("citations") or [])}
+    known_passages = known_block_ids(sorted(passages - packet_passages)) | packet_passages
+    problems: list[str] = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, rec in records:
+        where = f"{name}, line {lineno}"
+        qid = rec.get("question_id")
+        if not isinstance(qid, str) or not qid:
+            problems.append(f"{where}: question_id: missing (expected a triple id)")
+            continue
+        if qid not in known_questions:
+            problems.append(
+                f"{where}: unknown question id {qid!r}: not a question of gold version "
+                f"v{version.number}"
+            )
+        key = (qid, str(rec.get("system_id", "")))
+        if key in seen:
+            problems.append(
+                f"{where}: question {qid!r} for system {key[1]!r} already appears on line "
+                f"{seen[key]}"
+            )
+        seen.setdefault(key, lineno)
+        retrieved = rec.get("retrieved_passages")
+        if not isinstance(retrieved, list):
+            problems.append(f"{where}: retrieved_passages: expected a list of {{passage_id, rank}}")
+            retrieved = []
+        for i, p in enumerate(retrieved):
+            if not isinstance(p, dict) or not isinstance(p.get("rank"), int) or p["rank"] < 1:
+                problems.append(f"{where}: retrieved_passages[{i}]: needs passage_id and rank ≥ 1")
+            elif str(p.get("passage_id")) not in known_passages:
+                problems.append(
+                    f"{where}: retrieved_passages[{i}]: unknown passage id {p.get('passage_id')!r}"
+                )
+        citations = rec.get("citations")
+        if not isinstance(citations, list):
+            problems.append(f"{where}: citations: expected a list of passage ids")
+        else:
+            for c in citations:
+                if str(c) not in known_passages:
+                    problems.append(f"{where}: citations: unknown passage id {c!r}")
+        if len(problems) > MAX_ERRORS:
+            break
+    if problems:
+        raise RunRejected(problems[:MAX_ERRORS], source=name)
+    return ValidatedRun(
+        kind=RunKind.ANSWERS,
+        fmt=RunFormat.ANSWERS,
+        n_queries=len(records),
+        n_rows=len(records),
+    )
+
+
+def version_packets(version: GoldVersion) -> list[dict]:
+    stored = version.files.get(format=ExportFormat.PROBE_PACKETS, redacted=False)
+    data = exports.read_verified_bytes(stored).decode("utf-8")
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def score_answer_log(*, job: ScoringJob, progress):
+    from goldset.services.scoring_jobs import Outcome, QueryRow, read_run_bytes
+    from scoring.probe import score_answers
+    from scoring.stats import bootstrap_ci
+
+    progress.enter("load answer log", 5)
+    answers = [
+        json.loads(line)
+        for line in io.StringIO(read_run_bytes(job).decode("utf-8"))
+        if line.strip()
+    ]
+    progress.enter("load gold version", 15)
+    packets = version_packets(job.version)
+    labels = [label for provider in _label_providers() for label in provider(job.version, answers)]
+    progress.enter("PROBE scoring", 30)
+    report = score_answers(packets, answers, labels=labels or None)
+    progress.enter("bootstrap", 60)
+    strata = dict(job.version.rows.values_list("triple_id", "task_type"))
+    aggregates, per_query = [], []
+    for system_id, summary in report.systems.items():
+        pcs = [a.final_pcs for a in report.answers if a.system_id == system_id]
+        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed)
+        stratum = f"system:{system_id}"
+        aggregates.append(
+            ScoreAggregate(
+                job=job,
+                stratum=stratum,
+                metric="mean_pcs",
+                value=summary.mean_pcs,
+                ci_low=ci.low,
+                ci_high=ci.high,
+                n=summary.n_answers,
+            )
+        )
+        for metric, value in (
+            ("unsafe_rate", summary.unsafe_rate),
+            ("gate_pass_rate", summary.gate_pass_rate),
+            *((f"mean {k}", v) for k, v in summary.component_means.items()),
+        ):
+            aggregates.append(
+                ScoreAggregate(
+                    job=job, stratum=stratum, metric=metric, value=value, n=summary.n_answers
+                )
+            )
+    for answer in report.answers:
+        per_query.append(
+            QueryRow(
+                query_id=f"{answer.system_id}/{answer.question_id}",
+                domain=answer.domain or "",
+                task_type=strata.get(answer.question_id, ""),
+                metrics={"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
+                retrieved=[],
+                detail={
+                    "question_id": answer.question_id,
+                    "system_id": answer.system_id,
+                    "caps": answer.caps,
+                    "families": answer.families,
+                    "blocking_failures": answer.blocking_failures,
+                    "passes_gate": answer.passes_gate,
+                    "unsafe_probability": answer.unsafe_probability,
+                },
+                primary=answer.final_pcs,
+            )
+        )
+    summary = report.to_dict()["systems"]
+    return Outcome(
+        per_query=per_query,
+        aggregates=aggregates,
+        summary={
+            "systems": summary,
+            "n_answers": len(report.answers),
+            "labels": len(labels),
+            "label_records": labels,
+        },
+    )

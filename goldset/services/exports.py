@@ -1,0 +1,461 @@
+"""Rendering and reading the files of a frozen gold version.
+
+Every renderer is a generator of ``bytes`` fed from rows read with ``.iterator()``, so memory
+stays constant whatever the version size. Files are stored in the database in chunks of at most
+``CHUNK_SIZE`` bytes; :func:`verified_chunks` re-hashes the stored bytes before serving any.
+
+Canonical JSON everywhere: ``sort_keys``, compact separators, UTF-8 (``ensure_ascii=False``).
+Renderers emit keys in sorted order too, so a whole Unrag file equals
+``canonical_json(json.loads(file))``.
+"""
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from django.db import connection
+
+from goldset.exceptions import GoldsetError
+from goldset.models import (
+    BlockVersion,
+    ExportFormat,
+    GoldVersion,
+    GoldVersionFile,
+    GoldVersionFileChunk,
+)
+from goldset.models.exports import FORMAT_FILES
+
+CHUNK_SIZE = 1 << 20  # 1 MiB per stored chunk
+UNRAG_SCOPE_PREFIX = "eval:goldset:"
+UNRAG_DATASET_ID = "goldset"
+REDACTED_LOADER_PREFIX = "goldset:block-version:"
+SNIPPET_PERMISSION = "goldset.view_snippets"
+# Formats holding source snippets: they are stored twice, full and redacted.
+SNIPPET_FORMATS = (ExportFormat.UNRAG_JSON, ExportFormat.PROBE_PACKETS)
+BATCH = 1000
+PIN_BATCH = 5000
+
+
+class ChecksumMismatch(GoldsetError):
+    """Stored bytes no longer match the checksum recorded at freeze time."""
+
+
+def canonical_json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_bytes(obj) -> bytes:
+    return canonical_json(obj).encode("utf-8")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------- storing a rendered file
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    format: str
+    redacted: bool
+    sha256: str
+    size: int
+
+
+class FileSpool:
+    """A file being rendered: bytes go to a temporary spool (memory up to 8 MiB, then disk)
+    and into a running sha256, so the file row can be inserted once with its final checksum."""
+
+    def __init__(self):
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.spool = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK_SIZE)
+
+    def write(self, piece: bytes) -> None:
+        if piece:
+            self.digest.update(piece)
+            self.spool.write(piece)
+            self.size += len(piece)
+
+    def extend(self, other: "FileSpool") -> None:
+        other.spool.seek(0)
+        while data := other.spool.read(CHUNK_SIZE):
+            self.write(data)
+        other.spool.close()
+
+
+def store_spool(
+    *, version: GoldVersion, fmt: str, redacted: bool, spool: FileSpool
+) -> GoldVersionFile:
+    """Insert the file row (final checksum and size) and its chunks, then drop the spool.
+    Rows are inserted once and never updated (the triggers forbid it)."""
+    filename, content_type = FORMAT_FILES[ExportFormat(fmt)]
+    stem, _, ext = filename.rpartition(".")
+    suffix = "-redacted" if redacted else ""
+    stored = GoldVersionFile.objects.create(
+        version=version,
+        format=fmt,
+        redacted=redacted,
+        filename=f"goldset-v{version.number}-{stem}{suffix}.{ext}",
+        content_type=content_type,
+        sha256=spool.digest.hexdigest(),
+        size=spool.size,
+        chunk_count=(spool.size + CHUNK_SIZE - 1) // CHUNK_SIZE,
+    )
+    spool.spool.seek(0)
+    if connection.vendor == "postgresql":
+        _copy_chunks(stored, spool)
+    else:
+        index, pending = 0, []
+        while data := spool.spool.read(CHUNK_SIZE):
+            pending.append(GoldVersionFileChunk(file=stored, index=index, data=data))
+            index += 1
+            if len(pending) >= 8:
+                GoldVersionFileChunk.objects.bulk_create(pending)
+                pending = []
+        GoldVersionFileChunk.objects.bulk_create(pending)
+    spool.spool.close()
+    return stored
+
+
+def _copy_chunks(stored: GoldVersionFile, spool: FileSpool) -> None:
+    """Binary COPY: bytea goes over the wire as raw bytes (a text INSERT doubles it as hex)."""
+    table = GoldVersionFileChunk._meta.db_table
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(
+            f'COPY {table} (file_id, "index", data) FROM STDIN (FORMAT BINARY)'  # noqa: S608
+        ) as copy:
+            copy.set_types(["bigint", "integer", "bytea"])
+            index = 0
+            while data := spool.spool.read(CHUNK_SIZE):
+                copy.write_row((stored.pk, index, data))
+                index += 1
+
+
+def store_file(
+    *, version: GoldVersion, fmt: str, redacted: bool, content: Iterable[bytes]
+) -> GoldVersionFile:
+    """Render ``content`` into a spool and store it (see :func:`store_spool`)."""
+    spool = FileSpool()
+    for piece in content:
+        spool.write(piece)
+    return store_spool(version=version, fmt=fmt, redacted=redacted, spool=spool)
+
+
+def _raw_chunks(stored: GoldVersionFile) -> Iterator[bytes]:
+    for pk in stored.chunks.order_by("index").values_list("pk", flat=True):
+        # One chunk per query keeps memory at one chunk however large the file.
+        yield bytes(GoldVersionFileChunk.objects.values_list("data", flat=True).get(pk=pk))
+
+
+def verify_file(stored: GoldVersionFile) -> None:
+    """Hash the stored bytes; raise ChecksumMismatch when they differ from the frozen sha256."""
+    digest = hashlib.sha256()
+    size = 0
+    for data in _raw_chunks(stored):
+        digest.update(data)
+        size += len(data)
+    if digest.hexdigest() != stored.sha256 or size != stored.size:
+        raise ChecksumMismatch(
+            f"{stored.filename} of gold version v{stored.version.number} failed its integrity "
+            f"check: the stored bytes hash to {digest.hexdigest()} ({size} bytes) but "
+            f"{stored.sha256} ({stored.size} bytes) was recorded at freeze time. "
+            "Nothing was served; report this to an administrator."
+        )
+
+
+def verified_chunks(stored: GoldVersionFile) -> Iterator[bytes]:
+    """Verify first (whole file, streamed), then return an iterator over the same bytes.
+    Raises ChecksumMismatch before yielding anything."""
+    verify_file(stored)
+    return _raw_chunks(stored)
+
+
+def read_verified_bytes(stored: GoldVersionFile) -> bytes:
+    return b"".join(verified_chunks(stored))
+
+
+def verify_rows(version: GoldVersion) -> None:
+    """The frozen rows still hash to the recorded rows checksum (the gold JSONL bytes)."""
+    digest = hashlib.sha256()
+    for line in version.rows.order_by("position").values_list("line", flat=True).iterator(5000):
+        digest.update(line.encode("utf-8") + b"\n")
+    if digest.hexdigest() != version.rows_sha256:
+        raise ChecksumMismatch(
+            f"the rows of gold version v{version.number} failed their integrity check "
+            f"(hash {digest.hexdigest()}, recorded {version.rows_sha256})."
+        )
+
+
+def pick_file(version: GoldVersion, *, fmt: str, user) -> GoldVersionFile:
+    """The variant a user may download: the full file with the view-snippets permission (or
+    for formats without snippets), otherwise the redacted one. ``user=None`` (commands) gets
+    the full file."""
+    files = {(f.format, f.redacted): f for f in version.files.all()}
+    full = user is None or user.has_perm(SNIPPET_PERMISSION)
+    if (fmt, not full) in files:
+        return files[(fmt, not full)]
+    if (fmt, False) in files and fmt not in SNIPPET_FORMATS:
+        return files[(fmt, False)]
+    raise GoldsetError(f"gold version v{version.number} has no {fmt} export")
+
+
+# ---------------------------------------------------------------- renderers
+
+
+def _lines(version: GoldVersion) -> Iterator[str]:
+    yield from version.rows.order_by("position").values_list("line", flat=True).iterator(BATCH)
+
+
+def render_gold_jsonl(version: GoldVersion) -> Iterator[bytes]:
+    buffer = []
+    for line in _lines(version):
+        buffer.append(line)
+        if len(buffer) >= BATCH:
+            yield ("\n".join(buffer) + "\n").encode("utf-8")
+            buffer = []
+    if buffer:
+        yield ("\n".join(buffer) + "\n").encode("utf-8")
+
+
+def _pinned_versions(version: GoldVersion) -> list[tuple[str, int]]:
+    """The distinct (block_id, version) pairs the rows pin, sorted."""
+    pins = set()
+    for line in _lines(version):
+        block = json.loads(line)["expected_block"]
+        pins.add((block["block_id"], int(block["version"])))
+    return sorted(pins)
+
+
+PIN_FIELDS = (
+    "block__block_id",
+    "version",
+    "text",
+    "section",
+    "page_start",
+    "page_end",
+    "effective_from",
+    "effective_to",
+    "sha256",
+    "block__document__document_id",
+    "block__document__title",
+    "block__document__authority",
+    "block__document__domain__slug",
+)
+
+
+@dataclass(frozen=True)
+class Pinned:
+    block_id: str
+    version: int
+    text: str
+    section: str
+    page_start: int | None
+    page_end: int | None
+    effective_from: object
+    effective_to: object
+    sha256: str
+    document_id: str
+    title: str
+    authority: object
+    domain: str
+
+    @property
+    def page_range(self):
+        if self.page_start is None:
+            return None
+        return [self.page_start, self.page_end if self.page_end is not None else self.page_start]
+
+    @property
+    def effective(self) -> str:
+        if self.effective_from is None and self.effective_to is None:
+            return ""
+        start = self.effective_from.isoformat() if self.effective_from else ""
+        end = self.effective_to.isoformat() if self.effective_to else ""
+        return f"{start}/{end}" if end else start
+
+
+def _pinned_data(pins: list[tuple[str, int]]) -> dict[tuple[str, int], Pinned]:
+    """Block version fields for a batch of pins (one query, plain tuples). Raises
+    GoldsetError for a pin missing from the corpus."""
+    wanted = set(pins)
+    found = {}
+    for values in BlockVersion.objects.filter(block__block_id__in={b for b, _ in pins}).values_list(
+        *PIN_FIELDS
+    ):
+        pinned = Pinned(*values)
+        if (pinned.block_id, pinned.version) in wanted:
+            found[(pinned.block_id, pinned.version)] = pinned
+    for pin in pins:
+        if pin not in found:
+            raise GoldsetError(f"block {pin[0]} v{pin[1]} is not in the corpus")
+    return found
+
+
+def source_id(block_id: str, number: int) -> str:
+    return f"{UNRAG_SCOPE_PREFIX}{block_id}@v{number}"
+
+
+def _unrag_document(p: Pinned, *, redacted: bool) -> dict:
+    metadata = {
+        "block_id": p.block_id,
+        "document_id": p.document_id,
+        "title": p.title,
+        "domain": p.domain,
+        "authority": float(p.authority),
+        "block_version": p.version,
+        "sha256": p.sha256,
+        "section": p.section,
+        "page_range": p.page_range,
+        "effective_from": p.effective_from.isoformat() if p.effective_from else None,
+        "effective_to": p.effective_to.isoformat() if p.effective_to else None,
+    }
+    entry = {"sourceId": source_id(p.block_id, p.version), "metadata": metadata}
+    if redacted:
+        entry["loaderRef"] = f"{REDACTED_LOADER_PREFIX}{p.block_id}@v{p.version}"
+    else:
+        entry["content"] = p.text
+    return entry
+
+
+def _question(row: dict) -> dict:
+    meta = row.get("metadata") or {}
+    return {
+        "question_id": row["id"],
+        "question": row["question"],
+        "domain": meta.get("domain"),
+        "task_family": meta.get("task_type"),
+        "difficulty": meta.get("difficulty"),
+        "tier": meta.get("tier"),
+        "source": meta.get("source"),
+        "flags": meta.get("flags") or [],
+    }
+
+
+def render_probe_questions(version: GoldVersion) -> Iterator[bytes]:
+    """The PROBE question file (seed 004 A.3 / Table 9): id, domain, task family, flags."""
+    for line in _lines(version):
+        yield (canonical_json(_question(json.loads(line))) + "\n").encode("utf-8")
+
+
+def _packet(row: dict, p: Pinned, *, redacted: bool) -> dict:
+    passage = {
+        "passage_id": p.block_id,
+        "block_version": p.version,
+        "document_id": p.document_id,
+        "role": "expected_block",
+        "authority": float(p.authority),
+        "effective": p.effective,
+        "label": "sufficient",
+        "sha256": p.sha256,
+        "text": None if redacted else p.text,
+    }
+    if redacted:
+        passage["text_redacted"] = True
+    return {
+        "question_id": row["id"],
+        "domain": (row.get("metadata") or {}).get("domain"),
+        "gold_evidence": [passage],
+        "near_miss": [],
+        "prohibited_answer_behavior": [],
+    }
+
+
+def render_snippet_files(version: GoldVersion, *, description: str) -> dict:
+    """Unrag dataset JSON v1 (seed 001) and PROBE evidence packets (seed 004 A.4), each full
+    and redacted, and the PROBE question file, in one pass over the rows with one
+    block-version query per batch.
+
+    Unrag: documents are the pinned block versions in order of first use (content, or a
+    loaderRef when redacted); queries carry ``relevant.sourceIds``; keys in sorted order
+    (canonical). Packets: the expected block version is the sufficient gold passage with its
+    authority and effective window, and its text unless redacted.
+    Returns ``{(format, redacted): FileSpool}``."""
+    defaults = {"mode": "retrieve", "scopePrefix": UNRAG_SCOPE_PREFIX, "topK": 10}
+    head = (
+        f'{{"defaults":{canonical_json(defaults)},"description":{canonical_json(description)},'
+        '"documents":['
+    ).encode()
+    unrag = {False: FileSpool(), True: FileSpool()}
+    packets = {False: FileSpool(), True: FileSpool()}
+    questions = FileSpool()
+    queries = FileSpool()
+    queries.write(f'],"id":{canonical_json(UNRAG_DATASET_ID)},"queries":['.encode())
+    for spool in unrag.values():
+        spool.write(head)
+    seen: set[tuple[str, int]] = set()
+    wrote_queries = False
+    for rows in _row_batches(version, size=PIN_BATCH):
+        pins = [
+            (r["expected_block"]["block_id"], int(r["expected_block"]["version"])) for r in rows
+        ]
+        data = _pinned_data(sorted(set(pins)))
+        new = [pin for pin in dict.fromkeys(pins) if pin not in seen]
+        for redacted, spool in unrag.items():
+            if new:
+                docs = ",".join(
+                    canonical_json(_unrag_document(data[pin], redacted=redacted)) for pin in new
+                )
+                spool.write((("," if seen else "") + docs).encode("utf-8"))
+        seen.update(new)
+        for redacted, spool in packets.items():
+            lines = [
+                canonical_json(_packet(row, data[pin], redacted=redacted))
+                for row, pin in zip(rows, pins, strict=True)
+            ]
+            spool.write(("\n".join(lines) + "\n").encode("utf-8"))
+        questions.write(
+            "".join(canonical_json(_question(row)) + "\n" for row in rows).encode("utf-8")
+        )
+        query_lines = [
+            canonical_json(
+                {
+                    "id": row["id"],
+                    "query": row["question"],
+                    "relevant": {"sourceIds": [source_id(*pin)]},
+                }
+            )
+            for row, pin in zip(rows, pins, strict=True)
+        ]
+        queries.write((("," if wrote_queries else "") + ",".join(query_lines)).encode("utf-8"))
+        wrote_queries = True
+    # The answer-labeling area's questions (seed 004 A.3/A.4) follow the triples' packets.
+    from goldset.services.probe_exports import iter_answer_question_packets
+
+    for packet in iter_answer_question_packets():
+        line = (canonical_json(packet) + "\n").encode("utf-8")
+        packets[False].write(line)
+        packets[True].write(line)  # answers' packets carry passage ids, never source text
+        question = {k: packet[k] for k in ("question_id", "question", "domain", "task_family")}
+        question["flags"] = packet["flags"]
+        questions.write((canonical_json(question) + "\n").encode("utf-8"))
+    queries.write(b'],"version":"1"}')
+    for spool in unrag.values():
+        queries.spool.seek(0)
+        while data_bytes := queries.spool.read(CHUNK_SIZE):
+            spool.write(data_bytes)
+    queries.spool.close()
+    return {
+        **{(ExportFormat.UNRAG_JSON, r): spool for r, spool in unrag.items()},
+        **{(ExportFormat.PROBE_PACKETS, r): spool for r, spool in packets.items()},
+        (ExportFormat.PROBE_QUESTIONS, False): questions,
+    }
+
+
+def _row_batches(version: GoldVersion, *, size: int = BATCH) -> Iterator[list[dict]]:
+    batch = []
+    for line in _lines(version):
+        batch.append(json.loads(line))
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def iter_rows(version: GoldVersion) -> Iterator[dict]:
+    for batch in _row_batches(version):
+        yield from batch

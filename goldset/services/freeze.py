@@ -1,0 +1,419 @@
+"""Freezing gold versions.
+
+:func:`store_frozen_version` is the low-level, atomic writer: it takes any iterable of gold row
+dicts (DESIGN §9 gold JSONL shape), stores canonical rows in batches, renders every file, and
+seals the version with its manifest. :func:`freeze_gold_version` selects the rows from the
+curated gold set with the admin's filters and calls it.
+"""
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError
+from goldset.models import ExportFormat, GoldVersion, GoldVersionRow
+from goldset.services import exports
+from workbench.services.audit import record_event
+
+ROW_BATCH = 5000
+FREEZE_LOCK_KEY = 7_202_611  # pg_advisory_xact_lock key serialising freezes
+REQUIRED_BLOCK_KEYS = ("block_id", "document_id", "version", "sha256")
+
+
+@dataclass
+class RowStats:
+    count: int = 0
+    by_domain: Counter = field(default_factory=Counter)
+    by_tier: Counter = field(default_factory=Counter)
+    by_source: Counter = field(default_factory=Counter)
+    by_task_type: Counter = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+
+    def as_dict(self) -> dict:
+        return {"added": self.added, "removed": self.removed, "changed": self.changed}
+
+
+def _check_row(row, index: int) -> tuple[str, dict]:
+    where = f"row {index + 1}"
+    if not isinstance(row, dict):
+        raise GoldsetError(f"{where}: expected a gold row object")
+    triple_id = row.get("id")
+    if not isinstance(triple_id, str) or not triple_id:
+        raise GoldsetError(f"{where}: id: missing (expected the triple id)")
+    block = row.get("expected_block")
+    if not isinstance(block, dict) or any(block.get(k) in (None, "") for k in REQUIRED_BLOCK_KEYS):
+        raise GoldsetError(
+            f"{where} ({triple_id}): expected_block needs {', '.join(REQUIRED_BLOCK_KEYS)}"
+        )
+    if not isinstance(row.get("question"), str) or not row["question"]:
+        raise GoldsetError(f"{where} ({triple_id}): question: missing")
+    return triple_id, row.get("metadata") or {}
+
+
+ROW_COLUMNS = (
+    "version_id",
+    "position",
+    "triple_id",
+    "line",
+    "sha256",
+    "domain",
+    "tier",
+    "source",
+    "task_type",
+    "block_id",
+)
+
+
+def _insert_rows(batch: list[tuple]) -> None:
+    """Insert row tuples (ROW_COLUMNS order): COPY on PostgreSQL, bulk INSERT elsewhere."""
+    if not batch:
+        return
+    if connection.vendor == "postgresql":
+        table = GoldVersionRow._meta.db_table
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(
+                f"COPY {table} ({', '.join(ROW_COLUMNS)}) FROM STDIN"  # noqa: S608 - constants
+            ) as copy:
+                for values in batch:
+                    copy.write_row(values)
+        return
+    GoldVersionRow.objects.bulk_create(
+        GoldVersionRow(**dict(zip(ROW_COLUMNS, values, strict=True))) for values in batch
+    )
+
+
+def _lock_freezes() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [FREEZE_LOCK_KEY])
+
+
+def latest_version() -> GoldVersion | None:
+    return GoldVersion.objects.filter(sealed=True).order_by("-number").first()
+
+
+def diff_against(parent: GoldVersion | None, current: dict[str, str]) -> VersionDiff:
+    """Diff row checksums ``{triple_id: sha256}`` against a stored version."""
+    before = dict(parent.rows.values_list("triple_id", "sha256")) if parent else {}
+    return VersionDiff(
+        added=sorted(set(current) - set(before)),
+        removed=sorted(set(before) - set(current)),
+        changed=sorted(t for t, sha in current.items() if t in before and before[t] != sha),
+    )
+
+
+@transaction.atomic
+def store_frozen_version(
+    *,
+    rows: Iterable[dict],
+    actor,
+    filters: dict | None = None,
+    seeds: dict | None = None,
+    agreement: dict | None = None,
+    note: str = "",
+    extra_files: dict[str, Callable] | None = None,
+    now: dt.datetime | None = None,
+    request=None,
+) -> GoldVersion:
+    """Store a new sealed gold version from ``rows`` (streamed, inserted in batches).
+
+    Atomic: rows, files and manifest are all stored or none. Freezes are serialised with a
+    PostgreSQL advisory lock, so version numbers are consecutive under concurrency. Rows keep
+    the iterable's order; the same rows in the same order always give byte-identical data files
+    (version numbers and times live only in the manifest and file names). Raises GoldsetError
+    for a malformed or duplicate row, or a pinned block version missing from the corpus.
+    ``extra_files`` maps an ExportFormat to ``fn(version) -> iterable of bytes`` for exports
+    other areas provide (e.g. the adjudication export)."""
+    _lock_freezes()
+    parent = latest_version()
+    now = now or timezone.now()
+    version = GoldVersion.objects.create(
+        number=(parent.number + 1) if parent else 1,
+        parent=parent,
+        filters=filters or {},
+        seeds=seeds or {},
+        note=note,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    stats = RowStats()
+    checksums: dict[str, str] = {}
+    gold_file = exports.FileSpool()  # the gold JSONL file is the rows, written as they come
+    batch: list[tuple] = []
+    for index, row in enumerate(rows):
+        triple_id, meta = _check_row(row, index)
+        if triple_id in checksums:
+            raise GoldsetError(f"row {index + 1}: triple {triple_id} appears twice")
+        line = exports.canonical_json(row)
+        encoded = line.encode("utf-8")
+        sha = exports.sha256_bytes(encoded)
+        gold_file.write(encoded + b"\n")
+        checksums[triple_id] = sha
+        stats.count += 1
+        for counter, key in (
+            (stats.by_domain, "domain"),
+            (stats.by_tier, "tier"),
+            (stats.by_source, "source"),
+            (stats.by_task_type, "task_type"),
+        ):
+            counter[str(meta.get(key) or "")] += 1
+        batch.append(
+            (
+                version.pk,
+                index,
+                triple_id,
+                line,
+                sha,
+                str(meta.get("domain") or ""),
+                str(meta.get("tier") or ""),
+                str(meta.get("source") or ""),
+                str(meta.get("task_type") or ""),
+                row["expected_block"]["block_id"],
+            )
+        )
+        if len(batch) >= ROW_BATCH:
+            _insert_rows(batch)
+            batch = []
+    _insert_rows(batch)
+    if not stats.count:
+        raise GoldsetError("nothing to freeze: no gold triples match these filters")
+    diff = diff_against(parent, checksums)
+    del checksums
+
+    description = "Goldset Workbench gold set" + (
+        f" ({exports.canonical_json(filters)})" if filters else ""
+    )
+    rows_sha256 = gold_file.digest.hexdigest()
+    files = [
+        exports.store_spool(
+            version=version, fmt=ExportFormat.GOLD_JSONL, redacted=False, spool=gold_file
+        )
+    ]
+    spools = exports.render_snippet_files(version, description=description)
+    for (fmt, redacted), spool in spools.items():
+        files.append(exports.store_spool(version=version, fmt=fmt, redacted=redacted, spool=spool))
+    for fmt, render in (extra_files or {}).items():
+        files.append(
+            exports.store_file(version=version, fmt=fmt, redacted=False, content=render(version))
+        )
+
+    manifest = {
+        "gold_version": version.number,
+        "label": version.label,
+        "parent_version": parent.number if parent else None,
+        "created_by": getattr(actor, "username", None) or "system",
+        "created_at": now.isoformat(),
+        "note": note,
+        "filters": filters or {},
+        "seeds": seeds or {},
+        "agreement": agreement or {},
+        "counts": {
+            "triples": stats.count,
+            "by_domain": dict(sorted(stats.by_domain.items())),
+            "by_tier": dict(sorted(stats.by_tier.items())),
+            "by_source": dict(sorted(stats.by_source.items())),
+            "by_task_type": dict(sorted(stats.by_task_type.items())),
+        },
+        "diff": {
+            "against": parent.number if parent else None,
+            **diff.as_dict(),
+        },
+        "rows_sha256": rows_sha256,
+        "canonical_json": "sort_keys, separators (',', ':'), UTF-8, one row per line",
+        "files": [
+            {
+                "format": f.format,
+                "redacted": f.redacted,
+                "filename": f.filename,
+                "sha256": f.sha256,
+                "size": f.size,
+            }
+            for f in files
+        ],
+        "redaction": {
+            "permission": exports.SNIPPET_PERMISSION,
+            "formats_with_snippets": [str(f) for f in exports.SNIPPET_FORMATS],
+            "policy": (
+                "Users without the permission receive the redacted variant: Unrag documents "
+                "carry a loaderRef instead of content, evidence passages carry no text "
+                "(text_redacted: true). Checksums of both variants are listed above."
+            ),
+        },
+    }
+    manifest_file = exports.store_file(
+        version=version,
+        fmt=ExportFormat.MANIFEST,
+        redacted=False,
+        content=[exports.canonical_bytes(manifest) + b"\n"],
+    )
+    version.manifest = manifest
+    version.row_count = stats.count
+    version.rows_sha256 = rows_sha256
+    version.manifest_sha256 = manifest_file.sha256
+    version.sealed = True
+    version.save(
+        update_fields=["manifest", "row_count", "rows_sha256", "manifest_sha256", "sealed"]
+    )
+    record_event(
+        actor=actor,
+        verb="gold_version_frozen",
+        obj=version,
+        detail={
+            "number": version.number,
+            "triples": stats.count,
+            "rows_sha256": rows_sha256,
+            "added": len(diff.added),
+            "removed": len(diff.removed),
+            "changed": len(diff.changed),
+            "filters": filters or {},
+        },
+        request=request,
+    )
+    return version
+
+
+# ---------------------------------------------------------------- freezing the curated gold set
+
+
+@dataclass(frozen=True)
+class FreezeFilters:
+    """What an admin chose on the freeze page. ``working_slice`` is a quarter ("2026Q1")."""
+
+    domain: str = ""
+    tier: str = ""
+    source: str = ""
+    public_only: bool = False
+    working_slice: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "domain": self.domain or None,
+            "tier": self.tier or None,
+            "source": self.source or None,
+            "public_only": self.public_only,
+            "working_slice": self.working_slice or None,
+        }
+
+
+def selected_triples(filters: FreezeFilters):
+    """The gold triples the filters select (curation's selector: state gold, never a revoked
+    customer's triple), restricted to a working slice when one is named."""
+    from goldset.models import WorkingSlice
+    from goldset.selectors.curation import list_gold_triples
+
+    triples = list_gold_triples(
+        domain=filters.domain or None,
+        tier=filters.tier or None,
+        source=filters.source or None,
+        public_only=filters.public_only,
+    )
+    if filters.working_slice:
+        chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
+        if chosen is None:
+            raise GoldsetError(f"there is no working slice {filters.working_slice}")
+        triples = triples.filter(pk__in=chosen.triple_ids)
+    return triples
+
+
+def selected_rows(filters: FreezeFilters):
+    from goldset.selectors.curation import gold_row
+
+    for triple in selected_triples(filters).iterator(chunk_size=ROW_BATCH):
+        yield gold_row(triple)
+
+
+def freeze_seeds(filters: FreezeFilters) -> dict:
+    from goldset.models import WorkingSlice
+    from goldset.services.scoring_jobs import DEFAULT_SEED
+
+    seeds = {"bootstrap_ci": DEFAULT_SEED}
+    if filters.working_slice:
+        chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
+        if chosen is not None:
+            seeds["working_slice"] = chosen.seed
+    return seeds
+
+
+def agreement_summary(filters: FreezeFilters) -> dict:
+    """Reviewer agreement on the current revisions of the selected triples, at freeze time:
+    verdict counts, percent agreement and Krippendorff's α (nominal) via ``scoring.agreement``."""
+    from goldset.models import Review
+    from scoring.agreement import krippendorff_alpha, label_table, percent_agreement
+
+    revision_ids = selected_triples(filters).values("current_revision_id")
+    reviews = list(
+        Review.objects.filter(revision_id__in=revision_ids, spot_check=False).values_list(
+            "revision_id", "assignment__slot", "verdict"
+        )
+    )
+    verdicts = Counter(v for _, _, v in reviews)
+    summary = {"reviews": len(reviews), "verdicts": dict(sorted(verdicts.items()))}
+    if len({r for r, _, _ in reviews}) >= 2:
+        table = label_table([(str(r), str(slot), v) for r, slot, v in reviews])
+        pa = percent_agreement(table)
+        alpha = krippendorff_alpha(table, level="nominal")
+        summary["percent_agreement"] = pa.value
+        summary["krippendorff_alpha_nominal"] = alpha.value
+        summary["alpha_reason"] = alpha.reason
+    return summary
+
+
+@dataclass(frozen=True)
+class FreezePreview:
+    count: int
+    by_domain: dict
+    by_tier: dict
+    by_source: dict
+    against: int | None
+    diff: VersionDiff
+
+
+def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
+    """Counts and the diff against the latest version, without storing anything."""
+    stats = RowStats()
+    checksums = {}
+    for row in selected_rows(filters):
+        meta = row.get("metadata") or {}
+        stats.count += 1
+        stats.by_domain[meta.get("domain") or ""] += 1
+        stats.by_tier[meta.get("tier") or ""] += 1
+        stats.by_source[meta.get("source") or ""] += 1
+        checksums[row["id"]] = exports.sha256_bytes(exports.canonical_bytes(row))
+    parent = latest_version()
+    return FreezePreview(
+        count=stats.count,
+        by_domain=dict(sorted(stats.by_domain.items())),
+        by_tier=dict(sorted(stats.by_tier.items())),
+        by_source=dict(sorted(stats.by_source.items())),
+        against=parent.number if parent else None,
+        diff=diff_against(parent, checksums),
+    )
+
+
+def freeze_gold_version(
+    *, filters: FreezeFilters, actor, note: str = "", extra_files=None, request=None
+) -> GoldVersion:
+    """Freeze the gold triples the filters select as the next version (atomic; see
+    :func:`store_frozen_version`). Revoked customers' triples are never selected."""
+    from goldset.services.probe_exports import render_adjudication_export
+
+    extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
+    return store_frozen_version(
+        rows=selected_rows(filters),
+        actor=actor,
+        filters=filters.as_dict(),
+        seeds=freeze_seeds(filters),
+        agreement=agreement_summary(filters),
+        note=note,
+        extra_files=extra,
+        request=request,
+    )

@@ -1,0 +1,207 @@
+"""Frozen gold versions (freeze, browse, diff, download) and scoring jobs (upload, progress,
+results, compare, downloads). Versions: admins and leads; freezing and scoring: admins."""
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from goldset.exceptions import GoldsetError
+from goldset.forms.exports import FreezeForm, RunUploadForm
+from goldset.selectors import exports as selectors
+from goldset.services import exports as export_files
+from goldset.services import job_downloads
+from goldset.services.freeze import freeze_gold_version, preview_freeze
+from goldset.services.scoring_jobs import RunRejected, create_scoring_job, retry_scoring_job
+from workbench.roles import Role, role_required
+from workbench.services.audit import record_event
+
+PAGE_SIZE = 25
+VIEWERS = (Role.ADMIN, Role.LEAD)
+
+
+def _integrity_error(request, exc):
+    return render(request, "exports/integrity_error.html", {"message": str(exc)}, status=500)
+
+
+def _stream(content, *, filename, content_type):
+    response = StreamingHttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@role_required(*VIEWERS)
+def version_list(request):
+    page = Paginator(selectors.list_versions(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "exports/version_list.html", {"page": page})
+
+
+@role_required(Role.ADMIN)
+@vary_on_headers("HX-Request")
+def version_freeze(request):
+    form = FreezeForm(request.POST or None)
+    preview, error = None, ""
+    if request.method == "POST" and form.is_valid():
+        try:
+            if request.POST.get("action") == "freeze":
+                version = freeze_gold_version(
+                    filters=form.filters(),
+                    actor=request.user,
+                    note=form.cleaned_data["note"],
+                    request=request,
+                )
+                messages.success(request, f"Froze gold version {version.label}.")
+                return redirect("exports:version", number=version.number)
+            preview = preview_freeze(filters=form.filters())
+        except GoldsetError as exc:
+            error = str(exc)
+    context = {"form": form, "preview": preview, "error": error}
+    if request.htmx and request.htmx.target == "freeze-preview":
+        return render(request, "exports/freeze.html#freeze-preview", context)
+    return render(request, "exports/freeze.html", context)
+
+
+@role_required(*VIEWERS)
+def version_detail(request, number):
+    version = selectors.get_version(number=number)
+    try:
+        export_files.verify_rows(version)
+    except export_files.ChecksumMismatch as exc:
+        return _integrity_error(request, exc)
+    record_event(actor=request.user, verb="gold_version_viewed", obj=version, request=request)
+    context = {
+        "version": version,
+        "files": selectors.version_files_for(version=version, user=request.user),
+        "full_snippets": request.user.has_perm(export_files.SNIPPET_PERMISSION),
+        "revocations": selectors.revocations_for(version),
+        "versions": selectors.list_job_versions(),
+    }
+    return render(request, "exports/version_detail.html", context)
+
+
+@role_required(*VIEWERS)
+def version_download(request, number, fmt):
+    version = selectors.get_version(number=number)
+    try:
+        stored = export_files.pick_file(version, fmt=fmt, user=request.user)
+        content = export_files.verified_chunks(stored)
+    except export_files.ChecksumMismatch as exc:
+        return _integrity_error(request, exc)
+    except GoldsetError as exc:
+        raise Http404(str(exc)) from exc
+    record_event(
+        actor=request.user,
+        verb="gold_version_downloaded",
+        obj=version,
+        detail={"format": fmt, "redacted": stored.redacted, "sha256": stored.sha256},
+        request=request,
+    )
+    return _stream(content, filename=stored.filename, content_type=stored.content_type)
+
+
+@role_required(*VIEWERS)
+def version_diff(request):
+    a = selectors.get_version(number=_int(request.GET.get("a")))
+    b = selectors.get_version(number=_int(request.GET.get("b")))
+    diff = selectors.diff_versions(a=a, b=b)
+    context = {"diff": diff, "versions": selectors.list_job_versions()}
+    return render(request, "exports/version_diff.html", context)
+
+
+@role_required(Role.ADMIN)
+def job_list(request):
+    form = RunUploadForm(request.POST or None, request.FILES or None)
+    errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            job = create_scoring_job(
+                version=form.cleaned_data["version"],
+                name=form.cleaned_data["name"],
+                data=upload.read(),
+                filename=upload.name,
+                actor=request.user,
+                k=form.cleaned_data["k"],
+                request=request,
+            )
+        except RunRejected as exc:
+            errors = exc.errors
+        else:
+            return redirect("exports:job", pk=job.pk)
+    page = Paginator(selectors.list_jobs(), PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"form": form, "errors": errors, "page": page}
+    return render(request, "exports/job_list.html", context)
+
+
+@role_required(Role.ADMIN)
+@vary_on_headers("HX-Request")
+def job_detail(request, pk):
+    job = selectors.get_job(pk=pk)
+    if request.htmx and request.htmx.target == "job-progress":
+        if job.finished:
+            response = render(request, "exports/job_detail.html#job-progress", {"job": job})
+            response["HX-Refresh"] = "true"  # load the results below the finished bar
+            return response
+        return render(request, "exports/job_detail.html#job-progress", {"job": job})
+    record_event(actor=request.user, verb="scoring_job_viewed", obj=job, request=request)
+    results = selectors.job_results(job=job) if job.status == "succeeded" else None
+    others = selectors.list_jobs().filter(version=job.version, kind=job.kind, status="succeeded")
+    context = {"job": job, "results": results, "others": others.exclude(pk=job.pk)[:20]}
+    return render(request, "exports/job_detail.html", context)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def job_retry(request, pk):
+    job = selectors.get_job(pk=pk)
+    try:
+        retry_scoring_job(job=job, actor=request.user, request=request)
+    except GoldsetError as exc:
+        messages.error(request, str(exc))
+    return redirect("exports:job", pk=job.pk)
+
+
+DOWNLOADS = {
+    "csv": (job_downloads.results_csv, "text/csv", "results.csv"),
+    "json": (job_downloads.results_json, "application/json", "results.json"),
+    "bundle": (job_downloads.bundle_zip, "application/zip", "reproducibility-bundle.zip"),
+}
+
+
+@role_required(Role.ADMIN)
+def job_download(request, pk, fmt):
+    job = selectors.get_job(pk=pk)
+    if fmt not in DOWNLOADS or job.status != "succeeded":
+        raise Http404("no such download")
+    render_fn, content_type, suffix = DOWNLOADS[fmt]
+    record_event(actor=request.user, verb="scoring_job_downloaded", obj=job, detail={"format": fmt})
+    try:
+        content = render_fn(job)
+        first = next(content)
+    except export_files.ChecksumMismatch as exc:
+        return _integrity_error(request, exc)
+    return _stream(
+        _chain(first, content), filename=f"job-{job.pk}-{suffix}", content_type=content_type
+    )
+
+
+@role_required(Role.ADMIN)
+def job_compare(request):
+    ids = [i for i in (_int(v) for v in request.GET.getlist("jobs")) if i is not None]
+    jobs = selectors.list_comparable_jobs(job_ids=ids)
+    comparison = selectors.compare_jobs(jobs=jobs)
+    return render(request, "exports/compare.html", {"comparison": comparison})
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

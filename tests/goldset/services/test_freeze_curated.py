@@ -1,0 +1,156 @@
+"""Freezing the curated gold set: filters, revoked customers, Unrag structure and round trip."""
+
+import json
+
+import pytest
+
+from goldset.models import ExportFormat, Source
+from goldset.services import exports
+from goldset.services.corpus import import_corpus, parse_corpus_file
+from goldset.services.customers import grant_customer_permission, revoke_customer_permission
+from goldset.services.freeze import FreezeFilters, freeze_gold_version, preview_freeze
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    CustomerFactory,
+    DocumentFactory,
+    DomainFactory,
+)
+from tests.goldset.curation_support import review, write_triple
+from workbench.roles import Role
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def team(make_user):
+    return {
+        "admin": make_user(Role.ADMIN, username="boss"),
+        "author": make_user(Role.ANNOTATOR, username="author"),
+        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 3)},
+    }
+
+
+def gold(team, **fields):
+    triple = write_triple(team["author"], **fields)
+    review(team["r1"], triple, "confirm")
+    review(team["r2"], triple, "confirm")
+    return triple
+
+
+@pytest.fixture
+def corpus():
+    sc, fed = DomainFactory(slug="supply_chain"), DomainFactory(slug="federal_it")
+    doc_a = DocumentFactory(document_id="doc-a", domain=sc)
+    doc_b = DocumentFactory(document_id="doc-b", domain=fed)
+    return [
+        BlockVersionFactory(
+            block=BlockFactory(block_id=f"blk-{doc.document_id}-{i}", document=doc),
+            effective_from="2026-01-01",
+        )
+        for doc in (doc_a, doc_b)
+        for i in range(2)
+    ]
+
+
+def unrag(version):
+    return json.loads(
+        exports.read_verified_bytes(
+            version.files.get(format=ExportFormat.UNRAG_JSON, redacted=False)
+        )
+    )
+
+
+def test_preview_counts_and_diff_then_freeze_matches_and_a_revoked_customer_never_returns(
+    team, corpus
+):
+    customer = CustomerFactory(name="Acme", slug="acme")
+    grant_customer_permission(customer=customer, actor=team["admin"], note="addendum")
+    public = [gold(team, version=bv) for bv in corpus[:3]]
+    private = gold(team, version=corpus[3], source=Source.CUSTOMER_PERMISSIONED, customer=customer)
+    preview = preview_freeze(filters=FreezeFilters())
+    assert preview.count == 4 and preview.against is None
+    assert preview.by_source == {"customer_permissioned": 1, "public_rfp": 3}
+    v1 = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    assert v1.row_count == 4 and set(v1.manifest["diff"]["added"]) == {
+        t.external_id for t in [*public, private]
+    }
+    assert v1.manifest["agreement"]["verdicts"] == {"confirm": 8}
+    assert v1.manifest["agreement"]["percent_agreement"] == 1.0
+
+    assert preview_freeze(filters=FreezeFilters(public_only=True)).count == 3
+    revoke_customer_permission(customer=customer, actor=team["admin"], note="opt-out")
+    after = preview_freeze(filters=FreezeFilters())
+    assert after.count == 3 and after.diff.removed == [private.external_id]
+    v2 = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    v3 = freeze_gold_version(filters=FreezeFilters(domain="supply_chain"), actor=team["admin"])
+    for later in (v2, v3):
+        assert not later.rows.filter(triple_id=private.external_id).exists()
+        assert (
+            private.external_id
+            not in exports.read_verified_bytes(later.files.get(format="gold_jsonl")).decode()
+        )
+    assert v2.manifest["diff"]["removed"] == [private.external_id]
+    assert v1.rows.filter(triple_id=private.external_id).exists()  # frozen past stays frozen
+    assert v3.filters["domain"] == "supply_chain" and v3.row_count == 2
+
+
+def test_unrag_export_has_the_seed_001_structure(team, corpus):
+    triples = [gold(team, version=bv) for bv in corpus]
+    data = unrag(freeze_gold_version(filters=FreezeFilters(), actor=team["admin"]))
+    assert list(data) == ["defaults", "description", "documents", "id", "queries", "version"]
+    assert data["version"] == "1" and isinstance(data["id"], str) and data["id"]
+    assert data["defaults"]["scopePrefix"].startswith("eval:")
+    assert data["defaults"]["topK"] == 10 and data["defaults"]["mode"] in (
+        "retrieve",
+        "retrieve+rerank",
+    )
+    prefix = data["defaults"]["scopePrefix"]
+    source_ids = {d["sourceId"] for d in data["documents"]}
+    assert len(source_ids) == len(corpus) and all(s.startswith(prefix) for s in source_ids)
+    assert all(isinstance(d["content"], str) and d["content"] for d in data["documents"])
+    assert {q["id"] for q in data["queries"]} == {t.external_id for t in triples}
+    for q in data["queries"]:
+        assert set(q) >= {"id", "query", "relevant"} and q["query"]
+        assert q["relevant"]["sourceIds"] and set(q["relevant"]["sourceIds"]) <= source_ids
+
+
+def test_unrag_export_round_trips_through_the_corpus_importer(team, corpus, admin_user):
+    for bv in corpus:
+        gold(team, version=bv)
+    version = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    text = exports.read_verified_bytes(
+        version.files.get(format="unrag_json", redacted=False)
+    ).decode()
+    fmt, documents = parse_corpus_file(text)
+    assert fmt == "unrag"
+    parsed = {
+        (
+            doc.document_id,
+            doc.domain,
+            block.block_id,
+            block.versions[0].text,
+            block.versions[0].sha256,
+            str(block.versions[0].effective_from),
+        )
+        for doc in documents
+        for block in doc.blocks
+    }
+    assert parsed == {
+        (
+            bv.block.document.document_id,
+            bv.block.document.domain.slug,
+            bv.block.block_id,
+            bv.text,
+            bv.sha256,
+            bv.effective_from,
+        )
+        for bv in corpus
+    }
+    summary = import_corpus(text=text, actor=admin_user, source_name="roundtrip.json")
+    assert (summary.documents_created, summary.blocks_created, summary.versions_created) == (
+        0,
+        0,
+        0,
+    )
+    assert summary.versions_unchanged == len(corpus)
