@@ -1,5 +1,5 @@
 """A lead opens the agreement dashboard in Chromium, sees the α chart and the alert for the demo's
-low-agreement task type, and downloads the CSV."""
+low-agreement task type, and downloads the CSV with the figure behind it."""
 
 import csv
 import io
@@ -7,6 +7,8 @@ import io
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+
+from goldset.selectors.agreement import list_agreement_alerts
 
 PASSWORD = "dashboard-browser-1"
 
@@ -17,30 +19,24 @@ def demo(transactional_db, tmp_path):
 
 
 def test_lead_sees_alpha_chart_low_agreement_alert_and_downloads_csv(demo, browser_login):
+    low = [a for a in list_agreement_alerts() if a.kind == "gold_alpha_low"]
+    assert low, "the demo must seed at least one task type with gold α below 0.75"
+    protocol, axis, task_type = (low[0].numbers[k] for k in ("protocol", "axis", "task_type"))
+
     page = browser_login(get_user_model().objects.get(username="lead"), password=PASSWORD)
     page.click("nav >> text=Agreement")
     page.wait_for_url("**/quality/agreement/")
-    page.click("text=answer_label · acceptability")
+    page.click(f"text={protocol} · {axis}")
     chart = page.locator("#alpha-chart svg.chart")
     assert chart.is_visible()
-    assert "Gold Krippendorff α by ISO week — acceptability" in chart.get_attribute("aria-label")
-    assert page.locator("#alpha-chart polyline, #alpha-chart circle").count() >= 1
-    alert = page.locator(
-        "#alerts .alert[data-kind='gold_alpha_low']", has_text="rag_synthesis"
-    ).first
-    assert "Gold α below 0.75 for task type rag_synthesis" in alert.inner_text()
+    assert f"Gold Krippendorff α by ISO week — {axis}" in chart.get_attribute("aria-label")
+    assert page.locator("#alpha-chart circle").count() >= 1
+    alert = page.locator("#alerts .alert[data-kind='gold_alpha_low']", has_text=f"{protocol} · {axis}").first
+    assert f"Gold α below 0.75 for task type {task_type}" in alert.inner_text()
 
     with page.expect_download() as download_info:
         page.click("#alpha-chart >> text=CSV")
-    rows = list(
-        csv.DictReader(io.StringIO(open(download_info.value.path(), encoding="utf-8").read()))
-    )
-    low = [
-        r
-        for r in rows
-        if r["task_type"] == "rag_synthesis"
-        and r["tier"] == "tier_b"
-        and not r["week"]
-        and not r["domain"]
-    ]
-    assert low and float(low[0]["value"]) < 0.75
+    rows = list(csv.DictReader(io.StringIO(open(download_info.value.path(), encoding="utf-8").read())))
+    figure = [r for r in rows if r["task_type"] == task_type and r["tier"] == "tier_b" and not r["week"] and not r["domain"]]
+    assert figure and float(figure[0]["value"]) < 0.75
+    assert float(figure[0]["value"]) == pytest.approx(low[0].numbers["alpha"])
