@@ -31,12 +31,23 @@ def test_lead_sees_alpha_chart_low_agreement_alert_and_downloads_csv(demo, brows
     assert chart.is_visible()
     assert f"Gold Krippendorff α by ISO week — {axis}" in chart.get_attribute("aria-label")
     assert page.locator("#alpha-chart circle").count() >= 1
-    alert = page.locator("#alerts .alert[data-kind='gold_alpha_low']", has_text=f"{protocol} · {axis}").first
+    alert = page.locator(
+        "#alerts .alert[data-kind='gold_alpha_low']", has_text=f"{protocol} · {axis}"
+    ).first
     assert f"Gold α below 0.75 for task type {task_type}" in alert.inner_text()
 
     with page.expect_download() as download_info:
         page.click("#alpha-chart >> text=CSV")
-    rows = list(csv.DictReader(io.StringIO(open(download_info.value.path(), encoding="utf-8").read())))
-    figure = [r for r in rows if r["task_type"] == task_type and r["tier"] == "tier_b" and not r["week"] and not r["domain"]]
+    rows = list(
+        csv.DictReader(io.StringIO(open(download_info.value.path(), encoding="utf-8").read()))
+    )
+    figure = [
+        r
+        for r in rows
+        if r["task_type"] == task_type
+        and r["tier"] == "tier_b"
+        and not r["week"]
+        and not r["domain"]
+    ]
     assert figure and float(figure[0]["value"]) < 0.75
     assert float(figure[0]["value"]) == pytest.approx(low[0].numbers["alpha"])

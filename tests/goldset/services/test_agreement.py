@@ -311,3 +311,84 @@ def test_alerts_need_enough_items(settings):
     settings.AGREEMENT_MIN_ITEMS = 10
     kinds = {a.kind for a in list_agreement_alerts()}
     assert kinds == {"gold_alpha_low", "gold_kappa_low"}
+
+
+def snapshot(**fields):
+    base = {
+        "protocol": "answer_label",
+        "axis": "acceptability",
+        "tier": GOLD,
+        "task_type": "",
+        "domain": "",
+        "week": "",
+        "subject": "",
+        "n_items": 50,
+        "n_annotators": 3,
+        "data_version": "v",
+        "ci_low": None,
+        "ci_high": None,
+    }
+    return AgreementSnapshot(**{**base, **fields})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "metric,value,fires,kind",
+    [
+        ("krippendorff_alpha", 0.75, False, "gold_alpha_low"),
+        ("krippendorff_alpha", 0.7499, True, "gold_alpha_low"),
+        ("cohen_kappa", 0.70, False, "gold_kappa_low"),
+        ("cohen_kappa", 0.6999, True, "gold_kappa_low"),
+    ],
+)
+def test_alpha_and_kappa_triggers_fire_just_below_their_targets(metric, value, fires, kind):
+    fields = (
+        {"task_type": "rag_synthesis"} if metric == "krippendorff_alpha" else {"subject": "1|2"}
+    )
+    alerts = [
+        a
+        for a in list_agreement_alerts([snapshot(metric=metric, value=value, **fields)])
+        if a.kind == kind
+    ]
+    assert bool(alerts) is fires
+
+
+@pytest.mark.django_db
+def test_alpha_trigger_ignores_triage_weekly_and_domain_figures():
+    rows = [
+        snapshot(metric="krippendorff_alpha", value=0.1, task_type="rag_synthesis", tier=TRIAGE),
+        snapshot(
+            metric="krippendorff_alpha", value=0.1, task_type="rag_synthesis", week="2026-W45"
+        ),
+        snapshot(metric="krippendorff_alpha", value=0.1, domain="supply_chain"),
+    ]
+    assert [a for a in list_agreement_alerts(rows) if a.kind == "gold_alpha_low"] == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("rate,fires", [(0.75, False), (0.7499, True)])
+def test_annotator_outlier_fires_more_than_the_margin_below_the_median(make_user, rate, fires):
+    users = [make_user(username=f"outlier-{i}") for i in range(4)]
+    rows = [
+        snapshot(
+            axis="annotator", metric="adjudication_agreement", tier="", subject=str(u.pk), value=v
+        )
+        for u, v in zip(users, [0.9, 0.9, 0.92, rate], strict=True)
+    ]
+    alerts = [a for a in list_agreement_alerts(rows) if a.kind == "annotator_outlier"]
+    assert bool(alerts) is fires  # median 0.9, margin 0.15: the boundary is 0.75
+    if fires:
+        assert users[3].username in alerts[0].detail
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("gap,fires", [(0.10, False), (0.1001, True), (-0.1001, True)])
+def test_severe_rate_gap_fires_beyond_the_margin(make_user, gap, fires):
+    user = make_user(username="severe-gap")
+    rows = [
+        snapshot(
+            axis="annotator", metric="severe_rate_gap", tier="", subject=str(user.pk), value=gap
+        )
+    ]
+    alerts = [a for a in list_agreement_alerts(rows) if a.kind == "severe_rate_gap"]
+    assert bool(alerts) is fires
