@@ -486,3 +486,54 @@ def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> di
         for label, row in zip(scale.categories, cells, strict=True)
     ]
     return {"categories": list(scale.categories), "rows": rows_out, "n": n}
+
+
+def get_dashboard(
+    *, protocol: str, axis: str, first: int | None, second: int | None, partial: bool = False
+) -> dict:
+    """The agreement dashboard's context, all from stored snapshots plus aggregate counts; with
+    ``partial`` only what the confusion-matrix fragment needs."""
+    from goldset.charts import BarChart
+
+    view = get_agreement_view(protocol=protocol, axis=axis)
+    confusion = (
+        confusion_matrix(protocol=view.protocol, axis=view.axis, first=first, second=second)
+        if first and second
+        else None
+    )
+    context = {
+        "v": view,
+        "confusion": confusion,
+        "a": first,
+        "b": second,
+        "protocol_labels": PROTOCOL_LABELS,
+    }
+    if partial:
+        return context
+    annotators = list_annotator_figures()
+
+    def bar_chart(metric, label):
+        values = [
+            (f"{r.username} ({r.protocol[0]})", r.figures[metric][0])
+            for r in annotators
+            if metric in r.figures
+        ]
+        return BarChart(
+            label, values, x_max=max([v for _, v in values] + [1]), percent=metric != "volume"
+        )
+
+    return context | {
+        "alerts": list_agreement_alerts(),
+        "annotators": annotators,
+        "annotator_metrics": ANNOTATOR_METRICS,
+        "bars": {
+            m: bar_chart(m, label)
+            for m, label in ANNOTATOR_METRICS.items()
+            if m != "severe_rate_gap"
+        },
+        "pair_choices": sorted(
+            {(r.user_id, r.username) for r in annotators if r.protocol == view.protocol},
+            key=lambda c: c[1],
+        ),
+        "workload": get_workload(),
+    }

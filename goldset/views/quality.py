@@ -7,16 +7,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from goldset.charts import BarChart
 from goldset.selectors.agreement import (
-    ANNOTATOR_METRICS,
     CSV_FIELDS,
-    PROTOCOL_LABELS,
-    confusion_matrix,
-    get_agreement_view,
-    get_workload,
+    get_dashboard,
     list_agreement_alerts,
-    list_annotator_figures,
     list_snapshots,
 )
 from goldset.services.agreement import schedule_agreement_recompute
@@ -34,51 +28,16 @@ def _int(value):
 @vary_on_headers("HX-Request")
 def agreement_dashboard(request):
     q = request.GET
-    view = get_agreement_view(protocol=q.get("protocol", ""), axis=q.get("axis", ""))
-    first, second = _int(q.get("a")), _int(q.get("b"))
-    confusion = (
-        confusion_matrix(protocol=view.protocol, axis=view.axis, first=first, second=second)
-        if first and second
-        else None
+    partial = bool(request.htmx and request.htmx.target == "confusion" and not request.htmx.boosted)
+    context = get_dashboard(
+        protocol=q.get("protocol", ""),
+        axis=q.get("axis", ""),
+        first=_int(q.get("a")),
+        second=_int(q.get("b")),
+        partial=partial,
     )
-    context = {
-        "v": view,
-        "confusion": confusion,
-        "a": first,
-        "b": second,
-        "protocol_labels": PROTOCOL_LABELS,
-    }
-    if request.htmx and request.htmx.target == "confusion" and not request.htmx.boosted:
-        return render(request, "quality/agreement.html#confusion", context)
-    annotators = list_annotator_figures()
-    workload = get_workload()
-    bars = {
-        metric: BarChart(
-            label,
-            [
-                (f"{r.username} ({r.protocol[0]})", r.figures[metric][0])
-                for r in annotators
-                if metric in r.figures
-            ],
-            x_max=max([r.figures[metric][0] for r in annotators if metric in r.figures] + [1]),
-            percent=metric != "volume",
-        )
-        for metric, label in ANNOTATOR_METRICS.items()
-        if metric != "severe_rate_gap"
-    }
-    pair_choices = sorted(
-        {(r.user_id, r.username) for r in annotators if r.protocol == view.protocol},
-        key=lambda c: c[1],
-    )
-    context |= {
-        "alerts": list_agreement_alerts(),
-        "annotators": annotators,
-        "pair_choices": pair_choices,
-        "annotator_metrics": ANNOTATOR_METRICS,
-        "bars": bars,
-        "workload": workload,
-    }
-    return render(request, "quality/agreement.html", context)
+    template = "quality/agreement.html#confusion" if partial else "quality/agreement.html"
+    return render(request, template, context)
 
 
 @require_POST
