@@ -61,7 +61,7 @@ class LineChart:
                 f'<line x1="{left}" x2="{left + plot_w}" y1="{y(value):.1f}" y2="{y(value):.1f}" stroke="#b3261e" stroke-dasharray="5 4"/>'
             )
             parts.append(
-                f'<text x="{left + plot_w + 4}" y="{y(value) + 4:.1f}" class="tick target">{escape(name)} {value:.2f}</text>'
+                f'<text x="{left + plot_w - 4}" y="{y(value) - 4:.1f}" text-anchor="end" class="tick target">{escape(name)} {value:.2f}</text>'
             )
         index = {label: i for i, label in enumerate(self.x_labels)}
         for k, s in enumerate(self.series):
