@@ -537,3 +537,30 @@ def get_dashboard(
         ),
         "workload": get_workload(),
     }
+
+
+def confusion_rows(
+    *, protocol: str, axis: str, first: int | None, second: int | None
+) -> tuple[list, list]:
+    """The confusion matrix as long rows (first's value, second's value, count) for downloads."""
+    matrix = (
+        confusion_matrix(protocol=protocol, axis=axis, first=first, second=second)
+        if first and second
+        else {"categories": [], "rows": []}
+    )
+    rows = [
+        (a, b, count)
+        for a, cells in matrix["rows"]
+        for b, (count, _) in zip(matrix["categories"], cells, strict=True)
+    ]
+    return ["first", "second", "count"], rows
+
+
+def workload_rows() -> tuple[list, list]:
+    """Cases per tier, the cost estimate and daily throughput as rows for downloads."""
+    w = get_workload()
+    rows = [("cases", t["kind"], t["tier"], t["cases"]) for t in w.tiers]
+    rows.append(("estimated_cost_usd", "all", "", round(w.estimated_cost, 2)))
+    rows += [("reviews_per_day", day, "", r) for day, r, _ in w.throughput]
+    rows += [("labels_per_day", day, "", n) for day, _, n in w.throughput]
+    return ["figure", "what", "tier", "value"], rows

@@ -10,5 +10,10 @@ urlpatterns = [
         r"^agreement\.(?P<fmt>csv|json)$", quality.agreement_download, name="agreement-download"
     ),
     path("alerts/", quality.alerts, name="alerts"),
+    re_path(
+        r"^(?P<name>confusion|workload)\.(?P<fmt>csv|json)$",
+        quality.table_download,
+        name="table-download",
+    ),
     path("agreement/recompute/", quality.recompute, name="recompute"),
 ]

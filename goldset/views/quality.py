@@ -1,4 +1,5 @@
 import csv
+import io
 import json
 
 from django.contrib import messages
@@ -9,9 +10,11 @@ from django.views.decorators.vary import vary_on_headers
 
 from goldset.selectors.agreement import (
     CSV_FIELDS,
+    confusion_rows,
     get_dashboard,
     list_agreement_alerts,
     list_snapshots,
+    workload_rows,
 )
 from goldset.services.agreement import schedule_agreement_recompute
 from workbench.roles import Role, role_required
@@ -72,4 +75,31 @@ def agreement_download(request, fmt):
         lines = (writer.writerow(r) for r in [CSV_FIELDS, *rows.iterator()])
         response = StreamingHttpResponse(lines, content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="agreement.{fmt}"'
+    return response
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def table_download(request, name, fmt):
+    """The confusion matrix (``protocol``, ``axis``, ``a``, ``b``) or the workload table as CSV/JSON."""
+    q = request.GET
+    header, rows = (
+        confusion_rows(
+            protocol=q.get("protocol", ""),
+            axis=q.get("axis", ""),
+            first=_int(q.get("a")),
+            second=_int(q.get("b")),
+        )
+        if name == "confusion"
+        else workload_rows()
+    )
+    if fmt == "json":
+        response = HttpResponse(
+            json.dumps([dict(zip(header, r, strict=True)) for r in rows], indent=1),
+            content_type="application/json",
+        )
+    else:
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows([header, *rows])
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

@@ -153,3 +153,29 @@ def test_recompute_button_needs_post_and_a_lead(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = c.post(reverse("quality:recompute"))
     assert response.status_code == 302 and len(callbacks) == 1
+
+
+def test_confusion_and_workload_downloads(client_for, demo_with_figures, annotator):
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    lead, a, b = users.get(username="lead"), users.get(username="ann1"), users.get(username="ann2")
+    c = client_for(lead)
+    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.pk, "b": b.pk}
+    rows = c.get(reverse("quality:table-download", args=["confusion", "json"]), params).json()
+    shown = c.get(
+        reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"
+    ).content.decode()
+    total = sum(r["count"] for r in rows)
+    assert {(r["first"], r["second"]) for r in rows} == {
+        (x, y) for x in ("acceptable", "unacceptable") for y in ("acceptable", "unacceptable")
+    }
+    assert f"{total} items rated by both" in shown
+    workload = c.get(reverse("quality:table-download", args=["workload", "csv"])).content.decode()
+    assert workload.startswith("figure,what,tier,value") and "estimated_cost_usd" in workload
+    assert (
+        client_for(annotator)
+        .get(reverse("quality:table-download", args=["workload", "csv"]))
+        .status_code
+        == 403
+    )
