@@ -94,6 +94,14 @@ def postgres(db):
 
 
 @pytest.fixture
+def redis_url():
+    """The broker's URL; tests that need a real Redis take this fixture."""
+    url = os.environ.get("REDIS_URL", "")
+    _require(bool(url), "needs REDIS_URL=redis://…")
+    return url
+
+
+@pytest.fixture
 def celery_worker_process(transactional_db, settings):
     """A real `celery worker` process on Redis, using this test's database.
 

@@ -2,7 +2,6 @@
 
 import os
 
-import pytest
 from django.urls import reverse
 
 from workbench.celery import app
@@ -10,11 +9,8 @@ from workbench.tasks import ping_task
 
 
 def test_health_fails_without_a_worker_then_a_real_worker_runs_a_task_and_is_reported_alive(
-    transactional_db, client, start_worker
+    transactional_db, client, start_worker, redis_url
 ):
-    redis_url = os.environ.get("REDIS_URL", "")
-    if not redis_url:
-        pytest.skip("needs REDIS_URL=redis://…")
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = False
     try:
