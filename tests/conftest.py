@@ -1,6 +1,9 @@
 """Shared fixtures: users per role, logged-in clients, and the real-service fixtures
-(PostgreSQL, a Celery worker on Redis, Chromium). Outside CI a missing service skips its tests;
-with CI=true any skip fails the run."""
+(PostgreSQL, a Celery worker on Redis, Chromium, the NIST file).
+
+Nothing is skipped. Outside CI, tests whose service is missing on this machine are *deselected*
+at collection (the summary says how many and why); with CI=true nothing is deselected, and a
+missing service makes its tests fail."""
 
 import os
 import shutil
@@ -28,6 +31,65 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+
+
+# What each service fixture needs, and how to tell whether this machine has it.
+def _have_postgres() -> bool:
+    return os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+
+
+def _have_redis() -> bool:
+    return bool(os.environ.get("REDIS_URL"))
+
+
+def _have_chromium() -> bool:
+    return os.path.exists(CHROMIUM) or bool(shutil.which("chromium"))
+
+
+SERVICES = {
+    "PostgreSQL (DATABASE_URL=postgres://…)": _have_postgres,
+    "Redis (REDIS_URL=redis://…)": _have_redis,
+    f"Chromium ({CHROMIUM})": _have_chromium,
+    f"the NIST file ({NIST_FILE})": NIST_FILE.exists,
+}
+FIXTURE_NEEDS = {
+    "postgres": ["PostgreSQL (DATABASE_URL=postgres://…)"],
+    "redis_url": ["Redis (REDIS_URL=redis://…)"],
+    "celery_worker_process": [
+        "PostgreSQL (DATABASE_URL=postgres://…)",
+        "Redis (REDIS_URL=redis://…)",
+    ],
+    "browser": [f"Chromium ({CHROMIUM})"],
+    "nist_file": [f"the NIST file ({NIST_FILE})"],
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    if IN_CI:
+        return
+    missing = {name for name, present in SERVICES.items() if not present()}
+    kept, dropped = [], {}
+    for item in items:
+        lacking = {
+            need for f in item.fixturenames for need in FIXTURE_NEEDS.get(f, []) if need in missing
+        }
+        if lacking:
+            for need in lacking:
+                dropped[need] = dropped.get(need, 0) + 1
+            dropped.setdefault("_items", []).append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped.pop("_items"))
+        items[:] = kept
+        config._service_deselections = dropped
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    for need, count in sorted(getattr(config, "_service_deselections", {}).items()):
+        terminalreporter.write_line(
+            f"deselected {count} test(s) that need {need}; CI runs them.", yellow=True
+        )
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -83,8 +145,9 @@ def client_for(client):
 
 
 def _require(condition: bool, why: str):
+    """Reached only when a test that needs a service runs without it (in CI): that is a failure."""
     if not condition:
-        pytest.skip(why)
+        pytest.fail(f"{why}: this test needs it, and CI must provide it")
 
 
 @pytest.fixture
