@@ -54,6 +54,7 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
     JobStatus,
@@ -116,6 +117,7 @@ __all__ = [
     "RunKind",
     "SafetyBoundary",
     "ScoreAggregate",
+    "Pseudonym",
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",

@@ -2,7 +2,7 @@
 addressed by ``public_id`` and no system, run or model reaches their templates. ``get_*_for``
 fetch and authorize in one call (Http404 when the item is not theirs)."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
@@ -311,20 +311,34 @@ def count_records_by_status() -> dict[str, int]:
     return dict(rows)
 
 
-def _reviewer_id(user_id: int) -> str:
-    return f"reviewer-{user_id}"
-
-
-def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
-    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
-    failure categories and reviewer role, the adjudication if any, and the final result.
-
-    Reviewers appear as stable opaque ids (``reviewer-<n>``), not names. Items still collecting
-    labels are left out unless ``include_open``. Streams in chunks; safe for large sets.
-    """
+def _export_statuses(include_open: bool) -> list[str]:
     statuses = [RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT]
     if include_open:
         statuses += [RecordStatus.LABELING, RecordStatus.NEEDS_ADJUDICATION]
+    return statuses
+
+
+def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
+    """The annotators and leads the adjudication export names (two queries)."""
+    records = AnswerRecord.objects.filter(
+        is_calibration=False, status__in=_export_statuses(include_open)
+    )
+    labelers = Label.objects.filter(record__in=records).values_list("annotator_id", flat=True)
+    leads = records.filter(adjudication__isnull=False).values_list("adjudication__lead_id", flat=True)
+    return set(labelers) | set(leads)
+
+
+def iter_adjudication_export(
+    *, pseudonyms: Mapping[int, str], include_open: bool = False
+) -> Iterator[dict]:
+    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
+    failure categories and reviewer role, the adjudication if any, and the final result.
+
+    Reviewers appear as the ``pseudonyms`` given (``{user_id: label}``, see
+    ``services.pseudonyms``: random per gold version or per export), never names or keys. Items
+    still collecting labels are left out unless ``include_open``. Streams in chunks.
+    """
+    statuses = _export_statuses(include_open)
     records = (
         AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
         .select_related("question__domain", "run__system", "adjudication")
@@ -354,7 +368,7 @@ def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
             "labels": [
                 {
                     "slot": label.assignment.slot,
-                    "reviewer": _reviewer_id(label.annotator_id),
+                    "reviewer": pseudonyms[label.annotator_id],
                     "reviewer_role": Role.ANNOTATOR.value,
                     "acceptability": label.acceptability,
                     "grounding": label.grounding,
@@ -373,7 +387,7 @@ def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
             "adjudication": None
             if adjudication is None
             else {
-                "reviewer": _reviewer_id(adjudication.lead_id),
+                "reviewer": pseudonyms[adjudication.lead_id],
                 "reviewer_role": Role.LEAD.value,
                 "reason": adjudication.reason,
                 "acceptability": adjudication.acceptability,

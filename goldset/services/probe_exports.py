@@ -8,6 +8,7 @@ from django.db.models import Prefetch
 
 from goldset.models import AnswerRecord, EvidenceKind, EvidencePassage, Question, RecordStatus
 from goldset.services.exports import canonical_json
+from goldset.services.pseudonyms import ensure_pseudonyms, gold_version_scope
 
 
 def _questions():
@@ -64,11 +65,20 @@ def iter_answer_question_packets() -> Iterator[dict]:
         yield packet_record(q)
 
 
-def render_adjudication_export(version) -> Iterator[bytes]:
-    """The answers area's adjudication export at freeze time, one canonical JSON line each."""
-    from goldset.selectors.answers import iter_adjudication_export
+def adjudication_export_rows(*, scope: str, include_open: bool = False) -> Iterator[dict]:
+    """The adjudication export with the people in it pseudonymised for ``scope`` (a gold
+    version's, or a fresh one per export: ``pseudonyms.export_scope()``)."""
+    from goldset.selectors.answers import iter_adjudication_export, list_adjudication_export_people
 
-    for item in iter_adjudication_export():
+    people = list_adjudication_export_people(include_open=include_open)
+    names = ensure_pseudonyms(scope=scope, user_ids=people)
+    return iter_adjudication_export(pseudonyms=names, include_open=include_open)
+
+
+def render_adjudication_export(version) -> Iterator[bytes]:
+    """The answers area's adjudication export at freeze time, one canonical JSON line each,
+    reviewers under the version's pseudonyms."""
+    for item in adjudication_export_rows(scope=gold_version_scope(version.number)):
         yield (canonical_json(item) + "\n").encode("utf-8")
 
 

@@ -12,6 +12,8 @@ from goldset.exceptions import ImportRejected
 from goldset.forms.answers import JsonlUploadForm
 from goldset.selectors import answers as selectors
 from goldset.services.answer_imports import import_answer_logs, import_questions
+from goldset.services.probe_exports import adjudication_export_rows
+from goldset.services.pseudonyms import export_scope
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -58,7 +60,8 @@ def export_download(request):
     record_event(
         actor=request.user, verb="adjudication_exported", object_type="export", request=request
     )
-    lines = (json.dumps(row, sort_keys=True) + "\n" for row in selectors.iter_adjudication_export())
+    rows = adjudication_export_rows(scope=export_scope())
+    lines = (json.dumps(row, sort_keys=True) + "\n" for row in rows)
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response["Content-Disposition"] = f'attachment; filename="adjudication-export-{stamp}.jsonl"'
