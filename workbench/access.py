@@ -52,7 +52,9 @@ class Entry:
     roles: frozenset[str] | None  # None: anonymous callers too
     fragments: tuple[str, ...] = ()  # htmx targets the same URL serves alone
     fields: Mapping[str, FieldSpec] = field(default_factory=dict)  # download: role → spec
-    variants: Mapping[str, Mapping[str, FieldSpec]] = field(default_factory=dict)  # fmt → role → spec
+    variants: Mapping[str, Mapping[str, FieldSpec]] = field(
+        default_factory=dict
+    )  # fmt → role → spec
 
 
 # What a lead's adjudication export holds: labels, rationales and results under pseudonyms, and

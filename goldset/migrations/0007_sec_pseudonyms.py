@@ -6,24 +6,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('goldset', '0006_exports'),
+        ("goldset", "0006_exports"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Pseudonym',
+            name="Pseudonym",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(max_length=64)),
-                ('label', models.CharField(max_length=32)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("scope", models.CharField(max_length=64)),
+                ("label", models.CharField(max_length=32)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('scope', 'user'), name='pseudonym_unique_user'), models.UniqueConstraint(fields=('scope', 'label'), name='pseudonym_unique_label')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("scope", "user"), name="pseudonym_unique_user"),
+                    models.UniqueConstraint(
+                        fields=("scope", "label"), name="pseudonym_unique_label"
+                    ),
+                ],
             },
         ),
     ]

@@ -324,7 +324,9 @@ def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
         is_calibration=False, status__in=_export_statuses(include_open)
     )
     labelers = Label.objects.filter(record__in=records).values_list("annotator_id", flat=True)
-    leads = records.filter(adjudication__isnull=False).values_list("adjudication__lead_id", flat=True)
+    leads = records.filter(adjudication__isnull=False).values_list(
+        "adjudication__lead_id", flat=True
+    )
     return set(labelers) | set(leads)
 
 

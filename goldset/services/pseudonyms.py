@@ -28,7 +28,9 @@ def ensure_pseudonyms(*, scope: str, user_ids: Iterable[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     for _ in range(5):
         found = dict(
-            Pseudonym.objects.filter(scope=scope, user_id__in=wanted).values_list("user_id", "label")
+            Pseudonym.objects.filter(scope=scope, user_id__in=wanted).values_list(
+                "user_id", "label"
+            )
         )
         missing = wanted - set(found)
         if not missing:

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from goldset.models import FinalSource, RecordStatus
-from goldset.services.probe_exports import adjudication_export_rows
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.labeling import LabelRuleViolation
+from goldset.services.probe_exports import adjudication_export_rows
 from tests.factories import AnswerRecordFactory, DomainFactory
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 
