@@ -47,3 +47,58 @@ class AccessMiddleware:
         if not roles_of(request.user) & entry.roles:
             raise PermissionDenied("Your role does not give access to this page.")
         return None
+
+
+class RejectNulBytesMiddleware:
+    """A NUL byte in the path or the query string is never valid input: 400, before any view or
+    database driver sees it (PostgreSQL refuses NUL in text, which used to surface as a 500)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from urllib.parse import unquote
+
+        from django.http import HttpResponseBadRequest
+
+        query = request.META.get("QUERY_STRING", "")
+        if "\x00" in request.path or "\x00" in unquote(query) or "\x00" in request.path_info:
+            return HttpResponseBadRequest("NUL bytes are not allowed in URLs.")
+        return self.get_response(request)
+
+
+class SessionSecurityMiddleware:
+    """Sessions end after ``SESSION_IDLE_TIMEOUT_SECONDS`` without a request (default 30 min) and
+    ``SESSION_ABSOLUTE_TIMEOUT_SECONDS`` after login whatever the activity (default 12 h);
+    responses to signed-in users are ``Cache-Control: no-store``. The last-seen time is written
+    at most once a minute, so an active session costs no write per request."""
+
+    STARTED, SEEN = "_wb_started_at", "_wb_last_seen"
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        import time
+
+        from django.conf import settings
+        from django.contrib.auth import logout
+
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            now = int(time.time())
+            session = request.session
+            started = session.setdefault(self.STARTED, now)
+            seen = session.get(self.SEEN, now)
+            idle = now - seen > settings.SESSION_IDLE_TIMEOUT_SECONDS
+            expired = now - started > settings.SESSION_ABSOLUTE_TIMEOUT_SECONDS
+            if idle or expired:
+                logout(request)  # flushes the session; the page's access check sends to login
+            elif now - seen >= 60 or self.SEEN not in session:
+                session[self.SEEN] = now
+        response = self.get_response(request)
+        if user is not None and user.is_authenticated:
+            from django.utils.cache import patch_cache_control
+
+            patch_cache_control(response, no_store=True, private=True)
+        return response

@@ -42,12 +42,14 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "workbench.middleware.RequestIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "workbench.middleware.SessionSecurityMiddleware",
     "workbench.middleware.AccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -189,6 +191,12 @@ SECURE_PROXY_SSL_HEADER = (
 )
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
+# Sessions: idle timeout and absolute lifetime (workbench.middleware.SessionSecurityMiddleware).
+SESSION_IDLE_TIMEOUT_SECONDS = env.int("SESSION_IDLE_TIMEOUT_SECONDS", default=30 * 60)
+SESSION_ABSOLUTE_TIMEOUT_SECONDS = env.int("SESSION_ABSOLUTE_TIMEOUT_SECONDS", default=12 * 3600)
+SESSION_COOKIE_AGE = SESSION_ABSOLUTE_TIMEOUT_SECONDS
+# Free text (rationales, comments, messages, questions, answers) is capped in the services.
+FREE_TEXT_MAX_CHARS = env.int("FREE_TEXT_MAX_CHARS", default=20_000)
 X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {

@@ -31,6 +31,7 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
+from goldset.services.text_limits import check_text_length
 from goldset.services.triples import create_triple, new_revision, reviewers_for
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
@@ -216,6 +217,7 @@ def post_message(*, triple: Triple, author, body: str, request=None) -> Discussi
             "Only the author, a flagging reviewer or a lead can join this discussion."
         )
     body = body.strip()
+    check_text_length("message", body)
     if not body:
         raise GoldsetError("The message is empty.")
     message = DiscussionMessage.objects.create(

@@ -17,6 +17,7 @@ answers.
 import hashlib
 import io
 import json
+import shlex
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -634,10 +635,10 @@ def reproduce_command(job: ScoringJob) -> str:
     if job.kind == RunKind.ANSWERS:
         return (
             "python -m scoring probe --questions probe-questions-packets.jsonl "
-            f"--answers {job.run_filename} --labels labels.jsonl"
+            f"--answers {shlex.quote(job.run_filename)} --labels labels.jsonl"
         )
     return (
         f"python -m scoring retrieval --qrels goldset-v{job.version.number}-gold.jsonl "
-        f"--run {job.run_filename} --run-format {job.run_format} --k {job.k} --all-queries "
+        f"--run {shlex.quote(job.run_filename)} --run-format {job.run_format} --k {job.k} --all-queries "
         f"--per-query --ci --resamples {job.resamples} --seed {job.seed}"
     )

@@ -17,6 +17,7 @@ from goldset.selectors.agreement import (
     workload_rows,
 )
 from goldset.services.agreement import schedule_agreement_recompute
+from workbench.csv_safety import csv_safe_row
 from workbench.roles import Role, role_required
 
 
@@ -63,7 +64,7 @@ def agreement_download(request, fmt):
         response = HttpResponse(body, content_type="application/json")
     else:
         writer = csv.writer(_Echo())
-        lines = (writer.writerow(r) for r in [CSV_FIELDS, *rows])
+        lines = (writer.writerow(csv_safe_row(r)) for r in [CSV_FIELDS, *rows])
         response = StreamingHttpResponse(lines, content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="agreement.{fmt}"'
     return response
@@ -90,7 +91,7 @@ def table_download(request, name, fmt):
         )
     else:
         buffer = io.StringIO()
-        csv.writer(buffer).writerows([header, *rows])
+        csv.writer(buffer).writerows(csv_safe_row(r) for r in [header, *rows])
         response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response
