@@ -75,6 +75,16 @@ class SessionSecurityMiddleware:
 
     STARTED, SEEN = "_wb_started_at", "_wb_last_seen"
 
+    @classmethod
+    def stamp_login(cls, sender, request, user, **kwargs):
+        """At login (any form): the session's start and last-seen times, written with the login
+        itself so later requests need no session write."""
+        import time
+
+        now = int(time.time())
+        request.session[cls.STARTED] = now
+        request.session[cls.SEEN] = now
+
     def __init__(self, get_response):
         self.get_response = get_response
 
