@@ -12,13 +12,13 @@ pytestmark = pytest.mark.worker
 
 
 def test_the_workers_events_carry_the_queuing_requests_id(celery_worker_process, admin_user):
-    version = big_version(20, 12, admin_user)
+    version = big_version(20, 40, admin_user)
     context = request_context.RequestContext(request_id="upload-request-42")
     with request_context.bound(context):
         job = create_scoring_job(
             version=version,
             name="bm25",
-            data=run_bytes(20, 12),
+            data=run_bytes(20, 40),
             filename="run.trec",
             actor=admin_user,
             resamples=500,
