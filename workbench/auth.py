@@ -33,14 +33,14 @@ class ThrottledModelBackend(ModelBackend):
             check_login_allowed(username=username, address=address)
         except LoginRefused as exc:
             verb = "login_locked" if isinstance(exc, LoginLocked) else "login_throttled"
-            record_event(actor=None, verb=verb, detail=detail, request=request)
+            record_event(actor=None, verb=verb, detail=detail)
             request.login_refusal = exc
             raise PermissionDenied(str(exc)) from exc
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if user is None:
             record_login_failure(username=username, address=address)
-            record_event(actor=None, verb="login_failed", detail=detail, request=request)
+            record_event(actor=None, verb="login_failed", detail=detail)
             return None
         record_login_success(username=username, address=address)
-        record_event(actor=user, verb="login", obj=user, detail=detail, request=request)
+        record_event(actor=user, verb="login", obj=user, detail=detail)
         return user

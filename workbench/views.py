@@ -55,7 +55,7 @@ def _refusal_message(exc: LoginRefused) -> str:
 @require_POST
 def logout_view(request):
     if request.user.is_authenticated:
-        record_event(actor=request.user, verb="logout", obj=request.user, request=request)
+        record_event(actor=request.user, verb="logout", obj=request.user)
     logout(request)
     messages.info(request, "You are logged out.")
     return redirect("login")

@@ -11,9 +11,16 @@ import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
-from goldset.models import AgreementSnapshot, Tier
-from goldset.services.agreement import week_start
+from goldset.charts import BarChart, LineChart, Series
+from goldset.models import AgreementSnapshot, AnswerRecord, Label, Review, Tier, Triple
+from goldset.rules.axes import AXES
+from goldset.rules.calendar import week_start
+from goldset.selectors.curation import list_author_flag_rates
 
 
 @dataclass(frozen=True)
@@ -164,8 +171,6 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
 
 
 def _author_flag_rate_alerts() -> list[Alert]:
-    from goldset.selectors.curation import list_author_flag_rates
-
     return [
         Alert(
             "author_flag_rate",
@@ -192,8 +197,6 @@ def _pair_placeholder(subject: str) -> str:
 def display_names(user_ids) -> dict[int, str]:
     """``{user_id: full name or username}`` (one query): what leads see for annotators where the
     protocol lets them see who is who (this dashboard, its alerts and tables)."""
-    from django.contrib.auth import get_user_model
-
     users = get_user_model().objects.filter(pk__in={int(u) for u in user_ids})
     return {
         pk: f"{first} {last}".strip() or username
@@ -334,8 +337,6 @@ class AgreementView:
 def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
     """Everything the agreement dashboard shows for one protocol × axis, from stored snapshots
     (two queries whatever the data size)."""
-    from goldset.charts import LineChart, Series
-
     choices = list(
         AgreementSnapshot.objects.filter(metric="krippendorff_alpha")
         .values_list("protocol", "axis")
@@ -461,14 +462,6 @@ def get_workload(*, days: int = 14) -> Workload:
     """Cases per tier in both protocols, the labeling-cost estimate (GOLD $0.40/case, TRIAGE
     $0.16/case by default: ``LABELING_COST_GOLD`` / ``LABELING_COST_TRIAGE``) and reviews and
     labels per day over the last ``days`` days. Four aggregate queries."""
-    import datetime as dt
-
-    from django.db.models import Count
-    from django.db.models.functions import TruncDate
-    from django.utils import timezone
-
-    from goldset.models import AnswerRecord, Label, Review, Triple
-
     tiers = [
         {"kind": "triples", **r}
         for r in Triple.objects.order_by().values("tier").annotate(cases=Count("id"))
@@ -509,9 +502,6 @@ def get_workload(*, days: int = 14) -> Workload:
 def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> dict:
     """Counts of (first annotator's value, second's value) over the items both rated on ``axis``.
     One query; values in scale order."""
-    from goldset.models import Label, Review
-    from goldset.services.agreement import AXES
-
     scale = AXES.get(axis)
     if scale is None or protocol not in PROTOCOL_LABELS:
         return {"categories": [], "rows": [], "n": 0}
@@ -548,8 +538,6 @@ def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> di
 
 def _user_ids_by_username(*usernames: str) -> list[int | None]:
     """Pair choices travel as usernames (never keys); one query."""
-    from django.contrib.auth import get_user_model
-
     wanted = [u for u in usernames if u]
     found = (
         dict(get_user_model().objects.filter(username__in=wanted).values_list("username", "pk"))
@@ -565,10 +553,6 @@ def get_dashboard(
     """The agreement dashboard's context, all from stored snapshots plus aggregate counts; with
     ``partial`` only what the confusion-matrix fragment needs. ``first``/``second`` name the
     annotator pair of the confusion matrix by username."""
-    from django.contrib.auth import get_user_model
-
-    from goldset.charts import BarChart
-
     view = get_agreement_view(protocol=protocol, axis=axis)
     first_id, second_id = _user_ids_by_username(first, second)
     confusion = (

@@ -31,7 +31,6 @@ def import_files(request):
                 text=form.cleaned_data["file"],
                 actor=request.user,
                 source_name=request.FILES["file"].name,
-                request=request,
             )
         except ImportRejected as exc:
             errors = exc.errors
@@ -57,9 +56,7 @@ def export(request):
 
 @role_required(Role.ADMIN)
 def export_download(request):
-    record_event(
-        actor=request.user, verb="adjudication_exported", object_type="export", request=request
-    )
+    record_event(actor=request.user, verb="adjudication_exported", object_type="export")
     rows = adjudication_export_rows(scope=export_scope())
     lines = (json.dumps(row, sort_keys=True) + "\n" for row in rows)
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
