@@ -1,7 +1,19 @@
 import re
+import time
 import uuid
+from urllib.parse import unquote
+
+from django.conf import settings
+from django.contrib.auth import logout
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseBadRequest
+from django.utils.cache import patch_cache_control
 
 from workbench import request_context
+from workbench.access import entry_for
+from workbench.client_address import client_address
+from workbench.roles import roles_of
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
@@ -17,7 +29,7 @@ class RequestIdMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request.request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
         context = request_context.RequestContext(
-            request_id=request.request_id, client_address=request.META.get("REMOTE_ADDR", "")
+            request_id=request.request_id, client_address=client_address(request)
         )
         with request_context.bound(context):
             response = self.get_response(request)
@@ -36,13 +48,6 @@ class AccessMiddleware:
         return self.get_response(request)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        from django.contrib.auth.views import redirect_to_login
-        from django.core.exceptions import PermissionDenied
-        from django.http import Http404
-
-        from workbench.access import entry_for
-        from workbench.roles import roles_of
-
         match = getattr(request, "resolver_match", None)
         entry = entry_for(match.view_name if match else None)
         if entry is None:
@@ -64,10 +69,6 @@ class RejectNulBytesMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        from urllib.parse import unquote
-
-        from django.http import HttpResponseBadRequest
-
         query = request.META.get("QUERY_STRING", "")
         if "\x00" in request.path or "\x00" in unquote(query) or "\x00" in request.path_info:
             return HttpResponseBadRequest("NUL bytes are not allowed in URLs.")
@@ -86,8 +87,6 @@ class SessionSecurityMiddleware:
     def stamp_login(cls, sender, request, user, **kwargs):
         """At login (any form): the session's start and last-seen times, written with the login
         itself so later requests need no session write."""
-        import time
-
         now = int(time.time())
         request.session[cls.STARTED] = now
         request.session[cls.SEEN] = now
@@ -96,11 +95,6 @@ class SessionSecurityMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        import time
-
-        from django.conf import settings
-        from django.contrib.auth import logout
-
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
             now = int(time.time())
@@ -115,7 +109,5 @@ class SessionSecurityMiddleware:
                 session[self.SEEN] = now
         response = self.get_response(request)
         if user is not None and user.is_authenticated:
-            from django.utils.cache import patch_cache_control
-
             patch_cache_control(response, no_store=True, private=True)
         return response
