@@ -113,7 +113,10 @@ def version_download(request, number, fmt):
             "fields": "role" if projected else "all",
         },
     )
-    filename = stored.filename.replace(".jsonl", "-blinded.jsonl") if projected else stored.filename
+    filename = stored.filename
+    if projected:  # the lead's variant says so: goldset-vN-blinded-adjudication.jsonl
+        prefix = f"goldset-v{version.number}-"
+        filename = filename.replace(prefix, f"{prefix}blinded-", 1)
     return _stream(content, filename=filename, content_type=stored.content_type)
 
 
