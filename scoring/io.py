@@ -400,9 +400,9 @@ def _pandas_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) ->
     r"""Slow path for any whitespace layout (pandas' C parser, ``sep=r"\s+"``)."""
     import pandas as pd
 
-    # Query ids and the constant columns repeat heavily, so categoricals parse them fastest.
-    dtypes: dict[int, Any] = {i: "category" for i in range(ncols)}
-    dtypes[2] = str
+    # Every text column is read as text: a "category" dtype would infer numeric categories and
+    # turn the query id ``07`` into ``7`` and ``2`` into ``2.0`` (ids are strings, always).
+    dtypes: dict[int, Any] = dict.fromkeys(range(ncols), str)
     numeric_col = 3 if kind == "qrels" else 4
     dtypes[numeric_col] = "int64" if kind == "qrels" else "float64"
     if isinstance(handle, io.StringIO):
