@@ -62,10 +62,8 @@ def test_retrieval_all_queries_ci_and_metric_subset(capsys, write):
             "--ci",
             "--resamples",
             "200",
-            "--k",
-            "1",
             "--metrics",
-            "hit,map",
+            "hit@1,map",
         ],
     )
     payload = json.loads(out)
@@ -141,7 +139,7 @@ def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as info:
         main(["retrieval", "--qrels", "q", "--run", "r", "--metrics", "recall,bogus"])
     assert info.value.code == 2
-    assert "unknown metric" in capsys.readouterr().err
+    assert "unknown measure" in capsys.readouterr().err
 
 
 LABELS = "item,annotator,label\n" + "".join(
