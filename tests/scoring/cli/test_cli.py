@@ -290,11 +290,11 @@ def test_probe_cli_reports_pcs_caps_and_release(capsys, write):
 @pytest.mark.parametrize(
     ("which", "content", "expected"),
     [
-        ("questions", '{"question_id": "q"}\n', "line 1: missing field 'gold_evidence'"),
+        ("questions", '{"question_id": "q"}\n', "line 1: gold_evidence: missing field"),
         (
             "questions",
             '{"question_id": "q", "gold_evidence": [{"passage_id": "p", "label": "sufficient", "effective": "soon"}]}\n',
-            "line 1: effective 'soon'",
+            "line 1: gold_evidence[0].effective: 'soon'",
         ),
         (
             "answers",
@@ -310,6 +310,56 @@ def test_probe_cli_reports_pcs_caps_and_release(capsys, write):
             "answers",
             '{"question_id": "q", "retrieved_passages": [{"rank": 1}], "citations": []}\n',
             "line 1: retrieved_passages[0]",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 0}], "citations": []}\n',
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got 0",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": -1}], "citations": []}\n',
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got -1",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": "1"}], "citations": []}\n',
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got '1'",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}, {"passage_id": "r", "rank": 1}], "citations": []}\n',
+            "line 1: retrieved_passages[1].rank: rank 1 is also given",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}, {"passage_id": "p", "rank": 2}], "citations": []}\n',
+            "line 1: retrieved_passages[1].passage_id: 'p' is also",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}], "citations": "p"}\n',
+            "line 1: citations: expected a list of passage id strings",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}], "citations": [], "latency_s": NaN}\n',
+            "line 1: latency_s: expected a finite number",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}], "citations": [], "latency_ms": -5}\n',
+            "line 1: latency_ms: expected a finite number ≥ 0, got -5",
+        ),
+        (
+            "questions",
+            '{"question_id": "q", "gold_evidence": [{"passage_id": "p", "label": "sufficient", "authority": "high"}]}\n',
+            "line 1: authority: expected a finite number in [0, 1], got 'high'",
+        ),
+        (
+            "questions",
+            '{"question_id": "q", "gold_evidence": [{"passage_id": "p", "label": "sufficent"}]}\n',
+            "line 1: gold_evidence[0].label: 'sufficent' is not one of",
         ),
     ],
 )
