@@ -9,6 +9,7 @@ the ``labels`` argument for the label-derived axes, and stored in the reproducib
 
 import io
 import json
+import math
 from collections.abc import Callable
 
 from goldset.models import (
@@ -55,9 +56,11 @@ def _records(text: str, name: str):
 
 def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     """Validate every answer record: required fields, known question ids (triples of
-    ``version``), known passage ids (corpus blocks), ranks, one record per question and
-    system. Raises RunRejected with line-numbered problems."""
+    ``version``), known passage ids (corpus blocks), ranks (integers ≥ 1, none tied, no passage
+    twice: ``scoring.probe.check_ranks``), latency and cost finite and ≥ 0, one record per
+    question and system. Raises RunRejected with line-numbered problems."""
     from goldset.services.scoring_jobs import RunRejected, ValidatedRun, known_block_ids
+    from scoring.probe import check_ranks
 
     records = _records(text, name)
     packets = version_packets(version)
@@ -93,16 +96,25 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
             )
         seen.setdefault(key, lineno)
         retrieved = rec.get("retrieved_passages")
-        if not isinstance(retrieved, list):
-            problems.append(f"{where}: retrieved_passages: expected a list of {{passage_id, rank}}")
+        # One rule for ranks, shared with the library: integers ≥ 1, no rank or passage twice.
+        rank_problem = check_ranks(retrieved)
+        if rank_problem:
+            problems.append(f"{where}: {rank_problem}")
             retrieved = []
         for i, p in enumerate(retrieved):
-            if not isinstance(p, dict) or not isinstance(p.get("rank"), int) or p["rank"] < 1:
-                problems.append(f"{where}: retrieved_passages[{i}]: needs passage_id and rank ≥ 1")
-            elif str(p.get("passage_id")) not in known_passages:
+            if str(p.get("passage_id")) not in known_passages:
                 problems.append(
                     f"{where}: retrieved_passages[{i}]: unknown passage id {p.get('passage_id')!r}"
                 )
+        for key in ("latency_s", "latency_ms", "cost_usd"):
+            value = rec.get(key)
+            if value is not None and not (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value >= 0
+            ):
+                problems.append(f"{where}: {key}: expected a finite number ≥ 0, got {value!r}")
         citations = rec.get("citations")
         if not isinstance(citations, list):
             problems.append(f"{where}: citations: expected a list of passage ids")
