@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True)
-    parser.add_argument("--k", type=_positive_int, default=10)
+    parser.add_argument("--k", type=_positive_int)
     parser.add_argument("--metrics", type=_metrics)
     parser.add_argument("--all-queries", "-c", action="store_true")
     parser.add_argument("--relevance-level", "-l", type=_non_negative_int, default=1)
@@ -125,10 +125,11 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _measures(args: argparse.Namespace) -> list[str]:
+def _measures(args: argparse.Namespace, qrels: Any = None) -> list[str]:
     from scoring.retrieval import default_metrics, metric_labels
 
-    names = args.metrics or default_metrics(args.k)
+    k = args.k or getattr(qrels, "default_k", None) or 10
+    names = args.metrics or default_metrics(k)
     try:
         metric_labels(names)
     except ValueError as exc:
@@ -145,7 +146,7 @@ def _evaluate(args: argparse.Namespace, qrels: Any, run_path: str) -> Any:
         qrels,
         run,
         k=args.k,
-        metrics=_measures(args),
+        metrics=_measures(args, qrels),
         all_queries=args.all_queries,
         gain=args.gain,
         relevance_level=args.relevance_level,

@@ -55,6 +55,10 @@ Conventions, chosen so that our numbers equal trec_eval's on the same files:
 * Queries in the run but not in the qrels are ignored. Queries in the qrels but absent from the
   run are left out of the mean unless ``all_queries=True`` (``trec_eval -c``), when they score 0.
 * ``gain="exponential"`` uses 2^rel − 1 for nDCG (no trec_eval equivalent).
+* Qrels read from an Unrag dataset carry ``topK`` (per query, else ``defaults.topK``): each
+  query's ranking is cut to its topK before any measure is computed (seed 001: topK is how many
+  results are retrieved and scored, the k of recall@k), and ``defaults.topK`` is the default
+  cut-off of :func:`evaluate` and the CLI when no k is given.
 
 ERR, RBP and judged are not trec_eval measures (pytrec_eval has none of them); they follow
 ir_measures' definitions except that rankings use trec_eval's tie order (ir_measures' judged
@@ -476,6 +480,15 @@ def prepare(
         hit_query, hit_rel = hit_query[keep], hit_rel[keep]
         hit_rank = np.arange(len(hit_query)) - np.searchsorted(hit_query, hit_query, "left")
         n_ret = np.bincount(hit_query, minlength=n_q).astype(np.int64)
+    if qrels.cutoffs:
+        # Unrag topK: a query retrieves and scores only its top k results (seed 001).
+        limit = np.array(
+            [qrels.cutoffs.get(q, np.iinfo(np.int64).max) for q in query_ids.tolist()],
+            dtype=np.int64,
+        )
+        keep = hit_rank < limit[hit_query]
+        hit_query, hit_rank, hit_rel = hit_query[keep], hit_rank[keep], hit_rel[keep]
+        n_ret = np.minimum(n_ret, limit)
     prepared = PreparedRanking(
         n_ret=n_ret,
         n_rel=n_rel.astype(np.int64),
@@ -695,7 +708,7 @@ def evaluate(
     qrels: Qrels,
     run: Run,
     *,
-    k: int = 10,
+    k: int | None = None,
     metrics: Sequence[str] | str | None = None,
     all_queries: bool = False,
     gain: str = "linear",
@@ -706,11 +719,13 @@ def evaluate(
 
     ``metrics`` are measure names (``map``, ``ndcg@20``, ``rbp(0.9)``, ``P_5``, …; see the
     module docstring); ``None`` gives the defaults at cut-off ``k``: recall@k, precision@k,
-    hit@k, mrr@k, mrr, ndcg@k. Only the measures asked for are computed. ``all_queries`` makes
+    hit@k, mrr@k, mrr, ndcg@k. ``k`` defaults to the qrels' ``default_k`` (Unrag
+    ``defaults.topK``), else 10. Only the measures asked for are computed. ``all_queries`` makes
     qrels queries missing from the run count as 0 (``trec_eval -c``), ``relevance_level`` is
     ``-l`` and ``judged_only`` is ``-J``. Raises ``InputError`` when no run query is in the
     qrels and ``ValueError`` for an unknown measure.
     """
+    k = k if k is not None else qrels.default_k or 10
     if k < 1:
         raise ValueError("k must be at least 1")
     if gain not in GAINS:

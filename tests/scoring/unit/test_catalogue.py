@@ -217,3 +217,45 @@ def test_only_requested_measures_are_computed_and_judged_rows_joined_on_demand()
     assert math.isclose(
         evaluate(qrels, run, metrics=["map"], judged_only=True).aggregate["map"], 0.5
     )
+
+
+def test_unrag_top_k_is_the_cut_off_per_query_and_by_default(write):
+    dataset = {
+        "version": "1",
+        "defaults": {"topK": 2, "scopePrefix": "eval:", "mode": "retrieve"},
+        "queries": [
+            {"id": "q1", "query": "a?", "relevant": {"sourceIds": ["d3"]}},
+            {"id": "q2", "query": "b?", "relevant": {"sourceIds": ["d3"]}, "topK": 3},
+        ],
+    }
+    qrels = read_qrels(write("u.json", dataset))
+    assert (qrels.default_k, qrels.cutoffs) == (2, {"q1": 2, "q2": 3})
+    run = Run.from_dict({q: {"d1": 3.0, "d2": 2.0, "d3": 1.0} for q in ("q1", "q2")})
+    result = evaluate(qrels, run, metrics=None)
+    assert result.k == 2
+    per = result.per_query_dict()
+    # d3 is third: outside q1's topK 2, inside q2's topK 3 (so hit@2 counts it for q2 too:
+    # the cut-off of the label is the dataset default, each query keeps its own topK).
+    assert per["q1"]["recall@2"] == 0.0 and per["q1"]["mrr"] == 0.0
+    assert per["q2"]["mrr"] == pytest.approx(1 / 3)
+    assert evaluate(qrels, run, metrics=["precision"]).per_query_dict() == {
+        "q1": {"precision": 0.0},
+        "q2": {"precision": pytest.approx(1 / 3)},
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"defaults": {"topK": 0}}, "defaults.topK must be a positive integer, got 0"),
+        ({"defaults": {"topK": "10"}}, "defaults.topK must be a positive integer"),
+        ({"queries": [{"id": "q", "relevant": {"sourceIds": []}, "topK": -1}]}, "queries[0].topK"),
+    ],
+)
+def test_unrag_top_k_must_be_a_positive_integer(write, change, message):
+    from scoring.errors import InputError
+
+    dataset = {"version": "1", "queries": [{"id": "q", "relevant": {"sourceIds": ["d"]}}]}
+    dataset.update(change)
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        read_qrels(write("u.json", dataset))
