@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--level", choices=LEVELS, default="nominal")
     ag.add_argument("--weights", choices=["linear", "quadratic"])
     ag.add_argument("--categories")
+    ag.add_argument("--axis", choices=["grounding", "acceptability"])
     ag.add_argument("--ci", action="store_true")
     ag.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
     ag.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -286,6 +287,8 @@ def run_agreement(args: argparse.Namespace) -> dict[str, Any]:
     rows = read_labels_csv(args.labels)
     table = agr.label_table(rows)
     categories = None
+    if args.axis:
+        categories = list(agr.AXIS_SCALES[args.axis])
     if args.categories:
         declared = [c.strip() for c in args.categories.split(",") if c.strip()]
         numbers = [_number(c) for c in declared]
