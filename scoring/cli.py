@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     ret.add_argument("--run", required=True)
     ret.add_argument("--per-query", action="store_true")
     ret.add_argument("--ci", action="store_true")
+    ret.add_argument("--strata")
     ret.add_argument("--format", choices=["json", "trec"], default="json")
     ret.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
     ret.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -167,9 +168,10 @@ def run_retrieval(args: argparse.Namespace) -> dict[str, Any] | str:
     if args.ci:
         from scoring.stats import bootstrap_ci
 
+        strata = _read_strata(args.strata, result.query_ids.tolist()) if args.strata else None
         ci = {}
         for label, values in result.per_query.items():
-            boot = bootstrap_ci(values, n=args.resamples, seed=args.seed)
+            boot = bootstrap_ci(values, n=args.resamples, seed=args.seed, strata=strata)
             ci[label] = [boot.low, boot.high]
     return {
         "n_queries": result.n_queries,
@@ -181,6 +183,29 @@ def run_retrieval(args: argparse.Namespace) -> dict[str, Any] | str:
         "ci": ci,
         "per_query": result.per_query_dict() if args.per_query else None,
     }
+
+
+def _read_strata(path: str, query_ids: list[str]) -> list[str]:
+    """``query_id,stratum`` CSV -> the stratum of each evaluated query (every one needed)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None or [h.strip() for h in header] != ["query_id", "stratum"]:
+                raise InputError(path, 1, "expected the header query_id,stratum")
+            strata: dict[str, str] = {}
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != 2:
+                    raise InputError(path, reader.line_num, "expected 2 fields (query_id,stratum)")
+                strata[row[0]] = row[1]
+    except FileNotFoundError:
+        raise InputError(path, None, "file not found") from None
+    missing = [q for q in query_ids if q not in strata]
+    if missing:
+        raise InputError(path, None, f"no stratum for query {missing[0]!r}")
+    return [strata[q] for q in query_ids]
 
 
 def run_compare(args: argparse.Namespace) -> dict[str, Any]:

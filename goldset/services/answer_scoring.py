@@ -160,8 +160,11 @@ def score_answer_log(*, job: ScoringJob, progress):
     strata = dict(job.version.rows.values_list("triple_id", "task_type"))
     aggregates, per_query = [], []
     for system_id, summary in report.systems.items():
-        pcs = [a.final_pcs for a in report.answers if a.system_id == system_id]
-        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed)
+        mine = [a for a in report.answers if a.system_id == system_id]
+        pcs = [a.final_pcs for a in mine]
+        # Seed 004 §5.1/A.1: resample within domain x task family.
+        boot_strata = [f"{a.domain or ''}|{a.task_family}" for a in mine]
+        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed, strata=boot_strata)
         stratum = f"system:{system_id}"
         aggregates.append(
             ScoreAggregate(
@@ -211,6 +214,7 @@ def score_answer_log(*, job: ScoringJob, progress):
         summary={
             "systems": summary,
             "n_answers": len(report.answers),
+            "ci_strata": {"by": ["domain", "task_family"]},
             "labels": len(labels),
             "label_records": labels,
         },

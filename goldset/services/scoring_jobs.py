@@ -3,7 +3,9 @@
 Every figure is computed by the ``scoring`` library (never re-implemented here), on the frozen
 gold JSONL file of the job's version (checksum verified), so a job's numbers equal
 ``python -m scoring retrieval --qrels gold.jsonl --run RUN --all-queries --per-query --ci
---k K --resamples R --seed S`` on the same files (see :func:`reproduce_command`).
+--strata strata.csv --k K --resamples R --seed S`` on the same files (see
+:func:`reproduce_command`); bootstrap intervals resample within domain x task type strata
+(seed 004 §5.1, A.1), listed in the bundle's ``strata.csv`` and the summary's ``ci_strata``.
 
 Idempotency: the task first *claims* the job (``queued`` → ``running``, one conditional
 UPDATE), so a duplicate or re-delivered message for a job that is running, done or failed does
@@ -14,6 +16,7 @@ worker starts, and by ``manage.py score_run --recover``) re-queues jobs whose wo
 answers.
 """
 
+import csv
 import hashlib
 import io
 import json
@@ -456,16 +459,20 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
     result = evaluate(qrels, run, k=job.k, all_queries=True)
     progress.enter("bootstrap", 40)
     labels = list(result.per_query)
-    cis = {}
-    for index, label in enumerate(labels):
-        cis[label] = bootstrap_ci(result.per_query[label], n=job.resamples, seed=job.seed)
-        progress.step(40 + int(40 * (index + 1) / len(labels)))
-    progress.enter("breakdown", 82)
     qids = [str(q) for q in result.query_ids]
     strata = dict(
         (t, (d, tt))
         for t, d, tt in job.version.rows.values_list("triple_id", "domain", "task_type")
     )
+    # Seed 004 §5.1/A.1: resample within domain x task family (a triple's task type).
+    boot_strata = bootstrap_strata(qids, strata)
+    cis = {}
+    for index, label in enumerate(labels):
+        cis[label] = bootstrap_ci(
+            result.per_query[label], n=job.resamples, seed=job.seed, strata=boot_strata
+        )
+        progress.step(40 + int(40 * (index + 1) / len(labels)))
+    progress.enter("breakdown", 82)
     aggregates = [
         ScoreAggregate(
             job=job,
@@ -521,10 +528,34 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
         "aggregate": result.aggregate,
         "ci": {label: [cis[label].low, cis[label].high] for label in labels},
         "primary_metric": primary,
+        "ci_strata": strata_summary(boot_strata),
         "run_queries": int(len(pd.unique(run.query_id))),
         "missing_queries": int(result.n_queries - len(set(pd.unique(run.query_id)) & set(qids))),
     }
     return Outcome(per_query=per_query, aggregates=aggregates, summary=summary)
+
+
+def bootstrap_strata(qids: list[str], strata: dict[str, tuple[str, str]]) -> list[str]:
+    """The bootstrap stratum of each query: ``domain|task_type`` of its triple."""
+    return ["|".join(strata.get(q, ("", ""))) for q in qids]
+
+
+def strata_summary(labels: list[str]) -> dict:
+    """What the bundle records about the stratification: the keys and each stratum's size."""
+    sizes: dict[str, int] = defaultdict(int)
+    for label in labels:
+        sizes[label] += 1
+    return {"by": ["domain", "task_type"], "sizes": dict(sorted(sizes.items()))}
+
+
+def strata_csv(job: ScoringJob) -> bytes:
+    """``query_id,stratum`` for every query of a retrieval job (``--strata`` of the CLI)."""
+    rows = job.query_results.order_by("query_id").values_list("query_id", "domain", "task_type")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["query_id", "stratum"])
+    writer.writerows((q, f"{d}|{t}") for q, d, t in rows)
+    return out.getvalue().encode()
 
 
 def _top_k(run, wanted: set[str], k: int) -> dict[str, list[str]]:
@@ -639,5 +670,5 @@ def reproduce_command(job: ScoringJob) -> str:
     return (
         f"python -m scoring retrieval --qrels goldset-v{job.version.number}-gold.jsonl "
         f"--run {job.run_filename} --run-format {job.run_format} --k {job.k} --all-queries "
-        f"--per-query --ci --resamples {job.resamples} --seed {job.seed}"
+        f"--per-query --ci --strata strata.csv --resamples {job.resamples} --seed {job.seed}"
     )
