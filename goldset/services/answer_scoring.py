@@ -21,6 +21,17 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services import exports
+from goldset.services.probe_exports import adjudicated_labels
+from goldset.services.scoring_runs import (
+    Outcome,
+    QueryRow,
+    RunRejected,
+    ValidatedRun,
+    known_block_ids,
+    read_run_bytes,
+)
+from scoring.probe import check_ranks, score_answers
+from scoring.stats import bootstrap_ci
 
 MAX_ERRORS = 50
 
@@ -28,13 +39,11 @@ MAX_ERRORS = 50
 def _label_providers() -> list[Callable]:
     """``fn(version, answers) -> [label dict]`` giving expert labels keyed by question_id +
     system_id: the answer-labeling area's final (majority or adjudicated) labels."""
-    from goldset.services.probe_exports import adjudicated_labels
 
     return [adjudicated_labels]
 
 
 def _records(text: str, name: str):
-    from goldset.services.scoring_jobs import RunRejected
 
     problems, records = [], []
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -59,8 +68,6 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     ``version``), known passage ids (corpus blocks), ranks (integers ≥ 1, none tied, no passage
     twice: ``scoring.probe.check_ranks``), latency and cost finite and ≥ 0, one record per
     question and system. Raises RunRejected with line-numbered problems."""
-    from goldset.services.scoring_jobs import RunRejected, ValidatedRun, known_block_ids
-    from scoring.probe import check_ranks
 
     records = _records(text, name)
     packets = version_packets(version)
@@ -141,9 +148,6 @@ def version_packets(version: GoldVersion) -> list[dict]:
 
 
 def score_answer_log(*, job: ScoringJob, progress):
-    from goldset.services.scoring_jobs import Outcome, QueryRow, read_run_bytes
-    from scoring.probe import score_answers
-    from scoring.stats import bootstrap_ci
 
     progress.enter("load answer log", 5)
     answers = [
