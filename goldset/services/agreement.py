@@ -24,7 +24,6 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.utils.module_loading import import_string
 
@@ -397,21 +396,33 @@ def recompute_agreement_snapshots() -> tuple[str, int]:
     return store_agreement_snapshots(ratings=ratings, spot_checks=spot, facts=facts)
 
 
-DEBOUNCE_KEY = "agreement-recompute-scheduled"
+AGREEMENT_OUTBOX_KIND = "agreement.recompute"
+DEBOUNCE_KEY = "agreement-recompute"
 
 
 def schedule_agreement_recompute(*, now: bool = False) -> bool:
-    """Ask for a recompute after the current transaction commits. Changes within the debounce
-    window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share one task, which runs when the window ends
-    and so sees all of them; ``now=True`` (a lead's button) skips the window. Returns True when a
-    task was queued. In the embedded mode the task runs in-process at commit."""
-    from goldset.tasks import recompute_agreement_task
+    """Ask for a recompute, recorded in the outbox inside the caller's transaction (no cache,
+    no broker: a label or review commits when Redis is down, and the recompute is published when
+    it returns). Changes within the debounce window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share
+    one request, which runs when the window ends and so sees all of them; ``now=True`` (a lead's
+    button) skips the window. Returns True when a new request was recorded. In the embedded
+    mode the task runs in-process at commit."""
+    from goldset.services.outbox import enqueue
 
     if now:
-        transaction.on_commit(recompute_agreement_task.delay)
-        return True
+        return enqueue(kind=AGREEMENT_OUTBOX_KIND) is not None
     delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
-    if not cache.add(DEBOUNCE_KEY, 1, timeout=delay):
-        return False
-    transaction.on_commit(lambda: recompute_agreement_task.apply_async(countdown=delay))
-    return True
+    return enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=DEBOUNCE_KEY, delay=delay) is not None
+
+
+def agreement_stale_since() -> dt.datetime | None:
+    """When the oldest change not yet reflected in the stored snapshots was made (None when
+    the snapshots are up to date): the creation time of the oldest unfinished recompute
+    request."""
+    from django.db.models import Min
+
+    from goldset.models import OutboxMessage
+
+    return OutboxMessage.objects.filter(kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True).aggregate(
+        since=Min("created_at")
+    )["since"]
