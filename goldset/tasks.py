@@ -42,7 +42,7 @@ def reconcile_task() -> dict:
     """The periodic reconciler (Celery beat, every RECONCILE_INTERVAL_SECONDS)."""
     from goldset.services.jobs import reconcile
 
-    return reconcile()
+    return reconcile(trigger="beat")
 
 
 @worker_ready.connect
@@ -52,7 +52,7 @@ def reconcile_on_start(sender=None, **kwargs):
     from goldset.services.jobs import reconcile
 
     try:
-        summary = reconcile()
+        summary = reconcile(trigger="worker_start")
     except Exception:  # noqa: BLE001 - a failed pass must not stop the worker; beat retries
         logger.exception("the reconciler pass at worker start failed")
         return

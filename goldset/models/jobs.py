@@ -48,11 +48,13 @@ class OutboxMessage(models.Model):
 
 
 class ReconcilerRun(models.Model):
-    """The reconciler's last run (one row, pk 1): /health/ reports a missing beat from it."""
+    """The reconciler's last run per trigger ("beat", "worker_start", "command"): /health/
+    reports a missing beat from the "beat" row."""
 
+    trigger = models.CharField(max_length=20, unique=True)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     summary = models.JSONField(default=dict, blank=True)
 
     def __str__(self):
-        return f"reconciler run at {self.started_at:%Y-%m-%d %H:%M:%S}"
+        return f"reconciler run ({self.trigger}) at {self.started_at:%Y-%m-%d %H:%M:%S}"

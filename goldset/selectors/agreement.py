@@ -488,6 +488,20 @@ def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> di
     return {"categories": list(scale.categories), "rows": rows_out, "n": n}
 
 
+def get_agreement_stale_since():
+    """When the oldest change not yet reflected in the stored snapshots was made (None when
+    they are up to date): the creation time of the oldest unfinished recompute request in the
+    outbox (requests wait there while the broker or the workers are down)."""
+    from django.db.models import Min
+
+    from goldset.models import OutboxMessage
+    from goldset.services.agreement import AGREEMENT_OUTBOX_KIND
+
+    return OutboxMessage.objects.filter(kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True).aggregate(
+        since=Min("created_at")
+    )["since"]
+
+
 def get_dashboard(
     *, protocol: str, axis: str, first: int | None, second: int | None, partial: bool = False
 ) -> dict:
@@ -523,6 +537,7 @@ def get_dashboard(
         )
 
     return context | {
+        "stale_since": get_agreement_stale_since(),
         "alerts": list_agreement_alerts(),
         "annotators": annotators,
         "annotator_metrics": ANNOTATOR_METRICS,

@@ -103,9 +103,12 @@ class VersionsDiff:
 
 def diff_versions(*, a: GoldVersion, b: GoldVersion) -> VersionsDiff:
     """Triples added to / removed from ``b`` relative to ``a``, and the changed fields of
-    triples in both (first DIFF_LIMIT of each list; ``counts`` has the totals)."""
-    before = dict(a.rows.values_list("triple_id", "sha256"))
-    after = dict(b.rows.values_list("triple_id", "sha256"))
+    triples in both (first DIFF_LIMIT of each list; ``counts`` has the totals). Both
+    versions' row checksums are verified first (raises ChecksumMismatch)."""
+    from goldset.services.exports import verified_row_checksums
+
+    before = verified_row_checksums(a)
+    after = verified_row_checksums(b)
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     changed_ids = sorted(t for t in after if t in before and before[t] != after[t])

@@ -413,16 +413,3 @@ def schedule_agreement_recompute(*, now: bool = False) -> bool:
         return enqueue(kind=AGREEMENT_OUTBOX_KIND) is not None
     delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
     return enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=DEBOUNCE_KEY, delay=delay) is not None
-
-
-def agreement_stale_since() -> dt.datetime | None:
-    """When the oldest change not yet reflected in the stored snapshots was made (None when
-    the snapshots are up to date): the creation time of the oldest unfinished recompute
-    request."""
-    from django.db.models import Min
-
-    from goldset.models import OutboxMessage
-
-    return OutboxMessage.objects.filter(kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True).aggregate(
-        since=Min("created_at")
-    )["since"]

@@ -55,9 +55,10 @@ def job_kinds() -> dict[str, JobKind]:
     return dict(_JOB_KINDS)
 
 
-def reconcile(*, now: dt.datetime | None = None) -> dict:
+def reconcile(*, trigger: str = "command", now: dt.datetime | None = None) -> dict:
     """One reconciler pass over every registered job kind, then the outbox. A kind whose pass
-    fails is logged and reported; the others still run. Records the run (for /health/)."""
+    fails is logged and reported; the others still run. Records the run under ``trigger``
+    ("beat", "worker_start" or "command"; /health/ watches the beat's)."""
     started = now or timezone.now()
     summary: dict = {}
     for kind in list(_JOB_KINDS.values()):
@@ -72,7 +73,7 @@ def reconcile(*, now: dt.datetime | None = None) -> dict:
         logger.exception("reconciling the outbox failed")
         summary["outbox"] = {"error": f"{type(exc).__name__}: {exc}"}
     ReconcilerRun.objects.update_or_create(
-        pk=1,
+        trigger=trigger,
         defaults={"started_at": started, "finished_at": timezone.now(), "summary": summary},
     )
     return summary
@@ -82,8 +83,8 @@ def reconcile_interval() -> int:
     return getattr(settings, "RECONCILE_INTERVAL_SECONDS", 30)
 
 
-def last_reconciler_run() -> ReconcilerRun | None:
-    return ReconcilerRun.objects.filter(pk=1).first()
+def last_reconciler_run(*, trigger: str = "beat") -> ReconcilerRun | None:
+    return ReconcilerRun.objects.filter(trigger=trigger).first()
 
 
 def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:

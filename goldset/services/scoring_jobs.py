@@ -347,6 +347,31 @@ def is_stuck(job: ScoringJob, *, now: dt.datetime | None = None) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class JobLiveness:
+    """What the job page says about the worker: the heartbeat's age and whether the job is
+    stuck (its worker presumed lost, or nobody picked it up), so the user may retry it."""
+
+    heartbeat_age: float | None
+    stuck: bool
+    stale_seconds: int
+    can_cancel: bool
+    can_retry: bool
+    notices: list[str]
+
+
+def job_liveness(job: ScoringJob) -> JobLiveness:
+    stuck = is_stuck(job)
+    return JobLiveness(
+        heartbeat_age=heartbeat_age(job),
+        stuck=stuck,
+        stale_seconds=stale_seconds(),
+        can_cancel=not job.finished,
+        can_retry=job.status in (JobStatus.FAILED, JobStatus.CANCELLED) or stuck,
+        notices=[line for line in job.notice.splitlines() if line.strip()],
+    )
+
+
 def _note(job: ScoringJob, text: str) -> str:
     return (job.notice + "\n" if job.notice else "") + text
 

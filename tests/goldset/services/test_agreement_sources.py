@@ -98,7 +98,8 @@ def test_the_task_recomputes_and_a_second_run_changes_nothing(demo):
 
 def test_a_label_schedules_one_debounced_recompute(settings, django_capture_on_commit_callbacks):
     from goldset.models import OutboxMessage
-    from goldset.services.agreement import agreement_stale_since, schedule_agreement_recompute
+    from goldset.selectors.agreement import get_agreement_stale_since as agreement_stale_since
+    from goldset.services.agreement import schedule_agreement_recompute
 
     assert agreement_stale_since() is None
     with django_capture_on_commit_callbacks(execute=False):
@@ -114,7 +115,8 @@ def test_a_recompute_request_is_done_once_the_task_ran_and_the_figures_are_fresh
     demo, django_capture_on_commit_callbacks
 ):
     from goldset.models import OutboxMessage
-    from goldset.services.agreement import agreement_stale_since, schedule_agreement_recompute
+    from goldset.selectors.agreement import get_agreement_stale_since as agreement_stale_since
+    from goldset.services.agreement import schedule_agreement_recompute
 
     with django_capture_on_commit_callbacks(execute=False):
         schedule_agreement_recompute()
