@@ -8,7 +8,7 @@ from celery.signals import worker_ready
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="goldset.recompute_agreement")
+@shared_task(name="goldset.recompute_agreement", ignore_result=True)
 def recompute_agreement_task(outbox_id: int | None = None) -> dict:
     """Recompute every agreement snapshot; a no-op when the data version is unchanged. Every
     open recompute request is marked started first (it is covered by this run; changes after
@@ -23,7 +23,9 @@ def recompute_agreement_task(outbox_id: int | None = None) -> dict:
     return {"data_version": version, "snapshots": rows}
 
 
-@shared_task(name="goldset.score_run", bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(
+    name="goldset.score_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
 def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Score one job. A duplicate or re-delivered message is harmless: the job is claimed first
     (or taken over when its worker was lost), so the broker may deliver it more than once."""
