@@ -24,7 +24,11 @@ def recompute_agreement_task(outbox_id: int | None = None) -> dict:
 
 
 @shared_task(
-    name="goldset.score_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True
+    name="goldset.score_run",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
 )
 def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Score one job. A duplicate or re-delivered message is harmless: the job is claimed first

@@ -92,12 +92,30 @@ def broker(url):
     """Point this process's Celery app (publishing and pings) at ``url``, tasks not eager."""
     saved = (app.conf.broker_url, app.conf.task_always_eager)
     app.conf.broker_url, app.conf.task_always_eager = url, False
-    app._pool, app.amqp._producer_pool = None, None
+    _forget_connections()
     try:
         yield
     finally:
         app.conf.broker_url, app.conf.task_always_eager = saved
-        app._pool, app.amqp._producer_pool = None, None
+        _forget_connections()
+
+
+def _forget_connections():
+    from kombu import pools
+
+    app._pool, app.amqp._producer_pool = None, None
+    app.control.mailbox.__dict__.pop("producer_pool", None)  # a cached_property
+    pools.reset()
+
+
+def answers_ping(node):
+    """The worker answers a ping (a broker connection broken by a Redis restart counts as no
+    answer: the next call reconnects)."""
+    try:
+        return bool(app.control.ping(destination=[node], timeout=0.5))
+    except Exception:  # noqa: BLE001 - the broker just restarted
+        _forget_connections()
+        return False
 
 
 class Processes:
@@ -135,7 +153,7 @@ class Processes:
         )
         node = name.replace("%h", os.uname().nodename)
         wait_until(
-            lambda: proc.poll() is None and bool(app.control.ping(destination=[node], timeout=0.5)),
+            lambda: proc.poll() is None and answers_ping(node),
             timeout=60,
             what=f"worker {node} to answer pings",
         )
@@ -337,4 +355,4 @@ def test_with_redis_down_work_commits_and_runs_when_redis_returns(
     assert running.status == JobStatus.SUCCEEDED, running.error
     assert_equals_cli(running, cli_result(tmp_path, running, running_data))
     assert worker.poll() is None, "the worker died with the Redis restart"
-    assert app.control.ping(destination=[worker.node], timeout=2)
+    wait_until(lambda: answers_ping(worker.node), timeout=30, what="the worker to answer")
