@@ -5,18 +5,21 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready
 
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, RECONCILE_TASK
+from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
+from goldset.services.jobs import reconcile
+from goldset.services.outbox import mark_done, start_all_of_kind
+from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
+
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="goldset.recompute_agreement", ignore_result=True)
+@shared_task(name=RECOMPUTE_TASK, ignore_result=True)
 def recompute_agreement_task(outbox_id: int | None = None) -> dict:
     """Recompute every agreement snapshot; a no-op when the data version is unchanged. Every
     open recompute request is marked started first (it is covered by this run; changes after
     this point request a new one) and done only once the snapshots are stored (a lost worker
     leaves them open, and the reconciler requests the work again)."""
-    from goldset.services.agreement import AGREEMENT_OUTBOX_KIND, recompute_agreement_snapshots
-    from goldset.services.outbox import mark_done, start_all_of_kind
-
     covered = start_all_of_kind(kind=AGREEMENT_OUTBOX_KIND, message_id=outbox_id)
     version, rows = recompute_agreement_snapshots()
     mark_done(covered)
@@ -24,7 +27,7 @@ def recompute_agreement_task(outbox_id: int | None = None) -> dict:
 
 
 @shared_task(
-    name="goldset.score_run",
+    name=SCORE_RUN_TASK,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -33,9 +36,6 @@ def recompute_agreement_task(outbox_id: int | None = None) -> dict:
 def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Score one job. A duplicate or re-delivered message is harmless: the job is claimed first
     (or taken over when its worker was lost), so the broker may deliver it more than once."""
-    from goldset.services.outbox import mark_done
-    from goldset.services.scoring_jobs import run_scoring_job
-
     mark_done(outbox_id)  # delivered: from here on the job row's heartbeat tracks the work
     job = run_scoring_job(
         job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
@@ -43,11 +43,9 @@ def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     return job.status
 
 
-@shared_task(name="goldset.reconcile", ignore_result=True)
+@shared_task(name=RECONCILE_TASK, ignore_result=True)
 def reconcile_task() -> dict:
     """The periodic reconciler (Celery beat, every RECONCILE_INTERVAL_SECONDS)."""
-    from goldset.services.jobs import reconcile
-
     return reconcile(trigger="beat")
 
 
@@ -55,8 +53,6 @@ def reconcile_task() -> dict:
 def reconcile_on_start(sender=None, **kwargs):
     """A starting worker runs one reconciler pass: work left pending while no worker was up is
     published now, and lost jobs are requeued (by heartbeat age, whatever the workers' names)."""
-    from goldset.services.jobs import reconcile
-
     try:
         summary = reconcile(trigger="worker_start")
     except Exception:  # noqa: BLE001 - a failed pass must not stop the worker; beat retries

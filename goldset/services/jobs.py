@@ -8,14 +8,11 @@ records its run so /health/ can report a missing beat. It runs every
 ``manage.py score_run --recover``. The embedded default does not need it: work runs in-process
 at commit.
 
-Registering a kind (the import pipeline, webhooks)::
+Registering a kind (the import pipeline, webhooks), e.g. in ``GoldsetConfig.ready``::
 
-    from goldset.services.jobs import register_job_kind
-    from goldset.services.outbox import register_outbox_kind
-
-    register_outbox_kind("imports.run", publish=lambda m: import_task.apply_async(
-        args=[m.payload["import_id"]], kwargs={"outbox_id": m.pk}, retry=False))
-    register_job_kind("imports", reconcile=reconcile_imports)  # fn(*, now) -> dict
+    outbox.register_outbox_kind("imports.run", publish=lambda m: dispatch.publish(
+        IMPORT_TASK, args=[m.payload["import_id"]], kwargs={"outbox_id": m.pk}))
+    jobs.register_job_kind("imports", reconcile=reconcile_imports)  # fn(*, now) -> dict
 
 A reconcile function finds its jobs that are running with a stale heartbeat or queued with no
 message in flight, and requeues them (through :func:`goldset.services.outbox.enqueue`) or fails
@@ -32,7 +29,11 @@ from django.db.models import Min
 from django.utils import timezone
 
 from goldset.models import JobStatus, OutboxMessage, ReconcilerRun, ScoringJob
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, SCORING_OUTBOX_KIND
 from goldset.services import outbox
+from goldset.services.agreement import RECOMPUTE_TASK
+from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
+from workbench.dispatch import publish
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +91,6 @@ def last_reconciler_run(*, trigger: str = "beat") -> ReconcilerRun | None:
 def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:
     """Scoring jobs running without a heartbeat for longer than the staleness window, and
     queued jobs nobody picked up within the redispatch window (for /health/)."""
-    from goldset.services.scoring_jobs import stale_seconds
-
     now = now or timezone.now()
     stale_before = now - dt.timedelta(seconds=stale_seconds())
     waiting_before = now - dt.timedelta(seconds=outbox.redispatch_seconds())
@@ -108,37 +107,24 @@ def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:
 
 
 def _publish_scoring(message: OutboxMessage) -> None:
-    from goldset.tasks import score_run_task
-
-    score_run_task.apply_async(
+    publish(
+        SCORE_RUN_TASK,
         args=[message.payload["job_id"]],
         kwargs={"outbox_id": message.pk},
         countdown=outbox.countdown(message) or None,
-        retry=False,
     )
 
 
 def _publish_agreement(message: OutboxMessage) -> None:
-    from goldset.tasks import recompute_agreement_task
-
-    recompute_agreement_task.apply_async(
-        kwargs={"outbox_id": message.pk}, countdown=outbox.countdown(message) or None, retry=False
+    publish(
+        RECOMPUTE_TASK,
+        kwargs={"outbox_id": message.pk},
+        countdown=outbox.countdown(message) or None,
     )
 
 
-def _reconcile_scoring(*, now: dt.datetime) -> dict:
-    from goldset.services.scoring_jobs import reconcile_scoring_jobs
-
-    return reconcile_scoring_jobs(now=now)
-
-
-def _register_builtin_kinds() -> None:
-    from goldset.services.agreement import AGREEMENT_OUTBOX_KIND
-    from goldset.services.scoring_jobs import SCORING_OUTBOX_KIND
-
+def register_builtin_kinds() -> None:
+    """Scoring jobs and agreement recomputes (called once from ``GoldsetConfig.ready``)."""
     outbox.register_outbox_kind(SCORING_OUTBOX_KIND, publish=_publish_scoring)
     outbox.register_outbox_kind(AGREEMENT_OUTBOX_KIND, publish=_publish_agreement)
-    register_job_kind("scoring", reconcile=_reconcile_scoring)
-
-
-_register_builtin_kinds()
+    register_job_kind("scoring", reconcile=reconcile_scoring_jobs)

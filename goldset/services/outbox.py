@@ -51,8 +51,6 @@ def register_outbox_kind(name: str, *, publish: Callable[[OutboxMessage], None])
 
 
 def _kinds() -> dict[str, OutboxKind]:
-    from goldset.services import jobs  # noqa: F401 - registers the built-in kinds
-
     return _KINDS
 
 

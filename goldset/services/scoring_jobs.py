@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -34,13 +34,14 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from goldset.exceptions import GoldsetError, ImportRejected
+import scoring
+from goldset.exceptions import GoldsetError
 from goldset.models import (
-    Block,
     ExportFormat,
     GoldVersion,
     GoldVersionRow,
     JobStatus,
+    OutboxMessage,
     RunFormat,
     RunKind,
     ScoreAggregate,
@@ -48,8 +49,21 @@ from goldset.models import (
     ScoringJob,
     ScoringRunChunk,
 )
-from goldset.services import exports
+from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
+from goldset.services import exports, outbox
+from goldset.services.answer_scoring import score_answer_log, validate_answer_log
+from goldset.services.scoring_runs import (
+    Outcome,
+    QueryRow,
+    RunRejected,
+    ValidatedRun,
+    known_block_ids,
+    read_run_bytes,
+)
 from scoring.errors import InputError
+from scoring.io import read_qrels, read_run
+from scoring.retrieval import evaluate
+from scoring.stats import bootstrap_ci
 from workbench.services.audit import record_event
 
 MAX_ERRORS = 50
@@ -64,17 +78,13 @@ MIN_RESAMPLES = 500
 WORST_QUERIES = 25
 RESULT_BATCH = 5000
 PRIMARY_METRIC = "ndcg@{k}"
-
-
-class RunRejected(ImportRejected):
-    """An uploaded run was rejected as a whole; no job was created."""
+# The Celery task that runs run_scoring_job (goldset.tasks).
+SCORE_RUN_TASK = "goldset.score_run"
 
 
 @cache
 def scorer_version() -> str:
     """Identifies the scoring code: a hash of the ``scoring`` package sources."""
-    import scoring
-
     digest = hashlib.sha256()
     for path in sorted(Path(scoring.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -88,14 +98,6 @@ def default_resamples(n_queries: int) -> int:
 
 
 # ---------------------------------------------------------------- validating an upload
-
-
-@dataclass(frozen=True)
-class ValidatedRun:
-    kind: str
-    fmt: str
-    n_queries: int
-    n_rows: int
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -158,8 +160,6 @@ def validate_retrieval_run(*, version: GoldVersion, text: str, name: str) -> Val
     malformed lines and scores (via ``scoring.io``), a document twice for one query, a query
     on two JSONL lines, query ids that are not triples of ``version`` and block ids that are
     not in the corpus."""
-    from scoring.io import read_run
-
     kind, fmt = _detect_kind(text)
     buffer = io.StringIO(text)
     buffer.name = name
@@ -211,12 +211,6 @@ def validate_retrieval_run(*, version: GoldVersion, text: str, name: str) -> Val
     return ValidatedRun(kind=kind, fmt=fmt, n_queries=len(run_queries), n_rows=len(run.query_id))
 
 
-def known_block_ids(wanted: list[str]) -> set[str]:
-    if len(wanted) <= 20_000:
-        return set(Block.objects.filter(block_id__in=wanted).values_list("block_id", flat=True))
-    return set(Block.objects.values_list("block_id", flat=True).iterator(10_000))
-
-
 def _count_records(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.strip())
 
@@ -235,7 +229,6 @@ def create_scoring_job(
     k: int = 10,
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
-    request=None,
 ) -> ScoringJob:
     """Validate the uploaded run whole, store it and queue its scoring after commit.
 
@@ -252,8 +245,6 @@ def create_scoring_job(
         raise RunRejected([f"{filename}: the file is empty"], source=filename)
     kind, _ = _detect_kind(text)
     if kind == RunKind.ANSWERS:
-        from goldset.services.answer_scoring import validate_answer_log
-
         checked = validate_answer_log(version=version, text=text, name=filename)
     else:
         checked = validate_retrieval_run(version=version, text=text, name=filename)
@@ -298,22 +289,16 @@ def create_scoring_job(
             "kind": job.kind,
             "queries": checked.n_queries,
         },
-        request=request,
     )
     dispatch_scoring_job(job_id=job.pk)
     job.reused = False
     return job
 
 
-SCORING_OUTBOX_KIND = "scoring.run"
-
-
 def dispatch_scoring_job(*, job_id: int) -> None:
     """Queue the scoring task through the outbox (inside the caller's transaction)."""
-    from goldset.services.outbox import enqueue
-
-    enqueue(
-        kind=SCORING_OUTBOX_KIND, payload={"job_id": job_id}, dedupe_key=f"scoring-job:{job_id}"
+    outbox.enqueue(
+        kind=SCORING_OUTBOX_KIND, payload={"job_id": job_id}, dedupe_key=scoring_dedupe_key(job_id)
     )
 
 
@@ -340,10 +325,8 @@ def is_stuck(job: ScoringJob, *, now: dt.datetime | None = None) -> bool:
         age = heartbeat_age(job, now=now)
         return age is None or age > stale_seconds()
     if job.status == JobStatus.QUEUED:
-        from goldset.services.outbox import redispatch_seconds
-
         since = job.queued_at or job.created_at
-        return since is not None and (now - since).total_seconds() > redispatch_seconds()
+        return since is not None and (now - since).total_seconds() > outbox.redispatch_seconds()
     return False
 
 
@@ -381,7 +364,7 @@ def _when(moment: dt.datetime | None) -> str:
 
 
 @transaction.atomic
-def retry_scoring_job(*, job: ScoringJob, actor, request=None) -> ScoringJob:
+def retry_scoring_job(*, job: ScoringJob, actor) -> ScoringJob:
     """Queue a failed, cancelled or stuck job again (its results are recomputed from scratch,
     with a fresh allowance of ``JOB_MAX_ATTEMPTS`` attempts). Any earlier attempt still running
     loses its claim and stops at its next progress write. Raises GoldsetError otherwise."""
@@ -410,13 +393,13 @@ def retry_scoring_job(*, job: ScoringJob, actor, request=None) -> ScoringJob:
             "notice",
         ]
     )
-    record_event(actor=actor, verb="scoring_job_retried", obj=locked, request=request)
+    record_event(actor=actor, verb="scoring_job_retried", obj=locked)
     dispatch_scoring_job(job_id=locked.pk)
     return locked
 
 
 @transaction.atomic
-def cancel_scoring_job(*, job: ScoringJob, actor, request=None) -> ScoringJob:
+def cancel_scoring_job(*, job: ScoringJob, actor) -> ScoringJob:
     """Cancel a queued or running job. A worker still running it loses its claim and stops at
     its next progress write; nothing it computed is stored. Raises GoldsetError for a finished
     job. The job can be retried afterwards."""
@@ -429,7 +412,7 @@ def cancel_scoring_job(*, job: ScoringJob, actor, request=None) -> ScoringJob:
     locked.status, locked.claim, locked.finished_at = JobStatus.CANCELLED, "", now
     locked.error = f"Cancelled by {who}."
     locked.save(update_fields=["status", "claim", "finished_at", "error", "notice"])
-    record_event(actor=actor, verb="scoring_job_cancelled", obj=locked, request=request)
+    record_event(actor=actor, verb="scoring_job_cancelled", obj=locked)
     return locked
 
 
@@ -444,9 +427,6 @@ def reconcile_scoring_jobs(*, now: dt.datetime | None = None) -> dict:
 
     Each change is a conditional update under a row lock, so concurrent reconcilers and
     redelivered tasks never requeue or fail a job twice."""
-    from goldset.models import OutboxMessage
-    from goldset.services.outbox import redispatch_seconds
-
     now = now or timezone.now()
     stale_before = now - dt.timedelta(seconds=stale_seconds())
     requeued, failed, redispatched = [], [], []
@@ -483,7 +463,7 @@ def reconcile_scoring_jobs(*, now: dt.datetime | None = None) -> dict:
             )
             dispatch_scoring_job(job_id=pk)
             requeued.append(pk)
-    waiting_since = now - dt.timedelta(seconds=redispatch_seconds())
+    waiting_since = now - dt.timedelta(seconds=outbox.redispatch_seconds())
     open_keys = set(
         OutboxMessage.objects.filter(kind=SCORING_OUTBOX_KIND, done_at__isnull=True).values_list(
             "dedupe_key", flat=True
@@ -493,7 +473,7 @@ def reconcile_scoring_jobs(*, now: dt.datetime | None = None) -> dict:
         Q(queued_at__lt=waiting_since) | Q(queued_at__isnull=True, created_at__lt=waiting_since)
     )
     for pk in waiting.values_list("pk", flat=True):
-        if f"scoring-job:{pk}" in open_keys:
+        if scoring_dedupe_key(pk) in open_keys:
             continue  # its message is pending or in flight; the outbox reconciler watches it
         with transaction.atomic():
             moved = ScoringJob.objects.filter(pk=pk, status=JobStatus.QUEUED).update(queued_at=now)
@@ -586,17 +566,6 @@ class _Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
-def read_run_bytes(job: ScoringJob) -> bytes:
-    data = b"".join(
-        bytes(chunk) for chunk in job.run_chunks.order_by("index").values_list("data", flat=True)
-    )
-    if exports.sha256_bytes(data) != job.run_sha256:
-        raise exports.ChecksumMismatch(
-            f"the stored run of job {job.pk} does not match its sha256 {job.run_sha256}"
-        )
-    return data
-
-
 def gold_jsonl_bytes(version: GoldVersion) -> bytes:
     stored = version.files.get(format=ExportFormat.GOLD_JSONL, redacted=False)
     return exports.read_verified_bytes(stored)
@@ -682,8 +651,6 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
     progress = _Progress(job_id, claim)
     try:
         if job.kind == RunKind.ANSWERS:
-            from goldset.services.answer_scoring import score_answer_log
-
             outcome = score_answer_log(job=job, progress=progress)
         else:
             outcome = _score_retrieval(job=job, progress=progress)
@@ -766,31 +733,7 @@ def _finish_failed_attempt(*, job_id: int, claim: str, exc: Exception, progress)
     _fail(job, error=reason, now=now)
 
 
-@dataclass(slots=True)
-class QueryRow:
-    """One per-query (or per-answer) result before it is stored as a ScoreQueryResult."""
-
-    query_id: str
-    domain: str
-    task_type: str
-    metrics: dict
-    retrieved: list
-    primary: float | None
-    detail: dict = field(default_factory=dict)
-
-
-@dataclass
-class Outcome:
-    per_query: list[QueryRow]
-    aggregates: list[ScoreAggregate]
-    summary: dict
-
-
 def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
-    from scoring.io import read_qrels, read_run
-    from scoring.retrieval import evaluate
-    from scoring.stats import bootstrap_ci
-
     progress.enter("load run", 5)
     run_text = read_run_bytes(job).decode("utf-8")
     run = read_run(io.StringIO(run_text), fmt=job.run_format)

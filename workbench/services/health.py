@@ -3,7 +3,9 @@
 from dataclasses import asdict, dataclass
 
 from django.db import connection
+from django.utils import timezone
 
+from goldset.services.jobs import count_stale_jobs, last_reconciler_run, reconcile_interval
 from workbench.celery import app
 
 
@@ -51,8 +53,6 @@ def check_workers(*, timeout: float = 1.5) -> Check:
 def check_jobs() -> Check:
     """Background work that is not moving: running jobs without a heartbeat for longer than
     the staleness window, queued jobs nobody picked up, outbox messages not published."""
-    from goldset.services.jobs import count_stale_jobs
-
     try:
         stale = count_stale_jobs()
     except Exception as exc:  # noqa: BLE001
@@ -73,10 +73,6 @@ def check_jobs() -> Check:
 
 def check_beat() -> Check:
     """The periodic reconciler (Celery beat) ran within three intervals."""
-    from django.utils import timezone
-
-    from goldset.services.jobs import last_reconciler_run, reconcile_interval
-
     if app.conf.task_always_eager:
         return Check("beat", True, "embedded: work runs in-process, no beat needed")
     try:
