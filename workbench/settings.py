@@ -22,7 +22,7 @@ SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"  # noqa: S105
+    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])

@@ -124,7 +124,7 @@ def _copy_chunks(stored: GoldVersionFile, spool: FileSpool) -> None:
     table = GoldVersionFileChunk._meta.db_table
     with connection.cursor() as cursor:
         with cursor.cursor.copy(
-            f'COPY {table} (file_id, "index", data) FROM STDIN (FORMAT BINARY)'  # noqa: S608
+            f'COPY {table} (file_id, "index", data) FROM STDIN (FORMAT BINARY)'
         ) as copy:
             copy.set_types(["bigint", "integer", "bytea"])
             index = 0

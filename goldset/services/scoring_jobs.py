@@ -381,7 +381,7 @@ def run_scoring_job(*, job_id: int, worker: str = "") -> ScoringJob:
             outcome = _score_retrieval(job=job, progress=progress)
         progress.enter("store", 90)
         _store(job=job, worker=worker, outcome=outcome, progress=progress)
-    except Exception as exc:  # noqa: BLE001 - any failure is reported on the job page
+    except Exception as exc:  # any failure is reported on the job page
         ScoringJob.objects.filter(pk=job_id, status=JobStatus.RUNNING, worker=worker).update(
             status=JobStatus.FAILED,
             error=f"{type(exc).__name__}: {exc}"[:4000],
@@ -558,7 +558,7 @@ def _insert_query_results(job: ScoringJob, results: list[QueryRow]) -> None:
     table = ScoreQueryResult._meta.db_table
     columns = ", ".join(f'"{c}"' for c in QUERY_RESULT_COLUMNS)
     with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:  # noqa: S608
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for r in results:
                 copy.write_row(
                     (
