@@ -67,10 +67,6 @@ def search_block_versions(*, query: str, limit: int = 20):
     )
 
 
-def get_block_version(*, pk) -> BlockVersion:
-    return get_object_or_404(BlockVersion.objects.select_related("block__document__domain"), pk=pk)
-
-
 # ---------------------------------------------------------------- triples
 
 
