@@ -31,6 +31,7 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
+from goldset.rules.triple_states import transition
 from goldset.services.triples import create_triple, new_revision, reviewers_for
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
@@ -42,8 +43,7 @@ def lock_triple(triple: Triple | int) -> Triple:
 
 
 def _set_state(triple: Triple, state: str, *, actor, verb: str, **detail) -> None:
-    before = triple.state
-    triple.previous_state, triple.state = before, state
+    before = transition(triple, state)
     triple.save()
     record_event(
         actor=actor,
