@@ -69,6 +69,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "workbench.context_processors.roles",
+                "goldset.context_processors.protocol",
             ],
         },
     },

@@ -31,8 +31,9 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
+from goldset.rules.tiers import TRIPLE, required_for
 from goldset.rules.triple_states import transition
-from goldset.services.triples import create_triple, new_revision, reviewers_for
+from goldset.services.triples import create_triple, new_revision
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
@@ -106,7 +107,7 @@ def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
     if triple.state != TripleState.PENDING_REVIEW or triple.current_revision_id != revision.pk:
         return triple.state
     reviews = list(revision.reviews.filter(spot_check=False).select_related("reviewer"))
-    if len(reviews) < reviewers_for(triple.tier):
+    if len(reviews) < required_for(TRIPLE, triple.tier):
         return triple.state
     flagged = [r for r in reviews if r.verdict == Verdict.FLAG]
     if not flagged:
