@@ -6,11 +6,14 @@ tasks executed in-process. ``DATABASE_URL`` (PostgreSQL via psycopg 3) and ``RED
 Every variable is documented in ``.env.example``.
 """
 
+import os
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from goldset import conf as goldset_conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("WORKBENCH_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -185,3 +188,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
+
+# The app's protocol tunables (goldset.conf.TUNABLES: documented defaults, typed), each
+# overridable by an environment variable of the same name.
+globals().update(goldset_conf.from_environment(os.environ))

@@ -22,11 +22,11 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils.module_loading import import_string
 
+from goldset.conf import tunable
 from goldset.models import AgreementSnapshot, Tier
 from goldset.rules.axes import AXES
 from scoring.agreement import cohen_kappa_table, fleiss_kappa_counts, krippendorff_alpha_counts
@@ -75,7 +75,7 @@ FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
 
 def _resamples() -> int:
-    return getattr(settings, "AGREEMENT_BOOTSTRAP_RESAMPLES", 1000)
+    return tunable("AGREEMENT_BOOTSTRAP_RESAMPLES")
 
 
 # ---------------------------------------------------------------- computing (no database)
@@ -386,7 +386,7 @@ def schedule_agreement_recompute(*, now: bool = False) -> bool:
     if now:
         transaction.on_commit(lambda: enqueue(RECOMPUTE_TASK))
         return True
-    delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
+    delay = tunable("AGREEMENT_DEBOUNCE_SECONDS")
     if not cache.add(DEBOUNCE_KEY, 1, timeout=delay):
         return False
     transaction.on_commit(lambda: enqueue(RECOMPUTE_TASK, countdown=delay))
