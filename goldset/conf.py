@@ -70,6 +70,29 @@ TUNABLES: dict[str, Tunable] = {
             _bool,
             "A revision after a discussion goes to reviewers who did not review earlier ones.",
         ),
+        # Jobs that always end (goldset.services.jobs, outbox, scoring_jobs).
+        Tunable(
+            "JOB_STALE_SECONDS",
+            120,
+            int,
+            "A running job without a heartbeat this long lost its worker (requeued or failed).",
+        ),
+        Tunable(
+            "JOB_HEARTBEAT_SECONDS",
+            10.0,
+            float,
+            "Workers beat this often (unset: min(10, JOB_STALE_SECONDS / 4)).",
+        ),
+        Tunable("JOB_MAX_ATTEMPTS", 3, int, "Attempts before a job fails with a message."),
+        Tunable(
+            "OUTBOX_REDISPATCH_SECONDS",
+            120,
+            int,
+            "A published message no worker picked up within this is published again.",
+        ),
+        Tunable(
+            "RECONCILE_INTERVAL_SECONDS", 30, int, "The reconciler runs this often (Celery beat)."
+        ),
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
         Tunable(
