@@ -54,6 +54,7 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
@@ -104,8 +105,10 @@ __all__ = [
     "JobStatus",
     "Label",
     "LabelAssignment",
+    "OutboxMessage",
     "QualityTrackerEntry",
     "Question",
+    "ReconcilerRun",
     "RecordStatus",
     "Resolution",
     "RetrievedPassage",
