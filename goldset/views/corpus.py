@@ -56,7 +56,7 @@ def corpus_import(request):
         domain = form.cleaned_data["domain"]
         try:
             summary = import_corpus(
-                text=form.cleaned_data["file"],
+                source=form.cleaned_data["file"],
                 actor=request.user,
                 source_name=request.FILES["file"].name,
                 default_domain=domain.slug if domain else None,

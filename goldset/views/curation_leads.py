@@ -152,7 +152,7 @@ def import_page(request):
     if request.method == "POST" and form.is_valid():
         try:
             summary = import_triples(
-                text=form.cleaned_data["file"],
+                source=form.cleaned_data["file"],
                 actor=request.user,
                 source_name=request.FILES["file"].name,
                 request=request,
