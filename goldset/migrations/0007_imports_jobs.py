@@ -6,70 +6,128 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('goldset', '0006_exports'),
+        ("goldset", "0006_exports"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ImportJob',
+            name="ImportJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('corpus', 'Corpus (JSONL manifest or Unrag JSON)'), ('triples', 'Gold triples'), ('questions', 'Questions'), ('answers', 'Answer logs'), ('run', 'Run to score')], max_length=12)),
-                ('dedupe_key', models.CharField(max_length=64)),
-                ('filename', models.CharField(max_length=300)),
-                ('sha256', models.CharField(max_length=64)),
-                ('size', models.PositiveBigIntegerField()),
-                ('chunk_count', models.PositiveIntegerField(default=0)),
-                ('options', models.JSONField(blank=True, default=dict)),
-                ('on_behalf', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Imported'), ('rejected', 'Rejected'), ('failed', 'Failed')], default='queued', max_length=12)),
-                ('stage', models.CharField(blank=True, max_length=60)),
-                ('progress', models.PositiveSmallIntegerField(default=0)),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('error_count', models.PositiveIntegerField(default=0)),
-                ('message', models.TextField(blank=True)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, max_length=200)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("corpus", "Corpus (JSONL manifest or Unrag JSON)"),
+                            ("triples", "Gold triples"),
+                            ("questions", "Questions"),
+                            ("answers", "Answer logs"),
+                            ("run", "Run to score"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("dedupe_key", models.CharField(max_length=64)),
+                ("filename", models.CharField(max_length=300)),
+                ("sha256", models.CharField(max_length=64)),
+                ("size", models.PositiveBigIntegerField()),
+                ("chunk_count", models.PositiveIntegerField(default=0)),
+                ("options", models.JSONField(blank=True, default=dict)),
+                ("on_behalf", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Imported"),
+                            ("rejected", "Rejected"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=12,
+                    ),
+                ),
+                ("stage", models.CharField(blank=True, max_length=60)),
+                ("progress", models.PositiveSmallIntegerField(default=0)),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("error_count", models.PositiveIntegerField(default=0)),
+                ("message", models.TextField(blank=True)),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, max_length=200)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ImportChunk',
+            name="ImportChunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('data', models.BinaryField()),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='goldset.importjob')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("data", models.BinaryField()),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="goldset.importjob",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['job', 'index'],
+                "ordering": ["job", "index"],
             },
         ),
         migrations.AddIndex(
-            model_name='importjob',
-            index=models.Index(fields=['status', 'created_at'], name='goldset_imp_status_bc0d64_idx'),
+            model_name="importjob",
+            index=models.Index(
+                fields=["status", "created_at"], name="goldset_imp_status_bc0d64_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importjob',
-            constraint=models.UniqueConstraint(fields=('kind', 'dedupe_key'), name='import_job_unique_file'),
+            model_name="importjob",
+            constraint=models.UniqueConstraint(
+                fields=("kind", "dedupe_key"), name="import_job_unique_file"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importjob',
-            constraint=models.CheckConstraint(condition=models.Q(('progress__lte', 100)), name='import_progress_0_100'),
+            model_name="importjob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("progress__lte", 100)), name="import_progress_0_100"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='importchunk',
-            constraint=models.UniqueConstraint(fields=('job', 'index'), name='import_chunk_unique_index'),
+            model_name="importchunk",
+            constraint=models.UniqueConstraint(
+                fields=("job", "index"), name="import_chunk_unique_index"
+            ),
         ),
     ]
