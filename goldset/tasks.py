@@ -39,3 +39,13 @@ def recover_orphaned_jobs_on_start(sender=None, **kwargs):
     requeued = recover_orphaned_jobs(alive_workers=alive)
     if requeued:
         logger.warning("re-queued scoring jobs of lost workers: %s", requeued)
+
+
+@shared_task(name="goldset.run_import", acks_late=True, reject_on_worker_lost=True)
+def run_import_task(job_id: int) -> str:
+    """Run one import job. A duplicate or re-delivered message does nothing (the job is claimed
+    first)."""
+    from goldset.services.import_jobs import run_import_job
+
+    job = run_import_job(job_id=job_id, worker=run_import_task.request.hostname or "")
+    return job.status if job is not None else "not-queued"

@@ -53,9 +53,12 @@ def run_import(
     source: ByteSource,
     progress: Progress | None = None,
     batch_size: int = BATCH_SIZE,
+    on_written: Callable[[object], None] | None = None,
 ):
     """Validate ``source`` whole, then write it in one transaction. Raises ImportRejected
-    (nothing stored) with every problem found, capped at the error model's limit."""
+    (nothing stored) with every problem found, capped at the error model's limit.
+    ``on_written(summary)`` runs inside that transaction (an import job records its result
+    atomically with the rows)."""
     size = getattr(source, "size", 0) or 0
 
     def report(stage: str, low: int, high: int):
@@ -84,4 +87,7 @@ def run_import(
             problems.raise_if_any(source.name)
             importer.write(plan)
         problems.raise_if_any(source.name)
-        return importer.finish(source=source)
+        summary = importer.finish(source=source)
+        if on_written is not None:
+            on_written(summary)
+        return summary

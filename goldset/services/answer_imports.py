@@ -277,7 +277,7 @@ class QuestionImporter:
 
 
 def import_questions(
-    *, source, actor, source_name: str = "", progress=None
+    *, source, actor, source_name: str = "", progress=None, on_written=None
 ) -> QuestionImportSummary:
     """Import a question file with evidence packets, all or nothing, streaming.
 
@@ -286,7 +286,7 @@ def import_questions(
     """
     source = as_source(source, name=source_name)
     importer = QuestionImporter(actor=actor, source_name=source_name or source.name)
-    return run_import(importer=importer, source=source, progress=progress)
+    return run_import(importer=importer, source=source, progress=progress, on_written=on_written)
 
 
 def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
@@ -574,7 +574,7 @@ class AnswerLogImporter:
 
 
 def import_answer_logs(
-    *, source, actor, source_name: str = "", id_factory=None, progress=None
+    *, source, actor, source_name: str = "", id_factory=None, progress=None, on_written=None
 ) -> AnswerImportSummary:
     """Import answer logs (any number of runs and systems), all or nothing, streaming.
 
@@ -587,4 +587,4 @@ def import_answer_logs(
     importer = AnswerLogImporter(
         actor=actor, source_name=source_name or source.name, id_factory=id_factory
     )
-    return run_import(importer=importer, source=source, progress=progress)
+    return run_import(importer=importer, source=source, progress=progress, on_written=on_written)

@@ -571,6 +571,7 @@ def import_corpus(
     source_name: str = "",
     default_domain: str | None = None,
     progress=None,
+    on_written=None,
 ) -> ImportSummary:
     """Import a manifest or Unrag file all or nothing, streaming (see the module docstring).
 
@@ -582,4 +583,4 @@ def import_corpus(
     importer = CorpusImporter(
         actor=actor, default_domain=default_domain, source_name=source_name or source.name
     )
-    return run_import(importer=importer, source=source, progress=progress)
+    return run_import(importer=importer, source=source, progress=progress, on_written=on_written)

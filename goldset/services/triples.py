@@ -419,7 +419,7 @@ class TripleImporter:
 
 
 def import_triples(
-    *, source, actor, source_name: str = "", on_behalf: bool = False, progress=None
+    *, source, actor, source_name: str = "", on_behalf: bool = False, progress=None, on_written=None
 ) -> TripleImportSummary:
     """Import triples in the gold-JSONL shape (DESIGN.md §9), all or nothing, streaming.
 
@@ -442,4 +442,4 @@ def import_triples(
     importer = TripleImporter(
         actor=actor, source_name=source_name or source.name, on_behalf=on_behalf
     )
-    return run_import(importer=importer, source=source, progress=progress)
+    return run_import(importer=importer, source=source, progress=progress, on_written=on_written)
