@@ -322,3 +322,14 @@ def sniff_single_document(source: ByteSource, *, key: str, unless: str) -> bool:
     except (json.JSONDecodeError, RecursionError):
         return text == "{" or f'"{key}"' in text and f'"{unless}"' not in text
     return isinstance(value, dict) and key in value and unless not in value
+
+
+def sniff_first_char(source: ByteSource) -> str:
+    """The first non-whitespace character of the file (after a BOM), or "" when blank."""
+    with source.open() as raw:
+        stream = _buffered(open_text_stream(raw))
+        while block := stream.read(4096):
+            text = block.lstrip()
+            if text:
+                return text[:1].decode("ascii", errors="replace")
+    return ""

@@ -33,24 +33,33 @@ def _label_providers() -> list[Callable]:
 
 
 def _records(text: str, name: str):
-    from goldset.services.scoring_jobs import RunRejected
+    """Every answer record with its line, read through the import toolkit (BOM, NUL, NaN,
+    nesting depth and latency/cost checked like every importer). Raises RunRejected."""
+    from goldset.imports.errors import Problems
+    from goldset.imports.fields import At
+    from goldset.imports.reader import MemorySource, iter_json_lines
+    from goldset.services.answer_imports import check_cost, check_latency
 
-    problems, records = [], []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{name}, line {lineno}: invalid JSON: {exc.msg}")
-            continue
-        if not isinstance(obj, dict):
-            problems.append(f"{name}, line {lineno}: expected a JSON object (one answer record)")
-            continue
+    problems = Problems(limit=MAX_ERRORS)
+    records = []
+    for lineno, obj in iter_json_lines(MemorySource(text, name), problems, what="answer record"):
+        at = At(problems, lineno)
+        check_latency(obj.get("latency_ms"), at)
+        at.number(obj.get("latency_s"), "latency_s", minimum=0, expected="a number of s ≥ 0")
+        check_cost(obj.get("cost_usd"), at)
         records.append((lineno, obj))
     if problems:
-        raise RunRejected(problems[:MAX_ERRORS], source=name)
+        raise _rejected(problems, name)
     return records
+
+
+def _rejected(problems, name: str):
+    from goldset.services.scoring_jobs import RunRejected
+
+    rejection = problems.rejection(name)
+    return RunRejected(
+        [f"{name}, {line}" for line in rejection.errors], source=name, problems=rejection.problems
+    )
 
 
 def validate_answer_log(*, version: GoldVersion, text: str, name: str):

@@ -24,8 +24,8 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError, ImportRejected
-from goldset.imports.errors import Problem
-from goldset.imports.reader import BOM
+from goldset.imports.errors import Problem, Problems
+from goldset.imports.reader import BOM, iter_json_lines, iter_text_lines, sniff_first_char
 from goldset.imports.stored import StoredUpload
 from goldset.models import GoldVersion, ImportChunk, ImportJob, ImportKind, ImportStatus
 from workbench.services.audit import record_event
@@ -261,9 +261,24 @@ def _importer(job: ImportJob):
 
 
 def _import_run(*, options: dict, source, actor, source_name: str, progress, on_written):
-    """A run to score: validated by the scoring upload rules, then a scoring job is created."""
+    """A run to score: read through the toolkit first (BOM, UTF-8, NUL, NaN/Infinity, nesting
+    depth, with line and field), then validated by the scoring upload rules; a scoring job is
+    created in the same transaction as the import job's result."""
     from goldset.services.scoring_jobs import create_scoring_job
 
+    problems = Problems()
+    if sniff_first_char(source) in "{[":
+        for _ in iter_json_lines(source, problems, what="run record"):
+            if problems.full:
+                break
+    else:
+        for lineno, text in iter_text_lines(source, problems):
+            if "\x00" in text:
+                problems.add(lineno, "", "contains a NUL character")
+            if problems.full:
+                break
+    problems.raise_if_any(source_name)
+    progress("validating", 40)
     with source.open() as stream:
         data = stream.read()
     if data.startswith(BOM):
