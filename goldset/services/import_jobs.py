@@ -24,8 +24,9 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError, ImportRejected
-from goldset.imports.errors import Problem, Problems
-from goldset.imports.reader import BOM, iter_json_lines, iter_text_lines, sniff_first_char
+from goldset.imports.errors import Problem
+from goldset.imports.reader import BOM
+from goldset.imports.runs import read_run_bytes
 from goldset.imports.stored import StoredUpload
 from goldset.models import GoldVersion, ImportChunk, ImportJob, ImportKind, ImportStatus
 from workbench.services.audit import record_event
@@ -266,23 +267,8 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
     created in the same transaction as the import job's result."""
     from goldset.services.scoring_jobs import create_scoring_job
 
-    problems = Problems()
-    if sniff_first_char(source) in "{[":
-        for _ in iter_json_lines(source, problems, what="run record"):
-            if problems.full:
-                break
-    else:
-        for lineno, text in iter_text_lines(source, problems):
-            if "\x00" in text:
-                problems.add(lineno, "", "contains a NUL character")
-            if problems.full:
-                break
-    problems.raise_if_any(source_name)
+    data = read_run_bytes(source)
     progress("validating", 40)
-    with source.open() as stream:
-        data = stream.read()
-    if data.startswith(BOM):
-        data = data[len(BOM) :]
     version = GoldVersion.objects.get(number=options["version"], sealed=True)
     with transaction.atomic():
         job = create_scoring_job(

@@ -4,9 +4,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from goldset.exceptions import GoldsetError
+from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.imports.reader import PathSource
+from goldset.imports.runs import read_run_bytes
 from goldset.models import GoldVersion, ScoringJob
-from goldset.services.scoring_jobs import RunRejected, create_scoring_job, recover_orphaned_jobs
+from goldset.services.scoring_jobs import create_scoring_job, recover_orphaned_jobs
 
 
 class Command(BaseCommand):
@@ -45,15 +47,17 @@ class Command(BaseCommand):
                 job = create_scoring_job(
                     version=version,
                     name=name or file.name,
-                    data=file.read_bytes(),
+                    data=read_run_bytes(PathSource(file)),
                     filename=file.name,
                     actor=None,
                     k=k,
                     resamples=resamples,
                 )
-        except RunRejected as exc:
-            raise CommandError("rejected, no job created:\n" + "\n".join(exc.errors)) from exc
+        except ImportRejected as exc:
+            raise CommandError(
+                "rejected, no job created:\n" + "\n".join(exc.errors), returncode=2
+            ) from exc
         except (OSError, GoldsetError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(str(exc), returncode=2) from exc
         job = ScoringJob.objects.get(pk=job.pk)
         self.stdout.write(json.dumps({"job": job.pk, "status": job.status, "summary": job.summary}))
