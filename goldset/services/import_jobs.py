@@ -177,6 +177,8 @@ def _resubmitted(job: ImportJob, actor) -> Submission:
         message = (
             f"This file was already submitted ({when}); it is {job.get_status_display().lower()}."
         )
+        if job.status == ImportStatus.QUEUED:
+            _dispatch_after_commit(job.pk)  # its message may be lost; a duplicate does nothing
     elif job.status == ImportStatus.SUCCEEDED:
         message = f"This file was already imported ({when}); nothing was imported again."
     else:
@@ -206,9 +208,21 @@ def _reset(job: ImportJob) -> None:
 
 
 def _dispatch_after_commit(job_id: int) -> None:
+    transaction.on_commit(lambda: _dispatch(job_id))
+
+
+def _dispatch(job_id: int) -> None:
+    """Send the job to a worker. The job row is committed whatever happens here: when the
+    broker is down the upload still succeeds and the job stays queued, to be sent again by the
+    job reconciler or by submitting the same file again (the claim makes duplicates harmless)."""
     from goldset.tasks import run_import_task
 
-    transaction.on_commit(lambda: run_import_task.delay(job_id))
+    try:
+        run_import_task.delay(job_id)
+    except Exception:  # noqa: BLE001 - any broker error: the queued row is the source of truth
+        if run_import_task.app.conf.task_always_eager:
+            raise
+        logger.warning("import job %s: broker unavailable, left queued", job_id, exc_info=True)
 
 
 # ---------------------------------------------------------------- the worker's side

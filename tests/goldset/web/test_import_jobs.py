@@ -141,6 +141,34 @@ def _pk(response) -> int:
     return int(response.url.rstrip("/").rsplit("/", 1)[1])
 
 
+def test_an_upload_commits_when_the_broker_is_down_and_a_resubmission_sends_it_again(
+    client_for, admin_user, domain, monkeypatch, django_capture_on_commit_callbacks
+):
+    from kombu.exceptions import OperationalError
+
+    from goldset.tasks import run_import_task
+
+    def broker_down(*args, **kwargs):  # the boundary: Redis refusing connections
+        raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
+
+    client = client_for(admin_user)
+    conf = run_import_task.app.conf
+    eager, conf.task_always_eager = conf.task_always_eager, False
+    try:
+        with monkeypatch.context() as patched:
+            patched.setattr(type(run_import_task._get_current_object()), "delay", broker_down)
+            response = post_corpus(client, manifest(2), django_capture_on_commit_callbacks)
+    finally:
+        conf.task_always_eager = eager
+    assert response.status_code == 302
+    assert ImportJob.objects.get().status == ImportStatus.QUEUED
+    again = post_corpus(client, manifest(2), django_capture_on_commit_callbacks)
+    assert again.url == response.url
+    job = ImportJob.objects.get()
+    assert job.status == ImportStatus.SUCCEEDED, (job.status, job.attempts, job.message)
+    assert Document.objects.count() == 2
+
+
 def test_an_upload_over_the_size_cap_is_refused_with_422(client_for, admin_user, settings):
     settings.IMPORT_MAX_UPLOAD_BYTES = 100
     response = client_for(admin_user).post(
