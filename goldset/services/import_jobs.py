@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, transaction
+from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError, ImportRejected
@@ -151,15 +151,7 @@ def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> S
         # A concurrent submission of the same file committed first: that is the job.
         existing = ImportJob.objects.select_for_update().get(kind=kind, dedupe_key=key)
         return _resubmitted(existing, actor)
-    index, pending = 0, []
-    for block in _read_blocks(upload):
-        pending.append(ImportChunk(job=job, index=index, data=block))
-        index += 1
-        if len(pending) == CHUNKS_PER_INSERT:
-            ImportChunk.objects.bulk_create(pending)
-            pending = []
-    ImportChunk.objects.bulk_create(pending)
-    job.chunk_count = index
+    job.chunk_count = _store_chunks(job, upload)
     job.save(update_fields=["chunk_count"])
     record_event(
         actor=actor,
@@ -169,6 +161,32 @@ def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> S
     )
     _dispatch_after_commit(job.pk)
     return Submission(job=job, created=True, message=f"{name} is queued for import.")
+
+
+def _store_chunks(job: ImportJob, upload) -> int:
+    """The upload's bytes as 1 MiB chunks; binary COPY on PostgreSQL (an INSERT would send
+    bytea as hex, doubling the bytes on the wire)."""
+    if connection.vendor == "postgresql":
+        table = ImportChunk._meta.db_table
+        index = 0
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(
+                f'COPY {table} (job_id, "index", data) FROM STDIN (FORMAT BINARY)'  # noqa: S608
+            ) as copy:
+                copy.set_types(["bigint", "integer", "bytea"])
+                for block in _read_blocks(upload):
+                    copy.write_row((job.pk, index, block))
+                    index += 1
+        return index
+    index, pending = 0, []
+    for block in _read_blocks(upload):
+        pending.append(ImportChunk(job=job, index=index, data=block))
+        index += 1
+        if len(pending) == CHUNKS_PER_INSERT:
+            ImportChunk.objects.bulk_create(pending)
+            pending = []
+    ImportChunk.objects.bulk_create(pending)
+    return index
 
 
 def _resubmitted(job: ImportJob, actor) -> Submission:
