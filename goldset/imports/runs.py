@@ -12,7 +12,7 @@ from goldset.imports.reader import (
 )
 
 
-def read_run_bytes(source: ByteSource) -> bytes:
+def checked_run_bytes(source: ByteSource) -> bytes:
     """The run's bytes, BOM stripped, after the toolkit's checks; raises ImportRejected."""
     problems = Problems()
     if sniff_first_char(source) in ("{", "["):

@@ -11,6 +11,9 @@ import io
 import json
 from collections.abc import Callable
 
+from goldset.imports.errors import Problems
+from goldset.imports.fields import At
+from goldset.imports.reader import MemorySource, iter_json_lines
 from goldset.models import (
     ExportFormat,
     GoldVersion,
@@ -20,6 +23,18 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services import exports
+from goldset.services.answer_imports import check_cost, check_latency
+from goldset.services.probe_exports import adjudicated_labels
+from goldset.services.scoring_runs import (
+    Outcome,
+    QueryRow,
+    RunRejected,
+    ValidatedRun,
+    known_block_ids,
+    read_run_bytes,
+)
+from scoring.probe import score_answers
+from scoring.stats import bootstrap_ci
 
 MAX_ERRORS = 50
 
@@ -27,7 +42,6 @@ MAX_ERRORS = 50
 def _label_providers() -> list[Callable]:
     """``fn(version, answers) -> [label dict]`` giving expert labels keyed by question_id +
     system_id: the answer-labeling area's final (majority or adjudicated) labels."""
-    from goldset.services.probe_exports import adjudicated_labels
 
     return [adjudicated_labels]
 
@@ -35,11 +49,6 @@ def _label_providers() -> list[Callable]:
 def _records(text: str, name: str):
     """Every answer record with its line, read through the import toolkit (BOM, NUL, NaN,
     nesting depth and latency/cost checked like every importer). Raises RunRejected."""
-    from goldset.imports.errors import Problems
-    from goldset.imports.fields import At
-    from goldset.imports.reader import MemorySource, iter_json_lines
-    from goldset.services.answer_imports import check_cost, check_latency
-
     problems = Problems(limit=MAX_ERRORS)
     records = []
     for lineno, obj in iter_json_lines(MemorySource(text, name), problems, what="answer record"):
@@ -54,8 +63,6 @@ def _records(text: str, name: str):
 
 
 def _rejected(problems, name: str):
-    from goldset.services.scoring_jobs import RunRejected
-
     rejection = problems.rejection(name)
     return RunRejected(
         [f"{name}, {line}" for line in rejection.errors], source=name, problems=rejection.problems
@@ -66,7 +73,6 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     """Validate every answer record: required fields, known question ids (triples of
     ``version``), known passage ids (corpus blocks), ranks, one record per question and
     system. Raises RunRejected with line-numbered problems."""
-    from goldset.services.scoring_jobs import RunRejected, ValidatedRun, known_block_ids
 
     records = _records(text, name)
     packets = version_packets(version)
@@ -138,9 +144,6 @@ def version_packets(version: GoldVersion) -> list[dict]:
 
 
 def score_answer_log(*, job: ScoringJob, progress):
-    from goldset.services.scoring_jobs import Outcome, QueryRow, read_run_bytes
-    from scoring.probe import score_answers
-    from scoring.stats import bootstrap_ci
 
     progress.enter("load answer log", 5)
     answers = [

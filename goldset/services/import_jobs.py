@@ -26,15 +26,23 @@ from django.utils import timezone
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.errors import Problem
 from goldset.imports.reader import BOM
-from goldset.imports.runs import read_run_bytes
+from goldset.imports.runs import checked_run_bytes
 from goldset.imports.stored import StoredUpload
 from goldset.models import GoldVersion, ImportChunk, ImportJob, ImportKind, ImportStatus
+from goldset.services.answer_imports import import_answer_logs, import_questions
+from goldset.services.corpus import import_corpus
+from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.triples import import_triples
+from workbench.celery import app as celery_app
+from workbench.dispatch import enqueue
+from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
 logger = logging.getLogger(__name__)
 CHUNK_SIZE = 1 << 20
 CHUNKS_PER_INSERT = 8
 DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
+RUN_IMPORT_TASK = "goldset.run_import"
 
 
 class UploadRejected(GoldsetError):
@@ -111,8 +119,6 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
     }.get(kind, set())
     cleaned = {k: v for k, v in options.items() if k in allowed and v not in (None, "", False)}
     if kind == ImportKind.TRIPLES and cleaned.get("on_behalf"):
-        from workbench.roles import Role, has_role
-
         if not has_role(actor, Role.ADMIN):
             raise GoldsetError("Only an admin may import triples on behalf of other authors.")
     if (
@@ -233,12 +239,10 @@ def _dispatch(job_id: int) -> None:
     """Send the job to a worker. The job row is committed whatever happens here: when the
     broker is down the upload still succeeds and the job stays queued, to be sent again by the
     job reconciler or by submitting the same file again (the claim makes duplicates harmless)."""
-    from goldset.tasks import run_import_task
-
     try:
-        run_import_task.delay(job_id)
+        enqueue(RUN_IMPORT_TASK, job_id)
     except Exception:  # noqa: BLE001 - any broker error: the queued row is the source of truth
-        if run_import_task.app.conf.task_always_eager:
+        if celery_app.conf.task_always_eager:
             raise
         logger.warning("import job %s: broker unavailable, left queued", job_id, exc_info=True)
 
@@ -277,10 +281,6 @@ def _progress_writer(job_id: int):
 
 
 def _importer(job: ImportJob):
-    from goldset.services.answer_imports import import_answer_logs, import_questions
-    from goldset.services.corpus import import_corpus
-    from goldset.services.triples import import_triples
-
     options = job.options
     if job.kind == ImportKind.CORPUS:
         return lambda **kw: import_corpus(default_domain=options.get("domain"), **kw)
@@ -297,9 +297,7 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
     """A run to score: read through the toolkit first (BOM, UTF-8, NUL, NaN/Infinity, nesting
     depth, with line and field), then validated by the scoring upload rules; a scoring job is
     created in the same transaction as the import job's result."""
-    from goldset.services.scoring_jobs import create_scoring_job
-
-    data = read_run_bytes(source)
+    data = checked_run_bytes(source)
     progress("validating", 40)
     version = GoldVersion.objects.get(number=options["version"], sealed=True)
     with transaction.atomic():

@@ -104,7 +104,6 @@ def create_triple(
     external_id: str = "",
     added_at: dt.datetime | None = None,
     imported_by=None,
-    request=None,
 ) -> Triple:
     """Create and route a triple with its first revision, state ``pending_review``.
 
@@ -178,7 +177,6 @@ def create_triple(
         verb="triple_created",
         obj=triple,
         detail=detail,
-        request=request,
     )
     return triple
 

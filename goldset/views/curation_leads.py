@@ -8,12 +8,12 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from goldset.conf import curation_setting
 from goldset.exceptions import GoldsetError
 from goldset.forms.curation import NoteForm, SliceDrawForm, SpotCheckDrawForm, TripleImportForm
 from goldset.models import ImportKind
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
-from goldset.services.curation_config import curation_setting
 from goldset.services.quality import current_quarter, draw_working_slice
 from goldset.services.reviews import current_iso_week, draw_spot_checks
 from goldset.views.imports import submit_upload
@@ -49,7 +49,7 @@ def rereview(request):
 def _lead_action(request, pk, action, done: str):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
     try:
-        action(triple=triple, actor=request.user, request=request)
+        action(triple=triple, actor=request.user)
     except GoldsetError as exc:
         messages.error(request, str(exc))
     else:
@@ -86,7 +86,7 @@ def slices(request):
     form = SliceDrawForm(request.POST or None, initial={"quarter": current_quarter()})
     if request.method == "POST" and form.is_valid():
         try:
-            drawn = draw_working_slice(actor=request.user, **form.cleaned_data, request=request)
+            drawn = draw_working_slice(actor=request.user, **form.cleaned_data)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -121,9 +121,7 @@ def spot_checks(request):
     if request.method == "POST" and form.is_valid():
         (year, week), seed = form.cleaned_data["week"], form.cleaned_data["seed"]
         try:
-            draw = draw_spot_checks(
-                iso_year=year, iso_week=week, seed=seed, actor=request.user, request=request
-            )
+            draw = draw_spot_checks(iso_year=year, iso_week=week, seed=seed, actor=request.user)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:

@@ -6,9 +6,10 @@ from django.db import transaction
 
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
-from goldset.imports.runs import read_run_bytes
+from goldset.imports.runs import checked_run_bytes
 from goldset.models import GoldVersion, ScoringJob
 from goldset.services.scoring_jobs import create_scoring_job, recover_orphaned_jobs
+from workbench.celery import app
 
 
 class Command(BaseCommand):
@@ -32,8 +33,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, number, name, k, resamples, recover, **options):
         if recover:
-            from workbench.celery import app
-
             alive = {name for reply in app.control.ping(timeout=1.0) for name in reply}
             self.stdout.write(json.dumps({"requeued": recover_orphaned_jobs(alive_workers=alive)}))
             return
@@ -47,7 +46,7 @@ class Command(BaseCommand):
                 job = create_scoring_job(
                     version=version,
                     name=name or file.name,
-                    data=read_run_bytes(PathSource(file)),
+                    data=checked_run_bytes(PathSource(file)),
                     filename=file.name,
                     actor=None,
                     k=k,

@@ -146,17 +146,17 @@ def test_an_upload_commits_when_the_broker_is_down_and_a_resubmission_sends_it_a
 ):
     from kombu.exceptions import OperationalError
 
-    from goldset.tasks import run_import_task
+    from workbench.celery import app
 
     def broker_down(*args, **kwargs):  # the boundary: Redis refusing connections
         raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
 
     client = client_for(admin_user)
-    conf = run_import_task.app.conf
+    conf = app.conf
     eager, conf.task_always_eager = conf.task_always_eager, False
     try:
         with monkeypatch.context() as patched:
-            patched.setattr(type(run_import_task._get_current_object()), "delay", broker_down)
+            patched.setattr(type(app.tasks["goldset.run_import"]), "apply_async", broker_down)
             response = post_corpus(client, manifest(2), django_capture_on_commit_callbacks)
     finally:
         conf.task_always_eager = eager
