@@ -61,6 +61,7 @@ from goldset.models.imports import (
     ImportKind,
     ImportStatus,
 )
+from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
     JobStatus,
@@ -115,8 +116,10 @@ __all__ = [
     "JobStatus",
     "Label",
     "LabelAssignment",
+    "OutboxMessage",
     "QualityTrackerEntry",
     "Question",
+    "ReconcilerRun",
     "RecordStatus",
     "Resolution",
     "RetrievedPassage",

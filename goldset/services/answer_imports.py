@@ -55,13 +55,11 @@ from goldset.models import (
     Run,
     System,
     TaskType,
-    Tier,
 )
+from goldset.rules.tiers import RECORD, required_for
 from goldset.services.routing import decide_tier, get_active_rules
 from workbench.services.audit import record_event
 
-GOLD_LABELS = 3
-TRIAGE_LABELS = 1
 QUESTION_FLAGS = {"conflict", "freshness", "adversarial"}
 PASSAGE_REF = re.compile(r"^(?P<block>[^@\s]+)(?:@v(?P<version>[1-9][0-9]*))?$")
 ID_LENGTH = column_length(Question, "question_id")
@@ -539,7 +537,7 @@ class AnswerLogImporter:
             record.tier = decision.tier
             record.routing_rule = decision.rule
             record.rules_version = decision.rules_version
-            record.labels_required = GOLD_LABELS if decision.tier == Tier.GOLD else TRIAGE_LABELS
+            record.labels_required = required_for(RECORD, decision.tier)
             if self.id_factory is not None:
                 record.public_id = self.id_factory()
             records.append(record)

@@ -177,7 +177,7 @@ def _store_chunks(job: ImportJob, upload) -> int:
         index = 0
         with connection.cursor() as cursor:
             with cursor.cursor.copy(
-                f'COPY {table} (job_id, "index", data) FROM STDIN (FORMAT BINARY)'  # noqa: S608
+                f'COPY {table} (job_id, "index", data) FROM STDIN (FORMAT BINARY)'
             ) as copy:
                 copy.set_types(["bigint", "integer", "bytea"])
                 for block in _read_blocks(upload):
@@ -241,7 +241,7 @@ def _dispatch(job_id: int) -> None:
     job reconciler or by submitting the same file again (the claim makes duplicates harmless)."""
     try:
         enqueue(RUN_IMPORT_TASK, job_id)
-    except Exception:  # noqa: BLE001 - any broker error: the queued row is the source of truth
+    except Exception:
         if celery_app.conf.task_always_eager:
             raise
         logger.warning("import job %s: broker unavailable, left queued", job_id, exc_info=True)
@@ -358,7 +358,7 @@ def run_import_job(*, job_id: int, worker: str = "") -> ImportJob | None:
         _finish(
             job, ImportStatus.REJECTED, message=str(exc), problems=[Problem(None, "", str(exc))]
         )
-    except Exception as exc:  # noqa: BLE001 - any other error ends the job with its message
+    except Exception as exc:
         logger.exception("import job %s failed", job.pk)
         close_old_connections()
         _finish(

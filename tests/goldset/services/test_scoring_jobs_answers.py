@@ -150,9 +150,9 @@ def test_a_bad_answer_log_is_rejected_with_line_numbers(frozen):
 @pytest.mark.parametrize(
     "raw,expected",
     [
-        ('"fast"', "line 1: latency_ms: got 'fast' (expected a number of ms ≥ 0)"),
+        ('"fast"', "line 1: latency_ms: expected a finite number ≥ 0, got 'fast'"),
         ("NaN", "line 1: latency_ms: NaN is not allowed"),
-        ("-5", "line 1: latency_ms: got -5 (expected a number of ms ≥ 0)"),
+        ("-5", "line 1: latency_ms: expected a finite number ≥ 0, got -5"),
         ("Infinity", "line 1: latency_ms: Infinity is not allowed"),
     ],
     ids=["string", "nan", "negative", "infinity"],
@@ -164,3 +164,37 @@ def test_an_answer_log_with_a_bad_latency_is_rejected_with_line_and_field(frozen
         create_scoring_job(version=version, name="rag", data=line, filename="a.jsonl", actor=admin)
     assert any(expected in e for e in rejected.value.errors), rejected.value.errors
     assert not ScoringJob.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"retrieved_passages": [{"passage_id": "blk-memo-02", "rank": 1}] * 2},
+            "line 1: retrieved_passages[1].rank: rank 1 is also given to retrieved_passages[0]",
+        ),
+        (
+            {
+                "retrieved_passages": [
+                    {"passage_id": "blk-memo-02", "rank": 1},
+                    {"passage_id": "blk-memo-02", "rank": 2},
+                ]
+            },
+            "line 1: retrieved_passages[1].passage_id: 'blk-memo-02' is also",
+        ),
+        (
+            {"retrieved_passages": [{"passage_id": "blk-memo-02", "rank": "1"}]},
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got '1'",
+        ),
+        ({"latency_ms": -3}, "line 1: latency_ms: expected a finite number ≥ 0, got -3"),
+        ({"citations": "blk-memo-02"}, "line 1: citations: expected a list of passage ids"),
+    ],
+)
+def test_tied_ranks_and_bad_numbers_reject_the_answer_log(frozen, change, expected):
+    version, record, admin = frozen
+    line = json.loads(answer_log(record))
+    line.update(change)
+    data = (json.dumps(line) + "\n").encode()
+    with pytest.raises(RunRejected) as rejected:
+        create_scoring_job(version=version, name="rag", data=data, filename="a.jsonl", actor=admin)
+    assert any(expected in error for error in rejected.value.errors), rejected.value.errors
