@@ -20,7 +20,7 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services.freeze import store_frozen_version
-from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.scoring_jobs import create_scoring_job, strata_csv
 from tests.conftest import ROOT, _stop
 from workbench.celery import app
 
@@ -88,6 +88,8 @@ def cli_result(tmp_path, job, data):
     )
     (tmp_path / "gold.jsonl").write_bytes(gold)
     (tmp_path / "run.trec").write_bytes(data)
+    strata = tmp_path / "strata.csv"
+    strata.write_bytes(strata_csv(job))
     out = subprocess.run(
         [
             sys.executable,
@@ -100,6 +102,8 @@ def cli_result(tmp_path, job, data):
             str(tmp_path / "run.trec"),
             "--all-queries",
             "--ci",
+            "--strata",
+            str(strata),
             "--resamples",
             str(job.resamples),
             "--seed",
