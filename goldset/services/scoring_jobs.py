@@ -32,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 import scoring
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     ExportFormat,
@@ -306,11 +306,11 @@ def dispatch_scoring_job(*, job_id: int) -> None:
 
 
 def stale_seconds() -> int:
-    return getattr(settings, "JOB_STALE_SECONDS", 120)
+    return tunable("JOB_STALE_SECONDS")
 
 
 def max_attempts() -> int:
-    return getattr(settings, "JOB_MAX_ATTEMPTS", 3)
+    return tunable("JOB_MAX_ATTEMPTS")
 
 
 def heartbeat_age(job: ScoringJob, *, now: dt.datetime | None = None) -> float | None:
@@ -549,7 +549,7 @@ class _Heartbeat(threading.Thread):
         self.halt = threading.Event()
 
     def run(self) -> None:
-        interval = getattr(settings, "JOB_HEARTBEAT_SECONDS", 10)
+        interval = tunable("JOB_HEARTBEAT_SECONDS")
         try:
             while not self.halt.wait(interval):
                 try:
@@ -661,7 +661,7 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
         _store(job=job, claim=claim, outcome=outcome, progress=progress)
     except JobAbandoned:
         pass
-    except Exception as exc:  # noqa: BLE001 - any failure is reported on the job page
+    except Exception as exc:  # any failure is reported on the job page
         _record_failure(job_id=job_id, claim=claim, exc=exc, progress=progress)
     finally:
         if beat is not None:
@@ -930,7 +930,7 @@ def _insert_query_results(job: ScoringJob, results: list[QueryRow]) -> None:
     table = ScoreQueryResult._meta.db_table
     columns = ", ".join(f'"{c}"' for c in QUERY_RESULT_COLUMNS)
     with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:  # noqa: S608
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for r in results:
                 copy.write_row(
                     (
