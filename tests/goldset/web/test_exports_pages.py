@@ -202,6 +202,7 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
         b"".join(admin.get(reverse("exports:job_download", args=[a.pk, "json"])).streaming_content)
     )
     assert results["run_sha256"] == a.run_sha256 and "--resamples" in results["reproduce"]
+    assert "--strata strata.csv" in results["reproduce"]
     import zipfile
 
     bundle = zipfile.ZipFile(
@@ -214,11 +215,13 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
     assert set(bundle.namelist()) == {
         "goldset-v1-gold.jsonl",
         "manifest.json",
+        "strata.csv",
         "run.trec",
         "results.json",
         "README.txt",
     }
     assert "python -m scoring retrieval" in bundle.read("README.txt").decode()
+    assert bundle.read("strata.csv").decode().splitlines()[0] == "query_id,stratum"
     compare = admin.get(reverse("exports:compare"), {"jobs": [a.pk, b.pk]}).content.decode()
     assert (
         "Holm" in compare
