@@ -189,6 +189,8 @@ ENTRIES: list[Entry] = [
     Entry("answers:runs", Kind.PAGE, ADMINS),
     Entry("answers:export", Kind.PAGE, ADMINS),
     Entry("answers:export_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # background imports: the uploader's own job (object scope in the selector)
+    Entry("imports:job", Kind.PAGE, EVERYONE, fragments=("import-progress",)),
     # routing and promotion
     Entry("routing:rules", Kind.PAGE, ADMINS),
     Entry("routing:reroute", Kind.PAGE, ADMINS),

@@ -98,7 +98,7 @@ def test_a_leads_gold_jsonl_names_people_by_the_versions_pseudonyms(
 
 def test_a_legacy_file_is_blinded_on_the_way_out(client_for, admin_user, lead, frozen):
     legacy = store_frozen_version(
-        rows=[json.loads(r.line) for r in frozen.rows.all()],
+        rows=[gold_row_for(bv, triple_id=f"L-{i}") for i, bv in enumerate(make_gold_corpus(2))],
         actor=admin_user,
         extra_files={ExportFormat.ADJUDICATION: _legacy_adjudication},
     )
