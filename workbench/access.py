@@ -213,6 +213,7 @@ ENTRIES: list[Entry] = [
     Entry("exports:compare", Kind.PAGE, ADMINS),
     Entry("exports:job", Kind.PAGE, ADMINS, fragments=("job-progress",)),
     Entry("exports:retry", Kind.ACTION, ADMINS),
+    Entry("exports:cancel", Kind.ACTION, ADMINS),
     Entry("exports:job_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
 ]
 

@@ -43,7 +43,7 @@ def test_dashboard_is_served_from_snapshots_with_a_constant_query_count(
 ):
     store(n_items)
     c = client_for(lead)
-    with django_assert_max_num_queries(14):  # +1 since pairs show display names
+    with django_assert_max_num_queries(15):  # pairs by display name, and how stale the figures are
         response = c.get(
             reverse("quality:agreement"), {"protocol": "answer_label", "axis": "grounding"}
         )
