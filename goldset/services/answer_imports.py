@@ -29,6 +29,7 @@ marked ``calibration`` join their domain's calibration set instead of the produc
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -53,6 +54,7 @@ from goldset.models import (
     TaskType,
     Tier,
 )
+from goldset.services.labeling import add_domain_slots, queue_rank
 from goldset.services.routing import route_case
 from workbench.services.audit import record_event
 
@@ -543,6 +545,7 @@ def import_answer_logs(
     problems.raise_if_any(source_name)
 
     summary = AnswerImportSummary()
+    slots: Counter[int] = Counter()
     for run_id, system_id, config, record, retrieved, citations in plan:
         if system_id not in systems:
             systems[system_id] = System.objects.create(
@@ -572,7 +575,11 @@ def import_answer_logs(
         record.labels_required = GOLD_LABELS if decision.tier == Tier.GOLD else TRIAGE_LABELS
         if id_factory is not None:
             record.public_id = id_factory()
+        record.domain_id = question.domain_id
+        record.queue_rank = queue_rank(public_id=record.public_id)
         record.save()
+        if not record.is_calibration:
+            slots[record.domain_id] += record.labels_required
         for row in (*retrieved, *citations):
             row.record = record
         RetrievedPassage.objects.bulk_create(retrieved)
@@ -583,6 +590,8 @@ def import_answer_logs(
             summary.calibration_records += 1
         summary.records_created += 1
         summary.by_tier[record.tier] = summary.by_tier.get(record.tier, 0) + 1
+    for domain_id, added in sorted(slots.items()):
+        add_domain_slots(domain_id=domain_id, delta=added)
     record_event(
         actor=actor,
         verb="answer_logs_imported",

@@ -19,17 +19,19 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Sum
+from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     Acceptability,
     AdjudicationReason,
+    AnnotatorDomainLoad,
     AnswerRecord,
     CalibrationResult,
     CitationCorrectness,
     ConflictHandling,
+    DomainLabelLoad,
     EvidenceSufficiency,
     FailureCategory,
     FinalSource,
@@ -100,10 +102,28 @@ def _violation(rule: str, field: str) -> LabelRuleViolation:
 
 # ---------------------------------------------------------------- seeded, reproducible draws
 
+QUEUE_RANK_MODULUS = 16**15  # 60 bits: a rank fits a signed 64-bit column
+
+
+def queue_rank(*, public_id: str, seed: int = QUEUE_SHUFFLE_SEED) -> int:
+    """A record's place in the seeded shuffle every queue shares; stored on the record."""
+    return int(hashlib.sha256(f"{seed}:{public_id}".encode()).hexdigest()[:15], 16)
+
+
+def queue_offset(*, annotator_id: int, seed: int = QUEUE_SHUFFLE_SEED) -> int:
+    """Where an annotator's queue starts in the shared shuffle (fixed by seed and annotator)."""
+    return int(hashlib.sha256(f"{seed}:annotator:{annotator_id}".encode()).hexdigest()[:15], 16)
+
 
 def shuffle_key(*, seed: int, annotator_id: int, public_id: str) -> str:
-    """The sort key of a record in one annotator's queue: stable for (seed, annotator, record)."""
-    return hashlib.sha256(f"{seed}:{annotator_id}:{public_id}".encode()).hexdigest()[:16]
+    """The sort key of a record in one annotator's queue: stable for (seed, annotator, record).
+
+    Each annotator's queue is the shared seeded shuffle rotated to start at their own seeded
+    offset, so annotators work different parts of the pool and the claim can walk one stored,
+    indexed rank instead of hashing every record per annotator."""
+    rank = queue_rank(public_id=public_id, seed=seed)
+    offset = queue_offset(annotator_id=annotator_id, seed=seed)
+    return f"{(rank - offset) % QUEUE_RANK_MODULUS:016x}"
 
 
 def seeded_draw(*, seed: int, key: str) -> float:
@@ -227,6 +247,7 @@ def settle_record(record: AnswerRecord) -> None:
         record.spot_check_week = week
         if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{record.public_id}") < SPOT_CHECK_RATE:
             record.spot_check = True
+            add_domain_slots(domain_id=record.domain_id, delta=2 - record.labels_required)
             record.labels_required = 2
             record.save(
                 update_fields=[
@@ -273,6 +294,15 @@ def qualified_domain_ids(annotator) -> set[int]:
     )
 
 
+def add_domain_slots(*, domain_id: int, delta: int) -> None:
+    """Keep ``DomainLabelLoad`` in step when production slots are created or change; call it in
+    the transaction that changes ``labels_required`` (or creates the record)."""
+    if not delta:
+        return
+    DomainLabelLoad.objects.get_or_create(domain_id=domain_id)
+    DomainLabelLoad.objects.filter(domain_id=domain_id).update(slots=F("slots") + delta)
+
+
 @dataclass(frozen=True)
 class DomainLoad:
     domain_id: int
@@ -290,14 +320,12 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
     """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
 
     The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
-    share rounded up: nobody's load exceeds the others' by more than the tolerance.
+    share rounded up: nobody's load exceeds the others' by more than the tolerance. Slots and
+    claims come from the maintained counters, so this costs three indexed reads at any size.
     """
     domain_ids = list(domain_ids)
     slots = dict(
-        AnswerRecord.objects.filter(is_calibration=False, question__domain_id__in=domain_ids)
-        .values("question__domain_id")
-        .annotate(n=Sum("labels_required"))
-        .values_list("question__domain_id", "n")
+        DomainLabelLoad.objects.filter(domain_id__in=domain_ids).values_list("domain_id", "slots")
     )
     qualified = dict(
         CalibrationResult.objects.filter(passed=True, domain_id__in=domain_ids)
@@ -306,12 +334,9 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
         .values_list("domain_id", "n")
     )
     mine = dict(
-        LabelAssignment.objects.filter(
-            annotator=annotator, is_calibration=False, record__question__domain_id__in=domain_ids
-        )
-        .values("record__question__domain_id")
-        .annotate(n=Count("id"))
-        .values_list("record__question__domain_id", "n")
+        AnnotatorDomainLoad.objects.filter(
+            annotator=annotator, domain_id__in=domain_ids
+        ).values_list("domain_id", "claimed")
     )
     loads = {}
     for domain_id in domain_ids:
@@ -325,6 +350,9 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
 
 
 # ---------------------------------------------------------------- claims
+
+CANDIDATE_BATCH = 16
+CLAIM_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -343,47 +371,47 @@ class ClaimResult:
         }[self.reason]
 
 
-def _candidates(annotator, domain_ids) -> list[tuple[int, str, int]]:
-    rows = (
-        AnswerRecord.objects.filter(
-            status=RecordStatus.LABELING,
-            is_calibration=False,
-            question__domain_id__in=domain_ids,
-        )
-        .exclude(assignments__annotator=annotator)
-        .annotate(taken=Count("assignments"))
-        .filter(taken__lt=F("labels_required"))
-        .values_list("pk", "public_id", "question__domain_id")
-    )
-    return sorted(
-        rows,
-        key=lambda r: shuffle_key(
-            seed=QUEUE_SHUFFLE_SEED, annotator_id=annotator.pk, public_id=r[1]
-        ),
-    )
+def _open_records(annotator, domain_id: int):
+    """Production records of the domain with a free slot that the annotator does not hold —
+    exactly the rows of the ``answer_record_open_slots`` partial index, minus theirs."""
+    theirs = LabelAssignment.objects.filter(record_id=OuterRef("pk"), annotator=annotator)
+    return AnswerRecord.objects.filter(
+        ~Exists(theirs),
+        domain_id=domain_id,
+        status=RecordStatus.LABELING,
+        is_calibration=False,
+        assigned_count__lt=F("labels_required"),
+    ).order_by("queue_rank", "id")
+
+
+def _candidates(annotator, domain_id: int, *, limit: int) -> list[tuple[int, int]]:
+    """The first ``limit`` (pk, rank) of the annotator's queue in one domain: an index walk from
+    their offset to the end of the shuffle, then from its start (at most two bounded reads)."""
+    offset = queue_offset(annotator_id=annotator.pk)
+    rows = _open_records(annotator, domain_id)
+    head = list(rows.filter(queue_rank__gte=offset).values_list("pk", "queue_rank")[:limit])
+    if len(head) < limit:
+        head += rows.filter(queue_rank__lt=offset).values_list("pk", "queue_rank")[
+            : limit - len(head)
+        ]
+    return head
 
 
 def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:
-    locked = (
+    record = (
         AnswerRecord.objects.select_for_update(skip_locked=skip_locked)
-        if skip_locked
-        else (AnswerRecord.objects.select_for_update())
+        .filter(pk=pk, status=RecordStatus.LABELING, assigned_count__lt=F("labels_required"))
+        .first()
     )
-    record = locked.filter(pk=pk, status=RecordStatus.LABELING).first()
     if record is None:
         return None
-    held = list(record.assignments.values_list("slot", "annotator_id"))
-    if any(user_id == annotator.pk for _, user_id in held):
-        return None
-    free = [s for s in range(1, record.labels_required + 1) if s not in {s for s, _ in held}]
-    if not free:
-        return None
+    slot = record.assigned_count + 1
     try:
         with transaction.atomic():
             assignment = LabelAssignment.objects.create(
                 record=record,
                 annotator=annotator,
-                slot=free[0],
+                slot=slot,
                 is_calibration=False,
                 shuffle_seed=QUEUE_SHUFFLE_SEED,
                 shuffle_key=shuffle_key(
@@ -392,6 +420,15 @@ def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | No
             )
     except IntegrityError:
         return None
+    AnswerRecord.objects.filter(pk=record.pk).update(assigned_count=slot)
+    record.assigned_count = slot
+    updated = AnnotatorDomainLoad.objects.filter(
+        annotator=annotator, domain_id=record.domain_id
+    ).update(claimed=F("claimed") + 1)
+    if not updated:
+        AnnotatorDomainLoad.objects.create(
+            annotator=annotator, domain_id=record.domain_id, claimed=1
+        )
     record_event(actor=annotator, verb="claimed", obj=record, detail={"slot": assignment.slot})
     return assignment
 
@@ -414,14 +451,23 @@ def _claim_or_release(annotator, pk: int, *, skip_locked: bool) -> LabelAssignme
         return None
 
 
-@transaction.atomic
 def claim_next_item(*, annotator) -> ClaimResult:
+    """Give the annotator their next production item, or say why there is none (see
+    :func:`claim_next_answer`, which this names for the label queue's callers)."""
+    return claim_next_answer(annotator=annotator)
+
+
+@transaction.atomic
+def claim_next_answer(*, annotator) -> ClaimResult:
     """Give the annotator their next production item, or say why there is none.
 
-    An unfinished claim is returned first (one item at a time). Locking: the annotator's user row
-    (so one annotator's concurrent claims queue up), then candidate records with SKIP LOCKED; rows
-    skipped because another claim held them are retried with a blocking lock, so "empty" is never
-    an artefact of contention. Idempotent in the sense that repeating it returns the open claim.
+    An unfinished claim is returned first (one item at a time). The next item is the first
+    open record in the annotator's seeded order across the domains where they are under their
+    share: per domain a bounded walk of the open-slots partial index (never the whole pool).
+    Locking: the annotator's user row (so one annotator's concurrent claims queue up), then one
+    candidate at a time with SKIP LOCKED; candidates skipped because another claim held them are
+    retried with a blocking lock, so "empty" is never an artefact of contention. Its cost and
+    query count do not depend on the number of records. Repeating it returns the open claim.
     """
     get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
     current = (
@@ -438,23 +484,24 @@ def claim_next_item(*, annotator) -> ClaimResult:
     if not domain_ids:
         return ClaimResult(None, "not_qualified")
     loads = domain_loads(annotator, domain_ids)
-    open_domains = {d for d, load in loads.items() if load.open}
-    candidates = _candidates(annotator, domain_ids)
-    if candidates and not open_domains:
-        return ClaimResult(None, "share_reached")
-    skipped = []
-    for pk, _, domain_id in candidates:
-        if domain_id not in open_domains:
-            continue
-        assignment = _claim_or_release(annotator, pk, skip_locked=True)
-        if assignment is not None:
-            return ClaimResult(assignment, "claimed")
-        skipped.append(pk)
-    for pk in skipped:
-        assignment = _claim_or_release(annotator, pk, skip_locked=False)
-        if assignment is not None:
-            return ClaimResult(assignment, "claimed")
-    if any(d not in open_domains for _, _, d in candidates):
+    open_domains = sorted(d for d, load in loads.items() if load.open)
+    offset = queue_offset(annotator_id=annotator.pk)
+    for _ in range(CLAIM_ROUNDS):
+        candidates = sorted(
+            ((rank - offset) % QUEUE_RANK_MODULUS, pk)
+            for domain_id in open_domains
+            for pk, rank in _candidates(annotator, domain_id, limit=CANDIDATE_BATCH)
+        )
+        if not candidates:
+            break
+        for skip_locked in (True, False):
+            for _, pk in candidates:
+                assignment = _claim_or_release(annotator, pk, skip_locked=skip_locked)
+                if assignment is not None:
+                    return ClaimResult(assignment, "claimed")
+        # Every candidate of the batch was filled while we waited: walk again past them.
+    closed = sorted(set(domain_ids) - set(open_domains))
+    if any(_open_records(annotator, d).exists() for d in closed):
         return ClaimResult(None, "share_reached")
     return ClaimResult(None, "queue_empty")
 
