@@ -386,15 +386,13 @@ def _open_records(annotator, domain_id: int):
 
 def _candidates(annotator, domain_id: int, *, limit: int) -> list[tuple[int, int]]:
     """The first ``limit`` (pk, rank) of the annotator's queue in one domain: an index walk from
-    their offset to the end of the shuffle, then from its start (at most two bounded reads)."""
+    their offset to the end of the shuffle, then from its start (two bounded reads)."""
     offset = queue_offset(annotator_id=annotator.pk)
-    rows = _open_records(annotator, domain_id)
-    head = list(rows.filter(queue_rank__gte=offset).values_list("pk", "queue_rank")[:limit])
-    if len(head) < limit:
-        head += rows.filter(queue_rank__lt=offset).values_list("pk", "queue_rank")[
-            : limit - len(head)
-        ]
-    return head
+    rows = _open_records(annotator, domain_id).values_list("pk", "queue_rank")
+    # Both reads always run, so the number of queries never depends on where the offset falls.
+    head = list(rows.filter(queue_rank__gte=offset)[:limit])
+    tail = list(rows.filter(queue_rank__lt=offset)[:limit])
+    return (head + tail)[:limit]
 
 
 def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:
