@@ -19,6 +19,7 @@ def clone_rows(model, *, template_pk: int, source: str, overrides: dict[str, str
     table = model._meta.db_table
     columns = [f.column for f in model._meta.concrete_fields if not f.primary_key]
     values = [overrides.get(c, f't."{c}"') for c in columns]
+    names = ", ".join(f'"{c}"' for c in columns)
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} ({', '.join(f'"{c}"' for c in columns)}) "
