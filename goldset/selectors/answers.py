@@ -6,10 +6,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Prefetch, Q, Sum
 from django.http import Http404
 
 from goldset.models import (
+    AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
@@ -123,10 +124,10 @@ def get_queue_overview(*, annotator) -> QueueOverview:
         .select_related("record__question__domain")
         .first()
     )
-    done = LabelAssignment.objects.filter(
-        annotator=annotator, is_calibration=False, completed_at__isnull=False
-    ).count()
     loads = domain_loads(annotator, domain_ids) if domain_ids else {}
+    # Claimed slots are counted per domain as they are claimed; all but the open one are done.
+    claimed = AnnotatorDomainLoad.objects.filter(annotator=annotator).aggregate(n=Sum("claimed"))
+    done = (claimed["n"] or 0) - (1 if open_assignment is not None else 0)
     domains = list(Domain.objects.filter(pk__in=domain_ids).order_by("slug"))
     return QueueOverview(
         domains=domains,

@@ -177,6 +177,15 @@ def claimable_revisions(*, reviewer):
     )
 
 
+WAITING_COUNT_CAP = 100
+
+
+def count_claimable_revisions(*, reviewer, cap: int = WAITING_COUNT_CAP) -> int:
+    """How many revisions ``reviewer`` could claim, counted up to ``cap`` (the page shows
+    "100+"): a bounded walk of the open-slots index, never a count of every revision."""
+    return claimable_revisions(reviewer=reviewer)[:cap].count()
+
+
 def list_recent_reviews(*, reviewer, limit: int = 20):
     return (
         Review.objects.filter(reviewer=reviewer)

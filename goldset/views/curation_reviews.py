@@ -18,7 +18,8 @@ from workbench.services.audit import record_event
 def queue(request):
     context = {
         "open": list(selectors.open_assignments(reviewer=request.user)),
-        "available": selectors.claimable_revisions(reviewer=request.user).count(),
+        "available": selectors.count_claimable_revisions(reviewer=request.user),
+        "available_cap": selectors.WAITING_COUNT_CAP,
         "recent": list(selectors.list_recent_reviews(reviewer=request.user)),
     }
     return render(request, "curation/queue.html", context)

@@ -22,7 +22,7 @@ def clone_rows(model, *, template_pk: int, source: str, overrides: dict[str, str
     names = ", ".join(f'"{c}"' for c in columns)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} ({', '.join(f'"{c}"' for c in columns)}) "
+            f"INSERT INTO {table} ({names}) "
             f"SELECT {', '.join(values)} FROM {table} AS t, {source} WHERE t.id = %s",
             [template_pk],
         )
