@@ -175,6 +175,14 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.AddIndex(
+            model_name="answerrecord",
+            index=models.Index(
+                condition=models.Q(("is_calibration", False)),
+                fields=["status", "created_at", "id"],
+                name="answer_record_lead_queue",
+            ),
+        ),
+        migrations.AddIndex(
             model_name="triplerevision",
             index=models.Index(
                 condition=models.Q(("assigned_count__lt", models.F("reviewers_needed"))),

@@ -255,6 +255,12 @@ class AnswerRecord(models.Model):
                 & Q(assigned_count__lt=F("labels_required")),
                 name="answer_record_open_slots",
             ),
+            # The lead's adjudication queue pages by keyset in this order.
+            models.Index(
+                fields=["status", "created_at", "id"],
+                condition=Q(is_calibration=False),
+                name="answer_record_lead_queue",
+            ),
         ]
 
     def __str__(self):

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Prefetch, Q, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from goldset.models import (
@@ -24,6 +25,7 @@ from goldset.models import (
     RecordStatus,
     Run,
 )
+from goldset.selectors.keyset import keyset_page
 from goldset.services.adjudication import OPEN_FOR_LEAD
 from goldset.services.labeling import domain_loads, qualified_domain_ids
 from workbench.roles import Role
@@ -147,14 +149,27 @@ def list_my_done_assignments(*, annotator):
     )
 
 
-def list_adjudication_queue(*, include_done: bool = False):
+ADJUDICATION_ORDER = ("status", "created_at", "id")
+
+
+def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = None, size: int):
+    """One keyset page of the lead's queue in (status, created_at, id) order, read from the
+    ``answer_record_lead_queue`` index; each row carries its number of severe labels (counted for
+    the page's rows only). Raises Http404 for a malformed cursor."""
     statuses = LEAD_VISIBLE if include_done else OPEN_FOR_LEAD
-    return (
+    severe = (
+        Label.objects.filter(record_id=OuterRef("pk"), severe_safety=True)
+        .order_by()
+        .values("record_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    rows = (
         _record_qs()
         .filter(status__in=statuses, is_calibration=False)
-        .annotate(severe=Count("labels", filter=Q(labels__severe_safety=True)))
-        .order_by("status", "created_at", "id")
+        .annotate(severe=Coalesce(Subquery(severe), 0))
     )
+    return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
 # ---------------------------------------------------------------- calibration

@@ -9,7 +9,7 @@ from django.urls import reverse
 from goldset.models import AnswerRecord, TripleRevision
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset.answers_helpers import qualified_annotators
-from tests.goldset.bulk_support import grow_answer_pool, grow_revision_pool
+from tests.goldset.bulk_support import analyze, grow_answer_pool, grow_revision_pool
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
 
@@ -57,3 +57,35 @@ def test_review_queue_page_costs_the_same_at_two_pool_sizes(client_for, postgres
     assert len(small) == len(response_sql)
     _assert_no_pool_scans(response_sql)
     assert "100+ revisions waiting" in client.get(reverse("curation:queue")).content.decode()
+
+
+def _adjudication_pool(template, n, *, tag):
+    grow_answer_pool(template, n, tag=tag)
+    AnswerRecord.objects.filter(question__question_id__startswith=f"{tag}-").update(
+        status="needs_adjudication", adjudication_reason="no_majority"
+    )
+    analyze(AnswerRecord)
+
+
+def test_adjudication_queue_pages_by_keyset_at_the_same_cost_at_two_sizes(
+    client_for, lead, postgres
+):
+    template = AnswerRecordFactory(question__domain=DomainFactory(slug="supply_chain"))
+    _adjudication_pool(template, 60, tag="small")
+    client = client_for(lead)
+    url = reverse("answers:adjudication_queue")
+    small = _get(client, url)
+    first = client.get(url)
+    cursor = first.context["page"].next_cursor
+    seen = [r.public_id for r in first.context["page"]]
+    second = client.get(url, {"after": cursor})
+    seen += [r.public_id for r in second.context["page"]]
+    assert len(seen) == len(set(seen)) == 50
+    assert 'rel="next"' in second.content.decode() and 'rel="first"' in second.content.decode()
+
+    _adjudication_pool(template, 20_000, tag="large")
+    large = _get(client, url)
+    deep = _get(client, f"{url}?after={cursor}")
+    assert len(small) == len(large) == len(deep)
+    _assert_no_pool_scans(large + deep)
+    assert client.get(url, {"after": "not-a-cursor"}).status_code == 404
