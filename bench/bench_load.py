@@ -528,6 +528,41 @@ def one_size(args, size: int) -> dict:
     return result
 
 
+def markdown(path: str) -> str:
+    """BENCHMARKS.md tables from the JSON lines this script printed (one per size)."""
+    results = [json.loads(line) for line in Path(path).read_text().splitlines() if '"idle"' in line]
+    sizes = [f"{r['size']:,}" for r in results]
+    head = "| {} | " + " | ".join(sizes) + " |\n|---|" + "---:|" * len(sizes) + "\n"
+    out = [head.format("request (median ms, one user, idle server)")]
+    for kind in ["claim_answer", "claim_review", *IDLE_PAGES]:
+        cells = [str(r["idle"].get(kind, {}).get("median_ms", "–")) for r in results]
+        out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
+    scenarios = [k for k in results[0] if re.fullmatch(r"(think|closed)\d+", k)]
+    kinds = ["claim_answer", "submit_label", "claim_review", "submit_review",
+             "answer_item_page", "review_page", "label_queue_page", "review_queue_page"]  # fmt: skip
+    for scenario in scenarios:
+        out.append("\n" + head.format(f"{scenario}: p50 / p95 / p99 ms"))
+        for kind in kinds:
+            cells = []
+            for r in results:
+                q = r.get(scenario, {}).get("requests", {}).get(kind)
+                cells.append(
+                    f"{q['p50_ms']:.0f} / {q['p95_ms']:.0f} / {q['p99_ms']:.0f}" if q else "–"
+                )
+            out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
+        for key in ("labels_per_s", "reviews_per_s", "load_avg_1m_max"):
+            out.append(
+                f"| {key} | "
+                + " | ".join(str(r.get(scenario, {}).get(key, "–")) for r in results)
+                + " |\n"
+            )
+        errors = [sum(r.get(scenario, {}).get("errors", {}).values()) for r in results]
+        out.append("| errors | " + " | ".join(map(str, errors)) + " |\n")
+    dupes = [sum(r["duplicates"].values()) for r in results]
+    out.append("\n| duplicate or over-assigned slots | " + " | ".join(map(str, dupes)) + " |\n")
+    return "".join(out)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000,1000000")
@@ -546,7 +581,13 @@ def main():
         "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/12")
     )
     parser.add_argument("--seed-only", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--markdown", metavar="RESULTS_JSONL", help="print the BENCHMARKS.md tables"
+    )
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(args.markdown))
+        return
     if args.seed_only:
         print(json.dumps(seed(args.seed_only, args.users)))
         return

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
@@ -384,15 +384,23 @@ def _open_records(annotator, domain_id: int):
     ).order_by("queue_rank", "id")
 
 
-def _candidates(annotator, domain_id: int, *, limit: int) -> list[tuple[int, int]]:
-    """The first ``limit`` (pk, rank) of the annotator's queue in one domain: an index walk from
-    their offset to the end of the shuffle, then from its start (two bounded reads)."""
+def _candidates(annotator, domain_ids, *, limit: int) -> list[tuple[int, int]]:
+    """The first ``limit`` (pk, rank) of the annotator's queue in each domain: per domain an
+    index walk from their offset to the end of the shuffle and one from its start, all bounded
+    and sent as one statement (each walk a sub-select, so every database accepts its LIMIT)."""
     offset = queue_offset(annotator_id=annotator.pk)
-    rows = _open_records(annotator, domain_id).values_list("pk", "queue_rank")
-    # Both reads always run, so the number of queries never depends on where the offset falls.
-    head = list(rows.filter(queue_rank__gte=offset)[:limit])
-    tail = list(rows.filter(queue_rank__lt=offset)[:limit])
-    return (head + tail)[:limit]
+    parts, params = [], []
+    for domain_id in sorted(domain_ids):
+        rows = _open_records(annotator, domain_id).values_list("pk", "queue_rank")
+        for walk in (rows.filter(queue_rank__gte=offset), rows.filter(queue_rank__lt=offset)):
+            sql, walk_params = walk[:limit].query.sql_with_params()
+            parts.append(f"SELECT * FROM ({sql}) AS walk{len(parts)}")
+            params.extend(walk_params)
+    if not parts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return [(pk, rank) for pk, rank in cursor.fetchall()]
 
 
 def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:
@@ -487,9 +495,8 @@ def claim_next_answer(*, annotator) -> ClaimResult:
     for _ in range(CLAIM_ROUNDS):
         candidates = sorted(
             ((rank - offset) % QUEUE_RANK_MODULUS, pk)
-            for domain_id in open_domains
-            for pk, rank in _candidates(annotator, domain_id, limit=CANDIDATE_BATCH)
-        )
+            for pk, rank in _candidates(annotator, open_domains, limit=CANDIDATE_BATCH)
+        )[:CANDIDATE_BATCH]
         if not candidates:
             break
         for skip_locked in (True, False):
