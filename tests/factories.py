@@ -152,7 +152,8 @@ from goldset.models import (  # noqa: E402
     Tier,
 )
 from goldset.models.answers import new_public_id  # noqa: E402
-from goldset.services.labeling import add_domain_slots, queue_rank  # noqa: E402
+from goldset.rules.labeling import queue_rank  # noqa: E402
+from goldset.services.labeling import add_domain_slots  # noqa: E402
 
 
 class SystemFactory(factory.django.DjangoModelFactory):

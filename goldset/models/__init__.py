@@ -56,6 +56,7 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
     JobStatus,
@@ -107,8 +108,10 @@ __all__ = [
     "JobStatus",
     "Label",
     "LabelAssignment",
+    "OutboxMessage",
     "QualityTrackerEntry",
     "Question",
+    "ReconcilerRun",
     "RecordStatus",
     "Resolution",
     "RetrievedPassage",

@@ -16,7 +16,6 @@ scope and stamped with a data version (a hash of the input rows), so a recompute
 data is a no-op and dashboards never compute.
 """
 
-import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
 from itertools import chain
@@ -24,11 +23,13 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.utils.module_loading import import_string
 
 from goldset.models import AgreementSnapshot, Tier
+from goldset.rules.axes import AXES
+from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
+from goldset.services import outbox
 from scoring.agreement import cohen_kappa_table, fleiss_kappa_counts, krippendorff_alpha_counts
 
 SEED = 8821
@@ -57,21 +58,8 @@ SCOPES: tuple[tuple[str, ...], ...] = (
 PAIR_SCOPES: tuple[tuple[str, ...], ...] = ((), ("tier",))
 
 
-@dataclass(frozen=True)
-class AxisScale:
-    level: str  # "nominal" or "ordinal"
-    categories: tuple[str, ...]  # in scale order
-    pair_weights: str | None = None  # Cohen's κ weights for annotator pairs
-
-
-AXES: dict[str, AxisScale] = {
-    "verdict": AxisScale("nominal", ("confirm", "flag")),
-    "acceptability": AxisScale("nominal", ("acceptable", "unacceptable")),
-    "grounding": AxisScale(
-        "ordinal", ("ungrounded", "misgrounded", "partially_grounded", "fully_grounded"), "linear"
-    ),
-    "severe_safety": AxisScale("nominal", ("no", "yes")),
-}
+# The Celery task that runs recompute_agreement_snapshots (goldset.tasks).
+RECOMPUTE_TASK = "goldset.recompute_agreement"
 
 # Protocol adapters (goldset.services.agreement_sources): callables returning iterables of tuples
 # in RATING_COLUMNS / SPOT_CHECK_COLUMNS / FACT_COLUMNS order.
@@ -84,16 +72,6 @@ SPOT_CHECK_SOURCES = [
     "goldset.services.agreement_sources.answer_spot_checks",
 ]
 FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
-
-
-def iso_week(moment: dt.date | dt.datetime) -> str:
-    year, week, _ = moment.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def week_start(week: str) -> dt.date:
-    year, number = week.split("-W")
-    return dt.date.fromisocalendar(int(year), int(number), 1)
 
 
 def _resamples() -> int:
@@ -397,21 +375,17 @@ def recompute_agreement_snapshots() -> tuple[str, int]:
     return store_agreement_snapshots(ratings=ratings, spot_checks=spot, facts=facts)
 
 
-DEBOUNCE_KEY = "agreement-recompute-scheduled"
-
-
 def schedule_agreement_recompute(*, now: bool = False) -> bool:
-    """Ask for a recompute after the current transaction commits. Changes within the debounce
-    window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share one task, which runs when the window ends
-    and so sees all of them; ``now=True`` (a lead's button) skips the window. Returns True when a
-    task was queued. In the embedded mode the task runs in-process at commit."""
-    from goldset.tasks import recompute_agreement_task
-
+    """Ask for a recompute, recorded in the outbox inside the caller's transaction (no cache,
+    no broker: a label or review commits when Redis is down, and the recompute is published when
+    it returns). Changes within the debounce window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share
+    one request, which runs when the window ends and so sees all of them; ``now=True`` (a lead's
+    button) skips the window. Returns True when a new request was recorded. In the embedded
+    mode the task runs in-process at commit."""
     if now:
-        transaction.on_commit(recompute_agreement_task.delay)
-        return True
+        return outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND) is not None
     delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
-    if not cache.add(DEBOUNCE_KEY, 1, timeout=delay):
-        return False
-    transaction.on_commit(lambda: recompute_agreement_task.apply_async(countdown=delay))
-    return True
+    return (
+        outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=AGREEMENT_DEBOUNCE_KEY, delay=delay)
+        is not None
+    )

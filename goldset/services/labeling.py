@@ -13,13 +13,12 @@
 """
 
 import hashlib
-import math
 from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
@@ -28,7 +27,6 @@ from goldset.models import (
     AdjudicationReason,
     AnnotatorDomainLoad,
     AnswerRecord,
-    CalibrationResult,
     CitationCorrectness,
     ConflictHandling,
     DomainLabelLoad,
@@ -43,15 +41,21 @@ from goldset.models import (
     SafetyBoundary,
     Tier,
 )
+from goldset.rules.labeling import (
+    QUEUE_RANK_MODULUS,
+    QUEUE_SHUFFLE_SEED,
+    queue_offset,
+    shuffle_key,
+)
+from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.calibration import score_calibration_if_complete
 from workbench.services.audit import record_event
 
-QUEUE_SHUFFLE_SEED = 6601
 AUDIT_SAMPLE_SEED = 9314
 AUDIT_SAMPLE_RATE = 0.05
 SPOT_CHECK_SEED = 1003
 SPOT_CHECK_RATE = 0.10
-LOAD_TOLERANCE = 0.10
 MAX_SECONDARY_FAILURES = 2
 
 
@@ -101,29 +105,6 @@ def _violation(rule: str, field: str) -> LabelRuleViolation:
 
 
 # ---------------------------------------------------------------- seeded, reproducible draws
-
-QUEUE_RANK_MODULUS = 16**15  # 60 bits: a rank fits a signed 64-bit column
-
-
-def queue_rank(*, public_id: str, seed: int = QUEUE_SHUFFLE_SEED) -> int:
-    """A record's place in the seeded shuffle every queue shares; stored on the record."""
-    return int(hashlib.sha256(f"{seed}:{public_id}".encode()).hexdigest()[:15], 16)
-
-
-def queue_offset(*, annotator_id: int, seed: int = QUEUE_SHUFFLE_SEED) -> int:
-    """Where an annotator's queue starts in the shared shuffle (fixed by seed and annotator)."""
-    return int(hashlib.sha256(f"{seed}:annotator:{annotator_id}".encode()).hexdigest()[:15], 16)
-
-
-def shuffle_key(*, seed: int, annotator_id: int, public_id: str) -> str:
-    """The sort key of a record in one annotator's queue: stable for (seed, annotator, record).
-
-    Each annotator's queue is the shared seeded shuffle rotated to start at their own seeded
-    offset, so annotators work different parts of the pool and the claim can walk one stored,
-    indexed rank instead of hashing every record per annotator."""
-    rank = queue_rank(public_id=public_id, seed=seed)
-    offset = queue_offset(annotator_id=annotator_id, seed=seed)
-    return f"{(rank - offset) % QUEUE_RANK_MODULUS:016x}"
 
 
 def seeded_draw(*, seed: int, key: str) -> float:
@@ -282,16 +263,7 @@ def settle_record(record: AnswerRecord) -> None:
     record.save()
 
 
-# ---------------------------------------------------------------- qualification and load
-
-
-def qualified_domain_ids(annotator) -> set[int]:
-    """Domains whose calibration the annotator passed."""
-    return set(
-        CalibrationResult.objects.filter(annotator=annotator, passed=True).values_list(
-            "domain_id", flat=True
-        )
-    )
+# ---------------------------------------------------------------- claims
 
 
 def add_domain_slots(*, domain_id: int, delta: int) -> None:
@@ -302,54 +274,6 @@ def add_domain_slots(*, domain_id: int, delta: int) -> None:
     DomainLabelLoad.objects.get_or_create(domain_id=domain_id)
     DomainLabelLoad.objects.filter(domain_id=domain_id).update(slots=F("slots") + delta)
 
-
-@dataclass(frozen=True)
-class DomainLoad:
-    domain_id: int
-    total_slots: int
-    qualified: int
-    mine: int
-    cap: int
-
-    @property
-    def open(self) -> bool:
-        return self.mine < self.cap
-
-
-def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
-    """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
-
-    The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
-    share rounded up: nobody's load exceeds the others' by more than the tolerance. Slots and
-    claims come from the maintained counters, so this costs three indexed reads at any size.
-    """
-    domain_ids = list(domain_ids)
-    slots = dict(
-        DomainLabelLoad.objects.filter(domain_id__in=domain_ids).values_list("domain_id", "slots")
-    )
-    qualified = dict(
-        CalibrationResult.objects.filter(passed=True, domain_id__in=domain_ids)
-        .values("domain_id")
-        .annotate(n=Count("id"))
-        .values_list("domain_id", "n")
-    )
-    mine = dict(
-        AnnotatorDomainLoad.objects.filter(
-            annotator=annotator, domain_id__in=domain_ids
-        ).values_list("domain_id", "claimed")
-    )
-    loads = {}
-    for domain_id in domain_ids:
-        total, people = slots.get(domain_id, 0), max(qualified.get(domain_id, 0), 1)
-        fair = total / people
-        cap = max(math.ceil(fair), math.floor(fair * (1 + LOAD_TOLERANCE)))
-        loads[domain_id] = DomainLoad(
-            domain_id, total, qualified.get(domain_id, 0), mine.get(domain_id, 0), cap
-        )
-    return loads
-
-
-# ---------------------------------------------------------------- claims
 
 CANDIDATE_BATCH = 16
 CLAIM_ROUNDS = 8
@@ -528,7 +452,6 @@ def submit_label(
     primary_failure: str = "",
     secondary_failures=(),
     rationale: str = "",
-    request=None,
 ) -> Label:
     """Store the annotator's label for their assignment.
 
@@ -584,11 +507,8 @@ def submit_label(
         verb="labeled",
         obj=record,
         detail={"slot": assignment.slot, "calibration": assignment.is_calibration},
-        request=request,
     )
     if assignment.is_calibration:
-        from goldset.services.calibration import score_calibration_if_complete
-
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
         settle_record(record)

@@ -5,7 +5,8 @@ then ANALYZE so the planner sees the real sizes."""
 from django.db import connection
 
 from goldset.models import AnswerRecord, Question, Triple, TripleRevision
-from goldset.services.labeling import QUEUE_SHUFFLE_SEED, add_domain_slots
+from goldset.rules.labeling import QUEUE_SHUFFLE_SEED
+from goldset.services.labeling import add_domain_slots
 
 QUEUE_RANK_SQL = (
     f"('x' || substr(encode(sha256(convert_to('{QUEUE_SHUFFLE_SEED}:' || {{public_id}}, 'UTF8')),"
