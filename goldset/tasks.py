@@ -55,7 +55,7 @@ def reconcile_on_start(sender=None, **kwargs):
     published now, and lost jobs are requeued (by heartbeat age, whatever the workers' names)."""
     try:
         summary = reconcile(trigger="worker_start")
-    except Exception:  # noqa: BLE001 - a failed pass must not stop the worker; beat retries
+    except Exception:
         logger.exception("the reconciler pass at worker start failed")
         return
     logger.info("reconciler pass at worker start: %s", summary)

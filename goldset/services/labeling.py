@@ -47,6 +47,7 @@ from goldset.rules.labeling import (
     queue_offset,
     shuffle_key,
 )
+from goldset.rules.tiers import SPOT_CHECK_LABELS
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.calibration import score_calibration_if_complete
@@ -228,8 +229,10 @@ def settle_record(record: AnswerRecord) -> None:
         record.spot_check_week = week
         if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{record.public_id}") < SPOT_CHECK_RATE:
             record.spot_check = True
-            add_domain_slots(domain_id=record.domain_id, delta=2 - record.labels_required)
-            record.labels_required = 2
+            add_domain_slots(
+                domain_id=record.domain_id, delta=SPOT_CHECK_LABELS - record.labels_required
+            )
+            record.labels_required = SPOT_CHECK_LABELS
             record.save(
                 update_fields=[
                     "spot_check_seed",

@@ -17,18 +17,8 @@ from tests.factories import (
     DomainFactory,
 )
 from tests.goldset.curation_support import review, write_triple
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "admin": make_user(Role.ADMIN, username="boss"),
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 3)},
-    }
 
 
 def gold(team, **fields):
