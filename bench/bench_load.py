@@ -76,10 +76,12 @@ def create_database(base_url: str, name: str) -> str:
 
 def seed(size: int, users: int) -> dict:
     """Runs with DJANGO settings pointing at the bench database (see main)."""
+    # Runs in a child process whose environment points Django at the bench database.
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
     django.setup()
+    # Django must be set up before models, services and factories are imported.
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
     from django.contrib.sessions.backends.db import SessionStore
@@ -496,7 +498,7 @@ def one_size(args, size: int) -> dict:
     )
     info = json.loads(seeded.stdout.strip().splitlines()[-1])
     sessions = info.pop("sessions")
-    import redis
+    import redis  # only the orchestrating process talks to Redis (to empty the bench queue)
 
     redis.Redis.from_url(args.redis_url).flushdb()
     server = subprocess.Popen(
