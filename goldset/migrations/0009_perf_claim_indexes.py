@@ -73,7 +73,7 @@ def fill_loads(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0007_rel_jobs_outbox"),
+        ("goldset", "0008_imports_jobs"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
