@@ -62,9 +62,12 @@ def reconcile_on_start(sender=None, **kwargs):
     logger.info("reconciler pass at worker start: %s", summary)
 
 
-@shared_task(name=RUN_IMPORT_TASK, acks_late=True, reject_on_worker_lost=True)
-def run_import_task(job_id: int) -> str:
+@shared_task(name=RUN_IMPORT_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_import_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Run one import job. A duplicate or re-delivered message does nothing (the job is claimed
-    first)."""
-    job = run_import_job(job_id=job_id, worker=run_import_task.request.hostname or "")
+    first); a lost attempt is requeued by the reconciler from the job's heartbeat."""
+    mark_done(outbox_id)  # delivered: from here on the job row's heartbeat tracks the work
+    job = run_import_job(
+        job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
+    )
     return job.status if job is not None else "not-queued"
