@@ -19,10 +19,10 @@ import json
 import logging
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.errors import Problem
 from goldset.imports.reader import BOM
@@ -41,7 +41,6 @@ from workbench.services.audit import record_event
 logger = logging.getLogger(__name__)
 CHUNK_SIZE = 1 << 20
 CHUNKS_PER_INSERT = 8
-DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 RUN_IMPORT_TASK = "goldset.run_import"
 
 
@@ -57,7 +56,7 @@ class Submission:
 
 
 def max_upload_bytes() -> int:
-    return getattr(settings, "IMPORT_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)
+    return tunable("IMPORT_MAX_UPLOAD_BYTES")
 
 
 def _human(size: int) -> str:
