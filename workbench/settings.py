@@ -93,6 +93,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"].update(
         {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
     )
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A slow statement must not hold a web worker (and its connection) for minutes; workers and
+    # migrations set DB_STATEMENT_TIMEOUT_MS=0. JIT compilation only adds latency to the short,
+    # index-driven statements the pages and claims run.
+    DATABASES["default"]["OPTIONS"]["options"] = " ".join(
+        [
+            f"-c statement_timeout={env.int('DB_STATEMENT_TIMEOUT_MS', default=30000)}",
+            "-c jit=off",
+        ]
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")

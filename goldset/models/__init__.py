@@ -3,6 +3,7 @@ from goldset.models.answers import (
     Acceptability,
     Adjudication,
     AdjudicationReason,
+    AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
@@ -10,6 +11,7 @@ from goldset.models.answers import (
     CalibrationSet,
     CitationCorrectness,
     ConflictHandling,
+    DomainLabelLoad,
     EvidenceKind,
     EvidenceLabel,
     EvidencePassage,
@@ -75,6 +77,8 @@ from goldset.models.scoring import (
 )
 
 __all__ = [
+    "AnnotatorDomainLoad",
+    "DomainLabelLoad",
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",
