@@ -215,6 +215,7 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
         "run.trec",
         "results.json",
         "README.txt",
+        "strata.csv",
     }
     assert "python -m scoring retrieval" in bundle.read("README.txt").decode()
     compare = admin.get(reverse("exports:compare"), {"jobs": [a.pk, b.pk]}).content.decode()
