@@ -12,6 +12,8 @@ import json
 import math
 from collections.abc import Callable
 
+from goldset.imports.errors import Problems
+from goldset.imports.reader import MemorySource, iter_json_lines
 from goldset.models import (
     ExportFormat,
     GoldVersion,
@@ -44,23 +46,22 @@ def _label_providers() -> list[Callable]:
 
 
 def _records(text: str, name: str):
-
-    problems, records = [], []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{name}, line {lineno}: invalid JSON: {exc.msg}")
-            continue
-        if not isinstance(obj, dict):
-            problems.append(f"{name}, line {lineno}: expected a JSON object (one answer record)")
-            continue
+    """Every answer record with its line, read through the import toolkit (BOM, NUL, NaN,
+    nesting depth checked like every importer; latency and cost below). Raises RunRejected."""
+    problems = Problems(limit=MAX_ERRORS)
+    records = []
+    for lineno, obj in iter_json_lines(MemorySource(text, name), problems, what="answer record"):
         records.append((lineno, obj))
     if problems:
-        raise RunRejected(problems[:MAX_ERRORS], source=name)
+        raise _rejected(problems, name)
     return records
+
+
+def _rejected(problems, name: str):
+    rejection = problems.rejection(name)
+    return RunRejected(
+        [f"{name}, {line}" for line in rejection.errors], source=name, problems=rejection.problems
+    )
 
 
 def validate_answer_log(*, version: GoldVersion, text: str, name: str):

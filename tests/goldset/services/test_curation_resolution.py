@@ -141,14 +141,14 @@ def _corpus_row(domain, text):
 
 def test_new_block_version_marks_gold_and_pending_triples_needs_rereview(team):
     domain = DomainFactory(slug="security_questionnaire")
-    import_corpus(text=as_jsonl([_corpus_row(domain.slug, "AES-256.")]), actor=team["admin"])
+    import_corpus(source=as_jsonl([_corpus_row(domain.slug, "AES-256.")]), actor=team["admin"])
     v1 = BlockVersion.objects.get(block__block_id="blk-enc-01")
     gold = write_triple(team["author"], version=v1)
     review(team["r1"], gold, "confirm")
     review(team["r2"], gold, "confirm")
     pending = write_triple(team["author"], version=v1)
     other = write_triple(team["author"])  # pinned elsewhere: untouched
-    import_corpus(text=as_jsonl([_corpus_row(domain.slug, "AES-256-GCM.")]), actor=team["admin"])
+    import_corpus(source=as_jsonl([_corpus_row(domain.slug, "AES-256-GCM.")]), actor=team["admin"])
     for t in (gold, pending, other):
         t.refresh_from_db()
     assert gold.state == pending.state == TripleState.NEEDS_REREVIEW
