@@ -219,7 +219,6 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
         "run.trec",
         "results.json",
         "README.txt",
-        "strata.csv",
     }
     assert "python -m scoring retrieval" in bundle.read("README.txt").decode()
     assert bundle.read("strata.csv").decode().splitlines()[0] == "query_id,stratum"
