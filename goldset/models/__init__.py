@@ -3,6 +3,7 @@ from goldset.models.answers import (
     Acceptability,
     Adjudication,
     AdjudicationReason,
+    AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
@@ -10,6 +11,7 @@ from goldset.models.answers import (
     CalibrationSet,
     CitationCorrectness,
     ConflictHandling,
+    DomainLabelLoad,
     EvidenceKind,
     EvidenceLabel,
     EvidencePassage,
@@ -62,6 +64,7 @@ from goldset.models.imports import (
     ImportStatus,
 )
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
+from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
     JobStatus,
@@ -74,6 +77,8 @@ from goldset.models.scoring import (
 )
 
 __all__ = [
+    "AnnotatorDomainLoad",
+    "DomainLabelLoad",
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",
@@ -131,6 +136,7 @@ __all__ = [
     "RunKind",
     "SafetyBoundary",
     "ScoreAggregate",
+    "Pseudonym",
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",
