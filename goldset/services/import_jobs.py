@@ -14,6 +14,7 @@
 """
 
 import codecs
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -381,3 +382,18 @@ def _finish(job: ImportJob, status: str, *, message: str, problems) -> None:
         obj=job,
         detail={"message": message[:500], "problems": len(problems)},
     )
+
+
+def reconcile_import_jobs(*, now) -> dict:
+    """The reconciler's pass over import jobs (registered in goldset.services.jobs): a queued
+    job nobody picked up within ``OUTBOX_REDISPATCH_SECONDS`` (the broker was down at upload, or
+    lost the message) is sent again; the claim makes a duplicate delivery harmless."""
+    waiting_before = now - dt.timedelta(seconds=tunable("OUTBOX_REDISPATCH_SECONDS"))
+    waiting = list(
+        ImportJob.objects.filter(
+            status=ImportStatus.QUEUED, created_at__lt=waiting_before
+        ).values_list("pk", flat=True)
+    )
+    for job_id in waiting:
+        _dispatch(job_id)
+    return {"redispatched": waiting}

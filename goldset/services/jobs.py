@@ -32,6 +32,7 @@ from goldset.models import JobStatus, OutboxMessage, ReconcilerRun, ScoringJob
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, SCORING_OUTBOX_KIND
 from goldset.services import outbox
 from goldset.services.agreement import RECOMPUTE_TASK
+from goldset.services.import_jobs import reconcile_import_jobs
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
 from workbench.dispatch import publish
 
@@ -128,3 +129,4 @@ def register_builtin_kinds() -> None:
     outbox.register_outbox_kind(SCORING_OUTBOX_KIND, publish=_publish_scoring)
     outbox.register_outbox_kind(AGREEMENT_OUTBOX_KIND, publish=_publish_agreement)
     register_job_kind("scoring", reconcile=reconcile_scoring_jobs)
+    register_job_kind("imports", reconcile=reconcile_import_jobs)

@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from goldset.models import JobStatus, ScoringJob
 from goldset.services.freeze import store_frozen_version
+from goldset.services.scoring_jobs import create_scoring_job
 from tests.factories import gold_row_for, make_gold_corpus
-from tests.goldset.web.test_exports_pages import run_file, upload
+from tests.goldset.web.test_exports_pages import run_file
 
 pytestmark = pytest.mark.django_db
 
@@ -80,9 +81,13 @@ def test_a_stuck_job_says_its_worker_is_presumed_lost_and_can_be_retried(
     settings.JOB_STALE_SECONDS = 60
     admin = client_for(admin_user)
     with django_capture_on_commit_callbacks(execute=False):
-        created = upload(admin, version, run_file(version))
-    job = ScoringJob.objects.get()
-    assert created.status_code == 302
+        job = create_scoring_job(
+            version=version,
+            name="bm25",
+            data=run_file(version).read(),
+            filename="run.trec",
+            actor=admin_user,
+        )
     ScoringJob.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, worker="w1@host", attempts=1, heartbeat_at=ago(200), claim="c"
     )
@@ -122,19 +127,6 @@ def test_cancelling_a_queued_job_from_the_page(client_for, admin_user, version):
     assert job.status == JobStatus.CANCELLED
     again = admin.post(reverse("exports:cancel", args=[job.pk]), follow=True)
     assert again.status_code == 200 and "already cancelled" in again.content.decode()
-
-
-def test_the_same_run_uploaded_twice_shows_the_first_job_with_a_message(
-    client_for, admin_user, version, django_capture_on_commit_callbacks
-):
-    admin = client_for(admin_user)
-    with django_capture_on_commit_callbacks(execute=False):
-        first = upload(admin, version, run_file(version))
-        second = upload(admin, version, run_file(version), name="again")
-    assert first.status_code == second.status_code == 302
-    assert first["Location"] == second["Location"] and ScoringJob.objects.count() == 1
-    page = admin.get(second["Location"]).content.decode()
-    assert "was already uploaded for v1 with these settings" in page
 
 
 def test_the_diff_page_verifies_checksums(client_for, admin_user, version):
