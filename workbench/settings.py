@@ -211,8 +211,8 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=50 * 1024 * 1024)
-# Every upload page (corpus, triples, questions, answer logs, runs) refuses larger files.
-IMPORT_MAX_UPLOAD_BYTES = env.int("IMPORT_MAX_UPLOAD_BYTES", default=1 << 30)
+# Every upload page (corpus, triples, questions, answer logs, runs) refuses files larger than
+# IMPORT_MAX_UPLOAD_BYTES (a tunable, goldset.conf).
 
 # Security: strict by default, relaxed only with DEBUG on (local development).
 SECURE_CSP = {

@@ -20,7 +20,6 @@ import json
 import logging
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -52,7 +51,6 @@ from workbench.services.audit import record_event
 logger = logging.getLogger(__name__)
 CHUNK_SIZE = 1 << 20
 CHUNKS_PER_INSERT = 8
-DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 RUN_IMPORT_TASK = "goldset.run_import"
 
 
@@ -68,7 +66,7 @@ class Submission:
 
 
 def max_upload_bytes() -> int:
-    return getattr(settings, "IMPORT_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)
+    return tunable("IMPORT_MAX_UPLOAD_BYTES")
 
 
 def _human(size: int) -> str:

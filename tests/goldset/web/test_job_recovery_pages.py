@@ -11,6 +11,7 @@ from django.utils import timezone
 from goldset.models import ImportJob, JobStatus, ScoringJob
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job
+from goldset.services.scoring_jobs import create_scoring_job
 from tests.factories import gold_row_for, make_gold_corpus
 from tests.goldset.web.test_exports_pages import run_file, upload
 
@@ -81,10 +82,13 @@ def test_a_stuck_job_says_its_worker_is_presumed_lost_and_can_be_retried(
     settings.JOB_STALE_SECONDS = 60
     admin = client_for(admin_user)
     with django_capture_on_commit_callbacks(execute=False):
-        created = upload(admin, version, run_file(version))
-        run_import_job(job_id=ImportJob.objects.get().pk)  # the run is stored, not yet scored
-    job = ScoringJob.objects.get()
-    assert created.status_code == 302
+        job = create_scoring_job(
+            version=version,
+            name="bm25",
+            data=run_file(version).read(),
+            filename="run.trec",
+            actor=admin_user,
+        )
     ScoringJob.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, worker="w1@host", attempts=1, heartbeat_at=ago(200), claim="c"
     )
