@@ -28,6 +28,14 @@ def score_run_task(job_id: int) -> str:
     return job.status
 
 
+@shared_task(name="goldset.run_pcs_calibration", acks_late=True, reject_on_worker_lost=True)
+def run_pcs_calibration_task(calibration_id: int) -> str:
+    """Run one PCS calibration grid; a re-delivered message finds it claimed and does nothing."""
+    from goldset.services.pcs_calibrations import run_pcs_calibration
+
+    return run_pcs_calibration(calibration_id=calibration_id).status
+
+
 @worker_ready.connect
 def recover_orphaned_jobs_on_start(sender=None, **kwargs):
     """A starting worker re-queues jobs left running by a worker that no longer answers."""

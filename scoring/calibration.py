@@ -3,10 +3,12 @@
 **Split** (:func:`split_questions`): questions are grouped by ``paraphrase_group`` (direct,
 paraphrased and adversarial variants of one task; a question without one is its own group), and
 whole groups are assigned to *fit* (60 %), *calibration* (20 %) and *held-out* (20 %). Groups are
-visited in an order drawn with seed 1442 (paraphrase group ordering); each goes to the split
-furthest below its target share *within the group's stratum* (domain × task family × conflict
-flag × answerability, taken from the group's first question), ties drawn with seed 3107 (split
-assignment). Deterministic for the seeds; no group straddles two splits.
+shuffled with seed 1442 (paraphrase group ordering), then sorted by stratum (domain × task
+family × conflict flag × answerability, from the group's first question) keeping that order
+within a stratum, and laid end to end; each cycle of five questions is cut 3/1/1 at an offset
+drawn with seed 3107 (split assignment), and a group goes to the split its midpoint falls in.
+Each stratum is thus spread proportionally (systematic stratified allocation), even a stratum of
+one group. Deterministic for the seeds; no group straddles two splits.
 
 **Grid** (:func:`candidate_grid`): A.7's candidate values. Family weights (retrieval, grounding,
 safety, efficiency) whose sum is not 1.00 are rejected before evaluation; the regulated-advice
@@ -54,6 +56,7 @@ GROUP_SEED = 1442
 GRID_SEED = 2718
 SPLITS = ("fit", "calibration", "heldout")
 FRACTIONS = (0.6, 0.2, 0.2)
+CYCLE = 5.0  # questions per allocation cycle: 3 fit, 1 calibration, 1 held-out
 
 GRID: dict[str, tuple[float, ...]] = {
     "retrieval": (0.20, 0.25, 0.30, 0.35),
@@ -132,23 +135,22 @@ def split_questions(
         key = str(q.get("paraphrase_group") or q["question_id"])
         groups.setdefault(key, []).append(q)
     names = sorted(groups)
-    order = np.random.default_rng(group_seed).permutation(len(names))
-    tie = np.random.default_rng(seed)
-    stratum_size: dict[str, int] = {}
-    for members in groups.values():
-        s = question_stratum(members[0])
-        stratum_size[s] = stratum_size.get(s, 0) + len(members)
-    filled: dict[str, list[int]] = {s: [0, 0, 0] for s in stratum_size}
+    shuffled = [names[i] for i in np.random.default_rng(group_seed).permutation(len(names))]
+    rank = {name: i for i, name in enumerate(shuffled)}
+    # Stratified systematic allocation: groups ordered by stratum (then the seeded order) are laid
+    # end to end; the questions of each cycle of CYCLE are cut at the split fractions (with a
+    # seeded offset), so every stratum — even one with a single group — is spread 60/20/20 and
+    # the totals match the fractions as closely as group sizes allow.
+    ordered = sorted(shuffled, key=lambda g: (question_stratum(groups[g][0]), rank[g]))
+    offset = float(np.random.default_rng(seed).random())
+    bounds = np.cumsum(fractions)
     assignment: dict[str, str] = {}
-    for i in order:
-        members = groups[names[i]]
-        s = question_stratum(members[0])
-        total = stratum_size[s]
-        deficit = [fractions[k] * total - filled[s][k] for k in range(3)]
-        best = max(deficit)
-        choices = [k for k in range(3) if math.isclose(deficit[k], best) or deficit[k] == best]
-        k = choices[int(tie.integers(0, len(choices)))] if len(choices) > 1 else choices[0]
-        filled[s][k] += len(members)
+    position = 0.0
+    for name in ordered:
+        members = groups[name]
+        u = ((position + len(members) / 2.0) / CYCLE + offset) % 1.0
+        k = min(int(np.searchsorted(bounds, u, side="right")), 2)
+        position += len(members)
         for q in members:
             assignment[str(q["question_id"])] = SPLITS[k]
     counts = {name: sum(1 for v in assignment.values() if v == name) for name in SPLITS}

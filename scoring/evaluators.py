@@ -270,7 +270,8 @@ def fisher_z_test(
     With ``r12`` (the correlation between the two scores, same ``n1`` items): Steiger's (1980)
     z for dependent correlations sharing one variable.
     """
-    z1, z2 = np.arctanh(np.clip([r1, r2], -0.999999, 0.999999))
+    r1, r2 = (float(v) for v in np.clip([r1, r2], -0.999999, 0.999999))
+    z1, z2 = np.arctanh([r1, r2])
     if r12 is None:
         if n2 is None or n1 <= 3 or n2 <= 3:
             raise ValueError("need n1, n2 > 3")
@@ -281,6 +282,8 @@ def fisher_z_test(
         rm2 = ((r1 + r2) / 2.0) ** 2
         psi = r12 * (1 - 2 * rm2) - 0.5 * rm2 * (1 - 2 * rm2 - r12**2)
         cov = psi / (1 - rm2) ** 2
+        if 2 - 2 * cov <= 0:
+            raise ValueError("the two scores are perfectly correlated: nothing to compare")
         z = (z1 - z2) * math.sqrt(n1 - 3) / math.sqrt(2 - 2 * cov)
     return float(z), float(2 * sps.norm.sf(abs(z)))
 
@@ -583,7 +586,11 @@ def _comparisons(rows, score_of: Mapping[str, np.ndarray], acceptable) -> list[C
                 Comparison(r.name, best.name, r.rho.value, best.rho.value, None, None, None, "n/a")
             )
             continue
-        z, p = fisher_z_test(r1, n, r2, r12=r12)
+        try:
+            z, p = fisher_z_test(r1, n, r2, r12=r12)
+        except ValueError as exc:
+            out.append(Comparison(r.name, best.name, r1, r2, None, None, None, str(exc)))
+            continue
         out.append(Comparison(r.name, best.name, r1, r2, z, p, None))
     tested = [c for c in out if c.pvalue is not None]
     if tested:

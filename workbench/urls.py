@@ -15,5 +15,6 @@ urlpatterns = [
     path("answers/", include("goldset.urls.answers")),
     path("promotion/", include("goldset.urls.promotion")),
     path("versions/", include("goldset.urls.exports")),
+    path("evaluators/", include("goldset.urls.evaluators")),
     path("django-admin/", admin.site.urls),
 ]

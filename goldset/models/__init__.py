@@ -47,6 +47,16 @@ from goldset.models.curation import (
     Verdict,
     WorkingSlice,
 )
+from goldset.models.evaluators import (
+    CalibrationStatus,
+    Evaluator,
+    EvaluatorImport,
+    EvaluatorKind,
+    EvaluatorOutput,
+    EvaluatorReportSnapshot,
+    PcsCalibration,
+    ReleaseReport,
+)
 from goldset.models.exports import (
     ExportFormat,
     GoldVersion,
@@ -66,6 +76,14 @@ from goldset.models.scoring import (
 )
 
 __all__ = [
+    "CalibrationStatus",
+    "Evaluator",
+    "EvaluatorImport",
+    "EvaluatorKind",
+    "EvaluatorOutput",
+    "EvaluatorReportSnapshot",
+    "PcsCalibration",
+    "ReleaseReport",
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",

@@ -143,7 +143,10 @@ def score_answer_log(*, job: ScoringJob, progress):
     packets = version_packets(job.version)
     labels = [label for provider in _label_providers() for label in provider(job.version, answers)]
     progress.enter("PROBE scoring", 30)
-    report = score_answers(packets, answers, labels=labels or None)
+    from goldset.services.pcs_calibrations import probe_config_for
+
+    config = probe_config_for(job.calibration)
+    report = score_answers(packets, answers, labels=labels or None, config=config)
     progress.enter("bootstrap", 60)
     strata = dict(job.version.rows.values_list("triple_id", "task_type"))
     aggregates, per_query = [], []
@@ -201,5 +204,6 @@ def score_answer_log(*, job: ScoringJob, progress):
             "n_answers": len(report.answers),
             "labels": len(labels),
             "label_records": labels,
+            "configuration": job.calibration.label if job.calibration else "seed 004 defaults",
         },
     )

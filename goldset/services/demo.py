@@ -67,4 +67,7 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
     from goldset.demo.exports import seed_exports_demo
 
     seed_exports_demo()
+    from goldset.demo.evaluators import seed_evaluators_demo
+
+    seed_evaluators_demo()
     return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)

@@ -230,9 +230,13 @@ def create_scoring_job(
     k: int = 10,
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
+    calibration=None,
     request=None,
 ) -> ScoringJob:
     """Validate the uploaded run whole, store it and queue its scoring after commit.
+
+    ``calibration`` (a succeeded PcsCalibration) scores an answer log with its configuration;
+    without one the seed's defaults apply.
 
     Raises RunRejected (nothing stored, no job) for any problem in the file, GoldsetError for a
     version that is not sealed. The task is dispatched with ``transaction.on_commit``."""
@@ -260,6 +264,7 @@ def create_scoring_job(
         seed=seed,
         resamples=resamples or default_resamples(checked.n_queries),
         scorer_version=scorer_version(),
+        calibration=calibration,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
     ScoringRunChunk.objects.bulk_create(

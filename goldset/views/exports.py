@@ -124,6 +124,7 @@ def job_list(request):
                 filename=upload.name,
                 actor=request.user,
                 k=form.cleaned_data["k"],
+                calibration=form.cleaned_data["calibration"],
                 request=request,
             )
         except RunRejected as exc:
