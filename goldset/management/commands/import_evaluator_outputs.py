@@ -17,7 +17,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
         parser.add_argument("--evaluator", required=True, help="evaluator name")
-        parser.add_argument("--version", dest="evaluator_version", required=True)
+        parser.add_argument("--evaluator-version", dest="evaluator_version", required=True)
         parser.add_argument("--create", action="store_true", help="register it if missing")
         parser.add_argument("--kind", choices=EvaluatorKind.values, default="llm_judge")
         parser.add_argument("--model-id", default="")
