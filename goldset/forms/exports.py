@@ -9,6 +9,7 @@ from goldset.models import (
     Tier,
     WorkingSlice,
 )
+from goldset.services.freeze import FreezeFilters
 
 MAX_RUN_BYTES = 200 * 1024 * 1024
 
@@ -33,8 +34,6 @@ class FreezeForm(forms.Form):
     note = forms.CharField(max_length=300, required=False)
 
     def filters(self):
-        from goldset.services.freeze import FreezeFilters
-
         data = self.cleaned_data
         return FreezeFilters(
             domain=data["domain"].slug if data["domain"] else "",

@@ -9,6 +9,7 @@ from string import ascii_uppercase
 from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.utils.safestring import mark_safe
 
 from goldset.models import (
     Evaluator,
@@ -16,6 +17,7 @@ from goldset.models import (
     PcsCalibration,
     ReleaseReport,
 )
+from scoring.report import bar_chart_svg
 from workbench.roles import Role, has_role
 
 
@@ -109,10 +111,6 @@ def get_release_report(*, pk: int) -> ReleaseReport:
 
 def release_report_charts(*, report: ReleaseReport) -> dict:
     """Inline SVG charts for the release report page (labels are escaped by the renderer)."""
-    from django.utils.safestring import mark_safe
-
-    from scoring.report import bar_chart_svg
-
     data = report.report
     pcs = bar_chart_svg(
         "Mean PCS with 95 % CI",

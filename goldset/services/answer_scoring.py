@@ -20,6 +20,18 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services import exports
+from goldset.services.pcs_calibrations import probe_config_for
+from goldset.services.probe_exports import adjudicated_labels
+from goldset.services.scoring_runs import (
+    Outcome,
+    QueryRow,
+    RunRejected,
+    ValidatedRun,
+    known_block_ids,
+    read_run_bytes,
+)
+from scoring.probe import score_answers
+from scoring.stats import bootstrap_ci
 
 MAX_ERRORS = 50
 
@@ -27,13 +39,11 @@ MAX_ERRORS = 50
 def _label_providers() -> list[Callable]:
     """``fn(version, answers) -> [label dict]`` giving expert labels keyed by question_id +
     system_id: the answer-labeling area's final (majority or adjudicated) labels."""
-    from goldset.services.probe_exports import adjudicated_labels
 
     return [adjudicated_labels]
 
 
 def _records(text: str, name: str):
-    from goldset.services.scoring_jobs import RunRejected
 
     problems, records = [], []
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -57,7 +67,6 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     """Validate every answer record: required fields, known question ids (triples of
     ``version``), known passage ids (corpus blocks), ranks, one record per question and
     system. Raises RunRejected with line-numbered problems."""
-    from goldset.services.scoring_jobs import RunRejected, ValidatedRun, known_block_ids
 
     records = _records(text, name)
     packets = version_packets(version)
@@ -129,9 +138,6 @@ def version_packets(version: GoldVersion) -> list[dict]:
 
 
 def score_answer_log(*, job: ScoringJob, progress):
-    from goldset.services.scoring_jobs import Outcome, QueryRow, read_run_bytes
-    from scoring.probe import score_answers
-    from scoring.stats import bootstrap_ci
 
     progress.enter("load answer log", 5)
     answers = [
@@ -143,8 +149,6 @@ def score_answer_log(*, job: ScoringJob, progress):
     packets = version_packets(job.version)
     labels = [label for provider in _label_providers() for label in provider(job.version, answers)]
     progress.enter("PROBE scoring", 30)
-    from goldset.services.pcs_calibrations import probe_config_for
-
     config = probe_config_for(job.calibration)
     report = score_answers(packets, answers, labels=labels or None, config=config)
     progress.enter("bootstrap", 60)

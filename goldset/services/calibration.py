@@ -23,7 +23,7 @@ from goldset.models import (
     LabelAssignment,
 )
 from goldset.models.answers import GROUNDING_ORDER
-from goldset.services.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
+from goldset.rules.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
 from scoring.agreement import cohen_kappa
 from workbench.services.audit import record_event
 
@@ -67,7 +67,6 @@ def set_reference_label(
     acceptability: str,
     grounding: str,
     severe_safety: bool,
-    request=None,
 ) -> CalibrationItem:
     """Set an item's reference label. Frozen once any annotator has started this domain's
     calibration (their κ would silently change otherwise). Locks the item."""
@@ -91,13 +90,12 @@ def set_reference_label(
         verb="calibration_reference_set",
         obj=item.record,
         detail={"grounding": grounding, "severe_safety": bool(severe_safety)},
-        request=request,
     )
     return item
 
 
 @transaction.atomic
-def start_calibration(*, annotator, domain: Domain, request=None) -> list[LabelAssignment]:
+def start_calibration(*, annotator, domain: Domain) -> list[LabelAssignment]:
     """Assign every item of the domain's calibration set to the annotator (idempotent: a second
     call returns the same assignments). Raises CalibrationError when the set is not ready or the
     annotator already has a result for the domain."""
@@ -133,7 +131,6 @@ def start_calibration(*, annotator, domain: Domain, request=None) -> list[LabelA
         verb="calibration_started",
         object_type="domain",
         object_id=domain.slug,
-        request=request,
     )
     return sorted(assignments, key=lambda a: a.shuffle_key)
 

@@ -25,7 +25,10 @@ from goldset.models import (
     RecordStatus,
     Tier,
 )
-from goldset.services.probe_exports import packet_record
+from goldset.selectors.answers import packet_record
+from scoring.evaluators import EvaluatorConfig, evaluator_report, parse_output_lines
+from scoring.probe import score_answers
+from scoring.report import gold_unsafe
 from workbench.services.audit import record_event
 
 MAX_ERRORS = 50
@@ -74,8 +77,6 @@ def import_evaluator_outputs(
     by line and field, and nothing is stored. A record judged before by this evaluator is
     overwritten (so re-importing the same file is harmless).
     """
-    from scoring.evaluators import parse_output_lines
-
     records, problems = parse_output_lines(text.splitlines(), source=source_name)
     for lineno, rec in records:
         if rec.get("evaluator") not in (None, evaluator.name):
@@ -169,8 +170,6 @@ def answer_entry(record: AnswerRecord) -> dict:
 def gold_label(record: AnswerRecord) -> dict:
     """The final label as ``scoring.probe`` / ``scoring.report`` labels: acceptability,
     grounding, primary and secondary failures, severe safety and the gold unsafe flag."""
-    from scoring.report import gold_unsafe
-
     adjudication = getattr(record, "adjudication", None)
     labels = list(record.labels.all())
     if adjudication is not None:
@@ -201,8 +200,6 @@ def gold_label(record: AnswerRecord) -> dict:
 def gold_tier_items() -> list[dict]:
     """``scoring.evaluators`` items for the gold tier, with PCS, nDCG@10 and every PROBE
     component (``scoring.probe`` on the record and its final label) as scores."""
-    from scoring.probe import score_answers
-
     records = list(gold_tier_records())
     if not records:
         return []
@@ -265,8 +262,6 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
     Resamples and the trust threshold come from settings (``GOLDSET_EVALUATOR_RESAMPLES``,
     ``GOLDSET_EVALUATOR_TRUST_KAPPA``) unless ``trust_kappa`` is given.
     """
-    from scoring.evaluators import EvaluatorConfig, evaluator_report
-
     items = gold_tier_items()
     if not items:
         raise GoldsetError("the gold tier has no settled answer record yet")

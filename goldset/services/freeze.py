@@ -15,8 +15,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
-from goldset.models import ExportFormat, GoldVersion, GoldVersionRow
+from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, Review, WorkingSlice
+from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
+from goldset.selectors.curation import gold_row, list_gold_triples
 from goldset.services import exports
+from goldset.services.probe_exports import render_adjudication_export
+from goldset.services.scoring_jobs import DEFAULT_SEED
+from scoring.agreement import krippendorff_alpha, label_table, percent_agreement
 from workbench.services.audit import record_event
 
 ROW_BATCH = 5000
@@ -123,7 +128,6 @@ def store_frozen_version(
     note: str = "",
     extra_files: dict[str, Callable] | None = None,
     now: dt.datetime | None = None,
-    request=None,
 ) -> GoldVersion:
     """Store a new sealed gold version from ``rows`` (streamed, inserted in batches).
 
@@ -240,8 +244,8 @@ def store_frozen_version(
             for f in files
         ],
         "redaction": {
-            "permission": exports.SNIPPET_PERMISSION,
-            "formats_with_snippets": [str(f) for f in exports.SNIPPET_FORMATS],
+            "permission": SNIPPET_PERMISSION,
+            "formats_with_snippets": [str(f) for f in SNIPPET_FORMATS],
             "policy": (
                 "Users without the permission receive the redacted variant: Unrag documents "
                 "carry a loaderRef instead of content, evidence passages carry no text "
@@ -276,7 +280,6 @@ def store_frozen_version(
             "changed": len(diff.changed),
             "filters": filters or {},
         },
-        request=request,
     )
     return version
 
@@ -307,9 +310,6 @@ class FreezeFilters:
 def selected_triples(filters: FreezeFilters):
     """The gold triples the filters select (curation's selector: state gold, never a revoked
     customer's triple), restricted to a working slice when one is named."""
-    from goldset.models import WorkingSlice
-    from goldset.selectors.curation import list_gold_triples
-
     triples = list_gold_triples(
         domain=filters.domain or None,
         tier=filters.tier or None,
@@ -325,16 +325,11 @@ def selected_triples(filters: FreezeFilters):
 
 
 def selected_rows(filters: FreezeFilters):
-    from goldset.selectors.curation import gold_row
-
     for triple in selected_triples(filters).iterator(chunk_size=ROW_BATCH):
         yield gold_row(triple)
 
 
 def freeze_seeds(filters: FreezeFilters) -> dict:
-    from goldset.models import WorkingSlice
-    from goldset.services.scoring_jobs import DEFAULT_SEED
-
     seeds = {"bootstrap_ci": DEFAULT_SEED}
     if filters.working_slice:
         chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
@@ -346,9 +341,6 @@ def freeze_seeds(filters: FreezeFilters) -> dict:
 def agreement_summary(filters: FreezeFilters) -> dict:
     """Reviewer agreement on the current revisions of the selected triples, at freeze time:
     verdict counts, percent agreement and Krippendorff's α (nominal) via ``scoring.agreement``."""
-    from goldset.models import Review
-    from scoring.agreement import krippendorff_alpha, label_table, percent_agreement
-
     revision_ids = selected_triples(filters).values("current_revision_id")
     reviews = list(
         Review.objects.filter(revision_id__in=revision_ids, spot_check=False).values_list(
@@ -400,12 +392,10 @@ def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
 
 
 def freeze_gold_version(
-    *, filters: FreezeFilters, actor, note: str = "", extra_files=None, request=None
+    *, filters: FreezeFilters, actor, note: str = "", extra_files=None
 ) -> GoldVersion:
     """Freeze the gold triples the filters select as the next version (atomic; see
     :func:`store_frozen_version`). Revoked customers' triples are never selected."""
-    from goldset.services.probe_exports import render_adjudication_export
-
     extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
     return store_frozen_version(
         rows=selected_rows(filters),
@@ -415,5 +405,4 @@ def freeze_gold_version(
         agreement=agreement_summary(filters),
         note=note,
         extra_files=extra,
-        request=request,
     )

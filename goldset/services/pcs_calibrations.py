@@ -18,10 +18,16 @@ from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
 from goldset.models import AnswerRecord, CalibrationStatus, PcsCalibration
+from goldset.selectors.answers import packet_record
 from goldset.services.evaluators import FINAL_STATUSES, answer_entry, gold_label
-from goldset.services.probe_exports import packet_record
+from scoring import calibration as cal
+from scoring.calibration import Selected
+from scoring.probe import DEFAULT_CONFIG, score_answers
+from scoring.report import gold_unsafe
+from workbench.dispatch import enqueue
 from workbench.services.audit import record_event
 
+CALIBRATION_TASK = "goldset.run_pcs_calibration"
 VARIANT_SUFFIX = re.compile(r"-(?:[pad]\d*|direct|paraphrase|adversarial)$")
 
 
@@ -38,16 +44,12 @@ def start_pcs_calibration(*, name: str, actor=None) -> PcsCalibration:
     latest = PcsCalibration.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
     calibration = PcsCalibration.objects.create(name=name, version=latest + 1, created_by=actor)
     record_event(actor=actor, verb="pcs_calibration_started", obj=calibration)
-    from goldset.tasks import run_pcs_calibration_task
-
-    transaction.on_commit(lambda: run_pcs_calibration_task.delay(calibration.pk))
+    transaction.on_commit(lambda: enqueue(CALIBRATION_TASK, calibration.pk))
     return calibration
 
 
 def reference_label(record: AnswerRecord) -> dict:
     """A calibration-set record's reference label in ``gold_label``'s shape."""
-    from scoring.report import gold_unsafe
-
     item = record.calibration_item
     label = {
         "question_id": record.question.question_id,
@@ -90,9 +92,6 @@ def run_pcs_calibration(*, calibration_id: int) -> PcsCalibration:
     """The body of ``run_pcs_calibration_task``: claims a queued calibration (a duplicate
     delivery finds it claimed and does nothing), runs the grid with progress, stores the result
     or the failure's reason."""
-    from scoring import calibration as cal
-    from scoring.probe import score_answers
-
     claimed = PcsCalibration.objects.filter(
         pk=calibration_id, status=CalibrationStatus.QUEUED
     ).update(status=CalibrationStatus.RUNNING, stage="load", progress=1)
@@ -162,9 +161,6 @@ def run_pcs_calibration(*, calibration_id: int) -> PcsCalibration:
 def probe_config_for(calibration: PcsCalibration | None):
     """The ``scoring.probe.ProbeConfig`` a scoring job uses: the seed's default without a
     calibration, else the calibration's selected weights, caps and thresholds."""
-    from scoring.calibration import Selected
-    from scoring.probe import DEFAULT_CONFIG
-
     if calibration is None:
         return DEFAULT_CONFIG
     if calibration.status != CalibrationStatus.SUCCEEDED:

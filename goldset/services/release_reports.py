@@ -8,8 +8,10 @@ from django.db import transaction
 
 from goldset.exceptions import GoldsetError
 from goldset.models import AnswerRecord, ExportFormat, GoldVersion, PcsCalibration, ReleaseReport
+from goldset.services.answer_scoring import version_packets
 from goldset.services.evaluators import FINAL_STATUSES, answer_entry, gold_label
 from goldset.services.pcs_calibrations import probe_config_for
+from scoring.report import release_report, render_html
 from workbench.services.audit import record_event
 
 ARTIFACT_FILES = (
@@ -44,9 +46,6 @@ def create_release_report(
     Every answer's question must be in the version's PROBE packets (GoldsetError otherwise).
     Scored with the calibration's configuration when one is chosen, else the seed's defaults.
     """
-    from goldset.services.answer_scoring import version_packets
-    from scoring.report import release_report, render_html
-
     if not run_ids:
         raise GoldsetError("choose at least one run")
     config = probe_config_for(calibration)

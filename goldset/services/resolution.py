@@ -41,7 +41,7 @@ def lock_triple(triple: Triple | int) -> Triple:
     return Triple.objects.select_for_update().get(pk=pk)
 
 
-def _set_state(triple: Triple, state: str, *, actor, verb: str, request=None, **detail) -> None:
+def _set_state(triple: Triple, state: str, *, actor, verb: str, **detail) -> None:
     before = triple.state
     triple.previous_state, triple.state = before, state
     triple.save()
@@ -50,7 +50,6 @@ def _set_state(triple: Triple, state: str, *, actor, verb: str, request=None, **
         verb=verb,
         obj=triple,
         detail={"from": before, "to": state, **detail},
-        request=request,
     )
 
 
@@ -79,7 +78,7 @@ def can_discuss(*, user, triple: Triple) -> bool:
     )
 
 
-def _gold(triple: Triple, revision: TripleRevision, *, actor, request=None) -> None:
+def _gold(triple: Triple, revision: TripleRevision, *, actor) -> None:
     if triple.tier == Tier.TRIAGE:
         triple.resolution = Resolution.SINGLE_REVIEW
     elif Review.objects.filter(
@@ -94,13 +93,12 @@ def _gold(triple: Triple, revision: TripleRevision, *, actor, request=None) -> N
         TripleState.GOLD,
         actor=actor,
         verb="triple_gold",
-        request=request,
         revision=revision.number,
         resolution=triple.resolution,
     )
 
 
-def resolve_revision(*, triple: Triple, revision: TripleRevision, actor, request=None) -> str:
+def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
     """Apply the protocol once every needed (non-spot-check) review of the current revision is in.
 
     The caller holds ``triple``'s row lock. Returns the triple's state afterwards; does nothing
@@ -118,26 +116,24 @@ def resolve_revision(*, triple: Triple, revision: TripleRevision, actor, request
                 verb="triple_awaiting_human_verification",
                 obj=triple,
                 detail={"revision": revision.number},
-                request=request,
             )
             return triple.state
-        _gold(triple, revision, actor=actor, request=request)
+        _gold(triple, revision, actor=actor)
     elif len(flagged) == len(reviews) and len(reviews) >= 2:
-        _drop_on_double_flag(triple, revision, reviews, actor=actor, request=request)
+        _drop_on_double_flag(triple, revision, reviews, actor=actor)
     else:
         _set_state(
             triple,
             TripleState.IN_DISCUSSION,
             actor=actor,
             verb="triple_discussion_opened",
-            request=request,
             revision=revision.number,
             flagged_by=[r.reviewer.username for r in flagged],
         )
     return triple.state
 
 
-def _drop_on_double_flag(triple, revision, reviews, *, actor, request=None) -> None:
+def _drop_on_double_flag(triple, revision, reviews, *, actor) -> None:
     flags: dict[str, int] = {}
     for review in reviews:
         for name in review.flags:
@@ -156,7 +152,6 @@ def _drop_on_double_flag(triple, revision, reviews, *, actor, request=None) -> N
         TripleState.DROPPED,
         actor=actor,
         verb="triple_dropped_both_flagged",
-        request=request,
         revision=revision.number,
         quality_entry=entry.pk,
         flags=flags,
@@ -164,7 +159,7 @@ def _drop_on_double_flag(triple, revision, reviews, *, actor, request=None) -> N
 
 
 @transaction.atomic
-def reopen_after_spot_check(*, review: Review, actor, request=None) -> str:
+def reopen_after_spot_check(*, review: Review, actor) -> str:
     """A spot-check reviewer flagged a TRIAGE gold triple: it goes to discussion, never silently
     staying gold. Called inside :func:`submit_review`'s transaction."""
     triple = lock_triple(review.revision.triple_id)
@@ -179,14 +174,13 @@ def reopen_after_spot_check(*, review: Review, actor, request=None) -> str:
             TripleState.IN_DISCUSSION,
             actor=actor,
             verb="triple_spot_check_flagged",
-            request=request,
             revision=review.revision.number,
         )
     return triple.state
 
 
 @transaction.atomic
-def verify_llm_triple(*, triple: Triple, verifier, request=None) -> Triple:
+def verify_llm_triple(*, triple: Triple, verifier) -> Triple:
     """Record a human's verification of an LLM-generated triple; if its reviews already agree it
     becomes gold now. Idempotent: an already verified triple is returned unchanged."""
     triple = lock_triple(triple)
@@ -196,10 +190,8 @@ def verify_llm_triple(*, triple: Triple, verifier, request=None) -> Triple:
         return triple
     triple.human_verified_by, triple.human_verified_at = verifier, timezone.now()
     triple.save(update_fields=["human_verified_by", "human_verified_at", "updated_at"])
-    record_event(actor=verifier, verb="triple_human_verified", obj=triple, request=request)
-    resolve_revision(
-        triple=triple, revision=triple.current_revision, actor=verifier, request=request
-    )
+    record_event(actor=verifier, verb="triple_human_verified", obj=triple)
+    resolve_revision(triple=triple, revision=triple.current_revision, actor=verifier)
     return triple
 
 
@@ -207,7 +199,7 @@ def verify_llm_triple(*, triple: Triple, verifier, request=None) -> Triple:
 
 
 @transaction.atomic
-def post_message(*, triple: Triple, author, body: str, request=None) -> DiscussionMessage:
+def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
     """Add to a triple's discussion thread (author, flagging reviewers, leads only)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
@@ -226,7 +218,6 @@ def post_message(*, triple: Triple, author, body: str, request=None) -> Discussi
         verb="discussion_message_posted",
         obj=triple,
         detail={"message_id": message.pk},
-        request=request,
     )
     return message
 
@@ -244,7 +235,6 @@ def revise_triple(
     question: str,
     block_version: BlockVersion,
     expected_answer: str,
-    request=None,
 ) -> TripleRevision:
     """Discussion → revise: a new revision re-enters review with fresh reviewers."""
     triple = lock_triple(triple)
@@ -263,7 +253,6 @@ def revise_triple(
         TripleState.PENDING_REVIEW,
         actor=actor,
         verb="triple_revised",
-        request=request,
         revision=revision.number,
         block_version_id=block_version.pk,
     )
@@ -271,7 +260,7 @@ def revise_triple(
 
 
 @transaction.atomic
-def drop_triple(*, triple: Triple, actor, reason: str = "", request=None) -> Triple:
+def drop_triple(*, triple: Triple, actor, reason: str = "") -> Triple:
     """Discussion → drop (author, a flagging reviewer or a lead)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
@@ -283,7 +272,6 @@ def drop_triple(*, triple: Triple, actor, reason: str = "", request=None) -> Tri
         TripleState.DROPPED,
         actor=actor,
         verb="triple_dropped",
-        request=request,
         reason=reason,
     )
     return triple
@@ -297,7 +285,7 @@ class SplitPart:
 
 
 @transaction.atomic
-def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None) -> list[Triple]:
+def split_triple(*, triple: Triple, actor, parts: list[SplitPart]) -> list[Triple]:
     """Compound claim → N atomic triples (N ≥ 2), each pinned to its own block version and
     entering review on its own; the original closes as ``split``. All or nothing."""
     triple = lock_triple(triple)
@@ -320,7 +308,6 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None)
             model_uncertainty=triple.model_uncertainty,
             llm_verified=triple.human_verified_by_id == triple.author_id,
             parent=triple,
-            request=request,
         )
         for part in parts
     ]
@@ -330,7 +317,6 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None)
         TripleState.SPLIT,
         actor=actor,
         verb="triple_split",
-        request=request,
         children=[c.external_id for c in children],
     )
     return children
@@ -340,9 +326,7 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None)
 
 
 @transaction.atomic
-def mark_superseded_pins(
-    *, superseding_version_ids: list[int], actor=None, request=None
-) -> list[int]:
+def mark_superseded_pins(*, superseding_version_ids: list[int], actor=None) -> list[int]:
     """Every gold or pending triple whose current revision pins an older version of a block that
     just got a new version becomes ``needs_rereview``. Returns the affected triple ids.
     Called inside :func:`goldset.services.corpus.import_corpus`'s transaction."""
@@ -372,7 +356,6 @@ def mark_superseded_pins(
             TripleState.NEEDS_REREVIEW,
             actor=actor,
             verb="triple_needs_rereview",
-            request=request,
             pinned_version_id=pinned.pk,
             pinned_version=pinned.version,
             newest_version=newest[pinned.block_id],
@@ -382,7 +365,7 @@ def mark_superseded_pins(
 
 
 @transaction.atomic
-def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
+def repin_triple(*, triple: Triple, actor) -> TripleRevision:
     """Needs re-review → a new revision pinned to the block's newest version, re-entering review
     (fresh reviews; it was not silently moved)."""
     triple = lock_triple(triple)
@@ -406,7 +389,6 @@ def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
         TripleState.PENDING_REVIEW,
         actor=actor,
         verb="triple_repinned",
-        request=request,
         revision=revision.number,
         from_version=current.expected_block_version.version,
         to_version=newest.version,
@@ -415,12 +397,10 @@ def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
 
 
 @transaction.atomic
-def retire_triple(*, triple: Triple, actor, note: str = "", request=None) -> Triple:
+def retire_triple(*, triple: Triple, actor, note: str = "") -> Triple:
     """Needs re-review → retired: it leaves the gold set for good."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.NEEDS_REREVIEW)
     triple.resolution, triple.gold_at = "", None
-    _set_state(
-        triple, TripleState.RETIRED, actor=actor, verb="triple_retired", request=request, note=note
-    )
+    _set_state(triple, TripleState.RETIRED, actor=actor, verb="triple_retired", note=note)
     return triple

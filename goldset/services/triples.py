@@ -99,7 +99,6 @@ def create_triple(
     parent: Triple | None = None,
     external_id: str = "",
     added_at: dt.datetime | None = None,
-    request=None,
 ) -> Triple:
     """Create and route a triple with its first revision, state ``pending_review``.
 
@@ -166,7 +165,6 @@ def create_triple(
             "block_version_id": block_version.pk,
             "parent": parent.external_id if parent else None,
         },
-        request=request,
     )
     return triple
 
@@ -394,7 +392,7 @@ def _check_lines(lines: list[TripleLine]) -> tuple[dict, dict, dict, dict, list[
 
 
 @transaction.atomic
-def import_triples(*, text: str, actor, source_name: str = "", request=None) -> TripleImportSummary:
+def import_triples(*, text: str, actor, source_name: str = "") -> TripleImportSummary:
     """Import triples in the gold-JSONL shape (DESIGN.md §9), all or nothing.
 
     Every line is checked first (structure, users, domains, customers with an active grant,
@@ -427,7 +425,6 @@ def import_triples(*, text: str, actor, source_name: str = "", request=None) -> 
                 model_uncertainty=ln.model_uncertainty,
                 external_id=ln.external_id,
                 added_at=added_at,
-                request=request,
             )
         except GoldsetError as exc:
             raise ImportRejected([f"line {ln.lineno}: {exc}"], source=source_name) from exc
@@ -443,6 +440,5 @@ def import_triples(*, text: str, actor, source_name: str = "", request=None) -> 
         object_type="triples",
         object_id=source_name[:128],
         detail={**summary.as_dict(), "ids": summary.created[:500]},
-        request=request,
     )
     return summary

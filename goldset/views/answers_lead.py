@@ -41,9 +41,7 @@ def adjudicate(request, public_id):
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            record_adjudication(
-                lead=request.user, record=record, request=request, **form.service_kwargs()
-            )
+            record_adjudication(lead=request.user, record=record, **form.service_kwargs())
         except LabelRuleViolation as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except AdjudicationRejected as exc:
@@ -53,7 +51,7 @@ def adjudicate(request, public_id):
             target = redirect("answers:adjudication_queue")
             return HttpResponseClientRedirect(target.url) if request.htmx else target
     if request.method == "GET":
-        record_event(actor=request.user, verb="viewed", obj=record, request=request)
+        record_event(actor=request.user, verb="viewed", obj=record)
     context = {
         "record": record,
         "packet": selectors.get_item_packet(record),
@@ -92,15 +90,13 @@ def calibration_reference(request, domain, public_id):
     form = ReferenceLabelForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            set_reference_label(
-                lead=request.user, item=item, request=request, **form.service_kwargs()
-            )
+            set_reference_label(lead=request.user, item=item, **form.service_kwargs())
         except CalibrationError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Reference label saved for {public_id}.")
             return redirect("answers:calibration_set", domain=domain)
     if request.method == "GET":
-        record_event(actor=request.user, verb="viewed", obj=item.record, request=request)
+        record_event(actor=request.user, verb="viewed", obj=item.record)
     context = {"item": item, "packet": selectors.get_item_packet(item.record), "form": form}
     return render(request, "answers/calibration_reference.html", context)

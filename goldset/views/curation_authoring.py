@@ -62,7 +62,6 @@ def write_triple(request):
                 author=request.user,
                 block_version=data.pop("block_version"),
                 **data,
-                request=request,
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
@@ -97,7 +96,7 @@ def detail_context(request, triple, *, message_form=None) -> dict:
 @role_required(*ALL_ROLES)
 def triple_detail(request, pk):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
-    record_event(actor=request.user, verb="triple_viewed", obj=triple, request=request)
+    record_event(actor=request.user, verb="triple_viewed", obj=triple)
     return render(request, "curation/triple_detail.html", detail_context(request, triple))
 
 
@@ -110,7 +109,7 @@ def post_message(request, pk):
     if form.is_valid():
         try:
             resolution.post_message(
-                triple=triple, author=request.user, body=form.cleaned_data["body"], request=request
+                triple=triple, author=request.user, body=form.cleaned_data["body"]
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
@@ -137,7 +136,7 @@ def revise(request, pk):
     if request.method == "POST" and form.is_valid():
         try:
             revision = resolution.revise_triple(
-                triple=triple, actor=request.user, **form.cleaned_data, request=request
+                triple=triple, actor=request.user, **form.cleaned_data
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
@@ -156,9 +155,7 @@ def split(request, pk):
     if request.method == "POST" and form.is_valid():
         parts = [resolution.SplitPart(q, bv, a) for q, bv, a in form.cleaned_data["parts"]]
         try:
-            children = resolution.split_triple(
-                triple=triple, actor=request.user, parts=parts, request=request
-            )
+            children = resolution.split_triple(triple=triple, actor=request.user, parts=parts)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -175,7 +172,7 @@ def drop(request, pk):
     form = NoteForm(request.POST)
     reason = form.cleaned_data["note"] if form.is_valid() else ""
     try:
-        resolution.drop_triple(triple=triple, actor=request.user, reason=reason, request=request)
+        resolution.drop_triple(triple=triple, actor=request.user, reason=reason)
     except GoldsetError as exc:
         messages.error(request, str(exc))
     else:
@@ -188,7 +185,7 @@ def drop(request, pk):
 def verify(request, pk):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
     try:
-        triple = resolution.verify_llm_triple(triple=triple, verifier=request.user, request=request)
+        triple = resolution.verify_llm_triple(triple=triple, verifier=request.user)
     except GoldsetError as exc:
         messages.error(request, str(exc))
     else:

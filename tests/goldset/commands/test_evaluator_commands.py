@@ -6,9 +6,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from goldset.demo.seed import seed_demo
 from goldset.models import Evaluator, EvaluatorOutput, EvaluatorReportSnapshot, ReleaseReport, Run
 from goldset.selectors.evaluators import get_evaluator_report_for
-from goldset.services.demo import seed_demo
 from goldset.services.evaluators import gold_tier_records
 
 pytestmark = pytest.mark.django_db
