@@ -251,7 +251,11 @@ def evaluator_outputs(record_ids) -> dict[str, dict[str, dict]]:
     return out
 
 
-SCORE_ROWS = ("pcs", "ndcg_at_10", "authority_weighted_recall_at_10", "citation_precision")
+def score_rows(items: list[dict]) -> list[str]:
+    """PCS first, then nDCG@10, then every other PROBE component some item has a value for."""
+    present = {name for it in items for name in it["scores"]}
+    rest = sorted(present - {"pcs", "ndcg_at_10"})
+    return [name for name in ("pcs", "ndcg_at_10") if name in present] + rest
 
 
 @transaction.atomic
@@ -270,7 +274,7 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
         raise GoldsetError("no evaluator has outputs on the gold tier yet: import some first")
     kappa = settings.GOLDSET_EVALUATOR_TRUST_KAPPA if trust_kappa is None else trust_kappa
     config = EvaluatorConfig(trust_kappa=kappa, resamples=settings.GOLDSET_EVALUATOR_RESAMPLES)
-    report = evaluator_report(items, outputs, scores=SCORE_ROWS, config=config)
+    report = evaluator_report(items, outputs, scores=score_rows(items), config=config)
     snapshot = EvaluatorReportSnapshot.objects.create(
         report=report.to_dict(), trust_kappa=kappa, n_items=report.n_items, created_by=actor
     )

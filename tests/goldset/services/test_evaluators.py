@@ -12,6 +12,7 @@ from goldset.services.evaluators import (
     evaluator_key,
     gold_tier_items,
     import_evaluator_outputs,
+    score_rows,
 )
 from scoring.evaluators import EvaluatorConfig, evaluator_report
 from tests.goldset.evaluators_helpers import build_gold_tier, copying_outputs, lenient_outputs
@@ -97,8 +98,10 @@ def test_report_trusts_a_copying_judge_and_not_a_lenient_one(fast):
     assert copy_axes["grounding"]["trusted"] and copy_axes["acceptability"]["trusted"]
     assert not lenient_axes["grounding"]["trusted"]
     assert "weighted vote" in rows and "pcs" in rows
-    # the stored figures are the library's on the same inputs
     items = gold_tier_items()
+    assert "claim_support" in score_rows(items)
+    assert set(score_rows(items)) <= set(rows)  # every PROBE component with a value is a row
+    # the stored figures are the library's on the same inputs
     direct = evaluator_report(
         items,
         {
