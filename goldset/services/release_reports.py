@@ -57,6 +57,8 @@ def create_release_report(
     )
     if not records:
         raise GoldsetError("the chosen runs have no answer records")
+    if not version.files.filter(format=ExportFormat.PROBE_PACKETS, redacted=False).exists():
+        raise GoldsetError(f"gold version v{version.number} has no PROBE evidence packets")
     packets = version_packets(version)
     known = {p["question_id"] for p in packets}
     missing = sorted({r.question.question_id for r in records} - known)

@@ -180,3 +180,13 @@ def test_list_pages_query_count_is_constant(world, client_for, django_assert_max
     lead = client_for(world["users"]["lead"])
     with django_assert_max_num_queries(8):
         assert lead.get(reverse("evaluators:report")).status_code == 200
+
+
+def test_a_version_without_probe_packets_rerenders_the_form_with_the_reason(world, client_for):
+    c = client_for(world["users"]["admin"])
+    GoldVersion.objects.filter(pk=world["report"].version_id).update(sealed=True)
+    run = world["records"][0].run.run_id
+    response = c.post(reverse("evaluators:releases"), {"version": "1", "runs": [run]})
+    assert response.status_code == 200
+    assert "gold version v1 has no PROBE evidence packets" in response.content.decode()
+    assert ReleaseReport.objects.count() == 1
