@@ -96,6 +96,8 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "goldset",
+            # A cache outage must answer fast, never hang a request.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
 else:
@@ -116,6 +118,34 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=600
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=660)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
+# A broker outage fails a publish within seconds (the outbox keeps the work); never hang.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 10}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 10
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+
+# Jobs that always end (goldset.services.jobs). A running job whose heartbeat is older than
+# JOB_STALE_SECONDS lost its worker: a redelivered task takes it over, or the reconciler requeues
+# it; after JOB_MAX_ATTEMPTS attempts it fails with a message. Workers write a heartbeat every
+# JOB_HEARTBEAT_SECONDS. A published message no worker picked up within
+# OUTBOX_REDISPATCH_SECONDS is published again.
+JOB_STALE_SECONDS = env.int("JOB_STALE_SECONDS", default=120)
+JOB_HEARTBEAT_SECONDS = env.float("JOB_HEARTBEAT_SECONDS", default=min(10.0, JOB_STALE_SECONDS / 4))
+JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
+OUTBOX_REDISPATCH_SECONDS = env.int("OUTBOX_REDISPATCH_SECONDS", default=120)
+# The reconciler runs every RECONCILE_INTERVAL_SECONDS under Celery beat (`celery -A workbench
+# beat`, a service of docker-compose.yml). /health/ reports a missing beat when its last run is
+# older than three intervals. The embedded default needs no beat: work runs in-process at commit.
+AGREEMENT_DEBOUNCE_SECONDS = env.int("AGREEMENT_DEBOUNCE_SECONDS", default=30)
+RECONCILE_INTERVAL_SECONDS = env.int("RECONCILE_INTERVAL_SECONDS", default=30)
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-jobs": {
+        "task": "goldset.reconcile",
+        "schedule": float(RECONCILE_INTERVAL_SECONDS),
+        "options": {"expires": float(RECONCILE_INTERVAL_SECONDS)},
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -12,14 +12,23 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count
+from django.db.models import Count, Min
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from goldset.charts import BarChart, LineChart, Series
-from goldset.models import AgreementSnapshot, AnswerRecord, Label, Review, Tier, Triple
+from goldset.models import (
+    AgreementSnapshot,
+    AnswerRecord,
+    Label,
+    OutboxMessage,
+    Review,
+    Tier,
+    Triple,
+)
 from goldset.rules.axes import AXES
 from goldset.rules.calendar import week_start
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
 from goldset.selectors.curation import list_author_flag_rates
 
 
@@ -475,6 +484,15 @@ def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> di
     return {"categories": list(scale.categories), "rows": rows_out, "n": n}
 
 
+def get_agreement_stale_since():
+    """When the oldest change not yet reflected in the stored snapshots was made (None when
+    they are up to date): the creation time of the oldest unfinished recompute request in the
+    outbox (requests wait there while the broker or the workers are down)."""
+    return OutboxMessage.objects.filter(kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True).aggregate(
+        since=Min("created_at")
+    )["since"]
+
+
 def get_dashboard(
     *, protocol: str, axis: str, first: int | None, second: int | None, partial: bool = False
 ) -> dict:
@@ -508,6 +526,7 @@ def get_dashboard(
         )
 
     return context | {
+        "stale_since": get_agreement_stale_since(),
         "alerts": list_agreement_alerts(),
         "annotators": annotators,
         "annotator_metrics": ANNOTATOR_METRICS,

@@ -100,11 +100,14 @@ class VersionsDiff:
     counts: dict = field(default_factory=dict)
 
 
-def diff_versions(*, a: GoldVersion, b: GoldVersion) -> VersionsDiff:
+def diff_versions(
+    *, a: GoldVersion, b: GoldVersion, before: dict[str, str], after: dict[str, str]
+) -> VersionsDiff:
     """Triples added to / removed from ``b`` relative to ``a``, and the changed fields of
-    triples in both (first DIFF_LIMIT of each list; ``counts`` has the totals)."""
-    before = dict(a.rows.values_list("triple_id", "sha256"))
-    after = dict(b.rows.values_list("triple_id", "sha256"))
+    triples in both (first DIFF_LIMIT of each list; ``counts`` has the totals). ``before`` and
+    ``after`` are the two versions' verified row checksums
+    (``goldset.services.exports.verified_row_checksums``): a diff reads checksums, so it
+    verifies them like every other read."""
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     changed_ids = sorted(t for t in after if t in before and before[t] != after[t])

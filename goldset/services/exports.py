@@ -188,6 +188,29 @@ def verify_rows(version: GoldVersion) -> None:
         )
 
 
+def verified_row_checksums(version: GoldVersion) -> dict[str, str]:
+    """``{triple_id: sha256}`` of the version's rows, verified on the way: every row's line
+    hashes to its own checksum, and the lines together hash to the recorded rows checksum.
+    Raises ChecksumMismatch otherwise (diffs read checksums, so they verify them)."""
+    digest = hashlib.sha256()
+    checksums: dict[str, str] = {}
+    rows = version.rows.order_by("position").values_list("triple_id", "line", "sha256")
+    for triple_id, line, sha in rows.iterator(5000):
+        encoded = line.encode("utf-8")
+        if sha256_bytes(encoded) != sha:
+            raise ChecksumMismatch(
+                f"row {triple_id} of gold version v{version.number} failed its integrity check"
+            )
+        digest.update(encoded + b"\n")
+        checksums[triple_id] = sha
+    if digest.hexdigest() != version.rows_sha256:
+        raise ChecksumMismatch(
+            f"the rows of gold version v{version.number} failed their integrity check "
+            f"(hash {digest.hexdigest()}, recorded {version.rows_sha256})."
+        )
+    return checksums
+
+
 # ---------------------------------------------------------------- renderers
 
 

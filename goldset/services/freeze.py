@@ -117,6 +117,18 @@ def diff_against(parent: GoldVersion | None, current: dict[str, str]) -> Version
     )
 
 
+class NothingToFreeze(GoldsetError):
+    """The selection equals the latest version row for row (same triples, same checksums):
+    nothing was created. A double-clicked freeze ends here (freezes are serialised)."""
+
+    def __init__(self, latest: GoldVersion):
+        self.latest = latest
+        super().__init__(
+            f"nothing to freeze: the selection is identical to {latest.label} "
+            f"({latest.row_count} triples, same checksums); no version was created"
+        )
+
+
 @transaction.atomic
 def store_frozen_version(
     *,
@@ -192,6 +204,8 @@ def store_frozen_version(
         raise GoldsetError("nothing to freeze: no gold triples match these filters")
     diff = diff_against(parent, checksums)
     del checksums
+    if parent is not None and not (diff.added or diff.removed or diff.changed):
+        raise NothingToFreeze(parent)
 
     description = "Goldset Workbench gold set" + (
         f" ({exports.canonical_json(filters)})" if filters else ""

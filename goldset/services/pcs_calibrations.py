@@ -19,15 +19,16 @@ from django.utils import timezone
 from goldset.exceptions import GoldsetError
 from goldset.models import AnswerRecord, CalibrationStatus, PcsCalibration
 from goldset.selectors.answers import packet_record
+from goldset.services import outbox
 from goldset.services.evaluators import FINAL_STATUSES, answer_entry, gold_label
 from scoring import calibration as cal
 from scoring.calibration import Selected
 from scoring.probe import DEFAULT_CONFIG, score_answers
 from scoring.report import gold_unsafe
-from workbench.dispatch import enqueue
 from workbench.services.audit import record_event
 
 CALIBRATION_TASK = "goldset.run_pcs_calibration"
+CALIBRATION_OUTBOX_KIND = "pcs.calibrate"
 VARIANT_SUFFIX = re.compile(r"-(?:[pad]\d*|direct|paraphrase|adversarial)$")
 
 
@@ -37,14 +38,15 @@ def paraphrase_group(question_id: str) -> str:
 
 @transaction.atomic
 def start_pcs_calibration(*, name: str, actor=None) -> PcsCalibration:
-    """Queue a new version of calibration ``name``; the task is dispatched on commit."""
+    """Queue a new version of calibration ``name``. The task goes through the outbox: the row
+    commits even when the broker is down and the grid is dispatched when it returns."""
     name = name.strip()
     if not name or not re.fullmatch(r"[\w.-]{1,80}", name):
         raise GoldsetError("a calibration name is 1–80 letters, digits, '.', '-' or '_'")
     latest = PcsCalibration.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
     calibration = PcsCalibration.objects.create(name=name, version=latest + 1, created_by=actor)
     record_event(actor=actor, verb="pcs_calibration_started", obj=calibration)
-    transaction.on_commit(lambda: enqueue(CALIBRATION_TASK, calibration.pk))
+    outbox.enqueue(kind=CALIBRATION_OUTBOX_KIND, payload={"calibration_id": calibration.pk})
     return calibration
 
 

@@ -154,3 +154,19 @@ def test_unrag_export_round_trips_through_the_corpus_importer(team, corpus, admi
         0,
     )
     assert summary.versions_unchanged == len(corpus)
+
+
+def test_a_double_clicked_freeze_page_makes_one_version_and_says_so(team, corpus, client_for):
+    from django.urls import reverse
+
+    from goldset.models import GoldVersion
+
+    for bv in corpus[:2]:
+        gold(team, version=bv)
+    admin = client_for(team["admin"])
+    first = admin.post(reverse("exports:freeze"), {"action": "freeze"})
+    second = admin.post(reverse("exports:freeze"), {"action": "freeze"}, follow=True)
+    assert first.status_code == 302 and first["Location"] == reverse("exports:version", args=[1])
+    assert second.status_code == 200
+    assert "nothing to freeze: the selection is identical to v1" in second.content.decode()
+    assert list(GoldVersion.objects.values_list("number", flat=True)) == [1]

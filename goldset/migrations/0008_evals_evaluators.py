@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0006_exports"),
+        ("goldset", "0007_rel_jobs_outbox"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
