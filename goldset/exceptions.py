@@ -6,11 +6,14 @@ class GoldsetError(Exception):
 
 
 class ImportRejected(GoldsetError):
-    """A whole file was rejected; ``errors`` lists every problem as 'line N: field: reason'."""
+    """A whole file was rejected; ``errors`` lists every problem as 'line N: field: reason' and
+    ``problems`` the same as :class:`goldset.imports.errors.Problem` (line, field, message,
+    expected) when the importer gave them."""
 
-    def __init__(self, errors: list[str], *, source: str = ""):
+    def __init__(self, errors: list[str], *, source: str = "", problems=None):
         self.errors = errors
         self.source = source
+        self.problems = list(problems or [])
         head = f"{source}: " if source else ""
         super().__init__(
             f"{head}{len(errors)} problem(s); nothing was imported.\n" + "\n".join(errors)

@@ -7,6 +7,7 @@ from celery.signals import worker_ready
 
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, RECONCILE_TASK
 from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
+from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
 from goldset.services.outbox import mark_done, start_all_of_kind
 from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
@@ -63,7 +64,15 @@ def reconcile_on_start(sender=None, **kwargs):
     published now, and lost jobs are requeued (by heartbeat age, whatever the workers' names)."""
     try:
         summary = reconcile(trigger="worker_start")
-    except Exception:  # noqa: BLE001 - a failed pass must not stop the worker; beat retries
+    except Exception:
         logger.exception("the reconciler pass at worker start failed")
         return
     logger.info("reconciler pass at worker start: %s", summary)
+
+
+@shared_task(name=RUN_IMPORT_TASK, acks_late=True, reject_on_worker_lost=True)
+def run_import_task(job_id: int) -> str:
+    """Run one import job. A duplicate or re-delivered message does nothing (the job is claimed
+    first)."""
+    job = run_import_job(job_id=job_id, worker=run_import_task.request.hostname or "")
+    return job.status if job is not None else "not-queued"

@@ -6,11 +6,14 @@ tasks executed in-process. ``DATABASE_URL`` (PostgreSQL via psycopg 3) and ``RED
 Every variable is documented in ``.env.example``.
 """
 
+import os
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from goldset import conf as goldset_conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("WORKBENCH_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -22,7 +25,7 @@ SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"  # noqa: S105
+    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -69,6 +72,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "workbench.context_processors.roles",
+                "goldset.context_processors.protocol",
             ],
         },
     },
@@ -130,20 +134,20 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # it; after JOB_MAX_ATTEMPTS attempts it fails with a message. Workers write a heartbeat every
 # JOB_HEARTBEAT_SECONDS. A published message no worker picked up within
 # OUTBOX_REDISPATCH_SECONDS is published again.
-JOB_STALE_SECONDS = env.int("JOB_STALE_SECONDS", default=120)
-JOB_HEARTBEAT_SECONDS = env.float("JOB_HEARTBEAT_SECONDS", default=min(10.0, JOB_STALE_SECONDS / 4))
-JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
-OUTBOX_REDISPATCH_SECONDS = env.int("OUTBOX_REDISPATCH_SECONDS", default=120)
 # The reconciler runs every RECONCILE_INTERVAL_SECONDS under Celery beat (`celery -A workbench
 # beat`, a service of docker-compose.yml). /health/ reports a missing beat when its last run is
 # older than three intervals. The embedded default needs no beat: work runs in-process at commit.
-AGREEMENT_DEBOUNCE_SECONDS = env.int("AGREEMENT_DEBOUNCE_SECONDS", default=30)
-RECONCILE_INTERVAL_SECONDS = env.int("RECONCILE_INTERVAL_SECONDS", default=30)
+# These and the protocol's other tunables (goldset.conf.TUNABLES: documented defaults, typed) are
+# each overridable by an environment variable of the same name.
+TUNABLES = goldset_conf.from_environment(os.environ)
+if not env.str("JOB_HEARTBEAT_SECONDS", default=""):
+    TUNABLES["JOB_HEARTBEAT_SECONDS"] = min(10.0, TUNABLES["JOB_STALE_SECONDS"] / 4)
+globals().update(TUNABLES)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {
         "task": "goldset.reconcile",
-        "schedule": float(RECONCILE_INTERVAL_SECONDS),
-        "options": {"expires": float(RECONCILE_INTERVAL_SECONDS)},
+        "schedule": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"]),
+        "options": {"expires": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"])},
     }
 }
 
@@ -182,6 +186,8 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=50 * 1024 * 1024)
+# Every upload page (corpus, triples, questions, answer logs, runs) refuses larger files.
+IMPORT_MAX_UPLOAD_BYTES = env.int("IMPORT_MAX_UPLOAD_BYTES", default=1 << 30)
 
 # Evaluators against the gold tier (seed 004 A.1: 10,000 bootstrap resamples; trust at κ ≥ 0.70).
 GOLDSET_EVALUATOR_RESAMPLES = env.int("GOLDSET_EVALUATOR_RESAMPLES", default=10_000)

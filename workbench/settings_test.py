@@ -4,7 +4,7 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 
-from .settings import *  # noqa: E402,F403
+from .settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECURE_SSL_REDIRECT = False

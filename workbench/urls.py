@@ -16,5 +16,6 @@ urlpatterns = [
     path("promotion/", include("goldset.urls.promotion")),
     path("versions/", include("goldset.urls.exports")),
     path("evaluators/", include("goldset.urls.evaluators")),
+    path("imports/", include("goldset.urls.imports")),
     path("django-admin/", admin.site.urls),
 ]

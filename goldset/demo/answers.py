@@ -456,13 +456,13 @@ def seed_answers_demo() -> dict:
         )
     }
     import_questions(
-        text="\n".join(json.dumps(q[0]) for q in QUESTIONS),
+        source="\n".join(json.dumps(q[0]) for q in QUESTIONS),
         actor=None,
         source_name="demo-questions.jsonl",
     )
     rows, plans, references = _answer_rows()
     import_answer_logs(
-        text="\n".join(json.dumps(r) for r in rows),
+        source="\n".join(json.dumps(r) for r in rows),
         actor=None,
         source_name="demo-answer-logs.jsonl",
         id_factory=_demo_id_factory(),

@@ -41,13 +41,13 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
         Domain.objects.get_or_create(slug=slug, defaults={"name": name})
     corpus = [
         import_corpus(
-            text=as_jsonl(builtin_manifest()), actor=None, source_name="demo-builtin"
+            source=as_jsonl(builtin_manifest()), actor=None, source_name="demo-builtin"
         ).as_dict()
     ]
     if nist_path is not None:
         corpus.append(
             import_corpus(
-                text=as_jsonl(nist_manifest(nist_path)), actor=None, source_name="nist-800-53"
+                source=as_jsonl(nist_manifest(nist_path)), actor=None, source_name="nist-800-53"
             ).as_dict()
         )
 

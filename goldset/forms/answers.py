@@ -77,12 +77,3 @@ class ReferenceLabelForm(forms.Form):
 
 class JsonlUploadForm(forms.Form):
     file = forms.FileField()
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        try:
-            return upload.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise forms.ValidationError(
-                f"The file is not UTF-8 text (byte {exc.start} cannot be decoded)."
-            ) from exc

@@ -11,12 +11,3 @@ class CorpusImportForm(forms.Form):
         required=False,
         help_text="Unrag files only: the domain of documents whose metadata names none.",
     )
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        try:
-            return upload.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise forms.ValidationError(
-                f"The file is not UTF-8 text (byte {exc.start} cannot be decoded)."
-            ) from exc

@@ -172,15 +172,11 @@ class CustomerForm(forms.Form):
 
 class TripleImportForm(forms.Form):
     file = forms.FileField(help_text="Gold JSONL: one triple per line, as exported.")
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        try:
-            return upload.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise forms.ValidationError(
-                f"The file is not UTF-8 text (byte {exc.start} cannot be decoded)."
-            ) from exc
+    on_behalf = forms.BooleanField(
+        required=False,
+        label="Import on behalf of the authors named in the file (admins only)",
+        help_text="Without it, every triple is authored by you and added_by must be you.",
+    )
 
 
 class SliceDrawForm(forms.Form):

@@ -1,12 +1,16 @@
-"""The shape every ``import_*`` command shares: read a UTF-8 file, call one all-or-nothing import
-service, print its summary as JSON, or fail with every line-numbered problem."""
+"""The shape every ``import_*`` command shares: stream a file through one all-or-nothing import
+service (the same the upload pages' jobs use), print its summary as JSON, or exit with status 2
+and every problem with its line and field (no traceback)."""
 
 import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from goldset.exceptions import ImportRejected
+from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.imports.reader import PathSource
+
+EXIT_REJECTED = 2
 
 
 class FileImportCommand(BaseCommand):
@@ -15,13 +19,16 @@ class FileImportCommand(BaseCommand):
 
     def run_import(self, file: Path, service, **kwargs) -> None:
         try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"{file}: cannot read ({exc})") from exc
+            source = PathSource(file)
+        except OSError as exc:
+            raise CommandError(f"{file}: cannot read ({exc})", returncode=EXIT_REJECTED) from exc
         try:
-            summary = service(text=text, source_name=file.name, **kwargs)
+            summary = service(source=source, source_name=file.name, **kwargs)
         except ImportRejected as exc:
             raise CommandError(
-                f"{file}: rejected, nothing imported:\n" + "\n".join(exc.errors)
+                f"{file}: rejected, nothing imported:\n" + "\n".join(exc.errors),
+                returncode=EXIT_REJECTED,
             ) from exc
+        except GoldsetError as exc:
+            raise CommandError(f"{file}: {exc}", returncode=EXIT_REJECTED) from exc
         self.stdout.write(json.dumps(summary.as_dict()))

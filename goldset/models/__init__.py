@@ -64,6 +64,13 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.imports import (
+    FINISHED_IMPORT_STATUSES,
+    ImportChunk,
+    ImportJob,
+    ImportKind,
+    ImportStatus,
+)
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
@@ -118,6 +125,11 @@ __all__ = [
     "GoldVersionFile",
     "GoldVersionFileChunk",
     "GoldVersionRow",
+    "FINISHED_IMPORT_STATUSES",
+    "ImportChunk",
+    "ImportJob",
+    "ImportKind",
+    "ImportStatus",
     "Grounding",
     "JobStatus",
     "Label",

@@ -10,13 +10,13 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Min
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from goldset.charts import BarChart, LineChart, Series
+from goldset.conf import tunable
 from goldset.models import (
     AgreementSnapshot,
     AnswerRecord,
@@ -40,10 +40,6 @@ class Alert:
     numbers: dict = field(default_factory=dict)
 
 
-def _setting(name, default):
-    return getattr(settings, name, default)
-
-
 def list_snapshots(**filters):
     return AgreementSnapshot.objects.filter(**filters).order_by(
         "protocol", "axis", "metric", "tier", "task_type", "domain", "week", "subject"
@@ -63,10 +59,10 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
             metric__in=["krippendorff_alpha", "cohen_kappa", "spot_check_disagreement"]
         )
     )
-    min_items = _setting("AGREEMENT_MIN_ITEMS", 10)
-    alpha_target = _setting("AGREEMENT_ALPHA_TARGET", 0.75)
-    kappa_target = _setting("AGREEMENT_KAPPA_TARGET", 0.70)
-    limit = _setting("SPOT_CHECK_DISAGREEMENT_LIMIT", 0.12)
+    min_items = tunable("AGREEMENT_MIN_ITEMS")
+    alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
+    kappa_target = tunable("AGREEMENT_KAPPA_TARGET")
+    limit = tunable("SPOT_CHECK_DISAGREEMENT_LIMIT")
     alerts: list[Alert] = []
     for s in rows:
         gold_all_time = s.tier == Tier.GOLD and not s.week and not s.domain
@@ -135,8 +131,8 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
     more than ``AGREEMENT_OUTLIER_MARGIN`` (0.15), or whose severe-label rate differs from their
     co-annotators' on the same items by more than ``SEVERE_RATE_GAP_MARGIN`` (0.10)."""
     alerts = []
-    outlier_margin = _setting("AGREEMENT_OUTLIER_MARGIN", 0.15)
-    gap_margin = _setting("SEVERE_RATE_GAP_MARGIN", 0.10)
+    outlier_margin = tunable("AGREEMENT_OUTLIER_MARGIN")
+    gap_margin = tunable("SEVERE_RATE_GAP_MARGIN")
     agreement = [s for s in rows if s.metric == "adjudication_agreement" and s.n_items >= min_items]
     if len(agreement) >= 3:
         values = sorted(s.value for s in agreement)
@@ -310,8 +306,8 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
         series.setdefault(r.task_type or "all task types", []).append(
             (r.week, r.value, r.ci_low, r.ci_high)
         )
-    alpha_target = _setting("AGREEMENT_ALPHA_TARGET", 0.75)
-    kappa_target = _setting("AGREEMENT_KAPPA_TARGET", 0.70)
+    alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
+    kappa_target = tunable("AGREEMENT_KAPPA_TARGET")
     fleiss = [
         r
         for r in rows
@@ -441,8 +437,8 @@ def get_workload(*, days: int = 14) -> Workload:
         tiers=sorted(tiers, key=lambda t: (t["kind"], t["tier"])),
         gold_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.GOLD),
         triage_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.TRIAGE),
-        cost_gold=float(_setting("LABELING_COST_GOLD", 0.40)),
-        cost_triage=float(_setting("LABELING_COST_TRIAGE", 0.16)),
+        cost_gold=float(tunable("LABELING_COST_GOLD")),
+        cost_triage=float(tunable("LABELING_COST_TRIAGE")),
         throughput=[(d.isoformat(), reviews.get(d, 0), labels.get(d, 0)) for d in day_list],
     )
 

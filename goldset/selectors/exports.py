@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
-from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -310,7 +309,3 @@ def compare_jobs(*, jobs: list[ScoringJob], alpha: float = 0.05, top: int = 20) 
             spread.append({"query_id": q, "values": row, "spread": max(row) - min(row)})
         spread.sort(key=lambda r: (-r["spread"], r["query_id"]))
     return Comparison(jobs=jobs, pairs=pairs, n_queries=len(shared), per_query=spread[:top])
-
-
-def count_jobs_by_status():
-    return dict(ScoringJob.objects.values_list("status").annotate(n=Count("pk")))

@@ -22,10 +22,10 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
 from django.db import transaction
 from django.utils.module_loading import import_string
 
+from goldset.conf import tunable
 from goldset.models import AgreementSnapshot, Tier
 from goldset.rules.axes import AXES
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
@@ -75,7 +75,7 @@ FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
 
 def _resamples() -> int:
-    return getattr(settings, "AGREEMENT_BOOTSTRAP_RESAMPLES", 1000)
+    return tunable("AGREEMENT_BOOTSTRAP_RESAMPLES")
 
 
 # ---------------------------------------------------------------- computing (no database)
@@ -384,7 +384,7 @@ def schedule_agreement_recompute(*, now: bool = False) -> bool:
     mode the task runs in-process at commit."""
     if now:
         return outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND) is not None
-    delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
+    delay = tunable("AGREEMENT_DEBOUNCE_SECONDS")
     return (
         outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=AGREEMENT_DEBOUNCE_KEY, delay=delay)
         is not None

@@ -9,8 +9,11 @@ the ``labels`` argument for the label-derived axes, and stored in the reproducib
 
 import io
 import json
+import math
 from collections.abc import Callable
 
+from goldset.imports.errors import Problems
+from goldset.imports.reader import MemorySource, iter_json_lines
 from goldset.models import (
     ExportFormat,
     GoldVersion,
@@ -30,7 +33,7 @@ from goldset.services.scoring_runs import (
     known_block_ids,
     read_run_bytes,
 )
-from scoring.probe import score_answers
+from scoring.probe import check_ranks, score_answers
 from scoring.stats import bootstrap_ci
 
 MAX_ERRORS = 50
@@ -44,29 +47,29 @@ def _label_providers() -> list[Callable]:
 
 
 def _records(text: str, name: str):
-
-    problems, records = [], []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{name}, line {lineno}: invalid JSON: {exc.msg}")
-            continue
-        if not isinstance(obj, dict):
-            problems.append(f"{name}, line {lineno}: expected a JSON object (one answer record)")
-            continue
+    """Every answer record with its line, read through the import toolkit (BOM, NUL, NaN,
+    nesting depth checked like every importer; latency and cost below). Raises RunRejected."""
+    problems = Problems(limit=MAX_ERRORS)
+    records = []
+    for lineno, obj in iter_json_lines(MemorySource(text, name), problems, what="answer record"):
         records.append((lineno, obj))
     if problems:
-        raise RunRejected(problems[:MAX_ERRORS], source=name)
+        raise _rejected(problems, name)
     return records
+
+
+def _rejected(problems, name: str):
+    rejection = problems.rejection(name)
+    return RunRejected(
+        [f"{name}, {line}" for line in rejection.errors], source=name, problems=rejection.problems
+    )
 
 
 def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     """Validate every answer record: required fields, known question ids (triples of
-    ``version``), known passage ids (corpus blocks), ranks, one record per question and
-    system. Raises RunRejected with line-numbered problems."""
+    ``version``), known passage ids (corpus blocks), ranks (integers ≥ 1, none tied, no passage
+    twice: ``scoring.probe.check_ranks``), latency and cost finite and ≥ 0, one record per
+    question and system. Raises RunRejected with line-numbered problems."""
 
     records = _records(text, name)
     packets = version_packets(version)
@@ -102,16 +105,25 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
             )
         seen.setdefault(key, lineno)
         retrieved = rec.get("retrieved_passages")
-        if not isinstance(retrieved, list):
-            problems.append(f"{where}: retrieved_passages: expected a list of {{passage_id, rank}}")
+        # One rule for ranks, shared with the library: integers ≥ 1, no rank or passage twice.
+        rank_problem = check_ranks(retrieved)
+        if rank_problem:
+            problems.append(f"{where}: {rank_problem}")
             retrieved = []
         for i, p in enumerate(retrieved):
-            if not isinstance(p, dict) or not isinstance(p.get("rank"), int) or p["rank"] < 1:
-                problems.append(f"{where}: retrieved_passages[{i}]: needs passage_id and rank ≥ 1")
-            elif str(p.get("passage_id")) not in known_passages:
+            if str(p.get("passage_id")) not in known_passages:
                 problems.append(
                     f"{where}: retrieved_passages[{i}]: unknown passage id {p.get('passage_id')!r}"
                 )
+        for key in ("latency_s", "latency_ms", "cost_usd"):
+            value = rec.get(key)
+            if value is not None and not (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value >= 0
+            ):
+                problems.append(f"{where}: {key}: expected a finite number ≥ 0, got {value!r}")
         citations = rec.get("citations")
         if not isinstance(citations, list):
             problems.append(f"{where}: citations: expected a list of passage ids")
@@ -155,8 +167,11 @@ def score_answer_log(*, job: ScoringJob, progress):
     strata = dict(job.version.rows.values_list("triple_id", "task_type"))
     aggregates, per_query = [], []
     for system_id, summary in report.systems.items():
-        pcs = [a.final_pcs for a in report.answers if a.system_id == system_id]
-        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed)
+        mine = [a for a in report.answers if a.system_id == system_id]
+        pcs = [a.final_pcs for a in mine]
+        # Seed 004 §5.1/A.1: resample within domain x task family.
+        boot_strata = [f"{a.domain or ''}|{a.task_family}" for a in mine]
+        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed, strata=boot_strata)
         stratum = f"system:{system_id}"
         aggregates.append(
             ScoreAggregate(
@@ -206,6 +221,7 @@ def score_answer_log(*, job: ScoringJob, progress):
         summary={
             "systems": summary,
             "n_answers": len(report.answers),
+            "ci_strata": {"by": ["domain", "task_family"]},
             "labels": len(labels),
             "label_records": labels,
             "configuration": job.calibration.label if job.calibration else "seed 004 defaults",

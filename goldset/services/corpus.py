@@ -1,8 +1,10 @@
 """Importing the corpus: JSONL document manifests and Unrag dataset JSON v1 files.
 
-The whole file is parsed and checked before anything is written; the write is one transaction.
-A bad file raises :class:`~goldset.exceptions.ImportRejected` listing every problem as
-``line N: field: reason`` (JSONL) or ``documents[i].field: reason`` (Unrag JSON), and stores nothing.
+The file is read as a stream through the import toolkit (:mod:`goldset.imports`): the whole file
+is checked first, then written in one transaction with bulk inserts (see
+:func:`goldset.imports.batches.run_import`). A bad file raises
+:class:`~goldset.exceptions.ImportRejected` listing every problem as ``line N: field: reason``
+(JSONL) or ``documents[i].field: reason`` (Unrag JSON), and stores nothing.
 
 Versions are append-only. For each block version in the file:
 
@@ -14,20 +16,28 @@ Versions are append-only. For each block version in the file:
 
 import datetime as dt
 import hashlib
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
-from django.db import transaction
-
-from goldset.exceptions import ImportRejected
+from goldset.imports.batches import run_import
+from goldset.imports.errors import Problems
+from goldset.imports.fields import At, column_length
+from goldset.imports.reader import (
+    ByteSource,
+    as_source,
+    iter_json_array_items,
+    iter_json_lines,
+    sniff_single_document,
+)
 from goldset.models import Block, BlockVersion, Document, Domain
 from goldset.services.resolution import mark_superseded_pins
 from workbench.services.audit import record_event
 
-MAX_REPORTED_ERRORS = 50
 DEFAULT_UNRAG_AUTHORITY = Decimal("0.5")
+ID_LENGTH = column_length(Document, "document_id")
+TITLE_LENGTH = column_length(Document, "title")
+SECTION_LENGTH = column_length(BlockVersion, "section")
 
 
 @dataclass
@@ -40,6 +50,8 @@ class VersionSpec:
     page_end: int | None = None
     effective_from: dt.date | None = None
     effective_to: dt.date | None = None
+    line: int | None = None
+    path: str = ""
 
     @property
     def sha256(self) -> str:
@@ -52,6 +64,8 @@ class BlockSpec:
     block_id: str
     position: int
     versions: list[VersionSpec] = field(default_factory=list)
+    line: int | None = None
+    path: str = ""
 
 
 @dataclass
@@ -63,6 +77,10 @@ class DocumentSpec:
     authority: Decimal
     metadata: dict
     blocks: list[BlockSpec] = field(default_factory=list)
+    line: int | None = None
+    path: str = ""
+    # Unrag: a later entry of a document met earlier in the file only adds blocks to it.
+    blocks_only: bool = False
 
 
 @dataclass
@@ -91,409 +109,332 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class _Problems:
-    def __init__(self):
-        self.items: list[str] = []
-
-    def add(self, where: str, message: str) -> None:
-        self.items.append(f"{where}: {message}")
-
-    def __bool__(self):
-        return bool(self.items)
-
-
 # ---------------------------------------------------------------- parsing (no database)
 
 
-def _text(obj: dict, key: str, where: str, problems: _Problems, *, required=True) -> str:
-    value = obj.get(key)
-    if value is None or value == "":
-        if required:
-            problems.add(f"{where}{key}", "missing (expected a non-empty string)")
-        return ""
-    if not isinstance(value, str):
-        problems.add(f"{where}{key}", f"expected a string, got {type(value).__name__}")
-        return ""
-    return value
+def _where(at: At) -> str:
+    return " ".join(filter(None, [f"line {at.line}" if at.line else "", at.prefix])) or "file"
 
 
-def _date(obj: dict, key: str, where: str, problems: _Problems) -> dt.date | None:
-    value = obj.get(key)
-    if value in (None, ""):
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except (TypeError, ValueError):
-        problems.add(f"{where}{key}", f"expected a date YYYY-MM-DD, got {value!r}")
-        return None
-
-
-def _pages(obj: dict, where: str, problems: _Problems) -> tuple[int | None, int | None]:
+def _pages(obj: dict, at: At) -> tuple[int | None, int | None]:
     value = obj.get("page_range")
     if value in (None, []):
         return None, None
     if (
         isinstance(value, list)
         and 1 <= len(value) <= 2
-        and all(isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in value)
+        and all(isinstance(p, int) and not isinstance(p, bool) and 0 <= p < 2**31 for p in value)
     ):
         start, end = value[0], value[-1]
         if end < start:
-            problems.add(f"{where}page_range", f"end page {end} is before start page {start}")
+            at.add("page_range", f"end page {end} is before start page {start}")
         return start, end
-    problems.add(f"{where}page_range", f"expected [start, end] page numbers, got {value!r}")
+    at.add("page_range", f"got {value!r}", "[start, end] page numbers")
     return None, None
 
 
-def _version_spec(
-    obj, where: str, problems: _Problems, *, text_field: str = "text"
-) -> VersionSpec | None:
+def _version_spec(obj, at: At, *, text_field: str = "text") -> VersionSpec | None:
     if not isinstance(obj, dict):
-        problems.add(where.rstrip("."), "expected an object")
+        at.problems.add(at.line, at.prefix, "expected an object")
         return None
-    text = _text(obj, text_field, where, problems)
-    version = obj.get("version")
-    if version is not None and (
-        not isinstance(version, int) or isinstance(version, bool) or version < 1
-    ):
-        problems.add(f"{where}version", f"expected a whole number ≥ 1, got {version!r}")
-        version = None
-    page_start, page_end = _pages(obj, where, problems)
+    version = at.whole(obj.get("version"), "version", minimum=1)
+    page_start, page_end = _pages(obj, at)
     spec = VersionSpec(
-        where=where.rstrip("."),
-        text=text,
+        where=_where(at),
+        text=at.text(obj, text_field),
         version=version,
-        section=_text(obj, "section", where, problems, required=False),
+        section=at.text(obj, "section", required=False, max_length=SECTION_LENGTH),
         page_start=page_start,
         page_end=page_end,
-        effective_from=_date(obj, "effective_from", where, problems),
-        effective_to=_date(obj, "effective_to", where, problems),
+        effective_from=at.date(obj, "effective_from"),
+        effective_to=at.date(obj, "effective_to"),
+        line=at.line,
+        path=at.prefix,
     )
     if spec.effective_from and spec.effective_to and spec.effective_to < spec.effective_from:
-        problems.add(
-            f"{where}effective_to",
-            f"{spec.effective_to} is before effective_from {spec.effective_from}",
+        at.add(
+            "effective_to", f"{spec.effective_to} is before effective_from {spec.effective_from}"
         )
     return spec
 
 
-def _authority(value, where: str, problems: _Problems) -> Decimal:
-    try:
-        number = Decimal(str(value))
-    except (InvalidOperation, ValueError):
-        problems.add(where, f"expected a number between 0 and 1, got {value!r}")
-        return Decimal(0)
-    if isinstance(value, bool) or not (0 <= number <= 1):
-        problems.add(where, f"expected a number between 0 and 1, got {value!r}")
-    return number.quantize(Decimal("0.001"))
+def _authority(value, at: At, key: str) -> Decimal:
+    number = at.number(value, key, minimum=0, maximum=1, places="0.001")
+    return number if number is not None else Decimal(0)
 
 
-def parse_manifest_lines(lines, problems: _Problems) -> list[DocumentSpec]:
-    documents = []
-    for lineno, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if not line:
+def manifest_document(lineno: int, obj: dict, problems: Problems) -> DocumentSpec:
+    """One JSONL manifest line as a document spec (problems recorded, never raised)."""
+    at = At(problems, lineno)
+    if "authority" not in obj:
+        at.add("authority", "missing", "a number between 0 and 1")
+    metadata = obj.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        at.add("metadata", f"got {type(metadata).__name__}", "an object")
+    doc = DocumentSpec(
+        where=f"line {lineno}",
+        document_id=at.identifier(obj, "document_id", max_length=ID_LENGTH),
+        title=at.text(obj, "title", max_length=TITLE_LENGTH),
+        domain=at.text(obj, "domain"),
+        authority=_authority(obj.get("authority"), at, "authority")
+        if "authority" in obj
+        else Decimal(0),
+        metadata=metadata if isinstance(metadata, dict) else {},
+        line=lineno,
+    )
+    blocks = obj.get("blocks")
+    if not isinstance(blocks, list) or not blocks:
+        at.add("blocks", "missing", "a non-empty list of blocks")
+        blocks = []
+    for b_index, block in enumerate(blocks):
+        b_at = at / f"blocks[{b_index}]"
+        if not isinstance(block, dict):
+            problems.add(lineno, b_at.prefix, "expected an object")
             continue
-        where = f"line {lineno}: "
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.add(f"line {lineno}", f"not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            problems.add(f"line {lineno}", "expected a JSON object (one document per line)")
-            continue
-        doc = DocumentSpec(
-            where=f"line {lineno}",
-            document_id=_text(obj, "document_id", where, problems),
-            title=_text(obj, "title", where, problems),
-            domain=_text(obj, "domain", where, problems),
-            authority=_authority(obj.get("authority"), f"{where}authority", problems)
-            if "authority" in obj
-            else Decimal(0),
-            metadata=obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {},
+        position = block.get("position", b_index)
+        spec = BlockSpec(
+            where=_where(b_at),
+            block_id=b_at.identifier(block, "block_id", max_length=ID_LENGTH),
+            position=position if isinstance(position, int) and 0 <= position < 2**31 else b_index,
+            line=lineno,
+            path=b_at.prefix,
         )
-        if "authority" not in obj:
-            problems.add(f"{where}authority", "missing (expected a number between 0 and 1)")
-        blocks = obj.get("blocks")
-        if not isinstance(blocks, list) or not blocks:
-            problems.add(f"{where}blocks", "missing (expected a non-empty list of blocks)")
-            blocks = []
-        for b_index, block in enumerate(blocks):
-            b_where = f"{where}blocks[{b_index}]."
-            if not isinstance(block, dict):
-                problems.add(b_where.rstrip("."), "expected an object")
-                continue
-            spec = BlockSpec(
-                where=b_where.rstrip("."),
-                block_id=_text(block, "block_id", b_where, problems),
-                position=block.get("position", b_index)
-                if isinstance(block.get("position", b_index), int)
-                else b_index,
+        versions = block.get("versions")
+        if not isinstance(versions, list) or not versions:
+            b_at.add("versions", "missing", "a non-empty list of versions")
+            versions = []
+        for v_index, version in enumerate(versions):
+            v = _version_spec(version, b_at / f"versions[{v_index}]")
+            if v is not None:
+                spec.versions.append(v)
+        doc.blocks.append(spec)
+    return doc
+
+
+def unrag_document(
+    index: int, raw, problems: Problems, *, default_domain: str | None, seen: set[str]
+) -> DocumentSpec | None:
+    """One entry of an Unrag file's ``documents`` as a document spec. ``seen`` holds the
+    document ids met so far: a later entry naming the same ``metadata.document_id`` adds a
+    block to that document."""
+    at = At(problems, None, f"documents[{index}]")
+    if not isinstance(raw, dict):
+        problems.add(None, at.prefix, "expected an object")
+        return None
+    source_id = at.identifier(raw, "sourceId", max_length=ID_LENGTH)
+    if "content" not in raw and "loaderRef" in raw:
+        at.add("content", "missing: loaderRef documents cannot be imported, inline the content")
+        return None
+    meta = raw.get("metadata") or {}
+    if not isinstance(meta, dict):
+        at.add("metadata", "expected an object")
+        meta = {}
+    m_at = at / "metadata"
+    domain = meta.get("domain") or default_domain or ""
+    if not domain:
+        m_at.add("domain", "missing (set it per document or choose a domain for the file)")
+    elif not isinstance(domain, str):
+        m_at.add("domain", f"got {domain!r}", "a domain slug")
+        domain = ""
+    version = _version_spec(
+        {
+            "content": raw.get("content"),
+            "section": meta.get("section"),
+            "page_range": meta.get("page_range"),
+            "effective_from": meta.get("effective_from"),
+            "effective_to": meta.get("effective_to"),
+        },
+        at,
+        text_field="content",
+    )
+    authority = (
+        _authority(meta["authority"], m_at, "authority")
+        if "authority" in meta
+        else DEFAULT_UNRAG_AUTHORITY
+    )
+    block_id = m_at.identifier(meta, "block_id", max_length=ID_LENGTH, required=False) or source_id
+    document_id = (
+        m_at.identifier(meta, "document_id", max_length=ID_LENGTH, required=False) or source_id
+    )
+    title = m_at.text(meta, "title", required=False, max_length=TITLE_LENGTH) or source_id
+    kept_meta = {
+        k: v
+        for k, v in meta.items()
+        if k not in {"domain", "authority", "block_id", "document_id", "title"}
+    }
+    kept_meta["sourceId"] = source_id
+    blocks_only = bool(meta.get("document_id")) and document_id in seen
+    seen.add(document_id)
+    return DocumentSpec(
+        where=at.prefix,
+        document_id=document_id,
+        title=title[:TITLE_LENGTH],
+        domain=domain,
+        authority=authority,
+        metadata=kept_meta,
+        blocks=[
+            BlockSpec(
+                where=at.prefix,
+                block_id=block_id,
+                position=0,
+                versions=[version] if version else [],
+                path=at.prefix,
             )
-            versions = block.get("versions")
-            if not isinstance(versions, list) or not versions:
-                problems.add(
-                    f"{b_where}versions", "missing (expected a non-empty list of versions)"
-                )
-                versions = []
-            for v_index, version in enumerate(versions):
-                v = _version_spec(version, f"{b_where}versions[{v_index}].", problems)
-                if v is not None:
-                    spec.versions.append(v)
-            doc.blocks.append(spec)
-        documents.append(doc)
-    if not documents and not problems:
-        problems.add("line 1", "the file holds no documents")
-    return documents
+        ],
+        blocks_only=blocks_only,
+        path=at.prefix,
+    )
 
 
-def parse_unrag(
-    obj: dict, problems: _Problems, *, default_domain: str | None
-) -> list[DocumentSpec]:
-    if obj.get("version") != "1":
-        problems.add("version", f'expected "1" (Unrag dataset JSON v1), got {obj.get("version")!r}')
-    docs = obj.get("documents")
-    if not isinstance(docs, list) or not docs:
-        problems.add("documents", "missing (expected a non-empty list of documents)")
-        return []
-    documents = []
-    by_document_id: dict[str, DocumentSpec] = {}
-    for index, raw in enumerate(docs):
-        where = f"documents[{index}]."
-        if not isinstance(raw, dict):
-            problems.add(where.rstrip("."), "expected an object")
-            continue
-        source_id = _text(raw, "sourceId", where, problems)
-        if "content" not in raw and "loaderRef" in raw:
+def detect_format(source: ByteSource) -> str:
+    """``unrag`` for one Unrag dataset JSON document, else ``jsonl``."""
+    return (
+        "unrag" if sniff_single_document(source, key="documents", unless="document_id") else "jsonl"
+    )
+
+
+class _CorpusFile:
+    """Reads a corpus file as document specs: one per manifest line or per Unrag entry."""
+
+    def __init__(self, *, default_domain: str | None):
+        self.default_domain = default_domain
+        self.fmt = "jsonl"
+        self.seen_unrag: set[str] = set()
+
+    def records(self, source: ByteSource, problems: Problems, progress=None):
+        self.fmt = detect_format(source)
+        if self.fmt == "jsonl":
+            for lineno, obj in iter_json_lines(
+                source, problems, what="document", progress=progress
+            ):
+                yield manifest_document(lineno, obj, problems)
+            return
+        self.seen_unrag = set()
+        header: dict = {}
+        count = 0
+        for index, raw in iter_json_array_items(
+            source, problems, array="documents", header=header, progress=progress
+        ):
+            count += 1
+            spec = unrag_document(
+                index,
+                raw,
+                problems,
+                default_domain=self.default_domain,
+                seen=self.seen_unrag,
+            )
+            if spec is not None:
+                yield spec
+        if header.get("version") != "1":
             problems.add(
-                f"{where}content",
-                "missing: loaderRef documents cannot be imported, inline the content",
+                None,
+                "version",
+                f'expected "1" (Unrag dataset JSON v1), got {header.get("version")!r}',
             )
-            continue
-        meta = raw.get("metadata") or {}
-        if not isinstance(meta, dict):
-            problems.add(f"{where}metadata", "expected an object")
-            meta = {}
-        domain = meta.get("domain") or default_domain or ""
-        if not domain:
-            problems.add(
-                f"{where}metadata.domain",
-                "missing (set it per document or choose a domain for the file)",
-            )
-        version = _version_spec(
-            {
-                "content": raw.get("content"),
-                "section": meta.get("section"),
-                "page_range": meta.get("page_range"),
-                "effective_from": meta.get("effective_from"),
-                "effective_to": meta.get("effective_to"),
-            },
-            where,
-            problems,
-            text_field="content",
-        )
-        authority = (
-            _authority(meta["authority"], f"{where}metadata.authority", problems)
-            if "authority" in meta
-            else DEFAULT_UNRAG_AUTHORITY
-        )
-        block_id = meta.get("block_id") or source_id
-        document_id = meta.get("document_id") or source_id
-        kept_meta = {
-            k: v
-            for k, v in meta.items()
-            if k not in {"domain", "authority", "block_id", "document_id", "title"}
-        }
-        kept_meta["sourceId"] = source_id
-        same_document = by_document_id.get(document_id)
-        if same_document is not None and meta.get("document_id"):
-            # Several blocks of one document (e.g. a gold-version export): one document spec.
-            same_document.blocks.append(
-                BlockSpec(
-                    where=where.rstrip("."),
-                    block_id=block_id,
-                    position=len(same_document.blocks),
-                    versions=[version] if version else [],
-                )
-            )
-            continue
-        documents.append(
-            DocumentSpec(
-                where=where.rstrip("."),
-                document_id=document_id,
-                title=meta.get("title") or source_id,
-                domain=domain,
-                authority=authority,
-                metadata=kept_meta,
-                blocks=[
-                    BlockSpec(
-                        where=where.rstrip("."),
-                        block_id=block_id,
-                        position=0,
-                        versions=[version] if version else [],
-                    )
-                ],
-            )
-        )
-        by_document_id.setdefault(document_id, documents[-1])
-    return documents
+        if not count and not problems:
+            problems.add(None, "documents", "missing", "a non-empty list of documents")
 
 
 def parse_corpus_file(
-    text: str, *, default_domain: str | None = None
+    source, *, default_domain: str | None = None
 ) -> tuple[str, list[DocumentSpec]]:
-    """Detect the format and parse it. Raises ImportRejected with every structural problem."""
-    problems = _Problems()
-    stripped = text.lstrip()
-    documents: list[DocumentSpec] = []
-    fmt = "jsonl"
-    if stripped.startswith("{"):
-        try:
-            whole = json.loads(text)
-        except json.JSONDecodeError:
-            whole = None
-        if isinstance(whole, dict) and "documents" in whole and "document_id" not in whole:
-            fmt = "unrag"
-            documents = parse_unrag(whole, problems, default_domain=default_domain)
-    if fmt == "jsonl":
-        documents = parse_manifest_lines(text.splitlines(), problems)
-    if problems:
-        raise ImportRejected(problems.items[:MAX_REPORTED_ERRORS])
-    return fmt, documents
+    """Detect the format and parse the whole file into specs (no database). Raises
+    ImportRejected with every structural problem. For small files: it holds every spec."""
+    source = as_source(source)
+    problems = Problems()
+    reader = _CorpusFile(default_domain=default_domain)
+    documents = list(reader.records(source, problems))
+    problems.raise_if_any(source.name)
+    return reader.fmt, documents
 
 
-# ---------------------------------------------------------------- checking against the database
+# ---------------------------------------------------------------- checking and writing
 
 
-def _check_against_database(documents: list[DocumentSpec], problems: _Problems):
-    domains = {d.slug: d for d in Domain.objects.filter(slug__in={doc.domain for doc in documents})}
-    doc_ids = {doc.document_id for doc in documents}
-    block_ids = [b.block_id for doc in documents for b in doc.blocks]
-    existing_docs = {d.document_id: d for d in Document.objects.filter(document_id__in=doc_ids)}
-    existing_blocks = {
-        b.block_id: b
-        for b in Block.objects.filter(block_id__in=block_ids).select_related("document")
-    }
-    stored: dict[str, dict[int, str]] = defaultdict(dict)
-    for block_id, version, sha in BlockVersion.objects.filter(
-        block__block_id__in=block_ids
-    ).values_list("block__block_id", "version", "sha256"):
-        stored[block_id][version] = sha
+@dataclass
+class _Plan:
+    new_documents: list[Document]
+    changed_documents: list[Document]
+    new_blocks: list[tuple[str, Block]]  # (document_id, block)
+    versions: list[tuple[str, VersionSpec, int]]  # (block_id, spec, number)
 
-    seen_docs: dict[str, str] = {}
-    seen_blocks: dict[str, str] = {}
-    plan: list[
-        tuple[DocumentSpec, BlockSpec, VersionSpec, int]
-    ] = []  # (doc, block, version, number)
-    unchanged = 0
-    for doc in documents:
-        if doc.domain not in domains:
+
+class CorpusImporter:
+    def __init__(self, *, actor, default_domain: str | None, source_name: str):
+        self.actor, self.source_name = actor, source_name
+        self.file = _CorpusFile(default_domain=default_domain)
+        self.domains = {d.slug: d for d in Domain.objects.all()}
+
+    def begin(self, *, writing: bool) -> None:
+        self.writing = writing
+        self.seen_docs: dict[str, str] = {}
+        self.seen_blocks: dict[str, str] = {}
+        self.summary = ImportSummary(format="jsonl")
+
+    def records(self, source, problems, progress):
+        return self.file.records(source, problems, progress)
+
+    def check(self, documents: list[DocumentSpec], problems: Problems) -> _Plan:
+        """Check one batch against the database and the file so far; the plan writes it."""
+        self.summary.format = self.file.fmt
+        doc_ids = {doc.document_id for doc in documents}
+        block_ids = [b.block_id for doc in documents for b in doc.blocks]
+        existing_docs = {
+            d.document_id: d
+            for d in Document.objects.filter(document_id__in=doc_ids).select_related("domain")
+        }
+        existing_blocks = {
+            b.block_id: b
+            for b in Block.objects.filter(block_id__in=block_ids).select_related("document")
+        }
+        stored: dict[str, dict[int, str]] = defaultdict(dict)
+        for block_id, version, sha in BlockVersion.objects.filter(
+            block__block_id__in=block_ids
+        ).values_list("block__block_id", "version", "sha256"):
+            stored[block_id][version] = sha
+        plan = _Plan([], [], [], [])
+        for doc in documents:
+            self._check_document(doc, existing_docs, problems, plan)
+            for block in doc.blocks:
+                self._check_block(doc, block, existing_blocks, stored, problems, plan)
+        return plan
+
+    def _check_document(self, doc, existing_docs, problems, plan) -> None:
+        domain = self.domains.get(doc.domain)
+        if doc.domain and domain is None:
+            known = ", ".join(sorted(self.domains)) or "none"
             problems.add(
-                f"{doc.where}: domain",
-                f"unknown domain {doc.domain!r} (known: {', '.join(sorted(Domain.objects.values_list('slug', flat=True))) or 'none'})",
+                doc.line, _field(doc, "domain"), f"unknown domain {doc.domain!r}", f"one of {known}"
             )
-        if doc.document_id in seen_docs:
+        if doc.blocks_only:
+            return
+        if doc.document_id in self.seen_docs:
             problems.add(
-                f"{doc.where}: document_id",
-                f"{doc.document_id!r} also appears at {seen_docs[doc.document_id]}",
+                doc.line,
+                _field(doc, "document_id"),
+                f"{doc.document_id!r} also appears at {self.seen_docs[doc.document_id]}",
             )
-        seen_docs[doc.document_id] = doc.where
+        self.seen_docs[doc.document_id] = doc.where
         current = existing_docs.get(doc.document_id)
-        if (
-            current is not None
-            and doc.domain in domains
-            and current.domain_id != domains[doc.domain].pk
-        ):
+        if current is not None and domain is not None and current.domain_id != domain.pk:
             problems.add(
-                f"{doc.where}: domain",
-                f"document {doc.document_id!r} is in domain {current.domain.slug!r}; import cannot move it",
+                doc.line,
+                _field(doc, "domain"),
+                f"document {doc.document_id!r} is in domain {current.domain.slug!r}; "
+                "import cannot move it",
             )
-        for block in doc.blocks:
-            if block.block_id in seen_blocks:
-                problems.add(
-                    f"{block.where}: block_id",
-                    f"{block.block_id!r} also appears at {seen_blocks[block.block_id]}",
-                )
-                continue
-            seen_blocks[block.block_id] = block.where
-            owner = existing_blocks.get(block.block_id)
-            if owner is not None and owner.document.document_id != doc.document_id:
-                problems.add(
-                    f"{block.where}: block_id",
-                    f"{block.block_id!r} belongs to document {owner.document.document_id!r}",
-                )
-                continue
-            versions = dict(stored.get(block.block_id, {}))
-            in_file: dict[int, str] = {}
-            for v in block.versions:
-                latest = max(versions) if versions else 0
-                if v.version is not None:
-                    if v.version in in_file:
-                        problems.add(
-                            f"{v.where}: version",
-                            f"duplicate block version: {block.block_id} v{v.version} also at {in_file[v.version]}",
-                        )
-                        continue
-                    in_file[v.version] = v.where
-                    if v.version in versions:
-                        if versions[v.version] == v.sha256:
-                            unchanged += 1
-                        else:
-                            problems.add(
-                                f"{v.where}: text",
-                                f"{block.block_id} v{v.version} already exists with a different text; versions are append-only (omit 'version' to add the next one)",
-                            )
-                        continue
-                    if v.version != latest + 1:
-                        problems.add(
-                            f"{v.where}: version",
-                            f"expected version {latest + 1} for {block.block_id} (versions are consecutive), got {v.version}",
-                        )
-                        continue
-                    number = v.version
-                else:
-                    if versions and versions[latest] == v.sha256:
-                        unchanged += 1
-                        continue
-                    number = latest + 1
-                versions[number] = v.sha256
-                plan.append((doc, block, v, number))
-    return domains, existing_docs, existing_blocks, plan, unchanged
-
-
-# ---------------------------------------------------------------- the service
-
-
-@transaction.atomic
-def import_corpus(
-    *, text: str, actor, source_name: str = "", default_domain: str | None = None
-) -> ImportSummary:
-    """Import a manifest or Unrag file all-or-nothing. Raises ImportRejected (nothing stored).
-
-    Re-importing the same file is a no-op. Returns counts and the ids of versions that supersede
-    an older version of the same block (later protocols mark pinned triples for re-review)."""
-    fmt, documents = parse_corpus_file(text, default_domain=default_domain)
-    problems = _Problems()
-    domains, existing_docs, existing_blocks, plan, unchanged = _check_against_database(
-        documents, problems
-    )
-    if problems:
-        raise ImportRejected(problems.items[:MAX_REPORTED_ERRORS], source=source_name)
-
-    summary = ImportSummary(format=fmt, versions_unchanged=unchanged)
-    docs_by_id = dict(existing_docs)
-    for doc in documents:
-        current = docs_by_id.get(doc.document_id)
+        if domain is None or not doc.document_id:
+            return
         if current is None:
-            docs_by_id[doc.document_id] = Document.objects.create(
-                document_id=doc.document_id,
-                title=doc.title,
-                domain=domains[doc.domain],
-                authority=doc.authority,
-                metadata=doc.metadata,
+            plan.new_documents.append(
+                Document(
+                    document_id=doc.document_id,
+                    title=doc.title,
+                    domain=domain,
+                    authority=doc.authority,
+                    metadata=doc.metadata,
+                )
             )
-            summary.documents_created += 1
         elif (current.title, current.authority, current.metadata) != (
             doc.title,
             doc.authority,
@@ -504,24 +445,93 @@ def import_corpus(
                 doc.authority,
                 doc.metadata,
             )
-            current.save(update_fields=["title", "authority", "metadata"])
-            summary.documents_updated += 1
+            plan.changed_documents.append(current)
 
-    blocks_by_id = dict(existing_blocks)
-    new_versions = []
-    for doc, block, v, number in plan:
-        target = blocks_by_id.get(block.block_id)
-        if target is None:
-            target = Block.objects.create(
-                block_id=block.block_id,
-                document=docs_by_id[doc.document_id],
-                position=block.position,
+    def _check_block(self, doc, block, existing_blocks, stored, problems, plan) -> None:
+        if block.block_id in self.seen_blocks:
+            problems.add(
+                block.line,
+                _field(block, "block_id"),
+                f"{block.block_id!r} also appears at {self.seen_blocks[block.block_id]}",
             )
-            blocks_by_id[block.block_id] = target
-            summary.blocks_created += 1
-        new_versions.append(
+            return
+        self.seen_blocks[block.block_id] = block.where
+        owner = existing_blocks.get(block.block_id)
+        if owner is not None and owner.document.document_id != doc.document_id:
+            problems.add(
+                block.line,
+                _field(block, "block_id"),
+                f"{block.block_id!r} belongs to document {owner.document.document_id!r}",
+            )
+            return
+        if owner is None and block.block_id:
+            plan.new_blocks.append(
+                (doc.document_id, Block(block_id=block.block_id, position=block.position))
+            )
+        versions = dict(stored.get(block.block_id, {}))
+        in_file: dict[int, str] = {}
+        for v in block.versions:
+            latest = max(versions) if versions else 0
+            if v.version is not None:
+                if v.version in in_file:
+                    problems.add(
+                        v.line,
+                        _field(v, "version"),
+                        f"duplicate block version: {block.block_id} v{v.version} also at "
+                        f"{in_file[v.version]}",
+                    )
+                    continue
+                in_file[v.version] = v.where
+                if v.version in versions:
+                    if versions[v.version] == v.sha256:
+                        self.summary.versions_unchanged += 1
+                    else:
+                        problems.add(
+                            v.line,
+                            _field(v, "text"),
+                            f"{block.block_id} v{v.version} already exists with a different "
+                            "text; versions are append-only (omit 'version' to add the next one)",
+                        )
+                    continue
+                if v.version != latest + 1:
+                    problems.add(
+                        v.line,
+                        _field(v, "version"),
+                        f"expected version {latest + 1} for {block.block_id} (versions are "
+                        f"consecutive), got {v.version}",
+                    )
+                    continue
+                number = v.version
+            else:
+                if versions and versions[latest] == v.sha256:
+                    self.summary.versions_unchanged += 1
+                    continue
+                number = latest + 1
+            versions[number] = v.sha256
+            plan.versions.append((block.block_id, v, number))
+
+    def write(self, plan: _Plan) -> None:
+        summary = self.summary
+        Document.objects.bulk_create(plan.new_documents)
+        summary.documents_created += len(plan.new_documents)
+        Document.objects.bulk_update(plan.changed_documents, ["title", "authority", "metadata"])
+        summary.documents_updated += len(plan.changed_documents)
+        doc_ids = {document_id for document_id, _ in plan.new_blocks}
+        documents = dict(
+            Document.objects.filter(document_id__in=doc_ids).values_list("document_id", "pk")
+        )
+        for document_id, block in plan.new_blocks:
+            block.document_id = documents[document_id]
+        Block.objects.bulk_create([block for _, block in plan.new_blocks])
+        summary.blocks_created += len(plan.new_blocks)
+        blocks = dict(
+            Block.objects.filter(
+                block_id__in={block_id for block_id, _, _ in plan.versions}
+            ).values_list("block_id", "pk")
+        )
+        created = BlockVersion.objects.bulk_create(
             BlockVersion(
-                block=target,
+                block_id=blocks[block_id],
                 version=number,
                 text=v.text,
                 section=v.section,
@@ -531,16 +541,46 @@ def import_corpus(
                 effective_to=v.effective_to,
                 sha256=v.sha256,
             )
+            for block_id, v, number in plan.versions
         )
-    created = BlockVersion.objects.bulk_create(new_versions)
-    summary.versions_created = len(created)
-    summary.superseding_version_ids = [v.pk for v in created if v.version > 1]
-    mark_superseded_pins(superseding_version_ids=summary.superseding_version_ids, actor=actor)
-    record_event(
-        actor=actor,
-        verb="corpus_imported",
-        object_type="corpus",
-        object_id=source_name[:128],
-        detail={**summary.as_dict(), "file_sha256": sha256_text(text)},
+        summary.versions_created += len(created)
+        superseding = [v.pk for v in created if v.version > 1]
+        summary.superseding_version_ids.extend(superseding)
+        if superseding:
+            mark_superseded_pins(superseding_version_ids=superseding, actor=self.actor)
+
+    def finish(self, *, source) -> ImportSummary:
+        record_event(
+            actor=self.actor,
+            verb="corpus_imported",
+            object_type="corpus",
+            object_id=self.source_name[:128],
+            detail={**self.summary.as_dict(), "file_sha256": getattr(source, "sha256", "")},
+        )
+        return self.summary
+
+
+def _field(spec, key: str) -> str:
+    return f"{spec.path}.{key}" if spec.path else key
+
+
+def import_corpus(
+    *,
+    source,
+    actor,
+    source_name: str = "",
+    default_domain: str | None = None,
+    progress=None,
+    on_written=None,
+) -> ImportSummary:
+    """Import a manifest or Unrag file all or nothing, streaming (see the module docstring).
+
+    ``source`` is bytes, text, a Path or a stored upload. Raises ImportRejected (nothing
+    stored). Re-importing the same file is a no-op. Returns counts and the ids of versions that
+    supersede an older version of the same block (their pinned triples are marked for
+    re-review in the same transaction)."""
+    source = as_source(source, name=source_name)
+    importer = CorpusImporter(
+        actor=actor, default_domain=default_domain, source_name=source_name or source.name
     )
-    return summary
+    return run_import(importer=importer, source=source, progress=progress, on_written=on_written)

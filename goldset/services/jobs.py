@@ -24,10 +24,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db.models import Min
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.models import JobStatus, OutboxMessage, ReconcilerRun, ScoringJob
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, SCORING_OUTBOX_KIND
 from goldset.services import outbox
@@ -66,12 +66,12 @@ def reconcile(*, trigger: str = "command", now: dt.datetime | None = None) -> di
     for kind in list(_JOB_KINDS.values()):
         try:
             summary[kind.name] = kind.reconcile(now=started)
-        except Exception as exc:  # noqa: BLE001 - one kind must not stop the others
+        except Exception as exc:
             logger.exception("reconciling %s failed", kind.name)
             summary[kind.name] = {"error": f"{type(exc).__name__}: {exc}"}
     try:
         summary["outbox"] = outbox.reconcile_outbox(now=started)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         logger.exception("reconciling the outbox failed")
         summary["outbox"] = {"error": f"{type(exc).__name__}: {exc}"}
     ReconcilerRun.objects.update_or_create(
@@ -82,7 +82,7 @@ def reconcile(*, trigger: str = "command", now: dt.datetime | None = None) -> di
 
 
 def reconcile_interval() -> int:
-    return getattr(settings, "RECONCILE_INTERVAL_SECONDS", 30)
+    return tunable("RECONCILE_INTERVAL_SECONDS")
 
 
 def last_reconciler_run(*, trigger: str = "beat") -> ReconcilerRun | None:

@@ -23,12 +23,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.models import OutboxMessage
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _kinds() -> dict[str, OutboxKind]:
 
 def redispatch_seconds() -> int:
     """A published message no worker picked up after this long is assumed lost."""
-    return getattr(settings, "OUTBOX_REDISPATCH_SECONDS", 120)
+    return tunable("OUTBOX_REDISPATCH_SECONDS")
 
 
 def enqueue(
@@ -128,7 +128,7 @@ def relay_outbox(*, ids: list[int] | None = None, limit: int = RELAY_BATCH) -> d
             if kind is None:
                 raise LookupError(f"no publisher registered for outbox kind {message.kind!r}")
             kind.publish(message)
-        except Exception as exc:  # noqa: BLE001 - the broker is down or refused: retry later
+        except Exception as exc:
             failed += 1
             OutboxMessage.objects.filter(pk=message.pk, started_at__isnull=True).update(
                 dispatched_at=None, last_error=f"{type(exc).__name__}: {exc}"[:2000]
@@ -201,7 +201,7 @@ def reconcile_outbox(*, now: dt.datetime | None = None) -> dict:
         dispatched_at__lt=now - lost_after,
         available_at__lt=now - lost_after,
     ).update(dispatched_at=None, last_error="published but never picked up; published again")
-    stale_before = now - dt.timedelta(seconds=getattr(settings, "JOB_STALE_SECONDS", 120))
+    stale_before = now - dt.timedelta(seconds=tunable("JOB_STALE_SECONDS"))
     abandoned = 0
     for message in OutboxMessage.objects.filter(
         done_at__isnull=True, started_at__lt=stale_before

@@ -31,8 +31,10 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
-from goldset.services.triples import create_triple, new_revision, reviewers_for
-from workbench.roles import Role, has_role
+from goldset.rules.tiers import TRIPLE, required_for
+from goldset.rules.triple_states import transition
+from goldset.selectors.curation import is_author_or_lead, may_discuss
+from goldset.services.triples import create_triple, new_revision
 from workbench.services.audit import record_event
 
 
@@ -42,8 +44,7 @@ def lock_triple(triple: Triple | int) -> Triple:
 
 
 def _set_state(triple: Triple, state: str, *, actor, verb: str, **detail) -> None:
-    before = triple.state
-    triple.previous_state, triple.state = before, state
+    before = transition(triple, state)
     triple.save()
     record_event(
         actor=actor,
@@ -59,23 +60,6 @@ def _require_state(triple: Triple, *states: str) -> None:
         raise GoldsetError(
             f"{triple.external_id} is {triple.get_state_display().lower()}, not {wanted}."
         )
-
-
-def flagging_reviewer_ids(triple: Triple) -> set[int]:
-    return set(
-        Review.objects.filter(revision__triple=triple, verdict=Verdict.FLAG).values_list(
-            "reviewer_id", flat=True
-        )
-    )
-
-
-def can_discuss(*, user, triple: Triple) -> bool:
-    """The author, a reviewer who flagged the triple, or a lead/admin."""
-    return (
-        user.pk == triple.author_id
-        or has_role(user, Role.LEAD, Role.ADMIN)
-        or user.pk in flagging_reviewer_ids(triple)
-    )
 
 
 def _gold(triple: Triple, revision: TripleRevision, *, actor) -> None:
@@ -106,7 +90,7 @@ def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
     if triple.state != TripleState.PENDING_REVIEW or triple.current_revision_id != revision.pk:
         return triple.state
     reviews = list(revision.reviews.filter(spot_check=False).select_related("reviewer"))
-    if len(reviews) < reviewers_for(triple.tier):
+    if len(reviews) < required_for(TRIPLE, triple.tier):
         return triple.state
     flagged = [r for r in reviews if r.verdict == Verdict.FLAG]
     if not flagged:
@@ -203,7 +187,7 @@ def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
     """Add to a triple's discussion thread (author, flagging reviewers, leads only)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
-    if not can_discuss(user=author, triple=triple):
+    if not may_discuss(user=author, triple=triple):
         raise GoldsetError(
             "Only the author, a flagging reviewer or a lead can join this discussion."
         )
@@ -223,7 +207,7 @@ def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
 
 
 def _require_author_or_lead(user, triple: Triple, what: str) -> None:
-    if user.pk != triple.author_id and not has_role(user, Role.LEAD, Role.ADMIN):
+    if not is_author_or_lead(user=user, triple=triple):
         raise GoldsetError(f"Only the author or a lead can {what} this triple.")
 
 
@@ -264,7 +248,7 @@ def drop_triple(*, triple: Triple, actor, reason: str = "") -> Triple:
     """Discussion → drop (author, a flagging reviewer or a lead)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
-    if not can_discuss(user=actor, triple=triple):
+    if not may_discuss(user=actor, triple=triple):
         raise GoldsetError("Only the author, a flagging reviewer or a lead can drop this triple.")
     triple.resolution = ""
     _set_state(

@@ -3,7 +3,9 @@
 Every figure is computed by the ``scoring`` library (never re-implemented here), on the frozen
 gold JSONL file of the job's version (checksum verified), so a job's numbers equal
 ``python -m scoring retrieval --qrels gold.jsonl --run RUN --all-queries --per-query --ci
---k K --resamples R --seed S`` on the same files (see :func:`reproduce_command`).
+--strata strata.csv --k K --resamples R --seed S`` on the same files (see
+:func:`reproduce_command`); bootstrap intervals resample within domain x task type strata
+(seed 004 §5.1, A.1), listed in the bundle's ``strata.csv`` and the summary's ``ci_strata``.
 
 Jobs always end. The task first *claims* the job under a row lock with a fresh token: a queued
 job, or a running job whose heartbeat is older than ``JOB_STALE_SECONDS`` (its worker was lost,
@@ -15,6 +17,7 @@ reconciler (:func:`reconcile_scoring_jobs`, run by Celery beat and by ``manage.p
 --recover``) requeues lost jobs and fails them with a message after ``max_attempts``.
 """
 
+import csv
 import datetime as dt
 import hashlib
 import io
@@ -29,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 import scoring
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     ExportFormat,
@@ -308,11 +311,11 @@ def dispatch_scoring_job(*, job_id: int) -> None:
 
 
 def stale_seconds() -> int:
-    return getattr(settings, "JOB_STALE_SECONDS", 120)
+    return tunable("JOB_STALE_SECONDS")
 
 
 def max_attempts() -> int:
-    return getattr(settings, "JOB_MAX_ATTEMPTS", 3)
+    return tunable("JOB_MAX_ATTEMPTS")
 
 
 def heartbeat_age(job: ScoringJob, *, now: dt.datetime | None = None) -> float | None:
@@ -551,7 +554,7 @@ class _Heartbeat(threading.Thread):
         self.halt = threading.Event()
 
     def run(self) -> None:
-        interval = getattr(settings, "JOB_HEARTBEAT_SECONDS", 10)
+        interval = tunable("JOB_HEARTBEAT_SECONDS")
         try:
             while not self.halt.wait(interval):
                 try:
@@ -663,7 +666,7 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
         _store(job=job, claim=claim, outcome=outcome, progress=progress)
     except JobAbandoned:
         pass
-    except Exception as exc:  # noqa: BLE001 - any failure is reported on the job page
+    except Exception as exc:  # any failure is reported on the job page
         _record_failure(job_id=job_id, claim=claim, exc=exc, progress=progress)
     finally:
         if beat is not None:
@@ -749,16 +752,20 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
     result = evaluate(qrels, run, k=job.k, all_queries=True)
     progress.enter("bootstrap", 40)
     labels = list(result.per_query)
-    cis = {}
-    for index, label in enumerate(labels):
-        cis[label] = bootstrap_ci(result.per_query[label], n=job.resamples, seed=job.seed)
-        progress.step(40 + int(40 * (index + 1) / len(labels)))
-    progress.enter("breakdown", 82)
     qids = [str(q) for q in result.query_ids]
     strata = dict(
         (t, (d, tt))
         for t, d, tt in job.version.rows.values_list("triple_id", "domain", "task_type")
     )
+    # Seed 004 §5.1/A.1: resample within domain x task family (a triple's task type).
+    boot_strata = bootstrap_strata(qids, strata)
+    cis = {}
+    for index, label in enumerate(labels):
+        cis[label] = bootstrap_ci(
+            result.per_query[label], n=job.resamples, seed=job.seed, strata=boot_strata
+        )
+        progress.step(40 + int(40 * (index + 1) / len(labels)))
+    progress.enter("breakdown", 82)
     aggregates = [
         ScoreAggregate(
             job=job,
@@ -814,10 +821,34 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
         "aggregate": result.aggregate,
         "ci": {label: [cis[label].low, cis[label].high] for label in labels},
         "primary_metric": primary,
+        "ci_strata": strata_summary(boot_strata),
         "run_queries": int(len(pd.unique(run.query_id))),
         "missing_queries": int(result.n_queries - len(set(pd.unique(run.query_id)) & set(qids))),
     }
     return Outcome(per_query=per_query, aggregates=aggregates, summary=summary)
+
+
+def bootstrap_strata(qids: list[str], strata: dict[str, tuple[str, str]]) -> list[str]:
+    """The bootstrap stratum of each query: ``domain|task_type`` of its triple."""
+    return ["|".join(strata.get(q, ("", ""))) for q in qids]
+
+
+def strata_summary(labels: list[str]) -> dict:
+    """What the bundle records about the stratification: the keys and each stratum's size."""
+    sizes: dict[str, int] = defaultdict(int)
+    for label in labels:
+        sizes[label] += 1
+    return {"by": ["domain", "task_type"], "sizes": dict(sorted(sizes.items()))}
+
+
+def strata_csv(job: ScoringJob) -> bytes:
+    """``query_id,stratum`` for every query of a retrieval job (``--strata`` of the CLI)."""
+    rows = job.query_results.order_by("query_id").values_list("query_id", "domain", "task_type")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["query_id", "stratum"])
+    writer.writerows((q, f"{d}|{t}") for q, d, t in rows)
+    return out.getvalue().encode()
 
 
 def _top_k(run, wanted: set[str], k: int) -> dict[str, list[str]]:
@@ -904,7 +935,7 @@ def _insert_query_results(job: ScoringJob, results: list[QueryRow]) -> None:
     table = ScoreQueryResult._meta.db_table
     columns = ", ".join(f'"{c}"' for c in QUERY_RESULT_COLUMNS)
     with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:  # noqa: S608
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for r in results:
                 copy.write_row(
                     (
@@ -932,5 +963,5 @@ def reproduce_command(job: ScoringJob) -> str:
     return (
         f"python -m scoring retrieval --qrels goldset-v{job.version.number}-gold.jsonl "
         f"--run {job.run_filename} --run-format {job.run_format} --k {job.k} --all-queries "
-        f"--per-query --ci --resamples {job.resamples} --seed {job.seed}"
+        f"--per-query --ci --strata strata.csv --resamples {job.resamples} --seed {job.seed}"
     )

@@ -6,16 +6,19 @@ one block *version* and enters ``pending_review`` needing two reviewers (GOLD) o
 """
 
 import datetime as dt
-import json
 import uuid
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.imports.batches import run_import
+from goldset.imports.errors import Problems
+from goldset.imports.fields import At, column_length
+from goldset.imports.reader import as_source, iter_json_lines
 from goldset.models import (
     BlockVersion,
     Customer,
@@ -24,21 +27,17 @@ from goldset.models import (
     Domain,
     Source,
     TaskType,
-    Tier,
     Triple,
     TripleRevision,
     TripleState,
 )
+from goldset.rules.tiers import TRIPLE, required_for
 from goldset.services.customers import _lock_customer, active_permission
 from goldset.services.routing import route_case
+from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
-MAX_REPORTED_ERRORS = 50
-
-
-def reviewers_for(tier: str) -> int:
-    """How many independent reviews a revision of this tier needs before resolution."""
-    return 2 if tier == Tier.GOLD else 1
+ID_LENGTH = column_length(Triple, "external_id")
 
 
 def new_revision(
@@ -58,7 +57,7 @@ def new_revision(
         expected_block_version=block_version,
         expected_answer=expected_answer,
         created_by=actor,
-        reviewers_needed=reviewers_for(triple.tier),
+        reviewers_needed=required_for(TRIPLE, triple.tier),
     )
     triple.current_revision = revision
     return revision
@@ -99,12 +98,15 @@ def create_triple(
     parent: Triple | None = None,
     external_id: str = "",
     added_at: dt.datetime | None = None,
+    imported_by=None,
 ) -> Triple:
     """Create and route a triple with its first revision, state ``pending_review``.
 
-    ``domain`` defaults to the pinned block's document domain. A customer-permissioned triple
-    locks the customer row and needs an active grant. ``llm_verified`` records the (human) author
-    as the verifier of an LLM-generated triple. Raises GoldsetError for any rule violation."""
+        ``domain`` defaults to the pinned block's document domain. A customer-permissioned triple
+        locks the customer row and needs an active grant. ``llm_verified`` records the (human) author
+        as the verifier of an LLM-generated triple. ``imported_by`` (bulk imports) is the user the audit
+    event names as the actor; when it is not the author the event says the import was on the
+    author's behalf. Raises GoldsetError for any rule violation."""
     if task_type not in TaskType.values:
         raise GoldsetError(f"Unknown task type {task_type!r}.")
     if difficulty not in Difficulty.values:
@@ -154,17 +156,22 @@ def create_triple(
         actor=author,
     )
     triple.save(update_fields=["external_id", "current_revision", "updated_at"])
+    detail = {
+        "tier": decision.tier,
+        "routing_rule": decision.rule,
+        "rules_version": decision.rules_version,
+        "block_version_id": block_version.pk,
+        "parent": parent.external_id if parent else None,
+    }
+    if imported_by is not None:
+        detail["imported"] = True
+        if imported_by.pk != author.pk:
+            detail["on_behalf_of"] = author.get_username()
     record_event(
-        actor=author,
+        actor=imported_by or author,
         verb="triple_created",
         obj=triple,
-        detail={
-            "tier": decision.tier,
-            "routing_rule": decision.rule,
-            "rules_version": decision.rules_version,
-            "block_version_id": block_version.pk,
-            "parent": parent.external_id if parent else None,
-        },
+        detail=detail,
     )
     return triple
 
@@ -198,247 +205,234 @@ class TripleLine:
 class TripleImportSummary:
     created: list[str] = field(default_factory=list)
     by_tier: dict[str, int] = field(default_factory=dict)
+    on_behalf: bool = False
 
     def as_dict(self) -> dict:
-        return {"created": len(self.created), "by_tier": self.by_tier}
+        return {"created": len(self.created), "by_tier": self.by_tier, "on_behalf": self.on_behalf}
 
 
-def _str(obj: dict, key: str, where: str, errors: list[str], *, required=True) -> str:
-    value = obj.get(key)
-    if value is None or value == "":
-        if required:
-            errors.append(f"{where}{key}: missing (expected a non-empty string)")
-        return ""
-    if not isinstance(value, str):
-        errors.append(f"{where}{key}: expected a string, got {type(value).__name__}")
-        return ""
-    return value
-
-
-def _choice(obj, key, where, errors, choices, *, default=None) -> str:
-    value = obj.get(key, default)
-    if value not in choices:
-        errors.append(f"{where}{key}: expected one of {', '.join(choices)}, got {value!r}")
-        return ""
-    return value
-
-
-def _parse_line(lineno: int, obj: dict, errors: list[str]) -> TripleLine:
-    where = f"line {lineno}: "
+def _parse_line(lineno: int, obj: dict, problems: Problems) -> TripleLine:
+    at = At(problems, lineno)
     block = obj.get("expected_block")
     meta = obj.get("metadata")
     if not isinstance(block, dict):
-        errors.append(f"{where}expected_block: missing (expected an object with block_id, version)")
+        at.add("expected_block", "missing", "an object with block_id, version")
         block = {}
     if not isinstance(meta, dict):
-        errors.append(f"{where}metadata: missing (expected an object)")
+        at.add("metadata", "missing", "an object")
         meta = {}
-    version = block.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        errors.append(
-            f"{where}expected_block.version: expected a whole number ≥ 1, got {version!r}"
-        )
-        version = 0
+    b, m = at / "expected_block", at / "metadata"
+    version = b.whole(block.get("version"), "version", minimum=1, required=True) or 0
     added_at = None
     if meta.get("added_at") not in (None, ""):
         try:
             added_at = dt.date.fromisoformat(str(meta["added_at"])[:10])
         except ValueError:
-            errors.append(
-                f"{where}metadata.added_at: expected a date YYYY-MM-DD, got {meta['added_at']!r}"
-            )
-    uncertainty = None
-    if meta.get("model_uncertainty") is not None:
-        try:
-            uncertainty = Decimal(str(meta["model_uncertainty"]))
-        except InvalidOperation:
-            uncertainty = Decimal(-1)
-        if isinstance(meta["model_uncertainty"], bool) or not Decimal(0) <= uncertainty <= 1:
-            errors.append(
-                f"{where}metadata.model_uncertainty: expected a number between 0 and 1, "
-                f"got {meta['model_uncertainty']!r}"
-            )
+            m.add("added_at", f"got {meta['added_at']!r}", "a date YYYY-MM-DD")
+    uncertainty = m.number(meta.get("model_uncertainty"), "model_uncertainty", minimum=0, maximum=1)
     adversarial = meta.get("adversarial", False)
     if not isinstance(adversarial, bool):
-        errors.append(f"{where}metadata.adversarial: expected true or false, got {adversarial!r}")
-    m = f"{where}metadata."
-    b = f"{where}expected_block."
+        m.add("adversarial", f"got {adversarial!r}", "true or false")
+    username = column_length(get_user_model(), get_user_model().USERNAME_FIELD)
     return TripleLine(
         lineno=lineno,
-        external_id=_str(obj, "id", where, errors, required=False),
-        question=_str(obj, "question", where, errors),
-        block_id=_str(block, "block_id", b, errors),
+        external_id=at.identifier(obj, "id", max_length=ID_LENGTH, required=False),
+        question=at.text(obj, "question"),
+        block_id=b.identifier(block, "block_id", max_length=200),
         version=version,
-        document_id=_str(block, "document_id", b, errors, required=False),
-        sha256=_str(block, "sha256", b, errors, required=False),
-        expected_answer=_str(obj, "expected_answer", where, errors),
-        domain=_str(meta, "domain", m, errors),
-        difficulty=_choice(meta, "difficulty", m, errors, Difficulty.values, default="standard"),
-        task_type=_choice(meta, "task_type", m, errors, TaskType.values),
-        source=_choice(meta, "source", m, errors, Source.values),
-        added_by=_str(meta, "added_by", m, errors),
+        document_id=b.identifier(block, "document_id", max_length=200, required=False),
+        sha256=b.text(block, "sha256", required=False, max_length=64),
+        expected_answer=at.text(obj, "expected_answer"),
+        domain=m.identifier(meta, "domain", max_length=64),
+        difficulty=m.choice(meta, "difficulty", Difficulty.values, default="standard"),
+        task_type=m.choice(meta, "task_type", TaskType.values),
+        source=m.choice(meta, "source", Source.values),
+        added_by=m.identifier(meta, "added_by", max_length=username, required=False),
         added_at=added_at,
-        customer=_str(meta, "customer", m, errors, required=False),
+        customer=m.identifier(meta, "customer", max_length=64, required=False),
         adversarial=adversarial is True,
         model_uncertainty=uncertainty,
-        human_verified_by=_str(meta, "human_verified_by", m, errors, required=False),
+        human_verified_by=m.identifier(
+            meta, "human_verified_by", max_length=username, required=False
+        ),
     )
 
 
-def parse_triple_lines(text: str) -> tuple[list[TripleLine], list[str]]:
-    """Parse a gold-JSONL file without touching the database: the well-formed lines and every
-    problem found as ``line N: field: reason``."""
-    errors: list[str] = []
-    lines = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            errors.append(f"line {lineno}: expected a JSON object (one triple per line)")
-            continue
-        lines.append(_parse_line(lineno, obj, errors))
-    if not lines and not errors:
-        errors.append("line 1: the file holds no triples")
-    return lines, errors
+class TripleImporter:
+    """Gold-JSONL triples, checked per batch; written through :func:`create_triple`."""
 
+    def __init__(self, *, actor, source_name: str, on_behalf: bool):
+        self.actor, self.source_name, self.on_behalf = actor, source_name, on_behalf
+        self.actor_name = actor.get_username() if actor is not None else ""
 
-def _line_number(error: str) -> int:
-    head = error.split(":", 1)[0]
-    return int(head[5:]) if head.startswith("line ") and head[5:].isdigit() else 0
+    def begin(self, *, writing: bool) -> None:
+        self.seen: dict[str, int] = {}
+        self.summary = TripleImportSummary(on_behalf=self.on_behalf)
 
+    def records(self, source, problems, progress):
+        for lineno, obj in iter_json_lines(source, problems, what="triple", progress=progress):
+            yield _parse_line(lineno, obj, problems)
 
-def _check_lines(lines: list[TripleLine]) -> tuple[dict, dict, dict, dict, list[str]]:
-    errors: list[str] = []
-    User = get_user_model()
-    names = {ln.added_by for ln in lines} | {ln.human_verified_by for ln in lines} - {""}
-    users = {u.username: u for u in User.objects.filter(username__in=names)}
-    domains = {d.slug: d for d in Domain.objects.filter(slug__in={ln.domain for ln in lines})}
-    customers = {
-        c.slug: c for c in Customer.objects.filter(slug__in={ln.customer for ln in lines} - {""})
-    }
-    active = set(
-        CustomerPermission.objects.filter(
-            customer__slug__in=customers, revoked_at__isnull=True
-        ).values_list("customer__slug", flat=True)
-    )
-    versions = {
-        (v.block.block_id, v.version): v
-        for v in BlockVersion.objects.select_related("block__document__domain").filter(
-            block__block_id__in={ln.block_id for ln in lines}
-        )
-    }
-    taken = set(
-        Triple.objects.filter(external_id__in={ln.external_id for ln in lines} - {""}).values_list(
-            "external_id", flat=True
-        )
-    )
-    seen: dict[str, int] = {}
-    for ln in lines:
-        where = f"line {ln.lineno}: "
-        if ln.external_id:
-            if ln.external_id in taken:
-                errors.append(f"{where}id: a triple with the id {ln.external_id!r} already exists")
-            if ln.external_id in seen:
-                errors.append(
-                    f"{where}id: {ln.external_id!r} also appears at line {seen[ln.external_id]}"
-                )
-            seen[ln.external_id] = ln.lineno
+    def _check_people(self, ln: TripleLine, at: At, users: dict) -> None:
         if ln.added_by and ln.added_by not in users:
-            errors.append(f"{where}metadata.added_by: unknown user {ln.added_by!r}")
+            at.add("metadata.added_by", f"unknown user {ln.added_by!r}")
+        elif ln.added_by and ln.added_by != self.actor_name and not self.on_behalf:
+            at.add(
+                "metadata.added_by",
+                f"names {ln.added_by!r}, not you: only an admin importing on behalf of others "
+                "may attribute triples to another user",
+            )
         if ln.human_verified_by and ln.human_verified_by not in users:
-            errors.append(
-                f"{where}metadata.human_verified_by: unknown user {ln.human_verified_by!r}"
+            at.add("metadata.human_verified_by", f"unknown user {ln.human_verified_by!r}")
+        elif ln.human_verified_by and ln.human_verified_by != self.actor_name:
+            at.add(
+                "metadata.human_verified_by",
+                f"names {ln.human_verified_by!r}: a human verification is only recorded from "
+                "that person's own action (omit it, or import as that user)",
             )
-        if ln.domain and ln.domain not in domains:
-            errors.append(f"{where}metadata.domain: unknown domain {ln.domain!r}")
-        if ln.source == Source.CUSTOMER_PERMISSIONED:
-            if not ln.customer:
-                errors.append(
-                    f"{where}metadata.customer: required for customer_permissioned triples"
-                )
-            elif ln.customer not in customers:
-                errors.append(f"{where}metadata.customer: unknown customer {ln.customer!r}")
-            elif ln.customer not in active:
-                errors.append(
-                    f"{where}metadata.customer: {ln.customer!r} has no active permission grant"
-                )
-        elif ln.customer:
-            errors.append(
-                f"{where}metadata.customer: only customer_permissioned triples name a customer"
+        elif ln.human_verified_by and ln.source != Source.LLM_GENERATED:
+            at.add("metadata.human_verified_by", "only llm_generated triples are verified")
+
+    def check(self, lines: list[TripleLine], problems: Problems) -> list:
+        User = get_user_model()
+        names = ({ln.added_by for ln in lines} | {ln.human_verified_by for ln in lines}) - {""}
+        users = {u.get_username(): u for u in User.objects.filter(username__in=names)}
+        domains = {d.slug: d for d in Domain.objects.filter(slug__in={ln.domain for ln in lines})}
+        customers = {
+            c.slug: c
+            for c in Customer.objects.filter(slug__in={ln.customer for ln in lines} - {""})
+        }
+        active = set(
+            CustomerPermission.objects.filter(
+                customer__slug__in=customers, revoked_at__isnull=True
+            ).values_list("customer__slug", flat=True)
+        )
+        versions = {
+            (v.block.block_id, v.version): v
+            for v in BlockVersion.objects.select_related("block__document__domain").filter(
+                block__block_id__in={ln.block_id for ln in lines}
             )
-        if ln.block_id and ln.version:
-            bv = versions.get((ln.block_id, ln.version))
-            if bv is None:
-                errors.append(
-                    f"{where}expected_block: no block version {ln.block_id} v{ln.version} in the corpus"
+        }
+        taken = set(
+            Triple.objects.filter(
+                external_id__in={ln.external_id for ln in lines} - {""}
+            ).values_list("external_id", flat=True)
+        )
+        plan = []
+        for ln in lines:
+            at = At(problems, ln.lineno)
+            if ln.external_id:
+                if ln.external_id in taken:
+                    at.add("id", f"a triple with the id {ln.external_id!r} already exists")
+                if ln.external_id in self.seen:
+                    at.add(
+                        "id", f"{ln.external_id!r} also appears at line {self.seen[ln.external_id]}"
+                    )
+                self.seen[ln.external_id] = ln.lineno
+            self._check_people(ln, at, users)
+            if ln.domain and ln.domain not in domains:
+                at.add("metadata.domain", f"unknown domain {ln.domain!r}")
+            if ln.source == Source.CUSTOMER_PERMISSIONED:
+                if not ln.customer:
+                    at.add("metadata.customer", "required for customer_permissioned triples")
+                elif ln.customer not in customers:
+                    at.add("metadata.customer", f"unknown customer {ln.customer!r}")
+                elif ln.customer not in active:
+                    at.add("metadata.customer", f"{ln.customer!r} has no active permission grant")
+            elif ln.customer:
+                at.add("metadata.customer", "only customer_permissioned triples name a customer")
+            bv = versions.get((ln.block_id, ln.version)) if ln.block_id and ln.version else None
+            if ln.block_id and ln.version and bv is None:
+                at.add(
+                    "expected_block",
+                    f"no block version {ln.block_id} v{ln.version} in the corpus",
                 )
-            else:
+            elif bv is not None:
                 if ln.document_id and ln.document_id != bv.block.document.document_id:
-                    errors.append(
-                        f"{where}expected_block.document_id: {ln.block_id} belongs to "
-                        f"{bv.block.document.document_id!r}, not {ln.document_id!r}"
+                    at.add(
+                        "expected_block.document_id",
+                        f"{ln.block_id} belongs to {bv.block.document.document_id!r}, "
+                        f"not {ln.document_id!r}",
                     )
                 if ln.sha256 and ln.sha256 != bv.sha256:
-                    errors.append(
-                        f"{where}expected_block.sha256: does not match the stored text of "
-                        f"{ln.block_id} v{ln.version}"
+                    at.add(
+                        "expected_block.sha256",
+                        f"does not match the stored text of {ln.block_id} v{ln.version}",
                     )
-    return users, domains, customers, versions, errors
+            author = users.get(ln.added_by) if ln.added_by else self.actor
+            plan.append((ln, author, bv, domains.get(ln.domain), customers.get(ln.customer)))
+        return plan
+
+    def write(self, plan) -> None:
+        for ln, author, block_version, domain, customer in plan:
+            added_at = (
+                dt.datetime.combine(ln.added_at, dt.time(), tzinfo=dt.UTC) if ln.added_at else None
+            )
+            try:
+                triple = create_triple(
+                    author=author,
+                    question=ln.question,
+                    block_version=block_version,
+                    expected_answer=ln.expected_answer,
+                    task_type=ln.task_type,
+                    source=ln.source,
+                    domain=domain,
+                    difficulty=ln.difficulty,
+                    customer=customer,
+                    adversarial=ln.adversarial,
+                    model_uncertainty=ln.model_uncertainty,
+                    llm_verified=bool(ln.human_verified_by) and author.pk == self.actor.pk,
+                    external_id=ln.external_id,
+                    added_at=added_at,
+                    imported_by=self.actor,
+                )
+            except GoldsetError as exc:
+                raise ImportRejected([f"line {ln.lineno}: {exc}"], source=self.source_name) from exc
+            if ln.human_verified_by and author.pk != self.actor.pk:
+                # On behalf of another author, the importing human verified it themselves.
+                triple.human_verified_by = self.actor
+                triple.human_verified_at = timezone.now()
+                triple.save(update_fields=["human_verified_by", "human_verified_at", "updated_at"])
+            self.summary.created.append(triple.external_id)
+            self.summary.by_tier[triple.tier] = self.summary.by_tier.get(triple.tier, 0) + 1
+
+    def finish(self, *, source) -> TripleImportSummary:
+        record_event(
+            actor=self.actor,
+            verb="triples_imported",
+            object_type="triples",
+            object_id=self.source_name[:128],
+            detail={
+                **self.summary.as_dict(),
+                "ids": self.summary.created[:500],
+                "file_sha256": source.sha256,
+            },
+        )
+        return self.summary
 
 
-@transaction.atomic
-def import_triples(*, text: str, actor, source_name: str = "") -> TripleImportSummary:
-    """Import triples in the gold-JSONL shape (DESIGN.md §9), all or nothing.
+def import_triples(
+    *, source, actor, source_name: str = "", on_behalf: bool = False, progress=None, on_written=None
+) -> TripleImportSummary:
+    """Import triples in the gold-JSONL shape (DESIGN.md §9), all or nothing, streaming.
 
     Every line is checked first (structure, users, domains, customers with an active grant,
     block versions and their sha256); any problem raises ImportRejected listing
     ``line N: field: reason`` and nothing is stored. Imported triples are routed by the rules in
     force and enter ``pending_review`` like authored ones: ``tier``, ``reviewed_by`` and
-    ``resolution`` in the file are informational and not trusted."""
-    lines, errors = parse_triple_lines(text)
-    users, domains, customers, versions, db_errors = _check_lines(lines)
-    errors = sorted(errors + db_errors, key=_line_number)  # stable: a line's errors keep order
-    if errors:
-        raise ImportRejected(errors[:MAX_REPORTED_ERRORS], source=source_name)
-    summary = TripleImportSummary()
-    for ln in lines:
-        added_at = (
-            dt.datetime.combine(ln.added_at, dt.time(), tzinfo=dt.UTC) if ln.added_at else None
-        )
-        try:
-            triple = create_triple(
-                author=users[ln.added_by],
-                question=ln.question,
-                block_version=versions[(ln.block_id, ln.version)],
-                expected_answer=ln.expected_answer,
-                task_type=ln.task_type,
-                source=ln.source,
-                domain=domains[ln.domain],
-                difficulty=ln.difficulty,
-                customer=customers.get(ln.customer),
-                adversarial=ln.adversarial,
-                model_uncertainty=ln.model_uncertainty,
-                external_id=ln.external_id,
-                added_at=added_at,
-            )
-        except GoldsetError as exc:
-            raise ImportRejected([f"line {ln.lineno}: {exc}"], source=source_name) from exc
-        if ln.source == Source.LLM_GENERATED and ln.human_verified_by:
-            triple.human_verified_by = users[ln.human_verified_by]
-            triple.human_verified_at = timezone.now()
-            triple.save(update_fields=["human_verified_by", "human_verified_at", "updated_at"])
-        summary.created.append(triple.external_id)
-        summary.by_tier[triple.tier] = summary.by_tier.get(triple.tier, 0) + 1
-    record_event(
-        actor=actor,
-        verb="triples_imported",
-        object_type="triples",
-        object_id=source_name[:128],
-        detail={**summary.as_dict(), "ids": summary.created[:500]},
+    ``resolution`` in the file are informational and not trusted.
+
+    Authorship cannot be forged: ``metadata.added_by`` must be empty or the importing user,
+    unless an admin imports with ``on_behalf=True`` (each triple's audit event then names the
+    importer as actor and the author it was imported for). ``metadata.human_verified_by`` may
+    only name the importing user: a verification is only recorded from that human's action.
+    Raises GoldsetError when ``on_behalf`` is asked by a non-admin or there is no actor."""
+    if actor is None or not getattr(actor, "is_authenticated", False):
+        raise GoldsetError("An import of triples needs the importing user (the author).")
+    if on_behalf and not has_role(actor, Role.ADMIN):
+        raise GoldsetError("Only an admin may import triples on behalf of other authors.")
+    source = as_source(source, name=source_name)
+    importer = TripleImporter(
+        actor=actor, source_name=source_name or source.name, on_behalf=on_behalf
     )
-    return summary
+    return run_import(importer=importer, source=source, progress=progress, on_written=on_written)

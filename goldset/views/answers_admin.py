@@ -3,40 +3,30 @@
 
 import json
 
-from django.contrib import messages
 from django.http import StreamingHttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.utils import timezone
 
-from goldset.exceptions import ImportRejected
 from goldset.forms.answers import JsonlUploadForm
+from goldset.models import ImportKind
 from goldset.selectors import answers as selectors
-from goldset.services.answer_imports import import_answer_logs, import_questions
+from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
-IMPORTERS = {"questions": import_questions, "answers": import_answer_logs}
+KINDS = {"questions": ImportKind.QUESTIONS, "answers": ImportKind.ANSWERS}
 
 
 @role_required(Role.ADMIN)
 def import_files(request):
     kind = request.POST.get("kind", "")
     form = JsonlUploadForm(request.POST or None, request.FILES or None)
-    errors: list[str] = []
-    if request.method == "POST" and kind in IMPORTERS and form.is_valid():
-        try:
-            summary = IMPORTERS[kind](
-                text=form.cleaned_data["file"],
-                actor=request.user,
-                source_name=request.FILES["file"].name,
-            )
-        except ImportRejected as exc:
-            errors = exc.errors
-        else:
-            messages.success(request, f"Imported {request.FILES['file'].name}: {summary.as_dict()}")
-            return redirect("answers:import")
-    context = {"form": form, "errors": errors, "kind": kind}
-    return render(request, "answers/import.html", context, status=200)
+    context = {"form": form, "errors": [], "kind": kind}
+    if request.method == "POST" and kind in KINDS and form.is_valid():
+        return submit_upload(
+            request, kind=KINDS[kind], options={}, template="answers/import.html", context=context
+        )
+    return render(request, "answers/import.html", context)
 
 
 @role_required(Role.ADMIN)

@@ -1,11 +1,10 @@
-from django.contrib import messages
 from django.core.paginator import Paginator
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 
-from goldset.exceptions import ImportRejected
 from goldset.forms.corpus import CorpusImportForm
+from goldset.models import ImportKind
 from goldset.selectors import corpus as selectors
-from goldset.services.corpus import import_corpus
+from goldset.views.imports import submit_upload
 from workbench.roles import ALL_ROLES, Role, role_required
 
 PAGE_SIZE = 25
@@ -51,28 +50,16 @@ def block_detail(request, block_id):
 @role_required(Role.ADMIN)
 def corpus_import(request):
     form = CorpusImportForm(request.POST or None, request.FILES or None)
-    errors: list[str] = []
     if request.method == "POST" and form.is_valid():
         domain = form.cleaned_data["domain"]
-        try:
-            summary = import_corpus(
-                text=form.cleaned_data["file"],
-                actor=request.user,
-                source_name=request.FILES["file"].name,
-                default_domain=domain.slug if domain else None,
-            )
-        except ImportRejected as exc:
-            errors = exc.errors
-        else:
-            counts = summary.as_dict()
-            messages.success(
-                request,
-                "Imported {format}: {documents_created} new documents, {blocks_created} new blocks, "
-                "{versions_created} new versions ({superseding_versions} superseding), "
-                "{versions_unchanged} unchanged.".format(**counts),
-            )
-            return redirect("corpus:import")
-    return render(request, "corpus/import.html", {"form": form, "errors": errors})
+        return submit_upload(
+            request,
+            kind=ImportKind.CORPUS,
+            options={"domain": domain.slug if domain else None},
+            template="corpus/import.html",
+            context={"form": form},
+        )
+    return render(request, "corpus/import.html", {"form": form, "errors": []})
 
 
 def _int(value):

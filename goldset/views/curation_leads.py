@@ -9,13 +9,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from goldset.conf import curation_setting
-from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.exceptions import GoldsetError
 from goldset.forms.curation import NoteForm, SliceDrawForm, SpotCheckDrawForm, TripleImportForm
+from goldset.models import ImportKind
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
 from goldset.services.quality import current_quarter, draw_working_slice
 from goldset.services.reviews import current_iso_week, draw_spot_checks
-from goldset.services.triples import import_triples
+from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 
 LEADS = (Role.LEAD, Role.ADMIN)
@@ -146,20 +147,12 @@ def quality(request):
 @role_required(*LEADS)
 def import_page(request):
     form = TripleImportForm(request.POST or None, request.FILES or None)
-    errors: list[str] = []
     if request.method == "POST" and form.is_valid():
-        try:
-            summary = import_triples(
-                text=form.cleaned_data["file"],
-                actor=request.user,
-                source_name=request.FILES["file"].name,
-            )
-        except ImportRejected as exc:
-            errors = exc.errors
-        else:
-            tiers = ", ".join(f"{n} {tier}" for tier, n in sorted(summary.by_tier.items()))
-            messages.success(
-                request, f"Imported {len(summary.created)} triples ({tiers}); they wait for review."
-            )
-            return redirect("curation:import")
-    return render(request, "curation/import.html", {"form": form, "errors": errors})
+        return submit_upload(
+            request,
+            kind=ImportKind.TRIPLES,
+            options={"on_behalf": form.cleaned_data["on_behalf"]},
+            template="curation/import.html",
+            context={"form": form},
+        )
+    return render(request, "curation/import.html", {"form": form, "errors": []})

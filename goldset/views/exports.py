@@ -10,18 +10,18 @@ from django.views.decorators.vary import vary_on_headers
 
 from goldset.exceptions import GoldsetError
 from goldset.forms.exports import FreezeForm, RunUploadForm
+from goldset.models import ImportKind
 from goldset.rules.exports import SNIPPET_PERMISSION, pick_file
 from goldset.selectors import exports as selectors
 from goldset.services import exports as export_files
 from goldset.services import job_downloads
 from goldset.services.freeze import NothingToFreeze, freeze_gold_version, preview_freeze
 from goldset.services.scoring_jobs import (
-    RunRejected,
     cancel_scoring_job,
-    create_scoring_job,
     job_liveness,
     retry_scoring_job,
 )
+from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -126,32 +126,20 @@ def version_diff(request):
 @role_required(Role.ADMIN)
 def job_list(request):
     form = RunUploadForm(request.POST or None, request.FILES or None)
-    errors: list[str] = []
-    if request.method == "POST" and form.is_valid():
-        upload = form.cleaned_data["file"]
-        try:
-            job = create_scoring_job(
-                version=form.cleaned_data["version"],
-                name=form.cleaned_data["name"],
-                data=upload.read(),
-                filename=upload.name,
-                actor=request.user,
-                k=form.cleaned_data["k"],
-                calibration=form.cleaned_data["calibration"],
-            )
-        except RunRejected as exc:
-            errors = exc.errors
-        else:
-            if job.reused:
-                messages.info(
-                    request,
-                    f"This run (sha256 {job.run_sha256[:12]}…) was already uploaded for "
-                    f"v{job.version.number} with these settings: this is its job #{job.pk}.",
-                )
-            return redirect("exports:job", pk=job.pk)
     page = Paginator(selectors.list_jobs(), PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"form": form, "errors": errors, "page": page}
-    return render(request, "exports/job_list.html", context)
+    if request.method == "POST" and form.is_valid():
+        return submit_upload(
+            request,
+            kind=ImportKind.RUN,
+            options={
+                "version": form.cleaned_data["version"].number,
+                "name": form.cleaned_data["name"],
+                "k": form.cleaned_data["k"],
+            },
+            template="exports/job_list.html",
+            context={"form": form, "page": page},
+        )
+    return render(request, "exports/job_list.html", {"form": form, "errors": [], "page": page})
 
 
 @role_required(Role.ADMIN)

@@ -1,21 +1,29 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from goldset.management.file_import import FileImportCommand
+from goldset.management.file_import import EXIT_REJECTED, FileImportCommand
 from goldset.services.triples import import_triples
 
 
 class Command(FileImportCommand):
-    help = "Import gold triples from a gold-JSONL file (all or nothing); they enter review."
+    help = (
+        "Import gold triples from a gold-JSONL file (all or nothing); they enter review. The "
+        "triples are authored by --actor unless an admin passes --on-behalf."
+    )
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
-        parser.add_argument("--actor", default=None, help="Username recorded in the audit log.")
+        parser.add_argument(
+            "--actor", required=True, help="The importing user (author and audit actor)."
+        )
+        parser.add_argument(
+            "--on-behalf",
+            action="store_true",
+            help="Admins only: keep each line's metadata.added_by as its author (audited).",
+        )
 
-    def handle(self, *args, file, actor, **options):
-        user = None
-        if actor:
-            user = get_user_model().objects.filter(username=actor).first()
-            if user is None:
-                raise CommandError(f"--actor: unknown user {actor!r}")
-        self.run_import(file, import_triples, actor=user)
+    def handle(self, *args, file, actor, on_behalf, **options):
+        user = get_user_model().objects.filter(username=actor).first()
+        if user is None:
+            raise CommandError(f"--actor: unknown user {actor!r}", returncode=EXIT_REJECTED)
+        self.run_import(file, import_triples, actor=user, on_behalf=on_behalf)

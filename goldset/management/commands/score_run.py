@@ -4,10 +4,12 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from goldset.exceptions import GoldsetError
+from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.imports.reader import PathSource
+from goldset.imports.runs import checked_run_bytes
 from goldset.models import GoldVersion, ScoringJob
 from goldset.services.jobs import reconcile
-from goldset.services.scoring_jobs import RunRejected, create_scoring_job
+from goldset.services.scoring_jobs import create_scoring_job
 
 
 class Command(BaseCommand):
@@ -43,16 +45,18 @@ class Command(BaseCommand):
                 job = create_scoring_job(
                     version=version,
                     name=name or file.name,
-                    data=file.read_bytes(),
+                    data=checked_run_bytes(PathSource(file)),
                     filename=file.name,
                     actor=None,
                     k=k,
                     resamples=resamples,
                 )
-        except RunRejected as exc:
-            raise CommandError("rejected, no job created:\n" + "\n".join(exc.errors)) from exc
+        except ImportRejected as exc:
+            raise CommandError(
+                "rejected, no job created:\n" + "\n".join(exc.errors), returncode=2
+            ) from exc
         except (OSError, GoldsetError) as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(str(exc), returncode=2) from exc
         reused = job.reused
         job = ScoringJob.objects.get(pk=job.pk)
         out = {"job": job.pk, "status": job.status, "summary": job.summary}

@@ -32,8 +32,12 @@ def test_import_triples_command_imports_a_good_file(tmp_path, make_user, capsys)
     v = BlockVersionFactory()
     path = tmp_path / "t.jsonl"
     path.write_text(json.dumps(_row(v)) + "\n")
-    call_command("import_triples", str(path))
-    assert json.loads(capsys.readouterr().out) == {"created": 1, "by_tier": {"tier_b": 1}}
+    call_command("import_triples", str(path), actor="author")
+    assert json.loads(capsys.readouterr().out) == {
+        "created": 1,
+        "by_tier": {"tier_b": 1},
+        "on_behalf": False,
+    }
     assert Triple.objects.get().external_id == "cli-1"
 
 
@@ -44,8 +48,8 @@ def test_import_triples_command_rejects_a_bad_file_with_line_numbers(tmp_path, m
     path.write_text(
         json.dumps(_row(v)) + "\n" + json.dumps(_row(v, id="cli-2", difficulty="extreme"))
     )
-    with pytest.raises(CommandError, match="line 2: metadata.difficulty: expected one of"):
-        call_command("import_triples", str(path))
+    with pytest.raises(CommandError, match="line 2: metadata.difficulty: got 'extreme'"):
+        call_command("import_triples", str(path), actor="author")
     assert not Triple.objects.exists()
 
 

@@ -83,8 +83,9 @@ def _line(version, **meta):
 def test_import_accepts_the_gold_jsonl_shape_and_routes_each_triple(author, admin_user):
     v = block_version()
     summary = import_triples(
-        text=_line(v) + "\n\n" + _line(v, id="imp-2", task_type="summarization") + "\n",
+        source=_line(v) + "\n\n" + _line(v, id="imp-2", task_type="summarization") + "\n",
         actor=admin_user,
+        on_behalf=True,
         source_name="batch.jsonl",
     )
     assert summary.created == ["imp-1", "imp-2"]
@@ -103,7 +104,7 @@ def test_export_row_re_imports_to_the_same_content(author, admin_user, make_user
     review(make_user(Role.ANNOTATOR, username="m-okoro"), triple, "confirm")
     row = gold_row(list_gold_triples().get())
     row["id"] = "copy-1"
-    import_triples(text=json.dumps(row), actor=admin_user)
+    import_triples(source=json.dumps(row), actor=admin_user, on_behalf=True)
     copy = gold_row(Triple.objects.select_related("current_revision").get(external_id="copy-1"))
     for key in ("question", "expected_block", "expected_answer"):
         assert copy[key] == row[key]
@@ -123,12 +124,14 @@ def test_import_rejects_the_whole_file_with_line_numbered_errors(author, admin_u
         _line(v, id="imp-1"),
     ]
     with pytest.raises(ImportRejected) as caught:
-        import_triples(text="\n".join(lines), actor=admin_user)
+        import_triples(source="\n".join(lines), actor=admin_user, on_behalf=True)
     errors = caught.value.errors
     assert any(e.startswith("line 2: expected_block.sha256: does not match") for e in errors)
     assert any(e.startswith("line 3: not valid JSON") for e in errors)
     assert any(e.startswith("line 4: metadata.customer: required") for e in errors)
-    assert any(e.startswith("line 5: metadata.task_type: expected one of") for e in errors)
+    assert any(
+        e.startswith("line 5: metadata.task_type: got 'poetry' (expected one of") for e in errors
+    )
     assert any(e.startswith("line 5: metadata.added_by: unknown user 'nobody'") for e in errors)
     assert any(e.startswith("line 6: id: 'imp-1' also appears at line 1") for e in errors)
     assert not Triple.objects.exists()
@@ -141,9 +144,9 @@ def test_import_needs_an_active_grant_for_customer_lines(author, admin_user):
     ok = _line(v, source="customer_permissioned", customer=granted.slug)
     refused = _line(v, id="imp-2", source="customer_permissioned", customer="globex")
     with pytest.raises(ImportRejected) as caught:
-        import_triples(text=ok + "\n" + refused, actor=admin_user)
+        import_triples(source=ok + "\n" + refused, actor=admin_user, on_behalf=True)
     assert caught.value.errors == [
         "line 2: metadata.customer: 'globex' has no active permission grant"
     ]
-    import_triples(text=ok, actor=admin_user)
+    import_triples(source=ok, actor=admin_user, on_behalf=True)
     assert Triple.objects.get().source == Source.CUSTOMER_PERMISSIONED

@@ -21,19 +21,8 @@ from goldset.services.reviews import claim_next_assignment, submit_review
 from tests.factories import BlockVersionFactory, CustomerFactory, DomainFactory
 from tests.goldset.curation_support import block_version, claim, review, write_triple
 from workbench.models import AuditEvent
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        "lead": make_user(Role.LEAD, username="lead"),
-        "admin": make_user(Role.ADMIN, username="admin"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 7)},
-    }
 
 
 def _discussion(team):
@@ -152,14 +141,14 @@ def _corpus_row(domain, text):
 
 def test_new_block_version_marks_gold_and_pending_triples_needs_rereview(team):
     domain = DomainFactory(slug="security_questionnaire")
-    import_corpus(text=as_jsonl([_corpus_row(domain.slug, "AES-256.")]), actor=team["admin"])
+    import_corpus(source=as_jsonl([_corpus_row(domain.slug, "AES-256.")]), actor=team["admin"])
     v1 = BlockVersion.objects.get(block__block_id="blk-enc-01")
     gold = write_triple(team["author"], version=v1)
     review(team["r1"], gold, "confirm")
     review(team["r2"], gold, "confirm")
     pending = write_triple(team["author"], version=v1)
     other = write_triple(team["author"])  # pinned elsewhere: untouched
-    import_corpus(text=as_jsonl([_corpus_row(domain.slug, "AES-256-GCM.")]), actor=team["admin"])
+    import_corpus(source=as_jsonl([_corpus_row(domain.slug, "AES-256-GCM.")]), actor=team["admin"])
     for t in (gold, pending, other):
         t.refresh_from_db()
     assert gold.state == pending.state == TripleState.NEEDS_REREVIEW

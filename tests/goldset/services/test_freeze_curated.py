@@ -17,18 +17,8 @@ from tests.factories import (
     DomainFactory,
 )
 from tests.goldset.curation_support import review, write_triple
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "admin": make_user(Role.ADMIN, username="boss"),
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 3)},
-    }
 
 
 def gold(team, **fields):
@@ -147,7 +137,7 @@ def test_unrag_export_round_trips_through_the_corpus_importer(team, corpus, admi
         )
         for bv in corpus
     }
-    summary = import_corpus(text=text, actor=admin_user, source_name="roundtrip.json")
+    summary = import_corpus(source=text, actor=admin_user, source_name="roundtrip.json")
     assert (summary.documents_created, summary.blocks_created, summary.versions_created) == (
         0,
         0,

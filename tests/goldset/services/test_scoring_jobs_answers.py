@@ -8,7 +8,14 @@ import sys
 
 import pytest
 
-from goldset.models import AnswerRecord, JobStatus, ScoreAggregate, ScoreQueryResult
+from goldset.models import (
+    AnswerRecord,
+    JobStatus,
+    ScoreAggregate,
+    ScoreQueryResult,
+    ScoringJob,
+    ScoringRunChunk,
+)
 from goldset.services import exports
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
 from goldset.services.scoring_jobs import RunRejected, create_scoring_job
@@ -123,7 +130,8 @@ def test_a_bad_answer_log_is_rejected_with_line_numbers(frozen):
     with pytest.raises(RunRejected) as rejected:
         create_scoring_job(version=version, name="rag", data=bad, filename="a.jsonl", actor=admin)
     assert rejected.value.errors == [
-        "a.jsonl, line 4: invalid JSON: Expecting property name enclosed in double quotes"
+        "a.jsonl, line 4: not valid JSON (Expecting property name enclosed in double quotes "
+        "at column 2)"
     ]
     bad = (
         answer_log(record)
@@ -134,6 +142,7 @@ def test_a_bad_answer_log_is_rejected_with_line_numbers(frozen):
         create_scoring_job(version=version, name="rag", data=bad, filename="a.jsonl", actor=admin)
     errors = "\n".join(rejected.value.errors)
     assert "line 2: unknown question id 'nope'" in errors
+    assert (ScoringJob.objects.count(), ScoringRunChunk.objects.count()) == (0, 0)
     assert "line 3: question" in errors and "already appears on line 1" in errors
     assert "line 3: citations: unknown passage id 'ghost'" in errors
 
@@ -195,3 +204,56 @@ def test_a_job_may_score_with_a_pcs_calibration_instead_of_the_defaults(
     stored = ScoreQueryResult.objects.get(job=job)
     assert stored.metrics["final_pcs"] == direct.answers[0].final_pcs
     assert direct.answers[0].raw_pcs != default.answers[0].raw_pcs
+
+
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ('"fast"', "line 1: latency_ms: expected a finite number ≥ 0, got 'fast'"),
+        ("NaN", "line 1: latency_ms: NaN is not allowed"),
+        ("-5", "line 1: latency_ms: expected a finite number ≥ 0, got -5"),
+        ("Infinity", "line 1: latency_ms: Infinity is not allowed"),
+    ],
+    ids=["string", "nan", "negative", "infinity"],
+)
+def test_an_answer_log_with_a_bad_latency_is_rejected_with_line_and_field(frozen, raw, expected):
+    version, record, admin = frozen
+    line = answer_log(record).replace(b'"latency_ms": 1200', f'"latency_ms": {raw}'.encode())
+    with pytest.raises(RunRejected) as rejected:
+        create_scoring_job(version=version, name="rag", data=line, filename="a.jsonl", actor=admin)
+    assert any(expected in e for e in rejected.value.errors), rejected.value.errors
+    assert not ScoringJob.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"retrieved_passages": [{"passage_id": "blk-memo-02", "rank": 1}] * 2},
+            "line 1: retrieved_passages[1].rank: rank 1 is also given to retrieved_passages[0]",
+        ),
+        (
+            {
+                "retrieved_passages": [
+                    {"passage_id": "blk-memo-02", "rank": 1},
+                    {"passage_id": "blk-memo-02", "rank": 2},
+                ]
+            },
+            "line 1: retrieved_passages[1].passage_id: 'blk-memo-02' is also",
+        ),
+        (
+            {"retrieved_passages": [{"passage_id": "blk-memo-02", "rank": "1"}]},
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got '1'",
+        ),
+        ({"latency_ms": -3}, "line 1: latency_ms: expected a finite number ≥ 0, got -3"),
+        ({"citations": "blk-memo-02"}, "line 1: citations: expected a list of passage ids"),
+    ],
+)
+def test_tied_ranks_and_bad_numbers_reject_the_answer_log(frozen, change, expected):
+    version, record, admin = frozen
+    line = json.loads(answer_log(record))
+    line.update(change)
+    data = (json.dumps(line) + "\n").encode()
+    with pytest.raises(RunRejected) as rejected:
+        create_scoring_job(version=version, name="rag", data=data, filename="a.jsonl", actor=admin)
+    assert any(expected in error for error in rejected.value.errors), rejected.value.errors

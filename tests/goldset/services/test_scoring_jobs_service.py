@@ -28,6 +28,7 @@ from goldset.services.scoring_jobs import (
     reconcile_scoring_jobs,
     retry_scoring_job,
     run_scoring_job,
+    strata_csv,
 )
 from tests.factories import gold_row_for, make_gold_corpus
 
@@ -132,6 +133,8 @@ def test_results_equal_the_scoring_cli_on_the_same_files(
     }
     (tmp_path / "gold.jsonl").write_bytes(version.files.get(format="gold_jsonl").chunks.get().data)
     (tmp_path / "run.trec").write_bytes(data)
+    (tmp_path / "strata.csv").write_bytes(strata_csv(job))
+    assert job.summary["ci_strata"]["by"] == ["domain", "task_type"]
     cli = subprocess.run(
         [
             sys.executable,
@@ -145,6 +148,8 @@ def test_results_equal_the_scoring_cli_on_the_same_files(
             "--all-queries",
             "--per-query",
             "--ci",
+            "--strata",
+            str(tmp_path / "strata.csv"),
             "--resamples",
             "2000",
             "--seed",

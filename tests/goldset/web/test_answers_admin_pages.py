@@ -35,9 +35,12 @@ def upload(kind, text, name="file.jsonl"):
     return {"kind": kind, "file": SimpleUploadedFile(name, text.encode())}
 
 
-def test_admin_imports_questions_then_answer_logs(client_for, admin_user, corpus):
+def test_admin_imports_questions_then_answer_logs(
+    client_for, admin_user, corpus, django_capture_on_commit_callbacks
+):
     client = client_for(admin_user)
-    response = client.post(reverse("answers:import"), upload("questions", json.dumps(QUESTION)))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("answers:import"), upload("questions", json.dumps(QUESTION)))
     assert response.status_code == 302 and Question.objects.count() == 1
     answer = {
         "run_id": "run-a",
@@ -47,19 +50,23 @@ def test_admin_imports_questions_then_answer_logs(client_for, admin_user, corpus
         "citations": ["blk-sc-nw-memo-02@v1"],
         "retrieved_passages": [{"passage_id": "blk-sc-nw-memo-02", "rank": 1}],
     }
-    response = client.post(reverse("answers:import"), upload("answers", json.dumps(answer)))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("answers:import"), upload("answers", json.dumps(answer)))
     assert response.status_code == 302 and AnswerRecord.objects.count() == 1
     runs = client.get(reverse("answers:runs")).content.decode()
     assert "sys-a" in runs and "run-a" in runs
 
 
-def test_bad_upload_lists_line_and_field_and_stores_nothing(client_for, admin_user, corpus):
+def test_bad_upload_lists_line_and_field_and_stores_nothing(
+    client_for, admin_user, corpus, django_capture_on_commit_callbacks
+):
     bad = json.dumps({**QUESTION, "gold_evidence": [{"passage_id": "nope", "label": "sufficient"}]})
-    response = client_for(admin_user).post(
-        reverse("answers:import"), upload("questions", "\n" + bad)
-    )
+    client = client_for(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("answers:import"), upload("questions", "\n" + bad))
+    response = client.get(response.url)
     html = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 422
     assert "line 2: gold_evidence[0].passage_id: unknown passage &#x27;nope&#x27;" in html
     assert Question.objects.count() == 0
 

@@ -89,31 +89,39 @@ def test_unknown_document_or_block_is_404(client_for, annotator):
     assert c.get(reverse("corpus:block", args=["nope"])).status_code == 404
 
 
-def test_admin_uploads_a_manifest(client_for, admin_user):
+def test_admin_uploads_a_manifest(client_for, admin_user, django_capture_on_commit_callbacks):
     DomainFactory(slug="federal_it")
     data = b'{"document_id": "d1", "title": "T", "domain": "federal_it", "authority": 0.5, "blocks": [{"block_id": "b1", "versions": [{"text": "x"}]}]}\n'
     upload = io.BytesIO(data)
     upload.name = "m.jsonl"
-    response = client_for(admin_user).post(reverse("corpus:import"), {"file": upload}, follow=True)
-    assert "1 new documents" in response.content.decode()
+    client = client_for(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("corpus:import"), {"file": upload})
+    page = client.get(response.url).content.decode()
+    assert "Imported" in page and "documents_created" in page
     assert Document.objects.filter(document_id="d1").exists()
 
 
-def test_a_bad_upload_shows_every_error_and_stores_nothing(client_for, admin_user):
+def test_a_bad_upload_shows_every_error_and_stores_nothing(
+    client_for, admin_user, django_capture_on_commit_callbacks
+):
     upload = io.BytesIO(
         b'{"document_id": "d1", "title": "T", "domain": "nope", "authority": 0.5, "blocks": [{"block_id": "b1", "versions": [{"text": "x"}]}]}\n{oops\n'
     )
     upload.name = "bad.jsonl"
-    response = client_for(admin_user).post(reverse("corpus:import"), {"file": upload})
+    client = client_for(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("corpus:import"), {"file": upload})
+    response = client.get(response.url)
     html = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 422
     assert "nothing was imported" in html and "line 2: not valid JSON" in html
     assert Document.objects.count() == 0
 
 
-def test_a_non_utf8_upload_is_a_form_error(client_for, admin_user):
+def test_a_non_utf8_upload_is_refused_at_once_with_422(client_for, admin_user):
     upload = io.BytesIO(b"\xff\xfe\x00bad")
     upload.name = "bad.jsonl"
     response = client_for(admin_user).post(reverse("corpus:import"), {"file": upload})
-    assert response.status_code == 200
-    assert "not UTF-8 text" in response.content.decode()
+    assert response.status_code == 422
+    assert "line 1: not valid UTF-8 text" in response.content.decode()

@@ -19,21 +19,10 @@ from goldset.services.resolution import mark_superseded_pins
 from tests.factories import BlockVersionFactory
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.models import AuditEvent
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "review-card"}
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        "lead": make_user(Role.LEAD, username="lead"),
-        "admin": make_user(Role.ADMIN, username="admin"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 5)},
-    }
 
 
 def _next(client):
@@ -312,7 +301,9 @@ def test_admin_creates_grants_and_revokes_a_customer(client_for, team):
     ).exists()
 
 
-def test_import_page_reports_line_numbered_errors_and_imports_good_files(client_for, team):
+def test_import_page_reports_line_numbered_errors_and_imports_good_files(
+    client_for, team, django_capture_on_commit_callbacks
+):
     v = block_version()
     row = {
         "question": "Q?",
@@ -322,7 +313,7 @@ def test_import_page_reports_line_numbered_errors_and_imports_good_files(client_
             "domain": v.block.document.domain.slug,
             "task_type": "factual_qa",
             "source": "public_rfp",
-            "added_by": "author",
+            "added_by": "lead",
         },
     }
     bad = (
@@ -331,12 +322,18 @@ def test_import_page_reports_line_numbered_errors_and_imports_good_files(client_
         + json.dumps({**row, "expected_block": {"block_id": v.block.block_id, "version": 9}})
     )
     c = client_for(team["lead"])
-    page = c.post(reverse("curation:import"), {"file": SimpleUploadedFile("t.jsonl", bad.encode())})
+    with django_capture_on_commit_callbacks(execute=True):
+        posted = c.post(
+            reverse("curation:import"), {"file": SimpleUploadedFile("t.jsonl", bad.encode())}
+        )
+    page = c.get(posted.url)
+    assert page.status_code == 422
     assert "line 2: expected_block: no block version" in page.content.decode()
     assert not Triple.objects.exists()
-    c.post(
-        reverse("curation:import"),
-        {"file": SimpleUploadedFile("t.jsonl", json.dumps(row).encode())},
-    )
-    assert Triple.objects.get().author == team["author"]
+    with django_capture_on_commit_callbacks(execute=True):
+        c.post(
+            reverse("curation:import"),
+            {"file": SimpleUploadedFile("t.jsonl", json.dumps(row).encode())},
+        )
+    assert Triple.objects.get().author == team["lead"]
     assert BlockVersion.objects.count() == 1

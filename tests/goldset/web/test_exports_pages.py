@@ -159,15 +159,18 @@ def test_admin_previews_and_freezes_from_the_page_with_htmx(client_for, admin_us
 
 
 def test_upload_rejects_a_bad_run_with_line_numbers_and_creates_no_job(
-    client_for, admin_user, version
+    client_for, admin_user, version, django_capture_on_commit_callbacks
 ):
     bad = io.BytesIO(
         f"Q-0 Q0 {version.blocks[0]} 1 2.0 s\nQ-77 Q0 {version.blocks[0]} 1 2.0 s\nbroken line\n".encode()
     )
     bad.name = "bad.trec"
-    response = upload(client_for(admin_user), version, bad)
-    html = response.content.decode()
-    assert response.status_code == 200 and "bad.trec, line 3: expected 6 fields" in html
+    admin = client_for(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(admin, version, bad)
+    page = admin.get(response.url)
+    html = page.content.decode()
+    assert page.status_code == 422 and "bad.trec, line 3: expected 6 fields" in html
     assert not ScoringJob.objects.exists()
 
 
@@ -179,10 +182,9 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
         first = upload(admin, version, run_file(version))
         second = upload(admin, version, run_file(version, shift=3, name="other.trec"), name="dense")
     a, b = ScoringJob.objects.order_by("pk")
-    assert (
-        first.url == reverse("exports:job", args=[a.pk])
-        and a.status == b.status == JobStatus.SUCCEEDED
-    )
+    assert a.status == b.status == JobStatus.SUCCEEDED
+    job_page = admin.get(first.url).content.decode()
+    assert reverse("exports:job", args=[a.pk]) in job_page
     partial = admin.get(
         reverse("exports:job", args=[a.pk]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="job-progress"
     )
@@ -200,6 +202,7 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
         b"".join(admin.get(reverse("exports:job_download", args=[a.pk, "json"])).streaming_content)
     )
     assert results["run_sha256"] == a.run_sha256 and "--resamples" in results["reproduce"]
+    assert "--strata strata.csv" in results["reproduce"]
     import zipfile
 
     bundle = zipfile.ZipFile(
@@ -212,11 +215,13 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
     assert set(bundle.namelist()) == {
         "goldset-v1-gold.jsonl",
         "manifest.json",
+        "strata.csv",
         "run.trec",
         "results.json",
         "README.txt",
     }
     assert "python -m scoring retrieval" in bundle.read("README.txt").decode()
+    assert bundle.read("strata.csv").decode().splitlines()[0] == "query_id,stratum"
     compare = admin.get(reverse("exports:compare"), {"jobs": [a.pk, b.pk]}).content.decode()
     assert (
         "Holm" in compare

@@ -113,7 +113,7 @@ def answers_ping(node):
     answer: the next call reconnects)."""
     try:
         return bool(app.control.ping(destination=[node], timeout=0.5))
-    except Exception:  # noqa: BLE001 - the broker just restarted
+    except Exception:
         _forget_connections()
         return False
 
@@ -140,7 +140,7 @@ class Processes:
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,
-            stderr=open(self.tmp_path / f"{uuid.uuid4().hex[:6]}.log", "wb"),  # noqa: SIM115
+            stderr=open(self.tmp_path / f"{uuid.uuid4().hex[:6]}.log", "wb"),
             start_new_session=True,
         )
         self.started.append(proc)

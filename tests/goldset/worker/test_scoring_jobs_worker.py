@@ -20,7 +20,8 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services.freeze import store_frozen_version
-from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.scoring_jobs import create_scoring_job, strata_csv
+from tests.conftest import ROOT, _stop
 from workbench.celery import app
 
 pytestmark = pytest.mark.worker
@@ -87,6 +88,8 @@ def cli_result(tmp_path, job, data):
     )
     (tmp_path / "gold.jsonl").write_bytes(gold)
     (tmp_path / "run.trec").write_bytes(data)
+    strata = tmp_path / "strata.csv"
+    strata.write_bytes(strata_csv(job))
     out = subprocess.run(
         [
             sys.executable,
@@ -99,6 +102,8 @@ def cli_result(tmp_path, job, data):
             str(tmp_path / "run.trec"),
             "--all-queries",
             "--ci",
+            "--strata",
+            str(strata),
             "--resamples",
             str(job.resamples),
             "--seed",
@@ -181,13 +186,28 @@ def test_a_job_on_a_sigkilled_worker_completes_once_on_a_new_worker(
         "DJANGO_SETTINGS_MODULE": "workbench.settings",
         "SECRET_KEY": "worker-test-secret",
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        # The lost job is recognised by its heartbeat's age; a short window keeps the test fast.
+        "JOB_STALE_SECONDS": "5",
+        "RECONCILE_INTERVAL_SECONDS": "2",
     }
     start_worker(env, "second@%h")
-    wait_until(
-        lambda: ScoringJob.objects.get(pk=job.pk).finished,
-        timeout=180,
-        what="the second worker to finish",
+    # Celery beat runs the reconciler, as in docker-compose.yml.
+    beat = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "workbench", "beat"]
+        + ["-s", str(tmp_path / "beat-schedule"), "--loglevel=INFO"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
+    try:
+        wait_until(
+            lambda: ScoringJob.objects.get(pk=job.pk).finished,
+            timeout=240,
+            what="the second worker to finish",
+        )
+    finally:
+        _stop(beat)
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert job.attempts == 2 and job.worker.startswith("second@")

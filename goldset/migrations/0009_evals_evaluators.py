@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0007_rel_jobs_outbox"),
+        ("goldset", "0008_imports_jobs"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

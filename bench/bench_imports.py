@@ -1,0 +1,380 @@
+"""Benchmark: import a valid ~200 MB file of each kind through the upload pages and a worker.
+
+Usage (PostgreSQL and Redis required; the benchmark database is migrated and reset here):
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/gs_bench_imports \
+    REDIS_URL=redis://127.0.0.1:6379/8 python bench/bench_imports.py [--mb 200] [--kinds …]
+
+Files are generated synthetically in /tmp/bench_imports (never committed). For each kind a fresh
+``gunicorn`` (one sync worker: the *web* process) and a fresh ``celery worker --pool=solo`` (the
+*worker* process) are started, so each process's peak RSS (``VmHWM``) belongs to that kind only.
+An admin logs in over HTTP and uploads the file to the kind's page; we time the request (upload
++ storing the file in the database + queueing) and the job (from the response to ``succeeded``),
+and read both processes' peak RSS. Kinds run in dependency order: corpus (JSONL manifest) → Unrag
+JSON → questions (evidence in the corpus) → answer logs (for those questions) → triples.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+WORK = Path("/tmp/bench_imports")
+PORT = 8793
+PASSWORD = "bench-pass-123"
+KINDS = ["corpus", "unrag", "questions", "answers", "triples"]
+PAGES = {
+    "corpus": ("/corpus/import/", {}),
+    "unrag": ("/corpus/import/", {"domain": "federal_it"}),
+    "questions": ("/answers/import/", {"kind": "questions"}),
+    "answers": ("/answers/import/", {"kind": "answers"}),
+    "triples": ("/curation/import/", {}),
+}
+PAD = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
+
+
+def env() -> dict:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "workbench.settings",
+        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-secret"),
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+def setup_django():
+    os.environ.update({k: v for k, v in env().items() if k not in os.environ})
+    import django
+
+    django.setup()
+
+
+# ---------------------------------------------------------------- synthetic files
+
+
+def _lines_until(path: Path, target: int, make) -> int:
+    n = 0
+    with path.open("w", encoding="utf-8") as out:
+        while out.tell() < target:
+            out.write(json.dumps(make(n)) + "\n")
+            n += 1
+    return n
+
+
+def text_of(i: int, size: int) -> str:
+    body = (PAD * (size // len(PAD) + 1))[:size]
+    return f"block {i}: {body}"
+
+
+def generate(mb: int) -> dict[str, int]:
+    """Write every kind's file (if missing) and return its record count."""
+    WORK.mkdir(exist_ok=True)
+    target = mb * 1024 * 1024
+    counts_file = WORK / f"counts-{mb}.json"
+    if counts_file.exists():
+        return json.loads(counts_file.read_text())
+    counts = {}
+    counts["corpus"] = _lines_until(
+        WORK / f"corpus-{mb}.jsonl",
+        target,
+        lambda i: {
+            "document_id": f"doc-{i:07d}",
+            "title": f"Document {i}",
+            "domain": "federal_it",
+            "authority": 0.5,
+            "blocks": [
+                {
+                    "block_id": f"blk-{i:07d}",
+                    "versions": [{"text": text_of(i, 2000), "section": "§1"}],
+                }
+            ],
+        },
+    )
+    n_blocks = counts["corpus"]
+    with (WORK / f"unrag-{mb}.json").open("w", encoding="utf-8") as out:
+        out.write('{"version": "1", "documents": [\n')
+        i = 0
+        while out.tell() < target:
+            if i:
+                out.write(",\n")
+            out.write(
+                json.dumps({"sourceId": f"u-{i:07d}", "content": text_of(i, 2000), "metadata": {}})
+            )
+            i += 1
+        out.write("\n]}\n")
+    counts["unrag"] = i
+    counts["questions"] = _lines_until(
+        WORK / f"questions-{mb}.jsonl",
+        target,
+        lambda i: {
+            "question_id": f"q-{i:07d}",
+            "domain": "federal_it",
+            "task_family": "policy",
+            "task_type": "factual_qa" if i % 2 else "summarization",
+            "question": f"Question {i}: {text_of(i, 700)}?",
+            "uncertainty": round((i % 100) / 100, 2),
+            "gold_evidence": [
+                {"passage_id": f"blk-{i % n_blocks:07d}", "role": "rule", "label": "sufficient"}
+            ],
+        },
+    )
+    n_questions = counts["questions"]
+    counts["answers"] = _lines_until(
+        WORK / f"answers-{mb}.jsonl",
+        target,
+        lambda i: {
+            "run_id": f"run-{i // n_questions}",
+            "system_id": "sys-bench",
+            "question_id": f"q-{i % n_questions:07d}",
+            "answer": f"Answer {i}: {text_of(i, 600)}",
+            "citations": [f"blk-{i % n_blocks:07d}"],
+            "retrieved_passages": [
+                {"passage_id": f"blk-{(i + r) % n_blocks:07d}", "rank": r + 1} for r in range(3)
+            ],
+            "latency_ms": 800 + i % 500,
+            "cost_usd": 0.002,
+        },
+    )
+    counts["triples"] = _lines_until(
+        WORK / f"triples-{mb}.jsonl",
+        target,
+        lambda i: {
+            "id": f"bt-{i:07d}",
+            "question": f"Triple question {i}: {text_of(i, 700)}?",
+            "expected_block": {"block_id": f"blk-{i % n_blocks:07d}", "version": 1},
+            "expected_answer": f"Expected answer {i}.",
+            "metadata": {
+                "domain": "federal_it",
+                "task_type": "factual_qa",
+                "source": "public_rfp",
+                "added_by": "bench-admin",
+            },
+        },
+    )
+    counts_file.write_text(json.dumps(counts))
+    return counts
+
+
+# ---------------------------------------------------------------- processes
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def wait_for(predicate, *, timeout: float, what: str):
+    pause = threading.Event()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        pause.wait(0.2)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def start_web():
+    proc = subprocess.Popen(
+        [
+            str(ROOT / ".venv/bin/gunicorn"),
+            "workbench.wsgi",
+            "--workers=1",
+            f"--bind=127.0.0.1:{PORT}",
+            "--timeout=300",
+        ],
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def up():
+        import requests
+
+        try:
+            return requests.get(f"http://127.0.0.1:{PORT}/login/", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    try:
+        wait_for(up, timeout=60, what="gunicorn")
+    except RuntimeError:
+        stop(proc)
+        raise
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    return proc, int(children[0])
+
+
+def start_worker():
+    from workbench.celery import app
+
+    name = f"bench-imports-{os.getpid()}@%h"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workbench",
+            "worker",
+            "--pool=solo",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            name,
+            "--loglevel=WARNING",
+        ],
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    host = name.replace("%h", os.uname().nodename)
+    wait_for(
+        lambda: bool(app.control.ping(destination=[host], timeout=0.5)),
+        timeout=60,
+        what="celery worker",
+    )
+    return proc
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# ---------------------------------------------------------------- the run
+
+
+def reset_database():
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+
+    from goldset.models import Domain
+
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: the manifest
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND "
+            "(tablename LIKE 'goldset_%%' OR tablename = 'workbench_auditevent')"
+        )
+        tables = [row[0] for row in cursor.fetchall()]
+        # The append-only triggers refuse TRUNCATE on protected tables; the bench database is
+        # scratch, so they are disabled for this reset only.
+        cursor.execute("SET session_replication_role = replica")
+        for table in tables:
+            cursor.execute(f'DELETE FROM "{table}"')
+        cursor.execute("SET session_replication_role = DEFAULT")
+    Domain.objects.get_or_create(slug="federal_it", defaults={"name": "Federal IT"})
+    User = get_user_model()
+    admin, _ = User.objects.get_or_create(username="bench-admin")
+    admin.set_password(PASSWORD)
+    admin.is_superuser = True  # the admin role, without depending on group fixtures
+    admin.save()
+
+
+def login():
+    import requests
+
+    session = requests.Session()
+    base = f"http://127.0.0.1:{PORT}"
+    session.get(f"{base}/login/")
+    response = session.post(
+        f"{base}/login/",
+        data={
+            "username": "bench-admin",
+            "password": PASSWORD,
+            "csrfmiddlewaretoken": session.cookies["csrftoken"],
+        },
+        headers={"Referer": f"{base}/login/"},
+        allow_redirects=False,
+    )
+    assert response.status_code == 302, response.status_code
+    return session
+
+
+def run_kind(kind: str, path: Path) -> dict:
+    from goldset.models import ImportJob
+
+    web, web_worker = start_web()
+    worker = start_worker()
+    try:
+        session = login()
+        url, data = PAGES[kind]
+        base = f"http://127.0.0.1:{PORT}"
+        session.get(base + url)
+        with path.open("rb") as handle:
+            started = time.monotonic()
+            response = session.post(
+                base + url,
+                data={**data, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+                files={"file": (path.name, handle)},
+                headers={"Referer": base + url},
+                allow_redirects=False,
+            )
+            request_s = time.monotonic() - started
+        assert response.status_code == 302, (response.status_code, response.text[:2000])
+        job_id = int(response.headers["Location"].rstrip("/").rsplit("/", 1)[1])
+
+        def done():
+            return ImportJob.objects.get(pk=job_id).finished
+
+        wait_for(done, timeout=6 * 3600, what=f"{kind} import")
+        job_s = time.monotonic() - started - request_s
+        job = ImportJob.objects.get(pk=job_id)
+        return {
+            "kind": kind,
+            "file_mb": round(path.stat().st_size / 2**20, 1),
+            "status": job.status,
+            "request_s": round(request_s, 2),
+            "job_s": round(job_s, 1),
+            "web_peak_rss_mb": round(peak_rss_mb(web_worker), 1),
+            "worker_peak_rss_mb": round(peak_rss_mb(worker.pid), 1),
+            "summary": job.summary or job.message,
+            "load": os.getloadavg()[0],
+        }
+    finally:
+        stop(worker)
+        stop(web)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=int, default=200)
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    args = parser.parse_args()
+    setup_django()
+    counts = generate(args.mb)
+    reset_database()
+    files = {
+        "corpus": WORK / f"corpus-{args.mb}.jsonl",
+        "unrag": WORK / f"unrag-{args.mb}.json",
+        "questions": WORK / f"questions-{args.mb}.jsonl",
+        "answers": WORK / f"answers-{args.mb}.jsonl",
+        "triples": WORK / f"triples-{args.mb}.jsonl",
+    }
+    for kind in args.kinds.split(","):
+        result = run_kind(kind, files[kind])
+        result["records"] = counts[kind]
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

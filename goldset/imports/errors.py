@@ -1,0 +1,75 @@
+"""One error model for every importer and every ``import_*`` command.
+
+A :class:`Problem` names where (the line, or ``None`` for a whole-file problem or a position in
+a single JSON document, and the field path) and what (the message and, when useful, what was
+expected). :class:`Problems` collects them for one file, keeps the first ``MAX_REPORTED`` and
+counts the rest, and raises :class:`~goldset.exceptions.ImportRejected` carrying both the
+structured problems and their one-line renderings (``line 3: blocks[0].text: …``)."""
+
+from dataclasses import dataclass
+
+from goldset.exceptions import ImportRejected
+
+MAX_REPORTED = 50
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int | None
+    field: str
+    message: str
+    expected: str = ""
+
+    def __str__(self) -> str:
+        parts = [f"line {self.line}"] if self.line is not None else []
+        if self.field:
+            parts.append(self.field)
+        text = self.message
+        if self.expected:
+            text += f" (expected {self.expected})"
+        return ": ".join([*parts, text])
+
+    def as_dict(self) -> dict:
+        return {
+            "line": self.line,
+            "field": self.field,
+            "message": self.message,
+            "expected": self.expected,
+        }
+
+
+class Problems:
+    """The problems found in one file, in the order found (the first MAX_REPORTED kept)."""
+
+    def __init__(self, *, limit: int = MAX_REPORTED):
+        self.items: list[Problem] = []
+        self.total = 0
+        self.limit = limit
+
+    def add(self, line: int | None, field: str, message: str, expected: str = "") -> None:
+        self.total += 1
+        if len(self.items) < self.limit:
+            self.items.append(Problem(line, field, message, expected))
+
+    def extend(self, other: "Problems") -> None:
+        for problem in other.items:
+            self.add(problem.line, problem.field, problem.message, problem.expected)
+        self.total += other.total - len(other.items)
+
+    @property
+    def full(self) -> bool:
+        return self.total >= self.limit
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def rejection(self, source: str = "") -> ImportRejected:
+        ordered = sorted(self.items, key=lambda p: (p.line is None, p.line or 0))
+        lines = [str(p) for p in ordered]
+        if self.total > len(self.items):
+            lines.append(f"… and {self.total - len(self.items)} more problem(s)")
+        return ImportRejected(lines, source=source, problems=ordered)
+
+    def raise_if_any(self, source: str = "") -> None:
+        if self:
+            raise self.rejection(source)

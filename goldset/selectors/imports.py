@@ -1,0 +1,14 @@
+"""Reads of import jobs."""
+
+from django.http import Http404
+
+from goldset.models import ImportJob
+from workbench.roles import Role, has_role
+
+
+def get_import_job_for(*, user, pk: int) -> ImportJob:
+    """The job if ``user`` may see it (admins: every job; others: their own), else Http404."""
+    job = ImportJob.objects.select_related("created_by").filter(pk=pk).first()
+    if job is None or not (has_role(user, Role.ADMIN) or job.created_by_id == user.pk):
+        raise Http404("No such import.")
+    return job

@@ -1,0 +1,384 @@
+"""Import jobs: every upload page stores the file and returns at once; a worker imports it.
+
+* :func:`submit_import` (the request): checks the size cap and that the file is UTF-8 text
+  (:class:`UploadRejected`, answered 422), stores the bytes in ``ImportChunk`` rows while hashing
+  them, and queues :func:`goldset.tasks.run_import_task` after commit. The same file (sha256)
+  for the same kind and options is the same job: a second submission (a double click) returns
+  the first job and says so; a rejected or failed one is queued again.
+* :func:`run_import_job` (the worker): claims the job (``queued`` → ``running``, one
+  conditional UPDATE, so a duplicate message does nothing), streams the stored file through the
+  kind's importer (validate everything, then write all or nothing) and records the result in the
+  same transaction as the rows. A rejected file ends ``rejected`` with its problems (line, field,
+  message, expected); an unexpected error ends ``failed`` with a message.
+* ``import_*`` commands call the same importers synchronously on a file (no job).
+"""
+
+import codecs
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.imports.errors import Problem
+from goldset.imports.reader import BOM
+from goldset.imports.runs import checked_run_bytes
+from goldset.imports.stored import StoredUpload
+from goldset.models import GoldVersion, ImportChunk, ImportJob, ImportKind, ImportStatus
+from goldset.services.answer_imports import import_answer_logs, import_questions
+from goldset.services.corpus import import_corpus
+from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.triples import import_triples
+from workbench.celery import app as celery_app
+from workbench.dispatch import enqueue
+from workbench.roles import Role, has_role
+from workbench.services.audit import record_event
+
+logger = logging.getLogger(__name__)
+CHUNK_SIZE = 1 << 20
+CHUNKS_PER_INSERT = 8
+DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
+RUN_IMPORT_TASK = "goldset.run_import"
+
+
+class UploadRejected(GoldsetError):
+    """The upload itself is refused before any job exists (too large, not UTF-8 text)."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    job: ImportJob
+    created: bool
+    message: str
+
+
+def max_upload_bytes() -> int:
+    return getattr(settings, "IMPORT_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)
+
+
+def _human(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}".replace(".0 ", " ")
+    return f"{size} bytes"
+
+
+def _read_blocks(upload):
+    upload.seek(0)
+    yield from upload.chunks(CHUNK_SIZE)
+
+
+def _fingerprint(upload, name: str) -> tuple[str, int]:
+    """sha256 and size of the upload, checking the size cap and UTF-8 as it streams."""
+    cap = max_upload_bytes()
+    if upload.size is not None and upload.size > cap:
+        raise UploadRejected(
+            f"{name} is {_human(upload.size)}; the limit for an upload is {_human(cap)}."
+        )
+    digest, size, line = hashlib.sha256(), 0, 1
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    for block in _read_blocks(upload):
+        size += len(block)
+        if size > cap:
+            raise UploadRejected(f"{name} is larger than the limit of {_human(cap)}.")
+        digest.update(block)
+        try:
+            decoder.decode(block)
+        except UnicodeDecodeError as exc:
+            line += block[: exc.start].count(b"\n")
+            raise UploadRejected(
+                f"{name}, line {line}: not valid UTF-8 text (the file must be UTF-8)."
+            ) from None
+        line += block.count(b"\n")
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise UploadRejected(f"{name}, line {line}: the file ends inside a character.") from None
+    if size == 0 or size == len(BOM) and digest.hexdigest() == hashlib.sha256(BOM).hexdigest():
+        raise UploadRejected(f"{name} is empty.")
+    return digest.hexdigest(), size
+
+
+def _dedupe_key(kind: str, sha256: str, options: dict) -> str:
+    canonical = json.dumps({"kind": kind, "sha256": sha256, "options": options}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_options(*, kind: str, actor, options: dict) -> dict:
+    """The options each kind accepts; raises GoldsetError for a wrong one."""
+    if kind not in ImportKind.values:
+        raise GoldsetError(f"unknown import kind {kind!r}")
+    allowed = {
+        ImportKind.CORPUS: {"domain"},
+        ImportKind.TRIPLES: {"on_behalf"},
+        ImportKind.RUN: {"version", "name", "k"},
+    }.get(kind, set())
+    cleaned = {k: v for k, v in options.items() if k in allowed and v not in (None, "", False)}
+    if kind == ImportKind.TRIPLES and cleaned.get("on_behalf"):
+        if not has_role(actor, Role.ADMIN):
+            raise GoldsetError("Only an admin may import triples on behalf of other authors.")
+    if (
+        kind == ImportKind.RUN
+        and not GoldVersion.objects.filter(number=cleaned.get("version"), sealed=True).exists()
+    ):
+        raise GoldsetError(f"gold version v{cleaned.get('version')} is not frozen")
+    return cleaned
+
+
+@transaction.atomic
+def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> Submission:
+    """Store an upload and queue its import; see the module docstring. Raises UploadRejected
+    (nothing stored) for a file over the size cap, not UTF-8 or empty, GoldsetError for a bad
+    option. Idempotent per (kind, file sha256, options)."""
+    name = upload.name or "upload"
+    options = check_options(kind=kind, actor=actor, options=options or {})
+    sha256, size = _fingerprint(upload, name)
+    key = _dedupe_key(kind, sha256, options)
+    existing = ImportJob.objects.select_for_update().filter(kind=kind, dedupe_key=key).first()
+    if existing is not None:
+        return _resubmitted(existing, actor)
+    try:
+        with transaction.atomic():
+            job = ImportJob.objects.create(
+                kind=kind,
+                dedupe_key=key,
+                filename=name[:300],
+                sha256=sha256,
+                size=size,
+                options=options,
+                on_behalf=bool(options.get("on_behalf")),
+                created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+    except IntegrityError:
+        # A concurrent submission of the same file committed first: that is the job.
+        existing = ImportJob.objects.select_for_update().get(kind=kind, dedupe_key=key)
+        return _resubmitted(existing, actor)
+    job.chunk_count = _store_chunks(job, upload)
+    job.save(update_fields=["chunk_count"])
+    record_event(
+        actor=actor,
+        verb="import_submitted",
+        obj=job,
+        detail={"kind": kind, "sha256": sha256, "size": size, "options": options},
+    )
+    _dispatch_after_commit(job.pk)
+    return Submission(job=job, created=True, message=f"{name} is queued for import.")
+
+
+def _store_chunks(job: ImportJob, upload) -> int:
+    """The upload's bytes as 1 MiB chunks; binary COPY on PostgreSQL (an INSERT would send
+    bytea as hex, doubling the bytes on the wire)."""
+    if connection.vendor == "postgresql":
+        table = ImportChunk._meta.db_table
+        index = 0
+        with connection.cursor() as cursor:
+            with cursor.cursor.copy(
+                f'COPY {table} (job_id, "index", data) FROM STDIN (FORMAT BINARY)'
+            ) as copy:
+                copy.set_types(["bigint", "integer", "bytea"])
+                for block in _read_blocks(upload):
+                    copy.write_row((job.pk, index, block))
+                    index += 1
+        return index
+    index, pending = 0, []
+    for block in _read_blocks(upload):
+        pending.append(ImportChunk(job=job, index=index, data=block))
+        index += 1
+        if len(pending) == CHUNKS_PER_INSERT:
+            ImportChunk.objects.bulk_create(pending)
+            pending = []
+    ImportChunk.objects.bulk_create(pending)
+    return index
+
+
+def _resubmitted(job: ImportJob, actor) -> Submission:
+    when = timezone.localtime(job.created_at).strftime("%Y-%m-%d %H:%M")
+    if job.status in (ImportStatus.QUEUED, ImportStatus.RUNNING):
+        message = (
+            f"This file was already submitted ({when}); it is {job.get_status_display().lower()}."
+        )
+        if job.status == ImportStatus.QUEUED:
+            _dispatch_after_commit(job.pk)  # its message may be lost; a duplicate does nothing
+    elif job.status == ImportStatus.SUCCEEDED:
+        message = f"This file was already imported ({when}); nothing was imported again."
+    else:
+        _reset(job)
+        record_event(actor=actor, verb="import_resubmitted", obj=job)
+        _dispatch_after_commit(job.pk)
+        message = f"This file was {job.get_status_display().lower()} before; it is checked again."
+    return Submission(job=job, created=False, message=message)
+
+
+def _reset(job: ImportJob) -> None:
+    job.status, job.stage, job.progress = ImportStatus.QUEUED, "", 0
+    job.errors, job.error_count, job.message, job.summary = [], 0, "", {}
+    job.finished_at = None
+    job.save(
+        update_fields=[
+            "status",
+            "stage",
+            "progress",
+            "errors",
+            "error_count",
+            "message",
+            "summary",
+            "finished_at",
+        ]
+    )
+
+
+def _dispatch_after_commit(job_id: int) -> None:
+    transaction.on_commit(lambda: _dispatch(job_id))
+
+
+def _dispatch(job_id: int) -> None:
+    """Send the job to a worker. The job row is committed whatever happens here: when the
+    broker is down the upload still succeeds and the job stays queued, to be sent again by the
+    job reconciler or by submitting the same file again (the claim makes duplicates harmless)."""
+    try:
+        enqueue(RUN_IMPORT_TASK, job_id)
+    except Exception:
+        if celery_app.conf.task_always_eager:
+            raise
+        logger.warning("import job %s: broker unavailable, left queued", job_id, exc_info=True)
+
+
+# ---------------------------------------------------------------- the worker's side
+
+
+def _claim(job_id: int, worker: str) -> ImportJob | None:
+    now = timezone.now()
+    claimed = ImportJob.objects.filter(pk=job_id, status=ImportStatus.QUEUED).update(
+        status=ImportStatus.RUNNING,
+        stage="validating",
+        progress=0,
+        worker=worker[:200],
+        started_at=now,
+        heartbeat_at=now,
+    )
+    if not claimed:
+        return None
+    job = ImportJob.objects.select_related("created_by").get(pk=job_id)
+    ImportJob.objects.filter(pk=job_id).update(attempts=job.attempts + 1)
+    return job
+
+
+def _progress_writer(job_id: int):
+    def write(stage: str, percent: int) -> None:
+        # Inside the write transaction an update would stay invisible until commit and hold the
+        # job row locked: the page then shows the stage reached when writing began.
+        if transaction.get_connection().in_atomic_block:
+            return
+        ImportJob.objects.filter(pk=job_id, status=ImportStatus.RUNNING).update(
+            stage=stage, progress=min(percent, 99), heartbeat_at=timezone.now()
+        )
+
+    return write
+
+
+def _importer(job: ImportJob):
+    options = job.options
+    if job.kind == ImportKind.CORPUS:
+        return lambda **kw: import_corpus(default_domain=options.get("domain"), **kw)
+    if job.kind == ImportKind.TRIPLES:
+        return lambda **kw: import_triples(on_behalf=bool(options.get("on_behalf")), **kw)
+    if job.kind == ImportKind.QUESTIONS:
+        return import_questions
+    if job.kind == ImportKind.ANSWERS:
+        return import_answer_logs
+    return lambda **kw: _import_run(options=options, **kw)
+
+
+def _import_run(*, options: dict, source, actor, source_name: str, progress, on_written):
+    """A run to score: read through the toolkit first (BOM, UTF-8, NUL, NaN/Infinity, nesting
+    depth, with line and field), then validated by the scoring upload rules; a scoring job is
+    created in the same transaction as the import job's result."""
+    data = checked_run_bytes(source)
+    progress("validating", 40)
+    version = GoldVersion.objects.get(number=options["version"], sealed=True)
+    with transaction.atomic():
+        job = create_scoring_job(
+            version=version,
+            name=options.get("name") or source_name,
+            data=data,
+            filename=source_name,
+            actor=actor,
+            k=int(options.get("k") or 10),
+        )
+        summary = {"scoring_job": job.pk, "kind": job.kind, "format": job.run_format}
+        on_written(_Summary(summary))
+    return summary
+
+
+class _Summary:
+    def __init__(self, data: dict):
+        self.data = data
+
+    def as_dict(self) -> dict:
+        return self.data
+
+
+def run_import_job(*, job_id: int, worker: str = "") -> ImportJob | None:
+    """Run one queued import job (see the module docstring). Returns the job, or ``None``
+    when it was not queued (a duplicate or re-delivered message)."""
+    job = _claim(job_id, worker)
+    if job is None:
+        return None
+    actor = job.created_by
+    importer = _importer(job)
+
+    def succeeded(summary) -> None:
+        ImportJob.objects.filter(pk=job.pk).update(
+            status=ImportStatus.SUCCEEDED,
+            stage="done",
+            progress=100,
+            summary=summary.as_dict(),
+            finished_at=timezone.now(),
+        )
+        record_event(actor=actor, verb="import_succeeded", obj=job, detail=summary.as_dict())
+
+    try:
+        importer(
+            source=StoredUpload(job),
+            actor=actor,
+            source_name=job.filename,
+            progress=_progress_writer(job.pk),
+            on_written=succeeded,
+        )
+    except ImportRejected as exc:
+        problems = exc.problems or [Problem(None, "", line) for line in exc.errors]
+        _finish(
+            job, ImportStatus.REJECTED, message=f"{len(exc.errors)} problem(s)", problems=problems
+        )
+    except GoldsetError as exc:
+        _finish(
+            job, ImportStatus.REJECTED, message=str(exc), problems=[Problem(None, "", str(exc))]
+        )
+    except Exception as exc:
+        logger.exception("import job %s failed", job.pk)
+        close_old_connections()
+        _finish(
+            job, ImportStatus.FAILED, message=f"{type(exc).__name__}: {exc}"[:2000], problems=[]
+        )
+    return ImportJob.objects.get(pk=job.pk)
+
+
+def _finish(job: ImportJob, status: str, *, message: str, problems) -> None:
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=status,
+        stage="",
+        errors=[p.as_dict() for p in problems],
+        error_count=len(problems),
+        message=message,
+        finished_at=timezone.now(),
+    )
+    record_event(
+        actor=job.created_by,
+        verb=f"import_{status}",
+        obj=job,
+        detail={"message": message[:500], "problems": len(problems)},
+    )

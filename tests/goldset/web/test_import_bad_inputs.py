@@ -1,0 +1,291 @@
+"""Issue 10 item 6 through every upload page and every ``import_*`` command: each bad input
+is refused (the job page answers 422 with the problems, the command exits 2), the message names
+the line and the field, and nothing is stored. A BOM is accepted everywhere."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from goldset.models import (
+    AnswerRecord,
+    Document,
+    ImportJob,
+    ImportStatus,
+    Question,
+    Run,
+    Triple,
+)
+from goldset.services.answer_imports import import_questions
+from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory
+
+pytestmark = pytest.mark.django_db
+RAW = "__raw__"
+
+
+@pytest.fixture
+def corpus():
+    domain = DomainFactory(slug="federal_it")
+    return BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
+
+
+@pytest.fixture
+def question(corpus):
+    import_questions(source=json.dumps(QUESTION), actor=None)
+
+
+def corpus_row():
+    return {
+        "document_id": "d1",
+        "title": "T",
+        "domain": "federal_it",
+        "authority": 0.5,
+        "blocks": [{"block_id": "b1", "versions": [{"text": "x", "section": "s"}]}],
+    }
+
+
+def triple_row():
+    return {
+        "id": "t-1",
+        "question": "How long are backups kept?",
+        "expected_block": {"block_id": "blk-1", "version": 1},
+        "expected_answer": "35 days.",
+        "metadata": {
+            "domain": "federal_it",
+            "task_type": "factual_qa",
+            "source": "public_rfp",
+            "added_by": "admin-test",
+            "model_uncertainty": 0.2,
+        },
+    }
+
+
+QUESTION = {
+    "question_id": "q-1",
+    "domain": "federal_it",
+    "task_family": "routing",
+    "question": "Can ops approve expedite?",
+    "uncertainty": 0.3,
+    "gold_evidence": [{"passage_id": "blk-1", "role": "rule", "label": "sufficient"}],
+}
+
+
+def question_row():
+    return {**QUESTION, "question_id": "q-2"}
+
+
+def answer_row():
+    return {
+        "run_id": "run-a",
+        "system_id": "sys-a",
+        "question_id": "q-1",
+        "answer": "Needs budget control.",
+        "citations": ["blk-1"],
+        "retrieved_passages": [{"passage_id": "blk-1", "rank": 1}],
+        "latency_ms": 1200,
+        "cost_usd": 0.01,
+    }
+
+
+# kind: (row factory, page, form data, command, command options, model, paths)
+KINDS = {
+    "corpus": dict(
+        row=corpus_row,
+        url="corpus:import",
+        data={},
+        command="import_corpus",
+        options={},
+        model=Document,
+        number="authority",
+        text="title",
+        id="document_id",
+        long=("title", 501, "500"),
+    ),
+    "triples": dict(
+        row=triple_row,
+        url="curation:import",
+        data={},
+        command="import_triples",
+        options={"actor": "admin-test"},
+        model=Triple,
+        number="metadata.model_uncertainty",
+        text="question",
+        id="id",
+        long=("id", 101, "100"),
+    ),
+    "questions": dict(
+        row=question_row,
+        url="answers:import",
+        data={"kind": "questions"},
+        command="import_questions",
+        options={},
+        model=Question,
+        number="uncertainty",
+        text="question",
+        id="question_id",
+        long=("question_id", 201, "200"),
+    ),
+    "answers": dict(
+        row=answer_row,
+        url="answers:import",
+        data={"kind": "answers"},
+        command="import_answers",
+        options={},
+        model=AnswerRecord,
+        number="latency_ms",
+        text="answer",
+        id="run_id",
+        long=("run_id", 201, "200"),
+    ),
+}
+
+
+def _set(obj: dict, path: str, value):
+    *parents, last = path.split(".")
+    for key in parents:
+        obj = obj[key]
+    obj[last] = value
+
+
+def line_with(kind: str, path: str, raw: str) -> str:
+    """The kind's valid row with ``path`` set to a raw JSON token."""
+    row = KINDS[kind]["row"]()
+    _set(row, path, RAW)
+    return json.dumps(row).replace(f'"{RAW}"', raw)
+
+
+def cases(kind: str):
+    spec = KINDS[kind]
+    field_, length, limit = spec["long"]
+    deep = "[" * 5000 + "]" * 5000
+    return [
+        ("nesting", line_with(kind, spec["text"], deep), "line 2: nested deeper than"),
+        ("nan", line_with(kind, spec["number"], "NaN"), f"line 2: {spec['number']}: NaN"),
+        (
+            "infinity",
+            line_with(kind, spec["number"], "-Infinity"),
+            f"line 2: {spec['number']}: -Infinity",
+        ),
+        (
+            "nul-text",
+            line_with(kind, spec["text"], '"a\\u0000b"'),
+            f"line 2: {spec['text']}: contains a NUL",
+        ),
+        ("nul-id", line_with(kind, spec["id"], '"x\\u0000"'), f"line 2: {spec['id']}"),
+        (
+            "too-long",
+            line_with(kind, field_, json.dumps("x" * length)),
+            f"line 2: {field_}: {length} characters is longer than the limit of {limit}",
+        ),
+        (
+            "id-whitespace",
+            line_with(kind, spec["id"], '" padded "'),
+            f"line 2: {spec['id']}: ",
+        ),
+        ("id-tab", line_with(kind, spec["id"], '"a\\tb"'), f"line 2: {spec['id']}: "),
+    ]
+
+
+CASES = [
+    pytest.param(kind, text, expected, id=f"{kind}-{name}")
+    for kind in KINDS
+    for name, text, expected in cases(kind)
+]
+
+
+def _file(text: str) -> bytes:
+    # A blank first line: the bad record is on line 2, so line numbers are really counted.
+    return ("\n" + text + "\n").encode()
+
+
+@pytest.mark.parametrize("kind,text,expected", CASES)
+def test_bad_input_through_the_upload_page_is_a_rejected_job_naming_line_and_field(
+    kind,
+    text,
+    expected,
+    client_for,
+    admin_user,
+    corpus,
+    question,
+    django_capture_on_commit_callbacks,
+):
+    spec = KINDS[kind]
+    before = spec["model"].objects.count()
+    client = client_for(admin_user)
+    upload = SimpleUploadedFile(f"{kind}.jsonl", _file(text))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse(spec["url"]), {**spec["data"], "file": upload})
+    assert response.status_code == 302
+    page = client.get(response.url)
+    job = ImportJob.objects.get()
+    assert job.status == ImportStatus.REJECTED
+    assert any(expected in str(_text(p)) for p in job.errors), job.errors
+    assert page.status_code == 422 and "nothing was imported" in page.content.decode()
+    assert spec["model"].objects.count() == before
+
+
+@pytest.mark.parametrize("kind,text,expected", CASES)
+def test_bad_input_through_the_command_exits_2_naming_line_and_field(
+    kind, text, expected, tmp_path, admin_user, corpus, question
+):
+    spec = KINDS[kind]
+    before = spec["model"].objects.count()
+    path = tmp_path / f"{kind}.jsonl"
+    path.write_bytes(_file(text))
+    with pytest.raises(CommandError) as refused:
+        call_command(spec["command"], str(path), **spec["options"])
+    assert refused.value.returncode == 2
+    assert expected in str(refused.value), str(refused.value)
+    assert spec["model"].objects.count() == before
+
+
+def _text(problem: dict) -> str:
+    parts = [f"line {problem['line']}"] if problem["line"] is not None else []
+    if problem["field"]:
+        parts.append(problem["field"])
+    return ": ".join([*parts, problem["message"]])
+
+
+VARIANTS = {
+    "corpus": lambda row: {
+        **row,
+        "document_id": "d2",
+        "blocks": [{**row["blocks"][0], "block_id": "b2"}],
+    },
+    "triples": lambda row: {**row, "id": "t-2"},
+    "questions": lambda row: {**row, "question_id": "q-3"},
+    "answers": lambda row: {**row, "run_id": "run-b"},
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_utf8_bom_is_accepted_and_stripped_by_every_page_and_command(
+    kind, client_for, admin_user, corpus, question, tmp_path, django_capture_on_commit_callbacks
+):
+    spec = KINDS[kind]
+    before = spec["model"].objects.count()
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(spec["row"]()).encode() + b"\n")
+    call_command(spec["command"], str(path), **spec["options"])
+    assert spec["model"].objects.count() == before + 1
+    data = b"\xef\xbb\xbf" + json.dumps(VARIANTS[kind](spec["row"]())).encode() + b"\n"
+    client = client_for(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            reverse(spec["url"]), {**spec["data"], "file": SimpleUploadedFile("bom.jsonl", data)}
+        )
+    assert response.status_code == 302
+    assert ImportJob.objects.get().status == ImportStatus.SUCCEEDED
+    assert spec["model"].objects.count() == before + 2
+
+
+def test_answer_log_rows_are_not_stored_when_a_later_line_is_bad(tmp_path, corpus, question):
+    good = json.dumps(answer_row())
+    bad = line_with("answers", "cost_usd", "NaN").replace("run-a", "run-b")
+    path = tmp_path / "a.jsonl"
+    path.write_text(good + "\n" + bad + "\n")
+    with pytest.raises(CommandError, match="line 2: cost_usd: NaN is not allowed"):
+        call_command("import_answers", str(path))
+    assert (AnswerRecord.objects.count(), Run.objects.count()) == (0, 0)
