@@ -327,12 +327,9 @@ class _Arrays:
         self.unsafe = np.array([it.unsafe for it in items], dtype=bool)
 
     def raw(self, weights: np.ndarray) -> np.ndarray:
-        """(n × W) raw PCS for weight rows ``weights`` (W × 4), renormalised over present
-        families exactly as ``scoring.probe`` does."""
-        num = (self.fam * self.mask) @ weights.T
-        den = self.mask @ weights.T
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(den > 0, 100.0 * num / den, 0.0)
+        """(n × W) raw PCS for weight rows ``weights`` (W × 4) exactly as ``scoring.probe``
+        computes it: a family with no applicable metric counts 0, never renormalised."""
+        return 100.0 * (self.fam * self.mask) @ weights.T
 
 
 def _gate_rows(grid) -> list[dict[str, float]]:

@@ -26,6 +26,14 @@ from workbench.roles import Role, role_required
 PAGE_SIZE = 25
 
 
+def _text(upload) -> str:
+    """The uploaded file as text (the form may hand back the file or its decoded text)."""
+    if isinstance(upload, str):
+        return upload
+    upload.seek(0)
+    return upload.read().decode("utf-8")
+
+
 @login_required
 def evaluator_list(request):
     evaluators = selectors.list_evaluators_for(user=request.user)
@@ -51,12 +59,14 @@ def evaluator_detail(request, pk):
         try:
             batch = import_evaluator_outputs(
                 evaluator=evaluator,
-                text=form.cleaned_data["file"],
+                text=_text(form.cleaned_data["file"]),
                 source_name=request.FILES["file"].name,
                 actor=request.user,
             )
         except ImportRejected as exc:
             errors, status = exc.errors, 422
+        except UnicodeDecodeError as exc:
+            errors, status = [f"the file is not UTF-8 text (byte {exc.start})"], 422
         else:
             messages.success(request, f"Imported {batch.n_records} judgements.")
             return redirect("evaluators:detail", pk=evaluator.pk)

@@ -122,4 +122,4 @@ def test_report_command_rejects_a_bad_answer_file(capsys, write):
         ],
     )
     assert code == 2 and out == ""
-    assert "a.jsonl, line 1: missing field 'retrieved_passages'" in err
+    assert "a.jsonl, line 1: retrieved_passages: missing field" in err
