@@ -214,6 +214,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=50 
 # Every upload page (corpus, triples, questions, answer logs, runs) refuses files larger than
 # IMPORT_MAX_UPLOAD_BYTES (a tunable, goldset.conf).
 
+# Evaluators against the gold tier (seed 004 A.1: 10,000 bootstrap resamples; trust at κ ≥ 0.70).
+GOLDSET_EVALUATOR_RESAMPLES = env.int("GOLDSET_EVALUATOR_RESAMPLES", default=10_000)
+GOLDSET_EVALUATOR_TRUST_KAPPA = env.float("GOLDSET_EVALUATOR_TRUST_KAPPA", default=0.70)
+
 # Security: strict by default, relaxed only with DEBUG on (local development).
 SECURE_CSP = {
     "default-src": [CSP.SELF],

@@ -49,6 +49,16 @@ from goldset.models.curation import (
     Verdict,
     WorkingSlice,
 )
+from goldset.models.evaluators import (
+    CalibrationStatus,
+    Evaluator,
+    EvaluatorImport,
+    EvaluatorKind,
+    EvaluatorOutput,
+    EvaluatorReportSnapshot,
+    PcsCalibration,
+    ReleaseReport,
+)
 from goldset.models.exports import (
     ExportFormat,
     GoldVersion,
@@ -79,6 +89,14 @@ from goldset.models.scoring import (
 __all__ = [
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
+    "CalibrationStatus",
+    "Evaluator",
+    "EvaluatorImport",
+    "EvaluatorKind",
+    "EvaluatorOutput",
+    "EvaluatorReportSnapshot",
+    "PcsCalibration",
+    "ReleaseReport",
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",

@@ -40,6 +40,7 @@ from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, IMPORT_OUTBOX_KIND, SCORIN
 from goldset.services import outbox
 from goldset.services.agreement import RECOMPUTE_TASK
 from goldset.services.import_jobs import RUN_IMPORT_TASK, reconcile_imports
+from goldset.services.pcs_calibrations import CALIBRATION_OUTBOX_KIND, CALIBRATION_TASK
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
 from workbench.dispatch import publish
 
@@ -143,11 +144,20 @@ def _publish_import(message: OutboxMessage) -> None:
     )
 
 
+def _publish_calibration(message: OutboxMessage) -> None:
+    publish(
+        CALIBRATION_TASK,
+        args=[message.payload["calibration_id"]],
+        kwargs={"outbox_id": message.pk},
+    )
+
+
 def register_builtin_kinds() -> None:
-    """Scoring jobs, import jobs and agreement recomputes (called once from
+    """Scoring jobs, import jobs, PCS calibrations and agreement recomputes (called once from
     ``GoldsetConfig.ready``)."""
     outbox.register_outbox_kind(SCORING_OUTBOX_KIND, publish=_publish_scoring)
     outbox.register_outbox_kind(AGREEMENT_OUTBOX_KIND, publish=_publish_agreement)
     outbox.register_outbox_kind(IMPORT_OUTBOX_KIND, publish=_publish_import)
+    outbox.register_outbox_kind(CALIBRATION_OUTBOX_KIND, publish=_publish_calibration)
     register_job_kind("scoring", reconcile=reconcile_scoring_jobs)
     register_job_kind("imports", reconcile=reconcile_imports)

@@ -234,8 +234,12 @@ def create_scoring_job(
     k: int = 10,
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
+    calibration=None,
 ) -> ScoringJob:
     """Validate the uploaded run whole, store it and queue its scoring after commit.
+
+    ``calibration`` (a succeeded PcsCalibration) scores an answer log with its configuration;
+    without one the seed's defaults apply.
 
     Raises RunRejected (nothing stored, no job) for any problem in the file, GoldsetError for a
     version that is not sealed. Idempotent: the same file (by sha256) uploaded again for the same
@@ -255,9 +259,9 @@ def create_scoring_job(
         checked = validate_retrieval_run(version=version, text=text, name=filename)
     digest = exports.sha256_bytes(data)
     GoldVersion.objects.select_for_update().filter(pk=version.pk).first()
-    same = ScoringJob.objects.filter(version=version, run_sha256=digest, k=k, seed=seed).exclude(
-        status__in=[JobStatus.FAILED, JobStatus.CANCELLED]
-    )
+    same = ScoringJob.objects.filter(
+        version=version, run_sha256=digest, k=k, seed=seed, calibration=calibration
+    ).exclude(status__in=[JobStatus.FAILED, JobStatus.CANCELLED])
     if resamples:
         same = same.filter(resamples=resamples)
     existing = same.order_by("id").first()
@@ -276,6 +280,7 @@ def create_scoring_job(
         seed=seed,
         resamples=resamples or default_resamples(checked.n_queries),
         scorer_version=scorer_version(),
+        calibration=calibration,
         max_attempts=max_attempts(),
         queued_at=timezone.now(),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
