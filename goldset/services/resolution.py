@@ -7,7 +7,8 @@ starts from, and writes an audit event:
   flagging reviewer, ending in :func:`revise_triple`, :func:`drop_triple` or :func:`split_triple`;
 * both GOLD reviewers flag → ``dropped`` plus a :class:`QualityTrackerEntry`;
 * a new block version → ``needs_rereview`` (:func:`mark_superseded_pins`), then
-  :func:`repin_triple` or :func:`retire_triple` by a lead.
+  :func:`repin_triple` or :func:`retire_triple` by a lead (who may do the same to a gold triple
+  pinned to superseded text with a reason).
 
 LLM-generated triples reach ``gold`` only once a human has verified them.
 """
@@ -31,7 +32,12 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
-from goldset.services.triples import create_triple, new_revision, reviewers_for
+from goldset.services.triples import (
+    create_triple,
+    new_revision,
+    reviewers_for,
+    superseded_detail,
+)
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
@@ -244,9 +250,11 @@ def revise_triple(
     question: str,
     block_version: BlockVersion,
     expected_answer: str,
+    superseded_reason: str = "",
     request=None,
 ) -> TripleRevision:
-    """Discussion → revise: a new revision re-enters review with fresh reviewers."""
+    """Discussion → revise: a new revision re-enters review with fresh reviewers. A pin to a
+    superseded block version needs ``superseded_reason`` (``triples.check_pin``)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
     _require_author_or_lead(actor, triple, "revise")
@@ -256,6 +264,7 @@ def revise_triple(
         block_version=block_version,
         expected_answer=expected_answer,
         actor=actor,
+        superseded_reason=superseded_reason,
     )
     triple.resolution = ""
     _set_state(
@@ -266,6 +275,7 @@ def revise_triple(
         request=request,
         revision=revision.number,
         block_version_id=block_version.pk,
+        **superseded_detail(revision),
     )
     return revision
 
@@ -294,6 +304,7 @@ class SplitPart:
     question: str
     block_version: BlockVersion
     expected_answer: str
+    superseded_reason: str = ""  # needed when block_version is superseded (check_pin)
 
 
 @transaction.atomic
@@ -320,6 +331,7 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None)
             model_uncertainty=triple.model_uncertainty,
             llm_verified=triple.human_verified_by_id == triple.author_id,
             parent=triple,
+            superseded_reason=part.superseded_reason,
             request=request,
         )
         for part in parts
@@ -381,18 +393,36 @@ def mark_superseded_pins(
     return marked
 
 
-@transaction.atomic
-def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
-    """Needs re-review → a new revision pinned to the block's newest version, re-entering review
-    (fresh reviews; it was not silently moved)."""
-    triple = lock_triple(triple)
-    _require_state(triple, TripleState.NEEDS_REREVIEW)
-    current = triple.current_revision
-    newest = (
-        BlockVersion.objects.filter(block_id=current.expected_block_version.block_id)
+def _newest_version(revision: TripleRevision) -> BlockVersion:
+    return (
+        BlockVersion.objects.filter(block_id=revision.expected_block_version.block_id)
         .order_by("-version")
         .first()
     )
+
+
+def _require_rereviewable(triple: Triple) -> BlockVersion:
+    """``needs_rereview``, or ``gold`` while pinned to a superseded version (a reasoned
+    superseded pin, or a block version added without a corpus import). Returns the newest
+    version of the pinned block."""
+    _require_state(triple, TripleState.NEEDS_REREVIEW, TripleState.GOLD)
+    newest = _newest_version(triple.current_revision)
+    pinned = triple.current_revision.expected_block_version
+    if triple.state == TripleState.GOLD and pinned.version >= newest.version:
+        raise GoldsetError(
+            f"{triple.external_id} is pinned to the current version of its block; "
+            "there is nothing to re-review."
+        )
+    return newest
+
+
+@transaction.atomic
+def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
+    """Needs re-review (or gold on a superseded pin) → a new revision pinned to the block's
+    newest version, re-entering review (fresh reviews; it was not silently moved)."""
+    triple = lock_triple(triple)
+    newest = _require_rereviewable(triple)
+    current = triple.current_revision
     revision = new_revision(
         triple=triple,
         question=current.question,
@@ -416,9 +446,10 @@ def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
 
 @transaction.atomic
 def retire_triple(*, triple: Triple, actor, note: str = "", request=None) -> Triple:
-    """Needs re-review → retired: it leaves the gold set for good."""
+    """Needs re-review (or gold on a superseded pin) → retired: it leaves the gold set for
+    good."""
     triple = lock_triple(triple)
-    _require_state(triple, TripleState.NEEDS_REREVIEW)
+    _require_rereviewable(triple)
     triple.resolution, triple.gold_at = "", None
     _set_state(
         triple, TripleState.RETIRED, actor=actor, verb="triple_retired", request=request, note=note
