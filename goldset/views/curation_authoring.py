@@ -14,7 +14,7 @@ from goldset.forms.curation import MessageForm, NoteForm, RevisionForm, SplitFor
 from goldset.models import TripleState
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
-from goldset.services.triples import create_triple
+from goldset.services.triples import SupersededPin, create_triple
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.audit import record_event
 
@@ -64,6 +64,8 @@ def write_triple(request):
                 **data,
                 request=request,
             )
+        except SupersededPin as exc:
+            form.add_error("superseded_reason", str(exc))
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -139,6 +141,8 @@ def revise(request, pk):
             revision = resolution.revise_triple(
                 triple=triple, actor=request.user, **form.cleaned_data, request=request
             )
+        except SupersededPin as exc:
+            form.add_error("superseded_reason", str(exc))
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -154,11 +158,14 @@ def split(request, pk):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
     form = SplitForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        parts = [resolution.SplitPart(q, bv, a) for q, bv, a in form.cleaned_data["parts"]]
+        reason = form.cleaned_data["superseded_reason"]
+        parts = [resolution.SplitPart(q, bv, a, reason) for q, bv, a in form.cleaned_data["parts"]]
         try:
             children = resolution.split_triple(
                 triple=triple, actor=request.user, parts=parts, request=request
             )
+        except SupersededPin as exc:
+            form.add_error("superseded_reason", str(exc))
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
