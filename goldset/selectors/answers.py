@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Prefetch, Q, Subquery
 from django.http import Http404
 
 from goldset.models import (
@@ -23,6 +23,7 @@ from goldset.models import (
     RecordStatus,
     Run,
 )
+from goldset.selectors.curation import newest_version_of
 from goldset.services.adjudication import OPEN_FOR_LEAD
 from goldset.services.labeling import domain_loads, qualified_domain_ids
 from workbench.roles import Role
@@ -48,14 +49,19 @@ def _record_qs():
 
 
 def get_item_packet(record: AnswerRecord) -> ItemPacket:
+    """The record's packet; each passage carries ``newest_version`` (its block's current version
+    number) so superseded text is badged on the label and adjudication pages."""
+    newest = Subquery(newest_version_of("block_version__block_id"))
     evidence = list(
         EvidencePassage.objects.filter(question_id=record.question_id)
         .select_related("block_version__block__document")
+        .annotate(newest_version=newest)
         .order_by("kind", "position")
     )
     citations = list(
         AnswerCitation.objects.filter(record=record)
         .select_related("block_version__block__document")
+        .annotate(newest_version=newest)
         .order_by("position")
     )
     return ItemPacket(

@@ -507,6 +507,9 @@ def gold_row(triple: Triple) -> dict:
     }
     if triple.customer_id:
         metadata["customer"] = triple.customer.slug
+    if revision.superseded_reason:
+        # pinned to superseded text on purpose; the importer reads the reason back (check_pin)
+        metadata["superseded_reason"] = revision.superseded_reason
     return {
         "id": triple.external_id,
         "question": revision.question,

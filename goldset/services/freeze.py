@@ -120,6 +120,7 @@ def store_frozen_version(
     filters: dict | None = None,
     seeds: dict | None = None,
     agreement: dict | None = None,
+    superseded: dict | None = None,
     note: str = "",
     extra_files: dict[str, Callable] | None = None,
     now: dt.datetime | None = None,
@@ -130,7 +131,9 @@ def store_frozen_version(
     Atomic: rows, files and manifest are all stored or none. Freezes are serialised with a
     PostgreSQL advisory lock, so version numbers are consecutive under concurrency. Rows keep
     the iterable's order; the same rows in the same order always give byte-identical data files
-    (version numbers and times live only in the manifest and file names). Raises GoldsetError
+    (version numbers and times live only in the manifest and file names). ``superseded`` (the
+    curated freeze's :func:`superseded_manifest`) is recorded as ``superseded_pins``. Raises
+    GoldsetError
     for a malformed or duplicate row, or a pinned block version missing from the corpus.
     ``extra_files`` maps an ExportFormat to ``fn(version) -> iterable of bytes`` for exports
     other areas provide (e.g. the adjudication export)."""
@@ -216,6 +219,7 @@ def store_frozen_version(
         "filters": filters or {},
         "seeds": seeds or {},
         "agreement": agreement or {},
+        **({"superseded_pins": superseded} if superseded is not None else {}),
         "counts": {
             "triples": stats.count,
             "by_domain": dict(sorted(stats.by_domain.items())),
@@ -293,6 +297,7 @@ class FreezeFilters:
     source: str = ""
     public_only: bool = False
     working_slice: str = ""
+    include_superseded: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -301,20 +306,23 @@ class FreezeFilters:
             "source": self.source or None,
             "public_only": self.public_only,
             "working_slice": self.working_slice or None,
+            "include_superseded": self.include_superseded,
         }
 
 
-def selected_triples(filters: FreezeFilters):
-    """The gold triples the filters select (curation's selector: state gold, never a revoked
-    customer's triple), restricted to a working slice when one is named."""
+def _filtered_gold(filters: FreezeFilters):
+    """The gold triples the filters select, superseded pins or not, annotated with
+    ``newest_version`` / ``superseded_pin``."""
     from goldset.models import WorkingSlice
-    from goldset.selectors.curation import list_gold_triples
+    from goldset.selectors.curation import list_gold_triples, with_pin_status
 
-    triples = list_gold_triples(
-        domain=filters.domain or None,
-        tier=filters.tier or None,
-        source=filters.source or None,
-        public_only=filters.public_only,
+    triples = with_pin_status(
+        list_gold_triples(
+            domain=filters.domain or None,
+            tier=filters.tier or None,
+            source=filters.source or None,
+            public_only=filters.public_only,
+        )
     )
     if filters.working_slice:
         chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
@@ -322,6 +330,65 @@ def selected_triples(filters: FreezeFilters):
             raise GoldsetError(f"there is no working slice {filters.working_slice}")
         triples = triples.filter(pk__in=chosen.triple_ids)
     return triples
+
+
+def selected_triples(filters: FreezeFilters):
+    """The gold triples the filters select (curation's selector: state gold, never a revoked
+    customer's triple), restricted to a working slice when one is named. Triples pinned to a
+    superseded block version (issue 12) are left out unless ``include_superseded``: an admin
+    confirms them after seeing them listed in the preview."""
+    from goldset.selectors.curation import superseded_pin_q
+
+    triples = _filtered_gold(filters)
+    if not filters.include_superseded:
+        triples = triples.exclude(superseded_pin_q())
+    return triples
+
+
+@dataclass(frozen=True)
+class SupersededPinRow:
+    triple_id: str
+    block_id: str
+    pinned_version: int
+    newest_version: int
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.triple_id,
+            "block_id": self.block_id,
+            "pinned_version": self.pinned_version,
+            "current_version": self.newest_version,
+            "reason": self.reason,
+        }
+
+
+def superseded_pins(filters: FreezeFilters) -> list[SupersededPinRow]:
+    """The gold triples the filters match whose pin is superseded, whether or not the freeze
+    includes them (one query)."""
+    from goldset.selectors.curation import superseded_pin_q
+
+    rows = (
+        _filtered_gold(filters)
+        .filter(superseded_pin_q())
+        .values_list(
+            "external_id",
+            "current_revision__expected_block_version__block__block_id",
+            "current_revision__expected_block_version__version",
+            "newest_version",
+            "current_revision__superseded_reason",
+        )
+        .order_by("external_id")
+    )
+    return [SupersededPinRow(*row) for row in rows]
+
+
+def superseded_manifest(filters: FreezeFilters) -> dict:
+    """What the manifest says about superseded pins: whether they were included, and which."""
+    return {
+        "included": filters.include_superseded,
+        "triples": [row.as_dict() for row in superseded_pins(filters)],
+    }
 
 
 def selected_rows(filters: FreezeFilters):
@@ -375,10 +442,14 @@ class FreezePreview:
     by_source: dict
     against: int | None
     diff: VersionDiff
+    superseded: list[SupersededPinRow] = field(default_factory=list)
+    include_superseded: bool = False
 
 
 def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
-    """Counts and the diff against the latest version, without storing anything."""
+    """Counts and the diff against the latest version, without storing anything, and every
+    matching gold triple pinned to a superseded block version (included or left out, as
+    ``filters.include_superseded`` says)."""
     stats = RowStats()
     checksums = {}
     for row in selected_rows(filters):
@@ -396,6 +467,8 @@ def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
         by_source=dict(sorted(stats.by_source.items())),
         against=parent.number if parent else None,
         diff=diff_against(parent, checksums),
+        superseded=superseded_pins(filters),
+        include_superseded=filters.include_superseded,
     )
 
 
@@ -403,7 +476,9 @@ def freeze_gold_version(
     *, filters: FreezeFilters, actor, note: str = "", extra_files=None, request=None
 ) -> GoldVersion:
     """Freeze the gold triples the filters select as the next version (atomic; see
-    :func:`store_frozen_version`). Revoked customers' triples are never selected."""
+    :func:`store_frozen_version`). Revoked customers' triples are never selected; triples
+    pinned to superseded block versions only with ``filters.include_superseded`` (the manifest
+    lists them either way)."""
     from goldset.services.probe_exports import render_adjudication_export
 
     extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
@@ -413,6 +488,7 @@ def freeze_gold_version(
         filters=filters.as_dict(),
         seeds=freeze_seeds(filters),
         agreement=agreement_summary(filters),
+        superseded=superseded_manifest(filters),
         note=note,
         extra_files=extra,
         request=request,
