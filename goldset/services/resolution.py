@@ -106,29 +106,54 @@ def _gold(triple: Triple, revision: TripleRevision, *, actor, request=None) -> N
     )
 
 
+def awaits_human_verification(triple: Triple) -> bool:
+    return triple.source == Source.LLM_GENERATED and triple.human_verified_by_id is None
+
+
+def resolution_outcome(*, tier: str, verdicts: list[str], awaiting_human: bool) -> str | None:
+    """The state the protocol gives a pending revision of a ``tier`` triple with these
+    (non-spot-check) verdicts: ``None`` while reviews are missing; all confirm → ``gold``, or
+    still ``pending_review`` when an LLM-generated triple awaits its human verification; every
+    one of two or more reviewers flags → ``dropped``; otherwise → ``in_discussion``. Pure: the
+    re-route preview uses it to say which cases resolve at once."""
+    if len(verdicts) < reviewers_for(tier):
+        return None
+    flags = sum(1 for v in verdicts if v == Verdict.FLAG)
+    if not flags:
+        return TripleState.PENDING_REVIEW if awaiting_human else TripleState.GOLD
+    if flags == len(verdicts) and len(verdicts) >= 2:
+        return TripleState.DROPPED
+    return TripleState.IN_DISCUSSION
+
+
 def resolve_revision(*, triple: Triple, revision: TripleRevision, actor, request=None) -> str:
-    """Apply the protocol once every needed (non-spot-check) review of the current revision is in.
+    """Apply the protocol once every needed (non-spot-check) review of the current revision is in
+    (:func:`resolution_outcome` decides).
 
     The caller holds ``triple``'s row lock. Returns the triple's state afterwards; does nothing
     (and is safe to call again) while reviews are missing or the triple left ``pending_review``."""
     if triple.state != TripleState.PENDING_REVIEW or triple.current_revision_id != revision.pk:
         return triple.state
     reviews = list(revision.reviews.filter(spot_check=False).select_related("reviewer"))
-    if len(reviews) < reviewers_for(triple.tier):
+    outcome = resolution_outcome(
+        tier=triple.tier,
+        verdicts=[r.verdict for r in reviews],
+        awaiting_human=awaits_human_verification(triple),
+    )
+    if outcome is None:
         return triple.state
     flagged = [r for r in reviews if r.verdict == Verdict.FLAG]
-    if not flagged:
-        if triple.source == Source.LLM_GENERATED and triple.human_verified_by_id is None:
-            record_event(
-                actor=actor,
-                verb="triple_awaiting_human_verification",
-                obj=triple,
-                detail={"revision": revision.number},
-                request=request,
-            )
-            return triple.state
+    if outcome == TripleState.PENDING_REVIEW:
+        record_event(
+            actor=actor,
+            verb="triple_awaiting_human_verification",
+            obj=triple,
+            detail={"revision": revision.number},
+            request=request,
+        )
+    elif outcome == TripleState.GOLD:
         _gold(triple, revision, actor=actor, request=request)
-    elif len(flagged) == len(reviews) and len(reviews) >= 2:
+    elif outcome == TripleState.DROPPED:
         _drop_on_double_flag(triple, revision, reviews, actor=actor, request=request)
     else:
         _set_state(
