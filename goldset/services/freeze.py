@@ -410,28 +410,56 @@ def freeze_seeds(filters: FreezeFilters) -> dict:
     return seeds
 
 
-def agreement_summary(filters: FreezeFilters) -> dict:
-    """Reviewer agreement on the current revisions of the selected triples, at freeze time:
-    verdict counts, percent agreement and Krippendorff's α (nominal) via ``scoring.agreement``."""
-    from goldset.models import Review
-    from scoring.agreement import krippendorff_alpha, label_table, percent_agreement
+AGREEMENT_METHOD = (
+    "Inter-rater agreement of the independent judgements behind this version, taken before "
+    "resolution: Krippendorff's alpha (nominal for verdicts and acceptability, ordinal for "
+    "grounding) and percent agreement (share of agreeing rating pairs per item), over items "
+    "rated at least twice, each with a percentile bootstrap 95 % CI resampling items. "
+    "A value of null gives its reason (e.g. every rating alike: alpha is 0/0)."
+)
 
-    revision_ids = selected_triples(filters).values("current_revision_id")
-    reviews = list(
-        Review.objects.filter(revision_id__in=revision_ids, spot_check=False).values_list(
-            "revision_id", "assignment__slot", "verdict"
-        )
+
+def agreement_summary(filters: FreezeFilters) -> dict:
+    """Agreement figures that mean something (issue 12 item 3), via the agreement service's
+    adapters and ``scoring.agreement``:
+
+    * ``triple_reviews``: every review of every revision of the triples this version freezes —
+      flags on earlier revisions and spot-check second looks included — as verdict ratings per
+      revision, i.e. agreement *before* resolution (the final reviews of gold triples alone are
+      all confirmations by construction, which says nothing);
+    * ``answer_labels``: the production answer labels at freeze time (acceptability, grounding,
+      severe safety). Answer records are not rows of a gold version, so this is the labelling
+      team's agreement when the version was frozen, stated as such.
+
+    Bootstrap seed 8821 (``goldset.services.agreement.SEED``)."""
+    from goldset.services.agreement import SEED, bootstrap_resamples, ratings_frame, summary_figures
+    from goldset.services.agreement_sources import (
+        ANSWERS,
+        TRIPLES,
+        answer_label_ratings,
+        triple_review_ratings,
     )
-    verdicts = Counter(v for _, _, v in reviews)
-    summary = {"reviews": len(reviews), "verdicts": dict(sorted(verdicts.items()))}
-    if len({r for r, _, _ in reviews}) >= 2:
-        table = label_table([(str(r), str(slot), v) for r, slot, v in reviews])
-        pa = percent_agreement(table)
-        alpha = krippendorff_alpha(table, level="nominal")
-        summary["percent_agreement"] = pa.value
-        summary["krippendorff_alpha_nominal"] = alpha.value
-        summary["alpha_reason"] = alpha.reason
-    return summary
+
+    triples = selected_triples(filters).values("pk")
+    n_resamples = bootstrap_resamples()
+    reviews = summary_figures(
+        ratings_frame(triple_review_ratings(triples=triples)), n_resamples=n_resamples
+    )
+    labels = summary_figures(ratings_frame(answer_label_ratings()), n_resamples=n_resamples)
+    return {
+        "method": AGREEMENT_METHOD,
+        "bootstrap": {"seed": SEED, "resamples": n_resamples, "level": 0.95},
+        "triple_reviews": {
+            "scope": "every review of every revision of this version's triples, before "
+            "resolution (spot checks included); one item per revision",
+            **reviews.get(TRIPLES, {}).get("verdict", {"ratings": 0}),
+        },
+        "answer_labels": {
+            "scope": "all production answer labels at freeze time (calibration excluded); one "
+            "item per answer record",
+            "axes": labels.get(ANSWERS, {}),
+        },
+    }
 
 
 @dataclass(frozen=True)

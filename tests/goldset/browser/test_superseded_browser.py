@@ -1,5 +1,6 @@
 """In Chromium: the freeze preview lists a gold triple pinned to superseded text with the
-author's reason, leaves it out, and includes it only when the admin ticks the box."""
+author's reason, leaves it out, and includes it only when the admin ticks the box; the frozen
+version's page shows the agreement of the reviews behind it."""
 
 import pytest
 
@@ -48,3 +49,6 @@ def test_freeze_preview_lists_a_superseded_pin_and_leaves_it_out_until_confirmed
     page.wait_for_url("**/versions/v1/")
     section = page.locator("#version-superseded").inner_text()
     assert reasoned.external_id in section and "included" in section and REASON in section
+    # issue 12 item 3: the agreement behind the version, before resolution
+    reviews = page.locator("#agreement-triple-reviews").inner_text()
+    assert "confirm 4" in reviews and "undefined" in reviews
