@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class GoldsetConfig(AppConfig):
     name = "goldset"
     verbose_name = "Gold set"
+
+    def ready(self):
+        # Registers the Celery tasks services queue by name (workbench.dispatch); the task
+        # module imports services, which need the app registry, so it cannot load any earlier.
+        from goldset import tasks  # noqa: F401

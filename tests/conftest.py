@@ -19,7 +19,11 @@ from tests.factories import TEST_PASSWORD, UserFactory
 from workbench.roles import Role
 
 ROOT = Path(__file__).resolve().parent.parent
-NIST_FILE = ROOT.parent / "shared" / "data" / "nist-800-53" / "controls.jsonl"
+# The checkout sits next to shared/ by default; NIST_FILE points elsewhere (a git worktree).
+NIST_FILE = Path(
+    os.environ.get("NIST_FILE")
+    or ROOT.parent / "shared" / "data" / "nist-800-53" / "controls.jsonl"
+)
 IN_CI = os.environ.get("CI", "").lower() == "true"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -13,6 +13,7 @@ class WorkbenchConfig(AppConfig):
 
 
 def _ensure_roles(sender, using="default", **kwargs):
+    # Imported here: apps.py loads before the app registry, and services import models.
     from workbench.services.accounts import ensure_roles
 
     ensure_roles(using=using)

@@ -47,7 +47,7 @@ def login_view(request):
 @require_POST
 def logout_view(request):
     if request.user.is_authenticated:
-        record_event(actor=request.user, verb="logout", obj=request.user, request=request)
+        record_event(actor=request.user, verb="logout", obj=request.user)
     logout(request)
     messages.info(request, "You are logged out.")
     return redirect("login")

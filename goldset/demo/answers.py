@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 
 from goldset.models import (
     Acceptability,
+    AnswerRecord,
     CalibrationItem,
     Domain,
     LabelAssignment,
@@ -541,8 +542,6 @@ def seed_answers_demo() -> dict:
 
 
 def _production_records():
-    from goldset.models import AnswerRecord
-
     return AnswerRecord.objects.filter(
         is_calibration=False, question__question_id__in=[q[0]["question_id"] for q in QUESTIONS]
     ).select_related("run", "question")

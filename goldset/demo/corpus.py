@@ -5,6 +5,7 @@ NIST SP 800-53 file from ``shared/data`` the demo also gets a real corpus whose 
 changes are real superseded versions.
 """
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -865,8 +866,6 @@ def nist_manifest(path: Path) -> list[dict]:
 
 
 def _day_before(iso: str) -> str:
-    import datetime as dt
-
     return (dt.date.fromisoformat(iso) - dt.timedelta(days=1)).isoformat()
 
 

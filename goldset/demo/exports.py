@@ -10,8 +10,12 @@ import json
 
 from django.contrib.auth import get_user_model
 
-from goldset.models import BlockVersion, GoldVersion, Source, TaskType
+from goldset.models import AnswerRecord, BlockVersion, GoldVersion, Source, TaskType
+from goldset.selectors.curation import list_gold_triples
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
+from goldset.services.reviews import claim_next_assignment, submit_review
+from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.triples import create_triple
 
 DEMO_QUESTIONS = 12
 
@@ -21,10 +25,6 @@ def _draw(key: str) -> float:
 
 
 def _ensure_gold_triples() -> None:
-    from goldset.selectors.curation import list_gold_triples
-    from goldset.services.reviews import claim_next_assignment, submit_review
-    from goldset.services.triples import create_triple
-
     if list_gold_triples().exists():
         return
     users = get_user_model().objects
@@ -72,8 +72,6 @@ def _run_for(version: GoldVersion, *, quality: float, name: str) -> bytes:
 
 def _answer_log() -> bytes:
     """The answer-labeling demo's answer records (all systems) as a seed 004 A.5 answer log."""
-    from goldset.models import AnswerRecord
-
     records = (
         AnswerRecord.objects.filter(is_calibration=False)
         .select_related("question", "run__system")
@@ -107,8 +105,6 @@ def _answer_log() -> bytes:
 
 
 def seed_exports_demo() -> dict:
-    from goldset.services.scoring_jobs import create_scoring_job
-
     if GoldVersion.objects.exists():
         return {"versions": GoldVersion.objects.count(), "created": False}
     _ensure_gold_triples()

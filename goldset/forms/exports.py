@@ -1,6 +1,7 @@
 from django import forms
 
 from goldset.models import Domain, GoldVersion, Source, Tier, WorkingSlice
+from goldset.services.freeze import FreezeFilters
 
 MAX_RUN_BYTES = 200 * 1024 * 1024
 
@@ -31,8 +32,6 @@ class FreezeForm(forms.Form):
     note = forms.CharField(max_length=300, required=False)
 
     def filters(self):
-        from goldset.services.freeze import FreezeFilters
-
         data = self.cleaned_data
         return FreezeFilters(
             domain=data["domain"].slug if data["domain"] else "",

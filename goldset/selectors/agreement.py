@@ -7,12 +7,20 @@ fires only when it rests on at least ``AGREEMENT_MIN_ITEMS`` items (default 10).
 """
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
-from goldset.models import AgreementSnapshot, Tier
-from goldset.services.agreement import week_start
+from goldset.charts import BarChart, LineChart, Series
+from goldset.models import AgreementSnapshot, AnswerRecord, Label, Review, Tier, Triple
+from goldset.rules.axes import AXES
+from goldset.rules.calendar import week_start
+from goldset.selectors.curation import list_author_flag_rates
 
 
 @dataclass(frozen=True)
@@ -163,8 +171,6 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
 
 
 def _author_flag_rate_alerts() -> list[Alert]:
-    from goldset.selectors.curation import list_author_flag_rates
-
     return [
         Alert(
             "author_flag_rate",
@@ -185,10 +191,6 @@ def _author_flag_rate_alerts() -> list[Alert]:
 
 def _with_usernames(alerts: list[Alert]) -> list[Alert]:
     """Replace ``{user:ID}`` placeholders with usernames (one query)."""
-    import re
-
-    from django.contrib.auth import get_user_model
-
     ids = {int(m) for a in alerts for m in re.findall(r"\{user:(\d+)\}", a.detail)}
     if not ids:
         return alerts
@@ -274,8 +276,6 @@ class AgreementView:
 def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
     """Everything the agreement dashboard shows for one protocol × axis, from stored snapshots
     (two queries whatever the data size)."""
-    from goldset.charts import LineChart, Series
-
     choices = list(
         AgreementSnapshot.objects.filter(metric="krippendorff_alpha")
         .values_list("protocol", "axis")
@@ -364,8 +364,6 @@ class AnnotatorRow:
 
 def list_annotator_figures() -> list[AnnotatorRow]:
     """Per-annotator figures from the snapshots, with usernames (two queries)."""
-    from django.contrib.auth import get_user_model
-
     rows = list(
         AgreementSnapshot.objects.filter(axis="annotator").values_list(
             "protocol", "subject", "metric", "value", "n_items"
@@ -403,14 +401,6 @@ def get_workload(*, days: int = 14) -> Workload:
     """Cases per tier in both protocols, the labeling-cost estimate (GOLD $0.40/case, TRIAGE
     $0.16/case by default: ``LABELING_COST_GOLD`` / ``LABELING_COST_TRIAGE``) and reviews and
     labels per day over the last ``days`` days. Four aggregate queries."""
-    import datetime as dt
-
-    from django.db.models import Count
-    from django.db.models.functions import TruncDate
-    from django.utils import timezone
-
-    from goldset.models import AnswerRecord, Label, Review, Triple
-
     tiers = [
         {"kind": "triples", **r}
         for r in Triple.objects.order_by().values("tier").annotate(cases=Count("id"))
@@ -451,9 +441,6 @@ def get_workload(*, days: int = 14) -> Workload:
 def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> dict:
     """Counts of (first annotator's value, second's value) over the items both rated on ``axis``.
     One query; values in scale order."""
-    from goldset.models import Label, Review
-    from goldset.services.agreement import AXES
-
     scale = AXES.get(axis)
     if scale is None or protocol not in PROTOCOL_LABELS:
         return {"categories": [], "rows": [], "n": 0}
@@ -493,8 +480,6 @@ def get_dashboard(
 ) -> dict:
     """The agreement dashboard's context, all from stored snapshots plus aggregate counts; with
     ``partial`` only what the confusion-matrix fragment needs."""
-    from goldset.charts import BarChart
-
     view = get_agreement_view(protocol=protocol, axis=axis)
     confusion = (
         confusion_matrix(protocol=view.protocol, axis=view.axis, first=first, second=second)

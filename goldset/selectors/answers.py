@@ -2,11 +2,12 @@
 addressed by ``public_id`` and no system, run or model reaches their templates. ``get_*_for``
 fetch and authorize in one call (Http404 when the item is not theirs)."""
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Prefetch, Q, Subquery
+from django.db.models import Count, Prefetch, Q, Subquery, Sum
 from django.http import Http404
 
 from goldset.models import (
@@ -20,16 +21,76 @@ from goldset.models import (
     EvidencePassage,
     Label,
     LabelAssignment,
+    Question,
     RecordStatus,
     Run,
 )
+from goldset.rules.calibration import offer_for
+from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
 from goldset.selectors.curation import newest_version_of
-from goldset.services.adjudication import OPEN_FOR_LEAD
-from goldset.services.calibration import offer_for
-from goldset.services.labeling import domain_loads, qualified_domain_ids
 from workbench.roles import Role
 
-LEAD_VISIBLE = (*OPEN_FOR_LEAD, RecordStatus.ADJUDICATED)
+# ---------------------------------------------------------------- qualification and load
+
+
+def qualified_domain_ids(annotator) -> set[int]:
+    """Domains whose calibration the annotator passed."""
+    return set(
+        CalibrationResult.objects.filter(annotator=annotator, passed=True).values_list(
+            "domain_id", flat=True
+        )
+    )
+
+
+@dataclass(frozen=True)
+class DomainLoad:
+    domain_id: int
+    total_slots: int
+    qualified: int
+    mine: int
+    cap: int
+
+    @property
+    def open(self) -> bool:
+        return self.mine < self.cap
+
+
+def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
+    """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
+
+    The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
+    share rounded up: nobody's load exceeds the others' by more than the tolerance.
+    """
+    domain_ids = list(domain_ids)
+    slots = dict(
+        AnswerRecord.objects.filter(is_calibration=False, question__domain_id__in=domain_ids)
+        .values("question__domain_id")
+        .annotate(n=Sum("labels_required"))
+        .values_list("question__domain_id", "n")
+    )
+    qualified = dict(
+        CalibrationResult.objects.filter(passed=True, domain_id__in=domain_ids)
+        .values("domain_id")
+        .annotate(n=Count("id"))
+        .values_list("domain_id", "n")
+    )
+    mine = dict(
+        LabelAssignment.objects.filter(
+            annotator=annotator, is_calibration=False, record__question__domain_id__in=domain_ids
+        )
+        .values("record__question__domain_id")
+        .annotate(n=Count("id"))
+        .values_list("record__question__domain_id", "n")
+    )
+    loads = {}
+    for domain_id in domain_ids:
+        total, people = slots.get(domain_id, 0), max(qualified.get(domain_id, 0), 1)
+        fair = total / people
+        cap = max(math.ceil(fair), math.floor(fair * (1 + LOAD_TOLERANCE)))
+        loads[domain_id] = DomainLoad(
+            domain_id, total, qualified.get(domain_id, 0), mine.get(domain_id, 0), cap
+        )
+    return loads
 
 
 # ---------------------------------------------------------------- one item
@@ -411,3 +472,60 @@ def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
                 "source": record.final_source or None,
             },
         }
+
+
+# ---------------------------------------------------------------- PROBE question packets
+
+
+def _questions():
+    return (
+        Question.objects.select_related("domain")
+        .prefetch_related(
+            Prefetch("evidence", queryset=EvidencePassage.objects.order_by("position", "pk"))
+        )
+        .order_by("question_id")
+    )
+
+
+def question_record(q: Question) -> dict:
+    flags = [f for f, on in (("conflict", q.conflict_flag), ("freshness", q.freshness_flag)) if on]
+    return {
+        "question_id": q.question_id,
+        "question": q.text,
+        "domain": q.domain.slug,
+        "task_family": q.task_family,
+        "variant": q.variant,
+        "flags": flags,
+        "required_behavior": q.required_behavior,
+        "safety_flags": q.safety_flags,
+    }
+
+
+def packet_record(q: Question) -> dict:
+    """Seed 004 A.4: gold passages with role, authority, effective window and label; near
+    misses with their reason; prohibited behaviours."""
+    gold, near = [], []
+    for e in q.evidence.all():
+        if e.kind == EvidenceKind.NEAR_MISS:
+            near.append({"passage_id": e.passage_ref, "reason": e.reason})
+        else:
+            passage = {
+                "passage_id": e.passage_ref,
+                "role": e.role,
+                "effective": e.effective,
+                "label": e.label,
+            }
+            if e.authority is not None:  # absent: scoring.probe's default authority applies
+                passage["authority"] = float(e.authority)
+            gold.append(passage)
+    return {
+        **question_record(q),
+        "gold_evidence": gold,
+        "near_miss": near,
+        "prohibited_answer_behavior": q.prohibited_behaviors,
+    }
+
+
+def iter_answer_question_packets() -> Iterator[dict]:
+    for q in _questions().iterator(chunk_size=500):
+        yield packet_record(q)

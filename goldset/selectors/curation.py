@@ -22,6 +22,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from goldset.conf import curation_setting
 from goldset.models import (
     BlockVersion,
     Customer,
@@ -39,7 +40,6 @@ from goldset.models import (
     Verdict,
     WorkingSlice,
 )
-from goldset.services.curation_config import curation_setting
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (

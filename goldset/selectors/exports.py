@@ -11,6 +11,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from goldset.models import (
+    CustomerPermission,
     GoldVersion,
     GoldVersionRow,
     JobStatus,
@@ -18,6 +19,8 @@ from goldset.models import (
     ScoreQueryResult,
     ScoringJob,
 )
+from goldset.rules.exports import pick_file
+from scoring.stats import holm_bonferroni, mcnemar, wilcoxon
 
 DIFF_LIMIT = 200
 
@@ -37,8 +40,6 @@ def get_version(*, number: int) -> GoldVersion:
 
 def version_files_for(*, version: GoldVersion, user) -> list[tuple]:
     """Every stored file of the version, each with whether ``user`` downloads that variant."""
-    from goldset.services.exports import pick_file
-
     files = list(version.files.all())
     offered = {pick_file(version, fmt=f.format, user=user).pk for f in files}
     return [(f, f.pk in offered) for f in files]
@@ -51,8 +52,6 @@ def list_job_versions():
 def revocations_for(version: GoldVersion) -> list[dict]:
     """Customers revoked after this version was frozen whose triples it holds: the version
     stays frozen; the revocation is recorded against it here."""
-    from goldset.models import CustomerPermission
-
     lines = version.rows.filter(source="customer_permissioned").values_list("line", flat=True)
     held = defaultdict(int)
     for line in lines:
@@ -258,8 +257,6 @@ def compare_jobs(*, jobs: list[ScoringJob], alpha: float = 0.05, top: int = 20) 
     """Paired comparisons of every pair of jobs on the queries they share: Wilcoxon
     signed-rank per metric (McNemar for hit@k), Holm–Bonferroni over all tests, and
     per-query wins/losses on each job's primary metric (all from ``scoring.stats``)."""
-    from scoring.stats import holm_bonferroni, mcnemar, wilcoxon
-
     if len(jobs) < 2:
         raise Http404("choose at least two jobs")
     if len({j.version_id for j in jobs}) != 1:

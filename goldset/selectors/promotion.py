@@ -1,16 +1,53 @@
 """Reads for promotion and re-routing pages. Answer records are addressed by ``public_id`` only:
 nothing here loads their system, run or model (blinding holds for leads)."""
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from goldset.models import AnswerRecord, Triple
-from goldset.services.promotion import TRIPLE, filter_promotable
+from goldset.exceptions import GoldsetError
+from goldset.models import AnswerRecord, Tier, Triple
+from goldset.rules.tiers import (
+    KINDS,
+    PROMOTABLE_RECORD_STATUSES,
+    PROMOTABLE_TRIPLE_STATES,
+    RECORD,
+    TRIPLE,
+)
 from workbench.models import AuditEvent
 
 HISTORY_VERBS = ("promoted", "rerouted")
 RECORD_TYPE, TRIPLE_TYPE = "goldset.answerrecord", "goldset.triple"
+
+
+def promotable_triples_q() -> Q:
+    return Q(tier=Tier.TRIAGE, state__in=PROMOTABLE_TRIPLE_STATES, current_revision__isnull=False)
+
+
+def promotable_records_q() -> Q:
+    return Q(tier=Tier.TRIAGE, status__in=PROMOTABLE_RECORD_STATUSES, is_calibration=False)
+
+
+def filter_promotable(*, kind: str, domain: str = "", task_type: str = "", source: str = ""):
+    """The promotable TRIAGE cases of ``kind`` matching the filters (domain slug, task type and,
+    for triples, source). System, run and model are deliberately not filters (blinding)."""
+    if kind == TRIPLE:
+        qs = Triple.objects.filter(promotable_triples_q())
+        if domain:
+            qs = qs.filter(domain__slug=domain)
+        if task_type:
+            qs = qs.filter(task_type=task_type)
+        if source:
+            qs = qs.filter(source=source)
+        return qs
+    if kind == RECORD:
+        qs = AnswerRecord.objects.filter(promotable_records_q())
+        if domain:
+            qs = qs.filter(question__domain__slug=domain)
+        if task_type:
+            qs = qs.filter(question__task_type=task_type)
+        return qs
+    raise GoldsetError(f"kind: choose one of {', '.join(KINDS)}.")
 
 
 def list_promotable(*, kind: str, domain: str = "", task_type: str = "", source: str = ""):

@@ -16,11 +16,10 @@ from goldset.models import (
     FinalSource,
     RecordStatus,
 )
+from goldset.rules.labeling import OPEN_FOR_LEAD
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.labeling import check_label_rules
 from workbench.services.audit import record_event
-
-OPEN_FOR_LEAD = (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT)
 
 
 class AdjudicationRejected(GoldsetError):
@@ -38,7 +37,6 @@ def record_adjudication(
     primary_failure: str = "",
     secondary_failures=(),
     rationale: str = "",
-    request=None,
 ) -> Adjudication:
     """Record the lead's final label. Locks the record; one adjudication per item (a second one
     is rejected, not merged); a lead who labeled the item cannot adjudicate it. Rationale is
@@ -89,7 +87,6 @@ def record_adjudication(
             "acceptability": acceptability,
             "grounding": grounding,
         },
-        request=request,
     )
     schedule_agreement_recompute()
     return adjudication

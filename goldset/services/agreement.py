@@ -16,7 +16,6 @@ scope and stamped with a data version (a hash of the input rows), so a recompute
 data is a no-op and dashboards never compute.
 """
 
-import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
 from itertools import chain
@@ -29,12 +28,14 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from goldset.models import AgreementSnapshot, Tier
+from goldset.rules.axes import AXES
 from scoring.agreement import (
     cohen_kappa_table,
     fleiss_kappa_counts,
     krippendorff_alpha_counts,
     percent_agreement_counts,
 )
+from workbench.dispatch import enqueue
 
 SEED = 8821
 RATING_COLUMNS = [
@@ -62,21 +63,8 @@ SCOPES: tuple[tuple[str, ...], ...] = (
 PAIR_SCOPES: tuple[tuple[str, ...], ...] = ((), ("tier",))
 
 
-@dataclass(frozen=True)
-class AxisScale:
-    level: str  # "nominal" or "ordinal"
-    categories: tuple[str, ...]  # in scale order
-    pair_weights: str | None = None  # Cohen's κ weights for annotator pairs
-
-
-AXES: dict[str, AxisScale] = {
-    "verdict": AxisScale("nominal", ("confirm", "flag")),
-    "acceptability": AxisScale("nominal", ("acceptable", "unacceptable")),
-    "grounding": AxisScale(
-        "ordinal", ("ungrounded", "misgrounded", "partially_grounded", "fully_grounded"), "linear"
-    ),
-    "severe_safety": AxisScale("nominal", ("no", "yes")),
-}
+# The Celery task that runs recompute_agreement_snapshots (goldset.tasks).
+RECOMPUTE_TASK = "goldset.recompute_agreement"
 
 # Protocol adapters (goldset.services.agreement_sources): callables returning iterables of tuples
 # in RATING_COLUMNS / SPOT_CHECK_COLUMNS / FACT_COLUMNS order.
@@ -89,16 +77,6 @@ SPOT_CHECK_SOURCES = [
     "goldset.services.agreement_sources.answer_spot_checks",
 ]
 FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
-
-
-def iso_week(moment: dt.date | dt.datetime) -> str:
-    year, week, _ = moment.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def week_start(week: str) -> dt.date:
-    year, number = week.split("-W")
-    return dt.date.fromisocalendar(int(year), int(number), 1)
 
 
 def bootstrap_resamples() -> int:
@@ -459,13 +437,11 @@ def schedule_agreement_recompute(*, now: bool = False) -> bool:
     window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share one task, which runs when the window ends
     and so sees all of them; ``now=True`` (a lead's button) skips the window. Returns True when a
     task was queued. In the embedded mode the task runs in-process at commit."""
-    from goldset.tasks import recompute_agreement_task
-
     if now:
-        transaction.on_commit(recompute_agreement_task.delay)
+        transaction.on_commit(lambda: enqueue(RECOMPUTE_TASK))
         return True
     delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
     if not cache.add(DEBOUNCE_KEY, 1, timeout=delay):
         return False
-    transaction.on_commit(lambda: recompute_agreement_task.apply_async(countdown=delay))
+    transaction.on_commit(lambda: enqueue(RECOMPUTE_TASK, countdown=delay))
     return True

@@ -14,7 +14,7 @@ from collections import defaultdict
 from django.db.models import Count, F, Q
 
 from goldset.models import Label, Review, Verdict
-from goldset.services.agreement import iso_week
+from goldset.rules.calendar import iso_week
 
 TRIPLES, ANSWERS = "triple_review", "answer_label"
 

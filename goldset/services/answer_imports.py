@@ -228,9 +228,7 @@ def _question_hash(obj: dict) -> str:
 
 
 @transaction.atomic
-def import_questions(
-    *, text: str, actor, source_name: str = "", request=None
-) -> QuestionImportSummary:
+def import_questions(*, text: str, actor, source_name: str = "") -> QuestionImportSummary:
     """Import a question file with evidence packets, all or nothing.
 
     Questions are immutable: a line identical to a stored question is a no-op, a changed one is
@@ -324,7 +322,6 @@ def import_questions(
         object_type="questions",
         object_id=source_name[:128],
         detail={**summary.as_dict(), "file_sha256": hashlib.sha256(text.encode()).hexdigest()},
-        request=request,
     )
     return summary
 
@@ -418,7 +415,7 @@ def _cost(value, where, problems) -> Decimal | None:
 
 @transaction.atomic
 def import_answer_logs(
-    *, text: str, actor, source_name: str = "", request=None, id_factory=None
+    *, text: str, actor, source_name: str = "", id_factory=None
 ) -> AnswerImportSummary:
     """Import answer logs (any number of runs and systems), all or nothing.
 
@@ -589,6 +586,5 @@ def import_answer_logs(
         object_type="answer_logs",
         object_id=source_name[:128],
         detail={**summary.as_dict(), "file_sha256": hashlib.sha256(text.encode()).hexdigest()},
-        request=request,
     )
     return summary

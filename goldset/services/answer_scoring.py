@@ -20,6 +20,17 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services import exports
+from goldset.services.probe_exports import adjudicated_labels
+from goldset.services.scoring_runs import (
+    Outcome,
+    QueryRow,
+    RunRejected,
+    ValidatedRun,
+    known_block_ids,
+    read_run_bytes,
+)
+from scoring.probe import score_answers
+from scoring.stats import bootstrap_ci
 
 MAX_ERRORS = 50
 
@@ -27,13 +38,11 @@ MAX_ERRORS = 50
 def _label_providers() -> list[Callable]:
     """``fn(version, answers) -> [label dict]`` giving expert labels keyed by question_id +
     system_id: the answer-labeling area's final (majority or adjudicated) labels."""
-    from goldset.services.probe_exports import adjudicated_labels
 
     return [adjudicated_labels]
 
 
 def _records(text: str, name: str):
-    from goldset.services.scoring_jobs import RunRejected
 
     problems, records = [], []
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -57,7 +66,6 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     """Validate every answer record: required fields, known question ids (triples of
     ``version``), known passage ids (corpus blocks), ranks, one record per question and
     system. Raises RunRejected with line-numbered problems."""
-    from goldset.services.scoring_jobs import RunRejected, ValidatedRun, known_block_ids
 
     records = _records(text, name)
     packets = version_packets(version)
@@ -129,9 +137,6 @@ def version_packets(version: GoldVersion) -> list[dict]:
 
 
 def score_answer_log(*, job: ScoringJob, progress):
-    from goldset.services.scoring_jobs import Outcome, QueryRow, read_run_bytes
-    from scoring.probe import score_answers
-    from scoring.stats import bootstrap_ci
 
     progress.enter("load answer log", 5)
     answers = [

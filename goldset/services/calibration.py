@@ -25,8 +25,6 @@ So adding items never leaves a domain without a way to qualify: until the new it
 references, newcomers take the previous version; afterwards, the new one.
 """
 
-from dataclasses import dataclass
-
 from django.db import transaction
 from django.utils import timezone
 
@@ -41,41 +39,16 @@ from goldset.models import (
     LabelAssignment,
 )
 from goldset.models.answers import GROUNDING_ORDER
-from goldset.services.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
+from goldset.rules.calibration import check_set_ready, offer_for
+from goldset.rules.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
 from scoring.agreement import cohen_kappa
 from workbench.services.audit import record_event
 
 KAPPA_THRESHOLD = 0.70
-MIN_CALIBRATION_ITEMS = 4
 
 
 class CalibrationError(GoldsetError):
     """A calibration step is not possible now; the message says why."""
-
-
-@dataclass(frozen=True)
-class Readiness:
-    ready: bool
-    problems: list[str]
-
-
-def check_set_ready(calibration_set: CalibrationSet, items=None) -> Readiness:
-    """A set (or the given ``items`` of it) is usable when it has enough items, every item has a
-    reference label, and the references use at least two grounding levels and both
-    severe-safety values (else κ is 0/0)."""
-    items = list(calibration_set.items.all() if items is None else items)
-    problems = []
-    if len(items) < MIN_CALIBRATION_ITEMS:
-        problems.append(f"needs at least {MIN_CALIBRATION_ITEMS} items (has {len(items)})")
-    missing = sum(1 for i in items if not i.has_reference)
-    if missing:
-        problems.append(f"{missing} item(s) have no reference label yet")
-    referenced = [i for i in items if i.has_reference]
-    if referenced and len({i.reference_grounding for i in referenced}) < 2:
-        problems.append("reference grounding labels must use at least two levels")
-    if referenced and len({i.reference_severe_safety for i in referenced}) < 2:
-        problems.append("reference labels must include severe-safety and non-severe items")
-    return Readiness(not problems, problems)
 
 
 @transaction.atomic
@@ -86,7 +59,6 @@ def set_reference_label(
     acceptability: str,
     grounding: str,
     severe_safety: bool,
-    request=None,
 ) -> CalibrationItem:
     """Set a draft item's reference label. Frozen once the item is sealed into a set version
     that annotators started (their κ would silently change otherwise). Locks the item."""
@@ -109,36 +81,12 @@ def set_reference_label(
         verb="calibration_reference_set",
         obj=item.record,
         detail={"grounding": grounding, "severe_safety": bool(severe_safety)},
-        request=request,
     )
     return item
 
 
-@dataclass(frozen=True)
-class Offer:
-    """What the next annotator to start a set is given: ``version`` and its items; ``seals``
-    lists the drafts that starting seals into that (new) version."""
-
-    version: int
-    items: list[CalibrationItem]
-    seals: list[CalibrationItem]
-
-
-def offer_for(calibration_set: CalibrationSet, items=None) -> Offer | None:
-    """The version the next starter gets (see the module docstring), or None when no version is
-    ready. ``items`` are the set's items when the caller already loaded them. Reads only."""
-    items = list(calibration_set.items.all() if items is None else items)
-    sealed = [i for i in items if i.set_version is not None]
-    drafts = [i for i in items if i.set_version is None]
-    if drafts and check_set_ready(calibration_set, sealed + drafts).ready:
-        return Offer(calibration_set.version + 1, sealed + drafts, drafts)
-    if sealed:
-        return Offer(calibration_set.version, sealed, [])
-    return None
-
-
 @transaction.atomic
-def start_calibration(*, annotator, domain: Domain, request=None) -> list[LabelAssignment]:
+def start_calibration(*, annotator, domain: Domain) -> list[LabelAssignment]:
     """Assign the newest ready version of the domain's calibration set to the annotator,
     sealing the set's drafts into a new version when they make a ready set (locks the set).
     Idempotent: a second call returns the assignments already made. Raises CalibrationError
@@ -175,7 +123,6 @@ def start_calibration(*, annotator, domain: Domain, request=None) -> list[LabelA
             object_type="domain",
             object_id=domain.slug,
             detail={"version": offer.version, "items": len(offer.items), "new": len(offer.seals)},
-            request=request,
         )
     assignments = []
     for item in sorted(offer.items, key=lambda i: i.pk):
@@ -200,7 +147,6 @@ def start_calibration(*, annotator, domain: Domain, request=None) -> list[LabelA
         object_type="domain",
         object_id=domain.slug,
         detail={"set_version": offer.version, "items": len(offer.items)},
-        request=request,
     )
     return sorted(assignments, key=lambda a: a.shuffle_key)
 

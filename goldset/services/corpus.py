@@ -467,7 +467,7 @@ def _check_against_database(documents: list[DocumentSpec], problems: _Problems):
 
 @transaction.atomic
 def import_corpus(
-    *, text: str, actor, source_name: str = "", default_domain: str | None = None, request=None
+    *, text: str, actor, source_name: str = "", default_domain: str | None = None
 ) -> ImportSummary:
     """Import a manifest or Unrag file all-or-nothing. Raises ImportRejected (nothing stored).
 
@@ -535,15 +535,12 @@ def import_corpus(
     created = BlockVersion.objects.bulk_create(new_versions)
     summary.versions_created = len(created)
     summary.superseding_version_ids = [v.pk for v in created if v.version > 1]
-    mark_superseded_pins(
-        superseding_version_ids=summary.superseding_version_ids, actor=actor, request=request
-    )
+    mark_superseded_pins(superseding_version_ids=summary.superseding_version_ids, actor=actor)
     record_event(
         actor=actor,
         verb="corpus_imported",
         object_type="corpus",
         object_id=source_name[:128],
         detail={**summary.as_dict(), "file_sha256": sha256_text(text)},
-        request=request,
     )
     return summary

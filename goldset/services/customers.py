@@ -15,7 +15,7 @@ from workbench.services.audit import record_event
 
 
 @transaction.atomic
-def create_customer(*, name: str, actor, slug: str = "", request=None) -> Customer:
+def create_customer(*, name: str, actor, slug: str = "") -> Customer:
     """Create a customer (no permission yet). Raises GoldsetError when the slug is taken."""
     slug = slugify(slug or name)[:64]
     if not slug:
@@ -23,7 +23,7 @@ def create_customer(*, name: str, actor, slug: str = "", request=None) -> Custom
     if Customer.objects.filter(slug=slug).exists():
         raise GoldsetError(f"A customer with the slug {slug!r} already exists.")
     customer = Customer.objects.create(name=name.strip(), slug=slug)
-    record_event(actor=actor, verb="customer_created", obj=customer, request=request)
+    record_event(actor=actor, verb="customer_created", obj=customer)
     return customer
 
 
@@ -38,9 +38,7 @@ def active_permission(customer: Customer) -> CustomerPermission | None:
 
 
 @transaction.atomic
-def grant_customer_permission(
-    *, customer: Customer, actor, note: str = "", request=None
-) -> CustomerPermission:
+def grant_customer_permission(*, customer: Customer, actor, note: str = "") -> CustomerPermission:
     """Record a grant. Idempotent: with an active grant already, that grant is returned."""
     customer = _lock_customer(customer)
     current = active_permission(customer)
@@ -52,15 +50,12 @@ def grant_customer_permission(
         verb="customer_permission_granted",
         obj=customer,
         detail={"permission_id": permission.pk, "note": note},
-        request=request,
     )
     return permission
 
 
 @transaction.atomic
-def revoke_customer_permission(
-    *, customer: Customer, actor, note: str = "", request=None
-) -> list[int]:
+def revoke_customer_permission(*, customer: Customer, actor, note: str = "") -> list[int]:
     """Revoke the active grant and mark all the customer's live triples ``revoked``.
 
     Returns the ids of the triples revoked. Raises GoldsetError when no grant is active.
@@ -87,7 +82,6 @@ def revoke_customer_permission(
             verb="triple_revoked",
             obj=triple,
             detail={"customer": customer.slug, "previous_state": triple.previous_state},
-            request=request,
         )
     ids = [t.pk for t in triples]
     record_event(
@@ -95,6 +89,5 @@ def revoke_customer_permission(
         verb="customer_permission_revoked",
         obj=customer,
         detail={"permission_id": current.pk, "note": note, "triples_revoked": ids},
-        request=request,
     )
     return ids

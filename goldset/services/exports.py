@@ -26,14 +26,12 @@ from goldset.models import (
     GoldVersionFileChunk,
 )
 from goldset.models.exports import FORMAT_FILES
+from goldset.selectors.answers import iter_answer_question_packets
 
 CHUNK_SIZE = 1 << 20  # 1 MiB per stored chunk
 UNRAG_SCOPE_PREFIX = "eval:goldset:"
 UNRAG_DATASET_ID = "goldset"
 REDACTED_LOADER_PREFIX = "goldset:block-version:"
-SNIPPET_PERMISSION = "goldset.view_snippets"
-# Formats holding source snippets: they are stored twice, full and redacted.
-SNIPPET_FORMATS = (ExportFormat.UNRAG_JSON, ExportFormat.PROBE_PACKETS)
 BATCH = 1000
 PIN_BATCH = 5000
 
@@ -188,19 +186,6 @@ def verify_rows(version: GoldVersion) -> None:
             f"the rows of gold version v{version.number} failed their integrity check "
             f"(hash {digest.hexdigest()}, recorded {version.rows_sha256})."
         )
-
-
-def pick_file(version: GoldVersion, *, fmt: str, user) -> GoldVersionFile:
-    """The variant a user may download: the full file with the view-snippets permission (or
-    for formats without snippets), otherwise the redacted one. ``user=None`` (commands) gets
-    the full file."""
-    files = {(f.format, f.redacted): f for f in version.files.all()}
-    full = user is None or user.has_perm(SNIPPET_PERMISSION)
-    if (fmt, not full) in files:
-        return files[(fmt, not full)]
-    if (fmt, False) in files and fmt not in SNIPPET_FORMATS:
-        return files[(fmt, False)]
-    raise GoldsetError(f"gold version v{version.number} has no {fmt} export")
 
 
 # ---------------------------------------------------------------- renderers
@@ -423,8 +408,6 @@ def render_snippet_files(version: GoldVersion, *, description: str) -> dict:
         queries.write((("," if wrote_queries else "") + ",".join(query_lines)).encode("utf-8"))
         wrote_queries = True
     # The answer-labeling area's questions (seed 004 A.3/A.4) follow the triples' packets.
-    from goldset.services.probe_exports import iter_answer_question_packets
-
     for packet in iter_answer_question_packets():
         line = (canonical_json(packet) + "\n").encode("utf-8")
         packets[False].write(line)

@@ -15,8 +15,24 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
-from goldset.models import ExportFormat, GoldVersion, GoldVersionRow
+from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WorkingSlice
+from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
+from goldset.selectors.curation import (
+    gold_row,
+    list_gold_triples,
+    superseded_pin_q,
+    with_pin_status,
+)
 from goldset.services import exports
+from goldset.services.agreement import SEED, bootstrap_resamples, ratings_frame, summary_figures
+from goldset.services.agreement_sources import (
+    ANSWERS,
+    TRIPLES,
+    answer_label_ratings,
+    triple_review_ratings,
+)
+from goldset.services.probe_exports import render_adjudication_export
+from goldset.services.scoring_jobs import DEFAULT_SEED
 from workbench.services.audit import record_event
 
 ROW_BATCH = 5000
@@ -124,7 +140,6 @@ def store_frozen_version(
     note: str = "",
     extra_files: dict[str, Callable] | None = None,
     now: dt.datetime | None = None,
-    request=None,
 ) -> GoldVersion:
     """Store a new sealed gold version from ``rows`` (streamed, inserted in batches).
 
@@ -244,8 +259,8 @@ def store_frozen_version(
             for f in files
         ],
         "redaction": {
-            "permission": exports.SNIPPET_PERMISSION,
-            "formats_with_snippets": [str(f) for f in exports.SNIPPET_FORMATS],
+            "permission": SNIPPET_PERMISSION,
+            "formats_with_snippets": [str(f) for f in SNIPPET_FORMATS],
             "policy": (
                 "Users without the permission receive the redacted variant: Unrag documents "
                 "carry a loaderRef instead of content, evidence passages carry no text "
@@ -280,7 +295,6 @@ def store_frozen_version(
             "changed": len(diff.changed),
             "filters": filters or {},
         },
-        request=request,
     )
     return version
 
@@ -313,9 +327,6 @@ class FreezeFilters:
 def _filtered_gold(filters: FreezeFilters):
     """The gold triples the filters select, superseded pins or not, annotated with
     ``newest_version`` / ``superseded_pin``."""
-    from goldset.models import WorkingSlice
-    from goldset.selectors.curation import list_gold_triples, with_pin_status
-
     triples = with_pin_status(
         list_gold_triples(
             domain=filters.domain or None,
@@ -337,8 +348,6 @@ def selected_triples(filters: FreezeFilters):
     customer's triple), restricted to a working slice when one is named. Triples pinned to a
     superseded block version (issue 12) are left out unless ``include_superseded``: an admin
     confirms them after seeing them listed in the preview."""
-    from goldset.selectors.curation import superseded_pin_q
-
     triples = _filtered_gold(filters)
     if not filters.include_superseded:
         triples = triples.exclude(superseded_pin_q())
@@ -366,8 +375,6 @@ class SupersededPinRow:
 def superseded_pins(filters: FreezeFilters) -> list[SupersededPinRow]:
     """The gold triples the filters match whose pin is superseded, whether or not the freeze
     includes them (one query)."""
-    from goldset.selectors.curation import superseded_pin_q
-
     rows = (
         _filtered_gold(filters)
         .filter(superseded_pin_q())
@@ -392,16 +399,11 @@ def superseded_manifest(filters: FreezeFilters) -> dict:
 
 
 def selected_rows(filters: FreezeFilters):
-    from goldset.selectors.curation import gold_row
-
     for triple in selected_triples(filters).iterator(chunk_size=ROW_BATCH):
         yield gold_row(triple)
 
 
 def freeze_seeds(filters: FreezeFilters) -> dict:
-    from goldset.models import WorkingSlice
-    from goldset.services.scoring_jobs import DEFAULT_SEED
-
     seeds = {"bootstrap_ci": DEFAULT_SEED}
     if filters.working_slice:
         chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
@@ -432,14 +434,6 @@ def agreement_summary(filters: FreezeFilters) -> dict:
       team's agreement when the version was frozen, stated as such.
 
     Bootstrap seed 8821 (``goldset.services.agreement.SEED``)."""
-    from goldset.services.agreement import SEED, bootstrap_resamples, ratings_frame, summary_figures
-    from goldset.services.agreement_sources import (
-        ANSWERS,
-        TRIPLES,
-        answer_label_ratings,
-        triple_review_ratings,
-    )
-
     triples = selected_triples(filters).values("pk")
     n_resamples = bootstrap_resamples()
     reviews = summary_figures(
@@ -501,14 +495,12 @@ def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
 
 
 def freeze_gold_version(
-    *, filters: FreezeFilters, actor, note: str = "", extra_files=None, request=None
+    *, filters: FreezeFilters, actor, note: str = "", extra_files=None
 ) -> GoldVersion:
     """Freeze the gold triples the filters select as the next version (atomic; see
     :func:`store_frozen_version`). Revoked customers' triples are never selected; triples
     pinned to superseded block versions only with ``filters.include_superseded`` (the manifest
     lists them either way)."""
-    from goldset.services.probe_exports import render_adjudication_export
-
     extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
     return store_frozen_version(
         rows=selected_rows(filters),
@@ -519,5 +511,4 @@ def freeze_gold_version(
         superseded=superseded_manifest(filters),
         note=note,
         extra_files=extra,
-        request=request,
     )

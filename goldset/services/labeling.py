@@ -13,13 +13,12 @@
 """
 
 import hashlib
-import math
 from collections import Counter
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Sum
+from django.db.models import Count, F
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
@@ -27,7 +26,6 @@ from goldset.models import (
     Acceptability,
     AdjudicationReason,
     AnswerRecord,
-    CalibrationResult,
     CitationCorrectness,
     ConflictHandling,
     EvidenceSufficiency,
@@ -41,15 +39,16 @@ from goldset.models import (
     SafetyBoundary,
     Tier,
 )
+from goldset.rules.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
+from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.calibration import score_calibration_if_complete
 from workbench.services.audit import record_event
 
-QUEUE_SHUFFLE_SEED = 6601
 AUDIT_SAMPLE_SEED = 9314
 AUDIT_SAMPLE_RATE = 0.05
 SPOT_CHECK_SEED = 1003
 SPOT_CHECK_RATE = 0.10
-LOAD_TOLERANCE = 0.10
 MAX_SECONDARY_FAILURES = 2
 
 
@@ -99,11 +98,6 @@ def _violation(rule: str, field: str) -> LabelRuleViolation:
 
 
 # ---------------------------------------------------------------- seeded, reproducible draws
-
-
-def shuffle_key(*, seed: int, annotator_id: int, public_id: str) -> str:
-    """The sort key of a record in one annotator's queue: stable for (seed, annotator, record)."""
-    return hashlib.sha256(f"{seed}:{annotator_id}:{public_id}".encode()).hexdigest()[:16]
 
 
 def seeded_draw(*, seed: int, key: str) -> float:
@@ -308,66 +302,6 @@ def settle_record(record: AnswerRecord) -> None:
 # ---------------------------------------------------------------- qualification and load
 
 
-def qualified_domain_ids(annotator) -> set[int]:
-    """Domains whose calibration the annotator passed."""
-    return set(
-        CalibrationResult.objects.filter(annotator=annotator, passed=True).values_list(
-            "domain_id", flat=True
-        )
-    )
-
-
-@dataclass(frozen=True)
-class DomainLoad:
-    domain_id: int
-    total_slots: int
-    qualified: int
-    mine: int
-    cap: int
-
-    @property
-    def open(self) -> bool:
-        return self.mine < self.cap
-
-
-def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
-    """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
-
-    The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
-    share rounded up: nobody's load exceeds the others' by more than the tolerance.
-    """
-    domain_ids = list(domain_ids)
-    slots = dict(
-        AnswerRecord.objects.filter(is_calibration=False, question__domain_id__in=domain_ids)
-        .values("question__domain_id")
-        .annotate(n=Sum("labels_required"))
-        .values_list("question__domain_id", "n")
-    )
-    qualified = dict(
-        CalibrationResult.objects.filter(passed=True, domain_id__in=domain_ids)
-        .values("domain_id")
-        .annotate(n=Count("id"))
-        .values_list("domain_id", "n")
-    )
-    mine = dict(
-        LabelAssignment.objects.filter(
-            annotator=annotator, is_calibration=False, record__question__domain_id__in=domain_ids
-        )
-        .values("record__question__domain_id")
-        .annotate(n=Count("id"))
-        .values_list("record__question__domain_id", "n")
-    )
-    loads = {}
-    for domain_id in domain_ids:
-        total, people = slots.get(domain_id, 0), max(qualified.get(domain_id, 0), 1)
-        fair = total / people
-        cap = max(math.ceil(fair), math.floor(fair * (1 + LOAD_TOLERANCE)))
-        loads[domain_id] = DomainLoad(
-            domain_id, total, qualified.get(domain_id, 0), mine.get(domain_id, 0), cap
-        )
-    return loads
-
-
 # ---------------------------------------------------------------- claims
 
 
@@ -520,7 +454,6 @@ def submit_label(
     primary_failure: str = "",
     secondary_failures=(),
     rationale: str = "",
-    request=None,
 ) -> Label:
     """Store the annotator's label for their assignment.
 
@@ -576,11 +509,8 @@ def submit_label(
         verb="labeled",
         obj=record,
         detail={"slot": assignment.slot, "calibration": assignment.is_calibration},
-        request=request,
     )
     if assignment.is_calibration:
-        from goldset.services.calibration import score_calibration_if_complete
-
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
         settle_record(record)

@@ -1,73 +1,15 @@
 """The PROBE artifacts of a frozen version that come from the answer-labeling area (seed 004
-§6.4 / Table 9): the questions with their gold evidence packets, the adjudication export, and
-the adjudicated labels answer-log scoring uses for the label-derived PCS axes."""
+§6.4 / Table 9): the adjudication export and the adjudicated labels answer-log scoring uses for the label-derived PCS axes."""
 
 from collections.abc import Iterator
 
-from django.db.models import Prefetch
-
-from goldset.models import AnswerRecord, EvidenceKind, EvidencePassage, Question, RecordStatus
+from goldset.models import AnswerRecord, RecordStatus
+from goldset.selectors.answers import iter_adjudication_export
 from goldset.services.exports import canonical_json
-
-
-def _questions():
-    return (
-        Question.objects.select_related("domain")
-        .prefetch_related(
-            Prefetch("evidence", queryset=EvidencePassage.objects.order_by("position", "pk"))
-        )
-        .order_by("question_id")
-    )
-
-
-def question_record(q: Question) -> dict:
-    flags = [f for f, on in (("conflict", q.conflict_flag), ("freshness", q.freshness_flag)) if on]
-    return {
-        "question_id": q.question_id,
-        "question": q.text,
-        "domain": q.domain.slug,
-        "task_family": q.task_family,
-        "variant": q.variant,
-        "flags": flags,
-        "required_behavior": q.required_behavior,
-        "safety_flags": q.safety_flags,
-    }
-
-
-def packet_record(q: Question) -> dict:
-    """Seed 004 A.4: gold passages with role, authority, effective window and label; near
-    misses with their reason; prohibited behaviours."""
-    gold, near = [], []
-    for e in q.evidence.all():
-        if e.kind == EvidenceKind.NEAR_MISS:
-            near.append({"passage_id": e.passage_ref, "reason": e.reason})
-        else:
-            passage = {
-                "passage_id": e.passage_ref,
-                "role": e.role,
-                "effective": e.effective,
-                "label": e.label,
-            }
-            if e.authority is not None:  # absent: scoring.probe's default authority applies
-                passage["authority"] = float(e.authority)
-            gold.append(passage)
-    return {
-        **question_record(q),
-        "gold_evidence": gold,
-        "near_miss": near,
-        "prohibited_answer_behavior": q.prohibited_behaviors,
-    }
-
-
-def iter_answer_question_packets() -> Iterator[dict]:
-    for q in _questions().iterator(chunk_size=500):
-        yield packet_record(q)
 
 
 def render_adjudication_export(version) -> Iterator[bytes]:
     """The answers area's adjudication export at freeze time, one canonical JSON line each."""
-    from goldset.selectors.answers import iter_adjudication_export
-
     for item in iter_adjudication_export():
         yield (canonical_json(item) + "\n").encode("utf-8")
 

@@ -57,6 +57,18 @@ from goldset.models import (
     TripleRevision,
     TripleState,
 )
+from goldset.rules.tiers import (
+    GOLD_LABELS,
+    GOLD_REVIEWS,
+    PROMOTABLE_RECORD_STATUSES,
+    PROMOTABLE_TRIPLE_STATES,
+    RECORD,
+    TRIPLE,
+    required_for,
+)
+from goldset.selectors.promotion import (
+    filter_promotable,
+)
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.labeling import plan_settlement
 from goldset.services.labeling import settle_record as settle_answer_record
@@ -70,18 +82,7 @@ from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
 PROMOTED_RULE = "promoted"
-TRIPLE, RECORD = "triple", "answer_record"
-KINDS = (TRIPLE, RECORD)
-GOLD_REVIEWS, TRIAGE_REVIEWS = 2, 1
-GOLD_LABELS, TRIAGE_LABELS = 3, 1
 MAX_REASON = 500
-
-
-def required_for(kind: str, tier: str) -> int:
-    """Reviews (triple) or labels (answer record) a case of ``tier`` needs."""
-    if kind == TRIPLE:
-        return GOLD_REVIEWS if tier == Tier.GOLD else TRIAGE_REVIEWS
-    return GOLD_LABELS if tier == Tier.GOLD else TRIAGE_LABELS
 
 
 class PreviewChanged(GoldsetError):
@@ -415,7 +416,7 @@ def _lock_open_cases() -> RoutingRules:
 
 
 @transaction.atomic
-def apply_reroute(*, actor, token: str, request=None) -> ReroutePreview:
+def apply_reroute(*, actor, token: str) -> ReroutePreview:
     """Apply exactly the preview identified by ``token`` (admins only).
 
     Locks the rules and the open cases, recomputes the preview and compares tokens: when anything
@@ -433,9 +434,9 @@ def apply_reroute(*, actor, token: str, request=None) -> ReroutePreview:
         raise PreviewChanged(preview)
     for row in preview.changes:
         if row.kind == TRIPLE:
-            _reroute_triple(row, actor=actor, request=request)
+            _reroute_triple(row, actor=actor)
         else:
-            _reroute_record(row, actor=actor, request=request)
+            _reroute_record(row, actor=actor)
     if preview.changes:
         schedule_agreement_recompute()
     return preview
@@ -461,7 +462,7 @@ def _event_detail(row: RerouteRow, required_key: str) -> dict:
     }
 
 
-def _reroute_triple(row: RerouteRow, *, actor, request) -> None:
+def _reroute_triple(row: RerouteRow, *, actor) -> None:
     triple = Triple.objects.get(pk=row.pk)
     revision = TripleRevision.objects.get(pk=triple.current_revision_id)
     triple.tier, triple.routing_rule, triple.rules_version = (
@@ -477,13 +478,12 @@ def _reroute_triple(row: RerouteRow, *, actor, request) -> None:
         verb="rerouted",
         obj=triple,
         detail=_event_detail(row, "reviewers_needed"),
-        request=request,
     )
     if row.given >= row.required_after:
-        resolve_revision(triple=triple, revision=revision, actor=actor, request=request)
+        resolve_revision(triple=triple, revision=revision, actor=actor)
 
 
-def _reroute_record(row: RerouteRow, *, actor, request) -> None:
+def _reroute_record(row: RerouteRow, *, actor) -> None:
     record = AnswerRecord.objects.select_related("question").get(pk=row.pk)
     record.tier, record.routing_rule, record.rules_version = (
         row.to_tier,
@@ -497,7 +497,6 @@ def _reroute_record(row: RerouteRow, *, actor, request) -> None:
         verb="rerouted",
         obj=record,
         detail=_event_detail(row, "labels_required"),
-        request=request,
     )
     if row.given and row.given >= row.required_after:
         settle_answer_record(record)
@@ -520,19 +519,7 @@ def _clean_reason(reason: str) -> str:
     return reason
 
 
-PROMOTABLE_TRIPLE_STATES = (TripleState.PENDING_REVIEW, TripleState.GOLD)
-PROMOTABLE_RECORD_STATUSES = (RecordStatus.LABELING, RecordStatus.FINAL)
-
-
-def promotable_triples_q() -> Q:
-    return Q(tier=Tier.TRIAGE, state__in=PROMOTABLE_TRIPLE_STATES, current_revision__isnull=False)
-
-
-def promotable_records_q() -> Q:
-    return Q(tier=Tier.TRIAGE, status__in=PROMOTABLE_RECORD_STATUSES, is_calibration=False)
-
-
-def _promote_triple_locked(triple: Triple, *, actor, reason, rules_version, batch, request):
+def _promote_triple_locked(triple: Triple, *, actor, reason, rules_version, batch):
     if triple.tier != Tier.TRIAGE:
         raise GoldsetError(f"{triple.external_id} is already GOLD.")
     if triple.state not in PROMOTABLE_TRIPLE_STATES:
@@ -582,14 +569,13 @@ def _promote_triple_locked(triple: Triple, *, actor, reason, rules_version, batc
             "reviews_given": given,
             "spot_check_review_counted": spot_check_counted,
         },
-        request=request,
     )
     if given >= GOLD_REVIEWS:
-        resolve_revision(triple=triple, revision=revision, actor=actor, request=request)
+        resolve_revision(triple=triple, revision=revision, actor=actor)
     return triple
 
 
-def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version, batch, request):
+def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version, batch):
     if record.is_calibration:
         raise GoldsetError(f"{record.public_id} is a calibration item, not a production case.")
     if record.tier != Tier.TRIAGE:
@@ -634,13 +620,12 @@ def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version
             },
             "labels_given": record.labels.count(),
         },
-        request=request,
     )
     return record
 
 
 @transaction.atomic
-def promote_triple(*, actor, triple: Triple, reason: str, request=None) -> Triple:
+def promote_triple(*, actor, triple: Triple, reason: str) -> Triple:
     """Promote one TRIAGE triple to GOLD (lead or admin; ``reason`` required). Locks the triple
     and its current revision. Raises GoldsetError when it is not a promotable TRIAGE triple."""
     _check_promoter(actor)
@@ -652,16 +637,13 @@ def promote_triple(*, actor, triple: Triple, reason: str, request=None) -> Tripl
         reason=reason,
         rules_version=get_active_rules().version,
         batch="",
-        request=request,
     )
     schedule_agreement_recompute()
     return result
 
 
 @transaction.atomic
-def promote_answer_record(
-    *, actor, record: AnswerRecord, reason: str, request=None
-) -> AnswerRecord:
+def promote_answer_record(*, actor, record: AnswerRecord, reason: str) -> AnswerRecord:
     """Promote one TRIAGE answer record to GOLD (lead or admin; ``reason`` required). Locks the
     record. Raises GoldsetError when it is not a promotable TRIAGE record."""
     _check_promoter(actor)
@@ -673,7 +655,6 @@ def promote_answer_record(
         reason=reason,
         rules_version=get_active_rules().version,
         batch="",
-        request=request,
     )
     schedule_agreement_recompute()
     return result
@@ -682,28 +663,6 @@ def promote_answer_record(
 def batch_token(kind: str, ids) -> str:
     """Identifies the exact set of cases a batch confirmation promotes."""
     return hashlib.sha256(json.dumps([kind, sorted(ids)]).encode()).hexdigest()
-
-
-def filter_promotable(*, kind: str, domain: str = "", task_type: str = "", source: str = ""):
-    """The promotable TRIAGE cases of ``kind`` matching the filters (domain slug, task type and,
-    for triples, source). System, run and model are deliberately not filters (blinding)."""
-    if kind == TRIPLE:
-        qs = Triple.objects.filter(promotable_triples_q())
-        if domain:
-            qs = qs.filter(domain__slug=domain)
-        if task_type:
-            qs = qs.filter(task_type=task_type)
-        if source:
-            qs = qs.filter(source=source)
-        return qs
-    if kind == RECORD:
-        qs = AnswerRecord.objects.filter(promotable_records_q())
-        if domain:
-            qs = qs.filter(question__domain__slug=domain)
-        if task_type:
-            qs = qs.filter(question__task_type=task_type)
-        return qs
-    raise GoldsetError(f"kind: choose one of {', '.join(KINDS)}.")
 
 
 @dataclass(frozen=True)
@@ -723,7 +682,6 @@ def promote_batch(
     domain: str = "",
     task_type: str = "",
     source: str = "",
-    request=None,
 ) -> BatchResult:
     """Promote every TRIAGE case matching the filters, all or nothing (lead or admin).
 
@@ -746,9 +704,7 @@ def promote_batch(
     promote = _promote_triple_locked if kind == TRIPLE else _promote_record_locked
     cases = []
     for case in locked:
-        promote(
-            case, actor=actor, reason=reason, rules_version=version, batch=batch, request=request
-        )
+        promote(case, actor=actor, reason=reason, rules_version=version, batch=batch)
         cases.append(case.external_id if kind == TRIPLE else case.public_id)
     record_event(
         actor=actor,
@@ -760,7 +716,6 @@ def promote_batch(
             "filters": {"domain": domain, "task_type": task_type, "source": source},
             "cases": cases,
         },
-        request=request,
     )
     schedule_agreement_recompute()
     return BatchResult(batch, kind, cases)

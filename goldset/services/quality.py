@@ -9,9 +9,9 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
+from goldset.conf import curation_setting
 from goldset.exceptions import GoldsetError
 from goldset.models import Triple, TripleState, WorkingSlice
-from goldset.services.curation_config import curation_setting
 from workbench.services.audit import record_event
 
 QUARTER = re.compile(r"^(\d{4})Q([1-4])$")
@@ -52,9 +52,7 @@ def gold_ids_by_domain() -> dict[str, list[int]]:
 
 
 @transaction.atomic
-def draw_working_slice(
-    *, quarter: str, actor, seed: int | None = None, request=None
-) -> WorkingSlice:
+def draw_working_slice(*, quarter: str, actor, seed: int | None = None) -> WorkingSlice:
     """Draw a quarter's working slice from the current gold set, once per quarter.
 
     Raises GoldsetError for a malformed quarter ("2026Q1") or one already drawn."""
@@ -80,6 +78,5 @@ def draw_working_slice(
         verb="working_slice_drawn",
         obj=working_slice,
         detail={"seed": seed, "size": size, "strata": working_slice.strata},
-        request=request,
     )
     return working_slice

@@ -47,7 +47,7 @@ def lock_triple(triple: Triple | int) -> Triple:
     return Triple.objects.select_for_update().get(pk=pk)
 
 
-def _set_state(triple: Triple, state: str, *, actor, verb: str, request=None, **detail) -> None:
+def _set_state(triple: Triple, state: str, *, actor, verb: str, **detail) -> None:
     before = triple.state
     triple.previous_state, triple.state = before, state
     triple.save()
@@ -56,7 +56,6 @@ def _set_state(triple: Triple, state: str, *, actor, verb: str, request=None, **
         verb=verb,
         obj=triple,
         detail={"from": before, "to": state, **detail},
-        request=request,
     )
 
 
@@ -85,7 +84,7 @@ def can_discuss(*, user, triple: Triple) -> bool:
     )
 
 
-def _gold(triple: Triple, revision: TripleRevision, *, actor, request=None) -> None:
+def _gold(triple: Triple, revision: TripleRevision, *, actor) -> None:
     if triple.tier == Tier.TRIAGE:
         triple.resolution = Resolution.SINGLE_REVIEW
     elif Review.objects.filter(
@@ -100,7 +99,6 @@ def _gold(triple: Triple, revision: TripleRevision, *, actor, request=None) -> N
         TripleState.GOLD,
         actor=actor,
         verb="triple_gold",
-        request=request,
         revision=revision.number,
         resolution=triple.resolution,
     )
@@ -126,7 +124,7 @@ def resolution_outcome(*, tier: str, verdicts: list[str], awaiting_human: bool) 
     return TripleState.IN_DISCUSSION
 
 
-def resolve_revision(*, triple: Triple, revision: TripleRevision, actor, request=None) -> str:
+def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
     """Apply the protocol once every needed (non-spot-check) review of the current revision is in
     (:func:`resolution_outcome` decides).
 
@@ -149,26 +147,24 @@ def resolve_revision(*, triple: Triple, revision: TripleRevision, actor, request
             verb="triple_awaiting_human_verification",
             obj=triple,
             detail={"revision": revision.number},
-            request=request,
         )
     elif outcome == TripleState.GOLD:
-        _gold(triple, revision, actor=actor, request=request)
+        _gold(triple, revision, actor=actor)
     elif outcome == TripleState.DROPPED:
-        _drop_on_double_flag(triple, revision, reviews, actor=actor, request=request)
+        _drop_on_double_flag(triple, revision, reviews, actor=actor)
     else:
         _set_state(
             triple,
             TripleState.IN_DISCUSSION,
             actor=actor,
             verb="triple_discussion_opened",
-            request=request,
             revision=revision.number,
             flagged_by=[r.reviewer.username for r in flagged],
         )
     return triple.state
 
 
-def _drop_on_double_flag(triple, revision, reviews, *, actor, request=None) -> None:
+def _drop_on_double_flag(triple, revision, reviews, *, actor) -> None:
     flags: dict[str, int] = {}
     for review in reviews:
         for name in review.flags:
@@ -187,7 +183,6 @@ def _drop_on_double_flag(triple, revision, reviews, *, actor, request=None) -> N
         TripleState.DROPPED,
         actor=actor,
         verb="triple_dropped_both_flagged",
-        request=request,
         revision=revision.number,
         quality_entry=entry.pk,
         flags=flags,
@@ -195,7 +190,7 @@ def _drop_on_double_flag(triple, revision, reviews, *, actor, request=None) -> N
 
 
 @transaction.atomic
-def reopen_after_spot_check(*, review: Review, actor, request=None) -> str:
+def reopen_after_spot_check(*, review: Review, actor) -> str:
     """A spot-check reviewer flagged a TRIAGE gold triple: it goes to discussion, never silently
     staying gold. Called inside :func:`submit_review`'s transaction."""
     triple = lock_triple(review.revision.triple_id)
@@ -210,14 +205,13 @@ def reopen_after_spot_check(*, review: Review, actor, request=None) -> str:
             TripleState.IN_DISCUSSION,
             actor=actor,
             verb="triple_spot_check_flagged",
-            request=request,
             revision=review.revision.number,
         )
     return triple.state
 
 
 @transaction.atomic
-def verify_llm_triple(*, triple: Triple, verifier, request=None) -> Triple:
+def verify_llm_triple(*, triple: Triple, verifier) -> Triple:
     """Record a human's verification of an LLM-generated triple; if its reviews already agree it
     becomes gold now. Idempotent: an already verified triple is returned unchanged."""
     triple = lock_triple(triple)
@@ -227,10 +221,8 @@ def verify_llm_triple(*, triple: Triple, verifier, request=None) -> Triple:
         return triple
     triple.human_verified_by, triple.human_verified_at = verifier, timezone.now()
     triple.save(update_fields=["human_verified_by", "human_verified_at", "updated_at"])
-    record_event(actor=verifier, verb="triple_human_verified", obj=triple, request=request)
-    resolve_revision(
-        triple=triple, revision=triple.current_revision, actor=verifier, request=request
-    )
+    record_event(actor=verifier, verb="triple_human_verified", obj=triple)
+    resolve_revision(triple=triple, revision=triple.current_revision, actor=verifier)
     return triple
 
 
@@ -238,7 +230,7 @@ def verify_llm_triple(*, triple: Triple, verifier, request=None) -> Triple:
 
 
 @transaction.atomic
-def post_message(*, triple: Triple, author, body: str, request=None) -> DiscussionMessage:
+def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
     """Add to a triple's discussion thread (author, flagging reviewers, leads only)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
@@ -257,7 +249,6 @@ def post_message(*, triple: Triple, author, body: str, request=None) -> Discussi
         verb="discussion_message_posted",
         obj=triple,
         detail={"message_id": message.pk},
-        request=request,
     )
     return message
 
@@ -276,7 +267,6 @@ def revise_triple(
     block_version: BlockVersion,
     expected_answer: str,
     superseded_reason: str = "",
-    request=None,
 ) -> TripleRevision:
     """Discussion → revise: a new revision re-enters review with fresh reviewers. A pin to a
     superseded block version needs ``superseded_reason`` (``triples.check_pin``)."""
@@ -297,7 +287,6 @@ def revise_triple(
         TripleState.PENDING_REVIEW,
         actor=actor,
         verb="triple_revised",
-        request=request,
         revision=revision.number,
         block_version_id=block_version.pk,
         **superseded_detail(revision),
@@ -306,7 +295,7 @@ def revise_triple(
 
 
 @transaction.atomic
-def drop_triple(*, triple: Triple, actor, reason: str = "", request=None) -> Triple:
+def drop_triple(*, triple: Triple, actor, reason: str = "") -> Triple:
     """Discussion → drop (author, a flagging reviewer or a lead)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
@@ -318,7 +307,6 @@ def drop_triple(*, triple: Triple, actor, reason: str = "", request=None) -> Tri
         TripleState.DROPPED,
         actor=actor,
         verb="triple_dropped",
-        request=request,
         reason=reason,
     )
     return triple
@@ -333,7 +321,7 @@ class SplitPart:
 
 
 @transaction.atomic
-def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None) -> list[Triple]:
+def split_triple(*, triple: Triple, actor, parts: list[SplitPart]) -> list[Triple]:
     """Compound claim → N atomic triples (N ≥ 2), each pinned to its own block version and
     entering review on its own; the original closes as ``split``. All or nothing."""
     triple = lock_triple(triple)
@@ -357,7 +345,6 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None)
             llm_verified=triple.human_verified_by_id == triple.author_id,
             parent=triple,
             superseded_reason=part.superseded_reason,
-            request=request,
         )
         for part in parts
     ]
@@ -367,7 +354,6 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None)
         TripleState.SPLIT,
         actor=actor,
         verb="triple_split",
-        request=request,
         children=[c.external_id for c in children],
     )
     return children
@@ -377,9 +363,7 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart], request=None)
 
 
 @transaction.atomic
-def mark_superseded_pins(
-    *, superseding_version_ids: list[int], actor=None, request=None
-) -> list[int]:
+def mark_superseded_pins(*, superseding_version_ids: list[int], actor=None) -> list[int]:
     """Every gold or pending triple whose current revision pins an older version of a block that
     just got a new version becomes ``needs_rereview``. Returns the affected triple ids.
     Called inside :func:`goldset.services.corpus.import_corpus`'s transaction."""
@@ -409,7 +393,6 @@ def mark_superseded_pins(
             TripleState.NEEDS_REREVIEW,
             actor=actor,
             verb="triple_needs_rereview",
-            request=request,
             pinned_version_id=pinned.pk,
             pinned_version=pinned.version,
             newest_version=newest[pinned.block_id],
@@ -442,7 +425,7 @@ def _require_rereviewable(triple: Triple) -> BlockVersion:
 
 
 @transaction.atomic
-def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
+def repin_triple(*, triple: Triple, actor) -> TripleRevision:
     """Needs re-review (or gold on a superseded pin) → a new revision pinned to the block's
     newest version, re-entering review (fresh reviews; it was not silently moved)."""
     triple = lock_triple(triple)
@@ -461,7 +444,6 @@ def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
         TripleState.PENDING_REVIEW,
         actor=actor,
         verb="triple_repinned",
-        request=request,
         revision=revision.number,
         from_version=current.expected_block_version.version,
         to_version=newest.version,
@@ -470,13 +452,11 @@ def repin_triple(*, triple: Triple, actor, request=None) -> TripleRevision:
 
 
 @transaction.atomic
-def retire_triple(*, triple: Triple, actor, note: str = "", request=None) -> Triple:
+def retire_triple(*, triple: Triple, actor, note: str = "") -> Triple:
     """Needs re-review (or gold on a superseded pin) → retired: it leaves the gold set for
     good."""
     triple = lock_triple(triple)
     _require_rereviewable(triple)
     triple.resolution, triple.gold_at = "", None
-    _set_state(
-        triple, TripleState.RETIRED, actor=actor, verb="triple_retired", request=request, note=note
-    )
+    _set_state(triple, TripleState.RETIRED, actor=actor, verb="triple_retired", note=note)
     return triple

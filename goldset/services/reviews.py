@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from goldset.conf import curation_setting
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     DisagreementCategory,
@@ -35,7 +36,6 @@ from goldset.models import (
 )
 from goldset.selectors.curation import claimable_revisions, open_assignments
 from goldset.services.agreement import schedule_agreement_recompute
-from goldset.services.curation_config import curation_setting
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
 from workbench.services.audit import record_event
 
@@ -43,7 +43,7 @@ CLAIM_ATTEMPTS = 5
 
 
 @transaction.atomic
-def claim_next_assignment(*, reviewer, request=None) -> ReviewAssignment | None:
+def claim_next_assignment(*, reviewer) -> ReviewAssignment | None:
     """Give ``reviewer`` their next review, or ``None`` when nothing is left for them.
 
     With ``MAX_OPEN_ASSIGNMENTS`` unsubmitted assignments already, the oldest of those is
@@ -83,7 +83,6 @@ def claim_next_assignment(*, reviewer, request=None) -> ReviewAssignment | None:
             verb="review_assigned",
             obj=revision,
             detail={"slot": slot, "spot_check": assignment.spot_check},
-            request=request,
         )
         return assignment
     return None
@@ -122,7 +121,6 @@ def submit_review(
     entailment_direction: str = "",
     disagreement_category: str = "",
     comment: str = "",
-    request=None,
 ) -> Review:
     """Record ``reviewer``'s verdict on ``revision`` and resolve it when the last review lands.
 
@@ -169,12 +167,11 @@ def submit_review(
         verb="review_submitted",
         obj=revision,
         detail={"review_id": review.pk, "verdict": verdict, "spot_check": review.spot_check},
-        request=request,
     )
     if review.spot_check:
-        reopen_after_spot_check(review=review, actor=reviewer, request=request)
+        reopen_after_spot_check(review=review, actor=reviewer)
     else:
-        resolve_revision(triple=triple, revision=revision, actor=reviewer, request=request)
+        resolve_revision(triple=triple, revision=revision, actor=reviewer)
     schedule_agreement_recompute()
     return review
 
@@ -216,7 +213,7 @@ def eligible_for_spot_check(*, iso_year: int, iso_week: int) -> list[int]:
 
 @transaction.atomic
 def draw_spot_checks(
-    *, iso_year: int, iso_week: int, actor, seed: int | None = None, request=None
+    *, iso_year: int, iso_week: int, actor, seed: int | None = None
 ) -> SpotCheckDraw:
     """Draw the week's spot-check sample once, with a recorded seed (random when not given).
 
@@ -245,7 +242,6 @@ def draw_spot_checks(
         verb="spot_check_drawn",
         obj=draw,
         detail={"seed": seed, "eligible": len(eligible), "selected": selected},
-        request=request,
     )
     return draw
 

@@ -97,7 +97,6 @@ def update_routing_rules(
     adversarial_routes_gold: bool,
     gold_domains: list[str],
     note: str = "",
-    request=None,
 ) -> RoutingRules:
     """Create the next version of the routing rules. Existing cases keep the tier, rule and
     version they were routed with: nothing is re-routed here (a re-route preview does that, on
@@ -145,7 +144,6 @@ def update_routing_rules(
             "gold_domains": rules.gold_domains,
             "note": note,
         },
-        request=request,
     )
     return rules
 

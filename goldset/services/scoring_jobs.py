@@ -19,7 +19,6 @@ import io
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -29,9 +28,9 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from goldset.exceptions import GoldsetError, ImportRejected
+import scoring
+from goldset.exceptions import GoldsetError
 from goldset.models import (
-    Block,
     ExportFormat,
     GoldVersion,
     GoldVersionRow,
@@ -44,7 +43,20 @@ from goldset.models import (
     ScoringRunChunk,
 )
 from goldset.services import exports
+from goldset.services.answer_scoring import score_answer_log, validate_answer_log
+from goldset.services.scoring_runs import (
+    Outcome,
+    QueryRow,
+    RunRejected,
+    ValidatedRun,
+    known_block_ids,
+    read_run_bytes,
+)
 from scoring.errors import InputError
+from scoring.io import read_qrels, read_run
+from scoring.retrieval import evaluate
+from scoring.stats import bootstrap_ci
+from workbench.dispatch import enqueue
 from workbench.services.audit import record_event
 
 MAX_ERRORS = 50
@@ -59,17 +71,13 @@ MIN_RESAMPLES = 500
 WORST_QUERIES = 25
 RESULT_BATCH = 5000
 PRIMARY_METRIC = "ndcg@{k}"
-
-
-class RunRejected(ImportRejected):
-    """An uploaded run was rejected as a whole; no job was created."""
+# The Celery task that runs run_scoring_job (goldset.tasks).
+SCORE_RUN_TASK = "goldset.score_run"
 
 
 @cache
 def scorer_version() -> str:
     """Identifies the scoring code: a hash of the ``scoring`` package sources."""
-    import scoring
-
     digest = hashlib.sha256()
     for path in sorted(Path(scoring.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -83,14 +91,6 @@ def default_resamples(n_queries: int) -> int:
 
 
 # ---------------------------------------------------------------- validating an upload
-
-
-@dataclass(frozen=True)
-class ValidatedRun:
-    kind: str
-    fmt: str
-    n_queries: int
-    n_rows: int
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -153,8 +153,6 @@ def validate_retrieval_run(*, version: GoldVersion, text: str, name: str) -> Val
     malformed lines and scores (via ``scoring.io``), a document twice for one query, a query
     on two JSONL lines, query ids that are not triples of ``version`` and block ids that are
     not in the corpus."""
-    from scoring.io import read_run
-
     kind, fmt = _detect_kind(text)
     buffer = io.StringIO(text)
     buffer.name = name
@@ -206,12 +204,6 @@ def validate_retrieval_run(*, version: GoldVersion, text: str, name: str) -> Val
     return ValidatedRun(kind=kind, fmt=fmt, n_queries=len(run_queries), n_rows=len(run.query_id))
 
 
-def known_block_ids(wanted: list[str]) -> set[str]:
-    if len(wanted) <= 20_000:
-        return set(Block.objects.filter(block_id__in=wanted).values_list("block_id", flat=True))
-    return set(Block.objects.values_list("block_id", flat=True).iterator(10_000))
-
-
 def _count_records(text: str) -> int:
     return sum(1 for line in text.splitlines() if line.strip())
 
@@ -230,7 +222,6 @@ def create_scoring_job(
     k: int = 10,
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
-    request=None,
 ) -> ScoringJob:
     """Validate the uploaded run whole, store it and queue its scoring after commit.
 
@@ -243,8 +234,6 @@ def create_scoring_job(
         raise RunRejected([f"{filename}: the file is empty"], source=filename)
     kind, _ = _detect_kind(text)
     if kind == RunKind.ANSWERS:
-        from goldset.services.answer_scoring import validate_answer_log
-
         checked = validate_answer_log(version=version, text=text, name=filename)
     else:
         checked = validate_retrieval_run(version=version, text=text, name=filename)
@@ -276,20 +265,17 @@ def create_scoring_job(
             "kind": job.kind,
             "queries": checked.n_queries,
         },
-        request=request,
     )
     _dispatch_after_commit(job.pk)
     return job
 
 
 def _dispatch_after_commit(job_id: int) -> None:
-    from goldset.tasks import score_run_task
-
-    transaction.on_commit(lambda: score_run_task.delay(job_id))
+    transaction.on_commit(lambda: enqueue(SCORE_RUN_TASK, job_id))
 
 
 @transaction.atomic
-def retry_scoring_job(*, job: ScoringJob, actor, request=None) -> ScoringJob:
+def retry_scoring_job(*, job: ScoringJob, actor) -> ScoringJob:
     """Queue a failed job again (its results are recomputed from scratch). Only failed jobs
     can be retried; raises GoldsetError otherwise."""
     locked = ScoringJob.objects.select_for_update().get(pk=job.pk)
@@ -297,7 +283,7 @@ def retry_scoring_job(*, job: ScoringJob, actor, request=None) -> ScoringJob:
         raise GoldsetError(f"only a failed job can be retried; job {job.pk} is {locked.status}")
     locked.status, locked.stage, locked.progress, locked.error = JobStatus.QUEUED, "", 0, ""
     locked.save(update_fields=["status", "stage", "progress", "error"])
-    record_event(actor=actor, verb="scoring_job_retried", obj=locked, request=request)
+    record_event(actor=actor, verb="scoring_job_retried", obj=locked)
     _dispatch_after_commit(locked.pk)
     return locked
 
@@ -322,9 +308,7 @@ def recover_orphaned_jobs(*, alive_workers: set[str]) -> list[int]:
                 object_id=pk,
                 detail={"lost_worker": worker},
             )
-            from goldset.tasks import score_run_task
-
-            score_run_task.delay(pk)
+            enqueue(SCORE_RUN_TASK, pk)
             requeued.append(pk)
     return requeued
 
@@ -364,17 +348,6 @@ class _Progress:
         return self.timings
 
 
-def read_run_bytes(job: ScoringJob) -> bytes:
-    data = b"".join(
-        bytes(chunk) for chunk in job.run_chunks.order_by("index").values_list("data", flat=True)
-    )
-    if exports.sha256_bytes(data) != job.run_sha256:
-        raise exports.ChecksumMismatch(
-            f"the stored run of job {job.pk} does not match its sha256 {job.run_sha256}"
-        )
-    return data
-
-
 def gold_jsonl_bytes(version: GoldVersion) -> bytes:
     stored = version.files.get(format=ExportFormat.GOLD_JSONL, redacted=False)
     return exports.read_verified_bytes(stored)
@@ -403,8 +376,6 @@ def run_scoring_job(*, job_id: int, worker: str = "") -> ScoringJob:
     progress = _Progress(job_id)
     try:
         if job.kind == RunKind.ANSWERS:
-            from goldset.services.answer_scoring import score_answer_log
-
             outcome = score_answer_log(job=job, progress=progress)
         else:
             outcome = _score_retrieval(job=job, progress=progress)
@@ -421,31 +392,7 @@ def run_scoring_job(*, job_id: int, worker: str = "") -> ScoringJob:
     return job
 
 
-@dataclass(slots=True)
-class QueryRow:
-    """One per-query (or per-answer) result before it is stored as a ScoreQueryResult."""
-
-    query_id: str
-    domain: str
-    task_type: str
-    metrics: dict
-    retrieved: list
-    primary: float | None
-    detail: dict = field(default_factory=dict)
-
-
-@dataclass
-class Outcome:
-    per_query: list[QueryRow]
-    aggregates: list[ScoreAggregate]
-    summary: dict
-
-
 def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
-    from scoring.io import read_qrels, read_run
-    from scoring.retrieval import evaluate
-    from scoring.stats import bootstrap_ci
-
     progress.enter("load run", 5)
     run_text = read_run_bytes(job).decode("utf-8")
     run = read_run(io.StringIO(run_text), fmt=job.run_format)

@@ -174,7 +174,6 @@ def create_triple(
     external_id: str = "",
     added_at: dt.datetime | None = None,
     superseded_reason: str = "",
-    request=None,
 ) -> Triple:
     """Create and route a triple with its first revision, state ``pending_review``.
 
@@ -245,7 +244,6 @@ def create_triple(
             "parent": parent.external_id if parent else None,
             **superseded_detail(revision),
         },
-        request=request,
     )
     return triple
 
@@ -497,7 +495,7 @@ def _check_lines(lines: list[TripleLine]) -> tuple[dict, dict, dict, dict, list[
 
 
 @transaction.atomic
-def import_triples(*, text: str, actor, source_name: str = "", request=None) -> TripleImportSummary:
+def import_triples(*, text: str, actor, source_name: str = "") -> TripleImportSummary:
     """Import triples in the gold-JSONL shape (DESIGN.md §9), all or nothing.
 
     Every line is checked first (structure, users, domains, customers with an active grant,
@@ -532,7 +530,6 @@ def import_triples(*, text: str, actor, source_name: str = "", request=None) -> 
                 external_id=ln.external_id,
                 added_at=added_at,
                 superseded_reason=ln.superseded_reason,
-                request=request,
             )
         except GoldsetError as exc:
             raise ImportRejected([f"line {ln.lineno}: {exc}"], source=source_name) from exc
@@ -548,6 +545,5 @@ def import_triples(*, text: str, actor, source_name: str = "", request=None) -> 
         object_type="triples",
         object_id=source_name[:128],
         detail={**summary.as_dict(), "ids": summary.created[:500]},
-        request=request,
     )
     return summary

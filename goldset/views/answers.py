@@ -59,7 +59,7 @@ def item(request, public_id):
     form = LabelForm(request.POST or None)
     if request.method == "POST" and label is None and form.is_valid():
         try:
-            submit_label(assignment=assignment, request=request, **form.service_kwargs())
+            submit_label(assignment=assignment, **form.service_kwargs())
         except LabelRuleViolation as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except LabelingClosed as exc:
@@ -67,7 +67,7 @@ def item(request, public_id):
         else:
             return _after_label(request, assignment)
     if request.method == "GET":
-        record_event(actor=request.user, verb="viewed", obj=assignment.record, request=request)
+        record_event(actor=request.user, verb="viewed", obj=assignment.record)
     context = {
         "assignment": assignment,
         "label": label,
@@ -107,7 +107,7 @@ def calibration(request):
 def calibration_start(request, domain):
     domain = get_object_or_404(Domain, slug=domain)
     try:
-        assignments = start_calibration(annotator=request.user, domain=domain, request=request)
+        assignments = start_calibration(annotator=request.user, domain=domain)
     except CalibrationError as exc:
         messages.error(request, str(exc))
         return redirect("answers:calibration")

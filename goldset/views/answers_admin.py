@@ -29,7 +29,6 @@ def import_files(request):
                 text=form.cleaned_data["file"],
                 actor=request.user,
                 source_name=request.FILES["file"].name,
-                request=request,
             )
         except ImportRejected as exc:
             errors = exc.errors
@@ -55,9 +54,7 @@ def export(request):
 
 @role_required(Role.ADMIN)
 def export_download(request):
-    record_event(
-        actor=request.user, verb="adjudication_exported", object_type="export", request=request
-    )
+    record_event(actor=request.user, verb="adjudication_exported", object_type="export")
     lines = (json.dumps(row, sort_keys=True) + "\n" for row in selectors.iter_adjudication_export())
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")

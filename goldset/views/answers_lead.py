@@ -8,14 +8,10 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from goldset.forms.answers import AdjudicationForm, ReferenceLabelForm
+from goldset.rules.calibration import check_set_ready, offer_for
 from goldset.selectors import answers as selectors
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
-from goldset.services.calibration import (
-    CalibrationError,
-    check_set_ready,
-    offer_for,
-    set_reference_label,
-)
+from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation
 from goldset.views.answers import _wants
 from workbench.roles import Role, role_required
@@ -46,9 +42,7 @@ def adjudicate(request, public_id):
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            record_adjudication(
-                lead=request.user, record=record, request=request, **form.service_kwargs()
-            )
+            record_adjudication(lead=request.user, record=record, **form.service_kwargs())
         except LabelRuleViolation as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except AdjudicationRejected as exc:
@@ -58,7 +52,7 @@ def adjudicate(request, public_id):
             target = redirect("answers:adjudication_queue")
             return HttpResponseClientRedirect(target.url) if request.htmx else target
     if request.method == "GET":
-        record_event(actor=request.user, verb="viewed", obj=record, request=request)
+        record_event(actor=request.user, verb="viewed", obj=record)
     context = {
         "record": record,
         "packet": selectors.get_item_packet(record),
@@ -103,15 +97,13 @@ def calibration_reference(request, domain, public_id):
     form = ReferenceLabelForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            set_reference_label(
-                lead=request.user, item=item, request=request, **form.service_kwargs()
-            )
+            set_reference_label(lead=request.user, item=item, **form.service_kwargs())
         except CalibrationError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Reference label saved for {public_id}.")
             return redirect("answers:calibration_set", domain=domain)
     if request.method == "GET":
-        record_event(actor=request.user, verb="viewed", obj=item.record, request=request)
+        record_event(actor=request.user, verb="viewed", obj=item.record)
     context = {"item": item, "packet": selectors.get_item_packet(item.record), "form": form}
     return render(request, "answers/calibration_reference.html", context)

@@ -60,7 +60,6 @@ def corpus_import(request):
                 actor=request.user,
                 source_name=request.FILES["file"].name,
                 default_domain=domain.slug if domain else None,
-                request=request,
             )
         except ImportRejected as exc:
             errors = exc.errors

@@ -62,7 +62,6 @@ def write_triple(request):
                 author=request.user,
                 block_version=data.pop("block_version"),
                 **data,
-                request=request,
             )
         except SupersededPin as exc:
             form.add_error("superseded_reason", str(exc))
@@ -99,7 +98,7 @@ def detail_context(request, triple, *, message_form=None) -> dict:
 @role_required(*ALL_ROLES)
 def triple_detail(request, pk):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
-    record_event(actor=request.user, verb="triple_viewed", obj=triple, request=request)
+    record_event(actor=request.user, verb="triple_viewed", obj=triple)
     return render(request, "curation/triple_detail.html", detail_context(request, triple))
 
 
@@ -112,7 +111,7 @@ def post_message(request, pk):
     if form.is_valid():
         try:
             resolution.post_message(
-                triple=triple, author=request.user, body=form.cleaned_data["body"], request=request
+                triple=triple, author=request.user, body=form.cleaned_data["body"]
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
@@ -139,7 +138,7 @@ def revise(request, pk):
     if request.method == "POST" and form.is_valid():
         try:
             revision = resolution.revise_triple(
-                triple=triple, actor=request.user, **form.cleaned_data, request=request
+                triple=triple, actor=request.user, **form.cleaned_data
             )
         except SupersededPin as exc:
             form.add_error("superseded_reason", str(exc))
@@ -161,9 +160,7 @@ def split(request, pk):
         reason = form.cleaned_data["superseded_reason"]
         parts = [resolution.SplitPart(q, bv, a, reason) for q, bv, a in form.cleaned_data["parts"]]
         try:
-            children = resolution.split_triple(
-                triple=triple, actor=request.user, parts=parts, request=request
-            )
+            children = resolution.split_triple(triple=triple, actor=request.user, parts=parts)
         except SupersededPin as exc:
             form.add_error("superseded_reason", str(exc))
         except GoldsetError as exc:
@@ -182,7 +179,7 @@ def drop(request, pk):
     form = NoteForm(request.POST)
     reason = form.cleaned_data["note"] if form.is_valid() else ""
     try:
-        resolution.drop_triple(triple=triple, actor=request.user, reason=reason, request=request)
+        resolution.drop_triple(triple=triple, actor=request.user, reason=reason)
     except GoldsetError as exc:
         messages.error(request, str(exc))
     else:
@@ -195,7 +192,7 @@ def drop(request, pk):
 def verify(request, pk):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
     try:
-        triple = resolution.verify_llm_triple(triple=triple, verifier=request.user, request=request)
+        triple = resolution.verify_llm_triple(triple=triple, verifier=request.user)
     except GoldsetError as exc:
         messages.error(request, str(exc))
     else:

@@ -16,9 +16,7 @@ def customers(request):
     form = CustomerForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            customer = services.create_customer(
-                actor=request.user, **form.cleaned_data, request=request
-            )
+            customer = services.create_customer(actor=request.user, **form.cleaned_data)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -48,9 +46,7 @@ def grant(request, slug):
     customer = selectors.get_customer(slug=slug)
     form = NoteForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
-    services.grant_customer_permission(
-        customer=customer, actor=request.user, note=note, request=request
-    )
+    services.grant_customer_permission(customer=customer, actor=request.user, note=note)
     messages.success(request, f"Permission granted for {customer.name}.")
     return redirect("curation:customer", slug=slug)
 
@@ -63,7 +59,7 @@ def revoke(request, slug):
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:
         revoked = services.revoke_customer_permission(
-            customer=customer, actor=request.user, note=note, request=request
+            customer=customer, actor=request.user, note=note
         )
     except GoldsetError as exc:
         messages.error(request, str(exc))

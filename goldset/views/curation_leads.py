@@ -8,11 +8,11 @@ from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from goldset.conf import curation_setting
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.forms.curation import NoteForm, SliceDrawForm, SpotCheckDrawForm, TripleImportForm
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
-from goldset.services.curation_config import curation_setting
 from goldset.services.quality import current_quarter, draw_working_slice
 from goldset.services.reviews import current_iso_week, draw_spot_checks
 from goldset.services.triples import import_triples
@@ -48,7 +48,7 @@ def rereview(request):
 def _lead_action(request, pk, action, done: str):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
     try:
-        action(triple=triple, actor=request.user, request=request)
+        action(triple=triple, actor=request.user)
     except GoldsetError as exc:
         messages.error(request, str(exc))
     else:
@@ -85,7 +85,7 @@ def slices(request):
     form = SliceDrawForm(request.POST or None, initial={"quarter": current_quarter()})
     if request.method == "POST" and form.is_valid():
         try:
-            drawn = draw_working_slice(actor=request.user, **form.cleaned_data, request=request)
+            drawn = draw_working_slice(actor=request.user, **form.cleaned_data)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -120,9 +120,7 @@ def spot_checks(request):
     if request.method == "POST" and form.is_valid():
         (year, week), seed = form.cleaned_data["week"], form.cleaned_data["seed"]
         try:
-            draw = draw_spot_checks(
-                iso_year=year, iso_week=week, seed=seed, actor=request.user, request=request
-            )
+            draw = draw_spot_checks(iso_year=year, iso_week=week, seed=seed, actor=request.user)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -155,7 +153,6 @@ def import_page(request):
                 text=form.cleaned_data["file"],
                 actor=request.user,
                 source_name=request.FILES["file"].name,
-                request=request,
             )
         except ImportRejected as exc:
             errors = exc.errors

@@ -27,7 +27,7 @@ def queue(request):
 @require_POST
 @role_required(Role.ANNOTATOR)
 def next_item(request):
-    assignment = claim_next_assignment(reviewer=request.user, request=request)
+    assignment = claim_next_assignment(reviewer=request.user)
     if assignment is None:
         messages.info(request, "Nothing is waiting for your review right now.")
         return redirect("curation:queue")
@@ -46,14 +46,11 @@ def review(request, pk):
                 reviewer=request.user,
                 revision=assignment.revision,
                 **form.cleaned_data,
-                request=request,
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
     elif request.method == "GET":
-        record_event(
-            actor=request.user, verb="revision_viewed", obj=assignment.revision, request=request
-        )
+        record_event(actor=request.user, verb="revision_viewed", obj=assignment.revision)
     context = {
         "assignment": assignment,
         "revision": assignment.revision,

@@ -10,6 +10,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from goldset.exceptions import GoldsetError
 from goldset.forms.exports import FreezeForm, RunUploadForm
+from goldset.rules.exports import SNIPPET_PERMISSION, pick_file
 from goldset.selectors import exports as selectors
 from goldset.services import exports as export_files
 from goldset.services import job_downloads
@@ -50,7 +51,6 @@ def version_freeze(request):
                     filters=form.filters(),
                     actor=request.user,
                     note=form.cleaned_data["note"],
-                    request=request,
                 )
                 messages.success(request, f"Froze gold version {version.label}.")
                 return redirect("exports:version", number=version.number)
@@ -70,11 +70,11 @@ def version_detail(request, number):
         export_files.verify_rows(version)
     except export_files.ChecksumMismatch as exc:
         return _integrity_error(request, exc)
-    record_event(actor=request.user, verb="gold_version_viewed", obj=version, request=request)
+    record_event(actor=request.user, verb="gold_version_viewed", obj=version)
     context = {
         "version": version,
         "files": selectors.version_files_for(version=version, user=request.user),
-        "full_snippets": request.user.has_perm(export_files.SNIPPET_PERMISSION),
+        "full_snippets": request.user.has_perm(SNIPPET_PERMISSION),
         "revocations": selectors.revocations_for(version),
         "versions": selectors.list_job_versions(),
     }
@@ -85,7 +85,7 @@ def version_detail(request, number):
 def version_download(request, number, fmt):
     version = selectors.get_version(number=number)
     try:
-        stored = export_files.pick_file(version, fmt=fmt, user=request.user)
+        stored = pick_file(version, fmt=fmt, user=request.user)
         content = export_files.verified_chunks(stored)
     except export_files.ChecksumMismatch as exc:
         return _integrity_error(request, exc)
@@ -96,7 +96,6 @@ def version_download(request, number, fmt):
         verb="gold_version_downloaded",
         obj=version,
         detail={"format": fmt, "redacted": stored.redacted, "sha256": stored.sha256},
-        request=request,
     )
     return _stream(content, filename=stored.filename, content_type=stored.content_type)
 
@@ -124,7 +123,6 @@ def job_list(request):
                 filename=upload.name,
                 actor=request.user,
                 k=form.cleaned_data["k"],
-                request=request,
             )
         except RunRejected as exc:
             errors = exc.errors
@@ -145,7 +143,7 @@ def job_detail(request, pk):
             response["HX-Refresh"] = "true"  # load the results below the finished bar
             return response
         return render(request, "exports/job_detail.html#job-progress", {"job": job})
-    record_event(actor=request.user, verb="scoring_job_viewed", obj=job, request=request)
+    record_event(actor=request.user, verb="scoring_job_viewed", obj=job)
     results = selectors.job_results(job=job) if job.status == "succeeded" else None
     others = selectors.list_jobs().filter(version=job.version, kind=job.kind, status="succeeded")
     context = {"job": job, "results": results, "others": others.exclude(pk=job.pk)[:20]}
@@ -157,7 +155,7 @@ def job_detail(request, pk):
 def job_retry(request, pk):
     job = selectors.get_job(pk=pk)
     try:
-        retry_scoring_job(job=job, actor=request.user, request=request)
+        retry_scoring_job(job=job, actor=request.user)
     except GoldsetError as exc:
         messages.error(request, str(exc))
     return redirect("exports:job", pk=job.pk)

@@ -25,9 +25,7 @@ def reroute(request):
     form = RerouteConfirmForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            applied = services.apply_reroute(
-                actor=request.user, token=form.cleaned_data["token"], request=request
-            )
+            applied = services.apply_reroute(actor=request.user, token=form.cleaned_data["token"])
         except services.PreviewChanged as exc:
             messages.warning(request, str(exc))
             preview = exc.preview
@@ -46,9 +44,7 @@ def index(request):
     form = BatchPromoteForm(request.POST or None)
     if request.method == "POST" and filters.is_valid() and form.is_valid():
         try:
-            result = services.promote_batch(
-                actor=request.user, **chosen, **form.cleaned_data, request=request
-            )
+            result = services.promote_batch(actor=request.user, **chosen, **form.cleaned_data)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -75,9 +71,7 @@ def triple(request, pk):
     form = ReasonForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            services.promote_triple(
-                actor=request.user, triple=case, request=request, **form.cleaned_data
-            )
+            services.promote_triple(actor=request.user, triple=case, **form.cleaned_data)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -85,7 +79,7 @@ def triple(request, pk):
                 request, f"{case.external_id} is GOLD now and needs its second review."
             )
             return redirect("promotion:triple", pk=case.pk)
-    record_event(actor=request.user, verb="triple_tier_viewed", obj=case, request=request)
+    record_event(actor=request.user, verb="triple_tier_viewed", obj=case)
     context = {"case": case, "form": form, "history": selectors.tier_history(obj=case)}
     return render(request, "promotion/triple.html", context)
 
@@ -96,14 +90,12 @@ def record(request, public_id):
     form = ReasonForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            services.promote_answer_record(
-                actor=request.user, record=case, request=request, **form.cleaned_data
-            )
+            services.promote_answer_record(actor=request.user, record=case, **form.cleaned_data)
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"{case.public_id} is GOLD now and needs three labels.")
             return redirect("promotion:record", public_id=case.public_id)
-    record_event(actor=request.user, verb="answer_record_tier_viewed", obj=case, request=request)
+    record_event(actor=request.user, verb="answer_record_tier_viewed", obj=case)
     context = {"case": case, "form": form, "history": selectors.tier_history(obj=case)}
     return render(request, "promotion/record.html", context)

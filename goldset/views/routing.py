@@ -25,7 +25,6 @@ def routing_rules(request):
                 adversarial_routes_gold=data["adversarial_routes_gold"],
                 gold_domains=[d.slug for d in data["gold_domains"]],
                 note=data["note"],
-                request=request,
             )
         except RoutingRulesUnchanged as exc:
             form.add_error(None, str(exc))

@@ -81,18 +81,14 @@ def log_in(*, request, username: str, password: str):
     address = request.META.get("REMOTE_ADDR", "")
     keys = _keys(username, address)
     if _locked(keys):
-        record_event(
-            actor=None, verb="login_locked", detail={"username": username}, request=request
-        )
+        record_event(actor=None, verb="login_locked", detail={"username": username})
         raise LoginLocked
     user = authenticate(request, username=username, password=password)
     if user is None:
         _count_failure(keys)
-        record_event(
-            actor=None, verb="login_failed", detail={"username": username}, request=request
-        )
+        record_event(actor=None, verb="login_failed", detail={"username": username})
         return None
     cache.delete(keys.user)
     login(request, user)
-    record_event(actor=user, verb="login", obj=user, request=request)
+    record_event(actor=user, verb="login", obj=user)
     return user

@@ -3,6 +3,7 @@
 from typing import Any
 
 from workbench.models import AuditEvent
+from workbench.request_context import current_request_id
 
 
 def record_event(
@@ -13,11 +14,12 @@ def record_event(
     object_type: str = "",
     object_id: str | int = "",
     detail: dict | None = None,
-    request=None,
 ) -> AuditEvent:
     """Insert one audit event. Pass ``obj`` (a model instance) or ``object_type``/``object_id``.
 
     Runs inside the caller's transaction, so a change and its event commit or roll back together.
+    The request id comes from :mod:`workbench.request_context` (the request, or the request that
+    queued the task, in progress).
     """
     if obj is not None:
         object_type = object_type or obj._meta.label_lower
@@ -30,5 +32,5 @@ def record_event(
         object_type=object_type,
         object_id=str(object_id),
         detail=detail or {},
-        request_id=getattr(request, "request_id", "") if request is not None else "",
+        request_id=current_request_id(),
     )

@@ -7,6 +7,7 @@ from django.db import transaction
 from goldset.exceptions import GoldsetError
 from goldset.models import GoldVersion, ScoringJob
 from goldset.services.scoring_jobs import RunRejected, create_scoring_job, recover_orphaned_jobs
+from workbench.celery import app
 
 
 class Command(BaseCommand):
@@ -30,8 +31,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, number, name, k, resamples, recover, **options):
         if recover:
-            from workbench.celery import app
-
             alive = {name for reply in app.control.ping(timeout=1.0) for name in reply}
             self.stdout.write(json.dumps({"requeued": recover_orphaned_jobs(alive_workers=alive)}))
             return

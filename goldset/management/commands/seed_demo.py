@@ -4,7 +4,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from goldset.services.demo import DEMO_USERS, seed_demo
+from goldset.demo.seed import DEMO_USERS, seed_demo
 
 
 class Command(BaseCommand):

@@ -7,11 +7,11 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa, fleiss_kappa
 
 from goldset.models import AgreementSnapshot, Tier
+from goldset.rules.calendar import iso_week
 from goldset.selectors.agreement import list_agreement_alerts
 from goldset.services.agreement import (
     AXES,
     compute_figures,
-    iso_week,
     ratings_frame,
     spot_check_frame,
     store_agreement_snapshots,

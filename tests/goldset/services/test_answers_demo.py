@@ -1,7 +1,7 @@
 import pytest
 
+from goldset.demo.seed import seed_demo
 from goldset.models import AnswerRecord, CalibrationResult, RecordStatus, System
-from goldset.services.demo import seed_demo
 
 pytestmark = pytest.mark.django_db
 

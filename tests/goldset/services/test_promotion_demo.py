@@ -1,7 +1,7 @@
 import pytest
 
+from goldset.demo.seed import seed_demo
 from goldset.models import Tier, Triple, TripleState
-from goldset.services.demo import seed_demo
 from goldset.services.promotion import preview_reroute
 from workbench.models import AuditEvent
 

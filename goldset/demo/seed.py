@@ -1,4 +1,5 @@
-"""The demo project: domains, corpus and users for every role. Deterministic content."""
+"""The demo project: domains, corpus and users for every role, then each area's demo data, all
+written through the real services. Deterministic content."""
 
 import secrets
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from django.db import transaction
 from goldset.demo.answers import seed_answers_demo
 from goldset.demo.corpus import DOMAINS, as_jsonl, builtin_manifest, nist_manifest
 from goldset.demo.curation import seed_curation_demo
+from goldset.demo.exports import seed_exports_demo
 from goldset.demo.promotion import seed_promotion_demo
 from goldset.models import Domain
 from goldset.services.corpus import import_corpus
@@ -64,7 +66,5 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
     seed_curation_demo()
     seed_answers_demo()
     seed_promotion_demo()
-    from goldset.demo.exports import seed_exports_demo
-
     seed_exports_demo()
     return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)
