@@ -21,7 +21,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings_test")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

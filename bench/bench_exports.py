@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 def setup_django():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
     os.environ.setdefault("SECRET_KEY", "bench-secret")
+    # Imported only once the settings module is chosen (above).
     import django
 
     django.setup()
@@ -45,6 +46,7 @@ def peak_rss_mb() -> float:
 
 
 def ensure_corpus(n: int) -> None:
+    # Imported after setup_django() has configured Django, which app modules need.
     from django.core.management import call_command
 
     from goldset.models import Block, BlockVersion, Document, Domain
@@ -115,6 +117,7 @@ def rows(n: int):
 
 
 def phase_freeze(n: int) -> dict:
+    # Imported after setup_django() has configured Django, which app modules need.
     from django.core.management import call_command
 
     from goldset.services.freeze import store_frozen_version
@@ -147,6 +150,7 @@ def phase_freeze(n: int) -> dict:
 
 
 def phase_score(n: int, version_number: int) -> dict:
+    # Imported after setup_django() has configured Django, which app modules need.
     from goldset.models import GoldVersion, ScoringJob
     from goldset.services.scoring_jobs import create_scoring_job
 
@@ -182,6 +186,7 @@ def phase_score(n: int, version_number: int) -> dict:
         stderr=subprocess.DEVNULL,
     )
     try:
+        # Imported after setup_django() has configured Django, which app modules need.
         from workbench.celery import app
 
         for _ in range(120):

@@ -1,32 +1,145 @@
-"""Curation constants (seed 000 / DESIGN.md §5, §7) with their defaults.
+"""The app's tunables: one typed table with documented defaults (seed 000 / 003 / 004, DESIGN.md
+§5–§8), each overridable by an environment variable of the same name.
 
-Each can be overridden in Django settings under the name ``CURATION_<NAME>``; services read them
-through :func:`curation_setting` at call time, so tests change them with the ``settings`` fixture.
+``workbench/settings.py`` reads every tunable from the environment into Django settings
+(:func:`from_environment`); code reads them at call time through :func:`tunable` (or
+:func:`curation_setting` for the ``CURATION_`` group), so tests change them with the ``settings``
+fixture. ``.env.example`` lists every one (a test checks it).
 """
 
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 
-DEFAULTS = {
-    # Per-author flag rate: alert when the rate is above this over at least MIN reviews.
-    "FLAG_RATE_THRESHOLD": Decimal("0.25"),
-    "FLAG_RATE_MIN_REVIEWS": 20,
-    "FLAG_RATE_WINDOW_DAYS": 28,
-    # Gold-set source balance target (percent) and the drift that raises a warning (points).
-    "SOURCE_TARGETS": {"public_rfp": 40, "customer_permissioned": 30, "synthetic": 30},
-    "SOURCE_DRIFT_POINTS": 10,
-    # Working slice drawn per quarter.
-    "WORKING_SLICE_SIZE": 120,
-    # TRIAGE weekly spot-check share.
-    "SPOT_CHECK_RATE": Decimal("0.10"),
-    # Open (unsubmitted) review assignments a reviewer may hold; "next item" returns the oldest
-    # open one instead of claiming a new one beyond this, so no reviewer hoards the queue.
-    "MAX_OPEN_ASSIGNMENTS": 1,
-    # A revision after a discussion is reviewed by reviewers who did not review earlier revisions.
-    "FRESH_REVIEWERS_ON_REVISION": True,
+
+def _bool(raw: str) -> bool:
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Tunable:
+    name: str  # the Django setting and the environment variable
+    default: Any
+    parse: Callable[[str], Any]  # from the environment's text to the typed value
+    doc: str
+
+
+TUNABLES: dict[str, Tunable] = {
+    t.name: t
+    for t in [
+        # Curation (seed 000, DESIGN.md §5).
+        Tunable(
+            "CURATION_FLAG_RATE_THRESHOLD",
+            Decimal("0.25"),
+            Decimal,
+            "Per-author flag rate above which a calibration session is needed.",
+        ),
+        Tunable(
+            "CURATION_FLAG_RATE_MIN_REVIEWS", 20, int, "Reviews an author needs before alerting."
+        ),
+        Tunable("CURATION_FLAG_RATE_WINDOW_DAYS", 28, int, "The rolling flag-rate window (days)."),
+        Tunable(
+            "CURATION_SOURCE_TARGETS",
+            {"public_rfp": 40, "customer_permissioned": 30, "synthetic": 30},
+            json.loads,
+            "Gold-set source balance target in percent (JSON object).",
+        ),
+        Tunable(
+            "CURATION_SOURCE_DRIFT_POINTS", 10, int, "Drift from a target that raises a warning."
+        ),
+        Tunable("CURATION_WORKING_SLICE_SIZE", 120, int, "Triples in the quarter's working slice."),
+        Tunable(
+            "CURATION_SPOT_CHECK_RATE",
+            Decimal("0.10"),
+            Decimal,
+            "Share of the week's TRIAGE gold triples drawn for a spot-check review.",
+        ),
+        Tunable(
+            "CURATION_MAX_OPEN_ASSIGNMENTS",
+            1,
+            int,
+            "Open review assignments a reviewer may hold ('next item' returns the oldest).",
+        ),
+        Tunable(
+            "CURATION_FRESH_REVIEWERS_ON_REVISION",
+            True,
+            _bool,
+            "A revision after a discussion goes to reviewers who did not review earlier ones.",
+        ),
+        # Jobs that always end (goldset.services.jobs, outbox, scoring_jobs).
+        Tunable(
+            "JOB_STALE_SECONDS",
+            120,
+            int,
+            "A running job without a heartbeat this long lost its worker (requeued or failed).",
+        ),
+        Tunable(
+            "JOB_HEARTBEAT_SECONDS",
+            10.0,
+            float,
+            "Workers beat this often (unset: min(10, JOB_STALE_SECONDS / 4)).",
+        ),
+        Tunable("JOB_MAX_ATTEMPTS", 3, int, "Attempts before a job fails with a message."),
+        Tunable(
+            "OUTBOX_REDISPATCH_SECONDS",
+            120,
+            int,
+            "A published message no worker picked up within this is published again.",
+        ),
+        Tunable(
+            "RECONCILE_INTERVAL_SECONDS", 30, int, "The reconciler runs this often (Celery beat)."
+        ),
+        # Agreement (seed 003, DESIGN.md §8).
+        Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
+        Tunable(
+            "AGREEMENT_DEBOUNCE_SECONDS", 30, int, "Changes within this window share a recompute."
+        ),
+        Tunable("AGREEMENT_MIN_ITEMS", 10, int, "Items a figure needs before it can alert."),
+        Tunable("AGREEMENT_ALPHA_TARGET", 0.75, float, "Gold Krippendorff's alpha target."),
+        Tunable("AGREEMENT_KAPPA_TARGET", 0.70, float, "Gold annotator pair Cohen's kappa target."),
+        Tunable(
+            "SPOT_CHECK_DISAGREEMENT_LIMIT",
+            0.12,
+            float,
+            "TRIAGE spot-check disagreement that alerts in two consecutive weeks.",
+        ),
+        Tunable(
+            "AGREEMENT_OUTLIER_MARGIN",
+            0.15,
+            float,
+            "An annotator this far below the others' agreement is an outlier.",
+        ),
+        Tunable(
+            "SEVERE_RATE_GAP_MARGIN",
+            0.10,
+            float,
+            "Gap in severe-safety label rate from the others that alerts.",
+        ),
+        Tunable("LABELING_COST_GOLD", 0.40, float, "Estimated labeling cost of a GOLD case ($)."),
+        Tunable(
+            "LABELING_COST_TRIAGE", 0.16, float, "Estimated labeling cost of a TRIAGE case ($)."
+        ),
+    ]
 }
 
 
-def curation_setting(name: str):
-    return getattr(settings, f"CURATION_{name}", DEFAULTS[name])
+def tunable(name: str) -> Any:
+    """The current value of a tunable (a Django setting, else its documented default)."""
+    return getattr(settings, name, TUNABLES[name].default)
+
+
+def curation_setting(name: str) -> Any:
+    """``tunable("CURATION_<name>")``."""
+    return tunable(f"CURATION_{name}")
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Every tunable, parsed from ``environ`` where set there, else its default."""
+    return {
+        t.name: t.parse(environ[t.name]) if environ.get(t.name, "") != "" else t.default
+        for t in TUNABLES.values()
+    }

@@ -5,34 +5,57 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready
 
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, RECONCILE_TASK
 from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
-from goldset.services.scoring_jobs import SCORE_RUN_TASK, recover_orphaned_jobs, run_scoring_job
+from goldset.services.jobs import reconcile
+from goldset.services.outbox import mark_done, start_all_of_kind
+from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
 
 logger = logging.getLogger(__name__)
-PING_TIMEOUT = 1.0
 
 
-@shared_task(name=RECOMPUTE_TASK)
-def recompute_agreement_task() -> dict:
-    """Recompute every agreement snapshot; a no-op when the data version is unchanged."""
+@shared_task(name=RECOMPUTE_TASK, ignore_result=True)
+def recompute_agreement_task(outbox_id: int | None = None) -> dict:
+    """Recompute every agreement snapshot; a no-op when the data version is unchanged. Every
+    open recompute request is marked started first (it is covered by this run; changes after
+    this point request a new one) and done only once the snapshots are stored (a lost worker
+    leaves them open, and the reconciler requests the work again)."""
+    covered = start_all_of_kind(kind=AGREEMENT_OUTBOX_KIND, message_id=outbox_id)
     version, rows = recompute_agreement_snapshots()
+    mark_done(covered)
     return {"data_version": version, "snapshots": rows}
 
 
-@shared_task(name=SCORE_RUN_TASK, acks_late=True, reject_on_worker_lost=True)
-def score_run_task(job_id: int) -> str:
-    """Score one job. A duplicate or re-delivered message does nothing (the job is claimed
-    first), so the broker may deliver it more than once."""
-    job = run_scoring_job(job_id=job_id, worker=score_run_task.request.hostname or "")
+@shared_task(
+    name=SCORE_RUN_TASK,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+)
+def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
+    """Score one job. A duplicate or re-delivered message is harmless: the job is claimed first
+    (or taken over when its worker was lost), so the broker may deliver it more than once."""
+    mark_done(outbox_id)  # delivered: from here on the job row's heartbeat tracks the work
+    job = run_scoring_job(
+        job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
+    )
     return job.status
 
 
+@shared_task(name=RECONCILE_TASK, ignore_result=True)
+def reconcile_task() -> dict:
+    """The periodic reconciler (Celery beat, every RECONCILE_INTERVAL_SECONDS)."""
+    return reconcile(trigger="beat")
+
+
 @worker_ready.connect
-def recover_orphaned_jobs_on_start(sender=None, **kwargs):
-    """A starting worker re-queues jobs left running by a worker that no longer answers."""
-    alive = {sender.hostname} if sender is not None else set()
-    for reply in sender.app.control.ping(timeout=PING_TIMEOUT) if sender is not None else []:
-        alive.update(reply)
-    requeued = recover_orphaned_jobs(alive_workers=alive)
-    if requeued:
-        logger.warning("re-queued scoring jobs of lost workers: %s", requeued)
+def reconcile_on_start(sender=None, **kwargs):
+    """A starting worker runs one reconciler pass: work left pending while no worker was up is
+    published now, and lost jobs are requeued (by heartbeat age, whatever the workers' names)."""
+    try:
+        summary = reconcile(trigger="worker_start")
+    except Exception:
+        logger.exception("the reconciler pass at worker start failed")
+        return
+    logger.info("reconciler pass at worker start: %s", summary)

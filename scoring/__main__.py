@@ -9,6 +9,6 @@ import sys
 # Must be set before NumPy is imported; an explicit value in the environment wins.
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
-from scoring.cli import main  # noqa: E402
+from scoring.cli import main
 
 sys.exit(main())

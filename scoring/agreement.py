@@ -43,6 +43,11 @@ from scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 WEIGHTS = (None, "linear", "quadratic")
+#: Category order of the workbench's ordinal answer-label axes, lowest first (DESIGN §6).
+AXIS_SCALES: dict[str, tuple[str, ...]] = {
+    "grounding": ("ungrounded", "misgrounded", "partially_grounded", "fully_grounded"),
+    "acceptability": ("unacceptable", "acceptable"),
+}
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,18 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     if isinstance(value, int | float | np.integer | np.floating):
         return (0, float(value))
     return (1, str(value))
+
+
+def _require_order(observed: Iterable[Any], declared: Sequence[Any] | None, what: str) -> None:
+    """Ordered statistics on text labels need the order: alphabetical is never a scale."""
+    if declared is not None:
+        return
+    text = sorted({str(v) for v in observed if isinstance(v, str)})
+    if text:
+        raise AgreementError(
+            f"{what} on text labels needs the category order, lowest first "
+            f"(categories=[...], CLI --categories or --axis); labels seen: {', '.join(text)}"
+        )
 
 
 def _categories(observed: Iterable[Any], declared: Sequence[Any] | None) -> list:
@@ -300,6 +317,8 @@ def krippendorff_alpha(
     if level not in LEVELS:
         raise AgreementError(f"level must be one of {LEVELS}")
     matrix = _as_matrix(table)
+    if level in ("ordinal", "interval"):
+        _require_order(_observed(matrix), categories, f"{level} α")
     cats = _categories(_observed(matrix), categories)
     counts = _value_counts(matrix, cats)
     pairable = counts.sum(axis=1) >= 2
@@ -424,6 +443,8 @@ def cohen_kappa(
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if not _is_missing(x) and not _is_missing(y)]
     if not pairs:
         return AgreementResult(None, "no item was labelled by both annotators", 0, 0, "cohen")
+    if weights is not None:
+        _require_order([v for p in pairs for v in p], categories, f"{weights}-weighted κ")
     cats = _categories([v for p in pairs for v in p], categories)
     code = {c: i for i, c in enumerate(cats)}
     table = np.zeros((len(cats), len(cats)), dtype=np.int64)
@@ -483,7 +504,7 @@ def pairwise_cohen_kappa(
     """Cohen's κ for every annotator pair of an items x annotators table."""
     matrix = _as_matrix(table)
     names = table.annotators if isinstance(table, LabelTable) else list(range(matrix.shape[1]))
-    if categories is None:
+    if categories is None and weights is None:
         categories = _categories(_observed(matrix), None)
     return {
         (names[i], names[j]): cohen_kappa(

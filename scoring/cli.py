@@ -22,8 +22,22 @@ from scoring.errors import AgreementError, InputError, ScoringError
 # does not need.
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 8821
-METRICS = ("recall", "precision", "hit", "mrr", "ndcg", "map")
-DEFAULT_METRICS = ("recall", "precision", "hit", "mrr", "ndcg")
+METRICS = (
+    "recall",
+    "precision",
+    "hit",
+    "mrr",
+    "ndcg",
+    "map",
+    "rprec",
+    "bpref",
+    "infap",
+    "judged",
+    "err",
+    "rbp",
+)
+DEFAULT_METRICS = ("recall@{k}", "precision@{k}", "hit@{k}", "mrr@{k}", "mrr", "ndcg@{k}")
+WILCOXON_METHODS = ("auto", "exact", "asymptotic")
 GAINS = ("linear", "exponential")
 QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
 RUN_FORMATS = ("trec", "jsonl")
@@ -33,13 +47,21 @@ EXIT_INPUT = 2
 
 
 def _metrics(value: str) -> list[str]:
+    from scoring.retrieval import parse_measures
+
     names = [m.strip() for m in value.split(",") if m.strip()]
-    unknown = [m for m in names if m not in METRICS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown metric(s) {unknown}; choose from {list(METRICS)}"
-        )
+    try:
+        parse_measures(names)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return names
+
+
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return number
 
 
 def _positive_int(value: str) -> int:
@@ -53,19 +75,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m scoring", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ret = sub.add_parser("retrieval", help="ranked-retrieval metrics (trec_eval conventions)")
-    ret.add_argument("--qrels", required=True)
+    ret = sub.add_parser("retrieval", help="ranked-retrieval measures (trec_eval conventions)")
+    _retrieval_arguments(ret)
     ret.add_argument("--run", required=True)
-    ret.add_argument("--k", type=_positive_int, default=10)
-    ret.add_argument("--metrics", type=_metrics, default=list(DEFAULT_METRICS))
     ret.add_argument("--per-query", action="store_true")
     ret.add_argument("--ci", action="store_true")
-    ret.add_argument("--all-queries", action="store_true")
-    ret.add_argument("--gain", choices=GAINS, default="linear")
-    ret.add_argument("--qrels-format", choices=QRELS_FORMATS)
-    ret.add_argument("--run-format", choices=RUN_FORMATS)
+    ret.add_argument("--strata")
+    ret.add_argument("--format", choices=["json", "trec"], default="json")
     ret.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
     ret.add_argument("--seed", type=int, default=DEFAULT_SEED)
+
+    cmp = sub.add_parser("compare", help="paired tests between runs, Holm-corrected")
+    _retrieval_arguments(cmp)
+    cmp.add_argument("--run", required=True, action="append", dest="runs")
+    cmp.add_argument("--alpha", type=float, default=0.05)
+    cmp.add_argument("--wilcoxon-method", choices=WILCOXON_METHODS, default="auto")
 
     ag = sub.add_parser("agreement", help="inter-annotator agreement from item,annotator,label CSV")
     ag.add_argument("--labels", required=True)
@@ -75,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("--level", choices=LEVELS, default="nominal")
     ag.add_argument("--weights", choices=["linear", "quadratic"])
     ag.add_argument("--categories")
+    ag.add_argument("--axis", choices=["grounding", "acceptability"])
     ag.add_argument("--ci", action="store_true")
     ag.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
     ag.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -86,34 +111,137 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _retrieval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--qrels", required=True)
+    parser.add_argument("--k", type=_positive_int)
+    parser.add_argument("--metrics", type=_metrics)
+    parser.add_argument("--all-queries", "-c", action="store_true")
+    parser.add_argument("--relevance-level", "-l", type=_non_negative_int, default=1)
+    parser.add_argument("--judged-only", "-J", action="store_true")
+    parser.add_argument("--gain", choices=GAINS, default="linear")
+    parser.add_argument("--qrels-format", choices=QRELS_FORMATS)
+    parser.add_argument("--run-format", choices=RUN_FORMATS)
+
+
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def run_retrieval(args: argparse.Namespace) -> dict[str, Any]:
-    from scoring.io import read_qrels, read_run
+def _measures(args: argparse.Namespace, qrels: Any = None) -> list[str]:
+    from scoring.retrieval import default_metrics, metric_labels
+
+    k = args.k or getattr(qrels, "default_k", None) or 10
+    names = args.metrics or default_metrics(k)
+    try:
+        metric_labels(names)
+    except ValueError as exc:
+        raise InputError("--metrics", None, str(exc)) from None
+    return names
+
+
+def _evaluate(args: argparse.Namespace, qrels: Any, run_path: str) -> Any:
+    from scoring.io import read_run
     from scoring.retrieval import evaluate
 
-    qrels = read_qrels(args.qrels, fmt=args.qrels_format)
-    run = read_run(args.run, fmt=args.run_format)
-    result = evaluate(
-        qrels, run, k=args.k, metrics=args.metrics, all_queries=args.all_queries, gain=args.gain
+    run = read_run(run_path, fmt=args.run_format)
+    return evaluate(
+        qrels,
+        run,
+        k=args.k,
+        metrics=_measures(args, qrels),
+        all_queries=args.all_queries,
+        gain=args.gain,
+        relevance_level=args.relevance_level,
+        judged_only=args.judged_only,
     )
+
+
+def run_retrieval(args: argparse.Namespace) -> dict[str, Any] | str:
+    from scoring.io import read_qrels
+
+    _measures(args)
+    qrels = read_qrels(args.qrels, fmt=args.qrels_format)
+    result = _evaluate(args, qrels, args.run)
+    if args.format == "trec":
+        return result.trec_text(per_query=args.per_query)
     ci = None
     if args.ci:
         from scoring.stats import bootstrap_ci
 
+        strata = _read_strata(args.strata, result.query_ids.tolist()) if args.strata else None
         ci = {}
         for label, values in result.per_query.items():
-            boot = bootstrap_ci(values, n=args.resamples, seed=args.seed)
+            boot = bootstrap_ci(values, n=args.resamples, seed=args.seed, strata=strata)
             ci[label] = [boot.low, boot.high]
     return {
         "n_queries": result.n_queries,
         "k": result.k,
         "all_queries": result.all_queries,
+        "relevance_level": result.relevance_level,
+        "judged_only": result.judged_only,
         "aggregate": result.aggregate,
         "ci": ci,
         "per_query": result.per_query_dict() if args.per_query else None,
+    }
+
+
+def _read_strata(path: str, query_ids: list[str]) -> list[str]:
+    """``query_id,stratum`` CSV -> the stratum of each evaluated query (every one needed)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None or [h.strip() for h in header] != ["query_id", "stratum"]:
+                raise InputError(path, 1, "expected the header query_id,stratum")
+            strata: dict[str, str] = {}
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != 2:
+                    raise InputError(path, reader.line_num, "expected 2 fields (query_id,stratum)")
+                strata[row[0]] = row[1]
+    except FileNotFoundError:
+        raise InputError(path, None, "file not found") from None
+    missing = [q for q in query_ids if q not in strata]
+    if missing:
+        raise InputError(path, None, f"no stratum for query {missing[0]!r}")
+    return [strata[q] for q in query_ids]
+
+
+def run_compare(args: argparse.Namespace) -> dict[str, Any]:
+    """Score every run, keep the queries all runs were evaluated on, and test every pair."""
+    from dataclasses import asdict
+
+    from scoring.io import read_qrels
+    from scoring.stats import compare_paired
+
+    if len(args.runs) < 2:
+        raise InputError("--run", None, "compare needs at least two runs (--run A --run B)")
+    if len(set(args.runs)) != len(args.runs):
+        raise InputError("--run", None, "the same run file is given twice")
+    _measures(args)
+    qrels = read_qrels(args.qrels, fmt=args.qrels_format)
+    results = {path: _evaluate(args, qrels, path) for path in args.runs}
+    shared = set.intersection(*(set(r.query_ids.tolist()) for r in results.values()))
+    if not shared:
+        raise InputError("--run", None, "the runs share no evaluated query")
+    scores = {}
+    for path, result in results.items():
+        position = {q: i for i, q in enumerate(result.query_ids.tolist())}
+        index = np.array([position[q] for q in sorted(shared)], dtype=np.int64)
+        scores[path] = {label: values[index] for label, values in result.per_query.items()}
+    pairs = compare_paired(scores, alpha=args.alpha, wilcoxon_method=args.wilcoxon_method)
+    return {
+        "runs": list(args.runs),
+        "n_queries": len(shared),
+        "alpha": args.alpha,
+        "correction": "holm",
+        "wilcoxon_method": args.wilcoxon_method,
+        "aggregate": {
+            path: {label: float(v.mean()) for label, v in per.items()}
+            for path, per in scores.items()
+        },
+        "pairs": [asdict(p) for p in pairs],
     }
 
 
@@ -184,6 +312,8 @@ def run_agreement(args: argparse.Namespace) -> dict[str, Any]:
     rows = read_labels_csv(args.labels)
     table = agr.label_table(rows)
     categories = None
+    if args.axis:
+        categories = list(agr.AXIS_SCALES[args.axis])
     if args.categories:
         declared = [c.strip() for c in args.categories.split(",") if c.strip()]
         numbers = [_number(c) for c in declared]
@@ -234,7 +364,12 @@ def _default(obj: Any) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"retrieval": run_retrieval, "agreement": run_agreement, "probe": run_probe}
+    handlers = {
+        "retrieval": run_retrieval,
+        "compare": run_compare,
+        "agreement": run_agreement,
+        "probe": run_probe,
+    }
     try:
         payload = handlers[args.command](args)
     except InputError as exc:
@@ -243,6 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScoringError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    if isinstance(payload, str):
+        sys.stdout.write(payload)
+        return 0
     json.dump(payload, sys.stdout, default=_default, allow_nan=False)
     sys.stdout.write("\n")
     return 0

@@ -117,10 +117,13 @@ class Qrels(_IdColumns):
 
     ``query_id``, ``doc_id`` (object arrays of str) and ``relevance`` (int64) have one entry per
     judgement. ``queries`` lists every query the source declares, including queries without any
-    judgement row (an Unrag query with empty ``sourceIds``), in first-seen order. Immutable.
+    judgement row (an Unrag query with empty ``sourceIds``), in first-seen order.
+    ``cutoffs`` (``{query: k}`` or ``None``) is how many results each query retrieves and
+    scores — Unrag's ``topK`` (per query, else ``defaults.topK``; seed 001: the k of recall@k);
+    ``default_k`` is the dataset's ``defaults.topK``. Immutable.
     """
 
-    __slots__ = ("relevance", "queries", "source")
+    __slots__ = ("relevance", "queries", "source", "cutoffs", "default_k")
 
     def __init__(
         self,
@@ -129,12 +132,17 @@ class Qrels(_IdColumns):
         relevance: Any,
         queries: Any,
         source: str = "<qrels>",
+        *,
+        cutoffs: dict[str, int] | None = None,
+        default_k: int | None = None,
     ) -> None:
         self._set_ids(query_id, doc_id)
         self._set(
             relevance=np.asarray(relevance),
             queries=np.asarray(queries, dtype=object),
             source=source,
+            cutoffs=cutoffs or None,
+            default_k=default_k,
         )
 
     @classmethod
@@ -155,6 +163,8 @@ class Qrels(_IdColumns):
             relevance=relevance,
             queries=_ids.to_objects(query_values),
             source=source,
+            cutoffs=None,
+            default_k=None,
         )
         return self
 
@@ -400,9 +410,9 @@ def _pandas_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) ->
     r"""Slow path for any whitespace layout (pandas' C parser, ``sep=r"\s+"``)."""
     import pandas as pd
 
-    # Query ids and the constant columns repeat heavily, so categoricals parse them fastest.
-    dtypes: dict[int, Any] = {i: "category" for i in range(ncols)}
-    dtypes[2] = str
+    # Every text column is read as text: a "category" dtype would infer numeric categories and
+    # turn the query id ``07`` into ``7`` and ``2`` into ``2.0`` (ids are strings, always).
+    dtypes: dict[int, Any] = dict.fromkeys(range(ncols), str)
     numeric_col = 3 if kind == "qrels" else 4
     dtypes[numeric_col] = "int64" if kind == "qrels" else "float64"
     if isinstance(handle, io.StringIO):
@@ -624,6 +634,17 @@ def _read_unrag_qrels(name: str, handle: str | io.StringIO) -> Qrels:
     if not isinstance(queries, list):
         raise InputError(name, _key_line(text, "queries"), "'queries' must be a list")
     lines = _element_lines(text, len(queries))
+    defaults = doc.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise InputError(name, _key_line(text, "defaults"), "'defaults' must be an object")
+    default_k = defaults.get("topK")
+    if default_k is not None and not _positive(default_k):
+        raise InputError(
+            name,
+            _key_line(text, "topK"),
+            f"defaults.topK must be a positive integer, got {default_k!r}",
+        )
+    cutoffs: dict[str, int] = {}
     rows = _Collector(name)
     for index, query in enumerate(queries):
         where = f"queries[{index}]"
@@ -644,11 +665,20 @@ def _read_unrag_qrels(name: str, handle: str | io.StringIO) -> Qrels:
                 name, line, f"{where}.relevant.sourceIds must be a list of non-empty strings"
             )
         rows.queries.setdefault(qid)
+        top_k = query.get("topK", default_k)
+        if top_k is not None and not _positive(top_k):
+            raise InputError(name, line, f"{where}.topK must be a positive integer, got {top_k!r}")
+        if top_k is not None:
+            cutoffs[qid] = top_k
         for sid in source_ids:
             if (qid, sid) in rows.seen:
                 raise InputError(name, line, f"{where}.relevant.sourceIds lists {sid!r} twice")
             rows.add(line or 0, qid, sid, 1)
-    return _qrels_from(rows)
+    return _qrels_from(rows, cutoffs=cutoffs, default_k=default_k)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _key_line(text: str, key: str) -> int:
@@ -675,7 +705,9 @@ def _element_lines(text: str, count: int) -> list[int | None]:
     return lines
 
 
-def _qrels_from(rows: _Collector) -> Qrels:
+def _qrels_from(
+    rows: _Collector, *, cutoffs: dict[str, int] | None = None, default_k: int | None = None
+) -> Qrels:
     if not rows.queries:
         raise InputError(rows.name, None, "no queries found")
     return Qrels(
@@ -684,6 +716,8 @@ def _qrels_from(rows: _Collector) -> Qrels:
         relevance=np.array(rows.values, dtype=np.int64),
         queries=np.array(list(rows.queries), dtype=object),
         source=rows.name,
+        cutoffs=cutoffs,
+        default_k=default_k,
     )
 
 

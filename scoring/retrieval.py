@@ -1,15 +1,40 @@
-"""Ranked-retrieval metrics computed for all queries at once, with trec_eval's conventions.
+"""Ranked-retrieval measures for all queries at once, with trec_eval's conventions.
 
-Metrics (``k`` is the cut-off, 10 by default):
+A measure is named ``name@k`` with a cut-off k, or ``name`` alone over the whole ranking;
+``rbp`` takes its persistence in parentheses, ``rbp(0.9)`` (default 0.8). trec_eval's own names
+(``P_5``, ``ndcg_cut_10``, ``recip_rank``, ``Rprec``, ``infAP``, ``success_1``, ``set_P``, …) are
+accepted as aliases. ``rel`` below means relevance ≥ the relevance level (1 by default,
+trec_eval ``-l``); R is the number of judged documents with rel; ``rank`` is 1-based.
 
-``recall@k``     relevant documents in the top k / relevant documents judged for the query
-``precision@k``  relevant documents in the top k / k (always k, even for shorter rankings)
-``hit@k``        1 if any relevant document is in the top k, else 0 (trec_eval ``success_k``)
-``mrr@k``        1 / rank of the first relevant document if it is within the top k, else 0
-``mrr``          1 / rank of the first relevant document anywhere (trec_eval ``recip_rank``)
-``ndcg@k``       DCG@k / ideal DCG@k with linear gain = relevance and discount log2(rank + 1)
-                 (trec_eval ``ndcg_cut_k``); ``gain="exponential"`` uses 2**rel - 1 instead
-``map``          average precision over the whole ranking (trec_eval ``map``), optional
+=============  =====================================================  =====================
+measure        definition (per query)                                 trec_eval / other
+=============  =====================================================  =====================
+precision@k    rel documents in the top k / k                         ``P_k``
+precision      rel documents retrieved / documents retrieved          ``set_P``
+recall@k       rel documents in the top k / R                         ``recall_k``
+recall         rel documents retrieved / R                            ``set_recall``
+hit@k          1 if a rel document is in the top k                    ``success_k``
+hit            1 if any rel document is retrieved                     (``num_rel_ret`` > 0)
+mrr            1 / rank of the first rel document                     ``recip_rank``
+mrr@k          ``mrr`` when that rank ≤ k, else 0                     ``recip_rank`` on top k
+map            Σ over rel retrieved of (rel at or above it / rank),   ``map``
+               divided by R
+map@k          the same over the top k                                ``map_cut_k``
+rprec          rel documents in the top R / R                         ``Rprec``
+ndcg@k         DCG@k / ideal DCG@k, gain = relevance (> 0),           ``ndcg_cut_k``
+               discount log2(rank + 1)
+ndcg           the same over the whole ranking                        ``ndcg``
+bpref          (1/R) Σ over rel retrieved of 1 − min(n, R)/min(N, R)  ``bpref``
+               (n judged non-rel ranked above it, N judged non-rel)
+infap          inferred AP (Yilmaz & Aslam 2006), trec_eval's form    ``infAP``
+judged@k       judged documents in the top k / min(k, retrieved)      ir_measures ``Judged@k``
+judged         judged documents retrieved / retrieved                 ir_measures ``Judged``
+err@k          Σ_r (1/r) R_r Π_{i<r} (1 − R_i), R = (2^g − 1)/2^4,    ir_measures ``ERR@k``
+               g the relevance clipped to [0, 4] (gdeval's scale)     (gdeval)
+err            the same over the whole ranking
+rbp(p)         (1 − p) Σ p^(rank−1) over rel retrieved, p = 0.8       ir_measures ``RBP(rel=l)``
+               unless given; ``rbp(p)@k`` counts the top k only
+=============  =====================================================  =====================
 
 Conventions, chosen so that our numbers equal trec_eval's on the same files:
 
@@ -17,23 +42,40 @@ Conventions, chosen so that our numbers equal trec_eval's on the same files:
   (code point) order. The rank column of a TREC run is ignored. Scores are compared at single
   precision (float32), because trec_eval stores them as C ``float``: 1e-104 and 0.0 tie.
 * A document listed twice for one query is an input error (raised by :mod:`scoring.io`).
-* Relevance <= 0 is non-relevant; negative relevance contributes gain 0 to nDCG.
-* A query in the qrels with no relevant document scores 0 on every metric and counts in the mean
-  (this is also the seed-001 semantics for an empty ``relevant.sourceIds``: hit@k = 0).
-* Queries in the run but not in the qrels are ignored.
-* Queries in the qrels but absent from the run are left out of the mean unless
-  ``all_queries=True`` (``trec_eval -c``, CLI ``--all-queries``), in which case they score 0.
+* Judged = listed in the qrels with relevance ≥ 0. A negative relevance is trec_eval's "in the
+  pool but not judged": not relevant, not counted as judged non-relevant by ``bpref``, and
+  counted as pooled-unjudged by ``infap``. Relevance ≤ 0 adds no gain to nDCG.
+* ``relevance_level`` (trec_eval ``-l``) decides which documents count as relevant for every
+  binary measure; nDCG and ERR always use the graded relevance, as trec_eval does.
+* ``judged_only`` (trec_eval ``-J``) drops retrieved documents that are not judged before
+  ranks are assigned (the tie order among the rest is kept).
+* precision@k divides by k even when fewer than k documents are returned (trec_eval).
+* A qrels query with no relevant document scores 0 on every measure and counts in the mean
+  (also the seed-001 semantics for an empty ``relevant.sourceIds``: hit@k = 0).
+* Queries in the run but not in the qrels are ignored. Queries in the qrels but absent from the
+  run are left out of the mean unless ``all_queries=True`` (``trec_eval -c``), when they score 0.
+* ``gain="exponential"`` uses 2^rel − 1 for nDCG (no trec_eval equivalent).
+* Qrels read from an Unrag dataset carry ``topK`` (per query, else ``defaults.topK``): each
+  query's ranking is cut to its topK before any measure is computed (seed 001: topK is how many
+  results are retrieved and scored, the k of recall@k), and ``defaults.topK`` is the default
+  cut-off of :func:`evaluate` and the CLI when no k is given.
+
+ERR, RBP and judged are not trec_eval measures (pytrec_eval has none of them); they follow
+ir_measures' definitions except that rankings use trec_eval's tie order (ir_measures' judged
+provider breaks ties by document id ascending).
 
 Implementation: ids stay compact (Arrow strings, integer query codes; no Python object per
-row). Only run rows that retrieve a judged relevant document can change a metric, so only their
-ranks are computed, from one sort of 64-bit (query, float32 score) keys over all rows; document
-ids are compared as strings only for rows whose score ties. The metric stage is NumPy over a
-padded (queries x k) gain matrix. Hashes are used to find candidates only; every match is
-confirmed on the strings.
+row). Only run rows that retrieve a judged document can change a measure, so only their ranks
+are computed, from one sort of 64-bit (query, float32 score) keys over all rows; document ids
+are compared as strings only for rows whose score ties. Measures that look at judged
+non-relevant documents (bpref, infap, judged, ``judged_only``) join every judged row; the others
+only the relevant ones. The measure stage is NumPy over these few rows. Hashes are used to find
+candidates only; every match is confirmed on the strings.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,31 +87,137 @@ from scoring import _ids
 from scoring.errors import InputError
 from scoring.io import Qrels, Run
 
-METRICS = ("recall", "precision", "hit", "mrr", "ndcg", "map")
-DEFAULT_METRICS = ("recall", "precision", "hit", "mrr", "ndcg")
+#: Measure names (see the module docstring); ``NEEDS_CUTOFF`` must have ``@k``, ``NO_CUTOFF``
+#: must not.
+METRICS = (
+    "recall",
+    "precision",
+    "hit",
+    "mrr",
+    "ndcg",
+    "map",
+    "rprec",
+    "bpref",
+    "infap",
+    "judged",
+    "err",
+    "rbp",
+)
+NO_CUTOFF = ("rprec", "bpref", "infap")
+#: The default measures at cut-off k; ``mrr`` is also reported uncut, as before.
+DEFAULT_METRICS = ("recall@{k}", "precision@{k}", "hit@{k}", "mrr@{k}", "mrr", "ndcg@{k}")
 GAINS = ("linear", "exponential")
+DEFAULT_RBP_P = 0.8
+ERR_MAX_GRADE = 4
+INFAP_EPSILON = 0.00001
+_JUDGED_ROWS = ("bpref", "infap", "judged")
+
+_TREC_ALIASES = {
+    "P": "precision",
+    "recall": "recall",
+    "success": "hit",
+    "ndcg_cut": "ndcg",
+    "map_cut": "map",
+}
+_TREC_SINGLE = {
+    "set_P": "precision",
+    "set_recall": "recall",
+    "recip_rank": "mrr",
+    "Rprec": "rprec",
+    "infAP": "infap",
+}
+_MEASURE = re.compile(r"^(?P<name>[a-z]+)(?:\((?P<p>[0-9]*\.?[0-9]+)\))?(?:@(?P<k>[0-9]+))?$")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One parsed measure: ``name`` (see ``METRICS``), cut-off ``k`` (``None`` = whole
+    ranking), RBP persistence ``p``, and the ``label`` results are keyed by."""
+
+    name: str
+    k: int | None
+    p: float | None
+    label: str
+
+
+def parse_measure(text: str) -> Measure:
+    """Parse ``name``, ``name@k``, ``rbp(p)``, ``rbp(p)@k`` or a trec_eval name (``P_5``).
+
+    Raises ``ValueError`` naming the problem (unknown measure, k < 1, a cut-off on a measure
+    that has none, p outside (0, 1)).
+    """
+    raw = text.strip()
+    if raw in _TREC_SINGLE:
+        return Measure(_TREC_SINGLE[raw], None, None, _TREC_SINGLE[raw])
+    trec = re.fullmatch(r"(P|recall|success|ndcg_cut|map_cut)_([0-9]+)", raw)
+    if trec:
+        raw = f"{_TREC_ALIASES[trec.group(1)]}@{trec.group(2)}"
+    match = _MEASURE.match(raw.lower() if raw.lower() in ("rprec", "infap") else raw)
+    if not match or match.group("name") not in METRICS:
+        raise ValueError(
+            f"unknown measure {text!r}; use name or name@k with name one of {', '.join(METRICS)}"
+        )
+    name = match.group("name")
+    k = int(match.group("k")) if match.group("k") else None
+    if k is not None and k < 1:
+        raise ValueError(f"{text!r}: the cut-off must be at least 1")
+    if k is not None and name in NO_CUTOFF:
+        raise ValueError(f"{text!r}: {name} has no cut-off (trec_eval has none)")
+    p = None
+    if match.group("p") is not None:
+        if name != "rbp":
+            raise ValueError(f"{text!r}: only rbp takes a parameter, rbp(p)")
+        p = float(match.group("p"))
+        if not 0.0 < p < 1.0:
+            raise ValueError(f"{text!r}: the RBP persistence p must be between 0 and 1")
+    elif name == "rbp":
+        p = DEFAULT_RBP_P
+    label = name + (f"({match.group('p')})" if match.group("p") else "") + (f"@{k}" if k else "")
+    return Measure(name, k, p, label)
+
+
+def parse_measures(names: Iterable[str] | str) -> list[Measure]:
+    """Parse a list (or comma-separated string) of measures; duplicates are dropped."""
+    if isinstance(names, str):
+        names = [n for n in names.split(",") if n.strip()]
+    parsed = [parse_measure(n) for n in names]
+    if not parsed:
+        raise ValueError("no measures given")
+    return list({m.label: m for m in parsed}.values())
+
+
+def default_metrics(k: int) -> list[str]:
+    """The default measure names at cut-off ``k``."""
+    return [name.format(k=k) for name in DEFAULT_METRICS]
+
+
+def metric_labels(metrics: Iterable[str]) -> list[str]:
+    """Output labels of ``metrics`` in order (duplicates dropped)."""
+    return [m.label for m in parse_measures(list(metrics))]
 
 
 @dataclass(frozen=True)
 class RetrievalResult:
     """Per-query values (arrays aligned with ``query_ids``) and their means.
 
-    ``per_query`` and ``aggregate`` are keyed by metric labels such as ``"recall@10"``,
+    ``per_query`` and ``aggregate`` are keyed by measure labels such as ``"recall@10"``,
     ``"mrr"`` and ``"map"``.
     """
 
     query_ids: np.ndarray
     per_query: dict[str, np.ndarray]
     aggregate: dict[str, float]
-    k: int
+    k: int | None
     all_queries: bool
+    relevance_level: int = 1
+    judged_only: bool = False
     n_queries: int = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n_queries", len(self.query_ids))
 
     def per_query_dict(self) -> dict[str, dict[str, float]]:
-        """``{query_id: {metric: value}}`` for JSON output."""
+        """``{query_id: {measure: value}}`` for JSON output."""
         labels = list(self.per_query)
         columns = [self.per_query[label].tolist() for label in labels]
         return {
@@ -77,43 +225,50 @@ class RetrievalResult:
             for i, qid in enumerate(self.query_ids.tolist())
         }
 
+    def trec_text(self, *, per_query: bool = True) -> str:
+        """trec_eval's text layout: with ``per_query`` (``-q``) ``measure<TAB>query<TAB>value``
+        for every query and measure, then ``num_q<TAB>all<TAB>n`` and
+        ``measure<TAB>all<TAB>mean``; values with 4 decimals as trec_eval prints them, the
+        measure name left-aligned in 22 columns. Measures are named by our labels."""
+        lines = []
+        labels = list(self.per_query)
+        columns = [self.per_query[label].tolist() for label in labels]
+        for i, qid in enumerate(self.query_ids.tolist() if per_query else []):
+            for label, column in zip(labels, columns, strict=True):
+                lines.append(f"{label:<22}\t{qid}\t{column[i]:.4f}")
+        lines.append(f"{'num_q':<22}\tall\t{self.n_queries}")
+        for label in labels:
+            lines.append(f"{label:<22}\tall\t{self.aggregate[label]:.4f}")
+        return "\n".join(lines) + "\n"
+
 
 @dataclass(frozen=True)
 class PreparedRanking:
-    """The arrays every metric is computed from (exposed for benchmarks and tests).
+    """The arrays every measure is computed from (exposed for benchmarks and tests).
 
-    ``gains``        (n_queries, k) float relevance of the document at each rank (0 = padding)
-    ``ideal``        (n_queries, k) the qrels' relevances sorted descending, cut at k
-    ``n_relevant``   (n_queries,) number of judged documents with relevance > 0
-    ``first_rank``   (n_queries,) 1-based rank of the first relevant document, 0 if none
-    ``ap``           (n_queries,) average precision over the full ranking, or ``None``
+    Per query (arrays of length n_queries):
+    ``n_ret`` documents retrieved (judged ones only under ``judged_only``), ``n_rel`` judged
+    documents with relevance ≥ the level, ``n_nonrel`` judged documents below it (≥ 0).
+    Per retrieved judged document ("hit"), sorted by query then rank:
+    ``hit_query``, ``hit_rank`` (0-based), ``hit_rel`` (its qrels relevance).
+    Per judged document with relevance > 0, sorted by query then relevance descending:
+    ``ideal_query``, ``ideal_rel`` (for ideal DCG).
     """
 
-    gains: np.ndarray
-    ideal: np.ndarray
-    n_relevant: np.ndarray
-    first_rank: np.ndarray
-    ap: np.ndarray | None
+    n_ret: np.ndarray
+    n_rel: np.ndarray
+    n_nonrel: np.ndarray
+    hit_query: np.ndarray
+    hit_rank: np.ndarray
+    hit_rel: np.ndarray
+    ideal_query: np.ndarray
+    ideal_rel: np.ndarray
+    relevance_level: int
+    all_judged: bool
 
 
-def metric_labels(metrics: Iterable[str], k: int) -> list[str]:
-    """Output labels for ``metrics`` at cut-off ``k`` (``"mrr"`` yields ``mrr@k`` and ``mrr``)."""
-    labels: list[str] = []
-    for name in metrics:
-        if name == "mrr":
-            labels += [f"mrr@{k}", "mrr"]
-        elif name == "map":
-            labels.append("map")
-        else:
-            labels.append(f"{name}@{k}")
-    return labels
-
-
-def _check_metrics(metrics: Sequence[str]) -> list[str]:
-    unknown = [m for m in metrics if m not in METRICS]
-    if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; choose from {list(METRICS)}")
-    return list(dict.fromkeys(metrics))
+def _needs_all_judged(measures: Sequence[Measure], judged_only: bool) -> bool:
+    return judged_only or any(m.name in _JUDGED_ROWS for m in measures)
 
 
 def _sort_keys(run_query: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -259,24 +414,21 @@ def prepare(
     qrels: Qrels,
     run: Run,
     *,
-    k: int = 10,
     all_queries: bool = False,
-    gain: str = "linear",
-    with_ap: bool = False,
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    all_judged: bool = False,
 ) -> tuple[np.ndarray, PreparedRanking]:
-    """Join ``run`` to ``qrels`` and build the arrays the metrics need.
+    """Join ``run`` to ``qrels`` and build the arrays the measures need.
 
     Returns ``(query_ids, prepared)``; ``query_ids`` is sorted (string order) and is the set of
-    evaluated queries per the module conventions.
-
-    Only run rows that match a judged relevant document can contribute to any metric, so only
-    their ranks are computed: one sort of 64-bit (query, score) keys for all rows, then string
-    comparisons of document ids for the few rows whose score ties.
+    evaluated queries per the module conventions. ``all_judged`` joins every judged row (needed
+    by bpref, infap, judged and ``judged_only``, which is implied); otherwise only rows with
+    relevance ≥ min(level, 1), the only ones the other measures look at.
     """
-    if k < 1:
-        raise ValueError("k must be at least 1")
-    if gain not in GAINS:
-        raise ValueError(f"gain must be one of {GAINS}")
+    if relevance_level < 0:
+        raise ValueError("the relevance level must be 0 or more")
+    all_judged = all_judged or judged_only
     qrel_queries = _ids.sorted_strings(pc.unique(qrels._declared_queries()))
     run_pos = _ids.positions_in(run._query_values, qrel_queries)
     has_rows = np.bincount(run._query_codes, minlength=len(run._query_values)) > 0
@@ -295,111 +447,299 @@ def prepare(
         raise InputError(run.source, None, "none of the run's queries appear in the qrels")
     query_ids = _ids.to_objects(evaluated)
     run_query = lut.astype(np.int32)[run._query_codes]
+    n_ret = np.bincount(
+        lut[np.flatnonzero(lut >= 0)],
+        weights=np.bincount(run._query_codes, minlength=len(lut))[lut >= 0],
+        minlength=n_q,
+    ).astype(np.int64)
 
-    # Judged relevant documents (relevance > 0) of the evaluated queries.
     qrel_query_all = _ids.positions_in(qrels._query_values, evaluated)[qrels._query_codes]
-    relevance = np.asarray(qrels.relevance)
-    qrel_rows = np.flatnonzero((qrel_query_all >= 0) & (relevance > 0))
-    qrel_query = qrel_query_all[qrel_rows]
-    qrel_rel = relevance[qrel_rows].astype(np.float64)
+    relevance = np.asarray(qrels.relevance, dtype=np.int64)
+    in_q = qrel_query_all >= 0
+    n_rel = np.bincount(qrel_query_all[in_q & (relevance >= relevance_level)], minlength=n_q)
+    nonrel = in_q & (relevance >= 0) & (relevance < relevance_level)
+    n_nonrel = np.bincount(qrel_query_all[nonrel], minlength=n_q)
+    positive = np.flatnonzero(in_q & (relevance > 0))
+    iorder = np.lexsort((-relevance[positive], qrel_query_all[positive]))
+    ideal_query = qrel_query_all[positive][iorder]
+    ideal_rel = relevance[positive][iorder]
 
-    def to_gain(values: np.ndarray) -> np.ndarray:
-        clipped = np.maximum(values, 0.0)
-        return clipped if gain == "linear" else np.exp2(clipped) - 1.0
-
-    n_relevant = np.bincount(qrel_query, minlength=n_q).astype(np.int64)
-    ideal = np.zeros((n_q, k), dtype=np.float64)
-    iorder = np.lexsort((-qrel_rel, qrel_query))
-    iq = qrel_query[iorder]
-    irel = qrel_rel[iorder]
-    irank = np.arange(len(iq)) - np.searchsorted(iq, np.arange(n_q))[iq]
-    itop = irank < k
-    ideal[iq[itop], irank[itop]] = to_gain(irel[itop])
-
-    # Run rows that retrieve a judged relevant document, and their ranks.
+    wanted = in_q if all_judged else in_q & (relevance >= min(relevance_level, 1))
+    qrel_rows = np.flatnonzero(wanted)
     rows, matched = _match_judged(qrels, qrel_rows, run, run_query)
     sort_keys = _sort_keys(run_query, run.score)
-    rq = run_query[rows]
-    rank0 = _ranks(sort_keys, rows, rq, n_q, run._doc_ids)
+    hit_query = run_query[rows].astype(np.int64)
+    hit_rank = _ranks(sort_keys, rows, hit_query, n_q, run._doc_ids)
     del sort_keys
-    rrel = qrel_rel[matched]
+    hit_rel = relevance[qrel_rows[matched]]
+    order = np.lexsort((hit_rank, hit_query))
+    hit_query, hit_rank, hit_rel = hit_query[order], hit_rank[order], hit_rel[order]
+    if judged_only:
+        # trec_eval -J: unjudged documents leave the ranking; the rest keep their order.
+        keep = hit_rel >= 0
+        hit_query, hit_rel = hit_query[keep], hit_rel[keep]
+        hit_rank = np.arange(len(hit_query)) - np.searchsorted(hit_query, hit_query, "left")
+        n_ret = np.bincount(hit_query, minlength=n_q).astype(np.int64)
+    if qrels.cutoffs:
+        # Unrag topK: a query retrieves and scores only its top k results (seed 001).
+        limit = np.array(
+            [qrels.cutoffs.get(q, np.iinfo(np.int64).max) for q in query_ids.tolist()],
+            dtype=np.int64,
+        )
+        keep = hit_rank < limit[hit_query]
+        hit_query, hit_rank, hit_rel = hit_query[keep], hit_rank[keep], hit_rel[keep]
+        n_ret = np.minimum(n_ret, limit)
+    prepared = PreparedRanking(
+        n_ret=n_ret,
+        n_rel=n_rel.astype(np.int64),
+        n_nonrel=n_nonrel.astype(np.int64),
+        hit_query=hit_query,
+        hit_rank=hit_rank.astype(np.int64),
+        hit_rel=hit_rel,
+        ideal_query=ideal_query,
+        ideal_rel=ideal_rel,
+        relevance_level=relevance_level,
+        all_judged=all_judged,
+    )
+    return query_ids, prepared
 
-    gains = np.zeros((n_q, k), dtype=np.float64)
-    top = rank0 < k
-    gains[rq[top], rank0[top]] = to_gain(rrel[top])
 
-    by_rank = np.lexsort((rank0, rq))
-    rq = rq[by_rank]
-    rank0 = rank0[by_rank]
-    first_rank = np.zeros(n_q, dtype=np.int64)
-    if len(rq):
-        uq, first_idx = np.unique(rq, return_index=True)
-        first_rank[uq] = rank0[first_idx] + 1
-
-    ap = None
-    if with_ap:
-        # i-th relevant document of its query (1-based) at rank r contributes precision i / r.
-        nth = np.arange(1, len(rq) + 1) - np.searchsorted(rq, rq, side="left")
-        prec = nth / (rank0 + 1)
-        ap_sum = np.bincount(rq, weights=prec, minlength=n_q)
-        ap = np.divide(ap_sum, n_relevant, out=np.zeros(n_q), where=n_relevant > 0)
-
-    return query_ids, PreparedRanking(gains, ideal, n_relevant, first_rank, ap)
+def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, 0 where den is 0."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros(len(num)), where=den > 0)
 
 
-def compute(prepared: PreparedRanking, *, k: int, metrics: Sequence[str]) -> dict[str, np.ndarray]:
-    """Per-query metric arrays from prepared arrays (the vectorised metric stage)."""
-    metrics = _check_metrics(metrics)
-    gains = prepared.gains
-    n_q = gains.shape[0]
-    out: dict[str, np.ndarray] = {}
-    relevant = gains > 0
-    rel_ret = relevant.sum(axis=1)
-    n_rel = prepared.n_relevant
-    for name in metrics:
-        if name == "recall":
-            out[f"recall@{k}"] = np.divide(rel_ret, n_rel, out=np.zeros(n_q), where=n_rel > 0)
-        elif name == "precision":
-            out[f"precision@{k}"] = rel_ret / k
-        elif name == "hit":
-            out[f"hit@{k}"] = (rel_ret > 0).astype(np.float64)
-        elif name == "mrr":
-            first = prepared.first_rank
-            rr = np.divide(1.0, first, out=np.zeros(n_q), where=first > 0)
-            out[f"mrr@{k}"] = np.where((first > 0) & (first <= k), rr, 0.0)
-            out["mrr"] = rr
-        elif name == "ndcg":
-            discount = 1.0 / np.log2(np.arange(2, k + 2))
-            dcg = gains @ discount
-            idcg = prepared.ideal @ discount
-            out[f"ndcg@{k}"] = np.divide(dcg, idcg, out=np.zeros(n_q), where=idcg > 0)
-        elif name == "map":
-            if prepared.ap is None:
-                raise ValueError("map needs prepare(..., with_ap=True)")
-            out["map"] = prepared.ap
+def _position_in_query(query: np.ndarray) -> np.ndarray:
+    """0-based position of each element within its run of equal (sorted) query values."""
+    return np.arange(len(query)) - np.searchsorted(query, query, side="left")
+
+
+def _exclusive_count(query: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """For each element, how many earlier elements of the same query have ``flag`` set."""
+    before = np.cumsum(flag) - flag
+    start = np.searchsorted(query, query, side="left")
+    return before - before[start]
+
+
+class _Stage:
+    """Per-call cache of the intermediate arrays measures share."""
+
+    def __init__(self, prepared: PreparedRanking, gain: str) -> None:
+        self.p = prepared
+        self.gain = gain
+        self.n_q = len(prepared.n_ret)
+        self.relevant = prepared.hit_rel >= prepared.relevance_level
+        self._rel_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        return np.bincount(self.p.hit_query[mask], minlength=self.n_q).astype(np.float64)
+
+    def within(self, k: int | None) -> np.ndarray | slice:
+        return self.p.hit_rank < k if k is not None else np.ones(len(self.p.hit_rank), bool)
+
+    def rel_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query, 0-based rank, 1-based count of relevant so far) of relevant hits."""
+        if self._rel_rows is None:
+            idx = np.flatnonzero(self.relevant)
+            q, r = self.p.hit_query[idx], self.p.hit_rank[idx]
+            self._rel_rows = (q, r, _position_in_query(q) + 1)
+        return self._rel_rows
+
+    def to_gain(self, rel: np.ndarray) -> np.ndarray:
+        clipped = np.maximum(rel, 0).astype(np.float64)
+        return clipped if self.gain == "linear" else np.exp2(clipped) - 1.0
+
+
+def _precision(s: _Stage, m: Measure) -> np.ndarray:
+    hits = s.count(s.relevant & s.within(m.k))
+    return hits / m.k if m.k is not None else _div(hits, s.p.n_ret)
+
+
+def _recall(s: _Stage, m: Measure) -> np.ndarray:
+    return _div(s.count(s.relevant & s.within(m.k)), s.p.n_rel)
+
+
+def _hit(s: _Stage, m: Measure) -> np.ndarray:
+    return (s.count(s.relevant & s.within(m.k)) > 0).astype(np.float64)
+
+
+def _mrr(s: _Stage, m: Measure) -> np.ndarray:
+    q, r, nth = s.rel_rows()
+    first = nth == 1
+    out = np.zeros(s.n_q)
+    out[q[first]] = 1.0 / (r[first] + 1)
+    if m.k is not None:
+        out[q[first][r[first] >= m.k]] = 0.0
     return out
+
+
+def _map(s: _Stage, m: Measure) -> np.ndarray:
+    q, r, nth = s.rel_rows()
+    keep = r < m.k if m.k is not None else np.ones(len(r), bool)
+    total = np.bincount(q[keep], weights=nth[keep] / (r[keep] + 1.0), minlength=s.n_q)
+    return _div(total, s.p.n_rel)
+
+
+def _rprec(s: _Stage, m: Measure) -> np.ndarray:
+    q, r, _ = s.rel_rows()
+    inside = r < s.p.n_rel[q]
+    return _div(np.bincount(q[inside], minlength=s.n_q), s.p.n_rel)
+
+
+def _ndcg(s: _Stage, m: Measure) -> np.ndarray:
+    p = s.p
+    mask = (p.hit_rel > 0) & s.within(m.k)
+    discount = 1.0 / np.log2(p.hit_rank[mask] + 2.0)
+    dcg = np.bincount(
+        p.hit_query[mask], weights=s.to_gain(p.hit_rel[mask]) * discount, minlength=s.n_q
+    )
+    irank = _position_in_query(p.ideal_query)
+    imask = irank < m.k if m.k is not None else np.ones(len(irank), bool)
+    idcg = np.bincount(
+        p.ideal_query[imask],
+        weights=s.to_gain(p.ideal_rel[imask]) / np.log2(irank[imask] + 2.0),
+        minlength=s.n_q,
+    )
+    return _div(dcg, idcg)
+
+
+def _judged_counts(s: _Stage) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rel, judged non-rel, pooled-unjudged) hits ranked above each hit of its query."""
+    p = s.p
+    nonrel = (p.hit_rel >= 0) & ~s.relevant
+    unjudged = p.hit_rel < 0
+    return (
+        _exclusive_count(p.hit_query, s.relevant),
+        _exclusive_count(p.hit_query, nonrel),
+        _exclusive_count(p.hit_query, unjudged),
+    )
+
+
+def _bpref(s: _Stage, m: Measure) -> np.ndarray:
+    p = s.p
+    _, nonrel_above, _ = _judged_counts(s)
+    idx = np.flatnonzero(s.relevant)
+    q = p.hit_query[idx]
+    n = nonrel_above[idx].astype(np.float64)
+    cap = np.minimum(p.n_nonrel[q], p.n_rel[q]).astype(np.float64)
+    part = np.where(n > 0, 1.0 - np.minimum(n, p.n_rel[q]) / np.maximum(cap, 1.0), 1.0)
+    return _div(np.bincount(q, weights=part, minlength=s.n_q), p.n_rel)
+
+
+def _infap(s: _Stage, m: Measure) -> np.ndarray:
+    p = s.p
+    rel_above, nonrel_above, unjudged_above = _judged_counts(s)
+    idx = np.flatnonzero(s.relevant)
+    q = p.hit_query[idx]
+    j = p.hit_rank[idx].astype(np.float64)
+    r1 = rel_above[idx].astype(np.float64)  # rel_so_far - 1 in trec_eval
+    nr = nonrel_above[idx].astype(np.float64)
+    un = unjudged_above[idx].astype(np.float64)
+    eps = INFAP_EPSILON
+    safe_j = np.maximum(j, 1.0)
+    part = np.where(
+        j == 0,
+        1.0,
+        1.0 / (j + 1.0)
+        + (j / (j + 1.0)) * ((r1 + nr + un) / safe_j) * ((r1 + eps) / (r1 + nr + 2 * eps)),
+    )
+    return _div(np.bincount(q, weights=part, minlength=s.n_q), p.n_rel)
+
+
+def _judged(s: _Stage, m: Measure) -> np.ndarray:
+    inside = s.count(s.within(m.k))
+    shown = np.minimum(s.p.n_ret, m.k) if m.k is not None else s.p.n_ret
+    return _div(inside, shown)
+
+
+def _err(s: _Stage, m: Measure) -> np.ndarray:
+    p = s.p
+    grade = np.clip(p.hit_rel, 0, ERR_MAX_GRADE).astype(np.float64)
+    stop = (np.exp2(grade) - 1.0) / 2.0**ERR_MAX_GRADE
+    # Probability of reaching each hit: the product of (1 - R) over earlier hits of the query
+    # (documents outside the qrels have R = 0 and do not change it).
+    log_keep = np.log1p(-stop)
+    before = np.cumsum(log_keep) - log_keep
+    start = np.searchsorted(p.hit_query, p.hit_query, side="left")
+    reach = np.exp(before - before[start])
+    part = reach * stop / (p.hit_rank + 1.0)
+    mask = s.within(m.k)
+    return np.bincount(p.hit_query[mask], weights=part[mask], minlength=s.n_q)
+
+
+def _rbp(s: _Stage, m: Measure) -> np.ndarray:
+    mask = s.relevant & s.within(m.k)
+    weights = np.power(m.p, s.p.hit_rank[mask].astype(np.float64))
+    return (1.0 - m.p) * np.bincount(s.p.hit_query[mask], weights=weights, minlength=s.n_q)
+
+
+_COMPUTE = {
+    "precision": _precision,
+    "recall": _recall,
+    "hit": _hit,
+    "mrr": _mrr,
+    "map": _map,
+    "rprec": _rprec,
+    "ndcg": _ndcg,
+    "bpref": _bpref,
+    "infap": _infap,
+    "judged": _judged,
+    "err": _err,
+    "rbp": _rbp,
+}
+
+
+def compute(
+    prepared: PreparedRanking, *, metrics: Sequence[str | Measure], gain: str = "linear"
+) -> dict[str, np.ndarray]:
+    """Per-query arrays of ``metrics`` from prepared arrays (the vectorised measure stage)."""
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}")
+    measures = [m if isinstance(m, Measure) else parse_measure(m) for m in metrics]
+    if not prepared.all_judged and any(m.name in _JUDGED_ROWS for m in measures):
+        raise ValueError("bpref, infap and judged need prepare(..., all_judged=True)")
+    stage = _Stage(prepared, gain)
+    return {m.label: _COMPUTE[m.name](stage, m) for m in measures}
 
 
 def evaluate(
     qrels: Qrels,
     run: Run,
     *,
-    k: int = 10,
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    k: int | None = None,
+    metrics: Sequence[str] | str | None = None,
     all_queries: bool = False,
     gain: str = "linear",
+    relevance_level: int = 1,
+    judged_only: bool = False,
 ) -> RetrievalResult:
-    """Score ``run`` against ``qrels`` at cut-off ``k`` with trec_eval conventions.
+    """Score ``run`` against ``qrels`` with trec_eval conventions.
 
-    ``metrics`` is any subset of ``recall, precision, hit, mrr, ndcg, map``; ``mrr`` reports
-    both ``mrr@k`` and the uncut ``mrr``. ``all_queries`` makes qrels queries missing from the
-    run count as 0 (``trec_eval -c``). Raises ``InputError`` when no run query is in the qrels.
+    ``metrics`` are measure names (``map``, ``ndcg@20``, ``rbp(0.9)``, ``P_5``, …; see the
+    module docstring); ``None`` gives the defaults at cut-off ``k``: recall@k, precision@k,
+    hit@k, mrr@k, mrr, ndcg@k. ``k`` defaults to the qrels' ``default_k`` (Unrag
+    ``defaults.topK``), else 10. Only the measures asked for are computed. ``all_queries`` makes
+    qrels queries missing from the run count as 0 (``trec_eval -c``), ``relevance_level`` is
+    ``-l`` and ``judged_only`` is ``-J``. Raises ``InputError`` when no run query is in the
+    qrels and ``ValueError`` for an unknown measure.
     """
-    metrics = _check_metrics(metrics)
+    k = k if k is not None else qrels.default_k or 10
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}")
+    measures = parse_measures(default_metrics(k) if metrics is None else metrics)
     query_ids, prepared = prepare(
-        qrels, run, k=k, all_queries=all_queries, gain=gain, with_ap="map" in metrics
+        qrels,
+        run,
+        all_queries=all_queries,
+        relevance_level=relevance_level,
+        judged_only=judged_only,
+        all_judged=_needs_all_judged(measures, judged_only),
     )
-    per_query = compute(prepared, k=k, metrics=metrics)
+    per_query = compute(prepared, metrics=measures, gain=gain)
     aggregate = {label: float(values.mean()) for label, values in per_query.items()}
     return RetrievalResult(
         query_ids=query_ids,
@@ -407,4 +747,6 @@ def evaluate(
         aggregate=aggregate,
         k=k,
         all_queries=all_queries,
+        relevance_level=relevance_level,
+        judged_only=judged_only,
     )

@@ -2,8 +2,12 @@
 
 * :func:`bootstrap_ci` percentile bootstrap, vectorised, optionally stratified; defaults follow
   PROBE (seed 004, A.1): 10,000 resamples, seed 8821.
-* :func:`mcnemar` paired binary outcomes (statsmodels), :func:`wilcoxon` paired scores (SciPy),
+* :func:`mcnemar` paired binary outcomes (statsmodels), :func:`wilcoxon` paired scores (exact
+  or normal approximation, the caller chooses; the method used is reported),
   :func:`holm_bonferroni` multiple-comparison correction (statsmodels ``multipletests``).
+* :func:`compare_paired` every pair of systems on every metric (Wilcoxon, McNemar for hit
+  metrics) with Holm's correction over all tests: the app's compare page and
+  ``python -m scoring compare``.
 * :func:`spearman` rank correlation with a Fisher-z confidence interval.
 * :func:`detector_f1` precision/recall/F1 of a binary detector against adjudicated labels.
 
@@ -13,8 +17,9 @@ defined for the data (0/0) has ``value=None`` and a ``reason``; it never silentl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 from scipy import stats as sps
@@ -46,6 +51,12 @@ class TestResult:
     pvalue: float | None
     n: int
     reason: str | None = None
+    method: str | None = None
+
+
+WILCOXON_METHODS = ("auto", "exact", "asymptotic")
+#: ``method="auto"`` is exact up to this many non-zero differences, asymptotic above.
+WILCOXON_EXACT_MAX = 50
 
 
 @dataclass(frozen=True)
@@ -174,16 +185,59 @@ def mcnemar(
     return TestResult(float(res.statistic), float(res.pvalue), len(x))
 
 
-def wilcoxon(x: Sequence[float], y: Sequence[float]) -> TestResult:
-    """Wilcoxon signed-rank test on paired scores (SciPy, two-sided, zero differences dropped)."""
+def _signed_rank_exact(d: np.ndarray) -> tuple[float, float]:
+    """Exact two-sided p-value of the signed-rank statistic, conditional on the observed
+    (mid)ranks, so tied absolute differences are handled exactly too.
+
+    Counts, by dynamic programming over doubled ranks (integers), how many of the 2^n sign
+    assignments give each sum of positive ranks; p = min(1, 2·min(P(T ≤ t), P(T ≥ t))).
+    Returns ``(T, p)`` with T = min(sum of positive ranks, sum of negative ranks), SciPy's
+    statistic.
+    """
+    ranks2 = np.rint(2 * sps.rankdata(np.abs(d))).astype(np.int64)
+    total = int(ranks2.sum())
+    counts = np.zeros(total + 1, dtype=np.float64)
+    counts[0] = 1.0
+    for r in ranks2.tolist():
+        shifted = np.zeros_like(counts)
+        shifted[r:] = counts[: total + 1 - r]
+        counts = (counts + shifted) / 2.0  # probabilities, so 2^n never overflows
+    t_plus = int(ranks2[d > 0].sum())
+    cdf = np.cumsum(counts)
+    lower = cdf[t_plus]
+    upper = 1.0 - (cdf[t_plus - 1] if t_plus > 0 else 0.0)
+    p = min(1.0, 2.0 * min(lower, upper))
+    return min(t_plus, total - t_plus) / 2.0, float(p)
+
+
+def wilcoxon(x: Sequence[float], y: Sequence[float], *, method: str = "auto") -> TestResult:
+    """Wilcoxon signed-rank test on paired scores, two-sided; zero differences are dropped
+    (Wilcoxon's convention) before ranking, tied differences get mid-ranks.
+
+    ``method``: ``"exact"`` — the exact permutation distribution of the signed-rank sum given
+    the observed ranks (exact with ties too; computed by dynamic programming, so any n);
+    ``"asymptotic"`` — SciPy's normal approximation with tie correction, no continuity
+    correction; ``"auto"`` — exact when at most ``WILCOXON_EXACT_MAX`` (50) differences are
+    non-zero, else asymptotic. The method used is in ``TestResult.method``. (SciPy's own
+    ``auto`` silently switches to the normal approximation as soon as there are ties or zero
+    differences; ours does not.)
+    """
+    if method not in WILCOXON_METHODS:
+        raise ValueError(f"method must be one of {WILCOXON_METHODS}")
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError("paired scores must be two 1-D sequences of equal length")
-    if not np.any(a != b):
+    d = a - b
+    d = d[d != 0]
+    if len(d) == 0:
         return TestResult(None, None, len(a), "all paired differences are zero")
-    res = sps.wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
-    return TestResult(float(res.statistic), float(res.pvalue), len(a))
+    used = method if method != "auto" else "exact" if len(d) <= WILCOXON_EXACT_MAX else "asymptotic"
+    if used == "exact":
+        statistic, pvalue = _signed_rank_exact(d)
+        return TestResult(statistic, pvalue, len(a), method="exact")
+    res = sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided", method="asymptotic")
+    return TestResult(float(res.statistic), float(res.pvalue), len(a), method="asymptotic")
 
 
 def holm_bonferroni(pvalues: Sequence[float], *, alpha: float = 0.05) -> HolmResult:
@@ -241,3 +295,89 @@ def detector_f1(predicted: Sequence[bool], actual: Sequence[bool]) -> F1Result:
             None, precision, recall, tp, fp, fn, tn, "no positive predictions or labels: F1 is 0/0"
         )
     return F1Result(2 * tp / (2 * tp + fp + fn), precision, recall, tp, fp, fn, tn)
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """One paired test between systems ``a`` and ``b`` on ``metric`` (over shared items)."""
+
+    a: str
+    b: str
+    metric: str
+    mean_a: float
+    mean_b: float
+    test: str
+    statistic: float | None
+    pvalue: float | None
+    method: str | None
+    adjusted: float | None
+    reject: bool
+    wins: int
+    losses: int
+    ties: int
+    n: int
+    reason: str | None = None
+
+
+def compare_paired(
+    scores: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]],
+    *,
+    alpha: float = 0.05,
+    wilcoxon_method: str = "auto",
+) -> list[PairedComparison]:
+    """Every pair of systems on every metric they share, Holm-corrected over all tests.
+
+    ``scores`` is ``{system: {metric: per-item values}}`` with the items in the same order for
+    every system. Metrics named ``hit…`` are binary: McNemar's test on value > 0; the others
+    Wilcoxon signed-rank (:func:`wilcoxon`, ``wilcoxon_method``). Tests that are undefined (no
+    difference at all) keep ``pvalue=None`` and stay out of the correction. Wins/losses/ties
+    count items where ``a`` scores above/below/equal to ``b``.
+    """
+    names = list(scores)
+    if len(names) < 2:
+        raise ValueError("compare at least two systems")
+    metrics = [m for m in scores[names[0]] if all(m in scores[n] for n in names[1:])]
+    out: list[dict] = []
+    for a, b in combinations(names, 2):
+        for metric in metrics:
+            x = np.asarray(scores[a][metric], dtype=np.float64)
+            y = np.asarray(scores[b][metric], dtype=np.float64)
+            if x.shape != y.shape:
+                raise ValueError(f"{a} and {b} have different numbers of items for {metric}")
+            if metric.startswith("hit"):
+                result, test = mcnemar(x > 0, y > 0), "McNemar"
+                method = "exact" if result.pvalue is not None and _discordant(x, y) < 25 else None
+                method = method or ("chi-square" if result.pvalue is not None else None)
+            else:
+                result, test = wilcoxon(x, y, method=wilcoxon_method), "Wilcoxon signed-rank"
+                method = result.method
+            out.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "metric": metric,
+                    "mean_a": float(x.mean()) if len(x) else 0.0,
+                    "mean_b": float(y.mean()) if len(y) else 0.0,
+                    "test": test,
+                    "statistic": result.statistic,
+                    "pvalue": result.pvalue,
+                    "method": method,
+                    "adjusted": None,
+                    "reject": False,
+                    "wins": int((x > y).sum()),
+                    "losses": int((x < y).sum()),
+                    "ties": int((x == y).sum()),
+                    "n": len(x),
+                    "reason": result.reason,
+                }
+            )
+    tested = [row for row in out if row["pvalue"] is not None]
+    if tested:
+        holm = holm_bonferroni([row["pvalue"] for row in tested], alpha=alpha)
+        for row, adjusted, reject in zip(tested, holm.pvalues_adjusted, holm.reject, strict=True):
+            row["adjusted"], row["reject"] = adjusted, bool(reject)
+    return [PairedComparison(**row) for row in out]
+
+
+def _discordant(x: np.ndarray, y: np.ndarray) -> int:
+    return int(np.sum((x > 0) != (y > 0)))

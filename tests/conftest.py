@@ -133,6 +133,18 @@ def admin_user(make_user):
 
 
 @pytest.fixture
+def team(make_user):
+    """A curation team: an author, a lead, an admin and six reviewers ``r1``…``r6`` (usernames
+    ``rev1``…``rev6``)."""
+    return {
+        "author": make_user(Role.ANNOTATOR, username="author"),
+        "lead": make_user(Role.LEAD, username="lead"),
+        "admin": make_user(Role.ADMIN, username="admin"),
+        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 7)},
+    }
+
+
+@pytest.fixture
 def client_for(client):
     """A fresh logged-in Django test client for a user: ``client_for(user)``."""
     from django.test import Client

@@ -12,3 +12,10 @@ def enqueue(name: str, *args, countdown: float | None = None):
     """Send the task ``name`` with positional ``args`` (run in-process in the embedded eager
     mode). Call it through ``transaction.on_commit`` from inside a transaction."""
     return app.tasks[name].apply_async(args, countdown=countdown)
+
+
+def publish(name: str, *, args=(), kwargs=None, countdown: float | None = None):
+    """Send the task ``name`` once, without Celery's publish retries: the outbox relay calls
+    this and keeps the message pending when the broker is down, so a request never waits on a
+    broker outage (run in-process in the embedded eager mode)."""
+    return app.tasks[name].apply_async(args, kwargs or {}, countdown=countdown, retry=False)

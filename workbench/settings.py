@@ -6,11 +6,14 @@ tasks executed in-process. ``DATABASE_URL`` (PostgreSQL via psycopg 3) and ``RED
 Every variable is documented in ``.env.example``.
 """
 
+import os
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from goldset import conf as goldset_conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("WORKBENCH_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -22,7 +25,7 @@ SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
-    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"  # noqa: S105
+    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -69,6 +72,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "workbench.context_processors.roles",
+                "goldset.context_processors.protocol",
             ],
         },
     },
@@ -96,6 +100,8 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "goldset",
+            # A cache outage must answer fast, never hang a request.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
 else:
@@ -116,6 +122,34 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=600
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=660)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
+# A broker outage fails a publish within seconds (the outbox keeps the work); never hang.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 10}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 10
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+
+# Jobs that always end (goldset.services.jobs). A running job whose heartbeat is older than
+# JOB_STALE_SECONDS lost its worker: a redelivered task takes it over, or the reconciler requeues
+# it; after JOB_MAX_ATTEMPTS attempts it fails with a message. Workers write a heartbeat every
+# JOB_HEARTBEAT_SECONDS. A published message no worker picked up within
+# OUTBOX_REDISPATCH_SECONDS is published again.
+# The reconciler runs every RECONCILE_INTERVAL_SECONDS under Celery beat (`celery -A workbench
+# beat`, a service of docker-compose.yml). /health/ reports a missing beat when its last run is
+# older than three intervals. The embedded default needs no beat: work runs in-process at commit.
+# These and the protocol's other tunables (goldset.conf.TUNABLES: documented defaults, typed) are
+# each overridable by an environment variable of the same name.
+TUNABLES = goldset_conf.from_environment(os.environ)
+if not env.str("JOB_HEARTBEAT_SECONDS", default=""):
+    TUNABLES["JOB_HEARTBEAT_SECONDS"] = min(10.0, TUNABLES["JOB_STALE_SECONDS"] / 4)
+globals().update(TUNABLES)
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-jobs": {
+        "task": "goldset.reconcile",
+        "schedule": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"]),
+        "options": {"expires": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"])},
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -4,7 +4,7 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 
-from .settings import *  # noqa: E402,F403
+from .settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECURE_SSL_REDIRECT = False
@@ -16,3 +16,7 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 CELERY_TASK_ALWAYS_EAGER = True
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
+# pytest-django flushes test data with TRUNCATE, which the protected tables refuse unless the
+# session opts in (see goldset migration 0007); tests of the refusal switch it off again.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["OPTIONS"]["options"] = "-c goldset.allow_truncate=on"  # noqa: F405

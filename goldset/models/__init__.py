@@ -54,6 +54,7 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
     JobStatus,
@@ -103,8 +104,10 @@ __all__ = [
     "JobStatus",
     "Label",
     "LabelAssignment",
+    "OutboxMessage",
     "QualityTrackerEntry",
     "Question",
+    "ReconcilerRun",
     "RecordStatus",
     "Resolution",
     "RetrievedPassage",

@@ -26,6 +26,7 @@ class JobStatus(models.TextChoices):
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
 
 
 class ScoringJob(models.Model):
@@ -45,8 +46,16 @@ class ScoringJob(models.Model):
     stage_timings = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    # Attempts allowed in total: set at creation and raised by each manual retry.
+    max_attempts = models.PositiveIntegerField(default=3)
     worker = models.CharField(max_length=200, blank=True)
+    # A fresh token per attempt: only the attempt holding it may write progress or results,
+    # whatever the worker's name (a restarted worker keeps its name).
+    claim = models.CharField(max_length=32, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    # What happened to earlier attempts (worker lost, connection lost, cancelled), for the page.
+    notice = models.TextField(blank=True)
     scorer_version = models.CharField(max_length=80, blank=True)
     summary = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
@@ -62,14 +71,18 @@ class ScoringJob(models.Model):
             models.CheckConstraint(condition=Q(progress__lte=100), name="job_progress_0_100"),
             models.CheckConstraint(condition=Q(k__gte=1), name="job_k_positive"),
         ]
-        indexes = [models.Index(fields=["version", "status"])]
+        indexes = [
+            models.Index(fields=["version", "status"]),
+            models.Index(fields=["status", "heartbeat_at"], name="job_status_heartbeat"),
+            models.Index(fields=["run_sha256", "version"], name="job_run_sha_version"),
+        ]
 
     def __str__(self):
         return f"job {self.pk} {self.name} on v{self.version_id}"
 
     @property
     def finished(self) -> bool:
-        return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+        return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
 class ScoringRunChunk(models.Model):

@@ -7,6 +7,8 @@ TRIPLE, RECORD = "triple", "answer_record"
 KINDS = (TRIPLE, RECORD)
 GOLD_REVIEWS, TRIAGE_REVIEWS = 2, 1
 GOLD_LABELS, TRIAGE_LABELS = 3, 1
+# A TRIAGE case drawn for the spot-check gets a second, independent look.
+SPOT_CHECK_REVIEWS = SPOT_CHECK_LABELS = 2
 
 PROMOTABLE_TRIPLE_STATES = (TripleState.PENDING_REVIEW, TripleState.GOLD)
 PROMOTABLE_RECORD_STATUSES = (RecordStatus.LABELING, RecordStatus.FINAL)

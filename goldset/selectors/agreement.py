@@ -10,16 +10,25 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count
+from django.db.models import Count, Min
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from goldset.charts import BarChart, LineChart, Series
-from goldset.models import AgreementSnapshot, AnswerRecord, Label, Review, Tier, Triple
+from goldset.conf import tunable
+from goldset.models import (
+    AgreementSnapshot,
+    AnswerRecord,
+    Label,
+    OutboxMessage,
+    Review,
+    Tier,
+    Triple,
+)
 from goldset.rules.axes import AXES
 from goldset.rules.calendar import week_start
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
 from goldset.selectors.curation import list_author_flag_rates
 
 
@@ -29,10 +38,6 @@ class Alert:
     title: str
     detail: str
     numbers: dict = field(default_factory=dict)
-
-
-def _setting(name, default):
-    return getattr(settings, name, default)
 
 
 def list_snapshots(**filters):
@@ -54,10 +59,10 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
             metric__in=["krippendorff_alpha", "cohen_kappa", "spot_check_disagreement"]
         )
     )
-    min_items = _setting("AGREEMENT_MIN_ITEMS", 10)
-    alpha_target = _setting("AGREEMENT_ALPHA_TARGET", 0.75)
-    kappa_target = _setting("AGREEMENT_KAPPA_TARGET", 0.70)
-    limit = _setting("SPOT_CHECK_DISAGREEMENT_LIMIT", 0.12)
+    min_items = tunable("AGREEMENT_MIN_ITEMS")
+    alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
+    kappa_target = tunable("AGREEMENT_KAPPA_TARGET")
+    limit = tunable("SPOT_CHECK_DISAGREEMENT_LIMIT")
     alerts: list[Alert] = []
     for s in rows:
         gold_all_time = s.tier == Tier.GOLD and not s.week and not s.domain
@@ -126,8 +131,8 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
     more than ``AGREEMENT_OUTLIER_MARGIN`` (0.15), or whose severe-label rate differs from their
     co-annotators' on the same items by more than ``SEVERE_RATE_GAP_MARGIN`` (0.10)."""
     alerts = []
-    outlier_margin = _setting("AGREEMENT_OUTLIER_MARGIN", 0.15)
-    gap_margin = _setting("SEVERE_RATE_GAP_MARGIN", 0.10)
+    outlier_margin = tunable("AGREEMENT_OUTLIER_MARGIN")
+    gap_margin = tunable("SEVERE_RATE_GAP_MARGIN")
     agreement = [s for s in rows if s.metric == "adjudication_agreement" and s.n_items >= min_items]
     if len(agreement) >= 3:
         values = sorted(s.value for s in agreement)
@@ -301,8 +306,8 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
         series.setdefault(r.task_type or "all task types", []).append(
             (r.week, r.value, r.ci_low, r.ci_high)
         )
-    alpha_target = _setting("AGREEMENT_ALPHA_TARGET", 0.75)
-    kappa_target = _setting("AGREEMENT_KAPPA_TARGET", 0.70)
+    alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
+    kappa_target = tunable("AGREEMENT_KAPPA_TARGET")
     fleiss = [
         r
         for r in rows
@@ -432,8 +437,8 @@ def get_workload(*, days: int = 14) -> Workload:
         tiers=sorted(tiers, key=lambda t: (t["kind"], t["tier"])),
         gold_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.GOLD),
         triage_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.TRIAGE),
-        cost_gold=float(_setting("LABELING_COST_GOLD", 0.40)),
-        cost_triage=float(_setting("LABELING_COST_TRIAGE", 0.16)),
+        cost_gold=float(tunable("LABELING_COST_GOLD")),
+        cost_triage=float(tunable("LABELING_COST_TRIAGE")),
         throughput=[(d.isoformat(), reviews.get(d, 0), labels.get(d, 0)) for d in day_list],
     )
 
@@ -475,6 +480,15 @@ def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> di
     return {"categories": list(scale.categories), "rows": rows_out, "n": n}
 
 
+def get_agreement_stale_since():
+    """When the oldest change not yet reflected in the stored snapshots was made (None when
+    they are up to date): the creation time of the oldest unfinished recompute request in the
+    outbox (requests wait there while the broker or the workers are down)."""
+    return OutboxMessage.objects.filter(kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True).aggregate(
+        since=Min("created_at")
+    )["since"]
+
+
 def get_dashboard(
     *, protocol: str, axis: str, first: int | None, second: int | None, partial: bool = False
 ) -> dict:
@@ -508,6 +522,7 @@ def get_dashboard(
         )
 
     return context | {
+        "stale_since": get_agreement_stale_since(),
         "alerts": list_agreement_alerts(),
         "annotators": annotators,
         "annotator_metrics": ANNOTATOR_METRICS,

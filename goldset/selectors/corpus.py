@@ -75,4 +75,4 @@ def diff_versions(old: BlockVersion, new: BlockVersion) -> VersionDiff:
             parts.append(f"<del>{escape(' '.join(a[i1:i2]))}</del>")
         if j2 > j1:
             parts.append(f"<ins>{escape(' '.join(b[j1:j2]))}</ins>")
-    return VersionDiff(old=old, new=new, html=mark_safe(" ".join(parts)), changed=a != b)  # noqa: S308
+    return VersionDiff(old=old, new=new, html=mark_safe(" ".join(parts)), changed=a != b)

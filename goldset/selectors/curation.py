@@ -40,6 +40,7 @@ from goldset.models import (
     Verdict,
     WorkingSlice,
 )
+from goldset.rules.triple_states import CLOSED
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (
@@ -51,15 +52,6 @@ TRIPLE_JOINS = (
 
 
 # ---------------------------------------------------------------- superseded pins
-
-
-# States a triple can still leave or be gold in; dropped, split, retired and revoked are closed.
-CLOSED_STATES = (
-    TripleState.DROPPED,
-    TripleState.SPLIT,
-    TripleState.RETIRED,
-    TripleState.REVOKED,
-)
 
 
 def newest_version_of(block_path: str):
@@ -114,10 +106,6 @@ def search_block_versions(*, query: str, limit: int = 20):
     )
 
 
-def get_block_version(*, pk) -> BlockVersion:
-    return get_object_or_404(BlockVersion.objects.select_related("block__document__domain"), pk=pk)
-
-
 # ---------------------------------------------------------------- triples
 
 
@@ -128,18 +116,45 @@ def list_triples_by(*, author, state: str = ""):
     return qs.order_by("-added_at", "-id")
 
 
-def _may_see_triple(user, triple: Triple) -> bool:
-    if user.pk == triple.author_id or has_role(user, Role.LEAD, Role.ADMIN):
+# ---------------------------------------------------------------- who may see and act on a triple
+
+
+def is_author_or_lead(*, user, triple: Triple) -> bool:
+    """The author or a lead/admin: they decide a discussion's outcome (revise, split)."""
+    return user.pk == triple.author_id or has_role(user, Role.LEAD, Role.ADMIN)
+
+
+def may_discuss(*, user, triple: Triple) -> bool:
+    """The visibility policy: the author, a reviewer who flagged the triple, or a lead/admin may
+    see it, join its discussion and drop it from there. Nobody else learns it exists."""
+    if is_author_or_lead(user=user, triple=triple):
         return True
     return Review.objects.filter(
         revision__triple=triple, reviewer=user, verdict=Verdict.FLAG
     ).exists()
 
 
+def may_verify(*, triple: Triple) -> bool:
+    """An LLM-generated triple waits for one human verification."""
+    return triple.source == Source.LLM_GENERATED and triple.human_verified_by_id is None
+
+
+def triple_actions_for(*, user, triple: Triple) -> dict[str, bool]:
+    """What ``user`` may do on the triple's page, from the policies above."""
+    in_discussion = triple.state == TripleState.IN_DISCUSSION
+    party = in_discussion and may_discuss(user=user, triple=triple)
+    return {
+        "can_post": party,
+        "can_decide": in_discussion and is_author_or_lead(user=user, triple=triple),
+        "can_drop": party,
+        "can_verify": may_verify(triple=triple),
+    }
+
+
 def get_triple_for(*, user, pk) -> Triple:
-    """A triple for its author, a reviewer who flagged it (the discussion), or a lead/admin."""
+    """A triple for those :func:`may_discuss` lets see it; Http404 for anyone else."""
     triple = get_object_or_404(Triple.objects.select_related(*TRIPLE_JOINS, "parent"), pk=pk)
-    if not _may_see_triple(user, triple):
+    if not may_discuss(user=user, triple=triple):
         raise Http404("No such triple.")
     return triple
 
@@ -398,7 +413,7 @@ def list_needs_rereview():
     text with a reason — plus triples still marked ``needs_rereview``. Annotated with
     ``newest_version``; everything the rows show is joined (constant queries)."""
     return (
-        with_pin_status(Triple.objects.exclude(state__in=CLOSED_STATES))
+        with_pin_status(Triple.objects.exclude(state__in=CLOSED))
         .filter(superseded_pin_q() | Q(state=TripleState.NEEDS_REREVIEW))
         .select_related(*TRIPLE_JOINS)
         .order_by("updated_at", "id")

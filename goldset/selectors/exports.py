@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
-from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -100,11 +99,14 @@ class VersionsDiff:
     counts: dict = field(default_factory=dict)
 
 
-def diff_versions(*, a: GoldVersion, b: GoldVersion) -> VersionsDiff:
+def diff_versions(
+    *, a: GoldVersion, b: GoldVersion, before: dict[str, str], after: dict[str, str]
+) -> VersionsDiff:
     """Triples added to / removed from ``b`` relative to ``a``, and the changed fields of
-    triples in both (first DIFF_LIMIT of each list; ``counts`` has the totals)."""
-    before = dict(a.rows.values_list("triple_id", "sha256"))
-    after = dict(b.rows.values_list("triple_id", "sha256"))
+    triples in both (first DIFF_LIMIT of each list; ``counts`` has the totals). ``before`` and
+    ``after`` are the two versions' verified row checksums
+    (``goldset.services.exports.verified_row_checksums``): a diff reads checksums, so it
+    verifies them like every other read."""
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     changed_ids = sorted(t for t in after if t in before and before[t] != after[t])
@@ -305,7 +307,3 @@ def compare_jobs(*, jobs: list[ScoringJob], alpha: float = 0.05, top: int = 20) 
             spread.append({"query_id": q, "values": row, "spread": max(row) - min(row)})
         spread.sort(key=lambda r: (-r["spread"], r["query_id"]))
     return Comparison(jobs=jobs, pairs=pairs, n_queries=len(shared), per_query=spread[:top])
-
-
-def count_jobs_by_status():
-    return dict(ScoringJob.objects.values_list("status").annotate(n=Count("pk")))

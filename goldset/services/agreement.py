@@ -22,20 +22,20 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
-from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.utils.module_loading import import_string
 
+from goldset.conf import tunable
 from goldset.models import AgreementSnapshot, Tier
 from goldset.rules.axes import AXES
+from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
+from goldset.services import outbox
 from scoring.agreement import (
     cohen_kappa_table,
     fleiss_kappa_counts,
     krippendorff_alpha_counts,
     percent_agreement_counts,
 )
-from workbench.dispatch import enqueue
 
 SEED = 8821
 RATING_COLUMNS = [
@@ -80,7 +80,7 @@ FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
 
 def bootstrap_resamples() -> int:
-    return getattr(settings, "AGREEMENT_BOOTSTRAP_RESAMPLES", 1000)
+    return tunable("AGREEMENT_BOOTSTRAP_RESAMPLES")
 
 
 # ---------------------------------------------------------------- computing (no database)
@@ -429,19 +429,17 @@ def recompute_agreement_snapshots() -> tuple[str, int]:
     return store_agreement_snapshots(ratings=ratings, spot_checks=spot, facts=facts)
 
 
-DEBOUNCE_KEY = "agreement-recompute-scheduled"
-
-
 def schedule_agreement_recompute(*, now: bool = False) -> bool:
-    """Ask for a recompute after the current transaction commits. Changes within the debounce
-    window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share one task, which runs when the window ends
-    and so sees all of them; ``now=True`` (a lead's button) skips the window. Returns True when a
-    task was queued. In the embedded mode the task runs in-process at commit."""
+    """Ask for a recompute, recorded in the outbox inside the caller's transaction (no cache,
+    no broker: a label or review commits when Redis is down, and the recompute is published when
+    it returns). Changes within the debounce window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share
+    one request, which runs when the window ends and so sees all of them; ``now=True`` (a lead's
+    button) skips the window. Returns True when a new request was recorded. In the embedded
+    mode the task runs in-process at commit."""
     if now:
-        transaction.on_commit(lambda: enqueue(RECOMPUTE_TASK))
-        return True
-    delay = getattr(settings, "AGREEMENT_DEBOUNCE_SECONDS", 30)
-    if not cache.add(DEBOUNCE_KEY, 1, timeout=delay):
-        return False
-    transaction.on_commit(lambda: enqueue(RECOMPUTE_TASK, countdown=delay))
-    return True
+        return outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND) is not None
+    delay = tunable("AGREEMENT_DEBOUNCE_SECONDS")
+    return (
+        outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=AGREEMENT_DEBOUNCE_KEY, delay=delay)
+        is not None
+    )

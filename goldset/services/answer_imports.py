@@ -51,14 +51,12 @@ from goldset.models import (
     Run,
     System,
     TaskType,
-    Tier,
 )
+from goldset.rules.tiers import RECORD, required_for
 from goldset.services.routing import route_case
 from workbench.services.audit import record_event
 
 MAX_REPORTED_ERRORS = 50
-GOLD_LABELS = 3
-TRIAGE_LABELS = 1
 QUESTION_FLAGS = {"conflict", "freshness", "adversarial"}
 PASSAGE_REF = re.compile(r"^(?P<block>[^@\s]+)(?:@v(?P<version>[1-9][0-9]*))?$")
 
@@ -566,7 +564,7 @@ def import_answer_logs(
         record.tier = decision.tier
         record.routing_rule = decision.rule
         record.rules_version = decision.rules_version
-        record.labels_required = GOLD_LABELS if decision.tier == Tier.GOLD else TRIAGE_LABELS
+        record.labels_required = required_for(RECORD, decision.tier)
         if id_factory is not None:
             record.public_id = id_factory()
         record.save()

@@ -9,6 +9,7 @@ the ``labels`` argument for the label-derived axes, and stored in the reproducib
 
 import io
 import json
+import math
 from collections.abc import Callable
 
 from goldset.models import (
@@ -29,7 +30,7 @@ from goldset.services.scoring_runs import (
     known_block_ids,
     read_run_bytes,
 )
-from scoring.probe import score_answers
+from scoring.probe import check_ranks, score_answers
 from scoring.stats import bootstrap_ci
 
 MAX_ERRORS = 50
@@ -64,8 +65,9 @@ def _records(text: str, name: str):
 
 def validate_answer_log(*, version: GoldVersion, text: str, name: str):
     """Validate every answer record: required fields, known question ids (triples of
-    ``version``), known passage ids (corpus blocks), ranks, one record per question and
-    system. Raises RunRejected with line-numbered problems."""
+    ``version``), known passage ids (corpus blocks), ranks (integers ≥ 1, none tied, no passage
+    twice: ``scoring.probe.check_ranks``), latency and cost finite and ≥ 0, one record per
+    question and system. Raises RunRejected with line-numbered problems."""
 
     records = _records(text, name)
     packets = version_packets(version)
@@ -101,16 +103,25 @@ def validate_answer_log(*, version: GoldVersion, text: str, name: str):
             )
         seen.setdefault(key, lineno)
         retrieved = rec.get("retrieved_passages")
-        if not isinstance(retrieved, list):
-            problems.append(f"{where}: retrieved_passages: expected a list of {{passage_id, rank}}")
+        # One rule for ranks, shared with the library: integers ≥ 1, no rank or passage twice.
+        rank_problem = check_ranks(retrieved)
+        if rank_problem:
+            problems.append(f"{where}: {rank_problem}")
             retrieved = []
         for i, p in enumerate(retrieved):
-            if not isinstance(p, dict) or not isinstance(p.get("rank"), int) or p["rank"] < 1:
-                problems.append(f"{where}: retrieved_passages[{i}]: needs passage_id and rank ≥ 1")
-            elif str(p.get("passage_id")) not in known_passages:
+            if str(p.get("passage_id")) not in known_passages:
                 problems.append(
                     f"{where}: retrieved_passages[{i}]: unknown passage id {p.get('passage_id')!r}"
                 )
+        for key in ("latency_s", "latency_ms", "cost_usd"):
+            value = rec.get(key)
+            if value is not None and not (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value >= 0
+            ):
+                problems.append(f"{where}: {key}: expected a finite number ≥ 0, got {value!r}")
         citations = rec.get("citations")
         if not isinstance(citations, list):
             problems.append(f"{where}: citations: expected a list of passage ids")
@@ -153,8 +164,11 @@ def score_answer_log(*, job: ScoringJob, progress):
     strata = dict(job.version.rows.values_list("triple_id", "task_type"))
     aggregates, per_query = [], []
     for system_id, summary in report.systems.items():
-        pcs = [a.final_pcs for a in report.answers if a.system_id == system_id]
-        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed)
+        mine = [a for a in report.answers if a.system_id == system_id]
+        pcs = [a.final_pcs for a in mine]
+        # Seed 004 §5.1/A.1: resample within domain x task family.
+        boot_strata = [f"{a.domain or ''}|{a.task_family}" for a in mine]
+        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed, strata=boot_strata)
         stratum = f"system:{system_id}"
         aggregates.append(
             ScoreAggregate(
@@ -204,6 +218,7 @@ def score_answer_log(*, job: ScoringJob, progress):
         summary={
             "systems": summary,
             "n_answers": len(report.answers),
+            "ci_strata": {"by": ["domain", "task_family"]},
             "labels": len(labels),
             "label_records": labels,
         },

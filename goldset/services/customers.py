@@ -11,6 +11,7 @@ from django.utils.text import slugify
 
 from goldset.exceptions import GoldsetError
 from goldset.models import Customer, CustomerPermission, Triple, TripleState
+from goldset.rules.triple_states import CLOSED, transition
 from workbench.services.audit import record_event
 
 
@@ -67,15 +68,14 @@ def revoke_customer_permission(*, customer: Customer, actor, note: str = "") -> 
     now = timezone.now()
     current.revoked_at, current.revoked_by, current.revocation_note = now, actor, note
     current.save(update_fields=["revoked_at", "revoked_by", "revocation_note"])
-    closed = [TripleState.DROPPED, TripleState.SPLIT, TripleState.RETIRED, TripleState.REVOKED]
     triples = list(
         Triple.objects.select_for_update()
         .filter(customer=customer)
-        .exclude(state__in=closed)
+        .exclude(state__in=CLOSED)
         .order_by("pk")
     )
     for triple in triples:
-        triple.previous_state, triple.state = triple.state, TripleState.REVOKED
+        transition(triple, TripleState.REVOKED)
         triple.save(update_fields=["previous_state", "state", "updated_at"])
         record_event(
             actor=actor,

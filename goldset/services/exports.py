@@ -55,14 +55,6 @@ def sha256_bytes(data: bytes) -> str:
 # ---------------------------------------------------------------- storing a rendered file
 
 
-@dataclass(frozen=True)
-class StoredFile:
-    format: str
-    redacted: bool
-    sha256: str
-    size: int
-
-
 class FileSpool:
     """A file being rendered: bytes go to a temporary spool (memory up to 8 MiB, then disk)
     and into a running sha256, so the file row can be inserted once with its final checksum."""
@@ -77,12 +69,6 @@ class FileSpool:
             self.digest.update(piece)
             self.spool.write(piece)
             self.size += len(piece)
-
-    def extend(self, other: "FileSpool") -> None:
-        other.spool.seek(0)
-        while data := other.spool.read(CHUNK_SIZE):
-            self.write(data)
-        other.spool.close()
 
 
 def store_spool(
@@ -124,7 +110,7 @@ def _copy_chunks(stored: GoldVersionFile, spool: FileSpool) -> None:
     table = GoldVersionFileChunk._meta.db_table
     with connection.cursor() as cursor:
         with cursor.cursor.copy(
-            f'COPY {table} (file_id, "index", data) FROM STDIN (FORMAT BINARY)'  # noqa: S608
+            f'COPY {table} (file_id, "index", data) FROM STDIN (FORMAT BINARY)'
         ) as copy:
             copy.set_types(["bigint", "integer", "bytea"])
             index = 0
@@ -188,31 +174,34 @@ def verify_rows(version: GoldVersion) -> None:
         )
 
 
+def verified_row_checksums(version: GoldVersion) -> dict[str, str]:
+    """``{triple_id: sha256}`` of the version's rows, verified on the way: every row's line
+    hashes to its own checksum, and the lines together hash to the recorded rows checksum.
+    Raises ChecksumMismatch otherwise (diffs read checksums, so they verify them)."""
+    digest = hashlib.sha256()
+    checksums: dict[str, str] = {}
+    rows = version.rows.order_by("position").values_list("triple_id", "line", "sha256")
+    for triple_id, line, sha in rows.iterator(5000):
+        encoded = line.encode("utf-8")
+        if sha256_bytes(encoded) != sha:
+            raise ChecksumMismatch(
+                f"row {triple_id} of gold version v{version.number} failed its integrity check"
+            )
+        digest.update(encoded + b"\n")
+        checksums[triple_id] = sha
+    if digest.hexdigest() != version.rows_sha256:
+        raise ChecksumMismatch(
+            f"the rows of gold version v{version.number} failed their integrity check "
+            f"(hash {digest.hexdigest()}, recorded {version.rows_sha256})."
+        )
+    return checksums
+
+
 # ---------------------------------------------------------------- renderers
 
 
 def _lines(version: GoldVersion) -> Iterator[str]:
     yield from version.rows.order_by("position").values_list("line", flat=True).iterator(BATCH)
-
-
-def render_gold_jsonl(version: GoldVersion) -> Iterator[bytes]:
-    buffer = []
-    for line in _lines(version):
-        buffer.append(line)
-        if len(buffer) >= BATCH:
-            yield ("\n".join(buffer) + "\n").encode("utf-8")
-            buffer = []
-    if buffer:
-        yield ("\n".join(buffer) + "\n").encode("utf-8")
-
-
-def _pinned_versions(version: GoldVersion) -> list[tuple[str, int]]:
-    """The distinct (block_id, version) pairs the rows pin, sorted."""
-    pins = set()
-    for line in _lines(version):
-        block = json.loads(line)["expected_block"]
-        pins.add((block["block_id"], int(block["version"])))
-    return sorted(pins)
 
 
 PIN_FIELDS = (
@@ -318,12 +307,6 @@ def _question(row: dict) -> dict:
         "source": meta.get("source"),
         "flags": meta.get("flags") or [],
     }
-
-
-def render_probe_questions(version: GoldVersion) -> Iterator[bytes]:
-    """The PROBE question file (seed 004 A.3 / Table 9): id, domain, task family, flags."""
-    for line in _lines(version):
-        yield (canonical_json(_question(json.loads(line))) + "\n").encode("utf-8")
 
 
 def _packet(row: dict, p: Pinned, *, redacted: bool) -> dict:
@@ -437,8 +420,3 @@ def _row_batches(version: GoldVersion, *, size: int = BATCH) -> Iterator[list[di
             batch = []
     if batch:
         yield batch
-
-
-def iter_rows(version: GoldVersion) -> Iterator[dict]:
-    for batch in _row_batches(version):
-        yield from batch

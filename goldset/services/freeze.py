@@ -97,9 +97,8 @@ def _insert_rows(batch: list[tuple]) -> None:
     if connection.vendor == "postgresql":
         table = GoldVersionRow._meta.db_table
         with connection.cursor() as cursor:
-            with cursor.cursor.copy(
-                f"COPY {table} ({', '.join(ROW_COLUMNS)}) FROM STDIN"  # noqa: S608 - constants
-            ) as copy:
+            # The table and column names are constants, never input.
+            with cursor.cursor.copy(f"COPY {table} ({', '.join(ROW_COLUMNS)}) FROM STDIN") as copy:
                 for values in batch:
                     copy.write_row(values)
         return
@@ -126,6 +125,18 @@ def diff_against(parent: GoldVersion | None, current: dict[str, str]) -> Version
         removed=sorted(set(before) - set(current)),
         changed=sorted(t for t, sha in current.items() if t in before and before[t] != sha),
     )
+
+
+class NothingToFreeze(GoldsetError):
+    """The selection equals the latest version row for row (same triples, same checksums):
+    nothing was created. A double-clicked freeze ends here (freezes are serialised)."""
+
+    def __init__(self, latest: GoldVersion):
+        self.latest = latest
+        super().__init__(
+            f"nothing to freeze: the selection is identical to {latest.label} "
+            f"({latest.row_count} triples, same checksums); no version was created"
+        )
 
 
 @transaction.atomic
@@ -206,6 +217,8 @@ def store_frozen_version(
         raise GoldsetError("nothing to freeze: no gold triples match these filters")
     diff = diff_against(parent, checksums)
     del checksums
+    if parent is not None and not (diff.added or diff.removed or diff.changed):
+        raise NothingToFreeze(parent)
 
     description = "Goldset Workbench gold set" + (
         f" ({exports.canonical_json(filters)})" if filters else ""

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from goldset.models import ExportFormat, RunKind, ScoringJob
 from goldset.selectors.exports import iter_query_results
 from goldset.services import exports
-from goldset.services.scoring_jobs import read_run_bytes, reproduce_command
+from goldset.services.scoring_jobs import read_run_bytes, reproduce_command, strata_csv
 
 
 def results_csv(job: ScoringJob) -> Iterator[bytes]:
@@ -99,6 +99,8 @@ def bundle_zip(job: ScoringJob) -> Iterator[bytes]:
             bundle.writestr(
                 "labels.jsonl", "".join(exports.canonical_json(r) + "\n" for r in labels)
             )
+        else:
+            bundle.writestr("strata.csv", strata_csv(job))
         bundle.writestr(job.run_filename, read_run_bytes(job))
         bundle.writestr("results.json", json.dumps(results_document(job), indent=1, sort_keys=True))
         bundle.writestr("README.txt", _readme(job))

@@ -40,6 +40,7 @@ from goldset.models import (
     Tier,
 )
 from goldset.rules.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
+from goldset.rules.tiers import SPOT_CHECK_LABELS
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.calibration import score_calibration_if_complete
@@ -270,7 +271,7 @@ def settle_record(record: AnswerRecord) -> None:
         record.spot_check_week = plan.spot_check_week
     if plan.drawn:
         record.spot_check = True
-        record.labels_required = 2
+        record.labels_required = SPOT_CHECK_LABELS
         record.save(
             update_fields=["spot_check_seed", "spot_check_week", "spot_check", "labels_required"]
         )

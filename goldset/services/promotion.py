@@ -66,6 +66,7 @@ from goldset.rules.tiers import (
     TRIPLE,
     required_for,
 )
+from goldset.rules.triple_states import transition
 from goldset.selectors.promotion import (
     filter_promotable,
 )
@@ -546,7 +547,7 @@ def _promote_triple_locked(triple: Triple, *, actor, reason, rules_version, batc
     revision.save(update_fields=["reviewers_needed", "spot_check"])
     triple.tier, triple.routing_rule, triple.rules_version = Tier.GOLD, PROMOTED_RULE, rules_version
     if triple.state == TripleState.GOLD:
-        triple.previous_state, triple.state = triple.state, TripleState.PENDING_REVIEW
+        transition(triple, TripleState.PENDING_REVIEW)
         triple.resolution, triple.gold_at = "", None
     triple.save()
     given = revision.reviews.filter(spot_check=False).count()

@@ -32,13 +32,10 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
-from goldset.services.triples import (
-    create_triple,
-    new_revision,
-    reviewers_for,
-    superseded_detail,
-)
-from workbench.roles import Role, has_role
+from goldset.rules.tiers import TRIPLE, required_for
+from goldset.rules.triple_states import transition
+from goldset.selectors.curation import is_author_or_lead, may_discuss
+from goldset.services.triples import create_triple, new_revision, superseded_detail
 from workbench.services.audit import record_event
 
 
@@ -48,8 +45,7 @@ def lock_triple(triple: Triple | int) -> Triple:
 
 
 def _set_state(triple: Triple, state: str, *, actor, verb: str, **detail) -> None:
-    before = triple.state
-    triple.previous_state, triple.state = before, state
+    before = transition(triple, state)
     triple.save()
     record_event(
         actor=actor,
@@ -65,23 +61,6 @@ def _require_state(triple: Triple, *states: str) -> None:
         raise GoldsetError(
             f"{triple.external_id} is {triple.get_state_display().lower()}, not {wanted}."
         )
-
-
-def flagging_reviewer_ids(triple: Triple) -> set[int]:
-    return set(
-        Review.objects.filter(revision__triple=triple, verdict=Verdict.FLAG).values_list(
-            "reviewer_id", flat=True
-        )
-    )
-
-
-def can_discuss(*, user, triple: Triple) -> bool:
-    """The author, a reviewer who flagged the triple, or a lead/admin."""
-    return (
-        user.pk == triple.author_id
-        or has_role(user, Role.LEAD, Role.ADMIN)
-        or user.pk in flagging_reviewer_ids(triple)
-    )
 
 
 def _gold(triple: Triple, revision: TripleRevision, *, actor) -> None:
@@ -114,7 +93,7 @@ def resolution_outcome(*, tier: str, verdicts: list[str], awaiting_human: bool) 
     still ``pending_review`` when an LLM-generated triple awaits its human verification; every
     one of two or more reviewers flags → ``dropped``; otherwise → ``in_discussion``. Pure: the
     re-route preview uses it to say which cases resolve at once."""
-    if len(verdicts) < reviewers_for(tier):
+    if len(verdicts) < required_for(TRIPLE, tier):
         return None
     flags = sum(1 for v in verdicts if v == Verdict.FLAG)
     if not flags:
@@ -234,7 +213,7 @@ def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
     """Add to a triple's discussion thread (author, flagging reviewers, leads only)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
-    if not can_discuss(user=author, triple=triple):
+    if not may_discuss(user=author, triple=triple):
         raise GoldsetError(
             "Only the author, a flagging reviewer or a lead can join this discussion."
         )
@@ -254,7 +233,7 @@ def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
 
 
 def _require_author_or_lead(user, triple: Triple, what: str) -> None:
-    if user.pk != triple.author_id and not has_role(user, Role.LEAD, Role.ADMIN):
+    if not is_author_or_lead(user=user, triple=triple):
         raise GoldsetError(f"Only the author or a lead can {what} this triple.")
 
 
@@ -299,7 +278,7 @@ def drop_triple(*, triple: Triple, actor, reason: str = "") -> Triple:
     """Discussion → drop (author, a flagging reviewer or a lead)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
-    if not can_discuss(user=actor, triple=triple):
+    if not may_discuss(user=actor, triple=triple):
         raise GoldsetError("Only the author, a flagging reviewer or a lead can drop this triple.")
     triple.resolution = ""
     _set_state(

@@ -34,6 +34,7 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
+from goldset.rules.tiers import SPOT_CHECK_REVIEWS
 from goldset.selectors.curation import claimable_revisions, open_assignments
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
@@ -226,7 +227,7 @@ def draw_spot_checks(
     eligible = eligible_for_spot_check(iso_year=iso_year, iso_week=iso_week)
     selected = select_spot_checks(eligible, seed=seed, rate=rate)
     for revision in TripleRevision.objects.select_for_update().filter(pk__in=selected):
-        revision.spot_check, revision.reviewers_needed = True, 2
+        revision.spot_check, revision.reviewers_needed = True, SPOT_CHECK_REVIEWS
         revision.save(update_fields=["spot_check", "reviewers_needed"])
     draw = SpotCheckDraw.objects.create(
         iso_year=iso_year,

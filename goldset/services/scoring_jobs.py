@@ -3,38 +3,48 @@
 Every figure is computed by the ``scoring`` library (never re-implemented here), on the frozen
 gold JSONL file of the job's version (checksum verified), so a job's numbers equal
 ``python -m scoring retrieval --qrels gold.jsonl --run RUN --all-queries --per-query --ci
---k K --resamples R --seed S`` on the same files (see :func:`reproduce_command`).
+--strata strata.csv --k K --resamples R --seed S`` on the same files (see
+:func:`reproduce_command`); bootstrap intervals resample within domain x task type strata
+(seed 004 §5.1, A.1), listed in the bundle's ``strata.csv`` and the summary's ``ci_strata``.
 
-Idempotency: the task first *claims* the job (``queued`` → ``running``, one conditional
-UPDATE), so a duplicate or re-delivered message for a job that is running, done or failed does
-nothing. Results are written in one transaction that deletes the job's previous results first and
-checks the job is still claimed by this worker, so there are never duplicate result rows.
-A worker killed mid-job leaves it ``running``; :func:`recover_orphaned_jobs` (run when any
-worker starts, and by ``manage.py score_run --recover``) re-queues jobs whose worker no longer
-answers.
+Jobs always end. The task first *claims* the job under a row lock with a fresh token: a queued
+job, or a running job whose heartbeat is older than ``JOB_STALE_SECONDS`` (its worker was lost,
+whatever its name). A duplicate delivery for a job that a live attempt holds, or that is
+finished, does nothing. Every progress write and the results are conditional on the token, so a
+cancelled or taken-over attempt stops and never writes. Results are written in one transaction
+that deletes the job's previous results first, so there are never duplicate rows. The periodic
+reconciler (:func:`reconcile_scoring_jobs`, run by Celery beat and by ``manage.py score_run
+--recover``) requeues lost jobs and fails them with a message after ``max_attempts``.
 """
 
+import csv
+import datetime as dt
 import hashlib
 import io
 import json
+import threading
 import time
+import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from django.db import connection, transaction
-from django.db.models import F
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 import scoring
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     ExportFormat,
     GoldVersion,
     GoldVersionRow,
     JobStatus,
+    OutboxMessage,
     RunFormat,
     RunKind,
     ScoreAggregate,
@@ -42,7 +52,8 @@ from goldset.models import (
     ScoringJob,
     ScoringRunChunk,
 )
-from goldset.services import exports
+from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
+from goldset.services import exports, outbox
 from goldset.services.answer_scoring import score_answer_log, validate_answer_log
 from goldset.services.scoring_runs import (
     Outcome,
@@ -56,7 +67,6 @@ from scoring.errors import InputError
 from scoring.io import read_qrels, read_run
 from scoring.retrieval import evaluate
 from scoring.stats import bootstrap_ci
-from workbench.dispatch import enqueue
 from workbench.services.audit import record_event
 
 MAX_ERRORS = 50
@@ -226,7 +236,11 @@ def create_scoring_job(
     """Validate the uploaded run whole, store it and queue its scoring after commit.
 
     Raises RunRejected (nothing stored, no job) for any problem in the file, GoldsetError for a
-    version that is not sealed. The task is dispatched with ``transaction.on_commit``."""
+    version that is not sealed. Idempotent: the same file (by sha256) uploaded again for the same
+    version and settings, while its first job is queued, running or succeeded, returns that job
+    with ``reused`` set (uploads are serialised per version with a row lock, so a double click
+    makes one job). The scoring task goes through the outbox: the job commits even when the
+    broker is down and is dispatched when it returns."""
     if not version.sealed:
         raise GoldsetError(f"gold version v{version.number} is not frozen")
     text = _decode(data, filename)
@@ -237,18 +251,31 @@ def create_scoring_job(
         checked = validate_answer_log(version=version, text=text, name=filename)
     else:
         checked = validate_retrieval_run(version=version, text=text, name=filename)
+    digest = exports.sha256_bytes(data)
+    GoldVersion.objects.select_for_update().filter(pk=version.pk).first()
+    same = ScoringJob.objects.filter(version=version, run_sha256=digest, k=k, seed=seed).exclude(
+        status__in=[JobStatus.FAILED, JobStatus.CANCELLED]
+    )
+    if resamples:
+        same = same.filter(resamples=resamples)
+    existing = same.order_by("id").first()
+    if existing is not None:
+        existing.reused = True
+        return existing
     job = ScoringJob.objects.create(
         version=version,
         name=name or filename,
         kind=checked.kind,
         run_format=checked.fmt,
         run_filename=filename,
-        run_sha256=exports.sha256_bytes(data),
+        run_sha256=digest,
         run_size=len(data),
         k=k,
         seed=seed,
         resamples=resamples or default_resamples(checked.n_queries),
         scorer_version=scorer_version(),
+        max_attempts=max_attempts(),
+        queued_at=timezone.now(),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
     ScoringRunChunk.objects.bulk_create(
@@ -266,77 +293,239 @@ def create_scoring_job(
             "queries": checked.n_queries,
         },
     )
-    _dispatch_after_commit(job.pk)
+    dispatch_scoring_job(job_id=job.pk)
+    job.reused = False
     return job
 
 
-def _dispatch_after_commit(job_id: int) -> None:
-    transaction.on_commit(lambda: enqueue(SCORE_RUN_TASK, job_id))
+def dispatch_scoring_job(*, job_id: int) -> None:
+    """Queue the scoring task through the outbox (inside the caller's transaction)."""
+    outbox.enqueue(
+        kind=SCORING_OUTBOX_KIND, payload={"job_id": job_id}, dedupe_key=scoring_dedupe_key(job_id)
+    )
+
+
+def stale_seconds() -> int:
+    return tunable("JOB_STALE_SECONDS")
+
+
+def max_attempts() -> int:
+    return tunable("JOB_MAX_ATTEMPTS")
+
+
+def heartbeat_age(job: ScoringJob, *, now: dt.datetime | None = None) -> float | None:
+    """Seconds since the job's last heartbeat (None when it never had one)."""
+    if job.heartbeat_at is None:
+        return None
+    return max(0.0, ((now or timezone.now()) - job.heartbeat_at).total_seconds())
+
+
+def is_stuck(job: ScoringJob, *, now: dt.datetime | None = None) -> bool:
+    """Running without a heartbeat for longer than the staleness window, or queued for longer
+    than the redispatch window without a worker picking it up."""
+    now = now or timezone.now()
+    if job.status == JobStatus.RUNNING:
+        age = heartbeat_age(job, now=now)
+        return age is None or age > stale_seconds()
+    if job.status == JobStatus.QUEUED:
+        since = job.queued_at or job.created_at
+        return since is not None and (now - since).total_seconds() > outbox.redispatch_seconds()
+    return False
+
+
+@dataclass(frozen=True)
+class JobLiveness:
+    """What the job page says about the worker: the heartbeat's age and whether the job is
+    stuck (its worker presumed lost, or nobody picked it up), so the user may retry it."""
+
+    heartbeat_age: float | None
+    stuck: bool
+    stale_seconds: int
+    can_cancel: bool
+    can_retry: bool
+    notices: list[str]
+
+
+def job_liveness(job: ScoringJob) -> JobLiveness:
+    stuck = is_stuck(job)
+    return JobLiveness(
+        heartbeat_age=heartbeat_age(job),
+        stuck=stuck,
+        stale_seconds=stale_seconds(),
+        can_cancel=not job.finished,
+        can_retry=job.status in (JobStatus.FAILED, JobStatus.CANCELLED) or stuck,
+        notices=[line for line in job.notice.splitlines() if line.strip()],
+    )
+
+
+def _note(job: ScoringJob, text: str) -> str:
+    return (job.notice + "\n" if job.notice else "") + text
+
+
+def _when(moment: dt.datetime | None) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S} UTC" if moment else "never"
 
 
 @transaction.atomic
 def retry_scoring_job(*, job: ScoringJob, actor) -> ScoringJob:
-    """Queue a failed job again (its results are recomputed from scratch). Only failed jobs
-    can be retried; raises GoldsetError otherwise."""
+    """Queue a failed, cancelled or stuck job again (its results are recomputed from scratch,
+    with a fresh allowance of ``JOB_MAX_ATTEMPTS`` attempts). Any earlier attempt still running
+    loses its claim and stops at its next progress write. Raises GoldsetError otherwise."""
     locked = ScoringJob.objects.select_for_update().get(pk=job.pk)
-    if locked.status != JobStatus.FAILED:
-        raise GoldsetError(f"only a failed job can be retried; job {job.pk} is {locked.status}")
+    if locked.status not in (JobStatus.FAILED, JobStatus.CANCELLED) and not is_stuck(locked):
+        raise GoldsetError(
+            f"only a failed, cancelled or stuck job can be retried; job {job.pk} is "
+            f"{locked.status} and its worker is alive"
+        )
+    now = timezone.now()
+    who = getattr(actor, "username", "") or "a script"
+    locked.notice = _note(locked, f"Retried by {who} at {_when(now)} (was {locked.status}).")
     locked.status, locked.stage, locked.progress, locked.error = JobStatus.QUEUED, "", 0, ""
-    locked.save(update_fields=["status", "stage", "progress", "error"])
+    locked.claim, locked.queued_at, locked.finished_at = "", now, None
+    locked.max_attempts = locked.attempts + max_attempts()
+    locked.save(
+        update_fields=[
+            "status",
+            "stage",
+            "progress",
+            "error",
+            "claim",
+            "queued_at",
+            "finished_at",
+            "max_attempts",
+            "notice",
+        ]
+    )
     record_event(actor=actor, verb="scoring_job_retried", obj=locked)
-    _dispatch_after_commit(locked.pk)
+    dispatch_scoring_job(job_id=locked.pk)
     return locked
 
 
-def recover_orphaned_jobs(*, alive_workers: set[str]) -> list[int]:
-    """Re-queue running jobs whose worker is not in ``alive_workers`` (it died mid-job, e.g.
-    SIGKILL). Each job is re-queued at most once per death: the conditional UPDATE only
-    matches while the job is still marked as running on that dead worker."""
-    requeued = []
-    candidates = ScoringJob.objects.filter(status=JobStatus.RUNNING).values_list("pk", "worker")
-    for pk, worker in candidates:
-        if worker in alive_workers:
-            continue
-        moved = ScoringJob.objects.filter(pk=pk, status=JobStatus.RUNNING, worker=worker).update(
-            status=JobStatus.QUEUED, stage="re-queued: worker lost", progress=0
-        )
-        if moved:
+@transaction.atomic
+def cancel_scoring_job(*, job: ScoringJob, actor) -> ScoringJob:
+    """Cancel a queued or running job. A worker still running it loses its claim and stops at
+    its next progress write; nothing it computed is stored. Raises GoldsetError for a finished
+    job. The job can be retried afterwards."""
+    locked = ScoringJob.objects.select_for_update().get(pk=job.pk)
+    if locked.finished:
+        raise GoldsetError(f"job {job.pk} is already {locked.status}")
+    now = timezone.now()
+    who = getattr(actor, "username", "") or "a script"
+    locked.notice = _note(locked, f"Cancelled by {who} at {_when(now)} (was {locked.status}).")
+    locked.status, locked.claim, locked.finished_at = JobStatus.CANCELLED, "", now
+    locked.error = f"Cancelled by {who}."
+    locked.save(update_fields=["status", "claim", "finished_at", "error", "notice"])
+    record_event(actor=actor, verb="scoring_job_cancelled", obj=locked)
+    return locked
+
+
+def reconcile_scoring_jobs(*, now: dt.datetime | None = None) -> dict:
+    """The reconciler's pass over scoring jobs (any worker's name, alive or not):
+
+    * running with no heartbeat for ``JOB_STALE_SECONDS``: its worker was lost (SIGKILL, OOM,
+      hard time limit, a restarted container). Requeued with a notice saying so, or failed with
+      a message once ``max_attempts`` attempts were used;
+    * queued for ``OUTBOX_REDISPATCH_SECONDS`` with no open outbox message (the task started but
+      its worker died before claiming, or the row predates the outbox): dispatched again.
+
+    Each change is a conditional update under a row lock, so concurrent reconcilers and
+    redelivered tasks never requeue or fail a job twice."""
+    now = now or timezone.now()
+    stale_before = now - dt.timedelta(seconds=stale_seconds())
+    requeued, failed, redispatched = [], [], []
+    lost = ScoringJob.objects.filter(status=JobStatus.RUNNING).filter(
+        Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True)
+    )
+    for pk in lost.values_list("pk", flat=True):
+        with transaction.atomic():
+            job = ScoringJob.objects.select_for_update().get(pk=pk)
+            if job.status != JobStatus.RUNNING or not is_stuck(job, now=now):
+                continue
+            lost_text = (
+                f"Attempt {job.attempts} on worker {job.worker or '?'} was lost: no heartbeat "
+                f"since {_when(job.heartbeat_at)} (staleness window {stale_seconds()} s)."
+            )
+            if job.attempts >= job.max_attempts:
+                _fail(
+                    job,
+                    error=f"{lost_text} All {job.max_attempts} attempts are used; "
+                    "retry the job to try again.",
+                    now=now,
+                )
+                failed.append(pk)
+                continue
+            job.notice = _note(job, f"{lost_text} Requeued by the reconciler at {_when(now)}.")
+            job.status, job.claim, job.queued_at = JobStatus.QUEUED, "", now
+            job.stage, job.progress = "re-queued: worker lost", 0
+            job.save(update_fields=["notice", "status", "claim", "queued_at", "stage", "progress"])
             record_event(
                 actor=None,
                 verb="scoring_job_requeued",
-                object_type="goldset.scoringjob",
-                object_id=pk,
-                detail={"lost_worker": worker},
+                obj=job,
+                detail={"lost_worker": job.worker, "attempt": job.attempts},
             )
-            enqueue(SCORE_RUN_TASK, pk)
+            dispatch_scoring_job(job_id=pk)
             requeued.append(pk)
-    return requeued
+    waiting_since = now - dt.timedelta(seconds=outbox.redispatch_seconds())
+    open_keys = set(
+        OutboxMessage.objects.filter(kind=SCORING_OUTBOX_KIND, done_at__isnull=True).values_list(
+            "dedupe_key", flat=True
+        )
+    )
+    waiting = ScoringJob.objects.filter(status=JobStatus.QUEUED).filter(
+        Q(queued_at__lt=waiting_since) | Q(queued_at__isnull=True, created_at__lt=waiting_since)
+    )
+    for pk in waiting.values_list("pk", flat=True):
+        if scoring_dedupe_key(pk) in open_keys:
+            continue  # its message is pending or in flight; the outbox reconciler watches it
+        with transaction.atomic():
+            moved = ScoringJob.objects.filter(pk=pk, status=JobStatus.QUEUED).update(queued_at=now)
+            if moved:
+                dispatch_scoring_job(job_id=pk)
+                redispatched.append(pk)
+    return {"requeued": requeued, "failed": failed, "redispatched": redispatched}
+
+
+def _fail(job: ScoringJob, *, error: str, now: dt.datetime) -> None:
+    job.status, job.error, job.claim, job.finished_at = JobStatus.FAILED, error[:4000], "", now
+    job.save(update_fields=["status", "error", "claim", "finished_at"])
+    record_event(actor=None, verb="scoring_job_failed", obj=job, detail={"error": error[:500]})
 
 
 # ---------------------------------------------------------------- running (the task's work)
 
 
+class JobAbandoned(Exception):
+    """This attempt no longer holds the job (it was cancelled, retried or taken over)."""
+
+
 class _Progress:
     """Writes stage, progress and per-stage timings to the job row as the work advances
-    (autocommit, so the job page sees them while the task runs)."""
+    (autocommit, so the job page sees them while the task runs). Every write is conditional on
+    this attempt's claim; when it matches nothing the attempt was cancelled or taken over and
+    :class:`JobAbandoned` stops the work."""
 
-    def __init__(self, job_id: int):
+    def __init__(self, job_id: int, claim: str = ""):
         self.job_id = job_id
+        self.claim = claim
         self.timings: dict[str, float] = {}
         self.stage = ""
         self.started = time.perf_counter()
 
+    def _mine(self):
+        return ScoringJob.objects.filter(pk=self.job_id, claim=self.claim, status=JobStatus.RUNNING)
+
     def enter(self, stage: str, progress: int) -> None:
         self._close()
         self.stage, self.started = stage, time.perf_counter()
-        ScoringJob.objects.filter(pk=self.job_id).update(
+        if not self._mine().update(
             stage=stage, progress=progress, heartbeat_at=timezone.now(), stage_timings=self.timings
-        )
+        ):
+            raise JobAbandoned(self.job_id)
 
     def step(self, progress: int) -> None:
-        ScoringJob.objects.filter(pk=self.job_id).update(
-            progress=progress, heartbeat_at=timezone.now()
-        )
+        if not self._mine().update(progress=progress, heartbeat_at=timezone.now()):
+            raise JobAbandoned(self.job_id)
 
     def _close(self) -> None:
         if self.stage:
@@ -348,48 +537,203 @@ class _Progress:
         return self.timings
 
 
+class _Heartbeat(threading.Thread):
+    """Writes the job's heartbeat every ``JOB_HEARTBEAT_SECONDS`` on its own database
+    connection while the attempt runs, so a long stage never looks like a lost worker. It dies
+    with the process (SIGKILL, OOM): then the heartbeat ages and the job is taken over. Database
+    errors are survived (the connection is reopened at the next beat)."""
+
+    def __init__(self, job_id: int, claim: str):
+        super().__init__(name=f"heartbeat-job-{job_id}", daemon=True)
+        self.job_id, self.claim = job_id, claim
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        interval = tunable("JOB_HEARTBEAT_SECONDS")
+        try:
+            while not self.halt.wait(interval):
+                try:
+                    mine = ScoringJob.objects.filter(
+                        pk=self.job_id, claim=self.claim, status=JobStatus.RUNNING
+                    ).update(heartbeat_at=timezone.now())
+                except (OperationalError, InterfaceError):
+                    connection.close()
+                    continue
+                if not mine:
+                    return
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(timeout=5)
+
+
 def gold_jsonl_bytes(version: GoldVersion) -> bytes:
     stored = version.files.get(format=ExportFormat.GOLD_JSONL, redacted=False)
     return exports.read_verified_bytes(stored)
 
 
-def run_scoring_job(*, job_id: int, worker: str = "") -> ScoringJob:
-    """Score one job (the body of ``score_run_task``). Claims the job first; returns it
-    unchanged when it is not queued (duplicate or late delivery). A failure marks the job
-    failed with the reason and is not re-raised (the user retries from the job page)."""
+def _claim(*, job_id: int, worker: str, claim: str) -> bool:
+    """Take the job for this attempt: a queued job, or a running one whose heartbeat is older
+    than the staleness window (its worker was lost, whatever its name: a redelivered task takes
+    it over). A lost job that used all its attempts is failed with a message instead."""
     now = timezone.now()
-    claimed = ScoringJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
-        status=JobStatus.RUNNING,
-        worker=worker,
-        attempts=F("attempts") + 1,
-        started_at=now,
-        heartbeat_at=now,
-        finished_at=None,
-        stage="",
-        progress=0,
-        error="",
-        stage_timings={},
-    )
+    with transaction.atomic():
+        job = ScoringJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            return False
+        takeover = job.status == JobStatus.RUNNING and is_stuck(job, now=now)
+        if job.status != JobStatus.QUEUED and not takeover:
+            return False
+        if takeover:
+            lost_text = (
+                f"Attempt {job.attempts} on worker {job.worker or '?'} was lost: no heartbeat "
+                f"since {_when(job.heartbeat_at)}."
+            )
+            if job.attempts >= job.max_attempts:
+                _fail(
+                    job,
+                    error=f"{lost_text} All {job.max_attempts} attempts are used; retry "
+                    "the job to try again.",
+                    now=now,
+                )
+                return False
+            job.notice = _note(job, f"{lost_text} Taken over by {worker or '?'} at {_when(now)}.")
+            record_event(
+                actor=None,
+                verb="scoring_job_taken_over",
+                obj=job,
+                detail={"lost_worker": job.worker, "worker": worker},
+            )
+        elif job.attempts >= job.max_attempts:
+            _fail(
+                job,
+                error=f"All {job.max_attempts} attempts are used; retry the job to try again.",
+                now=now,
+            )
+            return False
+        job.status, job.worker, job.claim = JobStatus.RUNNING, worker, claim
+        job.attempts += 1
+        job.started_at = job.heartbeat_at = now
+        job.finished_at, job.stage, job.progress, job.error, job.stage_timings = None, "", 0, "", {}
+        job.save(
+            update_fields=[
+                "status",
+                "worker",
+                "claim",
+                "attempts",
+                "started_at",
+                "heartbeat_at",
+                "finished_at",
+                "stage",
+                "progress",
+                "error",
+                "stage_timings",
+                "notice",
+            ]
+        )
+    return True
+
+
+def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -> ScoringJob:
+    """Score one job (the body of ``score_run_task``). Claims the job first (see
+    :func:`_claim`); returns it unchanged when this delivery may not take it (a duplicate, or a
+    job another live attempt holds). ``heartbeat`` starts the heartbeat thread (real workers).
+
+    A failure never escapes: a lost database connection (the job's backend terminated, a
+    failover) is survived by reconnecting before recording it, and requeues the job while it
+    has attempts left; any other error fails the job with the reason (the user can retry it)."""
+    claim = uuid.uuid4().hex
+    if not _claim(job_id=job_id, worker=worker, claim=claim):
+        return ScoringJob.objects.select_related("version").get(pk=job_id)
     job = ScoringJob.objects.select_related("version").get(pk=job_id)
-    if not claimed:
-        return job
-    progress = _Progress(job_id)
+    beat = _Heartbeat(job_id, claim) if heartbeat else None
+    if beat is not None:
+        beat.start()
+    progress = _Progress(job_id, claim)
     try:
         if job.kind == RunKind.ANSWERS:
             outcome = score_answer_log(job=job, progress=progress)
         else:
             outcome = _score_retrieval(job=job, progress=progress)
         progress.enter("store", 90)
-        _store(job=job, worker=worker, outcome=outcome, progress=progress)
-    except Exception as exc:  # noqa: BLE001 - any failure is reported on the job page
-        ScoringJob.objects.filter(pk=job_id, status=JobStatus.RUNNING, worker=worker).update(
-            status=JobStatus.FAILED,
-            error=f"{type(exc).__name__}: {exc}"[:4000],
-            finished_at=timezone.now(),
-            stage_timings=progress.finish(),
+        _store(job=job, claim=claim, outcome=outcome, progress=progress)
+    except JobAbandoned:
+        pass
+    except Exception as exc:  # any failure is reported on the job page
+        _record_failure(job_id=job_id, claim=claim, exc=exc, progress=progress)
+    finally:
+        if beat is not None:
+            beat.stop()
+    return ScoringJob.objects.select_related("version").get(pk=job_id)
+
+
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+def _record_failure(*, job_id: int, claim: str, exc: Exception, progress: _Progress) -> None:
+    """Record a failed attempt, reconnecting first when the connection is dead (the error
+    handler must not fail on the connection that failed the job)."""
+    for attempt in range(3):
+        if not connection.in_atomic_block and (
+            isinstance(exc, TRANSIENT) or attempt or not connection.is_usable()
+        ):
+            connection.close()  # the next query opens a fresh connection
+        try:
+            _finish_failed_attempt(job_id=job_id, claim=claim, exc=exc, progress=progress)
+            return
+        except TRANSIENT:
+            if connection.in_atomic_block or attempt == 2:
+                raise
+            threading.Event().wait(0.5 * (attempt + 1))
+
+
+@transaction.atomic
+def _finish_failed_attempt(*, job_id: int, claim: str, exc: Exception, progress) -> None:
+    job = (
+        ScoringJob.objects.select_for_update()
+        .filter(pk=job_id, claim=claim, status=JobStatus.RUNNING)
+        .first()
+    )
+    if job is None:
+        return  # cancelled, retried or taken over meanwhile: that attempt owns the outcome
+    now = timezone.now()
+    reason = f"{type(exc).__name__}: {exc}".strip()[:3000]
+    job.stage_timings = progress.finish()
+    if isinstance(exc, TRANSIENT) and job.attempts < job.max_attempts:
+        job.notice = _note(
+            job,
+            f"Attempt {job.attempts} on {job.worker or '?'} lost its database connection at "
+            f"{_when(now)} ({reason.splitlines()[0][:300]}); requeued automatically.",
         )
-    job.refresh_from_db()
-    return job
+        job.status, job.claim, job.queued_at, job.stage, job.progress = (
+            JobStatus.QUEUED,
+            "",
+            now,
+            "re-queued: database connection lost",
+            0,
+        )
+        job.save(
+            update_fields=[
+                "notice",
+                "status",
+                "claim",
+                "queued_at",
+                "stage",
+                "progress",
+                "stage_timings",
+            ]
+        )
+        record_event(
+            actor=None, verb="scoring_job_requeued", obj=job, detail={"error": reason[:500]}
+        )
+        dispatch_scoring_job(job_id=job.pk)
+        return
+    if isinstance(exc, TRANSIENT):
+        reason = f"{reason} (attempt {job.attempts} of {job.max_attempts}; retry the job)"
+    job.save(update_fields=["stage_timings"])
+    _fail(job, error=reason, now=now)
 
 
 def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
@@ -403,16 +747,20 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
     result = evaluate(qrels, run, k=job.k, all_queries=True)
     progress.enter("bootstrap", 40)
     labels = list(result.per_query)
-    cis = {}
-    for index, label in enumerate(labels):
-        cis[label] = bootstrap_ci(result.per_query[label], n=job.resamples, seed=job.seed)
-        progress.step(40 + int(40 * (index + 1) / len(labels)))
-    progress.enter("breakdown", 82)
     qids = [str(q) for q in result.query_ids]
     strata = dict(
         (t, (d, tt))
         for t, d, tt in job.version.rows.values_list("triple_id", "domain", "task_type")
     )
+    # Seed 004 §5.1/A.1: resample within domain x task family (a triple's task type).
+    boot_strata = bootstrap_strata(qids, strata)
+    cis = {}
+    for index, label in enumerate(labels):
+        cis[label] = bootstrap_ci(
+            result.per_query[label], n=job.resamples, seed=job.seed, strata=boot_strata
+        )
+        progress.step(40 + int(40 * (index + 1) / len(labels)))
+    progress.enter("breakdown", 82)
     aggregates = [
         ScoreAggregate(
             job=job,
@@ -468,10 +816,34 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
         "aggregate": result.aggregate,
         "ci": {label: [cis[label].low, cis[label].high] for label in labels},
         "primary_metric": primary,
+        "ci_strata": strata_summary(boot_strata),
         "run_queries": int(len(pd.unique(run.query_id))),
         "missing_queries": int(result.n_queries - len(set(pd.unique(run.query_id)) & set(qids))),
     }
     return Outcome(per_query=per_query, aggregates=aggregates, summary=summary)
+
+
+def bootstrap_strata(qids: list[str], strata: dict[str, tuple[str, str]]) -> list[str]:
+    """The bootstrap stratum of each query: ``domain|task_type`` of its triple."""
+    return ["|".join(strata.get(q, ("", ""))) for q in qids]
+
+
+def strata_summary(labels: list[str]) -> dict:
+    """What the bundle records about the stratification: the keys and each stratum's size."""
+    sizes: dict[str, int] = defaultdict(int)
+    for label in labels:
+        sizes[label] += 1
+    return {"by": ["domain", "task_type"], "sizes": dict(sorted(sizes.items()))}
+
+
+def strata_csv(job: ScoringJob) -> bytes:
+    """``query_id,stratum`` for every query of a retrieval job (``--strata`` of the CLI)."""
+    rows = job.query_results.order_by("query_id").values_list("query_id", "domain", "task_type")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["query_id", "stratum"])
+    writer.writerows((q, f"{d}|{t}") for q, d, t in rows)
+    return out.getvalue().encode()
 
 
 def _top_k(run, wanted: set[str], k: int) -> dict[str, list[str]]:
@@ -487,11 +859,11 @@ def _top_k(run, wanted: set[str], k: int) -> dict[str, list[str]]:
     }
 
 
-def _store(*, job: ScoringJob, worker: str, outcome: Outcome, progress: "_Progress") -> None:
+def _store(*, job: ScoringJob, claim: str, outcome: Outcome, progress: "_Progress") -> None:
     with transaction.atomic():
         locked = ScoringJob.objects.select_for_update().get(pk=job.pk)
-        if locked.status != JobStatus.RUNNING or locked.worker != worker:
-            raise GoldsetError(f"job {job.pk} is no longer claimed by {worker}")
+        if locked.status != JobStatus.RUNNING or locked.claim != claim:
+            raise JobAbandoned(job.pk)
         ScoreQueryResult.objects.filter(job=locked).delete()
         ScoreAggregate.objects.filter(job=locked).delete()
         _insert_query_results(locked, outcome.per_query)
@@ -519,7 +891,7 @@ def _store(*, job: ScoringJob, worker: str, outcome: Outcome, progress: "_Progre
             actor=None,
             verb="scoring_job_succeeded",
             obj=locked,
-            detail={"worker": worker, "attempt": locked.attempts},
+            detail={"worker": locked.worker, "attempt": locked.attempts},
         )
 
 
@@ -558,7 +930,7 @@ def _insert_query_results(job: ScoringJob, results: list[QueryRow]) -> None:
     table = ScoreQueryResult._meta.db_table
     columns = ", ".join(f'"{c}"' for c in QUERY_RESULT_COLUMNS)
     with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:  # noqa: S608
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for r in results:
                 copy.write_row(
                     (
@@ -586,5 +958,5 @@ def reproduce_command(job: ScoringJob) -> str:
     return (
         f"python -m scoring retrieval --qrels goldset-v{job.version.number}-gold.jsonl "
         f"--run {job.run_filename} --run-format {job.run_format} --k {job.k} --all-queries "
-        f"--per-query --ci --resamples {job.resamples} --seed {job.seed}"
+        f"--per-query --ci --strata strata.csv --resamples {job.resamples} --seed {job.seed}"
     )

@@ -32,11 +32,11 @@ from goldset.models import (
     Domain,
     Source,
     TaskType,
-    Tier,
     Triple,
     TripleRevision,
     TripleState,
 )
+from goldset.rules.tiers import TRIPLE, required_for
 from goldset.services.customers import _lock_customer, active_permission
 from goldset.services.routing import route_case
 from workbench.services.audit import record_event
@@ -99,11 +99,6 @@ def check_pin(
     return reason
 
 
-def reviewers_for(tier: str) -> int:
-    """How many independent reviews a revision of this tier needs before resolution."""
-    return 2 if tier == Tier.GOLD else 1
-
-
 def new_revision(
     *,
     triple: Triple,
@@ -132,7 +127,7 @@ def new_revision(
         expected_answer=expected_answer,
         superseded_reason=reason,
         created_by=actor,
-        reviewers_needed=reviewers_for(triple.tier),
+        reviewers_needed=required_for(TRIPLE, triple.tier),
     )
     triple.current_revision = revision
     return revision

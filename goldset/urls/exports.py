@@ -14,5 +14,6 @@ urlpatterns = [
     path("jobs/compare/", exports.job_compare, name="compare"),
     path("jobs/<int:pk>/", exports.job_detail, name="job"),
     path("jobs/<int:pk>/retry/", exports.job_retry, name="retry"),
+    path("jobs/<int:pk>/cancel/", exports.job_cancel, name="cancel"),
     path("jobs/<int:pk>/download/<str:fmt>/", exports.job_download, name="job_download"),
 ]

@@ -15,7 +15,7 @@ from goldset.models import TripleState
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
 from goldset.services.triples import SupersededPin, create_triple
-from workbench.roles import ALL_ROLES, Role, has_role, role_required
+from workbench.roles import ALL_ROLES, Role, role_required
 from workbench.services.audit import record_event
 
 PAGE_SIZE = 25
@@ -78,19 +78,12 @@ def write_triple(request):
 
 
 def detail_context(request, triple, *, message_form=None) -> dict:
-    user = request.user
-    is_party = resolution.can_discuss(user=user, triple=triple)
-    decides = user.pk == triple.author_id or has_role(user, Role.LEAD, Role.ADMIN)
-    in_discussion = triple.state == TripleState.IN_DISCUSSION
     return {
         "triple": triple,
         "history": selectors.revision_history(triple=triple),
         "thread": list(selectors.list_messages(triple=triple)),
         "message_form": message_form or MessageForm(),
-        "can_post": in_discussion and is_party,
-        "can_decide": in_discussion and decides,
-        "can_drop": in_discussion and is_party,
-        "can_verify": triple.source == "llm_generated" and triple.human_verified_by_id is None,
+        **selectors.triple_actions_for(user=request.user, triple=triple),
         "children": list(triple.children.order_by("pk")),
     }
 

@@ -14,8 +14,14 @@ from goldset.rules.exports import SNIPPET_PERMISSION, pick_file
 from goldset.selectors import exports as selectors
 from goldset.services import exports as export_files
 from goldset.services import job_downloads
-from goldset.services.freeze import freeze_gold_version, preview_freeze
-from goldset.services.scoring_jobs import RunRejected, create_scoring_job, retry_scoring_job
+from goldset.services.freeze import NothingToFreeze, freeze_gold_version, preview_freeze
+from goldset.services.scoring_jobs import (
+    RunRejected,
+    cancel_scoring_job,
+    create_scoring_job,
+    job_liveness,
+    retry_scoring_job,
+)
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -55,6 +61,9 @@ def version_freeze(request):
                 messages.success(request, f"Froze gold version {version.label}.")
                 return redirect("exports:version", number=version.number)
             preview = preview_freeze(filters=form.filters())
+        except NothingToFreeze as exc:
+            messages.info(request, str(exc))
+            return redirect("exports:version", number=exc.latest.number)
         except GoldsetError as exc:
             error = str(exc)
     context = {"form": form, "preview": preview, "error": error}
@@ -104,7 +113,12 @@ def version_download(request, number, fmt):
 def version_diff(request):
     a = selectors.get_version(number=_int(request.GET.get("a")))
     b = selectors.get_version(number=_int(request.GET.get("b")))
-    diff = selectors.diff_versions(a=a, b=b)
+    try:
+        before = export_files.verified_row_checksums(a)
+        after = export_files.verified_row_checksums(b)
+        diff = selectors.diff_versions(a=a, b=b, before=before, after=after)
+    except export_files.ChecksumMismatch as exc:
+        return _integrity_error(request, exc)
     context = {"diff": diff, "versions": selectors.list_job_versions()}
     return render(request, "exports/version_diff.html", context)
 
@@ -127,6 +141,12 @@ def job_list(request):
         except RunRejected as exc:
             errors = exc.errors
         else:
+            if job.reused:
+                messages.info(
+                    request,
+                    f"This run (sha256 {job.run_sha256[:12]}…) was already uploaded for "
+                    f"v{job.version.number} with these settings: this is its job #{job.pk}.",
+                )
             return redirect("exports:job", pk=job.pk)
     page = Paginator(selectors.list_jobs(), PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"form": form, "errors": errors, "page": page}
@@ -137,16 +157,23 @@ def job_list(request):
 @vary_on_headers("HX-Request")
 def job_detail(request, pk):
     job = selectors.get_job(pk=pk)
+    live = job_liveness(job)
     if request.htmx and request.htmx.target == "job-progress":
+        response = render(
+            request, "exports/job_detail.html#job-progress", {"job": job, "live": live}
+        )
         if job.finished:
-            response = render(request, "exports/job_detail.html#job-progress", {"job": job})
             response["HX-Refresh"] = "true"  # load the results below the finished bar
-            return response
-        return render(request, "exports/job_detail.html#job-progress", {"job": job})
+        return response
     record_event(actor=request.user, verb="scoring_job_viewed", obj=job)
     results = selectors.job_results(job=job) if job.status == "succeeded" else None
     others = selectors.list_jobs().filter(version=job.version, kind=job.kind, status="succeeded")
-    context = {"job": job, "results": results, "others": others.exclude(pk=job.pk)[:20]}
+    context = {
+        "job": job,
+        "live": live,
+        "results": results,
+        "others": others.exclude(pk=job.pk)[:20],
+    }
     return render(request, "exports/job_detail.html", context)
 
 
@@ -158,6 +185,19 @@ def job_retry(request, pk):
         retry_scoring_job(job=job, actor=request.user)
     except GoldsetError as exc:
         messages.error(request, str(exc))
+    return redirect("exports:job", pk=job.pk)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def job_cancel(request, pk):
+    job = selectors.get_job(pk=pk)
+    try:
+        cancel_scoring_job(job=job, actor=request.user)
+    except GoldsetError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, f"Job #{job.pk} is cancelled; you can retry it.")
     return redirect("exports:job", pk=job.pk)
 
 

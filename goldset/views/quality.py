@@ -47,7 +47,11 @@ def agreement_dashboard(request):
 @role_required(Role.LEAD, Role.ADMIN)
 def recompute(request):
     schedule_agreement_recompute(now=True)
-    messages.success(request, "Agreement figures are being recomputed; reload in a moment.")
+    messages.success(
+        request,
+        "A recompute is queued: the figures update as soon as a worker runs it (reload in a "
+        "moment); until then the dashboard marks them as stale.",
+    )
     return redirect("quality:agreement")
 
 

@@ -3,7 +3,9 @@
 from dataclasses import asdict, dataclass
 
 from django.db import connection
+from django.utils import timezone
 
+from goldset.services.jobs import count_stale_jobs, last_reconciler_run, reconcile_interval
 from workbench.celery import app
 
 
@@ -48,8 +50,58 @@ def check_workers(*, timeout: float = 1.5) -> Check:
     return Check("worker", True, f"{len(names)} alive: {', '.join(names)}")
 
 
+def check_jobs() -> Check:
+    """Background work that is not moving: running jobs without a heartbeat for longer than
+    the staleness window, queued jobs nobody picked up, outbox messages not published."""
+    try:
+        stale = count_stale_jobs()
+    except Exception as exc:  # noqa: BLE001
+        return Check("jobs", False, f"{type(exc).__name__}: {exc}")
+    problems = []
+    if stale["running_stale"]:
+        problems.append(f"{stale['running_stale']} running job(s) without a heartbeat")
+    if stale["queued_waiting"]:
+        problems.append(f"{stale['queued_waiting']} queued job(s) no worker picked up")
+    if stale["outbox_oldest_pending"]:
+        problems.append(
+            f"work waiting to be published since {stale['outbox_oldest_pending']:%H:%M:%S} UTC"
+        )
+    if problems:
+        return Check("jobs", False, "; ".join(problems))
+    return Check("jobs", True, "no stale jobs")
+
+
+def check_beat() -> Check:
+    """The periodic reconciler (Celery beat) ran within three intervals."""
+    if app.conf.task_always_eager:
+        return Check("beat", True, "embedded: work runs in-process, no beat needed")
+    try:
+        run = last_reconciler_run(trigger="beat")
+    except Exception as exc:  # noqa: BLE001
+        return Check("beat", False, f"{type(exc).__name__}: {exc}")
+    interval = reconcile_interval()
+    if run is None or run.finished_at is None:
+        return Check("beat", False, "the reconciler has never run from celery beat")
+    age = (timezone.now() - run.finished_at).total_seconds()
+    if age > 3 * interval:
+        return Check(
+            "beat",
+            False,
+            f"the reconciler last ran {age:.0f} s ago (every {interval} s expected): "
+            "is `celery -A workbench beat` running?",
+        )
+    return Check("beat", True, f"the reconciler ran {age:.0f} s ago (every {interval} s)")
+
+
 def run_health_checks() -> dict:
     checks = [check_database(), check_broker()]
     # Pinging workers needs the broker; without it the answer is already known.
     checks.append(check_workers() if checks[1].ok else Check("worker", False, "broker unreachable"))
+    if checks[0].ok:
+        checks += [check_jobs(), check_beat()]
+    else:
+        checks += [
+            Check("jobs", False, "database unreachable"),
+            Check("beat", False, "database unreachable"),
+        ]
     return {"ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}

@@ -6,15 +6,15 @@ from django.db import transaction
 
 from goldset.exceptions import GoldsetError
 from goldset.models import GoldVersion, ScoringJob
-from goldset.services.scoring_jobs import RunRejected, create_scoring_job, recover_orphaned_jobs
-from workbench.celery import app
+from goldset.services.jobs import reconcile
+from goldset.services.scoring_jobs import RunRejected, create_scoring_job
 
 
 class Command(BaseCommand):
     help = (
         "Upload a run (TREC, JSONL or answer log) to score against a frozen version; the job "
-        "runs on a worker (or in-process in the embedded default). --recover re-queues jobs "
-        "of workers that no longer answer."
+        "runs on a worker (or in-process in the embedded default). --recover runs one "
+        "reconciler pass: lost jobs are requeued and pending work is published."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -31,8 +31,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, number, name, k, resamples, recover, **options):
         if recover:
-            alive = {name for reply in app.control.ping(timeout=1.0) for name in reply}
-            self.stdout.write(json.dumps({"requeued": recover_orphaned_jobs(alive_workers=alive)}))
+            self.stdout.write(json.dumps(reconcile(), default=str))
             return
         if file is None or number is None:
             raise CommandError("give a run file and --version N (or --recover)")
@@ -54,5 +53,11 @@ class Command(BaseCommand):
             raise CommandError("rejected, no job created:\n" + "\n".join(exc.errors)) from exc
         except (OSError, GoldsetError) as exc:
             raise CommandError(str(exc)) from exc
+        reused = job.reused
         job = ScoringJob.objects.get(pk=job.pk)
-        self.stdout.write(json.dumps({"job": job.pk, "status": job.status, "summary": job.summary}))
+        out = {"job": job.pk, "status": job.status, "summary": job.summary}
+        if reused:
+            out["message"] = (
+                f"this run (sha256 {job.run_sha256}) was already uploaded: job {job.pk}"
+            )
+        self.stdout.write(json.dumps(out))

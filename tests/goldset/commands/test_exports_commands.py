@@ -46,6 +46,16 @@ def test_freeze_gold_and_score_run_commands(
     with django_capture_on_commit_callbacks(execute=True):
         call_command("score_run", str(run), "--version", "1", stdout=out)
     assert ScoringJob.objects.get().status == JobStatus.SUCCEEDED
+    again = StringIO()
+    call_command("score_run", str(run), "--version", "1", stdout=again)
+    reused = json.loads(again.getvalue())
+    assert reused["job"] == ScoringJob.objects.get().pk and "already uploaded" in reused["message"]
+    recovered = StringIO()
+    call_command("score_run", "--recover", stdout=recovered)
+    summary = json.loads(recovered.getvalue())
+    assert summary["scoring"] == {"requeued": [], "failed": [], "redispatched": []}
+    # The reviews' agreement recompute request was still pending here: the pass published it.
+    assert summary["outbox"]["published"] == 1 and summary["outbox"]["failed"] == 0
     run.write_text("nope Q0 x 1 1.0 s\n")
     with pytest.raises(CommandError, match="rejected, no job created"):
         call_command("score_run", str(run), "--version", "1")

@@ -97,14 +97,35 @@ def test_the_task_recomputes_and_a_second_run_changes_nothing(demo):
 
 
 def test_a_label_schedules_one_debounced_recompute(settings, django_capture_on_commit_callbacks):
-    from django.core.cache import cache
-
+    from goldset.models import OutboxMessage
+    from goldset.selectors.agreement import get_agreement_stale_since as agreement_stale_since
     from goldset.services.agreement import schedule_agreement_recompute
 
-    cache.clear()
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+    assert agreement_stale_since() is None
+    with django_capture_on_commit_callbacks(execute=False):
         assert schedule_agreement_recompute() is True
         assert schedule_agreement_recompute() is False  # inside the debounce window
         assert schedule_agreement_recompute(now=True) is True  # a lead's button skips it
-    assert len(callbacks) == 2
-    cache.clear()
+    requests = OutboxMessage.objects.filter(kind="agreement.recompute").order_by("id")
+    assert [m.dedupe_key for m in requests] == ["agreement-recompute", ""]
+    assert agreement_stale_since() == requests[0].created_at
+
+
+def test_a_recompute_request_is_done_once_the_task_ran_and_the_figures_are_fresh(
+    demo, django_capture_on_commit_callbacks
+):
+    from goldset.models import OutboxMessage
+    from goldset.selectors.agreement import get_agreement_stale_since as agreement_stale_since
+    from goldset.services.agreement import schedule_agreement_recompute
+
+    with django_capture_on_commit_callbacks(execute=False):
+        schedule_agreement_recompute()
+    assert agreement_stale_since() is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        schedule_agreement_recompute(now=True)
+    # The lead's recompute ran in-process (embedded mode) and covered the earlier request.
+    assert not OutboxMessage.objects.filter(
+        kind="agreement.recompute", done_at__isnull=True
+    ).exists()
+    assert agreement_stale_since() is None
+    assert AgreementSnapshot.objects.exists()

@@ -154,7 +154,7 @@ def test_the_migration_seals_items_already_handed_out(domain):
     added = _add_items(domain, 1)[0]
     CalibrationItem.objects.update(set_version=None)
     CalibrationSet.objects.update(version=0)
-    migration = importlib.import_module("goldset.migrations.0008_integrity_calibration_versions")
+    migration = importlib.import_module("goldset.migrations.0009_integrity_calibration_versions")
     migration.seal_started_items(apps, None)
     assert CalibrationSet.objects.get(domain=domain).version == 1
     assert CalibrationItem.objects.filter(set_version=1).count() == 6

@@ -21,19 +21,8 @@ from goldset.services.reviews import claim_next_assignment, submit_review
 from tests.factories import BlockVersionFactory, CustomerFactory, DomainFactory
 from tests.goldset.curation_support import block_version, claim, review, write_triple
 from workbench.models import AuditEvent
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        "lead": make_user(Role.LEAD, username="lead"),
-        "admin": make_user(Role.ADMIN, username="admin"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 7)},
-    }
 
 
 def _discussion(team):

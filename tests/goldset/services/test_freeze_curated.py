@@ -17,18 +17,8 @@ from tests.factories import (
     DomainFactory,
 )
 from tests.goldset.curation_support import review, write_triple
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "admin": make_user(Role.ADMIN, username="boss"),
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 3)},
-    }
 
 
 def gold(team, **fields):
@@ -155,3 +145,19 @@ def test_unrag_export_round_trips_through_the_corpus_importer(team, corpus, admi
         0,
     )
     assert summary.versions_unchanged == len(corpus)
+
+
+def test_a_double_clicked_freeze_page_makes_one_version_and_says_so(team, corpus, client_for):
+    from django.urls import reverse
+
+    from goldset.models import GoldVersion
+
+    for bv in corpus[:2]:
+        gold(team, version=bv)
+    admin = client_for(team["admin"])
+    first = admin.post(reverse("exports:freeze"), {"action": "freeze"})
+    second = admin.post(reverse("exports:freeze"), {"action": "freeze"}, follow=True)
+    assert first.status_code == 302 and first["Location"] == reverse("exports:version", args=[1])
+    assert second.status_code == 200
+    assert "nothing to freeze: the selection is identical to v1" in second.content.decode()
+    assert list(GoldVersion.objects.values_list("number", flat=True)) == [1]

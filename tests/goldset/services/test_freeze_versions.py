@@ -25,11 +25,12 @@ def file_bytes(version, fmt, redacted=False):
     return exports.read_verified_bytes(stored), stored.sha256
 
 
-def test_freezing_twice_without_changes_gives_identical_files_and_checksums(admin_user):
+def test_freezing_the_same_rows_again_gives_identical_files_and_checksums(admin_user):
     versions = make_gold_corpus(7)
     v1 = store_frozen_version(rows=rows_for(versions), actor=admin_user, filters={"domain": None})
+    store_frozen_version(rows=rows_for(versions[:3]), actor=admin_user)
     v2 = store_frozen_version(rows=rows_for(versions), actor=admin_user, filters={"domain": None})
-    assert (v1.number, v2.number, v2.parent_id) == (1, 2, v1.pk)
+    assert (v1.number, v2.number) == (1, 3)
     assert v1.rows_sha256 == v2.rows_sha256
     for fmt, redacted in [
         (ExportFormat.GOLD_JSONL, False),
@@ -40,7 +41,20 @@ def test_freezing_twice_without_changes_gives_identical_files_and_checksums(admi
         (ExportFormat.PROBE_PACKETS, True),
     ]:
         assert file_bytes(v1, fmt, redacted) == file_bytes(v2, fmt, redacted)
-    assert v2.manifest["diff"] == {"against": 1, "added": [], "removed": [], "changed": []}
+    assert v2.manifest["diff"]["added"] == [f"T-{i:04d}" for i in range(3, 7)]
+
+
+def test_a_freeze_identical_to_the_last_version_says_so_and_creates_nothing(admin_user):
+    from goldset.services.freeze import NothingToFreeze
+    from workbench.models import AuditEvent
+
+    versions = make_gold_corpus(4)
+    v1 = store_frozen_version(rows=rows_for(versions), actor=admin_user)
+    events = AuditEvent.objects.count()
+    with pytest.raises(NothingToFreeze, match="identical to v1 \\(4 triples, same checksums\\)"):
+        store_frozen_version(rows=rows_for(versions), actor=admin_user, note="double click")
+    assert list(GoldVersion.objects.values_list("number", flat=True)) == [v1.number]
+    assert GoldVersionRow.objects.count() == 4 and AuditEvent.objects.count() == events
 
 
 def test_after_a_change_the_diff_lists_exactly_the_changed_ids(admin_user):
@@ -152,3 +166,30 @@ def test_sql_writes_to_a_frozen_version_fail_on_postgresql(postgres, admin_user,
         with connection.cursor() as cursor:
             cursor.execute(sql, [version.pk])
     assert GoldVersionRow.objects.filter(version=version).count() == 2
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "workbench_auditevent",
+        "goldset_goldversion",
+        "goldset_goldversionrow",
+        "goldset_goldversionfile",
+        "goldset_goldversionfilechunk",
+    ],
+)
+def test_truncate_is_refused_on_every_protected_table(postgres, admin_user, table):
+    from workbench.models import AuditEvent
+
+    store_frozen_version(rows=rows_for(make_gold_corpus(2)), actor=admin_user)
+    rows_before = GoldVersionRow.objects.count()
+    events_before = AuditEvent.objects.count()
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred FK checks pending
+        cursor.execute("SET LOCAL goldset.allow_truncate = 'off'")  # as any real session
+        with pytest.raises(DatabaseError, match="TRUNCATE on public.* is not allowed"):
+            with transaction.atomic():
+                cursor.execute(f"TRUNCATE {table} CASCADE")
+        cursor.execute("SET LOCAL goldset.allow_truncate = 'on'")
+    assert GoldVersionRow.objects.count() == rows_before == 2
+    assert AuditEvent.objects.count() == events_before > 0

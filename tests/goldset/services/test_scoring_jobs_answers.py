@@ -136,3 +136,37 @@ def test_a_bad_answer_log_is_rejected_with_line_numbers(frozen):
     assert "line 2: unknown question id 'nope'" in errors
     assert "line 3: question" in errors and "already appears on line 1" in errors
     assert "line 3: citations: unknown passage id 'ghost'" in errors
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"retrieved_passages": [{"passage_id": "blk-memo-02", "rank": 1}] * 2},
+            "line 1: retrieved_passages[1].rank: rank 1 is also given to retrieved_passages[0]",
+        ),
+        (
+            {
+                "retrieved_passages": [
+                    {"passage_id": "blk-memo-02", "rank": 1},
+                    {"passage_id": "blk-memo-02", "rank": 2},
+                ]
+            },
+            "line 1: retrieved_passages[1].passage_id: 'blk-memo-02' is also",
+        ),
+        (
+            {"retrieved_passages": [{"passage_id": "blk-memo-02", "rank": "1"}]},
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got '1'",
+        ),
+        ({"latency_ms": -3}, "line 1: latency_ms: expected a finite number ≥ 0, got -3"),
+        ({"citations": "blk-memo-02"}, "line 1: citations: expected a list of passage ids"),
+    ],
+)
+def test_tied_ranks_and_bad_numbers_reject_the_answer_log(frozen, change, expected):
+    version, record, admin = frozen
+    line = json.loads(answer_log(record))
+    line.update(change)
+    data = (json.dumps(line) + "\n").encode()
+    with pytest.raises(RunRejected) as rejected:
+        create_scoring_job(version=version, name="rag", data=data, filename="a.jsonl", actor=admin)
+    assert any(expected in error for error in rejected.value.errors), rejected.value.errors

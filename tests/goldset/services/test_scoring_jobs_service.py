@@ -1,22 +1,34 @@
 """Scoring jobs: whole-file validation, scoring with the library, idempotent re-delivery,
 failure and retry. Tasks run in-process (eager) here; tests/goldset/worker has the real worker."""
 
+import datetime as dt
 import json
 import subprocess
 import sys
 
 import pytest
+from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
-from goldset.models import JobStatus, ScoreAggregate, ScoreQueryResult, ScoringJob
+from goldset.models import (
+    JobStatus,
+    OutboxMessage,
+    ReconcilerRun,
+    ScoreAggregate,
+    ScoreQueryResult,
+    ScoringJob,
+)
 from goldset.services.freeze import store_frozen_version
+from goldset.services.jobs import reconcile
 from goldset.services.scoring_jobs import (
     RunRejected,
+    cancel_scoring_job,
     create_scoring_job,
     default_resamples,
-    recover_orphaned_jobs,
+    reconcile_scoring_jobs,
     retry_scoring_job,
     run_scoring_job,
+    strata_csv,
 )
 from tests.factories import gold_row_for, make_gold_corpus
 
@@ -121,6 +133,8 @@ def test_results_equal_the_scoring_cli_on_the_same_files(
     }
     (tmp_path / "gold.jsonl").write_bytes(version.files.get(format="gold_jsonl").chunks.get().data)
     (tmp_path / "run.trec").write_bytes(data)
+    (tmp_path / "strata.csv").write_bytes(strata_csv(job))
+    assert job.summary["ci_strata"]["by"] == ["domain", "task_type"]
     cli = subprocess.run(
         [
             sys.executable,
@@ -134,6 +148,8 @@ def test_results_equal_the_scoring_cli_on_the_same_files(
             "--all-queries",
             "--per-query",
             "--ci",
+            "--strata",
+            str(tmp_path / "strata.csv"),
             "--resamples",
             "2000",
             "--seed",
@@ -183,7 +199,7 @@ def test_a_failed_job_shows_the_reason_and_can_be_retried(
     job.run_chunks.update(data=b"Q-000 Q0 x 1 1.0 s\n")
     failed = run_scoring_job(job_id=job.pk, worker="w1@host")
     assert failed.status == JobStatus.FAILED and "does not match its sha256" in failed.error
-    with pytest.raises(GoldsetError, match="only a failed job"):
+    with pytest.raises(GoldsetError, match="only a failed, cancelled or stuck job"):
         retry_scoring_job(
             job=ScoringJob.objects.create(
                 version=version,
@@ -206,19 +222,156 @@ def test_a_failed_job_shows_the_reason_and_can_be_retried(
     assert job.status == JobStatus.SUCCEEDED and job.attempts == 2 and job.error == ""
 
 
-def test_orphaned_running_jobs_are_requeued_once(
+def _running(job, *, worker, seconds_ago, attempts=1):
+    ScoringJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING,
+        worker=worker,
+        claim="old-claim",
+        attempts=attempts,
+        heartbeat_at=timezone.now() - dt.timedelta(seconds=seconds_ago),
+    )
+
+
+def test_a_running_job_without_heartbeat_is_requeued_once_by_the_reconciler_whatever_the_worker(
+    version, admin_user, settings, django_capture_on_commit_callbacks
+):
+    settings.JOB_STALE_SECONDS = 60
+    with django_capture_on_commit_callbacks(execute=False):
+        job = create(version, trec_run(version), admin_user, resamples=500)
+    _running(job, worker="w1@host", seconds_ago=30)
+    assert reconcile_scoring_jobs()["requeued"] == []  # heartbeat within the window: alive
+    _running(job, worker="w1@host", seconds_ago=61)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert reconcile_scoring_jobs()["requeued"] == [job.pk]
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and job.attempts == 2, job.error
+    assert "Attempt 1 on worker w1@host was lost: no heartbeat since" in job.notice
+    assert "Requeued by the reconciler" in job.notice
+    assert reconcile_scoring_jobs() == {"requeued": [], "failed": [], "redispatched": []}
+
+
+def test_a_job_lost_on_its_last_attempt_fails_with_a_message_and_can_be_retried(
+    version, admin_user, settings, django_capture_on_commit_callbacks
+):
+    settings.JOB_STALE_SECONDS = 60
+    with django_capture_on_commit_callbacks(execute=False):
+        job = create(version, trec_run(version), admin_user, resamples=500)
+    assert job.max_attempts == 3
+    _running(job, worker="w1@host", seconds_ago=600, attempts=3)
+    assert reconcile_scoring_jobs()["failed"] == [job.pk]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.finished_at is not None
+    assert "All 3 attempts are used; retry the job" in job.error
+    with django_capture_on_commit_callbacks(execute=True):
+        retry_scoring_job(job=job, actor=admin_user)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and job.attempts == 4 and job.max_attempts == 6
+    assert "Retried by admin-test" in job.notice
+
+
+def test_a_redelivered_task_takes_over_a_stale_job_even_under_the_same_worker_name(
+    version, admin_user, settings, django_capture_on_commit_callbacks
+):
+    settings.JOB_STALE_SECONDS = 60
+    with django_capture_on_commit_callbacks(execute=False):
+        job = create(version, trec_run(version), admin_user, resamples=500)
+    _running(job, worker="w1@host", seconds_ago=5)
+    fresh = run_scoring_job(job_id=job.pk, worker="w1@host")
+    assert fresh.status == JobStatus.RUNNING and fresh.attempts == 1  # a live attempt holds it
+    _running(job, worker="w1@host", seconds_ago=120)
+    done = run_scoring_job(job_id=job.pk, worker="w1@host")
+    assert done.status == JobStatus.SUCCEEDED and done.attempts == 2
+    assert "Taken over by w1@host" in done.notice
+    assert ScoreQueryResult.objects.filter(job=job).count() == 12
+
+
+def test_a_cancelled_attempt_stops_and_writes_nothing_and_the_job_can_be_retried(
     version, admin_user, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False):
         job = create(version, trec_run(version), admin_user, resamples=500)
-    ScoringJob.objects.filter(pk=job.pk).update(
-        status=JobStatus.RUNNING, worker="dead@host", attempts=1
-    )
-    assert recover_orphaned_jobs(alive_workers={"dead@host"}) == []
-    assert recover_orphaned_jobs(alive_workers={"other@host"}) == [job.pk]
+    _running(job, worker="w1@host", seconds_ago=1)
+    cancelled = cancel_scoring_job(job=job, actor=admin_user)
+    assert cancelled.status == JobStatus.CANCELLED and cancelled.finished
+    assert "Cancelled by admin-test" in cancelled.notice
+    with pytest.raises(GoldsetError, match="already cancelled"):
+        cancel_scoring_job(job=job, actor=admin_user)
+    # The old attempt's next progress write finds its claim gone and stops.
+    from goldset.services.scoring_jobs import JobAbandoned, _Progress
+
+    with pytest.raises(JobAbandoned):
+        _Progress(job.pk, "old-claim").step(50)
+    assert not ScoreQueryResult.objects.filter(job=job).exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        retry_scoring_job(job=job, actor=admin_user)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+
+
+def test_a_live_running_job_cannot_be_retried_but_a_stuck_one_can(
+    version, admin_user, settings, django_capture_on_commit_callbacks
+):
+    settings.JOB_STALE_SECONDS = 60
+    with django_capture_on_commit_callbacks(execute=False):
+        job = create(version, trec_run(version), admin_user, resamples=500)
+    _running(job, worker="w1@host", seconds_ago=5)
+    with pytest.raises(GoldsetError, match="its worker is alive"):
+        retry_scoring_job(job=job, actor=admin_user)
+    _running(job, worker="w1@host", seconds_ago=90)
+    with django_capture_on_commit_callbacks(execute=True):
+        retry_scoring_job(job=job, actor=admin_user)
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED and job.attempts == 2
-    assert recover_orphaned_jobs(alive_workers=set()) == []
+
+
+def test_a_queued_job_whose_message_is_gone_is_dispatched_again(
+    version, admin_user, settings, django_capture_on_commit_callbacks
+):
+    settings.OUTBOX_REDISPATCH_SECONDS = 60
+    with django_capture_on_commit_callbacks(execute=False):
+        job = create(version, trec_run(version), admin_user, resamples=500)
+    # The message was published, then lost by the broker (Redis restarted without persistence).
+    message = OutboxMessage.objects.get(kind="scoring.run")
+    long_ago = timezone.now() - dt.timedelta(seconds=300)
+    OutboxMessage.objects.filter(pk=message.pk).update(
+        dispatched_at=long_ago, available_at=long_ago, created_at=long_ago
+    )
+    ScoringJob.objects.filter(pk=job.pk).update(queued_at=long_ago)
+    with django_capture_on_commit_callbacks(execute=True):
+        summary = reconcile()
+    assert summary["outbox"]["lost_messages"] == 1 and summary["outbox"]["published"] == 1
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and job.attempts == 1
+    # A queued job with no message at all (dispatch failed after commit) is dispatched too.
+    with django_capture_on_commit_callbacks(execute=False):
+        other = create(version, trec_run(version, skip={"Q-001"}), admin_user, resamples=500)
+    OutboxMessage.objects.filter(dedupe_key=f"scoring-job:{other.pk}").update(
+        started_at=long_ago, done_at=long_ago
+    )
+    ScoringJob.objects.filter(pk=other.pk).update(queued_at=long_ago)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert reconcile()["scoring"]["redispatched"] == [other.pk]
+    other.refresh_from_db()
+    assert other.status == JobStatus.SUCCEEDED
+    assert ReconcilerRun.objects.get().finished_at is not None
+
+
+def test_the_same_run_uploaded_twice_gives_the_same_job(
+    version, admin_user, django_capture_on_commit_callbacks
+):
+    data = trec_run(version)
+    with django_capture_on_commit_callbacks(execute=False):
+        first = create(version, data, admin_user)
+        second = create(version, data, admin_user)
+    assert first.reused is False and second.reused is True and second.pk == first.pk
+    assert ScoringJob.objects.count() == 1
+    with django_capture_on_commit_callbacks(execute=False):
+        other_k = create(version, data, admin_user, k=5)
+    assert other_k.pk != first.pk
+    ScoringJob.objects.filter(pk=first.pk).update(status=JobStatus.FAILED)
+    with django_capture_on_commit_callbacks(execute=False):
+        after_failure = create(version, data, admin_user)
+    assert after_failure.pk not in (first.pk, other_k.pk)
 
 
 def test_default_resamples_shrink_only_for_very_large_runs():

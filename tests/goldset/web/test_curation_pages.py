@@ -19,21 +19,10 @@ from goldset.services.resolution import mark_superseded_pins
 from tests.factories import BlockVersionFactory
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.models import AuditEvent
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
 
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "review-card"}
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        "lead": make_user(Role.LEAD, username="lead"),
-        "admin": make_user(Role.ADMIN, username="admin"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 5)},
-    }
 
 
 def _next(client):

@@ -9,19 +9,8 @@ from goldset.services.resolution import mark_superseded_pins
 from goldset.services.reviews import claim_next_assignment
 from tests.factories import BlockVersionFactory, CustomerFactory
 from tests.goldset.curation_support import review, write_triple
-from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def team(make_user):
-    return {
-        "author": make_user(Role.ANNOTATOR, username="author"),
-        "lead": make_user(Role.LEAD, username="lead"),
-        "admin": make_user(Role.ADMIN, username="admin"),
-        **{f"r{i}": make_user(Role.ANNOTATOR, username=f"rev{i}") for i in range(1, 4)},
-    }
 
 
 def populate(team, n):

@@ -248,9 +248,9 @@ def test_version_and_job_lists_keep_a_constant_query_count(
     client_for, admin_user, django_assert_max_num_queries, n
 ):
     versions = make_gold_corpus(2)
-    for _ in range(n):
+    for k in range(n):
         frozen = store_frozen_version(
-            rows=[gold_row_for(bv, triple_id=f"T{i}") for i, bv in enumerate(versions)],
+            rows=[gold_row_for(bv, triple_id=f"T{i}-{k}") for i, bv in enumerate(versions)],
             actor=admin_user,
         )
         ScoringJob.objects.create(

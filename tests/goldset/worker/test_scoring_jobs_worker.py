@@ -20,7 +20,7 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services.freeze import store_frozen_version
-from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.scoring_jobs import create_scoring_job, strata_csv
 from workbench.celery import app
 
 pytestmark = pytest.mark.worker
@@ -87,6 +87,8 @@ def cli_result(tmp_path, job, data):
     )
     (tmp_path / "gold.jsonl").write_bytes(gold)
     (tmp_path / "run.trec").write_bytes(data)
+    strata = tmp_path / "strata.csv"
+    strata.write_bytes(strata_csv(job))
     out = subprocess.run(
         [
             sys.executable,
@@ -99,6 +101,8 @@ def cli_result(tmp_path, job, data):
             str(tmp_path / "run.trec"),
             "--all-queries",
             "--ci",
+            "--strata",
+            str(strata),
             "--resamples",
             str(job.resamples),
             "--seed",

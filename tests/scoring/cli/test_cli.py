@@ -62,10 +62,8 @@ def test_retrieval_all_queries_ci_and_metric_subset(capsys, write):
             "--ci",
             "--resamples",
             "200",
-            "--k",
-            "1",
             "--metrics",
-            "hit,map",
+            "hit@1,map",
         ],
     )
     payload = json.loads(out)
@@ -141,7 +139,7 @@ def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as info:
         main(["retrieval", "--qrels", "q", "--run", "r", "--metrics", "recall,bogus"])
     assert info.value.code == 2
-    assert "unknown metric" in capsys.readouterr().err
+    assert "unknown measure" in capsys.readouterr().err
 
 
 LABELS = "item,annotator,label\n" + "".join(
@@ -292,11 +290,11 @@ def test_probe_cli_reports_pcs_caps_and_release(capsys, write):
 @pytest.mark.parametrize(
     ("which", "content", "expected"),
     [
-        ("questions", '{"question_id": "q"}\n', "line 1: missing field 'gold_evidence'"),
+        ("questions", '{"question_id": "q"}\n', "line 1: gold_evidence: missing field"),
         (
             "questions",
             '{"question_id": "q", "gold_evidence": [{"passage_id": "p", "label": "sufficient", "effective": "soon"}]}\n',
-            "line 1: effective 'soon'",
+            "line 1: gold_evidence[0].effective: 'soon'",
         ),
         (
             "answers",
@@ -313,6 +311,56 @@ def test_probe_cli_reports_pcs_caps_and_release(capsys, write):
             '{"question_id": "q", "retrieved_passages": [{"rank": 1}], "citations": []}\n',
             "line 1: retrieved_passages[0]",
         ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 0}], "citations": []}\n',
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got 0",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": -1}], "citations": []}\n',
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got -1",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": "1"}], "citations": []}\n',
+            "line 1: retrieved_passages[0].rank: expected an integer ≥ 1, got '1'",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}, {"passage_id": "r", "rank": 1}], "citations": []}\n',
+            "line 1: retrieved_passages[1].rank: rank 1 is also given",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}, {"passage_id": "p", "rank": 2}], "citations": []}\n',
+            "line 1: retrieved_passages[1].passage_id: 'p' is also",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}], "citations": "p"}\n',
+            "line 1: citations: expected a list of passage id strings",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}], "citations": [], "latency_s": NaN}\n',
+            "line 1: latency_s: expected a finite number",
+        ),
+        (
+            "answers",
+            '{"question_id": "q", "retrieved_passages": [{"passage_id": "p", "rank": 1}], "citations": [], "latency_ms": -5}\n',
+            "line 1: latency_ms: expected a finite number ≥ 0, got -5",
+        ),
+        (
+            "questions",
+            '{"question_id": "q", "gold_evidence": [{"passage_id": "p", "label": "sufficient", "authority": "high"}]}\n',
+            "line 1: authority: expected a finite number in [0, 1], got 'high'",
+        ),
+        (
+            "questions",
+            '{"question_id": "q", "gold_evidence": [{"passage_id": "p", "label": "sufficent"}]}\n',
+            "line 1: gold_evidence[0].label: 'sufficent' is not one of",
+        ),
     ],
 )
 def test_probe_bad_input_exits_2(capsys, write, which, content, expected):
@@ -328,3 +376,77 @@ def test_probe_bad_input_exits_2(capsys, write, which, content, expected):
     )
     assert code == 2 and out == ""
     assert files[which] in err and expected in err
+
+
+def test_retrieval_catalogue_in_one_call_with_trec_q_output(capsys, write):
+    metrics = "map,rprec,bpref,ndcg,infap,precision@5,precision@20,recall@100,ndcg@20,map@10,mrr"
+    argv = ["retrieval", "--qrels", write("q.txt", QRELS), "--run", write("r.txt", RUN)]
+    code, out, _ = _run(capsys, [*argv, "--metrics", metrics])
+    payload = json.loads(out)
+    assert code == 0 and list(payload["aggregate"]) == metrics.split(",")
+    assert payload["aggregate"]["mrr"] == pytest.approx((1 + 0.5) / 2)
+    code, out, _ = _run(capsys, [*argv, "--metrics", "P_5,mrr", "--format", "trec", "--per-query"])
+    assert code == 0
+    assert out.splitlines() == [
+        "precision@5           \tq1\t0.2000",
+        "mrr                   \tq1\t1.0000",
+        "precision@5           \tq2\t0.2000",
+        "mrr                   \tq2\t0.5000",
+        "num_q                 \tall\t2",
+        "precision@5           \tall\t0.2000",
+        "mrr                   \tall\t0.7500",
+    ]
+    code, out, _ = _run(capsys, [*argv, "--metrics", "mrr", "-l", "2", "-J", "--format", "trec"])
+    assert code == 0 and out.splitlines()[-1] == "mrr                   \tall\t0.5000"
+
+
+def test_compare_runs_paired_tests_with_holm(capsys, write):
+    qrels = "".join(f"q{i} 0 d{i} 1\n" for i in range(12))
+    good = "".join(f"q{i} Q0 d{i} 1 2.0 t\nq{i} Q0 x{i} 2 1.0 t\n" for i in range(12))
+    bad = "".join(f"q{i} Q0 d{i} 2 1.0 t\nq{i} Q0 x{i} 1 2.0 t\n" for i in range(12))
+    code, out, _ = _run(
+        capsys,
+        [
+            "compare",
+            "--qrels",
+            write("q.txt", qrels),
+            "--run",
+            write("good.txt", good),
+            "--run",
+            write("bad.txt", bad),
+            "--metrics",
+            "mrr,hit@1",
+            "--wilcoxon-method",
+            "exact",
+        ],
+    )
+    payload = json.loads(out)
+    assert code == 0 and payload["n_queries"] == 12 and payload["correction"] == "holm"
+    mrr, hit = payload["pairs"]
+    assert (mrr["metric"], mrr["test"], mrr["method"]) == ("mrr", "Wilcoxon signed-rank", "exact")
+    assert mrr["pvalue"] == pytest.approx(2 / 2**12) and mrr["wins"] == 12
+    assert hit["test"] == "McNemar" and hit["adjusted"] == pytest.approx(2 * 2 / 2**12)
+    assert mrr["reject"] and hit["reject"]
+
+
+def test_compare_needs_two_runs(capsys, write):
+    code, out, err = _run(
+        capsys, ["compare", "--qrels", write("q.txt", QRELS), "--run", write("r.txt", RUN)]
+    )
+    assert code == 2 and out == "" and "at least two runs" in err
+
+
+def test_ordinal_agreement_on_text_labels_needs_the_order(capsys, write):
+    rows = "item,annotator,label\n" + "".join(
+        f"i{i},{who},{lab}\n"
+        for i, pair in enumerate(
+            [("fully_grounded", "fully_grounded"), ("misgrounded", "ungrounded")] * 5
+        )
+        for who, lab in zip("AB", pair, strict=True)
+    )
+    path = write("l.csv", rows)
+    argv = ["agreement", "--labels", path, "--metric", "krippendorff", "--level", "ordinal"]
+    code, out, err = _run(capsys, argv)
+    assert code == 2 and "needs the category order" in err
+    code, out, _ = _run(capsys, [*argv, "--axis", "grounding"])
+    assert code == 0 and json.loads(out)["value"] is not None

@@ -138,11 +138,28 @@ def test_weighted_kappa_orders_categories_by_declared_scale():
         expected = sm_cohens_kappa(table, wt=wt).kappa
         got = cohen_kappa(a, b, weights=wt, categories=scale).value
         assert got == pytest.approx(expected, abs=1e-12)
-    # Alphabetical order would put "fully" next to "misgrounded" and change the weighted value.
-    alphabetical = cohen_kappa(a, b, weights="quadratic").value
-    assert alphabetical != pytest.approx(
-        cohen_kappa(a, b, weights="quadratic", categories=scale).value
+    # Alphabetical order would put "fully" next to "misgrounded": without the order it is an
+    # error, never a silent alphabetical scale.
+    with pytest.raises(AgreementError, match="needs the category order"):
+        cohen_kappa(a, b, weights="quadratic")
+    assert cohen_kappa(a, b).value is not None  # unweighted κ needs no order
+
+
+def test_ordinal_alpha_on_text_labels_needs_the_order():
+    from scoring.agreement import AXIS_SCALES
+
+    table = np.array(
+        [["fully_grounded", "misgrounded"], ["ungrounded", "ungrounded"], ["misgrounded", None]],
+        dtype=object,
     )
+    with pytest.raises(AgreementError, match="ordinal α on text labels needs the category order"):
+        krippendorff_alpha(table, level="ordinal")
+    assert krippendorff_alpha(table, level="nominal").value is not None
+    ordered = krippendorff_alpha(table, level="ordinal", categories=AXIS_SCALES["grounding"])
+    numeric = krippendorff_alpha(
+        np.array([[3, 1], [0, 0], [1, None]], dtype=object), level="ordinal"
+    )
+    assert ordered.value == pytest.approx(numeric.value, abs=1e-12)
 
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])

@@ -248,3 +248,27 @@ def test_duplicates_are_confirmed_on_strings_when_hashes_collide(write, collidin
     with pytest.raises(InputError) as info:
         read_run(write("dup.txt", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq1 Q0 a 3 0.5 t\n"))
     assert (info.value.line, "listed twice" in info.value.message) == (3, True)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["{q}\t0\t{d}\t1", "{q}  0 {d} 1", "{q} 0 {d} 1 ", " {q} 0 {d} 1", "{q} 0 {d} 1"],
+)
+def test_trec_query_ids_stay_strings_on_every_path(write, layout):
+    """`07`, `7`, `7.0` and `2` are four queries, on the pyarrow and the pandas path alike."""
+    ids = ["07", "7", "7.0", "2"]
+    lines = [layout.format(q=q, d=f"d{i}") for i, q in enumerate(ids)]
+    qrels = read_qrels(write("q.txt", "\n".join(lines) + "\n"))
+    assert qrels.query_id.tolist() == ids
+    assert sorted(qrels.queries.tolist()) == sorted(ids)
+    run_lines = [
+        layout.replace(" 1", " 1 0.5 tag")
+        .replace("\t1", "\t1\t0.5\ttag")
+        .replace("\t0\t", "\tQ0\t")
+        .replace(" 0 ", " Q0 ")
+        .format(q=q, d="0" + str(i))
+        for i, q in enumerate(ids)
+    ]
+    run = read_run(write("r.txt", "\n".join(run_lines) + "\n"))
+    assert run.query_id.tolist() == ids
+    assert run.doc_id.tolist() == ["00", "01", "02", "03"]

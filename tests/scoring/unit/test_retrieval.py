@@ -14,7 +14,9 @@ from scoring.errors import InputError
 from scoring.io import Qrels, Run
 from scoring.retrieval import compute, evaluate, metric_labels, prepare
 
-ALL = ["recall", "precision", "hit", "mrr", "ndcg", "map"]
+
+def _all(k: int) -> list[str]:
+    return [f"recall@{k}", f"precision@{k}", f"hit@{k}", f"mrr@{k}", "mrr", f"ndcg@{k}", "map"]
 
 
 def _eval(qrels, run, **kw):
@@ -24,7 +26,7 @@ def _eval(qrels, run, **kw):
 def test_hand_computed_example():
     qrels = {"q1": {"a": 1, "b": 2, "c": 0}}
     run = {"q1": {"x": 3.0, "b": 2.0, "c": 1.5, "a": 1.0}}
-    result = _eval(qrels, run, k=3, metrics=ALL)
+    result = _eval(qrels, run, metrics=_all(3))
     pq = {label: values[0] for label, values in result.per_query.items()}
     assert pq["recall@3"] == 0.5
     assert pq["precision@3"] == pytest.approx(1 / 3)
@@ -45,14 +47,14 @@ def test_ties_are_broken_by_doc_id_descending_and_rank_column_ignored():
 
 
 def test_precision_divides_by_k_for_short_rankings():
-    result = _eval({"q": {"a": 1}}, {"q": {"a": 1.0}}, k=10, metrics=["precision"])
+    result = _eval({"q": {"a": 1}}, {"q": {"a": 1.0}}, metrics=["precision@10"])
     assert result.aggregate["precision@10"] == 0.1
 
 
 def test_query_without_relevant_documents_scores_zero_and_counts():
     qrels = {"q1": {"a": 1}, "q2": {"b": 0}}
     run = {"q1": {"a": 1.0}, "q2": {"b": 1.0}}
-    result = _eval(qrels, run, metrics=["hit", "recall"])
+    result = _eval(qrels, run, metrics=["hit@10", "recall@10"])
     assert result.n_queries == 2
     assert result.aggregate["hit@10"] == 0.5
     assert result.aggregate["recall@10"] == 0.5
@@ -66,7 +68,7 @@ def test_unrag_empty_relevant_set_gives_hit_zero():
         queries=np.array(["q1", "q_unrelated"], dtype=object),
     )
     run = Run.from_dict({"q1": {"a": 1.0}, "q_unrelated": {"z": 1.0}})
-    result = evaluate(qrels, run, metrics=["hit", "precision"])
+    result = evaluate(qrels, run, metrics=["hit@10", "precision@10"])
     per = dict(zip(result.query_ids, result.per_query["hit@10"], strict=True))
     assert per == {"q1": 1.0, "q_unrelated": 0.0}
 
@@ -74,9 +76,9 @@ def test_unrag_empty_relevant_set_gives_hit_zero():
 def test_queries_missing_from_run_count_only_with_all_queries():
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     run = {"q1": {"a": 1.0}, "q9": {"b": 1.0}}
-    default = _eval(qrels, run, metrics=["hit"])
+    default = _eval(qrels, run, metrics=["hit@10"])
     assert (default.n_queries, default.aggregate["hit@10"]) == (1, 1.0)
-    every = _eval(qrels, run, metrics=["hit"], all_queries=True)
+    every = _eval(qrels, run, metrics=["hit@10"], all_queries=True)
     assert (every.n_queries, every.aggregate["hit@10"]) == (2, 0.5)
 
 
@@ -88,24 +90,40 @@ def test_no_overlap_between_run_and_qrels_is_an_input_error():
 def test_exponential_gain_option():
     qrels = {"q": {"a": 2, "b": 1}}
     run = {"q": {"b": 2.0, "a": 1.0}}
-    result = _eval(qrels, run, k=2, metrics=["ndcg"], gain="exponential")
+    result = _eval(qrels, run, metrics=["ndcg@2"], gain="exponential")
     dcg = 1 + 3 / math.log2(3)
     idcg = 3 + 1 / math.log2(3)
     assert result.aggregate["ndcg@2"] == pytest.approx(dcg / idcg)
 
 
 def test_metric_labels_and_unknown_metric():
-    assert metric_labels(["recall", "mrr", "map"], 5) == ["recall@5", "mrr@5", "mrr", "map"]
-    with pytest.raises(ValueError, match="unknown metric"):
+    assert metric_labels(["recall@5", "mrr", "map@5", "P_5", "rbp(0.9)"]) == [
+        "recall@5",
+        "mrr",
+        "map@5",
+        "precision@5",
+        "rbp(0.9)",
+    ]
+    assert metric_labels(["ndcg_cut_10", "Rprec", "infAP", "recip_rank", "set_P"]) == [
+        "ndcg@10",
+        "rprec",
+        "infap",
+        "mrr",
+        "precision",
+    ]
+    for bad in ["bpref@5", "rprec@10", "recall@0", "rbp(1.5)", "map(0.5)"]:
+        with pytest.raises(ValueError):
+            metric_labels([bad])
+    with pytest.raises(ValueError, match="unknown measure"):
         _eval({"q": {"a": 1}}, {"q": {"a": 1.0}}, metrics=["bogus"])
 
 
 def test_compute_on_prepared_arrays_matches_evaluate():
     qrels = Qrels.from_dict({"q1": {"a": 1, "b": 1}, "q2": {"c": 3}})
     run = Run.from_dict({"q1": {"b": 0.3, "z": 0.9}, "q2": {"c": 0.1}})
-    _, prepared = prepare(qrels, run, k=5)
-    arrays = compute(prepared, k=5, metrics=["recall", "ndcg"])
-    result = evaluate(qrels, run, k=5, metrics=["recall", "ndcg"])
+    _, prepared = prepare(qrels, run)
+    arrays = compute(prepared, metrics=["recall@5", "ndcg"])
+    result = evaluate(qrels, run, metrics=["recall@5", "ndcg"])
     for label in arrays:
         np.testing.assert_array_equal(arrays[label], result.per_query[label])
 
@@ -170,7 +188,7 @@ def _reference(qrels, run, k):
 def test_per_query_values_equal_pytrec_eval(data, k):
     qrels, run = data
     reference = _reference(qrels, run, k)
-    result = _eval(qrels, run, k=k, metrics=ALL)
+    result = _eval(qrels, run, k=k, metrics=_all(k))
     ours = result.per_query_dict()
     # pytrec_eval evaluates exactly the run's queries that have qrels: same set as ours.
     assert set(ours) == set(reference)
@@ -184,7 +202,7 @@ def test_per_query_values_equal_pytrec_eval(data, k):
 def test_all_queries_mean_equals_trec_eval_c(data, k):
     qrels, run = data
     reference = _reference(qrels, run, k)
-    result = _eval(qrels, run, k=k, metrics=ALL, all_queries=True)
+    result = _eval(qrels, run, k=k, metrics=_all(k), all_queries=True)
     # trec_eval -c averages over every qrels query, scoring absent ones 0; pytrec_eval has no
     # -c switch, so the reference mean divides its per-query sum by the number of qrels queries.
     assert result.n_queries == len(qrels)
@@ -217,7 +235,7 @@ def test_results_stay_exact_when_every_document_hash_collides(
 ):
     qrels, run = data
     expected = _reference(qrels, run, k)
-    result = _eval(qrels, run, k=k, metrics=ALL, all_queries=all_queries)
+    result = _eval(qrels, run, k=k, metrics=_all(k), all_queries=all_queries)
     ours = result.per_query_dict()
     for q, values in expected.items():
         for label, value in values.items():
@@ -276,7 +294,7 @@ def test_trec_files_with_long_ids_equal_pytrec_eval(tmp_path_factory, data, k):
         encoding="utf-8",
     )
     expected = _reference(qrels, run, k)
-    result = evaluate(read_qrels(qrels_path), read_run(run_path), k=k, metrics=ALL)
+    result = evaluate(read_qrels(qrels_path), read_run(run_path), k=k, metrics=_all(k))
     ours = result.per_query_dict()
     assert set(ours) == set(expected)
     for q, values in expected.items():

@@ -117,3 +117,53 @@ def test_detector_f1_undefined_without_positives():
     result = detector_f1([False, False], [False, False])
     assert result.f1 is None
     assert "0/0" in result.reason
+
+
+def test_wilcoxon_methods_are_stated_and_exact_handles_ties_and_zeros():
+    x = np.array([1.0, 2, 2, 3, 3, 3, 0, 5, 1, 4, -4, 0.5])
+    y = np.zeros(12)
+    y[6] = 0.0  # one zero difference, dropped
+    exact = wilcoxon(x, y, method="exact")
+    assert exact.method == "exact"
+    # The exact conditional distribution equals an exhaustive permutation test on the
+    # non-zero differences (SciPy's own "auto" would use the normal approximation here).
+    d = (x - y)[x != y]
+    perm = sps.wilcoxon(d, method=sps.PermutationMethod(n_resamples=np.inf))
+    assert exact.pvalue == pytest.approx(perm.pvalue, abs=1e-12)
+    approx = wilcoxon(x, y, method="asymptotic")
+    assert approx.method == "asymptotic"
+    assert approx.pvalue == pytest.approx(sps.wilcoxon(d, method="asymptotic").pvalue)
+    assert wilcoxon(x, y).method == "exact"  # auto: 11 non-zero differences ≤ 50
+    rng = np.random.default_rng(3)
+    big_x, big_y = rng.random(80), rng.random(80)
+    assert wilcoxon(big_x, big_y).method == "asymptotic"
+    with pytest.raises(ValueError, match="method"):
+        wilcoxon(x, y, method="normal")
+
+
+def test_compare_paired_holm_over_every_pair_and_metric():
+    from scoring.stats import compare_paired
+
+    rng = np.random.default_rng(11)
+    base = rng.random(40)
+    scores = {
+        "A": {"ndcg@10": base, "hit@10": (base > 0.5).astype(float)},
+        "B": {"ndcg@10": base + 0.2, "hit@10": (base > 0.3).astype(float)},
+        "C": {"ndcg@10": base.copy(), "hit@10": (base > 0.5).astype(float)},
+    }
+    pairs = compare_paired(scores, wilcoxon_method="exact")
+    assert [(p.a, p.b, p.metric) for p in pairs] == [
+        ("A", "B", "ndcg@10"),
+        ("A", "B", "hit@10"),
+        ("A", "C", "ndcg@10"),
+        ("A", "C", "hit@10"),
+        ("B", "C", "ndcg@10"),
+        ("B", "C", "hit@10"),
+    ]
+    tested = [p for p in pairs if p.pvalue is not None]
+    holm = holm_bonferroni([p.pvalue for p in tested])
+    assert [p.adjusted for p in tested] == holm.pvalues_adjusted
+    ac = pairs[2]
+    assert ac.pvalue is None and ac.reason == "all paired differences are zero"
+    assert pairs[1].test == "McNemar" and pairs[0].test == "Wilcoxon signed-rank"
+    assert pairs[0].losses == 40 and pairs[0].reject

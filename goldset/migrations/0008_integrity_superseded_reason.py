@@ -5,7 +5,7 @@ class Migration(migrations.Migration):
     """Issue 12 item 1: a revision pinned to a superseded block version records why."""
 
     dependencies = [
-        ("goldset", "0006_exports"),
+        ("goldset", "0007_rel_jobs_outbox"),
     ]
 
     operations = [

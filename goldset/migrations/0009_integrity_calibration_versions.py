@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
     """Issue 12 item 4: calibration sets are handed out in sealed versions."""
 
     dependencies = [
-        ("goldset", "0007_integrity_superseded_reason"),
+        ("goldset", "0008_integrity_superseded_reason"),
     ]
 
     operations = [

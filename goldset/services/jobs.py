@@ -1,0 +1,130 @@
+"""The reconciler: the periodic pass that makes every background job end.
+
+Each kind of background job registers a reconcile function (:func:`register_job_kind`); the
+reconciler calls each one, then repairs and relays the outbox (:func:`reconcile_outbox`), and
+records its run so /health/ can report a missing beat. It runs every
+``RECONCILE_INTERVAL_SECONDS`` as the ``goldset.reconcile`` task, scheduled by Celery beat
+(``celery -A workbench beat``; a service in docker-compose.yml), and on demand with
+``manage.py score_run --recover``. The embedded default does not need it: work runs in-process
+at commit.
+
+Registering a kind (the import pipeline, webhooks), e.g. in ``GoldsetConfig.ready``::
+
+    outbox.register_outbox_kind("imports.run", publish=lambda m: dispatch.publish(
+        IMPORT_TASK, args=[m.payload["import_id"]], kwargs={"outbox_id": m.pk}))
+    jobs.register_job_kind("imports", reconcile=reconcile_imports)  # fn(*, now) -> dict
+
+A reconcile function finds its jobs that are running with a stale heartbeat or queued with no
+message in flight, and requeues them (through :func:`goldset.services.outbox.enqueue`) or fails
+them with a message; it must be safe to run concurrently with itself and with workers.
+"""
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db.models import Min
+from django.utils import timezone
+
+from goldset.conf import tunable
+from goldset.models import JobStatus, OutboxMessage, ReconcilerRun, ScoringJob
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, SCORING_OUTBOX_KIND
+from goldset.services import outbox
+from goldset.services.agreement import RECOMPUTE_TASK
+from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
+from workbench.dispatch import publish
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    reconcile: Callable[..., dict]
+
+
+_JOB_KINDS: dict[str, JobKind] = {}
+
+
+def register_job_kind(name: str, *, reconcile: Callable[..., dict]) -> None:
+    """Add a kind of background job to the reconciler (idempotent: the last one wins)."""
+    _JOB_KINDS[name] = JobKind(name=name, reconcile=reconcile)
+
+
+def job_kinds() -> dict[str, JobKind]:
+    return dict(_JOB_KINDS)
+
+
+def reconcile(*, trigger: str = "command", now: dt.datetime | None = None) -> dict:
+    """One reconciler pass over every registered job kind, then the outbox. A kind whose pass
+    fails is logged and reported; the others still run. Records the run under ``trigger``
+    ("beat", "worker_start" or "command"; /health/ watches the beat's)."""
+    started = now or timezone.now()
+    summary: dict = {}
+    for kind in list(_JOB_KINDS.values()):
+        try:
+            summary[kind.name] = kind.reconcile(now=started)
+        except Exception as exc:
+            logger.exception("reconciling %s failed", kind.name)
+            summary[kind.name] = {"error": f"{type(exc).__name__}: {exc}"}
+    try:
+        summary["outbox"] = outbox.reconcile_outbox(now=started)
+    except Exception as exc:
+        logger.exception("reconciling the outbox failed")
+        summary["outbox"] = {"error": f"{type(exc).__name__}: {exc}"}
+    ReconcilerRun.objects.update_or_create(
+        trigger=trigger,
+        defaults={"started_at": started, "finished_at": timezone.now(), "summary": summary},
+    )
+    return summary
+
+
+def reconcile_interval() -> int:
+    return tunable("RECONCILE_INTERVAL_SECONDS")
+
+
+def last_reconciler_run(*, trigger: str = "beat") -> ReconcilerRun | None:
+    return ReconcilerRun.objects.filter(trigger=trigger).first()
+
+
+def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:
+    """Scoring jobs running without a heartbeat for longer than the staleness window, and
+    queued jobs nobody picked up within the redispatch window (for /health/)."""
+    now = now or timezone.now()
+    stale_before = now - dt.timedelta(seconds=stale_seconds())
+    waiting_before = now - dt.timedelta(seconds=outbox.redispatch_seconds())
+    running = ScoringJob.objects.filter(
+        status=JobStatus.RUNNING, heartbeat_at__lt=stale_before
+    ).count()
+    queued = ScoringJob.objects.filter(
+        status=JobStatus.QUEUED, queued_at__lt=waiting_before
+    ).count()
+    oldest = OutboxMessage.objects.filter(
+        done_at__isnull=True, dispatched_at__isnull=True, created_at__lt=waiting_before
+    ).aggregate(oldest=Min("created_at"))["oldest"]
+    return {"running_stale": running, "queued_waiting": queued, "outbox_oldest_pending": oldest}
+
+
+def _publish_scoring(message: OutboxMessage) -> None:
+    publish(
+        SCORE_RUN_TASK,
+        args=[message.payload["job_id"]],
+        kwargs={"outbox_id": message.pk},
+        countdown=outbox.countdown(message) or None,
+    )
+
+
+def _publish_agreement(message: OutboxMessage) -> None:
+    publish(
+        RECOMPUTE_TASK,
+        kwargs={"outbox_id": message.pk},
+        countdown=outbox.countdown(message) or None,
+    )
+
+
+def register_builtin_kinds() -> None:
+    """Scoring jobs and agreement recomputes (called once from ``GoldsetConfig.ready``)."""
+    outbox.register_outbox_kind(SCORING_OUTBOX_KIND, publish=_publish_scoring)
+    outbox.register_outbox_kind(AGREEMENT_OUTBOX_KIND, publish=_publish_agreement)
+    register_job_kind("scoring", reconcile=reconcile_scoring_jobs)
