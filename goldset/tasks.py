@@ -45,11 +45,22 @@ def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     return job.status
 
 
-@shared_task(name=CALIBRATION_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_pcs_calibration_task(calibration_id: int, outbox_id: int | None = None) -> str:
-    """Run one PCS calibration grid; a re-delivered message finds it claimed and does nothing."""
-    mark_done(outbox_id)
-    return run_pcs_calibration(calibration_id=calibration_id).status
+@shared_task(
+    name=CALIBRATION_TASK,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+)
+def run_pcs_calibration_task(self, calibration_id: int, outbox_id: int | None = None) -> str:
+    """Run one PCS calibration grid; a re-delivered message finds it claimed and does nothing;
+    a lost attempt is requeued by the reconciler from the calibration's heartbeat."""
+    mark_done(outbox_id)  # delivered: from here on the calibration's heartbeat tracks the work
+    return run_pcs_calibration(
+        calibration_id=calibration_id,
+        worker=self.request.hostname or "",
+        heartbeat=not self.request.is_eager,
+    ).status
 
 
 @shared_task(name=RECONCILE_TASK, ignore_result=True)

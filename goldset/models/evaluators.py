@@ -131,12 +131,20 @@ class PcsCalibration(models.Model):
     stage = models.CharField(max_length=60, blank=True)
     progress = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
+    # What happened to earlier attempts (worker lost and requeued), for the page.
+    notice = models.TextField(blank=True)
+    # A worker claims the calibration by raising ``attempts``: only the attempt whose number is
+    # on the row may write progress or the result (see ``reconcile_pcs_calibrations``).
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     selected = models.JSONField(default=dict, blank=True)
     result = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -145,7 +153,10 @@ class PcsCalibration(models.Model):
             models.UniqueConstraint(fields=["name", "version"], name="calibration_name_version"),
             models.CheckConstraint(condition=Q(progress__lte=100), name="calibration_progress"),
         ]
-        indexes = [models.Index(fields=["status"])]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(fields=["status", "heartbeat_at"], name="calibration_status_heartbeat"),
+        ]
 
     def __str__(self):
         return f"{self.name} v{self.version}"

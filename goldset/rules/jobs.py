@@ -19,3 +19,8 @@ def scoring_dedupe_key(job_id: int) -> str:
 def import_dedupe_key(job_id: int) -> str:
     """At most one unstarted import message per import job."""
     return f"import-job:{job_id}"
+
+
+def calibration_dedupe_key(calibration_id: int) -> str:
+    """At most one unstarted message per PCS calibration."""
+    return f"pcs-calibration:{calibration_id}"

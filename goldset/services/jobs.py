@@ -29,10 +29,12 @@ from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.models import (
+    CalibrationStatus,
     ImportJob,
     ImportStatus,
     JobStatus,
     OutboxMessage,
+    PcsCalibration,
     ReconcilerRun,
     ScoringJob,
 )
@@ -40,7 +42,11 @@ from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, IMPORT_OUTBOX_KIND, SCORIN
 from goldset.services import outbox
 from goldset.services.agreement import RECOMPUTE_TASK
 from goldset.services.import_jobs import RUN_IMPORT_TASK, reconcile_imports
-from goldset.services.pcs_calibrations import CALIBRATION_OUTBOX_KIND, CALIBRATION_TASK
+from goldset.services.pcs_calibrations import (
+    CALIBRATION_OUTBOX_KIND,
+    CALIBRATION_TASK,
+    reconcile_pcs_calibrations,
+)
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
 from workbench.dispatch import publish
 
@@ -98,7 +104,7 @@ def last_reconciler_run(*, trigger: str = "beat") -> ReconcilerRun | None:
 
 
 def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:
-    """Scoring and import jobs running without a heartbeat for longer than the staleness window, and
+    """Scoring jobs, import jobs and PCS calibrations running without a heartbeat for longer than the staleness window, and
     queued jobs nobody picked up within the redispatch window (for /health/)."""
     now = now or timezone.now()
     stale_before = now - dt.timedelta(seconds=stale_seconds())
@@ -107,6 +113,9 @@ def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:
         ScoringJob.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=stale_before).count()
         + ImportJob.objects.filter(
             status=ImportStatus.RUNNING, heartbeat_at__lt=stale_before
+        ).count()
+        + PcsCalibration.objects.filter(
+            status=CalibrationStatus.RUNNING, heartbeat_at__lt=stale_before
         ).count()
     )
     queued = ScoringJob.objects.filter(
@@ -161,3 +170,4 @@ def register_builtin_kinds() -> None:
     outbox.register_outbox_kind(CALIBRATION_OUTBOX_KIND, publish=_publish_calibration)
     register_job_kind("scoring", reconcile=reconcile_scoring_jobs)
     register_job_kind("imports", reconcile=reconcile_imports)
+    register_job_kind("pcs_calibrations", reconcile=reconcile_pcs_calibrations)
