@@ -1,8 +1,10 @@
 from django import forms
 
 from goldset.models import (
+    CalibrationStatus,
     Domain,
     GoldVersion,
+    PcsCalibration,
     Source,
     Tier,
     WorkingSlice,
@@ -62,6 +64,13 @@ class RunUploadForm(forms.Form):
         "or a RAG answer log (JSONL answer records)."
     )
     k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Cut-off k")
+    calibration = forms.ModelChoiceField(
+        queryset=PcsCalibration.objects.filter(status=CalibrationStatus.SUCCEEDED),
+        required=False,
+        empty_label="seed 004 defaults",
+        label="PCS calibration",
+        help_text="Answer logs only: score PCS with a fitted calibration instead of the defaults.",
+    )
 
     def clean_file(self):
         upload = self.cleaned_data["file"]

@@ -2,7 +2,7 @@
 
 from django.http import Http404
 
-from goldset.models import ImportJob
+from goldset.models import ImportJob, ImportKind, PcsCalibration
 from workbench.roles import Role, has_role
 
 
@@ -12,3 +12,10 @@ def get_import_job_for(*, user, pk: int) -> ImportJob:
     if job is None or not (has_role(user, Role.ADMIN) or job.created_by_id == user.pk):
         raise Http404("No such import.")
     return job
+
+
+def get_run_calibration(*, job: ImportJob) -> PcsCalibration | None:
+    """The PCS calibration a run import asked for (its ``calibration`` option), or None for the
+    seed's defaults (and for every other kind of import)."""
+    pk = job.options.get("calibration") if job.kind == ImportKind.RUN else None
+    return PcsCalibration.objects.filter(pk=pk).first() if pk else None

@@ -37,12 +37,14 @@ from goldset.models import (
     ImportKind,
     ImportStatus,
     OutboxMessage,
+    PcsCalibration,
 )
 from goldset.rules.jobs import IMPORT_OUTBOX_KIND, import_dedupe_key
 from goldset.services import outbox
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
 from goldset.services.heartbeat import Heartbeat
+from goldset.services.pcs_calibrations import probe_config_for
 from goldset.services.scoring_jobs import create_scoring_job
 from goldset.services.triples import import_triples
 from workbench.roles import Role, has_role
@@ -124,7 +126,7 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
     allowed = {
         ImportKind.CORPUS: {"domain"},
         ImportKind.TRIPLES: {"on_behalf"},
-        ImportKind.RUN: {"version", "name", "k"},
+        ImportKind.RUN: {"version", "name", "k", "calibration"},
     }.get(kind, set())
     cleaned = {k: v for k, v in options.items() if k in allowed and v not in (None, "", False)}
     if kind == ImportKind.TRIPLES and cleaned.get("on_behalf"):
@@ -135,7 +137,22 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
         and not GoldVersion.objects.filter(number=cleaned.get("version"), sealed=True).exists()
     ):
         raise GoldsetError(f"gold version v{cleaned.get('version')} is not frozen")
+    if kind == ImportKind.RUN and cleaned.get("calibration"):
+        if not has_role(actor, Role.ADMIN):
+            raise GoldsetError("Only an admin may score a run with a PCS calibration.")
+        probe_config_for(_calibration(cleaned))  # raises unless it has succeeded
     return cleaned
+
+
+def _calibration(options: dict) -> PcsCalibration | None:
+    """The PCS calibration a run import's options name (a pk), or None for the defaults."""
+    pk = options.get("calibration")
+    if not pk:
+        return None
+    calibration = PcsCalibration.objects.filter(pk=pk).first()
+    if calibration is None:
+        raise GoldsetError(f"calibration: no PCS calibration #{pk}")
+    return calibration
 
 
 @transaction.atomic
@@ -377,11 +394,13 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
             filename=source_name,
             actor=actor,
             k=int(options.get("k") or 10),
+            calibration=_calibration(options),
         )
         summary = {
             "scoring_job": job.pk,
             "kind": job.kind,
             "format": job.run_format,
+            "calibration": job.calibration.label if job.calibration else "",
             "reused": bool(getattr(job, "reused", False)),
         }
         on_written(_Summary(summary))

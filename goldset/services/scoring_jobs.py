@@ -57,6 +57,7 @@ from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
 from goldset.services import exports, outbox
 from goldset.services.answer_scoring import score_answer_log, validate_answer_log
 from goldset.services.heartbeat import Heartbeat
+from goldset.services.pcs_calibrations import probe_config_for
 from goldset.services.scoring_runs import (
     Outcome,
     QueryRow,
@@ -253,6 +254,16 @@ def create_scoring_job(
     if not text.strip():
         raise RunRejected([f"{filename}: the file is empty"], source=filename)
     kind, _ = _detect_kind(text)
+    if calibration is not None:
+        if kind != RunKind.ANSWERS:
+            raise RunRejected(
+                [
+                    f"{filename}: calibration: a PCS calibration applies to answer logs only; "
+                    "this file is a retrieval run (score it with the seed 004 defaults)"
+                ],
+                source=filename,
+            )
+        probe_config_for(calibration)  # raises GoldsetError unless it has succeeded
     if kind == RunKind.ANSWERS:
         checked = validate_answer_log(version=version, text=text, name=filename)
     else:

@@ -155,6 +155,7 @@ def job_list(request):
                 "version": form.cleaned_data["version"].number,
                 "name": form.cleaned_data["name"],
                 "k": form.cleaned_data["k"],
+                "calibration": getattr(form.cleaned_data["calibration"], "pk", None),
             },
             template="exports/job_list.html",
             context={"form": form, "page": page},

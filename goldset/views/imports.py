@@ -7,7 +7,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from goldset.exceptions import GoldsetError
 from goldset.models import ImportStatus
-from goldset.selectors.imports import get_import_job_for
+from goldset.selectors.imports import get_import_job_for, get_run_calibration
 from goldset.services.import_jobs import UploadRejected, submit_import
 from workbench.roles import ALL_ROLES, role_required
 from workbench.services.audit import record_event
@@ -48,6 +48,7 @@ def import_job(request, pk):
     context = {"job": job, "problems": [_problem_text(p) for p in job.errors]}
     if request.htmx and request.htmx.target == "import-progress":
         return render(request, "imports/job.html#import-progress", context)
+    context["calibration"] = get_run_calibration(job=job)
     record_event(actor=request.user, verb="import_viewed", obj=job)
     status = 422 if job.status == ImportStatus.REJECTED else 200
     return render(request, "imports/job.html", context, status=status)
