@@ -97,6 +97,14 @@ def get_calibration(*, pk: int) -> PcsCalibration:
     return get_object_or_404(PcsCalibration, pk=pk)
 
 
+def get_calibration_by_label(label: str) -> PcsCalibration | None:
+    """The calibration a command names as ``NAME:VERSION`` (e.g. ``q2:1``), or None."""
+    name, _, version = label.partition(":")
+    if not version.isdigit():
+        return None
+    return PcsCalibration.objects.filter(name=name, version=int(version)).first()
+
+
 def list_release_reports():
     return ReleaseReport.objects.select_related("version", "calibration", "created_by").defer(
         "report", "html"

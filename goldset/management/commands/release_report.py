@@ -4,7 +4,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
-from goldset.models import GoldVersion, PcsCalibration
+from goldset.models import GoldVersion
+from goldset.selectors.evaluators import get_calibration_by_label
 from goldset.services.release_reports import create_release_report
 
 
@@ -27,10 +28,7 @@ class Command(BaseCommand):
             raise CommandError(f"no frozen gold version v{number}", returncode=2)
         chosen = None
         if calibration:
-            name, _, ver = calibration.partition(":")
-            chosen = PcsCalibration.objects.filter(
-                name=name, version=int(ver) if ver.isdigit() else -1
-            ).first()
+            chosen = get_calibration_by_label(calibration)
             if chosen is None:
                 raise CommandError(f"no calibration {calibration} (NAME:VERSION)", returncode=2)
         try:

@@ -8,6 +8,7 @@ from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
 from goldset.imports.runs import checked_run_bytes
 from goldset.models import GoldVersion, ScoringJob
+from goldset.selectors.evaluators import get_calibration_by_label
 from goldset.services.jobs import reconcile
 from goldset.services.scoring_jobs import create_scoring_job
 
@@ -29,9 +30,12 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="")
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument("--resamples", type=int, default=None)
+        parser.add_argument(
+            "--calibration", help="NAME:VERSION of a succeeded PCS calibration (answer logs)"
+        )
         parser.add_argument("--recover", action="store_true")
 
-    def handle(self, *args, file, number, name, k, resamples, recover, **options):
+    def handle(self, *args, file, number, name, k, resamples, calibration, recover, **options):
         if recover:
             self.stdout.write(json.dumps(reconcile(), default=str))
             return
@@ -40,6 +44,9 @@ class Command(BaseCommand):
         version = GoldVersion.objects.filter(number=number, sealed=True).first()
         if version is None:
             raise CommandError(f"there is no frozen gold version v{number}")
+        chosen = get_calibration_by_label(calibration) if calibration else None
+        if calibration and chosen is None:
+            raise CommandError(f"no calibration {calibration} (NAME:VERSION)", returncode=2)
         try:
             with transaction.atomic():
                 job = create_scoring_job(
@@ -50,6 +57,7 @@ class Command(BaseCommand):
                     actor=None,
                     k=k,
                     resamples=resamples,
+                    calibration=chosen,
                 )
         except ImportRejected as exc:
             raise CommandError(
