@@ -8,6 +8,11 @@ system's production and calibration answers to one question stay two answer reco
 domain, task family, conflict flag and answerability (a question whose required behaviour is a
 refusal is unanswerable); the paraphrase group is the question id without A.3's variant suffix
 (``-p2``, ``-a1``, ``-d``; see :func:`paraphrase_group`).
+
+Like every background job, a calibration always ends: the worker claims it by raising
+``attempts`` and beats ``heartbeat_at`` while the grid runs (:mod:`goldset.services.heartbeat`);
+:func:`reconcile_pcs_calibrations` (a reconciler pass) requeues one whose worker was lost, or
+fails it after ``JOB_MAX_ATTEMPTS``; only the attempt holding the row may write to it.
 """
 
 import datetime as dt
