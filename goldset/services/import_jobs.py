@@ -39,6 +39,7 @@ from goldset.models import (
     OutboxMessage,
 )
 from goldset.rules.jobs import IMPORT_OUTBOX_KIND, import_dedupe_key
+from goldset.rules.measures import check_measures
 from goldset.services import outbox
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
@@ -124,7 +125,7 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
     allowed = {
         ImportKind.CORPUS: {"domain"},
         ImportKind.TRIPLES: {"on_behalf"},
-        ImportKind.RUN: {"version", "name", "k"},
+        ImportKind.RUN: {"version", "name", "k", "metrics"},
     }.get(kind, set())
     cleaned = {k: v for k, v in options.items() if k in allowed and v not in (None, "", False)}
     if kind == ImportKind.TRIPLES and cleaned.get("on_behalf"):
@@ -135,6 +136,10 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
         and not GoldVersion.objects.filter(number=cleaned.get("version"), sealed=True).exists()
     ):
         raise GoldsetError(f"gold version v{cleaned.get('version')} is not frozen")
+    if kind == ImportKind.RUN and "metrics" in cleaned:
+        # Stored as labels, so the same measures spelled twice ("P_5", "precision@5") are
+        # the same options; other measures are another job.
+        cleaned["metrics"] = check_measures(cleaned["metrics"], k=int(cleaned.get("k") or 10))
     return cleaned
 
 
@@ -377,6 +382,7 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
             filename=source_name,
             actor=actor,
             k=int(options.get("k") or 10),
+            metrics=options.get("metrics"),
         )
         summary = {
             "scoring_job": job.pk,

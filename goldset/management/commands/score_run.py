@@ -8,6 +8,7 @@ from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
 from goldset.imports.runs import checked_run_bytes
 from goldset.models import GoldVersion, ScoringJob
+from goldset.rules.measures import BadMeasures, check_measures
 from goldset.services.jobs import reconcile
 from goldset.services.scoring_jobs import create_scoring_job
 
@@ -28,10 +29,16 @@ class Command(BaseCommand):
         parser.add_argument("--version", dest="number", type=int)
         parser.add_argument("--name", default="")
         parser.add_argument("--k", type=int, default=10)
+        parser.add_argument(
+            "--metrics",
+            default="",
+            help="comma-separated measures (scoring.retrieval names: map,ndcg@20,P_5,…); "
+            "default: the six defaults at --k",
+        )
         parser.add_argument("--resamples", type=int, default=None)
         parser.add_argument("--recover", action="store_true")
 
-    def handle(self, *args, file, number, name, k, resamples, recover, **options):
+    def handle(self, *args, file, number, name, k, metrics, resamples, recover, **options):
         if recover:
             self.stdout.write(json.dumps(reconcile(), default=str))
             return
@@ -40,6 +47,10 @@ class Command(BaseCommand):
         version = GoldVersion.objects.filter(number=number, sealed=True).first()
         if version is None:
             raise CommandError(f"there is no frozen gold version v{number}")
+        try:
+            measures = check_measures(metrics, k=k)
+        except BadMeasures as exc:
+            raise CommandError(f"--metrics: {exc}", returncode=2) from exc
         try:
             with transaction.atomic():
                 job = create_scoring_job(
@@ -50,6 +61,7 @@ class Command(BaseCommand):
                     actor=None,
                     k=k,
                     resamples=resamples,
+                    metrics=measures,
                 )
         except ImportRejected as exc:
             raise CommandError(
