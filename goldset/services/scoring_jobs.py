@@ -4,9 +4,9 @@ Every figure is computed by the ``scoring`` library (never re-implemented here),
 gold JSONL file of the job's version (checksum verified), so a job's numbers equal
 ``python -m scoring retrieval --qrels gold.jsonl --run RUN --all-queries --per-query --ci
 --strata strata.csv --k K --metrics M --resamples R --seed S`` on the same files (see
-:func:`reproduce_command`); the measures M are the job's own (``ScoringJob.metrics``, chosen at
-upload, the six defaults at k unless named); bootstrap intervals resample within domain x task type strata
-(seed 004 §5.1, A.1), listed in the bundle's ``strata.csv`` and the summary's ``ci_strata``.
+:func:`reproduce_command`); the measures M are the job's own (``ScoringJob.metrics``, named at
+upload, else the six defaults at k). Bootstrap intervals resample within domain x task type
+strata (seed 004 §5.1, A.1), listed in the bundle's ``strata.csv`` and the summary's ``ci_strata``.
 
 Jobs always end. The task first *claims* the job under a row lock with a fresh token: a queued
 job, or a running job whose heartbeat is older than ``JOB_STALE_SECONDS`` (its worker was lost,
