@@ -262,7 +262,15 @@ def create_scoring_job(
         raise RunRejected([f"{filename}: the file is empty"], source=filename)
     kind, _ = _detect_kind(text)
     if kind == RunKind.ANSWERS:
-        measures = []  # an answer log is scored by PROBE, not by retrieval measures
+        if metrics:
+            raise RunRejected(
+                [
+                    f"{filename}: measures ({', '.join(measures)}) apply to retrieval runs; an "
+                    "answer log is scored by PROBE: leave the measures empty"
+                ],
+                source=filename,
+            )
+        measures = []
         checked = validate_answer_log(version=version, text=text, name=filename)
     else:
         checked = validate_retrieval_run(version=version, text=text, name=filename)
