@@ -5,11 +5,14 @@ fetch and authorize in one call (Http404 when the item is not theirs)."""
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Prefetch, Q, Sum
 from django.http import Http404
+from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.models import (
     AnswerCitation,
     AnswerRecord,
@@ -19,6 +22,7 @@ from goldset.models import (
     Domain,
     EvidenceKind,
     EvidencePassage,
+    ItemSkip,
     Label,
     LabelAssignment,
     Question,
@@ -516,3 +520,29 @@ def packet_record(q: Question) -> dict:
 def iter_answer_question_packets() -> Iterator[dict]:
     for q in _questions().iterator(chunk_size=500):
         yield packet_record(q)
+
+
+def get_undoable_label(*, annotator) -> Label | None:
+    """The annotator's last production label if it can still be undone (one query): within
+    ``LABEL_UNDO_WINDOW_SECONDS`` and its item still collecting labels. The undo service re-checks
+    both under lock."""
+    since = timezone.now() - timedelta(seconds=tunable("LABEL_UNDO_WINDOW_SECONDS"))
+    last = (
+        Label.objects.filter(annotator=annotator, assignment__is_calibration=False)
+        .select_related("record")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if last is None or last.created_at < since or last.record.status != RecordStatus.LABELING:
+        return None
+    return last
+
+
+def count_skips_by_annotator(annotator_ids) -> dict[int, int]:
+    """Skips per annotator (one grouped query)."""
+    rows = (
+        ItemSkip.objects.filter(annotator_id__in=list(annotator_ids))
+        .values("annotator_id")
+        .annotate(n=Count("id"))
+    )
+    return {row["annotator_id"]: row["n"] for row in rows}
