@@ -15,6 +15,7 @@ urlpatterns = [
     path("answers/", include("goldset.urls.answers")),
     path("promotion/", include("goldset.urls.promotion")),
     path("versions/", include("goldset.urls.exports")),
+    path("evaluators/", include("goldset.urls.evaluators")),
     path("imports/", include("goldset.urls.imports")),
     path("django-admin/", admin.site.urls),
 ]

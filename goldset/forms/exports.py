@@ -1,6 +1,12 @@
 from django import forms
 
-from goldset.models import Domain, GoldVersion, Source, Tier, WorkingSlice
+from goldset.models import (
+    Domain,
+    GoldVersion,
+    Source,
+    Tier,
+    WorkingSlice,
+)
 from goldset.services.freeze import FreezeFilters
 
 MAX_RUN_BYTES = 200 * 1024 * 1024

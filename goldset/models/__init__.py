@@ -3,6 +3,7 @@ from goldset.models.answers import (
     Acceptability,
     Adjudication,
     AdjudicationReason,
+    AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
@@ -10,6 +11,7 @@ from goldset.models.answers import (
     CalibrationSet,
     CitationCorrectness,
     ConflictHandling,
+    DomainLabelLoad,
     EvidenceKind,
     EvidenceLabel,
     EvidencePassage,
@@ -48,6 +50,16 @@ from goldset.models.curation import (
     Verdict,
     WorkingSlice,
 )
+from goldset.models.evaluators import (
+    CalibrationStatus,
+    Evaluator,
+    EvaluatorImport,
+    EvaluatorKind,
+    EvaluatorOutput,
+    EvaluatorReportSnapshot,
+    PcsCalibration,
+    ReleaseReport,
+)
 from goldset.models.exports import (
     ExportFormat,
     GoldVersion,
@@ -63,6 +75,7 @@ from goldset.models.imports import (
     ImportStatus,
 )
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
+from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
     JobStatus,
@@ -75,6 +88,16 @@ from goldset.models.scoring import (
 )
 
 __all__ = [
+    "AnnotatorDomainLoad",
+    "DomainLabelLoad",
+    "CalibrationStatus",
+    "Evaluator",
+    "EvaluatorImport",
+    "EvaluatorKind",
+    "EvaluatorOutput",
+    "EvaluatorReportSnapshot",
+    "PcsCalibration",
+    "ReleaseReport",
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",
@@ -133,6 +156,7 @@ __all__ = [
     "RunKind",
     "SafetyBoundary",
     "ScoreAggregate",
+    "Pseudonym",
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",

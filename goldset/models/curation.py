@@ -222,7 +222,15 @@ class TripleRevision(models.Model):
                 name="revision_never_over_assigned",
             ),
         ]
-        indexes = [models.Index(fields=["created_at", "id"])]
+        indexes = [
+            models.Index(fields=["created_at", "id"]),
+            # The review claim walks this, oldest first: only revisions short of reviewers.
+            models.Index(
+                fields=["created_at", "id"],
+                condition=Q(assigned_count__lt=F("reviewers_needed")),
+                name="revision_open_slots",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.triple_id} r{self.number}"

@@ -3,23 +3,27 @@ addressed by ``public_id`` and no system, run or model reaches their templates. 
 fetch and authorize in one call (Http404 when the item is not theirs)."""
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Prefetch, Q, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.models import (
+    Adjudication,
+    AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
     CalibrationResult,
     CalibrationSet,
     Domain,
+    DomainLabelLoad,
     EvidenceKind,
     EvidencePassage,
     ItemSkip,
@@ -30,7 +34,8 @@ from goldset.models import (
     Run,
 )
 from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
-from workbench.roles import Role
+from goldset.selectors.keyset import keyset_page
+from workbench.roles import Role, roles_of
 
 # ---------------------------------------------------------------- qualification and load
 
@@ -61,14 +66,12 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
     """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
 
     The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
-    share rounded up: nobody's load exceeds the others' by more than the tolerance.
+    share rounded up: nobody's load exceeds the others' by more than the tolerance. Slots and
+    claims come from the maintained counters, so this costs three indexed reads at any size.
     """
     domain_ids = list(domain_ids)
     slots = dict(
-        AnswerRecord.objects.filter(is_calibration=False, question__domain_id__in=domain_ids)
-        .values("question__domain_id")
-        .annotate(n=Sum("labels_required"))
-        .values_list("question__domain_id", "n")
+        DomainLabelLoad.objects.filter(domain_id__in=domain_ids).values_list("domain_id", "slots")
     )
     qualified = dict(
         CalibrationResult.objects.filter(passed=True, domain_id__in=domain_ids)
@@ -77,12 +80,9 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
         .values_list("domain_id", "n")
     )
     mine = dict(
-        LabelAssignment.objects.filter(
-            annotator=annotator, is_calibration=False, record__question__domain_id__in=domain_ids
-        )
-        .values("record__question__domain_id")
-        .annotate(n=Count("id"))
-        .values_list("record__question__domain_id", "n")
+        AnnotatorDomainLoad.objects.filter(
+            annotator=annotator, domain_id__in=domain_ids
+        ).values_list("domain_id", "claimed")
     )
     loads = {}
     for domain_id in domain_ids:
@@ -99,10 +99,73 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
 
 
 @dataclass(frozen=True)
+class BlindQuestion:
+    """A question as annotators and leads see it: plain values, no path to its answer records."""
+
+    question_id: str
+    text: str
+    domain_name: str
+    domain_slug: str
+    task_family: str
+    conflict_flag: bool
+    freshness_flag: bool
+    adversarial: bool
+    safety_flags: list
+    required_behavior: str
+    prohibited_behaviors: list
+
+
+@dataclass(frozen=True)
+class BlindRecord:
+    """An answer record as annotators and leads see it. A read model of plain values: no system,
+    run, model, configuration, prompt hash, latency or cost can be reached from it (templates
+    included), unlike from the ``AnswerRecord`` row it is built from."""
+
+    pk: int
+    public_id: str
+    question: BlindQuestion
+    answer: str
+    status: str
+    status_display: str
+    adjudication_reason_display: str
+    final_acceptability_display: str
+    final_grounding_display: str
+
+    @classmethod
+    def of(cls, record: AnswerRecord) -> "BlindRecord":
+        q = record.question
+        return cls(
+            pk=record.pk,
+            public_id=record.public_id,
+            question=BlindQuestion(
+                question_id=q.question_id,
+                text=q.text,
+                domain_name=q.domain.name,
+                domain_slug=q.domain.slug,
+                task_family=q.task_family,
+                conflict_flag=q.conflict_flag,
+                freshness_flag=q.freshness_flag,
+                adversarial=q.adversarial,
+                safety_flags=list(q.safety_flags or []),
+                required_behavior=q.required_behavior,
+                prohibited_behaviors=list(q.prohibited_behaviors or []),
+            ),
+            answer=record.answer,
+            status=record.status,
+            status_display=record.get_status_display(),
+            adjudication_reason_display=record.get_adjudication_reason_display()
+            if record.adjudication_reason
+            else "",
+            final_acceptability_display=record.get_final_acceptability_display(),
+            final_grounding_display=record.get_final_grounding_display(),
+        )
+
+
+@dataclass(frozen=True)
 class ItemPacket:
     """What the label and adjudication pages show: question, answer, evidence — never the system."""
 
-    record: AnswerRecord
+    record: BlindRecord
     gold: list[EvidencePassage]
     near_misses: list[EvidencePassage]
     citations: list[AnswerCitation]
@@ -112,19 +175,20 @@ def _record_qs():
     return AnswerRecord.objects.select_related("question__domain")
 
 
-def get_item_packet(record: AnswerRecord) -> ItemPacket:
+def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
+    blind = record if isinstance(record, BlindRecord) else BlindRecord.of(record)
     evidence = list(
-        EvidencePassage.objects.filter(question_id=record.question_id)
+        EvidencePassage.objects.filter(question__question_id=blind.question.question_id)
         .select_related("block_version__block__document")
         .order_by("kind", "position")
     )
     citations = list(
-        AnswerCitation.objects.filter(record=record)
+        AnswerCitation.objects.filter(record_id=record.pk)
         .select_related("block_version__block__document")
         .order_by("position")
     )
     return ItemPacket(
-        record=record,
+        record=blind,
         gold=[e for e in evidence if e.kind == EvidenceKind.GOLD],
         near_misses=[e for e in evidence if e.kind == EvidenceKind.NEAR_MISS],
         citations=citations,
@@ -147,18 +211,41 @@ def get_own_label(assignment: LabelAssignment) -> Label | None:
     return Label.objects.filter(assignment=assignment).first()
 
 
-def get_record_for_lead(*, public_id: str) -> AnswerRecord:
-    """An item a lead may open: in the adjudication queue, the audit sample or adjudicated."""
+def get_record_for_lead(*, public_id: str) -> BlindRecord:
+    """An item a lead may open (in the adjudication queue, the audit sample or adjudicated), as
+    a blinded read model; Http404 otherwise."""
     record = _record_qs().filter(public_id=public_id, status__in=LEAD_VISIBLE).first()
     if record is None:
         raise Http404("No such item in the adjudication queue.")
-    return record
+    return BlindRecord.of(record)
 
 
-def list_blind_labels(record: AnswerRecord) -> list[Label]:
+def get_adjudication_of(record: BlindRecord) -> Adjudication | None:
+    return Adjudication.objects.filter(record_id=record.pk).first()
+
+
+@dataclass(frozen=True)
+class Provenance:
+    run_id: str
+    system_id: str
+
+
+def get_provenance_for_admin(*, user, record: BlindRecord) -> Provenance | None:
+    """The run and system behind an item — for admins only (None for anyone else)."""
+    if Role.ADMIN not in roles_of(user):
+        return None
+    run_id, system_id = (
+        AnswerRecord.objects.filter(pk=record.pk)
+        .values_list("run__run_id", "run__system__system_id")
+        .get()
+    )
+    return Provenance(run_id=run_id, system_id=system_id)
+
+
+def list_blind_labels(record: AnswerRecord | BlindRecord) -> list[Label]:
     """The record's labels by slot; templates show them as Annotator 1/2/3 (admins also see who)."""
     return list(
-        Label.objects.filter(record=record)
+        Label.objects.filter(record_id=record.pk)
         .select_related("assignment", "annotator")
         .order_by("assignment__slot", "id")
     )
@@ -188,10 +275,10 @@ def get_queue_overview(*, annotator) -> QueueOverview:
         .select_related("record__question__domain")
         .first()
     )
-    done = LabelAssignment.objects.filter(
-        annotator=annotator, is_calibration=False, completed_at__isnull=False
-    ).count()
     loads = domain_loads(annotator, domain_ids) if domain_ids else {}
+    # Claimed slots are counted per domain as they are claimed; all but the open one are done.
+    claimed = AnnotatorDomainLoad.objects.filter(annotator=annotator).aggregate(n=Sum("claimed"))
+    done = (claimed["n"] or 0) - (1 if open_assignment is not None else 0)
     domains = list(Domain.objects.filter(pk__in=domain_ids).order_by("slug"))
     return QueueOverview(
         domains=domains,
@@ -211,14 +298,27 @@ def list_my_done_assignments(*, annotator):
     )
 
 
-def list_adjudication_queue(*, include_done: bool = False):
+ADJUDICATION_ORDER = ("status", "created_at", "id")
+
+
+def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = None, size: int):
+    """One keyset page of the lead's queue in (status, created_at, id) order, read from the
+    ``answer_record_lead_queue`` index; each row carries its number of severe labels (counted for
+    the page's rows only). Raises Http404 for a malformed cursor."""
     statuses = LEAD_VISIBLE if include_done else OPEN_FOR_LEAD
-    return (
+    severe = (
+        Label.objects.filter(record_id=OuterRef("pk"), severe_safety=True)
+        .order_by()
+        .values("record_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    rows = (
         _record_qs()
         .filter(status__in=statuses, is_calibration=False)
-        .annotate(severe=Count("labels", filter=Q(labels__severe_safety=True)))
-        .order_by("status", "created_at", "id")
+        .annotate(severe=Coalesce(Subquery(severe), 0))
     )
+    return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
 # ---------------------------------------------------------------- calibration
@@ -376,20 +476,36 @@ def count_records_by_status() -> dict[str, int]:
     return dict(rows)
 
 
-def _reviewer_id(user_id: int) -> str:
-    return f"reviewer-{user_id}"
-
-
-def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
-    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
-    failure categories and reviewer role, the adjudication if any, and the final result.
-
-    Reviewers appear as stable opaque ids (``reviewer-<n>``), not names. Items still collecting
-    labels are left out unless ``include_open``. Streams in chunks; safe for large sets.
-    """
+def _export_statuses(include_open: bool) -> list[str]:
     statuses = [RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT]
     if include_open:
         statuses += [RecordStatus.LABELING, RecordStatus.NEEDS_ADJUDICATION]
+    return statuses
+
+
+def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
+    """The annotators and leads the adjudication export names (two queries)."""
+    records = AnswerRecord.objects.filter(
+        is_calibration=False, status__in=_export_statuses(include_open)
+    )
+    labelers = Label.objects.filter(record__in=records).values_list("annotator_id", flat=True)
+    leads = records.filter(adjudication__isnull=False).values_list(
+        "adjudication__lead_id", flat=True
+    )
+    return set(labelers) | set(leads)
+
+
+def iter_adjudication_export(
+    *, pseudonyms: Mapping[int, str], include_open: bool = False
+) -> Iterator[dict]:
+    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
+    failure categories and reviewer role, the adjudication if any, and the final result.
+
+    Reviewers appear as the ``pseudonyms`` given (``{user_id: label}``, see
+    ``services.pseudonyms``: random per gold version or per export), never names or keys. Items
+    still collecting labels are left out unless ``include_open``. Streams in chunks.
+    """
+    statuses = _export_statuses(include_open)
     records = (
         AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
         .select_related("question__domain", "run__system", "adjudication")
@@ -419,7 +535,7 @@ def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
             "labels": [
                 {
                     "slot": label.assignment.slot,
-                    "reviewer": _reviewer_id(label.annotator_id),
+                    "reviewer": pseudonyms[label.annotator_id],
                     "reviewer_role": Role.ANNOTATOR.value,
                     "acceptability": label.acceptability,
                     "grounding": label.grounding,
@@ -438,7 +554,7 @@ def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
             "adjudication": None
             if adjudication is None
             else {
-                "reviewer": _reviewer_id(adjudication.lead_id),
+                "reviewer": pseudonyms[adjudication.lead_id],
                 "reviewer_role": Role.LEAD.value,
                 "reason": adjudication.reason,
                 "acceptability": adjudication.acceptability,

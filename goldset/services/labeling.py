@@ -16,9 +16,10 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from goldset.conf import tunable
@@ -26,9 +27,11 @@ from goldset.exceptions import GoldsetError
 from goldset.models import (
     Acceptability,
     AdjudicationReason,
+    AnnotatorDomainLoad,
     AnswerRecord,
     CitationCorrectness,
     ConflictHandling,
+    DomainLabelLoad,
     EvidenceSufficiency,
     FailureCategory,
     FinalSource,
@@ -41,7 +44,12 @@ from goldset.models import (
     SafetyBoundary,
     Tier,
 )
-from goldset.rules.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
+from goldset.rules.labeling import (
+    QUEUE_RANK_MODULUS,
+    QUEUE_SHUFFLE_SEED,
+    queue_offset,
+    shuffle_key,
+)
 from goldset.rules.tiers import SPOT_CHECK_LABELS
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
@@ -170,6 +178,13 @@ def check_label_rules(
         raise _violation("secondary_not_primary", "secondary_failures")
     if acceptability == Acceptability.UNACCEPTABLE and not primary_failure:
         raise _violation("unacceptable_primary_failure", "primary_failure")
+    limit = settings.FREE_TEXT_MAX_CHARS
+    if rationale and len(rationale) > limit:
+        raise LabelRuleViolation(
+            rule="text_length",
+            message=f"rationale: {len(rationale):,} characters; at most {limit:,} are allowed.",
+            field="rationale",
+        )
     has_rationale = bool((rationale or "").strip())
     if not has_rationale:
         if adjudication:
@@ -265,6 +280,9 @@ def settle_record(record: AnswerRecord) -> None:
         record.spot_check_week = week
         if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{record.public_id}") < SPOT_CHECK_RATE:
             record.spot_check = True
+            add_domain_slots(
+                domain_id=record.domain_id, delta=SPOT_CHECK_LABELS - record.labels_required
+            )
             record.labels_required = SPOT_CHECK_LABELS
             record.save(
                 update_fields=[
@@ -299,10 +317,20 @@ def settle_record(record: AnswerRecord) -> None:
     record.save()
 
 
-# ---------------------------------------------------------------- qualification and load
-
-
 # ---------------------------------------------------------------- claims
+
+
+def add_domain_slots(*, domain_id: int, delta: int) -> None:
+    """Keep ``DomainLabelLoad`` in step when production slots are created or change; call it in
+    the transaction that changes ``labels_required`` (or creates the record)."""
+    if not delta:
+        return
+    DomainLabelLoad.objects.get_or_create(domain_id=domain_id)
+    DomainLabelLoad.objects.filter(domain_id=domain_id).update(slots=F("slots") + delta)
+
+
+CANDIDATE_BATCH = 16
+CLAIM_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -321,48 +349,55 @@ class ClaimResult:
         }[self.reason]
 
 
-def _candidates(annotator, domain_ids) -> list[tuple[int, str, int]]:
-    rows = (
-        AnswerRecord.objects.filter(
-            status=RecordStatus.LABELING,
-            is_calibration=False,
-            question__domain_id__in=domain_ids,
-        )
-        .exclude(assignments__annotator=annotator)
-        .exclude(skips__annotator=annotator)
-        .annotate(taken=Count("assignments"))
-        .filter(taken__lt=F("labels_required"))
-        .values_list("pk", "public_id", "question__domain_id")
-    )
-    return sorted(
-        rows,
-        key=lambda r: shuffle_key(
-            seed=QUEUE_SHUFFLE_SEED, annotator_id=annotator.pk, public_id=r[1]
-        ),
-    )
+def _open_records(annotator, domain_id: int):
+    """Production records of the domain with a free slot that the annotator does not hold —
+    exactly the rows of the ``answer_record_open_slots`` partial index, minus theirs."""
+    theirs = LabelAssignment.objects.filter(record_id=OuterRef("pk"), annotator=annotator)
+    skipped = ItemSkip.objects.filter(record_id=OuterRef("pk"), annotator=annotator)
+    return AnswerRecord.objects.filter(
+        ~Exists(theirs),
+        ~Exists(skipped),
+        domain_id=domain_id,
+        status=RecordStatus.LABELING,
+        is_calibration=False,
+        assigned_count__lt=F("labels_required"),
+    ).order_by("queue_rank", "id")
+
+
+def _candidates(annotator, domain_ids, *, limit: int) -> list[tuple[int, int]]:
+    """The first ``limit`` (pk, rank) of the annotator's queue in each domain: per domain an
+    index walk from their offset to the end of the shuffle and one from its start, all bounded
+    and sent as one statement (each walk a sub-select, so every database accepts its LIMIT)."""
+    offset = queue_offset(annotator_id=annotator.pk)
+    parts, params = [], []
+    for domain_id in sorted(domain_ids):
+        rows = _open_records(annotator, domain_id).values_list("pk", "queue_rank")
+        for walk in (rows.filter(queue_rank__gte=offset), rows.filter(queue_rank__lt=offset)):
+            sql, walk_params = walk[:limit].query.sql_with_params()
+            parts.append(f"SELECT * FROM ({sql}) AS walk{len(parts)}")
+            params.extend(walk_params)
+    if not parts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return [(pk, rank) for pk, rank in cursor.fetchall()]
 
 
 def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:
-    locked = (
+    record = (
         AnswerRecord.objects.select_for_update(skip_locked=skip_locked)
-        if skip_locked
-        else (AnswerRecord.objects.select_for_update())
+        .filter(pk=pk, status=RecordStatus.LABELING, assigned_count__lt=F("labels_required"))
+        .first()
     )
-    record = locked.filter(pk=pk, status=RecordStatus.LABELING).first()
     if record is None:
         return None
-    held = list(record.assignments.values_list("slot", "annotator_id"))
-    if any(user_id == annotator.pk for _, user_id in held):
-        return None
-    free = [s for s in range(1, record.labels_required + 1) if s not in {s for s, _ in held}]
-    if not free:
-        return None
+    slot = record.assigned_count + 1
     try:
         with transaction.atomic():
             assignment = LabelAssignment.objects.create(
                 record=record,
                 annotator=annotator,
-                slot=free[0],
+                slot=slot,
                 is_calibration=False,
                 shuffle_seed=QUEUE_SHUFFLE_SEED,
                 shuffle_key=shuffle_key(
@@ -371,6 +406,15 @@ def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | No
             )
     except IntegrityError:
         return None
+    AnswerRecord.objects.filter(pk=record.pk).update(assigned_count=slot)
+    record.assigned_count = slot
+    updated = AnnotatorDomainLoad.objects.filter(
+        annotator=annotator, domain_id=record.domain_id
+    ).update(claimed=F("claimed") + 1)
+    if not updated:
+        AnnotatorDomainLoad.objects.create(
+            annotator=annotator, domain_id=record.domain_id, claimed=1
+        )
     record_event(actor=annotator, verb="claimed", obj=record, detail={"slot": assignment.slot})
     return assignment
 
@@ -393,14 +437,23 @@ def _claim_or_release(annotator, pk: int, *, skip_locked: bool) -> LabelAssignme
         return None
 
 
-@transaction.atomic
 def claim_next_item(*, annotator) -> ClaimResult:
+    """Give the annotator their next production item, or say why there is none (see
+    :func:`claim_next_answer`, which this names for the label queue's callers)."""
+    return claim_next_answer(annotator=annotator)
+
+
+@transaction.atomic
+def claim_next_answer(*, annotator) -> ClaimResult:
     """Give the annotator their next production item, or say why there is none.
 
-    An unfinished claim is returned first (one item at a time). Locking: the annotator's user row
-    (so one annotator's concurrent claims queue up), then candidate records with SKIP LOCKED; rows
-    skipped because another claim held them are retried with a blocking lock, so "empty" is never
-    an artefact of contention. Idempotent in the sense that repeating it returns the open claim.
+    An unfinished claim is returned first (one item at a time). The next item is the first
+    open record in the annotator's seeded order across the domains where they are under their
+    share: per domain a bounded walk of the open-slots partial index (never the whole pool).
+    Locking: the annotator's user row (so one annotator's concurrent claims queue up), then one
+    candidate at a time with SKIP LOCKED; candidates skipped because another claim held them are
+    retried with a blocking lock, so "empty" is never an artefact of contention. Its cost and
+    query count do not depend on the number of records. Repeating it returns the open claim.
     """
     get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
     current = (
@@ -417,23 +470,23 @@ def claim_next_item(*, annotator) -> ClaimResult:
     if not domain_ids:
         return ClaimResult(None, "not_qualified")
     loads = domain_loads(annotator, domain_ids)
-    open_domains = {d for d, load in loads.items() if load.open}
-    candidates = _candidates(annotator, domain_ids)
-    if candidates and not open_domains:
-        return ClaimResult(None, "share_reached")
-    skipped = []
-    for pk, _, domain_id in candidates:
-        if domain_id not in open_domains:
-            continue
-        assignment = _claim_or_release(annotator, pk, skip_locked=True)
-        if assignment is not None:
-            return ClaimResult(assignment, "claimed")
-        skipped.append(pk)
-    for pk in skipped:
-        assignment = _claim_or_release(annotator, pk, skip_locked=False)
-        if assignment is not None:
-            return ClaimResult(assignment, "claimed")
-    if any(d not in open_domains for _, _, d in candidates):
+    open_domains = sorted(d for d, load in loads.items() if load.open)
+    offset = queue_offset(annotator_id=annotator.pk)
+    for _ in range(CLAIM_ROUNDS):
+        candidates = sorted(
+            ((rank - offset) % QUEUE_RANK_MODULUS, pk)
+            for pk, rank in _candidates(annotator, open_domains, limit=CANDIDATE_BATCH)
+        )[:CANDIDATE_BATCH]
+        if not candidates:
+            break
+        for skip_locked in (True, False):
+            for _, pk in candidates:
+                assignment = _claim_or_release(annotator, pk, skip_locked=skip_locked)
+                if assignment is not None:
+                    return ClaimResult(assignment, "claimed")
+        # Every candidate of the batch was filled while we waited: walk again past them.
+    closed = sorted(set(domain_ids) - set(open_domains))
+    if any(_open_records(annotator, d).exists() for d in closed):
         return ClaimResult(None, "share_reached")
     return ClaimResult(None, "queue_empty")
 
@@ -522,6 +575,24 @@ def submit_label(
 # ---------------------------------------------------------------- undo and skip
 
 
+def _release_claim(assignment: LabelAssignment) -> None:
+    """Give an unlabeled production claim's slot back to the pool; call with its record locked.
+
+    Claims number slots 1..``assigned_count`` (the next claim takes ``assigned_count + 1``), so
+    the holder of the highest slot moves down into the freed one before the counter drops; the
+    claimer's ``AnnotatorDomainLoad`` drops too. Records still collecting labels are never shown
+    to a lead, so no slot number anyone has seen changes."""
+    record = AnswerRecord.objects.select_for_update().get(pk=assignment.record_id)
+    freed = assignment.slot
+    assignment.delete()
+    if freed != record.assigned_count:
+        LabelAssignment.objects.filter(record=record, slot=record.assigned_count).update(slot=freed)
+    AnswerRecord.objects.filter(pk=record.pk).update(assigned_count=F("assigned_count") - 1)
+    AnnotatorDomainLoad.objects.filter(
+        annotator_id=assignment.annotator_id, domain_id=record.domain_id, claimed__gt=0
+    ).update(claimed=F("claimed") - 1)
+
+
 @transaction.atomic
 def undo_last_label(*, annotator) -> LabelAssignment:
     """Withdraw the annotator's last production label and reopen its assignment.
@@ -556,8 +627,10 @@ def undo_last_label(*, annotator) -> LabelAssignment:
     released = LabelAssignment.objects.filter(
         annotator=annotator, is_calibration=False, completed_at__isnull=True, label__isnull=True
     ).exclude(pk=assignment.pk)
-    detail["released"] = list(released.values_list("record__public_id", flat=True))
-    released.delete()
+    detail["released"] = []
+    for claim in released.select_related("record"):
+        detail["released"].append(claim.record.public_id)
+        _release_claim(claim)
     record_event(actor=annotator, verb="label_undone", obj=record, detail=detail)
     schedule_agreement_recompute()
     return assignment
@@ -583,7 +656,7 @@ def skip_item(*, assignment: LabelAssignment, reason: str) -> ItemSkip:
         record=record, annotator_id=assignment.annotator_id, defaults={"reason": reason[:200]}
     )
     slot = assignment.slot
-    assignment.delete()
+    _release_claim(assignment)
     record_event(
         actor=assignment.annotator,
         verb="skipped",

@@ -68,6 +68,7 @@ from goldset.selectors.promotion import (
     filter_promotable,
 )
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.labeling import add_domain_slots
 from goldset.services.labeling import settle_record as settle_answer_record
 from goldset.services.resolution import resolve_revision
 from goldset.services.routing import decide_tier, get_active_rules
@@ -370,6 +371,10 @@ def _reroute_record(row: RerouteRow, *, actor) -> None:
         row.to_rule,
         row.to_version,
     )
+    if not record.is_calibration:
+        add_domain_slots(
+            domain_id=record.domain_id, delta=row.required_after - record.labels_required
+        )
     record.labels_required = row.required_after
     record.save(update_fields=["tier", "routing_rule", "rules_version", "labels_required"])
     record_event(
@@ -476,6 +481,8 @@ def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version
         "final_source": record.final_source,
     }
     record.tier, record.routing_rule, record.rules_version = Tier.GOLD, PROMOTED_RULE, rules_version
+    if not record.is_calibration:
+        add_domain_slots(domain_id=record.domain_id, delta=GOLD_LABELS - record.labels_required)
     record.labels_required = GOLD_LABELS
     if record.status == RecordStatus.FINAL:
         record.status = RecordStatus.LABELING

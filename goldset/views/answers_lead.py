@@ -2,7 +2,6 @@
 Annotator 1/2/3, never the system), calibration sets and everyone's calibration status."""
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
@@ -24,8 +23,8 @@ LEADS = (Role.LEAD, Role.ADMIN)
 @vary_on_headers("HX-Request")
 def adjudication_queue(request):
     show_done = request.GET.get("show") == "all"
-    page = Paginator(selectors.list_adjudication_queue(include_done=show_done), PAGE_SIZE).get_page(
-        request.GET.get("page")
+    page = selectors.list_adjudication_queue(
+        include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
     context = {"page": page, "show_done": show_done}
     template = "answers/adjudication_queue.html"
@@ -51,12 +50,18 @@ def adjudicate(request, public_id):
             target = redirect("answers:adjudication_queue")
             return HttpResponseClientRedirect(target.url) if request.htmx else target
     if request.method == "GET":
-        record_event(actor=request.user, verb="viewed", obj=record)
+        record_event(
+            actor=request.user,
+            verb="viewed",
+            object_type="goldset.answerrecord",
+            object_id=record.pk,
+        )
     context = {
         "record": record,
         "packet": selectors.get_item_packet(record),
         "labels": selectors.list_blind_labels(record),
-        "adjudication": getattr(record, "adjudication", None),
+        "adjudication": selectors.get_adjudication_of(record),
+        "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
         "form": form,
     }
     template = "answers/adjudicate.html"

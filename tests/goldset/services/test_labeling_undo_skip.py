@@ -135,3 +135,18 @@ def test_skip_needs_a_reason_and_an_unlabeled_production_claim(domain):
     with pytest.raises(SkipRefused, match="undo"):
         skip_item(assignment=assignment, reason="changed my mind")
     assert not ItemSkip.objects.exists()
+
+
+def test_skipping_a_lower_slot_keeps_slots_contiguous_so_the_next_claim_succeeds(domain):
+    record = AnswerRecordFactory(question__domain=domain)
+    one, two, three = qualified_annotators(domain, 3)
+    first = claim_next_item(annotator=one).assignment
+    second = claim_next_item(annotator=two).assignment
+    assert (first.slot, second.slot) == (1, 2)
+    skip_item(assignment=first, reason="conflict of interest")
+    second.refresh_from_db()
+    record.refresh_from_db()
+    assert (second.slot, record.assigned_count) == (1, 1)
+    third = claim_next_item(annotator=three).assignment
+    assert (third.record_id, third.slot) == (record.pk, 2)
+    assert claim_next_item(annotator=one).assignment is None

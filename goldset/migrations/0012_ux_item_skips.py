@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0008_imports_jobs"),
+        ("goldset", "0011_evals_evaluators"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
