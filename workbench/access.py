@@ -156,7 +156,7 @@ ENTRIES: list[Entry] = [
     Entry("curation:verify", Kind.ACTION, EVERYONE),
     Entry("curation:queue", Kind.PAGE, ANNOTATORS),
     Entry("curation:next", Kind.PAGE, ANNOTATORS),
-    Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card",)),
+    Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card", "review-item")),
     # curation: leads
     Entry("curation:dashboard", Kind.PAGE, LEADS),
     Entry("curation:rereview", Kind.PAGE, LEADS),
