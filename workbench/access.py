@@ -182,7 +182,12 @@ ENTRIES: list[Entry] = [
     Entry("answers:calibration_start", Kind.ACTION, ANNOTATORS),
     # answers: leads
     Entry("answers:adjudication_queue", Kind.PAGE, LEADS, fragments=("adjudication-items",)),
-    Entry("answers:adjudicate", Kind.PAGE, LEADS, fragments=("adjudication-form",)),
+    Entry(
+        "answers:adjudicate",
+        Kind.PAGE,
+        LEADS,
+        fragments=("adjudication-form", "adjudication-item"),
+    ),
     Entry("answers:calibration_status", Kind.PAGE, LEADS),
     Entry("answers:calibration_set", Kind.PAGE, LEADS),
     Entry("answers:calibration_reference", Kind.PAGE, LEADS),

@@ -321,6 +321,12 @@ def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = 
     return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
+def next_item_for_lead() -> AnswerRecord | None:
+    """The first open item of the adjudication queue (the queue's own order and index)."""
+    page = list_adjudication_queue(size=1)
+    return page.items[0] if page.items else None
+
+
 # ---------------------------------------------------------------- calibration
 
 
