@@ -389,6 +389,7 @@ def next_calibration_assignment(*, annotator, domain_id: int) -> LabelAssignment
 class StatusRow:
     annotator: object
     cells: list  # per domain: CalibrationResult | "in_progress" | None
+    skips: int = 0  # production items skipped (with a reason)
 
 
 def get_calibration_status() -> tuple[list[Domain], list[StatusRow]]:
@@ -406,13 +407,14 @@ def get_calibration_status() -> tuple[list[Domain], list[StatusRow]]:
             "annotator_id", "record__question__domain_id"
         )
     )
+    skips = count_skips_by_annotator(user.pk for user in annotators)
     rows = []
     for user in annotators:
         cells = []
         for d in domains:
             result = results.get((user.pk, d.pk))
             cells.append(result or ("in_progress" if (user.pk, d.pk) in started else None))
-        rows.append(StatusRow(user, cells))
+        rows.append(StatusRow(user, cells, skips.get(user.pk, 0)))
     return domains, rows
 
 

@@ -153,3 +153,15 @@ def test_next_item_response_query_count_does_not_grow(
         counts.append(len(ctx.captured_queries))
         LabelAssignment.objects.filter(annotator=annotator, completed_at__isnull=True).delete()
     assert counts[1] == counts[2], counts
+
+
+def test_the_lead_sees_skips_counted_per_annotator(client_for, domain, lead):
+    _records(domain, 2)
+    (annotator,) = qualified_annotators(domain, 1)
+    assignment = claim_next_item(annotator=annotator).assignment
+    client_for(annotator).post(
+        reverse("answers:skip", args=[assignment.record.public_id]), {"reason": "unsure"}
+    )
+    html = client_for(lead).get(reverse("answers:calibration_status")).content.decode()
+    row = html[html.index(f"<tr><td>{annotator.username}</td>") :].split("</tr>")[0]
+    assert '<td class="num">1</td>' in row
