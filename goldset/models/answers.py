@@ -443,7 +443,12 @@ class Adjudication(LabelAxes):
 
 
 class CalibrationSet(models.Model):
+    """A domain's calibration items, handed out in sealed versions (see
+    ``goldset.services.calibration``): ``version`` is the newest sealed one, 0 before anyone
+    started."""
+
     domain = models.OneToOneField(Domain, on_delete=models.PROTECT, related_name="calibration_set")
+    version = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -471,6 +476,9 @@ class CalibrationItem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     reference_set_at = models.DateTimeField(null=True, blank=True)
+    # The set version this item was sealed into when first handed out; None while it is a draft
+    # whose reference label the lead may still set or change.
+    set_version = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["calibration_set_id", "id"]
@@ -497,6 +505,7 @@ class CalibrationResult(models.Model):
     threshold = models.FloatField()
     passed = models.BooleanField()
     disagreements = models.JSONField(default=list, blank=True)
+    set_version = models.PositiveIntegerField(null=True, blank=True)  # the version taken
     computed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -201,6 +201,9 @@ class TripleRevision(models.Model):
         BlockVersion, on_delete=models.PROTECT, related_name="pinned_revisions"
     )
     expected_answer = models.TextField()
+    # Why the author pinned a version that was already superseded when this revision was written
+    # (empty for a pin to the block's current version); see goldset.services.triples.check_pin.
+    superseded_reason = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )

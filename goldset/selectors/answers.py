@@ -33,7 +33,9 @@ from goldset.models import (
     RecordStatus,
     Run,
 )
+from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
+from goldset.selectors.curation import newest_version_of
 from goldset.selectors.keyset import keyset_page
 from workbench.roles import Role, roles_of
 
@@ -176,15 +178,20 @@ def _record_qs():
 
 
 def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
+    """The record's packet; each passage carries ``newest_version`` (its block's current version
+    number) so superseded text is badged on the label and adjudication pages."""
     blind = record if isinstance(record, BlindRecord) else BlindRecord.of(record)
+    newest = Subquery(newest_version_of("block_version__block_id"))
     evidence = list(
         EvidencePassage.objects.filter(question__question_id=blind.question.question_id)
         .select_related("block_version__block__document")
+        .annotate(newest_version=newest)
         .order_by("kind", "position")
     )
     citations = list(
         AnswerCitation.objects.filter(record_id=record.pk)
         .select_related("block_version__block__document")
+        .annotate(newest_version=newest)
         .order_by("position")
     )
     return ItemPacket(
@@ -334,17 +341,20 @@ def next_item_for_lead() -> AnswerRecord | None:
 class CalibrationRow:
     domain: Domain
     calibration_set: CalibrationSet
-    total: int
+    total: int  # items taken (started) or offered (not started; 0 when no version is ready)
     done: int
     started: bool
     result: CalibrationResult | None
     next_assignment: LabelAssignment | None
+    version: int | None = None  # the set version offered to this annotator if they start now
 
 
 def list_my_calibration(*, annotator) -> list[CalibrationRow]:
+    """Per calibration set: the annotator's progress, result, or the version they would be
+    given now (``offer_for``). Constant queries."""
     sets = list(
         CalibrationSet.objects.select_related("domain")
-        .annotate(total=Count("items"))
+        .prefetch_related("items")
         .order_by("domain__slug")
     )
     mine = list(
@@ -357,15 +367,17 @@ def list_my_calibration(*, annotator) -> list[CalibrationRow]:
     for s in sets:
         own = [a for a in mine if a.record.question.domain_id == s.domain_id]
         pending = [a for a in own if a.completed_at is None]
+        offer = None if own else offer_for(s, s.items.all())
         rows.append(
             CalibrationRow(
                 domain=s.domain,
                 calibration_set=s,
-                total=s.total,
+                total=len(own) if own else (len(offer.items) if offer else 0),
                 done=len(own) - len(pending),
                 started=bool(own),
                 result=results.get(s.domain_id),
                 next_assignment=pending[0] if pending else None,
+                version=offer.version if offer else None,
             )
         )
     return rows
@@ -422,6 +434,7 @@ def list_calibration_sets():
     return CalibrationSet.objects.select_related("domain").annotate(
         total=Count("items"),
         referenced=Count("items", filter=Q(items__reference_severe_safety__isnull=False)),
+        drafts=Count("items", filter=Q(items__set_version__isnull=True)),
     )
 
 

@@ -270,40 +270,84 @@ def _iso_week(moment) -> str:
     return f"{year}-W{week:02d}"
 
 
+@dataclass(frozen=True)
+class SettlementPlan:
+    """What :func:`settle_record` does with a record's production labels now.
+
+    ``spot_check_week`` is set when a TRIAGE record's first label triggers the weekly spot-check
+    draw (seed 6601 family, :data:`SPOT_CHECK_SEED`); ``drawn`` means it was drawn and now waits
+    for a second label. Otherwise ``outcome`` is the settled outcome (``None`` while labels are
+    missing) and ``audit`` the audit-sample draw of a majority outcome."""
+
+    spot_check_week: str = ""
+    drawn: bool = False
+    outcome: Outcome | None = None
+    audit: tuple[bool, float] | None = None
+
+    @property
+    def status(self) -> str:
+        """The record's status after settling ("" when it keeps collecting labels)."""
+        if self.outcome is None:
+            return ""
+        if self.audit is not None and self.audit[0]:
+            return RecordStatus.AUDIT
+        return self.outcome.status
+
+
+def plan_settlement(
+    *, public_id: str, tier: str, spot_check_seed, labels_required: int, labels: list, now
+) -> SettlementPlan:
+    """Pure: the settlement of a record with these (acceptability, grounding, severe_safety)
+    labels at ``now``. :func:`settle_record` applies it; the re-route preview shows it."""
+    week = ""
+    if tier == Tier.TRIAGE and spot_check_seed is None and len(labels) == 1:
+        week = _iso_week(now)
+        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{public_id}") < SPOT_CHECK_RATE:
+            return SettlementPlan(spot_check_week=week, drawn=True)
+    if len(labels) < labels_required:
+        return SettlementPlan(spot_check_week=week)
+    outcome = decide_outcome(labels)
+    audit = in_audit_sample(public_id) if outcome.source == FinalSource.MAJORITY else None
+    return SettlementPlan(spot_check_week=week, outcome=outcome, audit=audit)
+
+
 def settle_record(record: AnswerRecord) -> None:
-    """Called with the record locked after one of its production labels was stored."""
+    """Called with the record locked after one of its production labels was stored; applies
+    :func:`plan_settlement`."""
     labels = list(record.labels.values_list("acceptability", "grounding", "severe_safety"))
     now = timezone.now()
-    if record.tier == Tier.TRIAGE and record.spot_check_seed is None and len(labels) == 1:
-        week = _iso_week(now)
+    plan = plan_settlement(
+        public_id=record.public_id,
+        tier=record.tier,
+        spot_check_seed=record.spot_check_seed,
+        labels_required=record.labels_required,
+        labels=labels,
+        now=now,
+    )
+    if plan.spot_check_week:
         record.spot_check_seed = SPOT_CHECK_SEED
-        record.spot_check_week = week
-        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{record.public_id}") < SPOT_CHECK_RATE:
-            record.spot_check = True
-            add_domain_slots(
-                domain_id=record.domain_id, delta=SPOT_CHECK_LABELS - record.labels_required
-            )
-            record.labels_required = SPOT_CHECK_LABELS
-            record.save(
-                update_fields=[
-                    "spot_check_seed",
-                    "spot_check_week",
-                    "spot_check",
-                    "labels_required",
-                ]
-            )
-            return
-    if len(labels) < record.labels_required:
+        record.spot_check_week = plan.spot_check_week
+    if plan.drawn:
+        record.spot_check = True
+        add_domain_slots(
+            domain_id=record.domain_id, delta=SPOT_CHECK_LABELS - record.labels_required
+        )
+        record.labels_required = SPOT_CHECK_LABELS
+        record.save(
+            update_fields=["spot_check_seed", "spot_check_week", "spot_check", "labels_required"]
+        )
+        return
+    if plan.outcome is None:
         record.save(update_fields=["spot_check_seed", "spot_check_week"])
         return
-    outcome = decide_outcome(labels)
+    outcome = plan.outcome
     record.status = outcome.status
     record.final_source = outcome.source
     record.adjudication_reason = outcome.reason
     record.final_acceptability = outcome.acceptability
     record.final_grounding = outcome.grounding
-    if outcome.source == FinalSource.MAJORITY:
-        sampled, draw = in_audit_sample(record.public_id)
+    if plan.audit is not None:
+        sampled, draw = plan.audit
         record.audit_seed, record.audit_draw, record.in_audit_sample = (
             AUDIT_SAMPLE_SEED,
             draw,

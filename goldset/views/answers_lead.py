@@ -7,9 +7,10 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.forms.answers import AdjudicationForm, ReferenceLabelForm
+from goldset.rules.calibration import check_set_ready, offer_for
 from goldset.selectors import answers as selectors
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
-from goldset.services.calibration import CalibrationError, check_set_ready, set_reference_label
+from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation
 from goldset.views.answers import _wants
 from workbench.roles import Role, role_required
@@ -105,7 +106,13 @@ def calibration_status(request):
 @role_required(*LEADS)
 def calibration_set(request, domain):
     calibration_set = selectors.get_calibration_set(domain_slug=domain)
-    context = {"set": calibration_set, "readiness": check_set_ready(calibration_set)}
+    items = list(calibration_set.items.all())
+    context = {
+        "set": calibration_set,
+        "readiness": check_set_ready(calibration_set, items),
+        "offer": offer_for(calibration_set, items),
+        "drafts": sum(1 for i in items if i.set_version is None),
+    }
     return render(request, "answers/calibration_set.html", context)
 
 
