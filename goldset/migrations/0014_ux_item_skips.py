@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0011_evals_evaluators"),
+        ("goldset", "0013_integrity_calibration_versions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
