@@ -118,6 +118,66 @@ class BlindQuestion:
 
 
 @dataclass(frozen=True)
+class BlindRef:
+    """An item named by its opaque id only."""
+
+    public_id: str
+
+
+@dataclass(frozen=True)
+class BlindAssignment:
+    """The annotator's own assignment as the label page sees it: plain values; the record is
+    reachable by its opaque id only, so no run, system, model, cost or latency is in reach."""
+
+    record: BlindRef
+    is_calibration: bool
+    slot: int
+
+    @classmethod
+    def of(cls, assignment: LabelAssignment) -> "BlindAssignment":
+        return cls(
+            record=BlindRef(public_id=assignment.record.public_id),
+            is_calibration=assignment.is_calibration,
+            slot=assignment.slot,
+        )
+
+
+@dataclass(frozen=True)
+class BlindLabel:
+    """The annotator's own label as their pages show it (display values; no path to the run)."""
+
+    record: BlindRef
+    acceptability: str
+    grounding: str
+    evidence_sufficiency: str
+    citation_correctness: str
+    conflict_handling: str
+    safety_boundary: str
+    severe_safety: bool
+    primary_failure: str
+    secondary_failures: list
+    rationale: str
+
+    @classmethod
+    def of(cls, label: Label | None, *, public_id: str) -> "BlindLabel | None":
+        if label is None:
+            return None
+        return cls(
+            record=BlindRef(public_id=public_id),
+            acceptability=label.get_acceptability_display(),
+            grounding=label.get_grounding_display(),
+            evidence_sufficiency=label.get_evidence_sufficiency_display(),
+            citation_correctness=label.get_citation_correctness_display(),
+            conflict_handling=label.get_conflict_handling_display(),
+            safety_boundary=label.get_safety_boundary_display(),
+            severe_safety=label.severe_safety,
+            primary_failure=label.get_primary_failure_display() if label.primary_failure else "",
+            secondary_failures=list(label.secondary_failures or []),
+            rationale=label.rationale,
+        )
+
+
+@dataclass(frozen=True)
 class BlindRecord:
     """An answer record as annotators and leads see it. A read model of plain values: no system,
     run, model, configuration, prompt hash, latency or cost can be reached from it (templates

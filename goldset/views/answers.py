@@ -83,12 +83,17 @@ def _label_data(request):
 
 def _render_item(request, assignment, form=None, *, status=200):
     record = assignment.record
+    undoable = selectors.get_undoable_label(annotator=request.user)
+    # Blind read models only: the page's context cannot reach the run behind the record.
     context = {
-        "assignment": assignment,
-        "label": selectors.get_own_label(assignment),
+        "assignment": selectors.BlindAssignment.of(assignment),
+        "label": selectors.BlindLabel.of(
+            selectors.get_own_label(assignment), public_id=record.public_id
+        ),
         "form": form or LabelForm(),
         "packet": selectors.get_item_packet(record),
-        "undoable": selectors.get_undoable_label(annotator=request.user),
+        "undoable": undoable
+        and selectors.BlindLabel.of(undoable, public_id=undoable.record.public_id),
         "all_clear_needs_rationale": all_clear_rationale_required(record.question),
         "all_clear": json.dumps(_preset_fields()),
     }

@@ -165,3 +165,36 @@ def test_the_lead_sees_skips_counted_per_annotator(client_for, domain, lead):
     html = client_for(lead).get(reverse("answers:calibration_status")).content.decode()
     row = html[html.index(f"<tr><td>{annotator.username}</td>") :].split("</tr>")[0]
     assert '<td class="num">1</td>' in row
+
+
+def _model_rows(context) -> list:
+    from django.db.models import Model
+
+    from goldset.models import AnswerRecord, Run
+
+    found = []
+    contexts = context if isinstance(context, list) else [context]
+    values = [v for ctx in contexts for v in ctx.flatten().values()]
+    for value in values:
+        if isinstance(value, (AnswerRecord, LabelAssignment, Label, Run)):
+            found.append(value)
+        elif isinstance(value, Model) and hasattr(value, "run_id"):
+            found.append(value)
+    return found
+
+
+def test_the_label_page_context_holds_only_blind_read_models(client_for, domain):
+    """Blinding is in the data: the annotator's page context has no record, assignment, label or
+    run row from which the system or run could be reached, before and after labeling."""
+    _records(domain, 2)
+    (annotator,) = qualified_annotators(domain, 1)
+    first = claim_next_item(annotator=annotator).assignment
+    client = client_for(annotator)
+    url = reverse("answers:item", args=[first.record.public_id])
+    page = client.get(url)
+    assert page.status_code == 200 and _model_rows(page.context) == []
+    assert not hasattr(page.context["assignment"].record, "run")
+    client.post(url, form_data())
+    labelled = client.get(url)
+    assert labelled.context["label"].acceptability and _model_rows(labelled.context) == []
+    assert not hasattr(labelled.context["label"], "assignment")
