@@ -14,7 +14,7 @@ def record_defaults(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("goldset", "0013_integrity_calibration_versions")]
+    dependencies = [("goldset", "0014_ux_item_skips")]
 
     operations = [
         migrations.AddField(
