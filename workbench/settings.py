@@ -14,14 +14,20 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from goldset import conf as goldset_conf
+from workbench.envfile import read_or_create_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(environ.Env().str("WORKBENCH_VAR_DIR", default=str(BASE_DIR / "var")))
+# An empty value (as in .env.example) means the default, never the current directory.
+VAR_DIR = Path(environ.Env().str("WORKBENCH_VAR_DIR", default="") or BASE_DIR / "var")
 
 env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
+# Team mode (docker-compose.yml) points SECRET_KEY_FILE at a shared volume: the first start
+# writes a random key there, and every service reads the same one.
+if not SECRET_KEY and env.str("SECRET_KEY_FILE", default=""):
+    SECRET_KEY = read_or_create_secret_key(Path(env.str("SECRET_KEY_FILE")))
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
@@ -202,6 +208,8 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
 }
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Health checks (compose, load balancers) speak plain HTTP inside the network: never redirect them.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
