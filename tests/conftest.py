@@ -55,6 +55,7 @@ SERVICES = {
     "Redis (REDIS_URL=redis://…)": _have_redis,
     f"Chromium ({CHROMIUM})": _have_chromium,
     f"the NIST file ({NIST_FILE})": NIST_FILE.exists,
+    "redis-server (Debian package redis-server)": lambda: bool(shutil.which("redis-server")),
 }
 FIXTURE_NEEDS = {
     "postgres": ["PostgreSQL (DATABASE_URL=postgres://…)"],
@@ -65,6 +66,7 @@ FIXTURE_NEEDS = {
     ],
     "browser": [f"Chromium ({CHROMIUM})"],
     "nist_file": [f"the NIST file ({NIST_FILE})"],
+    "own_redis": ["redis-server (Debian package redis-server)"],
 }
 
 
@@ -178,6 +180,67 @@ def redis_url():
     url = os.environ.get("REDIS_URL", "")
     _require(bool(url), "needs REDIS_URL=redis://…")
     return url
+
+
+class OwnRedis:
+    """A private ``redis-server`` this test starts and may stop, on a free port."""
+
+    def __init__(self, tmp_path):
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(tmp_path),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self._wait(up=True)
+
+    def _wait(self, *, up: bool, deadline_s: float = 10.0):
+        import socket
+        import time
+
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                answering = True
+            except OSError:
+                answering = False
+            if answering == up:
+                return
+            time.sleep(0.05)
+        pytest.fail(f"redis-server on port {self.port} did not {'start' if up else 'stop'}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self._wait(up=False)
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server started for this test (stop it with ``own_redis.stop()``)."""
+    _require(bool(shutil.which("redis-server")), "needs the redis-server binary")
+    server = OwnRedis(tmp_path)
+    yield server
+    server.stop()
 
 
 @pytest.fixture

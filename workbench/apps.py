@@ -10,6 +10,15 @@ class WorkbenchConfig(AppConfig):
         # Groups reference permissions of several apps, which exist only after each app's
         # post_migrate; syncing after every app (and after a test flush) is idempotent and cheap.
         post_migrate.connect(_ensure_roles, dispatch_uid="workbench.ensure_roles")
+        # auth's signals and our middleware import models: only once the app registry is ready
+        from django.contrib.auth.signals import user_logged_in
+
+        # (the middleware module imports the role models, so it too waits for ready())
+        from workbench.middleware import SessionSecurityMiddleware
+
+        user_logged_in.connect(
+            SessionSecurityMiddleware.stamp_login, dispatch_uid="workbench.session_stamp"
+        )
 
 
 def _ensure_roles(sender, using="default", **kwargs):

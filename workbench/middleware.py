@@ -1,7 +1,19 @@
 import re
+import time
 import uuid
+from urllib.parse import unquote
+
+from django.conf import settings
+from django.contrib.auth import logout
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseBadRequest
+from django.utils.cache import patch_cache_control
 
 from workbench import request_context
+from workbench.access import entry_for
+from workbench.client_address import client_address
+from workbench.roles import roles_of
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
@@ -17,9 +29,85 @@ class RequestIdMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request.request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
         context = request_context.RequestContext(
-            request_id=request.request_id, client_address=request.META.get("REMOTE_ADDR", "")
+            request_id=request.request_id, client_address=client_address(request)
         )
         with request_context.bound(context):
             response = self.get_response(request)
         response["X-Request-ID"] = request.request_id
+        return response
+
+
+class AccessMiddleware:
+    """Enforces :mod:`workbench.access` before any view runs: unknown URL name → 404, anonymous
+    → the login page, a role the entry does not list → 403."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        match = getattr(request, "resolver_match", None)
+        entry = entry_for(match.view_name if match else None)
+        if entry is None:
+            raise Http404("No such page.")
+        if entry.roles is None:
+            return None
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not roles_of(request.user) & entry.roles:
+            raise PermissionDenied("Your role does not give access to this page.")
+        return None
+
+
+class RejectNulBytesMiddleware:
+    """A NUL byte in the path or the query string is never valid input: 400, before any view or
+    database driver sees it (PostgreSQL refuses NUL in text, which used to surface as a 500)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        query = request.META.get("QUERY_STRING", "")
+        if "\x00" in request.path or "\x00" in unquote(query) or "\x00" in request.path_info:
+            return HttpResponseBadRequest("NUL bytes are not allowed in URLs.")
+        return self.get_response(request)
+
+
+class SessionSecurityMiddleware:
+    """Sessions end after ``SESSION_IDLE_TIMEOUT_SECONDS`` without a request (default 30 min) and
+    ``SESSION_ABSOLUTE_TIMEOUT_SECONDS`` after login whatever the activity (default 12 h);
+    responses to signed-in users are ``Cache-Control: no-store``. The last-seen time is written
+    at most once a minute, so an active session costs no write per request."""
+
+    STARTED, SEEN = "_wb_started_at", "_wb_last_seen"
+
+    @classmethod
+    def stamp_login(cls, sender, request, user, **kwargs):
+        """At login (any form): the session's start and last-seen times, written with the login
+        itself so later requests need no session write."""
+        now = int(time.time())
+        request.session[cls.STARTED] = now
+        request.session[cls.SEEN] = now
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            now = int(time.time())
+            session = request.session
+            started = session.setdefault(self.STARTED, now)
+            seen = session.get(self.SEEN, now)
+            idle = now - seen > settings.SESSION_IDLE_TIMEOUT_SECONDS
+            expired = now - started > settings.SESSION_ABSOLUTE_TIMEOUT_SECONDS
+            if idle or expired:
+                logout(request)  # flushes the session; the page's access check sends to login
+            elif now - seen >= 60 or self.SEEN not in session:
+                session[self.SEEN] = now
+        response = self.get_response(request)
+        if user is not None and user.is_authenticated:
+            patch_cache_control(response, no_store=True, private=True)
         return response

@@ -26,3 +26,30 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_id} {self.verb} {self.object_type}:{self.object_id}"
+
+
+class ThrottleScope(models.TextChoices):
+    ACCOUNT = "account", "Account"
+    ACCOUNT_ADDRESS = "account_address", "Account and address"
+    ADDRESS = "address", "Address"
+
+
+class LoginThrottle(models.Model):
+    """Failed password attempts in the current window for one account, one (account, address)
+    pair or one address. Kept in the database, not the cache, so the lockout neither fails nor
+    opens up when Redis is down. ``blocked_until`` is a lock for the account scopes and the
+    earliest next attempt (a slowdown) for the address scope."""
+
+    scope = models.CharField(max_length=16, choices=ThrottleScope.choices)
+    key = models.CharField(max_length=160)
+    failures = models.PositiveIntegerField(default=0)
+    window_started_at = models.DateTimeField()
+    blocked_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key"], name="login_throttle_unique_key")
+        ]
+
+    def __str__(self):
+        return f"{self.scope}:{self.key} {self.failures}"

@@ -51,12 +51,15 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "workbench.middleware.RequestIdMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "workbench.middleware.SessionSecurityMiddleware",
+    "workbench.middleware.AccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -167,9 +170,21 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Brute-force protection for the login form (see workbench.services.accounts).
+# Brute-force protection for every password form (see workbench.services.login_throttle):
+# per (account, address) and per account a lock, per address a growing delay; in the database.
+AUTHENTICATION_BACKENDS = ["workbench.auth.ThrottledModelBackend"]
 LOGIN_MAX_FAILURES = env.int("LOGIN_MAX_FAILURES", default=5)
+LOGIN_ACCOUNT_MAX_FAILURES = env.int("LOGIN_ACCOUNT_MAX_FAILURES", default=20)
 LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=900)
+LOGIN_ADDRESS_SLOWDOWN_AFTER = env.int("LOGIN_ADDRESS_SLOWDOWN_AFTER", default=10)
+LOGIN_ADDRESS_MAX_DELAY_SECONDS = env.int("LOGIN_ADDRESS_MAX_DELAY_SECONDS", default=60)
+# Reverse proxies in front of the app that append to X-Forwarded-For (0: use REMOTE_ADDR).
+TRUSTED_PROXY_HOPS = env.int("TRUSTED_PROXY_HOPS", default=0)
+
+# /health/: anonymous callers get a liveness answer memoised this long; the detailed report
+# (database, broker, workers) is for admins and requests carrying X-Health-Token: HEALTH_TOKEN.
+HEALTH_LIVENESS_CACHE_SECONDS = env.int("HEALTH_LIVENESS_CACHE_SECONDS", default=5)
+HEALTH_TOKEN = env.str("HEALTH_TOKEN", default="")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -220,6 +235,12 @@ SECURE_PROXY_SSL_HEADER = (
 )
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SESSION_COOKIE_HTTPONLY = True
+# Sessions: idle timeout and absolute lifetime (workbench.middleware.SessionSecurityMiddleware).
+SESSION_IDLE_TIMEOUT_SECONDS = env.int("SESSION_IDLE_TIMEOUT_SECONDS", default=30 * 60)
+SESSION_ABSOLUTE_TIMEOUT_SECONDS = env.int("SESSION_ABSOLUTE_TIMEOUT_SECONDS", default=12 * 3600)
+SESSION_COOKIE_AGE = SESSION_ABSOLUTE_TIMEOUT_SECONDS
+# Free text (rationales, comments, messages, questions, answers) is capped in the services.
+FREE_TEXT_MAX_CHARS = env.int("FREE_TEXT_MAX_CHARS", default=20_000)
 X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {

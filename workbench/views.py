@@ -1,32 +1,33 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
-from django.contrib.auth.forms import AuthenticationForm
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.crypto import constant_time_compare
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from workbench.roles import ALL_ROLES, role_required
-from workbench.services.accounts import LoginLocked, log_in
+from workbench.forms import INVALID_LOGIN, LoginForm
+from workbench.roles import ALL_ROLES, Role, has_role, role_required
+from workbench.services.accounts import log_in
 from workbench.services.audit import record_event
 from workbench.services.health import run_health_checks
+from workbench.services.liveness import check_liveness
+from workbench.services.login_throttle import LoginLocked, LoginRefused
 
 
 @never_cache
 def login_view(request):
     if request.user.is_authenticated:
         return redirect("home")
-    form = AuthenticationForm(request, data=request.POST or None)
+    form = LoginForm(request.POST or None)
     status = 200
-    if request.method == "POST":
-        username = request.POST.get("username", "")
+    if request.method == "POST" and form.is_valid():
         try:
-            user = log_in(
-                request=request, username=username, password=request.POST.get("password", "")
-            )
-        except LoginLocked:
-            form.add_error(None, "Too many failed attempts. Wait 15 minutes before trying again.")
+            user = log_in(request=request, **form.cleaned_data)
+        except LoginRefused as exc:
+            form.add_error(None, _refusal_message(exc))
             status = 429
         else:
             if user is not None:
@@ -35,13 +36,20 @@ def login_view(request):
                     target, {request.get_host()}, request.is_secure()
                 )
                 return redirect(target if target and safe else "home")
-            form.is_valid()  # populates the form's own "invalid login" error
+            form.add_error(None, INVALID_LOGIN)
     return render(
         request,
         "registration/login.html",
         {"form": form, "next": request.GET.get("next", "")},
         status=status,
     )
+
+
+def _refusal_message(exc: LoginRefused) -> str:
+    if isinstance(exc, LoginLocked):
+        minutes = max(1, round(exc.retry_after / 60))
+        return f"Too many failed attempts. Wait {minutes} minute(s) before trying again."
+    return f"Too many attempts from your network. Wait {exc.retry_after} s before trying again."
 
 
 @require_POST
@@ -58,9 +66,20 @@ def home(request):
     return render(request, "workbench/home.html")
 
 
+def _may_see_health_details(request) -> bool:
+    token = settings.HEALTH_TOKEN
+    offered = request.headers.get("X-Health-Token", "")
+    if token and offered and constant_time_compare(offered, token):
+        return True
+    return has_role(request.user, Role.ADMIN)
+
+
 @never_cache
 def health(request):
-    report = run_health_checks()
+    """Anonymous callers (and anyone without the role or token) get the cheap, memoised liveness
+    answer; admins and holders of ``HEALTH_TOKEN`` get the detailed report."""
+    detailed = _may_see_health_details(request)
+    report = run_health_checks() if detailed else check_liveness()
     status = 200 if report["ok"] else 503
     wants_json = request.GET.get("format") == "json" or (
         "application/json" in request.headers.get("Accept", "")
@@ -68,4 +87,5 @@ def health(request):
     )
     if wants_json:
         return JsonResponse(report, status=status)
-    return render(request, "workbench/health.html", {"report": report}, status=status)
+    context = {"report": report, "detailed": detailed}
+    return render(request, "workbench/health.html", context, status=status)

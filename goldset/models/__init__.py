@@ -62,6 +62,7 @@ from goldset.models.imports import (
     ImportStatus,
 )
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
+from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
     JobStatus,
@@ -131,6 +132,7 @@ __all__ = [
     "RunKind",
     "SafetyBoundary",
     "ScoreAggregate",
+    "Pseudonym",
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",

@@ -100,11 +100,11 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
                 Alert(
                     "gold_kappa_low",
                     f"Gold Cohen κ below {kappa_target} for an annotator pair",
-                    f"{s.protocol} · {s.axis}: pair {s.subject} κ = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} shared items.",
+                    f"{s.protocol} · {s.axis}: {_pair_placeholder(s.subject)} κ = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} shared items.",
                     {
                         "protocol": s.protocol,
                         "axis": s.axis,
-                        "pair": s.subject,
+                        "pair": _pair_placeholder(s.subject),
                         "kappa": s.value,
                         "target": kappa_target,
                         "n_items": s.n_items,
@@ -149,7 +149,7 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
                         "Annotator agrees with adjudicated labels far less than peers",
                         f"{s.protocol}: annotator {{user:{s.subject}}} matches the adjudicated acceptability on {s.value:.0%} of {s.n_items} adjudicated items; the median annotator {median:.0%} (margin {outlier_margin:.0%}).",
                         {
-                            "annotator": s.subject,
+                            "annotator": f"{{user:{s.subject}}}",
                             "rate": s.value,
                             "median": median,
                             "margin": outlier_margin,
@@ -165,7 +165,7 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
                     "Annotator's severe-safety rate differs from co-annotators'",
                     f"{s.protocol}: annotator {{user:{s.subject}}} marks severe safety {s.value:+.0%} more often than co-annotators on the same {s.n_items} items (margin {gap_margin:.0%}).",
                     {
-                        "annotator": s.subject,
+                        "annotator": f"{{user:{s.subject}}}",
                         "gap": s.value,
                         "margin": gap_margin,
                         "n_items": s.n_items,
@@ -194,23 +194,84 @@ def _author_flag_rate_alerts() -> list[Alert]:
     ]
 
 
+def _pair_placeholder(subject: str) -> str:
+    first, _, second = subject.partition("|")
+    return f"{{user:{first}}} & {{user:{second}}}"
+
+
+def display_names(user_ids) -> dict[int, str]:
+    """``{user_id: full name or username}`` (one query): what leads see for annotators where the
+    protocol lets them see who is who (this dashboard, its alerts and tables)."""
+    users = get_user_model().objects.filter(pk__in={int(u) for u in user_ids})
+    return {
+        pk: f"{first} {last}".strip() or username
+        for pk, username, first, last in users.values_list(
+            "pk", "username", "first_name", "last_name"
+        )
+    }
+
+
+_PLACEHOLDER = re.compile(r"\{user:(\d+)\}")
+
+
 def _with_usernames(alerts: list[Alert]) -> list[Alert]:
-    """Replace ``{user:ID}`` placeholders with usernames (one query)."""
-    ids = {int(m) for a in alerts for m in re.findall(r"\{user:(\d+)\}", a.detail)}
+    """Replace ``{user:ID}`` placeholders in details and numbers with display names (one query)."""
+    texts = [a.detail for a in alerts] + [
+        v for a in alerts for v in a.numbers.values() if isinstance(v, str)
+    ]
+    ids = {int(m) for t in texts for m in _PLACEHOLDER.findall(t)}
     if not ids:
         return alerts
-    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    names = display_names(ids)
+
+    def sub(text):
+        return _PLACEHOLDER.sub(lambda m: names.get(int(m.group(1)), "a former annotator"), text)
+
     return [
         Alert(
             a.kind,
             a.title,
-            re.sub(
-                r"\{user:(\d+)\}", lambda m: names.get(int(m.group(1)), f"#{m.group(1)}"), a.detail
-            ),
-            a.numbers,
+            sub(a.detail),
+            {k: sub(v) if isinstance(v, str) else v for k, v in a.numbers.items()},
         )
         for a in alerts
     ]
+
+
+def subject_display(row_metric: str, row_axis: str, subject: str, names: dict[int, str]) -> str:
+    """A snapshot's subject as people read it: pairs and annotators by display name."""
+    if row_metric == "cohen_kappa" and "|" in subject:
+        first, _, second = subject.partition("|")
+        return f"{names.get(int(first), '?')} & {names.get(int(second), '?')}"
+    if row_axis == "annotator" and subject.isdigit():
+        return names.get(int(subject), "?")
+    return subject
+
+
+def _subject_user_ids(rows) -> set[int]:
+    ids = set()
+    for metric, axis, subject in rows:
+        if metric == "cohen_kappa" and "|" in subject:
+            ids.update(int(x) for x in subject.split("|") if x.isdigit())
+        elif axis == "annotator" and subject.isdigit():
+            ids.add(int(subject))
+    return ids
+
+
+def iter_snapshot_rows(**filters) -> list[tuple]:
+    """Snapshot rows in ``CSV_FIELDS`` order for downloads, subjects as display names, never
+    user keys (two queries)."""
+    rows = list(list_snapshots(**filters).values_list(*CSV_FIELDS))
+    at = {name: i for i, name in enumerate(CSV_FIELDS)}
+    names = display_names(
+        _subject_user_ids((r[at["metric"]], r[at["axis"]], r[at["subject"]]) for r in rows)
+    )
+    out = []
+    for r in rows:
+        r = list(r)
+        r[at["subject"]] = subject_display(r[at["metric"]], r[at["axis"]], r[at["subject"]], names)
+        out.append(tuple(r))
+    return out
 
 
 def _spot_check_alerts(rows: list[AgreementSnapshot], limit: float) -> list[Alert]:
@@ -317,6 +378,10 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
         and not r.task_type
         and not r.domain
     ]
+    pairs = [r for r in rows if r.metric == "cohen_kappa" and r.tier == gold]
+    names = display_names(_subject_user_ids((r.metric, r.axis, r.subject) for r in pairs))
+    for r in pairs:
+        r.display = subject_display(r.metric, r.axis, r.subject, names)
     return AgreementView(
         protocol=protocol,
         axis=axis,
@@ -339,7 +404,7 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
             r for r in rows if r.metric == "krippendorff_alpha" and r.task_type and not r.week
         ],
         by_domain=[r for r in rows if r.metric == "krippendorff_alpha" and r.domain],
-        pairs=[r for r in rows if r.metric == "cohen_kappa" and r.tier == gold],
+        pairs=pairs,
         data_version=rows[0].data_version if rows else "",
         computed_at=rows[0].computed_at if rows else None,
     )
@@ -368,17 +433,13 @@ class AnnotatorRow:
 
 
 def list_annotator_figures() -> list[AnnotatorRow]:
-    """Per-annotator figures from the snapshots, with usernames (two queries)."""
+    """Per-annotator figures from the snapshots, with display names (two queries)."""
     rows = list(
         AgreementSnapshot.objects.filter(axis="annotator").values_list(
             "protocol", "subject", "metric", "value", "n_items"
         )
     )
-    names = dict(
-        get_user_model()
-        .objects.filter(pk__in={int(r[1]) for r in rows})
-        .values_list("pk", "username")
-    )
+    names = display_names({int(r[1]) for r in rows})
     grouped: dict[tuple[str, str], dict] = {}
     for protocol, subject, metric, value, n in rows:
         grouped.setdefault((protocol, subject), {})[metric] = (value, n)
@@ -480,6 +541,17 @@ def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> di
     return {"categories": list(scale.categories), "rows": rows_out, "n": n}
 
 
+def _user_ids_by_username(*usernames: str) -> list[int | None]:
+    """Pair choices travel as usernames (never keys); one query."""
+    wanted = [u for u in usernames if u]
+    found = (
+        dict(get_user_model().objects.filter(username__in=wanted).values_list("username", "pk"))
+        if wanted
+        else {}
+    )
+    return [found.get(u) for u in usernames]
+
+
 def get_agreement_stale_since():
     """When the oldest change not yet reflected in the stored snapshots was made (None when
     they are up to date): the creation time of the oldest unfinished recompute request in the
@@ -490,14 +562,16 @@ def get_agreement_stale_since():
 
 
 def get_dashboard(
-    *, protocol: str, axis: str, first: int | None, second: int | None, partial: bool = False
+    *, protocol: str, axis: str, first: str, second: str, partial: bool = False
 ) -> dict:
     """The agreement dashboard's context, all from stored snapshots plus aggregate counts; with
-    ``partial`` only what the confusion-matrix fragment needs."""
+    ``partial`` only what the confusion-matrix fragment needs. ``first``/``second`` name the
+    annotator pair of the confusion matrix by username."""
     view = get_agreement_view(protocol=protocol, axis=axis)
+    first_id, second_id = _user_ids_by_username(first, second)
     confusion = (
-        confusion_matrix(protocol=view.protocol, axis=view.axis, first=first, second=second)
-        if first and second
+        confusion_matrix(protocol=view.protocol, axis=view.axis, first=first_id, second=second_id)
+        if first_id and second_id
         else None
     )
     context = {
@@ -521,6 +595,7 @@ def get_dashboard(
             label, values, x_max=max([v for _, v in values] + [1]), percent=metric != "volume"
         )
 
+    names = {r.user_id: r.username for r in annotators if r.protocol == view.protocol}
     return context | {
         "stale_since": get_agreement_stale_since(),
         "alerts": list_agreement_alerts(),
@@ -532,17 +607,22 @@ def get_dashboard(
             if m != "severe_rate_gap"
         },
         "pair_choices": sorted(
-            {(r.user_id, r.username) for r in annotators if r.protocol == view.protocol},
+            (
+                (login, names[pk])
+                for pk, login in get_user_model()
+                .objects.filter(pk__in=names)
+                .values_list("pk", "username")
+            ),
             key=lambda c: c[1],
         ),
         "workload": get_workload(),
     }
 
 
-def confusion_rows(
-    *, protocol: str, axis: str, first: int | None, second: int | None
-) -> tuple[list, list]:
-    """The confusion matrix as long rows (first's value, second's value, count) for downloads."""
+def confusion_rows(*, protocol: str, axis: str, first: str, second: str) -> tuple[list, list]:
+    """The confusion matrix as long rows (first's value, second's value, count) for downloads;
+    the pair named by username."""
+    first, second = _user_ids_by_username(first, second)
     matrix = (
         confusion_matrix(protocol=protocol, axis=axis, first=first, second=second)
         if first and second

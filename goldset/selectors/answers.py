@@ -3,7 +3,7 @@ addressed by ``public_id`` and no system, run or model reaches their templates. 
 fetch and authorize in one call (Http404 when the item is not theirs)."""
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
@@ -11,6 +11,7 @@ from django.db.models import Count, Prefetch, Q, Sum
 from django.http import Http404
 
 from goldset.models import (
+    Adjudication,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
@@ -26,7 +27,7 @@ from goldset.models import (
     Run,
 )
 from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
-from workbench.roles import Role
+from workbench.roles import Role, roles_of
 
 # ---------------------------------------------------------------- qualification and load
 
@@ -95,10 +96,73 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
 
 
 @dataclass(frozen=True)
+class BlindQuestion:
+    """A question as annotators and leads see it: plain values, no path to its answer records."""
+
+    question_id: str
+    text: str
+    domain_name: str
+    domain_slug: str
+    task_family: str
+    conflict_flag: bool
+    freshness_flag: bool
+    adversarial: bool
+    safety_flags: list
+    required_behavior: str
+    prohibited_behaviors: list
+
+
+@dataclass(frozen=True)
+class BlindRecord:
+    """An answer record as annotators and leads see it. A read model of plain values: no system,
+    run, model, configuration, prompt hash, latency or cost can be reached from it (templates
+    included), unlike from the ``AnswerRecord`` row it is built from."""
+
+    pk: int
+    public_id: str
+    question: BlindQuestion
+    answer: str
+    status: str
+    status_display: str
+    adjudication_reason_display: str
+    final_acceptability_display: str
+    final_grounding_display: str
+
+    @classmethod
+    def of(cls, record: AnswerRecord) -> "BlindRecord":
+        q = record.question
+        return cls(
+            pk=record.pk,
+            public_id=record.public_id,
+            question=BlindQuestion(
+                question_id=q.question_id,
+                text=q.text,
+                domain_name=q.domain.name,
+                domain_slug=q.domain.slug,
+                task_family=q.task_family,
+                conflict_flag=q.conflict_flag,
+                freshness_flag=q.freshness_flag,
+                adversarial=q.adversarial,
+                safety_flags=list(q.safety_flags or []),
+                required_behavior=q.required_behavior,
+                prohibited_behaviors=list(q.prohibited_behaviors or []),
+            ),
+            answer=record.answer,
+            status=record.status,
+            status_display=record.get_status_display(),
+            adjudication_reason_display=record.get_adjudication_reason_display()
+            if record.adjudication_reason
+            else "",
+            final_acceptability_display=record.get_final_acceptability_display(),
+            final_grounding_display=record.get_final_grounding_display(),
+        )
+
+
+@dataclass(frozen=True)
 class ItemPacket:
     """What the label and adjudication pages show: question, answer, evidence — never the system."""
 
-    record: AnswerRecord
+    record: BlindRecord
     gold: list[EvidencePassage]
     near_misses: list[EvidencePassage]
     citations: list[AnswerCitation]
@@ -108,19 +172,20 @@ def _record_qs():
     return AnswerRecord.objects.select_related("question__domain")
 
 
-def get_item_packet(record: AnswerRecord) -> ItemPacket:
+def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
+    blind = record if isinstance(record, BlindRecord) else BlindRecord.of(record)
     evidence = list(
-        EvidencePassage.objects.filter(question_id=record.question_id)
+        EvidencePassage.objects.filter(question__question_id=blind.question.question_id)
         .select_related("block_version__block__document")
         .order_by("kind", "position")
     )
     citations = list(
-        AnswerCitation.objects.filter(record=record)
+        AnswerCitation.objects.filter(record_id=record.pk)
         .select_related("block_version__block__document")
         .order_by("position")
     )
     return ItemPacket(
-        record=record,
+        record=blind,
         gold=[e for e in evidence if e.kind == EvidenceKind.GOLD],
         near_misses=[e for e in evidence if e.kind == EvidenceKind.NEAR_MISS],
         citations=citations,
@@ -143,18 +208,41 @@ def get_own_label(assignment: LabelAssignment) -> Label | None:
     return Label.objects.filter(assignment=assignment).first()
 
 
-def get_record_for_lead(*, public_id: str) -> AnswerRecord:
-    """An item a lead may open: in the adjudication queue, the audit sample or adjudicated."""
+def get_record_for_lead(*, public_id: str) -> BlindRecord:
+    """An item a lead may open (in the adjudication queue, the audit sample or adjudicated), as
+    a blinded read model; Http404 otherwise."""
     record = _record_qs().filter(public_id=public_id, status__in=LEAD_VISIBLE).first()
     if record is None:
         raise Http404("No such item in the adjudication queue.")
-    return record
+    return BlindRecord.of(record)
 
 
-def list_blind_labels(record: AnswerRecord) -> list[Label]:
+def get_adjudication_of(record: BlindRecord) -> Adjudication | None:
+    return Adjudication.objects.filter(record_id=record.pk).first()
+
+
+@dataclass(frozen=True)
+class Provenance:
+    run_id: str
+    system_id: str
+
+
+def get_provenance_for_admin(*, user, record: BlindRecord) -> Provenance | None:
+    """The run and system behind an item — for admins only (None for anyone else)."""
+    if Role.ADMIN not in roles_of(user):
+        return None
+    run_id, system_id = (
+        AnswerRecord.objects.filter(pk=record.pk)
+        .values_list("run__run_id", "run__system__system_id")
+        .get()
+    )
+    return Provenance(run_id=run_id, system_id=system_id)
+
+
+def list_blind_labels(record: AnswerRecord | BlindRecord) -> list[Label]:
     """The record's labels by slot; templates show them as Annotator 1/2/3 (admins also see who)."""
     return list(
-        Label.objects.filter(record=record)
+        Label.objects.filter(record_id=record.pk)
         .select_related("assignment", "annotator")
         .order_by("assignment__slot", "id")
     )
@@ -372,20 +460,36 @@ def count_records_by_status() -> dict[str, int]:
     return dict(rows)
 
 
-def _reviewer_id(user_id: int) -> str:
-    return f"reviewer-{user_id}"
-
-
-def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
-    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
-    failure categories and reviewer role, the adjudication if any, and the final result.
-
-    Reviewers appear as stable opaque ids (``reviewer-<n>``), not names. Items still collecting
-    labels are left out unless ``include_open``. Streams in chunks; safe for large sets.
-    """
+def _export_statuses(include_open: bool) -> list[str]:
     statuses = [RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT]
     if include_open:
         statuses += [RecordStatus.LABELING, RecordStatus.NEEDS_ADJUDICATION]
+    return statuses
+
+
+def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
+    """The annotators and leads the adjudication export names (two queries)."""
+    records = AnswerRecord.objects.filter(
+        is_calibration=False, status__in=_export_statuses(include_open)
+    )
+    labelers = Label.objects.filter(record__in=records).values_list("annotator_id", flat=True)
+    leads = records.filter(adjudication__isnull=False).values_list(
+        "adjudication__lead_id", flat=True
+    )
+    return set(labelers) | set(leads)
+
+
+def iter_adjudication_export(
+    *, pseudonyms: Mapping[int, str], include_open: bool = False
+) -> Iterator[dict]:
+    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
+    failure categories and reviewer role, the adjudication if any, and the final result.
+
+    Reviewers appear as the ``pseudonyms`` given (``{user_id: label}``, see
+    ``services.pseudonyms``: random per gold version or per export), never names or keys. Items
+    still collecting labels are left out unless ``include_open``. Streams in chunks.
+    """
+    statuses = _export_statuses(include_open)
     records = (
         AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
         .select_related("question__domain", "run__system", "adjudication")
@@ -415,7 +519,7 @@ def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
             "labels": [
                 {
                     "slot": label.assignment.slot,
-                    "reviewer": _reviewer_id(label.annotator_id),
+                    "reviewer": pseudonyms[label.annotator_id],
                     "reviewer_role": Role.ANNOTATOR.value,
                     "acceptability": label.acceptability,
                     "grounding": label.grounding,
@@ -434,7 +538,7 @@ def iter_adjudication_export(*, include_open: bool = False) -> Iterator[dict]:
             "adjudication": None
             if adjudication is None
             else {
-                "reviewer": _reviewer_id(adjudication.lead_id),
+                "reviewer": pseudonyms[adjudication.lead_id],
                 "reviewer_role": Role.LEAD.value,
                 "reason": adjudication.reason,
                 "acceptability": adjudication.acceptability,

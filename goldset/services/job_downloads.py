@@ -17,6 +17,7 @@ from goldset.models import ExportFormat, RunKind, ScoringJob
 from goldset.selectors.exports import iter_query_results
 from goldset.services import exports
 from goldset.services.scoring_jobs import read_run_bytes, reproduce_command, strata_csv
+from workbench.csv_safety import csv_safe_row
 
 
 def results_csv(job: ScoringJob) -> Iterator[bytes]:
@@ -28,7 +29,7 @@ def results_csv(job: ScoringJob) -> Iterator[bytes]:
         if metrics is None:
             metrics = sorted(values)
             writer.writerow(["query_id", "domain", "task_type", *metrics])
-        writer.writerow([qid, domain, task_type, *(values.get(m) for m in metrics)])
+        writer.writerow(csv_safe_row([qid, domain, task_type, *(values.get(m) for m in metrics)]))
         if buffer.tell() > 1 << 16:
             yield buffer.getvalue().encode("utf-8")
             buffer.seek(0)

@@ -16,6 +16,7 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F
@@ -160,6 +161,13 @@ def check_label_rules(
         raise _violation("secondary_not_primary", "secondary_failures")
     if acceptability == Acceptability.UNACCEPTABLE and not primary_failure:
         raise _violation("unacceptable_primary_failure", "primary_failure")
+    limit = settings.FREE_TEXT_MAX_CHARS
+    if rationale and len(rationale) > limit:
+        raise LabelRuleViolation(
+            rule="text_length",
+            message=f"rationale: {len(rationale):,} characters; at most {limit:,} are allowed.",
+            field="rationale",
+        )
     has_rationale = bool((rationale or "").strip())
     if not has_rationale:
         if adjudication:

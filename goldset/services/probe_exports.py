@@ -4,13 +4,23 @@
 from collections.abc import Iterator
 
 from goldset.models import AnswerRecord, RecordStatus
-from goldset.selectors.answers import iter_adjudication_export
+from goldset.selectors.answers import iter_adjudication_export, list_adjudication_export_people
 from goldset.services.exports import canonical_json
+from goldset.services.pseudonyms import ensure_pseudonyms, gold_version_scope
+
+
+def adjudication_export_rows(*, scope: str, include_open: bool = False) -> Iterator[dict]:
+    """The adjudication export with the people in it pseudonymised for ``scope`` (a gold
+    version's, or a fresh one per export: ``pseudonyms.export_scope()``)."""
+    people = list_adjudication_export_people(include_open=include_open)
+    names = ensure_pseudonyms(scope=scope, user_ids=people)
+    return iter_adjudication_export(pseudonyms=names, include_open=include_open)
 
 
 def render_adjudication_export(version) -> Iterator[bytes]:
-    """The answers area's adjudication export at freeze time, one canonical JSON line each."""
-    for item in iter_adjudication_export():
+    """The answers area's adjudication export at freeze time, one canonical JSON line each,
+    reviewers under the version's pseudonyms."""
+    for item in adjudication_export_rows(scope=gold_version_scope(version.number)):
         yield (canonical_json(item) + "\n").encode("utf-8")
 
 

@@ -34,6 +34,7 @@ from goldset.models import (
 from goldset.rules.tiers import TRIPLE, required_for
 from goldset.rules.triple_states import transition
 from goldset.selectors.curation import is_author_or_lead, may_discuss
+from goldset.services.text_limits import check_text_length
 from goldset.services.triples import create_triple, new_revision
 from workbench.services.audit import record_event
 
@@ -192,6 +193,7 @@ def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
             "Only the author, a flagging reviewer or a lead can join this discussion."
         )
     body = body.strip()
+    check_text_length("message", body)
     if not body:
         raise GoldsetError("The message is empty.")
     message = DiscussionMessage.objects.create(

@@ -38,6 +38,7 @@ from goldset.rules.tiers import SPOT_CHECK_REVIEWS
 from goldset.selectors.curation import claimable_revisions, open_assignments
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
+from goldset.services.text_limits import check_text_length
 from workbench.services.audit import record_event
 
 CLAIM_ATTEMPTS = 5
@@ -148,6 +149,7 @@ def submit_review(
             f"This revision no longer takes reviews (the triple is {triple.get_state_display().lower()})."
         )
     flags = _clean_review(verdict, flags, entailment_direction, disagreement_category)
+    check_text_length("comment", comment)
     review = Review.objects.create(
         assignment=assignment,
         revision=revision,

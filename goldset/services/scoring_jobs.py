@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import shlex
 import threading
 import time
 import uuid
@@ -953,10 +954,10 @@ def reproduce_command(job: ScoringJob) -> str:
     if job.kind == RunKind.ANSWERS:
         return (
             "python -m scoring probe --questions probe-questions-packets.jsonl "
-            f"--answers {job.run_filename} --labels labels.jsonl"
+            f"--answers {shlex.quote(job.run_filename)} --labels labels.jsonl"
         )
     return (
         f"python -m scoring retrieval --qrels goldset-v{job.version.number}-gold.jsonl "
-        f"--run {job.run_filename} --run-format {job.run_format} --k {job.k} --all-queries "
+        f"--run {shlex.quote(job.run_filename)} --run-format {job.run_format} --k {job.k} --all-queries "
         f"--per-query --ci --strata strata.csv --resamples {job.resamples} --seed {job.seed}"
     )

@@ -34,6 +34,7 @@ from goldset.models import (
 from goldset.rules.tiers import TRIPLE, required_for
 from goldset.services.customers import _lock_customer, active_permission
 from goldset.services.routing import route_case
+from goldset.services.text_limits import check_text_length
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
@@ -45,6 +46,8 @@ def new_revision(
 ) -> TripleRevision:
     """Append the next revision and make it current (the caller holds the triple's lock)."""
     question, expected_answer = question.strip(), expected_answer.strip()
+    check_text_length("question", question)
+    check_text_length("expected_answer", expected_answer)
     if not question:
         raise GoldsetError("The question is empty.")
     if not expected_answer:

@@ -10,6 +10,8 @@ from django.utils import timezone
 from goldset.forms.answers import JsonlUploadForm
 from goldset.models import ImportKind
 from goldset.selectors import answers as selectors
+from goldset.services.probe_exports import adjudication_export_rows
+from goldset.services.pseudonyms import export_scope
 from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
@@ -45,7 +47,8 @@ def export(request):
 @role_required(Role.ADMIN)
 def export_download(request):
     record_event(actor=request.user, verb="adjudication_exported", object_type="export")
-    lines = (json.dumps(row, sort_keys=True) + "\n" for row in selectors.iter_adjudication_export())
+    rows = adjudication_export_rows(scope=export_scope())
+    lines = (json.dumps(row, sort_keys=True) + "\n" for row in rows)
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
     response["Content-Disposition"] = f'attachment; filename="adjudication-export-{stamp}.jsonl"'

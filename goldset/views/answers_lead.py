@@ -51,12 +51,18 @@ def adjudicate(request, public_id):
             target = redirect("answers:adjudication_queue")
             return HttpResponseClientRedirect(target.url) if request.htmx else target
     if request.method == "GET":
-        record_event(actor=request.user, verb="viewed", obj=record)
+        record_event(
+            actor=request.user,
+            verb="viewed",
+            object_type="goldset.answerrecord",
+            object_id=record.pk,
+        )
     context = {
         "record": record,
         "packet": selectors.get_item_packet(record),
         "labels": selectors.list_blind_labels(record),
-        "adjudication": getattr(record, "adjudication", None),
+        "adjudication": selectors.get_adjudication_of(record),
+        "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
         "form": form,
     }
     template = "answers/adjudicate.html"

@@ -12,19 +12,13 @@ from goldset.selectors.agreement import (
     CSV_FIELDS,
     confusion_rows,
     get_dashboard,
+    iter_snapshot_rows,
     list_agreement_alerts,
-    list_snapshots,
     workload_rows,
 )
 from goldset.services.agreement import schedule_agreement_recompute
+from workbench.csv_safety import csv_safe_row
 from workbench.roles import Role, role_required
-
-
-def _int(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 @role_required(Role.LEAD, Role.ADMIN)
@@ -35,8 +29,8 @@ def agreement_dashboard(request):
     context = get_dashboard(
         protocol=q.get("protocol", ""),
         axis=q.get("axis", ""),
-        first=_int(q.get("a")),
-        second=_int(q.get("b")),
+        first=q.get("a", ""),
+        second=q.get("b", ""),
         partial=partial,
     )
     template = "quality/agreement.html#confusion" if partial else "quality/agreement.html"
@@ -68,15 +62,13 @@ class _Echo:
 @role_required(Role.LEAD, Role.ADMIN)
 def agreement_download(request, fmt):
     filters = {k: v for k in ("protocol", "axis", "metric", "tier") if (v := request.GET.get(k))}
-    rows = list_snapshots(**filters).values_list(*CSV_FIELDS)
+    rows = iter_snapshot_rows(**filters)
     if fmt == "json":
-        body = json.dumps(
-            [dict(zip(CSV_FIELDS, row, strict=True)) for row in rows.iterator()], indent=1
-        )
+        body = json.dumps([dict(zip(CSV_FIELDS, row, strict=True)) for row in rows], indent=1)
         response = HttpResponse(body, content_type="application/json")
     else:
         writer = csv.writer(_Echo())
-        lines = (writer.writerow(r) for r in [CSV_FIELDS, *rows.iterator()])
+        lines = (writer.writerow(csv_safe_row(r)) for r in [CSV_FIELDS, *rows])
         response = StreamingHttpResponse(lines, content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="agreement.{fmt}"'
     return response
@@ -90,8 +82,8 @@ def table_download(request, name, fmt):
         confusion_rows(
             protocol=q.get("protocol", ""),
             axis=q.get("axis", ""),
-            first=_int(q.get("a")),
-            second=_int(q.get("b")),
+            first=q.get("a", ""),
+            second=q.get("b", ""),
         )
         if name == "confusion"
         else workload_rows()
@@ -103,7 +95,7 @@ def table_download(request, name, fmt):
         )
     else:
         buffer = io.StringIO()
-        csv.writer(buffer).writerows([header, *rows])
+        csv.writer(buffer).writerows(csv_safe_row(r) for r in [header, *rows])
         response = HttpResponse(buffer.getvalue(), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
     return response

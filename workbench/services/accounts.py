@@ -1,16 +1,10 @@
 """Accounts: the role groups, login with brute-force protection, and demo users."""
 
-import hashlib
-from dataclasses import dataclass
-
-from django.conf import settings
 from django.contrib.auth import authenticate, get_user_model, login
 from django.contrib.auth.models import Group, Permission
-from django.core.cache import cache
 from django.db import transaction
 
 from workbench.roles import ROLE_PERMISSIONS, Role
-from workbench.services.audit import record_event
 
 
 def ensure_roles(*, using: str = "default") -> None:
@@ -42,53 +36,15 @@ def create_user_with_role(*, username: str, password: str, role: Role, **fields)
     return user
 
 
-class LoginLocked(Exception):
-    """Too many failed attempts for this username or address; try again later."""
-
-
-@dataclass(frozen=True)
-class _Keys:
-    user: str
-    addr: str
-
-
-def _keys(username: str, address: str) -> _Keys:
-    digest = hashlib.sha256(username.strip().lower().encode()).hexdigest()[:32]
-    return _Keys(user=f"login-fail:user:{digest}", addr=f"login-fail:addr:{address}")
-
-
-def _locked(keys: _Keys) -> bool:
-    limit = settings.LOGIN_MAX_FAILURES
-    # An address gets more room than one username, so a shared office NAT is not locked by one typo.
-    return (cache.get(keys.user, 0) >= limit) or (cache.get(keys.addr, 0) >= limit * 4)
-
-
-def _count_failure(keys: _Keys) -> None:
-    ttl = settings.LOGIN_LOCKOUT_SECONDS
-    for key in (keys.user, keys.addr):
-        if cache.add(key, 1, ttl) is False:
-            try:
-                cache.incr(key)
-            except ValueError:
-                cache.set(key, 1, ttl)
-
-
 def log_in(*, request, username: str, password: str):
-    """Authenticate and log in. Raises :class:`LoginLocked` after ``LOGIN_MAX_FAILURES`` failures
-    for the username (or 4× that from one address) within ``LOGIN_LOCKOUT_SECONDS``; even a correct
-    password is refused while locked. Returns the user, or ``None`` for bad credentials.
-    Every attempt is recorded in the audit log."""
-    address = request.META.get("REMOTE_ADDR", "")
-    keys = _keys(username, address)
-    if _locked(keys):
-        record_event(actor=None, verb="login_locked", detail={"username": username})
-        raise LoginLocked
+    """Authenticate and log in through the throttled backend (``workbench.auth``), which counts
+    failures, refuses locked accounts and throttled addresses, and audits every attempt.
+    Returns the user, or ``None`` for bad credentials; raises ``LoginLocked`` /
+    ``LoginThrottled`` (both ``LoginRefused``) when the attempt was refused unchecked."""
     user = authenticate(request, username=username, password=password)
-    if user is None:
-        _count_failure(keys)
-        record_event(actor=None, verb="login_failed", detail={"username": username})
-        return None
-    cache.delete(keys.user)
-    login(request, user)
-    record_event(actor=user, verb="login", obj=user)
+    refusal = getattr(request, "login_refusal", None)
+    if refusal is not None:
+        raise refusal
+    if user is not None:
+        login(request, user)
     return user

@@ -4,7 +4,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from goldset.selectors.answers import iter_adjudication_export
+from goldset.services.probe_exports import adjudication_export_rows
+from goldset.services.pseudonyms import export_scope
 from workbench.services.audit import record_event
 
 
@@ -20,7 +21,7 @@ class Command(BaseCommand):
         out = output.open("w", encoding="utf-8") if output else sys.stdout
         count = 0
         try:
-            for row in iter_adjudication_export():
+            for row in adjudication_export_rows(scope=export_scope()):
                 out.write(json.dumps(row, sort_keys=True) + "\n")
                 count += 1
         finally:

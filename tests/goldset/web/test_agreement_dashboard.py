@@ -43,7 +43,7 @@ def test_dashboard_is_served_from_snapshots_with_a_constant_query_count(
 ):
     store(n_items)
     c = client_for(lead)
-    with django_assert_max_num_queries(13):
+    with django_assert_max_num_queries(15):  # pairs by display name, and how stale the figures are
         response = c.get(
             reverse("quality:agreement"), {"protocol": "answer_label", "axis": "grounding"}
         )
@@ -77,7 +77,8 @@ def test_the_json_download_and_an_unknown_format(client_for, admin_user):
     data = c.get(
         reverse("quality:agreement-download", args=["json"]), {"metric": "cohen_kappa"}
     ).json()
-    assert data and all(r["metric"] == "cohen_kappa" and "|" in r["subject"] for r in data)
+    assert data and all(r["metric"] == "cohen_kappa" and " & " in r["subject"] for r in data)
+    assert not any("|" in r["subject"] for r in data)  # display names, never user keys
     assert c.get("/quality/agreement.xml").status_code == 404
 
 
@@ -125,7 +126,7 @@ def test_confusion_matrix_is_a_partial_for_htmx_and_part_of_the_page_otherwise(
 
     users = get_user_model().objects
     lead, a, b = users.get(username="lead"), users.get(username="ann1"), users.get(username="ann2")
-    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.pk, "b": b.pk}
+    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.username, "b": b.username}
     c = client_for(lead)
     fragment = c.get(
         reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"
@@ -142,6 +143,8 @@ def test_confusion_matrix_is_a_partial_for_htmx_and_part_of_the_page_otherwise(
     assert fragment["Vary"] and "HX-Request" in fragment["Vary"]
     full = c.get(reverse("quality:agreement"), params).content.decode()
     assert "<html" in full and f"{shared} items rated by both" in full
+    assert f'<option value="{a.username}"' in full and f'<option value="{a.pk}"' not in full
+    assert f"{a.pk}|" not in full and f"|{b.pk}" not in full  # pairs by name, not "pair 4|5"
 
 
 def test_recompute_button_needs_post_and_a_lead(
@@ -161,7 +164,7 @@ def test_confusion_and_workload_downloads(client_for, demo_with_figures, annotat
     users = get_user_model().objects
     lead, a, b = users.get(username="lead"), users.get(username="ann1"), users.get(username="ann2")
     c = client_for(lead)
-    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.pk, "b": b.pk}
+    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.username, "b": b.username}
     rows = c.get(reverse("quality:table-download", args=["confusion", "json"]), params).json()
     shown = c.get(
         reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"

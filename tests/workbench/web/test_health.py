@@ -1,27 +1,118 @@
+"""/health/: anonymous callers get a cheap, memoised liveness answer that names no host and never
+touches the broker; admins and holders of the health token get the detailed report."""
+
+import socket
+import threading
+
 import pytest
 from django.urls import reverse
 
 from workbench.celery import app
+from workbench.services.liveness import forget_liveness
 
 pytestmark = pytest.mark.django_db
 
 
-def test_health_is_ok_in_the_embedded_mode_as_json_and_html(client):
+@pytest.fixture(autouse=False)
+def fresh_liveness():
+    forget_liveness()
+    yield
+    forget_liveness()
+
+
+@pytest.fixture
+def broker_trap():
+    """A socket posing as the broker: it counts connections and hangs up at once."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    contacts = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            contacts.append(1)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    previous = (app.conf.task_always_eager, app.conf.broker_url)
+    app.conf.task_always_eager = False
+    app.conf.broker_url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    yield contacts
+    app.conf.task_always_eager, app.conf.broker_url = previous
+    stop.set()
+    thread.join(timeout=5)
+    listener.close()
+
+
+def test_anonymous_health_is_a_liveness_answer_that_never_contacts_the_broker(
+    client, broker_trap, fresh_liveness
+):
     response = client.get(reverse("health"), {"format": "json"})
     assert response.status_code == 200
-    body = response.json()
-    assert body["ok"] is True
-    assert [c["name"] for c in body["checks"]] == ["database", "broker", "worker", "jobs", "beat"]
+    assert response.json() == {"ok": True, "status": "alive"}
     html = client.get(reverse("health"), HTTP_ACCEPT="text/html").content.decode()
+    assert "alive" in html and "127.0.0.1" not in html and "redis" not in html
+    assert broker_trap == []
+
+
+def test_the_detailed_report_does_contact_the_broker(client_for, admin_user, broker_trap):
+    """The trap is sound: the admin's detailed report does reach it."""
+    response = client_for(admin_user).get(reverse("health"), {"format": "json"})
+    assert response.status_code == 503
+    assert [c["name"] for c in response.json()["checks"][:3]] == ["database", "broker", "worker"]
+    assert broker_trap
+
+
+def test_anonymous_liveness_is_memoised_for_a_few_seconds(
+    client, settings, fresh_liveness, django_assert_num_queries
+):
+    settings.HEALTH_LIVENESS_CACHE_SECONDS = 60
+    with django_assert_num_queries(1):
+        client.get(reverse("health"), {"format": "json"})
+    with django_assert_num_queries(0):
+        for _ in range(5):
+            assert client.get(reverse("health"), {"format": "json"}).status_code == 200
+
+
+@pytest.mark.parametrize("role_fixture", ["annotator", "lead"])
+def test_non_admins_get_only_liveness(client_for, request, role_fixture, fresh_liveness):
+    user = request.getfixturevalue(role_fixture)
+    body = client_for(user).get(reverse("health"), {"format": "json"}).json()
+    assert body == {"ok": True, "status": "alive"}
+
+
+def test_admins_get_the_detailed_report_as_json_and_html(client_for, admin_user):
+    c = client_for(admin_user)
+    body = c.get(reverse("health"), {"format": "json"}).json()
+    assert body["ok"] is True
+    assert [x["name"] for x in body["checks"]][:3] == ["database", "broker", "worker"]
+    html = c.get(reverse("health"), HTTP_ACCEPT="text/html").content.decode()
     assert "System health" in html and "in-process" in html
 
 
-def test_health_reports_failing_when_the_broker_is_unreachable(client):
+def test_the_health_token_opens_the_detailed_report(client, settings, fresh_liveness):
+    settings.HEALTH_TOKEN = "s3cret-health-token"
+    wrong = client.get(reverse("health"), {"format": "json"}, HTTP_X_HEALTH_TOKEN="nope")
+    assert "checks" not in wrong.json()
+    right = client.get(
+        reverse("health"), {"format": "json"}, HTTP_X_HEALTH_TOKEN="s3cret-health-token"
+    )
+    assert "checks" in right.json()
+
+
+def test_health_reports_failing_when_the_broker_is_unreachable(client_for, admin_user):
     previous = (app.conf.task_always_eager, app.conf.broker_url)
     app.conf.task_always_eager = False
     app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens on port 1
     try:
-        response = client.get(reverse("health"), HTTP_ACCEPT="application/json")
+        response = client_for(admin_user).get(reverse("health"), HTTP_ACCEPT="application/json")
     finally:
         app.conf.task_always_eager, app.conf.broker_url = previous
     assert response.status_code == 503
@@ -29,7 +120,8 @@ def test_health_reports_failing_when_the_broker_is_unreachable(client):
     assert checks["database"]["ok"] and not checks["broker"]["ok"] and not checks["worker"]["ok"]
 
 
-def test_health_reports_stale_jobs_and_a_missing_beat(client, admin_user, settings):
+def test_health_reports_stale_jobs_and_a_missing_beat(client_for, admin_user, settings):
+    client = client_for(admin_user)  # the detailed report is for admins
     import datetime as dt
 
     from django.utils import timezone

@@ -9,8 +9,9 @@ from workbench.tasks import ping_task
 
 
 def test_health_fails_without_a_worker_then_a_real_worker_runs_a_task_and_is_reported_alive(
-    transactional_db, client, start_worker, redis_url
+    transactional_db, client_for, admin_user, start_worker, redis_url
 ):
+    client = client_for(admin_user)  # the detailed report is for admins
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = False
     try:

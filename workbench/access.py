@@ -1,0 +1,278 @@
+"""Who may reach what: one declarative table of every page, htmx fragment, action, download and
+API endpoint, by role.
+
+:class:`workbench.middleware.AccessMiddleware` enforces it before any view runs: a URL name missing
+from the table answers 404 (nothing is reachable by accident), anonymous users are sent to the
+login page, a role the entry does not list gets 403. Object scope (is this item *yours*?) stays in
+the selectors (404). Views keep their ``role_required`` as a second lock; a test checks the two
+agree and that every URL pattern has an entry.
+
+Downloads also declare, per role, the fields they contain (:data:`ALL_FIELDS`, or a
+:data:`FieldSpec` whitelist that :func:`project` applies line by line), so what a lead downloads
+is decided here, not by whoever renders the file. The crawl test
+(``tests/workbench/web/test_blinding_crawl.py``) walks every entry for every role on the seeded
+demo.
+
+To add an endpoint (the API included), add an :class:`Entry` to :data:`ENTRIES` — or call
+:func:`register` from the app that owns it — with its roles, its htmx fragments and, for a
+download, its fields per role.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Union
+
+from workbench.roles import Role
+
+ANNOTATOR, LEAD, ADMIN = Role.ANNOTATOR.value, Role.LEAD.value, Role.ADMIN.value
+EVERYONE = frozenset({ANNOTATOR, LEAD, ADMIN})
+LEADS = frozenset({LEAD, ADMIN})
+ADMINS = frozenset({ADMIN})
+ANNOTATORS = frozenset({ANNOTATOR})
+
+# A field spec: ALL_FIELDS, or {key: True (keep as is) | PSEUDONYM (replace the person named by
+# a pseudonym) | a nested spec (for a dict value, or each dict of a list value)}.
+ALL_FIELDS = "*"
+PSEUDONYM = "pseudonym"
+FieldSpec = Union[str, Mapping[str, Union[bool, str, "FieldSpec"]]]  # noqa: UP007
+
+
+class Kind(StrEnum):
+    PAGE = "page"  # GET renders a page (and maybe htmx fragments)
+    ACTION = "action"  # POST only: changes something and redirects
+    DOWNLOAD = "download"  # a file
+    API = "api"  # a REST endpoint (/api/v1/)
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str  # the URL name, "namespace:name"; "namespace:*" covers a whole namespace
+    kind: Kind
+    roles: frozenset[str] | None  # None: anonymous callers too
+    fragments: tuple[str, ...] = ()  # htmx targets the same URL serves alone
+    fields: Mapping[str, FieldSpec] = field(default_factory=dict)  # download: role → spec
+    variants: Mapping[str, Mapping[str, FieldSpec]] = field(
+        default_factory=dict
+    )  # fmt → role → spec
+
+
+# What a lead's adjudication export holds: labels, rationales and results under pseudonyms, and
+# nothing that identifies the system: no system, run, model, configuration, prompt hash, latency
+# or cost (a whitelist, so a field added to the export later stays out until declared here).
+_LABEL_FIELDS = {
+    "slot": True,
+    "reviewer": PSEUDONYM,
+    "reviewer_role": True,
+    "acceptability": True,
+    "grounding": True,
+    "evidence_sufficiency": True,
+    "citation_correctness": True,
+    "conflict_handling": True,
+    "safety_boundary": True,
+    "severe_safety": True,
+    "primary_failure": True,
+    "secondary_failures": True,
+    "rationale": True,
+    "labeled_at": True,
+}
+LEAD_ADJUDICATION_FIELDS: FieldSpec = {
+    "item_id": True,
+    "question_id": True,
+    "domain": True,
+    "task_family": True,
+    "tier": True,
+    "status": True,
+    "labels": _LABEL_FIELDS,
+    "adjudication": {
+        "reviewer": PSEUDONYM,
+        "reviewer_role": True,
+        "reason": True,
+        "acceptability": True,
+        "grounding": True,
+        "severe_safety": True,
+        "primary_failure": True,
+        "secondary_failures": True,
+        "rationale": True,
+        "changed_outcome": True,
+        "adjudicated_at": True,
+    },
+    "audit_sample": True,
+    "final": True,
+}
+# Gold JSONL for leads: every field, the people in it as the version's pseudonyms.
+LEAD_GOLD_FIELDS: FieldSpec = {
+    "id": True,
+    "question": True,
+    "expected_block": True,
+    "expected_answer": True,
+    "metadata": {
+        "domain": True,
+        "difficulty": True,
+        "task_type": True,
+        "tier": True,
+        "source": True,
+        "customer": True,
+        "flags": True,
+        "added_by": PSEUDONYM,
+        "added_at": True,
+        "reviewed_by": PSEUDONYM,
+        "resolution": True,
+    },
+}
+VERSION_FILE_FIELDS: Mapping[str, Mapping[str, FieldSpec]] = {
+    "gold_jsonl": {LEAD: LEAD_GOLD_FIELDS, ADMIN: ALL_FIELDS},
+    "unrag_json": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # blocks and questions only
+    "probe_questions": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},
+    "probe_packets": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},
+    "adjudication": {LEAD: LEAD_ADJUDICATION_FIELDS, ADMIN: ALL_FIELDS},
+    "manifest": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # counts, checksums, the admin who froze
+}
+# Dashboard tables: figures and display names (the protocol lets leads see who agrees with whom).
+AGREEMENT_FIELDS = {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS}
+
+ENTRIES: list[Entry] = [
+    # workbench
+    Entry("home", Kind.PAGE, EVERYONE),
+    Entry("login", Kind.PAGE, None),
+    Entry("logout", Kind.ACTION, None),
+    Entry("health", Kind.PAGE, None),
+    # the Django admin checks is_staff itself; its login goes through the same throttled backend
+    Entry("admin:*", Kind.PAGE, None),
+    # corpus
+    Entry("corpus:documents", Kind.PAGE, EVERYONE),
+    Entry("corpus:document", Kind.PAGE, EVERYONE),
+    Entry("corpus:block", Kind.PAGE, EVERYONE),
+    Entry("corpus:import", Kind.PAGE, ADMINS),
+    # curation: authoring and review (annotators), discussion (author, flagging reviewer, leads)
+    Entry("curation:triples", Kind.PAGE, ANNOTATORS),
+    Entry("curation:write", Kind.PAGE, ANNOTATORS),
+    Entry("curation:blocks", Kind.PAGE, EVERYONE, fragments=("block-results",)),
+    Entry("curation:triple", Kind.PAGE, EVERYONE),
+    Entry("curation:message", Kind.ACTION, EVERYONE, fragments=("discussion",)),
+    Entry("curation:revise", Kind.PAGE, EVERYONE),
+    Entry("curation:split", Kind.PAGE, EVERYONE),
+    Entry("curation:drop", Kind.ACTION, EVERYONE),
+    Entry("curation:verify", Kind.ACTION, EVERYONE),
+    Entry("curation:queue", Kind.PAGE, ANNOTATORS),
+    Entry("curation:next", Kind.PAGE, ANNOTATORS),
+    Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card",)),
+    # curation: leads
+    Entry("curation:dashboard", Kind.PAGE, LEADS),
+    Entry("curation:rereview", Kind.PAGE, LEADS),
+    Entry("curation:repin", Kind.ACTION, LEADS),
+    Entry("curation:retire", Kind.ACTION, LEADS),
+    Entry("curation:slices", Kind.PAGE, LEADS),
+    Entry("curation:slice", Kind.PAGE, LEADS),
+    Entry("curation:spot_checks", Kind.PAGE, LEADS),
+    Entry("curation:quality", Kind.PAGE, LEADS),
+    Entry("curation:import", Kind.PAGE, LEADS),
+    # curation: customers (admins)
+    Entry("curation:customers", Kind.PAGE, ADMINS),
+    Entry("curation:customer", Kind.PAGE, ADMINS),
+    Entry("curation:grant", Kind.ACTION, ADMINS),
+    Entry("curation:revoke", Kind.ACTION, ADMINS),
+    # answers: annotators label blind
+    Entry("answers:queue", Kind.PAGE, ANNOTATORS, fragments=("queue-summary",)),
+    Entry("answers:claim", Kind.ACTION, ANNOTATORS),
+    Entry("answers:item", Kind.PAGE, ANNOTATORS, fragments=("label-form",)),
+    Entry("answers:calibration", Kind.PAGE, ANNOTATORS),
+    Entry("answers:calibration_start", Kind.ACTION, ANNOTATORS),
+    # answers: leads
+    Entry("answers:adjudication_queue", Kind.PAGE, LEADS, fragments=("adjudication-items",)),
+    Entry("answers:adjudicate", Kind.PAGE, LEADS, fragments=("adjudication-form",)),
+    Entry("answers:calibration_status", Kind.PAGE, LEADS),
+    Entry("answers:calibration_set", Kind.PAGE, LEADS),
+    Entry("answers:calibration_reference", Kind.PAGE, LEADS),
+    # answers: admins (systems and runs are visible to admins only)
+    Entry("answers:import", Kind.PAGE, ADMINS),
+    Entry("answers:runs", Kind.PAGE, ADMINS),
+    Entry("answers:export", Kind.PAGE, ADMINS),
+    Entry("answers:export_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # background imports: the uploader's own job (object scope in the selector)
+    Entry("imports:job", Kind.PAGE, EVERYONE, fragments=("import-progress",)),
+    # routing and promotion
+    Entry("routing:rules", Kind.PAGE, ADMINS),
+    Entry("routing:reroute", Kind.PAGE, ADMINS),
+    Entry("promotion:index", Kind.PAGE, LEADS),
+    Entry("promotion:triple", Kind.PAGE, LEADS),
+    Entry("promotion:record", Kind.PAGE, LEADS),
+    # quality dashboards
+    Entry("quality:agreement", Kind.PAGE, LEADS, fragments=("confusion",)),
+    Entry("quality:agreement-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
+    Entry("quality:alerts", Kind.PAGE, LEADS),
+    Entry("quality:table-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
+    Entry("quality:recompute", Kind.ACTION, LEADS),
+    # gold versions (leads and admins) and scoring jobs (admins)
+    Entry("exports:versions", Kind.PAGE, LEADS),
+    Entry("exports:freeze", Kind.PAGE, ADMINS, fragments=("freeze-preview",)),
+    Entry("exports:diff", Kind.PAGE, LEADS),
+    Entry("exports:version", Kind.PAGE, LEADS),
+    Entry("exports:download", Kind.DOWNLOAD, LEADS, variants=VERSION_FILE_FIELDS),
+    Entry("exports:jobs", Kind.PAGE, ADMINS),
+    Entry("exports:compare", Kind.PAGE, ADMINS),
+    Entry("exports:job", Kind.PAGE, ADMINS, fragments=("job-progress",)),
+    Entry("exports:retry", Kind.ACTION, ADMINS),
+    Entry("exports:cancel", Kind.ACTION, ADMINS),
+    Entry("exports:job_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+]
+
+ACCESS: dict[str, Entry] = {}
+
+
+def register(*entries: Entry) -> None:
+    """Add entries (an app's API endpoints, say). A name registered twice is a mistake."""
+    for entry in entries:
+        if entry.name in ACCESS:
+            raise ValueError(f"{entry.name} is already in the access table")
+        ACCESS[entry.name] = entry
+
+
+register(*ENTRIES)
+
+
+def entry_for(view_name: str | None) -> Entry | None:
+    if not view_name:
+        return None
+    if view_name in ACCESS:
+        return ACCESS[view_name]
+    namespace, _, _ = view_name.rpartition(":")
+    return ACCESS.get(f"{namespace}:*") if namespace else None
+
+
+_PRECEDENCE = (ADMIN, LEAD, ANNOTATOR)
+
+
+def fields_for(entry: Entry, roles: frozenset[str], *, variant: str | None = None):
+    """The field spec the strongest of ``roles`` gets from a download, or None (not theirs)."""
+    table = entry.variants.get(variant or "", {}) if entry.variants else entry.fields
+    for role in _PRECEDENCE:
+        if role in roles and role in table:
+            return table[role]
+    return None
+
+
+def project(obj, spec: FieldSpec, *, pseudonym):
+    """``obj`` reduced to ``spec``; people under PSEUDONYM keys replaced by ``pseudonym(value)``."""
+    if spec == ALL_FIELDS:
+        return obj
+    if isinstance(obj, list):
+        return [project(item, spec, pseudonym=pseudonym) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {}
+    for key, rule in spec.items():
+        if key not in obj:
+            continue
+        value = obj[key]
+        if rule is True:
+            out[key] = value
+        elif rule == PSEUDONYM:
+            out[key] = (
+                [pseudonym(v) for v in value] if isinstance(value, list) else pseudonym(value)
+            )
+        elif value is None:
+            out[key] = None
+        else:
+            out[key] = project(value, rule, pseudonym=pseudonym)
+    return out

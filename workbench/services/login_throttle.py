@@ -1,0 +1,124 @@
+"""Brute-force protection shared by every password form (the workbench login and the Django
+admin's login both authenticate through :class:`workbench.auth.ThrottledModelBackend`).
+
+Failures are counted in the database, in a window of ``LOGIN_LOCKOUT_SECONDS``:
+
+* per (account, address): ``LOGIN_MAX_FAILURES`` failures lock that account *from that address*;
+* per account, from any address: ``LOGIN_ACCOUNT_MAX_FAILURES`` failures lock the account
+  (a guess spread over many addresses);
+* per address: after ``LOGIN_ADDRESS_SLOWDOWN_AFTER`` failures each further attempt from the
+  address must wait an exponentially growing delay (at most ``LOGIN_ADDRESS_MAX_DELAY_SECONDS``).
+  One address never locks accounts out: it is only slowed down, so a noisy neighbour behind the
+  same proxy costs others seconds, not a lockout.
+
+A locked or throttled attempt never reaches the password check. Nothing here touches the cache.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from workbench.models import LoginThrottle, ThrottleScope
+
+
+class LoginRefused(Exception):
+    """An attempt refused before its password was checked."""
+
+    def __init__(self, *, until: datetime):
+        super().__init__(until)
+        self.until = until
+
+    @property
+    def retry_after(self) -> int:
+        return max(1, int((self.until - timezone.now()).total_seconds() + 0.999))
+
+
+class LoginLocked(LoginRefused):
+    """Too many failures for this account (from this address, or from everywhere)."""
+
+
+class LoginThrottled(LoginRefused):
+    """Too many failures from this address: wait before the next attempt."""
+
+
+@dataclass(frozen=True)
+class _Key:
+    scope: str
+    key: str
+
+
+def _keys(username: str, address: str) -> tuple[_Key, _Key, _Key]:
+    account = hashlib.sha256(username.strip().lower().encode()).hexdigest()
+    return (
+        _Key(ThrottleScope.ACCOUNT, account),
+        _Key(ThrottleScope.ACCOUNT_ADDRESS, f"{account}|{address}"),
+        _Key(ThrottleScope.ADDRESS, address),
+    )
+
+
+def check_login_allowed(*, username: str, address: str) -> None:
+    """Raise :class:`LoginLocked` or :class:`LoginThrottled` when an attempt must be refused."""
+    now = timezone.now()
+    account, pair, addr = _keys(username, address)
+    rows = {
+        (r.scope, r.key): r
+        for r in LoginThrottle.objects.filter(
+            scope__in=[account.scope, pair.scope, addr.scope],
+            key__in=[account.key, pair.key, addr.key],
+            blocked_until__gt=now,
+        )
+    }
+    for k in (pair, account):
+        if (k.scope, k.key) in rows:
+            raise LoginLocked(until=rows[(k.scope, k.key)].blocked_until)
+    if (addr.scope, addr.key) in rows:
+        raise LoginThrottled(until=rows[(addr.scope, addr.key)].blocked_until)
+
+
+def _locked_row(k: _Key, now: datetime) -> LoginThrottle:
+    try:
+        with transaction.atomic():
+            row, _ = LoginThrottle.objects.select_for_update().get_or_create(
+                scope=k.scope, key=k.key, defaults={"window_started_at": now}
+            )
+    except IntegrityError:  # a concurrent first failure created it
+        row = LoginThrottle.objects.select_for_update().get(scope=k.scope, key=k.key)
+    return row
+
+
+@transaction.atomic
+def record_login_failure(*, username: str, address: str) -> None:
+    """Count one failed attempt in the three scopes (row locks make concurrent failures count)."""
+    now = timezone.now()
+    window = timedelta(seconds=settings.LOGIN_LOCKOUT_SECONDS)
+    limits = {
+        ThrottleScope.ACCOUNT: settings.LOGIN_ACCOUNT_MAX_FAILURES,
+        ThrottleScope.ACCOUNT_ADDRESS: settings.LOGIN_MAX_FAILURES,
+    }
+    for k in _keys(username, address):
+        row = _locked_row(k, now)
+        if now - row.window_started_at > window and not (
+            row.blocked_until and row.blocked_until > now
+        ):
+            row.failures, row.window_started_at, row.blocked_until = 0, now, None
+        row.failures += 1
+        if k.scope in limits:
+            if row.failures >= limits[k.scope]:
+                row.blocked_until = now + window
+        elif row.failures >= settings.LOGIN_ADDRESS_SLOWDOWN_AFTER:
+            excess = row.failures - settings.LOGIN_ADDRESS_SLOWDOWN_AFTER
+            delay = min(2 ** min(excess, 16), settings.LOGIN_ADDRESS_MAX_DELAY_SECONDS)
+            row.blocked_until = now + timedelta(seconds=delay)
+        row.save(update_fields=["failures", "window_started_at", "blocked_until"])
+
+
+@transaction.atomic
+def record_login_success(*, username: str, address: str) -> None:
+    """A correct password from an address clears that (account, address) counter only: failures
+    from elsewhere still count toward the account's lock."""
+    _, pair, _ = _keys(username, address)
+    LoginThrottle.objects.filter(scope=pair.scope, key=pair.key).delete()
