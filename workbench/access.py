@@ -215,6 +215,24 @@ ENTRIES: list[Entry] = [
     Entry("exports:retry", Kind.ACTION, ADMINS),
     Entry("exports:cancel", Kind.ACTION, ADMINS),
     Entry("exports:job_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # REST API v1 (goldset.views.api): the same roles as the pages that do the same thing.
+    # DRF authenticates (session or token) and AccessTablePermission applies these roles.
+    Entry("api:schema", Kind.API, None),
+    Entry("api:docs", Kind.API, None),
+    Entry("api:domains", Kind.API, EVERYONE),
+    Entry("api:documents", Kind.API, EVERYONE),
+    Entry("api:document", Kind.API, EVERYONE),
+    # each import kind further needs the roles of its upload page (goldset.views.api.IMPORT_PAGE)
+    Entry("api:imports", Kind.API, EVERYONE),
+    Entry("api:import", Kind.API, EVERYONE),
+    Entry("api:versions", Kind.API, LEADS),
+    Entry("api:version", Kind.API, LEADS),
+    Entry("api:version_diff", Kind.API, LEADS),
+    Entry("api:version_download", Kind.API, LEADS, variants=VERSION_FILE_FIELDS),
+    Entry("api:jobs", Kind.API, ADMINS),
+    Entry("api:job", Kind.API, ADMINS),
+    Entry("api:job_queries", Kind.API, ADMINS),
+    Entry("api:alerts", Kind.API, LEADS),
 ]
 
 ACCESS: dict[str, Entry] = {}

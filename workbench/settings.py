@@ -45,6 +45,9 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "workbench",
     "goldset",
 ]
@@ -158,6 +161,45 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"]),
         "options": {"expires": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"])},
     }
+}
+
+# REST API v1 (goldset.views.api): who may call what comes from workbench.access, errors are
+# application/problem+json, lists paginate with cursors.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "goldset.views.api_access.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "goldset.views.api_access.AccessTablePermission",
+        "goldset.views.api_access.TokenScopePermission",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": ["goldset.views.api_access.PerTokenRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "goldset.views.api_support.Cursor",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "goldset.views.api_support.problem_exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+# Requests per API token (or signed-in user) per period: "<n>/sec|min|hour|day".
+API_TOKEN_RATE = env.str("API_TOKEN_RATE", default="600/min")
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Goldset Workbench API",
+    "VERSION": "1",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    # The docs page's scripts and styles come from drf-spectacular-sidecar: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "ImportKindEnum": "goldset.models.imports.ImportKind",
+        "ImportStatusEnum": "goldset.models.imports.ImportStatus",
+        "RunKindEnum": "goldset.models.scoring.RunKind",
+        "JobStatusEnum": "goldset.models.scoring.JobStatus",
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -16,5 +16,6 @@ urlpatterns = [
     path("promotion/", include("goldset.urls.promotion")),
     path("versions/", include("goldset.urls.exports")),
     path("imports/", include("goldset.urls.imports")),
+    path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),
 ]
