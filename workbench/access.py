@@ -137,6 +137,9 @@ ENTRIES: list[Entry] = [
     Entry("login", Kind.PAGE, None),
     Entry("logout", Kind.ACTION, None),
     Entry("health", Kind.PAGE, None),
+    # personal API tokens: each user their own (object scope in the service)
+    Entry("api_tokens", Kind.PAGE, EVERYONE),
+    Entry("api_token_revoke", Kind.ACTION, EVERYONE),
     # the Django admin checks is_staff itself; its login goes through the same throttled backend
     Entry("admin:*", Kind.PAGE, None),
     # corpus

@@ -8,6 +8,8 @@ urlpatterns = [
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("health/", views.health, name="health"),
+    path("tokens/", views.api_tokens, name="api_tokens"),
+    path("tokens/<int:pk>/revoke/", views.api_token_revoke, name="api_token_revoke"),
     path("corpus/", include("goldset.urls.corpus")),
     path("routing/", include("goldset.urls.routing")),
     path("quality/", include("goldset.urls.quality")),

@@ -5,33 +5,15 @@ their sha256, and imports (a run as a JSON body) become background jobs with lin
 import hashlib
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from goldset.models import ImportJob, ScoringJob
-from goldset.services.freeze import store_frozen_version
-from tests.factories import DocumentFactory, DomainFactory, gold_row_for, make_gold_corpus
+from goldset.urls.api import urlpatterns
+from tests.factories import DocumentFactory, DomainFactory
 
 pytestmark = pytest.mark.django_db
 PROBLEM = "application/problem+json"
-
-
-@pytest.fixture
-def version(admin_user):
-    versions = make_gold_corpus(6)
-    frozen = store_frozen_version(
-        rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
-        actor=admin_user,
-    )
-    frozen.blocks = [bv.block.block_id for bv in versions]
-    return frozen
-
-
-@pytest.fixture
-def job(version):
-    return ScoringJob.objects.create(
-        version=version, name="x", kind="retrieval", run_format="trec", run_filename="r",
-        run_sha256="0" * 64, run_size=1,
-    )  # fmt: skip
 
 
 # (url name, args, anonymous, annotator, lead, admin)
@@ -80,8 +62,6 @@ def test_every_endpoint_answers_each_role_as_the_table_says(
 
 
 def test_every_api_url_is_in_the_endpoint_table():
-    from goldset.urls.api import urlpatterns
-
     assert {f"api:{p.name}" for p in urlpatterns} - {"api:imports"} == {e[0] for e in ENDPOINTS}
 
 
@@ -176,8 +156,6 @@ def test_a_malformed_body_is_a_problem_with_fields(client_for, admin_user, versi
 
 
 def test_an_import_kind_needs_the_role_of_its_upload_page(client_for, annotator):
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
     response = client_for(annotator).post(
         reverse("api:imports"),
         {"kind": "corpus", "file": SimpleUploadedFile("c.jsonl", b"{}\n")},
