@@ -222,6 +222,7 @@ ENTRIES: list[Entry] = [
     # DRF authenticates (session or token) and AccessTablePermission applies these roles.
     Entry("api:schema", Kind.API, None),
     Entry("api:docs", Kind.API, None),
+    Entry("api:not_found", Kind.API, None),  # any other /api/v1/ URL: a problem+json 404
     Entry("api:domains", Kind.API, EVERYONE),
     Entry("api:documents", Kind.API, EVERYONE),
     Entry("api:document", Kind.API, EVERYONE),

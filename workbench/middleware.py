@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseBadRequest
+from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 
 from workbench import request_context
@@ -73,6 +73,12 @@ class RejectNulBytesMiddleware:
     def __call__(self, request):
         query = request.META.get("QUERY_STRING", "")
         if "\x00" in request.path or "\x00" in unquote(query) or "\x00" in request.path_info:
+            if request.path.startswith("/api/"):
+                return JsonResponse(
+                    {"title": "Bad Request", "status": 400, "detail": "NUL bytes in the URL."},
+                    status=400,
+                    content_type="application/problem+json",
+                )
             return HttpResponseBadRequest("NUL bytes are not allowed in URLs.")
         return self.get_response(request)
 

@@ -194,6 +194,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "goldset.views.api_support.document_problems",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "ImportKindEnum": "goldset.models.imports.ImportKind",
         "ImportStatusEnum": "goldset.models.imports.ImportStatus",

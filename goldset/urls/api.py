@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from goldset.views import api
@@ -25,4 +25,5 @@ urlpatterns = [
     path("jobs/<int:pk>/", api.JobDetail.as_view(), name="job"),
     path("jobs/<int:pk>/queries/", api.JobQueries.as_view(), name="job_queries"),
     path("alerts/", api.alert_list, name="alerts"),
+    re_path(r"^(?P<rest>.*)$", api.not_found, name="not_found"),
 ]

@@ -37,7 +37,6 @@ IMPORT_PAGE = {
     ImportKind.ANSWERS: "answers:import",
     ImportKind.RUN: "exports:jobs",
 }
-PROBLEM = OpenApiResponse(description="An RFC 9457 problem (application/problem+json).")
 
 
 class DomainList(generics.ListAPIView):
@@ -72,7 +71,7 @@ class DocumentDetail(generics.RetrieveAPIView):
 
 @extend_schema(
     request={"multipart/form-data": s.ImportRequestSerializer},
-    responses={202: s.ImportJobSerializer, 422: PROBLEM, 403: PROBLEM},
+    responses={202: s.ImportJobSerializer},
 )
 @api_view(["POST"])
 @parser_classes([MultiPartParser, FormParser])
@@ -131,10 +130,10 @@ class VersionDetail(generics.RetrieveAPIView):
 
 @extend_schema(
     parameters=[
-        OpenApiParameter("a", int, required=True),
-        OpenApiParameter("b", int, required=True),
+        OpenApiParameter("a", {"type": "integer", "minimum": 1}, required=True),
+        OpenApiParameter("b", {"type": "integer", "minimum": 1}, required=True),
     ],
-    responses={200: s.VersionDiffSerializer, 404: PROBLEM},
+    responses={200: s.VersionDiffSerializer},
 )
 @api_view(["GET"])
 def version_diff(request):
@@ -163,7 +162,6 @@ def version_diff(request):
         (200, "application/octet-stream"): OpenApiResponse(
             description="The file; its sha256 in the X-Checksum-SHA256 header."
         ),
-        404: PROBLEM,
     }
 )
 @api_view(["GET"])
@@ -205,7 +203,7 @@ class JobList(generics.ListCreateAPIView):
 
     @extend_schema(
         request=s.ScoringJobRequestSerializer,
-        responses={202: s.ImportJobSerializer, 422: PROBLEM},
+        responses={202: s.ImportJobSerializer},
     )
     def post(self, request, *args, **kwargs):
         body = s.ScoringJobRequestSerializer(data=request.data)
@@ -273,3 +271,10 @@ def _positive(value, name: str) -> int:
             errors=[{"field": name, "message": "expected a positive integer"}],
         )
     return number
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE"])
+def not_found(request, rest=""):
+    """Any other URL under /api/v1/: a problem+json 404, never an HTML page."""
+    raise Problem(status_code=404, title="Not Found", detail="No such endpoint.")

@@ -78,3 +78,53 @@ def problem_exception_handler(exc, context):
         errors=errors,
         headers=headers,
     )
+
+
+PROBLEM_SCHEMA = {
+    "type": "object",
+    "description": "RFC 9457 problem details; import errors list line and field.",
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "line": {"type": ["integer", "null"]},
+                    "field": {"type": "string"},
+                    "message": {"type": "string"},
+                    "expected": {"type": "string"},
+                },
+                "required": ["message"],
+            },
+        },
+    },
+    "required": ["title", "status"],
+}
+_ERROR_STATUSES = {
+    "400": "Bad request (a field is named in errors).",
+    "401": "No credentials, or an invalid, expired or revoked token.",
+    "403": "Your role or your token's scope does not allow this.",
+    "404": "Not found, or not yours.",
+    "429": "Rate limit of this token reached (see Retry-After).",
+}
+
+
+def document_problems(result, generator, request, public):
+    """drf-spectacular postprocessing hook: every operation documents its problem+json errors
+    (and 422 for writes), so clients and schemathesis know every status the API answers."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
+    content = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            statuses = dict(_ERROR_STATUSES)
+            if method in ("post", "put", "patch", "delete"):
+                statuses["422"] = "Rejected by a rule (a file, a version that is not frozen…)."
+            responses = operation.setdefault("responses", {})
+            for code, description in statuses.items():
+                if code not in responses or not responses[code].get("content"):
+                    responses[code] = {"description": description, "content": content}
+    return result

@@ -62,7 +62,9 @@ def test_every_endpoint_answers_each_role_as_the_table_says(
 
 
 def test_every_api_url_is_in_the_endpoint_table():
-    assert {f"api:{p.name}" for p in urlpatterns} - {"api:imports"} == {e[0] for e in ENDPOINTS}
+    assert {f"api:{p.name}" for p in urlpatterns} - {"api:imports", "api:not_found"} == {
+        e[0] for e in ENDPOINTS
+    }
 
 
 def test_an_unknown_object_is_a_problem_404(client_for, admin_user):
@@ -70,6 +72,12 @@ def test_an_unknown_object_is_a_problem_404(client_for, admin_user):
     assert response.status_code == 404
     assert response["Content-Type"] == PROBLEM
     assert response.json()["title"] == "Not Found"
+
+
+def test_an_unknown_api_url_is_a_problem_404_for_anyone(client):
+    response = client.get("/api/v1/jobs/-3/")
+    assert response.status_code == 404
+    assert response["Content-Type"] == PROBLEM
 
 
 def test_a_bad_diff_parameter_is_a_400_naming_the_field(client_for, lead):
