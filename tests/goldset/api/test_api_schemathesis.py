@@ -37,19 +37,20 @@ def test_generated_requests_never_500_and_responses_match_the_schema(
         if operation.method.upper() != "GET":
             excluded.append(positive_data_acceptance)
 
-        @given(case=operation.as_strategy())
-        @hypothesis_settings(
-            max_examples=15,
-            deadline=None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
-        def check(case, excluded=tuple(excluded)):
-            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {raw}"}
-            # ignored_auth would take the valid token set here for a generated (invalid) one;
-            # authentication is covered endpoint by endpoint in test_api and test_api_tokens.
-            case.call_and_validate(excluded_checks=excluded)
-
-        check()
+        _check_operation(operation, token=raw, excluded=excluded)
         checked.append(operation.label)
     assert len(checked) >= 14, checked
+
+
+def _check_operation(operation, *, token, excluded):
+    @given(case=operation.as_strategy())
+    @hypothesis_settings(
+        max_examples=15, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    def check(case):
+        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
+        # ignored_auth would take the valid token set here for a generated (invalid) one;
+        # authentication is covered endpoint by endpoint in test_api and test_api_tokens.
+        case.call_and_validate(excluded_checks=excluded)
+
+    check()
