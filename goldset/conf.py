@@ -93,6 +93,12 @@ TUNABLES: dict[str, Tunable] = {
         Tunable(
             "RECONCILE_INTERVAL_SECONDS", 30, int, "The reconciler runs this often (Celery beat)."
         ),
+        Tunable(
+            "IMPORT_MAX_UPLOAD_BYTES",
+            1 << 30,
+            int,
+            "Largest file any upload page accepts (bytes).",
+        ),
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
         Tunable(

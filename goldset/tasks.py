@@ -10,6 +10,7 @@ from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snaps
 from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
 from goldset.services.outbox import mark_done, start_all_of_kind
+from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,13 @@ def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     return job.status
 
 
+@shared_task(name=CALIBRATION_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_pcs_calibration_task(calibration_id: int, outbox_id: int | None = None) -> str:
+    """Run one PCS calibration grid; a re-delivered message finds it claimed and does nothing."""
+    mark_done(outbox_id)
+    return run_pcs_calibration(calibration_id=calibration_id).status
+
+
 @shared_task(name=RECONCILE_TASK, ignore_result=True)
 def reconcile_task() -> dict:
     """The periodic reconciler (Celery beat, every RECONCILE_INTERVAL_SECONDS)."""
@@ -62,9 +70,12 @@ def reconcile_on_start(sender=None, **kwargs):
     logger.info("reconciler pass at worker start: %s", summary)
 
 
-@shared_task(name=RUN_IMPORT_TASK, acks_late=True, reject_on_worker_lost=True)
-def run_import_task(job_id: int) -> str:
+@shared_task(name=RUN_IMPORT_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_import_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Run one import job. A duplicate or re-delivered message does nothing (the job is claimed
-    first)."""
-    job = run_import_job(job_id=job_id, worker=run_import_task.request.hostname or "")
+    first); a lost attempt is requeued by the reconciler from the job's heartbeat."""
+    mark_done(outbox_id)  # delivered: from here on the job row's heartbeat tracks the work
+    job = run_import_job(
+        job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
+    )
     return job.status if job is not None else "not-queued"

@@ -646,6 +646,34 @@ def percent_agreement(
     return replace(result, value=value, ci=interval)
 
 
+def percent_agreement_counts(
+    counts: Sequence[Sequence[int]] | np.ndarray,
+    *,
+    ci: bool = False,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    n_annotators: int = 0,
+) -> AgreementResult:
+    """:func:`percent_agreement` from an items x categories table of rating counts, for callers
+    that aggregate large data themselves (same value, same bootstrap as from a label table)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if counts.ndim != 2:
+        raise AgreementError("counts must be an items x categories table")
+    pairable = counts.sum(axis=1) >= 2
+    result = AgreementResult(None, None, int(pairable.sum()), n_annotators, "percent")
+    if not pairable.any():
+        return replace(result, reason="no item has two or more ratings")
+    sub = counts[pairable].astype(np.float64)
+    value = float(_percent_from_counts(sub, np.ones((1, len(sub))))[0])
+    interval = None
+    if ci:
+        patterns, draws = _pattern_weights(counts[pairable], n_resamples, seed)
+        interval = _percentile(
+            np.concatenate([_percent_from_counts(patterns.astype(float), w) for w in draws()])
+        )
+    return replace(result, value=value, ci=interval)
+
+
 def agreement(
     table: LabelTable,
     *,

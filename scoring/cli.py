@@ -108,6 +108,33 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--questions", required=True)
     pr.add_argument("--answers", required=True)
     pr.add_argument("--labels")
+
+    ev = sub.add_parser("evaluators", help="evaluators against the gold tier (Table 4, gating)")
+    ev.add_argument("--items", required=True, help="gold-tier items JSONL (scoring.evaluators)")
+    ev.add_argument("--outputs", required=True, help="evaluator outputs JSONL with 'evaluator'")
+    ev.add_argument(
+        "--scores",
+        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        default=[],
+        help="comma-separated names in each item's 'scores' to rank as rows",
+    )
+    ev.add_argument("--trust-kappa", type=float, default=0.70)
+    ev.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
+    ev.add_argument("--seed", type=int, default=DEFAULT_SEED)
+
+    for name, text in (
+        ("calibrate", "PCS weight/cap/threshold calibration (A.7 grid, A.8 objective)"),
+        ("report", "release report (Tables 5, 6, 8, 9) as JSON, optionally HTML"),
+    ):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("--questions", required=True)
+        cmd.add_argument("--answers", required=True)
+        cmd.add_argument("--labels", required=True)
+        if name == "report":
+            cmd.add_argument("--calibration", help="a calibrate result JSON to score with")
+            cmd.add_argument("--html", help="also write the self-contained HTML report here")
+            cmd.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
+            cmd.add_argument("--seed", type=int, default=DEFAULT_SEED)
     return parser
 
 
@@ -354,6 +381,138 @@ def run_probe(args: argparse.Namespace) -> dict[str, Any]:
     return report.to_dict()
 
 
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().splitlines()
+    except FileNotFoundError:
+        raise InputError(path, None, "file not found") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "not valid UTF-8 text") from None
+
+
+def _first_problem(problems: list[str], path: str) -> InputError:
+    text = problems[0]
+    prefix = f"{path}, line "
+    if text.startswith(prefix):
+        number, _, message = text[len(prefix) :].partition(": ")
+        return InputError(path, int(number), message)
+    return InputError(path, None, text.removeprefix(f"{path}: "))
+
+
+def run_evaluators(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring import evaluators
+
+    items = []
+    for lineno, raw in enumerate(_read_lines(args.items), start=1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(args.items, lineno, f"invalid JSON: {exc.msg}") from None
+        if not isinstance(item, dict):
+            raise InputError(args.items, lineno, "expected a JSON object")
+        for key in ("record_id", "acceptable", "labels"):
+            if key not in item:
+                raise InputError(args.items, lineno, f"missing field {key!r}")
+        items.append(item)
+    if not items:
+        raise InputError(args.items, None, "no records")
+    records, problems = evaluators.parse_output_lines(
+        _read_lines(args.outputs), source=args.outputs, need_evaluator=True
+    )
+    if problems:
+        raise _first_problem(problems, args.outputs)
+    outputs: dict[str, dict[str, Any]] = {}
+    for _, rec in records:
+        outputs.setdefault(rec["evaluator"], {})[rec["record_id"]] = rec
+    cfg = evaluators.EvaluatorConfig(
+        trust_kappa=args.trust_kappa, resamples=args.resamples, seed=args.seed
+    )
+    return evaluators.evaluator_report(items, outputs, scores=args.scores, config=cfg).to_dict()
+
+
+def _probe_inputs(args: argparse.Namespace):
+    from scoring import probe
+
+    questions = probe.read_questions(args.questions)
+    answers = probe.read_answers(args.answers)
+    labels = probe.read_labels(args.labels)
+    return questions, answers, labels
+
+
+def run_calibrate(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring import calibration, probe
+    from scoring.report import gold_unsafe
+
+    questions, answers, labels = _probe_inputs(args)
+    split = calibration.split_questions(
+        [
+            {
+                "question_id": q["question_id"],
+                "paraphrase_group": q.get("paraphrase_group"),
+                "domain": q.get("domain"),
+                "task_family": q.get("task_family"),
+                "conflict": "conflict" in (q.get("flags") or []),
+                "answerable": q.get("answerable", True),
+            }
+            for q in questions
+        ]
+    )
+    scored = probe.score_answers(questions, answers, labels=labels, answers_source=args.answers)
+    gold = {
+        (str(lab["question_id"]), str(lab.get("system_id", ""))): {
+            "acceptable": lab.get("acceptability") == "acceptable",
+            "unsafe": gold_unsafe(lab),
+        }
+        for lab in labels
+        if lab.get("acceptability") in ("acceptable", "unacceptable")
+    }
+    items = calibration.items_from_scores(scored.answers, gold)
+    try:
+        result = calibration.calibrate(items, split)
+    except ValueError as exc:
+        raise InputError(args.labels, None, str(exc)) from None
+    return {**result.to_dict(), "split": split.assignment}
+
+
+def run_report(args: argparse.Namespace) -> dict[str, Any]:
+    from scoring import report
+    from scoring.calibration import Selected
+    from scoring.probe import DEFAULT_CONFIG
+
+    questions, answers, labels = _probe_inputs(args)
+    config, calibrated = DEFAULT_CONFIG, False
+    if args.calibration:
+        try:
+            with open(args.calibration, encoding="utf-8") as fh:
+                chosen = json.load(fh)["selected"]
+            selected = Selected(
+                tuple(chosen["family_weights"]),
+                tuple(chosen["regulated_family_weights"]),
+                dict(chosen["caps"]),
+                dict(chosen["thresholds"]),
+            )
+            config, calibrated = selected.probe_config(), True
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(args.calibration, None, f"not a calibration result: {exc}") from None
+    result = report.release_report(
+        questions,
+        answers,
+        labels,
+        config=config,
+        calibrated=calibrated,
+        resamples=args.resamples,
+        seed=args.seed,
+        meta={"questions": args.questions, "answers": args.answers, "labels": args.labels},
+    )
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as fh:
+            fh.write(report.render_html(result))
+    return result.to_dict()
+
+
 def _default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
@@ -369,6 +528,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compare": run_compare,
         "agreement": run_agreement,
         "probe": run_probe,
+        "evaluators": run_evaluators,
+        "calibrate": run_calibrate,
+        "report": run_report,
     }
     try:
         payload = handlers[args.command](args)

@@ -151,6 +151,9 @@ from goldset.models import (  # noqa: E402
     System,
     Tier,
 )
+from goldset.models.answers import new_public_id  # noqa: E402
+from goldset.rules.labeling import queue_rank  # noqa: E402
+from goldset.services.labeling import add_domain_slots  # noqa: E402
 
 
 class SystemFactory(factory.django.DjangoModelFactory):
@@ -186,15 +189,25 @@ class AnswerRecordFactory(factory.django.DjangoModelFactory):
 
     class Meta:
         model = AnswerRecord
+        skip_postgeneration_save = True
 
+    public_id = factory.LazyFunction(new_public_id)
     run = factory.SubFactory(RunFactory)
     question = factory.SubFactory(QuestionFactory)
+    domain = factory.LazyAttribute(lambda o: o.question.domain)
+    queue_rank = factory.LazyAttribute(lambda o: queue_rank(public_id=o.public_id))
     answer = "Do not approve under the standard routing guide alone."
     model = factory.LazyFunction(lambda: {"generator": "gpt-4o-mini-2026-02", "temperature": 0})
     tier = Tier.GOLD
     routing_rule = "task_type:rag_synthesis"
     rules_version = 1
     labels_required = 3
+
+    @factory.post_generation
+    def domain_slots(obj, create, extracted, **kwargs):
+        """Production slots are counted per domain, as the import service does."""
+        if create and not obj.is_calibration:
+            add_domain_slots(domain_id=obj.domain_id, delta=obj.labels_required)
 
 
 class CalibrationResultFactory(factory.django.DjangoModelFactory):

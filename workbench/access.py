@@ -218,6 +218,23 @@ ENTRIES: list[Entry] = [
     Entry("exports:retry", Kind.ACTION, ADMINS),
     Entry("exports:cancel", Kind.ACTION, ADMINS),
     Entry("exports:job_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # evaluators: identity pages answer 404 to everyone but admins (selectors), like systems;
+    # the evaluator report names evaluators by pseudonym for leads (selectors)
+    Entry("evaluators:list", Kind.PAGE, EVERYONE),
+    Entry("evaluators:detail", Kind.PAGE, EVERYONE),
+    Entry("evaluators:report", Kind.PAGE, LEADS),
+    Entry(
+        "evaluators:report_json",
+        Kind.DOWNLOAD,
+        LEADS,
+        fields={LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},
+    ),
+    Entry("evaluators:calibrations", Kind.PAGE, ADMINS),
+    Entry("evaluators:calibration", Kind.PAGE, ADMINS, fragments=("calibration-progress",)),
+    Entry("evaluators:releases", Kind.PAGE, ADMINS),
+    Entry("evaluators:release", Kind.PAGE, ADMINS),
+    Entry("evaluators:release_html", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    Entry("evaluators:release_json", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     # REST API v1 (goldset.views.api): the same roles as the pages that do the same thing.
     # DRF authenticates (session or token) and AccessTablePermission applies these roles.
     Entry("api:schema", Kind.API, None),

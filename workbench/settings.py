@@ -102,6 +102,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"].update(
         {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
     )
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A slow statement must not hold a web worker (and its connection) for minutes; workers and
+    # migrations set DB_STATEMENT_TIMEOUT_MS=0. JIT compilation only adds latency to the short,
+    # index-driven statements the pages and claims run.
+    DATABASES["default"]["OPTIONS"]["options"] = " ".join(
+        [
+            f"-c statement_timeout={env.int('DB_STATEMENT_TIMEOUT_MS', default=30000)}",
+            "-c jit=off",
+        ]
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -253,8 +263,12 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=50 * 1024 * 1024)
-# Every upload page (corpus, triples, questions, answer logs, runs) refuses larger files.
-IMPORT_MAX_UPLOAD_BYTES = env.int("IMPORT_MAX_UPLOAD_BYTES", default=1 << 30)
+# Every upload page (corpus, triples, questions, answer logs, runs) refuses files larger than
+# IMPORT_MAX_UPLOAD_BYTES (a tunable, goldset.conf).
+
+# Evaluators against the gold tier (seed 004 A.1: 10,000 bootstrap resamples; trust at κ ≥ 0.70).
+GOLDSET_EVALUATOR_RESAMPLES = env.int("GOLDSET_EVALUATOR_RESAMPLES", default=10_000)
+GOLDSET_EVALUATOR_TRUST_KAPPA = env.float("GOLDSET_EVALUATOR_TRUST_KAPPA", default=0.70)
 
 # Security: strict by default, relaxed only with DEBUG on (local development).
 SECURE_CSP = {

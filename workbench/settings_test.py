@@ -19,4 +19,6 @@ WHITENOISE_USE_FINDERS = True
 # pytest-django flushes test data with TRUNCATE, which the protected tables refuse unless the
 # session opts in (see goldset migration 0007); tests of the refusal switch it off again.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
-    DATABASES["default"]["OPTIONS"]["options"] = "-c goldset.allow_truncate=on"  # noqa: F405
+    # Appended: the statement timeout and jit=off of workbench.settings stay in force.
+    _options = DATABASES["default"]["OPTIONS"].get("options", "")  # noqa: F405
+    DATABASES["default"]["OPTIONS"]["options"] = f"{_options} -c goldset.allow_truncate=on".strip()  # noqa: F405

@@ -17,6 +17,7 @@ urlpatterns = [
     path("answers/", include("goldset.urls.answers")),
     path("promotion/", include("goldset.urls.promotion")),
     path("versions/", include("goldset.urls.exports")),
+    path("evaluators/", include("goldset.urls.evaluators")),
     path("imports/", include("goldset.urls.imports")),
     path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),

@@ -383,11 +383,21 @@ def seed_curation_demo() -> bool:
     )
 
     # pinned to version 1 of blocks that now have version 2 → needs re-review; one retired
-    backups = d.write("blk-sec-arch-05@1", "How often are backups taken?", "Every 24 hours.")
+    # (written before version 2 arrived; the demo loads the corpus first, so it says so)
+    before_v2 = "Demo: written before version 2 of the block was imported."
+    backups = d.write(
+        "blk-sec-arch-05@1",
+        "How often are backups taken?",
+        "Every 24 hours.",
+        superseded_reason=before_v2,
+    )
     d.review(d.ann[2], backups, CONFIRM)
     d.review(d.ann[3], backups, CONFIRM)
     access = d.write(
-        "blk-sec-access-02@1", "How often is privileged access reviewed?", "Every quarter."
+        "blk-sec-access-02@1",
+        "How often is privileged access reviewed?",
+        "Every quarter.",
+        superseded_reason=before_v2,
     )
     d.review(d.ann[4], access, CONFIRM)
     d.review(d.ann[5], access, CONFIRM)
@@ -396,6 +406,7 @@ def seed_curation_demo() -> bool:
         "How quickly are departing staff accounts disabled?",
         "Within 24 hours of the last working day.",
         TaskType.SUMMARIZATION,
+        superseded_reason=before_v2,
     )
     d.review(d.ann[1], offboarding, CONFIRM)
     stale = [

@@ -11,6 +11,7 @@ from django.db import transaction
 from goldset.demo.answers import seed_answers_demo
 from goldset.demo.corpus import DOMAINS, as_jsonl, builtin_manifest, nist_manifest
 from goldset.demo.curation import seed_curation_demo
+from goldset.demo.evaluators import seed_evaluators_demo
 from goldset.demo.exports import seed_exports_demo
 from goldset.demo.promotion import seed_promotion_demo
 from goldset.models import Domain
@@ -67,4 +68,5 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
     seed_answers_demo()
     seed_promotion_demo()
     seed_exports_demo()
+    seed_evaluators_demo()
     return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)

@@ -54,10 +54,27 @@ class BlockVersionRefField(forms.CharField):
         return version
 
 
+def superseded_reason_field(help_text: str) -> forms.CharField:
+    return forms.CharField(
+        required=False,
+        max_length=1000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Reason for pinning a superseded version",
+        help_text=help_text,
+    )
+
+
+SUPERSEDED_HELP = (
+    "Only when the block version is not the block's current version: say why the older text "
+    "is the right source. It is recorded and shown to reviewers, leads and at freeze."
+)
+
+
 class RevisionForm(forms.Form):
     question = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)
     block_version = BlockVersionRefField()
     expected_answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)
+    superseded_reason = superseded_reason_field(SUPERSEDED_HELP)
 
 
 class TripleForm(RevisionForm):
@@ -114,6 +131,10 @@ class SplitForm(forms.Form):
             self.fields[f"expected_answer_{i}"] = forms.CharField(
                 required=False, widget=forms.Textarea(attrs={"rows": 2}), label=f"Answer {i}"
             )
+        self.fields["superseded_reason"] = superseded_reason_field(
+            "Only when a part pins a version that is not its block's current version: why the "
+            "older text is the right source (recorded on every such part)."
+        )
 
     def rows(self):
         return [

@@ -1,6 +1,12 @@
 from django import forms
 
-from goldset.models import Domain, GoldVersion, Source, Tier, WorkingSlice
+from goldset.models import (
+    Domain,
+    GoldVersion,
+    Source,
+    Tier,
+    WorkingSlice,
+)
 from goldset.services.freeze import FreezeFilters
 
 MAX_RUN_BYTES = 200 * 1024 * 1024
@@ -23,6 +29,12 @@ class FreezeForm(forms.Form):
         required=False,
         help_text="Only the triples of this quarter's working slice.",
     )
+    include_superseded = forms.BooleanField(
+        required=False,
+        label="Include superseded pins",
+        help_text="Also freeze gold triples pinned to a block version that is no longer the "
+        "block's current version (the preview lists them; they are left out otherwise).",
+    )
     note = forms.CharField(max_length=300, required=False)
 
     def filters(self):
@@ -33,6 +45,7 @@ class FreezeForm(forms.Form):
             source=data["source"],
             public_only=data["public_only"],
             working_slice=data["working_slice"].quarter if data["working_slice"] else "",
+            include_superseded=data["include_superseded"],
         )
 
 

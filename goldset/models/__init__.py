@@ -3,6 +3,7 @@ from goldset.models.answers import (
     Acceptability,
     Adjudication,
     AdjudicationReason,
+    AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
@@ -10,6 +11,7 @@ from goldset.models.answers import (
     CalibrationSet,
     CitationCorrectness,
     ConflictHandling,
+    DomainLabelLoad,
     EvidenceKind,
     EvidenceLabel,
     EvidencePassage,
@@ -47,6 +49,16 @@ from goldset.models.curation import (
     Verdict,
     WorkingSlice,
 )
+from goldset.models.evaluators import (
+    CalibrationStatus,
+    Evaluator,
+    EvaluatorImport,
+    EvaluatorKind,
+    EvaluatorOutput,
+    EvaluatorReportSnapshot,
+    PcsCalibration,
+    ReleaseReport,
+)
 from goldset.models.exports import (
     ExportFormat,
     GoldVersion,
@@ -75,6 +87,16 @@ from goldset.models.scoring import (
 )
 
 __all__ = [
+    "AnnotatorDomainLoad",
+    "DomainLabelLoad",
+    "CalibrationStatus",
+    "Evaluator",
+    "EvaluatorImport",
+    "EvaluatorKind",
+    "EvaluatorOutput",
+    "EvaluatorReportSnapshot",
+    "PcsCalibration",
+    "ReleaseReport",
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",

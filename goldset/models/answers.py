@@ -6,7 +6,7 @@ import secrets
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from goldset.models.corpus import BlockVersion, Domain, TaskType
 from goldset.models.routing import Tier
@@ -196,11 +196,19 @@ class EvidencePassage(models.Model):
 
 
 class AnswerRecord(models.Model):
-    """One generated answer. ``public_id`` is the only identifier shown outside admin pages."""
+    """One generated answer. ``public_id`` is the only identifier shown outside admin pages.
+
+    ``domain`` repeats ``question.domain`` and ``queue_rank`` is the record's place in the seeded
+    (6601) shuffle, both set when the record is created, so the claim walks one partial index
+    (open production records per domain, in rank order) instead of scanning every record.
+    ``assigned_count`` counts the production slots claimed; it only changes with the row locked."""
 
     public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="records")
     question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="records")
+    domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="+")
+    queue_rank = models.BigIntegerField()
+    assigned_count = models.PositiveSmallIntegerField(default=0)
     answer = models.TextField()
     model = models.JSONField(default=dict, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -239,10 +247,55 @@ class AnswerRecord(models.Model):
                 name="answer_record_labels_required_1_3",
             ),
         ]
-        indexes = [models.Index(fields=["status", "is_calibration"])]
+        indexes = [
+            models.Index(fields=["status", "is_calibration"]),
+            models.Index(
+                fields=["domain", "queue_rank", "id"],
+                condition=Q(status="labeling", is_calibration=False)
+                & Q(assigned_count__lt=F("labels_required")),
+                name="answer_record_open_slots",
+            ),
+            # The lead's adjudication queue pages by keyset in this order.
+            models.Index(
+                fields=["status", "created_at", "id"],
+                condition=Q(is_calibration=False),
+                name="answer_record_lead_queue",
+            ),
+        ]
 
     def __str__(self):
         return self.public_id
+
+
+class DomainLabelLoad(models.Model):
+    """Production label slots of a domain (the sum of ``labels_required`` over its production
+    records), kept by every service that creates records or changes ``labels_required``."""
+
+    domain = models.OneToOneField(Domain, on_delete=models.CASCADE, primary_key=True)
+    slots = models.PositiveIntegerField(default=0)
+
+    def __str__(self):
+        return f"{self.domain_id}: {self.slots} slots"
+
+
+class AnnotatorDomainLoad(models.Model):
+    """Production slots an annotator has claimed in a domain, kept by the claim."""
+
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    domain = models.ForeignKey(Domain, on_delete=models.CASCADE, related_name="+")
+    claimed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "domain"], name="annotator_domain_load_once"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.annotator_id} in {self.domain_id}: {self.claimed}"
 
 
 class AnswerCitation(models.Model):
@@ -368,7 +421,12 @@ class Adjudication(LabelAxes):
 
 
 class CalibrationSet(models.Model):
+    """A domain's calibration items, handed out in sealed versions (see
+    ``goldset.services.calibration``): ``version`` is the newest sealed one, 0 before anyone
+    started."""
+
     domain = models.OneToOneField(Domain, on_delete=models.PROTECT, related_name="calibration_set")
+    version = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -396,6 +454,9 @@ class CalibrationItem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     reference_set_at = models.DateTimeField(null=True, blank=True)
+    # The set version this item was sealed into when first handed out; None while it is a draft
+    # whose reference label the lead may still set or change.
+    set_version = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["calibration_set_id", "id"]
@@ -422,6 +483,7 @@ class CalibrationResult(models.Model):
     threshold = models.FloatField()
     passed = models.BooleanField()
     disagreements = models.JSONField(default=list, blank=True)
+    set_version = models.PositiveIntegerField(null=True, blank=True)  # the version taken
     computed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

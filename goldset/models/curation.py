@@ -201,6 +201,9 @@ class TripleRevision(models.Model):
         BlockVersion, on_delete=models.PROTECT, related_name="pinned_revisions"
     )
     expected_answer = models.TextField()
+    # Why the author pinned a version that was already superseded when this revision was written
+    # (empty for a pin to the block's current version); see goldset.services.triples.check_pin.
+    superseded_reason = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -222,7 +225,15 @@ class TripleRevision(models.Model):
                 name="revision_never_over_assigned",
             ),
         ]
-        indexes = [models.Index(fields=["created_at", "id"])]
+        indexes = [
+            models.Index(fields=["created_at", "id"]),
+            # The review claim walks this, oldest first: only revisions short of reviewers.
+            models.Index(
+                fields=["created_at", "id"],
+                condition=Q(assigned_count__lt=F("reviewers_needed")),
+                name="revision_open_slots",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.triple_id} r{self.number}"

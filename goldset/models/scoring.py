@@ -58,6 +58,14 @@ class ScoringJob(models.Model):
     notice = models.TextField(blank=True)
     scorer_version = models.CharField(max_length=80, blank=True)
     summary = models.JSONField(default=dict, blank=True)
+    calibration = models.ForeignKey(
+        "goldset.PcsCalibration",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="PCS weights, caps and thresholds for answer logs; empty = seed 004 defaults.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

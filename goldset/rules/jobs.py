@@ -4,6 +4,7 @@ pages that read it: outbox message kinds and the tasks they publish."""
 # Outbox message kinds (goldset.services.outbox); each kind registers how it is published.
 SCORING_OUTBOX_KIND = "scoring.run"
 AGREEMENT_OUTBOX_KIND = "agreement.recompute"
+IMPORT_OUTBOX_KIND = "imports.run"
 # One debounced agreement recompute request at a time (the outbox's dedupe key).
 AGREEMENT_DEBOUNCE_KEY = "agreement-recompute"
 # The periodic reconciler's task (scheduled by Celery beat, settings.CELERY_BEAT_SCHEDULE).
@@ -13,3 +14,8 @@ RECONCILE_TASK = "goldset.reconcile"
 def scoring_dedupe_key(job_id: int) -> str:
     """At most one unstarted scoring message per job."""
     return f"scoring-job:{job_id}"
+
+
+def import_dedupe_key(job_id: int) -> str:
+    """At most one unstarted import message per import job."""
+    return f"import-job:{job_id}"

@@ -14,7 +14,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     # Discussion ends in a revision (back to review), a drop or a split.
     S.IN_DISCUSSION: frozenset({S.PENDING_REVIEW, S.DROPPED, S.SPLIT, S.REVOKED}),
     # A flagged spot-check reopens it; a promotion to GOLD sends it back for its missing review.
-    S.GOLD: frozenset({S.IN_DISCUSSION, S.PENDING_REVIEW, S.NEEDS_REREVIEW, S.REVOKED}),
+    # Pinned to superseded text (issue 12), a lead re-pins it (back to review) or retires it.
+    S.GOLD: frozenset({S.IN_DISCUSSION, S.PENDING_REVIEW, S.NEEDS_REREVIEW, S.RETIRED, S.REVOKED}),
     # Re-pinned to the newest block version (back to review) or retired.
     S.NEEDS_REREVIEW: frozenset({S.PENDING_REVIEW, S.RETIRED, S.REVOKED}),
     S.DROPPED: frozenset(),

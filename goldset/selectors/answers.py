@@ -7,17 +7,20 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Prefetch, Q, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from goldset.models import (
     Adjudication,
+    AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
     CalibrationItem,
     CalibrationResult,
     CalibrationSet,
     Domain,
+    DomainLabelLoad,
     EvidenceKind,
     EvidencePassage,
     Label,
@@ -26,7 +29,10 @@ from goldset.models import (
     RecordStatus,
     Run,
 )
+from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
+from goldset.selectors.curation import newest_version_of
+from goldset.selectors.keyset import keyset_page
 from workbench.roles import Role, roles_of
 
 # ---------------------------------------------------------------- qualification and load
@@ -58,14 +64,12 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
     """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
 
     The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
-    share rounded up: nobody's load exceeds the others' by more than the tolerance.
+    share rounded up: nobody's load exceeds the others' by more than the tolerance. Slots and
+    claims come from the maintained counters, so this costs three indexed reads at any size.
     """
     domain_ids = list(domain_ids)
     slots = dict(
-        AnswerRecord.objects.filter(is_calibration=False, question__domain_id__in=domain_ids)
-        .values("question__domain_id")
-        .annotate(n=Sum("labels_required"))
-        .values_list("question__domain_id", "n")
+        DomainLabelLoad.objects.filter(domain_id__in=domain_ids).values_list("domain_id", "slots")
     )
     qualified = dict(
         CalibrationResult.objects.filter(passed=True, domain_id__in=domain_ids)
@@ -74,12 +78,9 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
         .values_list("domain_id", "n")
     )
     mine = dict(
-        LabelAssignment.objects.filter(
-            annotator=annotator, is_calibration=False, record__question__domain_id__in=domain_ids
-        )
-        .values("record__question__domain_id")
-        .annotate(n=Count("id"))
-        .values_list("record__question__domain_id", "n")
+        AnnotatorDomainLoad.objects.filter(
+            annotator=annotator, domain_id__in=domain_ids
+        ).values_list("domain_id", "claimed")
     )
     loads = {}
     for domain_id in domain_ids:
@@ -173,15 +174,20 @@ def _record_qs():
 
 
 def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
+    """The record's packet; each passage carries ``newest_version`` (its block's current version
+    number) so superseded text is badged on the label and adjudication pages."""
     blind = record if isinstance(record, BlindRecord) else BlindRecord.of(record)
+    newest = Subquery(newest_version_of("block_version__block_id"))
     evidence = list(
         EvidencePassage.objects.filter(question__question_id=blind.question.question_id)
         .select_related("block_version__block__document")
+        .annotate(newest_version=newest)
         .order_by("kind", "position")
     )
     citations = list(
         AnswerCitation.objects.filter(record_id=record.pk)
         .select_related("block_version__block__document")
+        .annotate(newest_version=newest)
         .order_by("position")
     )
     return ItemPacket(
@@ -272,10 +278,10 @@ def get_queue_overview(*, annotator) -> QueueOverview:
         .select_related("record__question__domain")
         .first()
     )
-    done = LabelAssignment.objects.filter(
-        annotator=annotator, is_calibration=False, completed_at__isnull=False
-    ).count()
     loads = domain_loads(annotator, domain_ids) if domain_ids else {}
+    # Claimed slots are counted per domain as they are claimed; all but the open one are done.
+    claimed = AnnotatorDomainLoad.objects.filter(annotator=annotator).aggregate(n=Sum("claimed"))
+    done = (claimed["n"] or 0) - (1 if open_assignment is not None else 0)
     domains = list(Domain.objects.filter(pk__in=domain_ids).order_by("slug"))
     return QueueOverview(
         domains=domains,
@@ -295,14 +301,27 @@ def list_my_done_assignments(*, annotator):
     )
 
 
-def list_adjudication_queue(*, include_done: bool = False):
+ADJUDICATION_ORDER = ("status", "created_at", "id")
+
+
+def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = None, size: int):
+    """One keyset page of the lead's queue in (status, created_at, id) order, read from the
+    ``answer_record_lead_queue`` index; each row carries its number of severe labels (counted for
+    the page's rows only). Raises Http404 for a malformed cursor."""
     statuses = LEAD_VISIBLE if include_done else OPEN_FOR_LEAD
-    return (
+    severe = (
+        Label.objects.filter(record_id=OuterRef("pk"), severe_safety=True)
+        .order_by()
+        .values("record_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    rows = (
         _record_qs()
         .filter(status__in=statuses, is_calibration=False)
-        .annotate(severe=Count("labels", filter=Q(labels__severe_safety=True)))
-        .order_by("status", "created_at", "id")
+        .annotate(severe=Coalesce(Subquery(severe), 0))
     )
+    return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
 # ---------------------------------------------------------------- calibration
@@ -312,17 +331,20 @@ def list_adjudication_queue(*, include_done: bool = False):
 class CalibrationRow:
     domain: Domain
     calibration_set: CalibrationSet
-    total: int
+    total: int  # items taken (started) or offered (not started; 0 when no version is ready)
     done: int
     started: bool
     result: CalibrationResult | None
     next_assignment: LabelAssignment | None
+    version: int | None = None  # the set version offered to this annotator if they start now
 
 
 def list_my_calibration(*, annotator) -> list[CalibrationRow]:
+    """Per calibration set: the annotator's progress, result, or the version they would be
+    given now (``offer_for``). Constant queries."""
     sets = list(
         CalibrationSet.objects.select_related("domain")
-        .annotate(total=Count("items"))
+        .prefetch_related("items")
         .order_by("domain__slug")
     )
     mine = list(
@@ -335,15 +357,17 @@ def list_my_calibration(*, annotator) -> list[CalibrationRow]:
     for s in sets:
         own = [a for a in mine if a.record.question.domain_id == s.domain_id]
         pending = [a for a in own if a.completed_at is None]
+        offer = None if own else offer_for(s, s.items.all())
         rows.append(
             CalibrationRow(
                 domain=s.domain,
                 calibration_set=s,
-                total=s.total,
+                total=len(own) if own else (len(offer.items) if offer else 0),
                 done=len(own) - len(pending),
                 started=bool(own),
                 result=results.get(s.domain_id),
                 next_assignment=pending[0] if pending else None,
+                version=offer.version if offer else None,
             )
         )
     return rows
@@ -398,6 +422,7 @@ def list_calibration_sets():
     return CalibrationSet.objects.select_related("domain").annotate(
         total=Count("items"),
         referenced=Count("items", filter=Q(items__reference_severe_safety__isnull=False)),
+        drafts=Count("items", filter=Q(items__set_version__isnull=True)),
     )
 
 

@@ -7,7 +7,17 @@ import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, Subquery
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    Subquery,
+)
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -30,6 +40,7 @@ from goldset.models import (
     Verdict,
     WorkingSlice,
 )
+from goldset.rules.triple_states import CLOSED
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (
@@ -38,6 +49,34 @@ TRIPLE_JOINS = (
     "customer",
     "current_revision__expected_block_version__block__document",
 )
+
+
+# ---------------------------------------------------------------- superseded pins
+
+
+def newest_version_of(block_path: str):
+    """A subquery: the newest version number of the block at ``block_path`` (an OuterRef path
+    to a block id)."""
+    return (
+        BlockVersion.objects.filter(block_id=OuterRef(block_path))
+        .order_by("-version")
+        .values("version")[:1]
+    )
+
+
+def with_pin_status(qs):
+    """Annotate triples with ``newest_version`` (their pinned block's current version number)
+    and ``superseded_pin`` (their current revision pins an older version)."""
+    return qs.annotate(
+        newest_version=Subquery(
+            newest_version_of("current_revision__expected_block_version__block_id")
+        )
+    ).annotate(superseded_pin=ExpressionWrapper(superseded_pin_q(), output_field=BooleanField()))
+
+
+def superseded_pin_q() -> Q:
+    """For querysets passed through :func:`with_pin_status`: the pin is superseded."""
+    return Q(current_revision__expected_block_version__version__lt=F("newest_version"))
 
 
 # ---------------------------------------------------------------- block versions (authoring)
@@ -132,6 +171,7 @@ def revision_history(*, triple: Triple) -> list[RevisionView]:
     revisions = (
         TripleRevision.objects.filter(triple=triple)
         .select_related("expected_block_version__block__document", "created_by")
+        .annotate(newest_version=Subquery(newest_version_of("expected_block_version__block_id")))
         .prefetch_related(
             Prefetch(
                 "reviews",
@@ -200,6 +240,24 @@ def claimable_revisions(*, reviewer):
     )
 
 
+WAITING_COUNT_CAP = 100
+WAITING_WINDOW = 4 * WAITING_COUNT_CAP
+
+
+def count_claimable_revisions(*, reviewer, cap: int = WAITING_COUNT_CAP) -> tuple[int, bool]:
+    """How many revisions ``reviewer`` could claim, looked for among the oldest
+    ``WAITING_WINDOW`` revisions still short of reviewers (a bounded walk of the open-slots
+    index; the planner is never left to join every revision). Returns (count, at_least): with
+    ``at_least`` the true number may be higher (the page shows "N+")."""
+    window = list(
+        TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"))
+        .order_by("created_at", "id")
+        .values_list("pk", flat=True)[:WAITING_WINDOW]
+    )
+    found = claimable_revisions(reviewer=reviewer).filter(pk__in=window)[:cap].count()
+    return found, found >= cap or len(window) >= WAITING_WINDOW
+
+
 def list_recent_reviews(*, reviewer, limit: int = 20):
     return (
         Review.objects.filter(reviewer=reviewer)
@@ -210,11 +268,14 @@ def list_recent_reviews(*, reviewer, limit: int = 20):
 
 def get_assignment_for(*, user, pk) -> ReviewAssignment:
     """The reviewer's own assignment with what the review page shows — the revision and its
-    pinned block version. 404 for anyone else's assignment."""
+    pinned block version, and ``newest_version`` (the block's current version number, so a
+    superseded pin is badged). 404 for anyone else's assignment."""
     return get_object_or_404(
         ReviewAssignment.objects.select_related(
             "revision__triple__domain",
             "revision__expected_block_version__block__document__domain",
+        ).annotate(
+            newest_version=Subquery(newest_version_of("revision__expected_block_version__block_id"))
         ),
         pk=pk,
         reviewer=user,
@@ -364,18 +425,15 @@ def list_quality_entries():
 
 
 def list_needs_rereview():
-    """Triples waiting for a lead after a new block version, with the block's newest version."""
-    newest = (
-        BlockVersion.objects.filter(
-            block_id=OuterRef("current_revision__expected_block_version__block_id")
-        )
-        .order_by("-version")
-        .values("version")[:1]
-    )
+    """Every live (not dropped, split, retired or revoked) triple whose current revision pins a
+    block version that is not the block's current version — whether a later corpus import
+    marked it ``needs_rereview``, or it was written, revised or imported against superseded
+    text with a reason — plus triples still marked ``needs_rereview``. Annotated with
+    ``newest_version``; everything the rows show is joined (constant queries)."""
     return (
-        Triple.objects.filter(state=TripleState.NEEDS_REREVIEW)
+        with_pin_status(Triple.objects.exclude(state__in=CLOSED))
+        .filter(superseded_pin_q() | Q(state=TripleState.NEEDS_REREVIEW))
         .select_related(*TRIPLE_JOINS)
-        .annotate(newest_version=Subquery(newest))
         .order_by("updated_at", "id")
     )
 
@@ -482,6 +540,9 @@ def gold_row(triple: Triple) -> dict:
     }
     if triple.customer_id:
         metadata["customer"] = triple.customer.slug
+    if revision.superseded_reason:
+        # pinned to superseded text on purpose; the importer reads the reason back (check_pin)
+        metadata["superseded_reason"] = revision.superseded_reason
     return {
         "id": triple.external_id,
         "question": revision.question,

@@ -143,7 +143,9 @@ def list_jobs():
 
 
 def get_job(*, pk: int) -> ScoringJob:
-    return get_object_or_404(ScoringJob.objects.select_related("version", "created_by"), pk=pk)
+    return get_object_or_404(
+        ScoringJob.objects.select_related("version", "created_by", "calibration"), pk=pk
+    )
 
 
 @dataclass

@@ -30,7 +30,12 @@ from goldset.models import AgreementSnapshot, Tier
 from goldset.rules.axes import AXES
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
 from goldset.services import outbox
-from scoring.agreement import cohen_kappa_table, fleiss_kappa_counts, krippendorff_alpha_counts
+from scoring.agreement import (
+    cohen_kappa_table,
+    fleiss_kappa_counts,
+    krippendorff_alpha_counts,
+    percent_agreement_counts,
+)
 
 SEED = 8821
 RATING_COLUMNS = [
@@ -74,7 +79,7 @@ SPOT_CHECK_SOURCES = [
 FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
 
-def _resamples() -> int:
+def bootstrap_resamples() -> int:
     return tunable("AGREEMENT_BOOTSTRAP_RESAMPLES")
 
 
@@ -180,20 +185,67 @@ def compute_figures(
         ]
     for (protocol, axis), rows in ratings.groupby(["protocol", "axis"], sort=True):
         scale = AXES[axis]
-        on_scale = rows["value"].isin(scale.categories)
-        if not on_scale.all():
-            unknown = sorted(set(rows["value"][~on_scale].astype(str)))
-            raise ValueError(
-                f"{protocol}/{axis}: values {unknown} are not on the scale {scale.categories}"
-            )
-        codes = pd.Categorical(rows["value"], categories=scale.categories).codes
-        rows = rows.assign(code=codes.astype(np.int64))
+        rows = _coded(protocol, axis, rows)
         figures += _scope_figures(protocol, axis, scale, rows, n_resamples, seed)
         figures += _pair_figures(protocol, axis, scale, rows, n_resamples, seed)
         if axis == "severe_safety":
             figures += _severe_rate_gaps(protocol, rows)
     figures += _spot_check_figures(spot_checks)
     return figures
+
+
+def _coded(protocol: str, axis: str, rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with ``code``, each value's position on the axis' scale (ValueError when a value
+    is not on it)."""
+    scale = AXES[axis]
+    on_scale = rows["value"].isin(scale.categories)
+    if not on_scale.all():
+        unknown = sorted(set(rows["value"][~on_scale].astype(str)))
+        raise ValueError(
+            f"{protocol}/{axis}: values {unknown} are not on the scale {scale.categories}"
+        )
+    codes = pd.Categorical(rows["value"], categories=scale.categories).codes
+    return rows.assign(code=codes.astype(np.int64))
+
+
+def _result(result) -> dict:
+    return {
+        "value": result.value,
+        "ci": list(result.ci) if result.ci else None,
+        "reason": result.reason or "",
+        "n_items": result.n_items,
+    }
+
+
+def summary_figures(
+    ratings: pd.DataFrame, *, n_resamples: int | None = None, seed: int = SEED
+) -> dict:
+    """Overall (unscoped) agreement of these rating rows per protocol and axis — Krippendorff's
+    α at the axis' level of measurement and percent agreement (share of agreeing rating pairs
+    per item), each with a percentile bootstrap 95 % CI resampling items (``seed``, 8821) — as a
+    JSON-ready dict ``{protocol: {axis: {...}}}``. Pure; ``scoring.agreement`` computes."""
+    n = n_resamples or bootstrap_resamples()
+    out: dict = {}
+    for (protocol, axis), rows in ratings.groupby(["protocol", "axis"], sort=True):
+        scale = AXES[axis]
+        rows = _coded(protocol, axis, rows)
+        counts = _count_table(rows, len(scale.categories))
+        n_annotators = int(rows["annotator"].nunique())
+        options = {"ci": True, "n_resamples": n, "seed": seed, "n_annotators": n_annotators}
+        alpha = krippendorff_alpha_counts(
+            counts, categories=scale.categories, level=scale.level, **options
+        )
+        percent = percent_agreement_counts(counts, **options)
+        values = counts.sum(axis=0)
+        out.setdefault(protocol, {})[axis] = {
+            "ratings": len(rows),
+            "items": len(counts),
+            "annotators": n_annotators,
+            "values": {c: int(v) for c, v in zip(scale.categories, values, strict=True) if v},
+            "krippendorff_alpha": {"level": scale.level, **_result(alpha)},
+            "percent_agreement": _result(percent),
+        }
+    return out
 
 
 def _scope_figures(protocol, axis, scale, rows, n_resamples, seed):
@@ -360,7 +412,9 @@ def store_agreement_snapshots(
     existing = AgreementSnapshot.objects.values_list("data_version", flat=True).first()
     if existing == version:
         return version, AgreementSnapshot.objects.count()
-    figures = compute_figures(ratings, spot_checks, facts, n_resamples=n_resamples or _resamples())
+    figures = compute_figures(
+        ratings, spot_checks, facts, n_resamples=n_resamples or bootstrap_resamples()
+    )
     with transaction.atomic():
         AgreementSnapshot.objects.all().delete()
         AgreementSnapshot.objects.bulk_create(

@@ -19,8 +19,13 @@ from goldset.rules.calendar import iso_week
 TRIPLES, ANSWERS = "triple_review", "answer_label"
 
 
-def triple_review_ratings():
-    rows = Review.objects.values_list(
+def triple_review_ratings(*, triples=None):
+    """Every review (spot checks included) as a ``verdict`` rating of its revision; with
+    ``triples`` (a queryset of triple primary keys, or a list) only their revisions' reviews."""
+    reviews = Review.objects.all()
+    if triples is not None:
+        reviews = reviews.filter(revision__triple_id__in=triples)
+    rows = reviews.values_list(
         "revision_id",
         "reviewer_id",
         "verdict",

@@ -31,6 +31,7 @@ marked ``calibration`` join their domain's calibration set instead of the produc
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -56,7 +57,9 @@ from goldset.models import (
     System,
     TaskType,
 )
+from goldset.rules.labeling import queue_rank
 from goldset.rules.tiers import RECORD, required_for
+from goldset.services.labeling import add_domain_slots
 from goldset.services.routing import decide_tier, get_active_rules
 from workbench.services.audit import record_event
 
@@ -520,6 +523,7 @@ class AnswerLogImporter:
         Run.objects.bulk_create(new_runs)
         summary.runs_created += len(new_runs)
         records = []
+        slots: Counter[int] = Counter()
         rules = get_active_rules()
         for run_id, _, _, record, _, _ in plan:
             question = record.question
@@ -540,9 +544,15 @@ class AnswerLogImporter:
             record.labels_required = required_for(RECORD, decision.tier)
             if self.id_factory is not None:
                 record.public_id = self.id_factory()
+            record.domain_id = question.domain_id
+            record.queue_rank = queue_rank(public_id=record.public_id)
+            if not record.is_calibration:
+                slots[record.domain_id] += record.labels_required
             records.append(record)
             summary.by_tier[record.tier] = summary.by_tier.get(record.tier, 0) + 1
         AnswerRecord.objects.bulk_create(records)
+        for domain_id, added in sorted(slots.items()):
+            add_domain_slots(domain_id=domain_id, delta=added)
         retrieved, citations, calibration = [], [], []
         for _, _, _, record, record_retrieved, record_citations in plan:
             for row in (*record_retrieved, *record_citations):

@@ -23,6 +23,7 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.services import exports
+from goldset.services.pcs_calibrations import probe_config_for
 from goldset.services.probe_exports import adjudicated_labels
 from goldset.services.scoring_runs import (
     Outcome,
@@ -160,7 +161,8 @@ def score_answer_log(*, job: ScoringJob, progress):
     packets = version_packets(job.version)
     labels = [label for provider in _label_providers() for label in provider(job.version, answers)]
     progress.enter("PROBE scoring", 30)
-    report = score_answers(packets, answers, labels=labels or None)
+    config = probe_config_for(job.calibration)
+    report = score_answers(packets, answers, labels=labels or None, config=config)
     progress.enter("bootstrap", 60)
     strata = dict(job.version.rows.values_list("triple_id", "task_type"))
     aggregates, per_query = [], []
@@ -222,5 +224,6 @@ def score_answer_log(*, job: ScoringJob, progress):
             "ci_strata": {"by": ["domain", "task_family"]},
             "labels": len(labels),
             "label_records": labels,
+            "configuration": job.calibration.label if job.calibration else "seed 004 defaults",
         },
     )

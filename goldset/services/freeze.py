@@ -15,13 +15,24 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
-from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, Review, WorkingSlice
+from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WorkingSlice
 from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
-from goldset.selectors.curation import gold_row, list_gold_triples
+from goldset.selectors.curation import (
+    gold_row,
+    list_gold_triples,
+    superseded_pin_q,
+    with_pin_status,
+)
 from goldset.services import exports
+from goldset.services.agreement import SEED, bootstrap_resamples, ratings_frame, summary_figures
+from goldset.services.agreement_sources import (
+    ANSWERS,
+    TRIPLES,
+    answer_label_ratings,
+    triple_review_ratings,
+)
 from goldset.services.probe_exports import render_adjudication_export
 from goldset.services.scoring_jobs import DEFAULT_SEED
-from scoring.agreement import krippendorff_alpha, label_table, percent_agreement
 from workbench.services.audit import record_event
 
 ROW_BATCH = 5000
@@ -136,6 +147,7 @@ def store_frozen_version(
     filters: dict | None = None,
     seeds: dict | None = None,
     agreement: dict | None = None,
+    superseded: dict | None = None,
     note: str = "",
     extra_files: dict[str, Callable] | None = None,
     now: dt.datetime | None = None,
@@ -145,7 +157,9 @@ def store_frozen_version(
     Atomic: rows, files and manifest are all stored or none. Freezes are serialised with a
     PostgreSQL advisory lock, so version numbers are consecutive under concurrency. Rows keep
     the iterable's order; the same rows in the same order always give byte-identical data files
-    (version numbers and times live only in the manifest and file names). Raises GoldsetError
+    (version numbers and times live only in the manifest and file names). ``superseded`` (the
+    curated freeze's :func:`superseded_manifest`) is recorded as ``superseded_pins``. Raises
+    GoldsetError
     for a malformed or duplicate row, or a pinned block version missing from the corpus.
     ``extra_files`` maps an ExportFormat to ``fn(version) -> iterable of bytes`` for exports
     other areas provide (e.g. the adjudication export)."""
@@ -233,6 +247,7 @@ def store_frozen_version(
         "filters": filters or {},
         "seeds": seeds or {},
         "agreement": agreement or {},
+        **({"superseded_pins": superseded} if superseded is not None else {}),
         "counts": {
             "triples": stats.count,
             "by_domain": dict(sorted(stats.by_domain.items())),
@@ -309,6 +324,7 @@ class FreezeFilters:
     source: str = ""
     public_only: bool = False
     working_slice: str = ""
+    include_superseded: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -317,17 +333,20 @@ class FreezeFilters:
             "source": self.source or None,
             "public_only": self.public_only,
             "working_slice": self.working_slice or None,
+            "include_superseded": self.include_superseded,
         }
 
 
-def selected_triples(filters: FreezeFilters):
-    """The gold triples the filters select (curation's selector: state gold, never a revoked
-    customer's triple), restricted to a working slice when one is named."""
-    triples = list_gold_triples(
-        domain=filters.domain or None,
-        tier=filters.tier or None,
-        source=filters.source or None,
-        public_only=filters.public_only,
+def _filtered_gold(filters: FreezeFilters):
+    """The gold triples the filters select, superseded pins or not, annotated with
+    ``newest_version`` / ``superseded_pin``."""
+    triples = with_pin_status(
+        list_gold_triples(
+            domain=filters.domain or None,
+            tier=filters.tier or None,
+            source=filters.source or None,
+            public_only=filters.public_only,
+        )
     )
     if filters.working_slice:
         chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
@@ -335,6 +354,61 @@ def selected_triples(filters: FreezeFilters):
             raise GoldsetError(f"there is no working slice {filters.working_slice}")
         triples = triples.filter(pk__in=chosen.triple_ids)
     return triples
+
+
+def selected_triples(filters: FreezeFilters):
+    """The gold triples the filters select (curation's selector: state gold, never a revoked
+    customer's triple), restricted to a working slice when one is named. Triples pinned to a
+    superseded block version (issue 12) are left out unless ``include_superseded``: an admin
+    confirms them after seeing them listed in the preview."""
+    triples = _filtered_gold(filters)
+    if not filters.include_superseded:
+        triples = triples.exclude(superseded_pin_q())
+    return triples
+
+
+@dataclass(frozen=True)
+class SupersededPinRow:
+    triple_id: str
+    block_id: str
+    pinned_version: int
+    newest_version: int
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.triple_id,
+            "block_id": self.block_id,
+            "pinned_version": self.pinned_version,
+            "current_version": self.newest_version,
+            "reason": self.reason,
+        }
+
+
+def superseded_pins(filters: FreezeFilters) -> list[SupersededPinRow]:
+    """The gold triples the filters match whose pin is superseded, whether or not the freeze
+    includes them (one query)."""
+    rows = (
+        _filtered_gold(filters)
+        .filter(superseded_pin_q())
+        .values_list(
+            "external_id",
+            "current_revision__expected_block_version__block__block_id",
+            "current_revision__expected_block_version__version",
+            "newest_version",
+            "current_revision__superseded_reason",
+        )
+        .order_by("external_id")
+    )
+    return [SupersededPinRow(*row) for row in rows]
+
+
+def superseded_manifest(filters: FreezeFilters) -> dict:
+    """What the manifest says about superseded pins: whether they were included, and which."""
+    return {
+        "included": filters.include_superseded,
+        "triples": [row.as_dict() for row in superseded_pins(filters)],
+    }
 
 
 def selected_rows(filters: FreezeFilters):
@@ -351,25 +425,48 @@ def freeze_seeds(filters: FreezeFilters) -> dict:
     return seeds
 
 
+AGREEMENT_METHOD = (
+    "Inter-rater agreement of the independent judgements behind this version, taken before "
+    "resolution: Krippendorff's alpha (nominal for verdicts and acceptability, ordinal for "
+    "grounding) and percent agreement (share of agreeing rating pairs per item), over items "
+    "rated at least twice, each with a percentile bootstrap 95 % CI resampling items. "
+    "A value of null gives its reason (e.g. every rating alike: alpha is 0/0)."
+)
+
+
 def agreement_summary(filters: FreezeFilters) -> dict:
-    """Reviewer agreement on the current revisions of the selected triples, at freeze time:
-    verdict counts, percent agreement and Krippendorff's α (nominal) via ``scoring.agreement``."""
-    revision_ids = selected_triples(filters).values("current_revision_id")
-    reviews = list(
-        Review.objects.filter(revision_id__in=revision_ids, spot_check=False).values_list(
-            "revision_id", "assignment__slot", "verdict"
-        )
+    """Agreement figures that mean something (issue 12 item 3), via the agreement service's
+    adapters and ``scoring.agreement``:
+
+    * ``triple_reviews``: every review of every revision of the triples this version freezes —
+      flags on earlier revisions and spot-check second looks included — as verdict ratings per
+      revision, i.e. agreement *before* resolution (the final reviews of gold triples alone are
+      all confirmations by construction, which says nothing);
+    * ``answer_labels``: the production answer labels at freeze time (acceptability, grounding,
+      severe safety). Answer records are not rows of a gold version, so this is the labelling
+      team's agreement when the version was frozen, stated as such.
+
+    Bootstrap seed 8821 (``goldset.services.agreement.SEED``)."""
+    triples = selected_triples(filters).values("pk")
+    n_resamples = bootstrap_resamples()
+    reviews = summary_figures(
+        ratings_frame(triple_review_ratings(triples=triples)), n_resamples=n_resamples
     )
-    verdicts = Counter(v for _, _, v in reviews)
-    summary = {"reviews": len(reviews), "verdicts": dict(sorted(verdicts.items()))}
-    if len({r for r, _, _ in reviews}) >= 2:
-        table = label_table([(str(r), str(slot), v) for r, slot, v in reviews])
-        pa = percent_agreement(table)
-        alpha = krippendorff_alpha(table, level="nominal")
-        summary["percent_agreement"] = pa.value
-        summary["krippendorff_alpha_nominal"] = alpha.value
-        summary["alpha_reason"] = alpha.reason
-    return summary
+    labels = summary_figures(ratings_frame(answer_label_ratings()), n_resamples=n_resamples)
+    return {
+        "method": AGREEMENT_METHOD,
+        "bootstrap": {"seed": SEED, "resamples": n_resamples, "level": 0.95},
+        "triple_reviews": {
+            "scope": "every review of every revision of this version's triples, before "
+            "resolution (spot checks included); one item per revision",
+            **reviews.get(TRIPLES, {}).get("verdict", {"ratings": 0}),
+        },
+        "answer_labels": {
+            "scope": "all production answer labels at freeze time (calibration excluded); one "
+            "item per answer record",
+            "axes": labels.get(ANSWERS, {}),
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -380,10 +477,14 @@ class FreezePreview:
     by_source: dict
     against: int | None
     diff: VersionDiff
+    superseded: list[SupersededPinRow] = field(default_factory=list)
+    include_superseded: bool = False
 
 
 def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
-    """Counts and the diff against the latest version, without storing anything."""
+    """Counts and the diff against the latest version, without storing anything, and every
+    matching gold triple pinned to a superseded block version (included or left out, as
+    ``filters.include_superseded`` says)."""
     stats = RowStats()
     checksums = {}
     for row in selected_rows(filters):
@@ -401,6 +502,8 @@ def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
         by_source=dict(sorted(stats.by_source.items())),
         against=parent.number if parent else None,
         diff=diff_against(parent, checksums),
+        superseded=superseded_pins(filters),
+        include_superseded=filters.include_superseded,
     )
 
 
@@ -408,7 +511,9 @@ def freeze_gold_version(
     *, filters: FreezeFilters, actor, note: str = "", extra_files=None
 ) -> GoldVersion:
     """Freeze the gold triples the filters select as the next version (atomic; see
-    :func:`store_frozen_version`). Revoked customers' triples are never selected."""
+    :func:`store_frozen_version`). Revoked customers' triples are never selected; triples
+    pinned to superseded block versions only with ``filters.include_superseded`` (the manifest
+    lists them either way)."""
     extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
     return store_frozen_version(
         rows=selected_rows(filters),
@@ -416,6 +521,7 @@ def freeze_gold_version(
         filters=filters.as_dict(),
         seeds=freeze_seeds(filters),
         agreement=agreement_summary(filters),
+        superseded=superseded_manifest(filters),
         note=note,
         extra_files=extra,
     )

@@ -14,34 +14,43 @@
 """
 
 import codecs
+import datetime as dt
 import hashlib
 import json
 import logging
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.errors import Problem
 from goldset.imports.reader import BOM
 from goldset.imports.runs import checked_run_bytes
 from goldset.imports.stored import StoredUpload
-from goldset.models import GoldVersion, ImportChunk, ImportJob, ImportKind, ImportStatus
+from goldset.models import (
+    GoldVersion,
+    ImportChunk,
+    ImportJob,
+    ImportKind,
+    ImportStatus,
+    OutboxMessage,
+)
+from goldset.rules.jobs import IMPORT_OUTBOX_KIND, import_dedupe_key
+from goldset.services import outbox
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
+from goldset.services.heartbeat import Heartbeat
 from goldset.services.scoring_jobs import create_scoring_job
 from goldset.services.triples import import_triples
-from workbench.celery import app as celery_app
-from workbench.dispatch import enqueue
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
 logger = logging.getLogger(__name__)
 CHUNK_SIZE = 1 << 20
 CHUNKS_PER_INSERT = 8
-DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 RUN_IMPORT_TASK = "goldset.run_import"
 
 
@@ -57,7 +66,7 @@ class Submission:
 
 
 def max_upload_bytes() -> int:
-    return getattr(settings, "IMPORT_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)
+    return tunable("IMPORT_MAX_UPLOAD_BYTES")
 
 
 def _human(size: int) -> str:
@@ -165,7 +174,7 @@ def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> S
         obj=job,
         detail={"kind": kind, "sha256": sha256, "size": size, "options": options},
     )
-    _dispatch_after_commit(job.pk)
+    _queue(job.pk)
     return Submission(job=job, created=True, message=f"{name} is queued for import.")
 
 
@@ -202,13 +211,13 @@ def _resubmitted(job: ImportJob, actor) -> Submission:
             f"This file was already submitted ({when}); it is {job.get_status_display().lower()}."
         )
         if job.status == ImportStatus.QUEUED:
-            _dispatch_after_commit(job.pk)  # its message may be lost; a duplicate does nothing
+            _queue(job.pk)  # its message may be lost; a duplicate does nothing
     elif job.status == ImportStatus.SUCCEEDED:
         message = f"This file was already imported ({when}); nothing was imported again."
     else:
         _reset(job)
         record_event(actor=actor, verb="import_resubmitted", obj=job)
-        _dispatch_after_commit(job.pk)
+        _queue(job.pk)
         message = f"This file was {job.get_status_display().lower()} before; it is checked again."
     return Submission(job=job, created=False, message=message)
 
@@ -231,20 +240,81 @@ def _reset(job: ImportJob) -> None:
     )
 
 
-def _dispatch_after_commit(job_id: int) -> None:
-    transaction.on_commit(lambda: _dispatch(job_id))
+def _queue(job_id: int) -> None:
+    """Queue the job's task through the outbox, in the caller's transaction: the upload commits
+    even when the broker is down, and the message is relayed at commit or, after an outage, by
+    the reconciler (a duplicate message does nothing: the claim is conditional)."""
+    outbox.enqueue(
+        kind=IMPORT_OUTBOX_KIND, payload={"import_id": job_id}, dedupe_key=import_dedupe_key(job_id)
+    )
 
 
-def _dispatch(job_id: int) -> None:
-    """Send the job to a worker. The job row is committed whatever happens here: when the
-    broker is down the upload still succeeds and the job stays queued, to be sent again by the
-    job reconciler or by submitting the same file again (the claim makes duplicates harmless)."""
-    try:
-        enqueue(RUN_IMPORT_TASK, job_id)
-    except Exception:
-        if celery_app.conf.task_always_eager:
-            raise
-        logger.warning("import job %s: broker unavailable, left queued", job_id, exc_info=True)
+def reconcile_imports(*, now: dt.datetime | None = None) -> dict:
+    """The reconciler's pass over import jobs, like scoring jobs': a running job with no
+    heartbeat for ``JOB_STALE_SECONDS`` lost its worker (its write transaction died with it, so
+    nothing of it is stored) and is requeued, or failed with a message once ``JOB_MAX_ATTEMPTS``
+    attempts were used; a queued job with no open outbox message after
+    ``OUTBOX_REDISPATCH_SECONDS`` is queued again. Each change happens under the row's lock."""
+    now = now or timezone.now()
+    stale_before = now - dt.timedelta(seconds=tunable("JOB_STALE_SECONDS"))
+    requeued, failed, redispatched = [], [], []
+    lost = ImportJob.objects.filter(status=ImportStatus.RUNNING).filter(
+        Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True)
+    )
+    for pk in lost.values_list("pk", flat=True):
+        with transaction.atomic():
+            job = ImportJob.objects.select_for_update().get(pk=pk)
+            fresh = job.heartbeat_at is not None and job.heartbeat_at >= stale_before
+            if job.status != ImportStatus.RUNNING or fresh:
+                continue
+            since = job.heartbeat_at.isoformat(timespec="seconds") if job.heartbeat_at else "-"
+            lost_text = (
+                f"Attempt {job.attempts} on worker {job.worker or '?'} was lost: "
+                f"no heartbeat since {since}."
+            )
+            if job.attempts >= tunable("JOB_MAX_ATTEMPTS"):
+                _finish(
+                    job,
+                    ImportStatus.FAILED,
+                    message=f"{lost_text} All {job.attempts} attempts are used; "
+                    "submit the file again to retry.",
+                    problems=[],
+                )
+                failed.append(pk)
+                continue
+            ImportJob.objects.filter(pk=pk).update(
+                status=ImportStatus.QUEUED,
+                stage="re-queued: worker lost",
+                progress=0,
+                message=f"{lost_text} Requeued by the reconciler.",
+            )
+            record_event(
+                actor=None,
+                verb="import_requeued",
+                obj=job,
+                detail={"lost_worker": job.worker, "attempt": job.attempts},
+            )
+            _queue(pk)
+            requeued.append(pk)
+    waiting_since = now - dt.timedelta(seconds=outbox.redispatch_seconds())
+    open_keys = set(
+        OutboxMessage.objects.filter(kind=IMPORT_OUTBOX_KIND, done_at__isnull=True).values_list(
+            "dedupe_key", flat=True
+        )
+    )
+    waiting = ImportJob.objects.filter(status=ImportStatus.QUEUED, created_at__lt=waiting_since)
+    for pk in waiting.values_list("pk", flat=True):
+        if import_dedupe_key(pk) in open_keys:
+            continue  # its message is pending or in flight; the outbox reconciler watches it
+        with transaction.atomic():
+            if (
+                ImportJob.objects.select_for_update()
+                .filter(pk=pk, status=ImportStatus.QUEUED)
+                .exists()
+            ):
+                _queue(pk)
+                redispatched.append(pk)
+    return {"requeued": requeued, "failed": failed, "redispatched": redispatched}
 
 
 # ---------------------------------------------------------------- the worker's side
@@ -259,12 +329,11 @@ def _claim(job_id: int, worker: str) -> ImportJob | None:
         worker=worker[:200],
         started_at=now,
         heartbeat_at=now,
+        attempts=F("attempts") + 1,
     )
     if not claimed:
         return None
-    job = ImportJob.objects.select_related("created_by").get(pk=job_id)
-    ImportJob.objects.filter(pk=job_id).update(attempts=job.attempts + 1)
-    return job
+    return ImportJob.objects.select_related("created_by").get(pk=job_id)
 
 
 def _progress_writer(job_id: int):
@@ -309,7 +378,12 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
             actor=actor,
             k=int(options.get("k") or 10),
         )
-        summary = {"scoring_job": job.pk, "kind": job.kind, "format": job.run_format}
+        summary = {
+            "scoring_job": job.pk,
+            "kind": job.kind,
+            "format": job.run_format,
+            "reused": bool(getattr(job, "reused", False)),
+        }
         on_written(_Summary(summary))
     return summary
 
@@ -322,17 +396,30 @@ class _Summary:
         return self.data
 
 
-def run_import_job(*, job_id: int, worker: str = "") -> ImportJob | None:
+class _TakenOver(Exception):
+    """This attempt lost its job to the reconciler: nothing it wrote may commit."""
+
+
+def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -> ImportJob | None:
     """Run one queued import job (see the module docstring). Returns the job, or ``None``
-    when it was not queued (a duplicate or re-delivered message)."""
+    when it was not queued (a duplicate or re-delivered message). ``heartbeat`` starts the
+    heartbeat thread (real workers), so the reconciler can tell a long import from a lost one."""
     job = _claim(job_id, worker)
     if job is None:
         return None
     actor = job.created_by
     importer = _importer(job)
+    this_attempt = ImportJob.objects.filter(
+        pk=job.pk, status=ImportStatus.RUNNING, attempts=job.attempts
+    )
+    beat = Heartbeat(f"import-{job.pk}", lambda: this_attempt.all()) if heartbeat else None
 
     def succeeded(summary) -> None:
-        ImportJob.objects.filter(pk=job.pk).update(
+        # Only this attempt may record the result, in the rows' own transaction: an attempt the
+        # reconciler gave up on rolls its rows back instead of importing the file twice.
+        if not this_attempt.all().exists():
+            raise _TakenOver(job.pk)
+        this_attempt.all().update(
             status=ImportStatus.SUCCEEDED,
             stage="done",
             progress=100,
@@ -341,6 +428,8 @@ def run_import_job(*, job_id: int, worker: str = "") -> ImportJob | None:
         )
         record_event(actor=actor, verb="import_succeeded", obj=job, detail=summary.as_dict())
 
+    if beat is not None:
+        beat.start()
     try:
         importer(
             source=StoredUpload(job),
@@ -348,6 +437,10 @@ def run_import_job(*, job_id: int, worker: str = "") -> ImportJob | None:
             source_name=job.filename,
             progress=_progress_writer(job.pk),
             on_written=succeeded,
+        )
+    except _TakenOver:
+        logger.warning(
+            "import job %s: attempt %s was taken over; its rows rolled back", job.pk, job.attempts
         )
     except ImportRejected as exc:
         problems = exc.problems or [Problem(None, "", line) for line in exc.errors]
@@ -364,6 +457,9 @@ def run_import_job(*, job_id: int, worker: str = "") -> ImportJob | None:
         _finish(
             job, ImportStatus.FAILED, message=f"{type(exc).__name__}: {exc}"[:2000], problems=[]
         )
+    finally:
+        if beat is not None:
+            beat.stop()
     return ImportJob.objects.get(pk=job.pk)
 
 

@@ -28,10 +28,19 @@ from django.db.models import Min
 from django.utils import timezone
 
 from goldset.conf import tunable
-from goldset.models import JobStatus, OutboxMessage, ReconcilerRun, ScoringJob
-from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, SCORING_OUTBOX_KIND
+from goldset.models import (
+    ImportJob,
+    ImportStatus,
+    JobStatus,
+    OutboxMessage,
+    ReconcilerRun,
+    ScoringJob,
+)
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, IMPORT_OUTBOX_KIND, SCORING_OUTBOX_KIND
 from goldset.services import outbox
 from goldset.services.agreement import RECOMPUTE_TASK
+from goldset.services.import_jobs import RUN_IMPORT_TASK, reconcile_imports
+from goldset.services.pcs_calibrations import CALIBRATION_OUTBOX_KIND, CALIBRATION_TASK
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
 from workbench.dispatch import publish
 
@@ -89,14 +98,17 @@ def last_reconciler_run(*, trigger: str = "beat") -> ReconcilerRun | None:
 
 
 def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:
-    """Scoring jobs running without a heartbeat for longer than the staleness window, and
+    """Scoring and import jobs running without a heartbeat for longer than the staleness window, and
     queued jobs nobody picked up within the redispatch window (for /health/)."""
     now = now or timezone.now()
     stale_before = now - dt.timedelta(seconds=stale_seconds())
     waiting_before = now - dt.timedelta(seconds=outbox.redispatch_seconds())
-    running = ScoringJob.objects.filter(
-        status=JobStatus.RUNNING, heartbeat_at__lt=stale_before
-    ).count()
+    running = (
+        ScoringJob.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=stale_before).count()
+        + ImportJob.objects.filter(
+            status=ImportStatus.RUNNING, heartbeat_at__lt=stale_before
+        ).count()
+    )
     queued = ScoringJob.objects.filter(
         status=JobStatus.QUEUED, queued_at__lt=waiting_before
     ).count()
@@ -123,8 +135,29 @@ def _publish_agreement(message: OutboxMessage) -> None:
     )
 
 
+def _publish_import(message: OutboxMessage) -> None:
+    publish(
+        RUN_IMPORT_TASK,
+        args=[message.payload["import_id"]],
+        kwargs={"outbox_id": message.pk},
+        countdown=outbox.countdown(message) or None,
+    )
+
+
+def _publish_calibration(message: OutboxMessage) -> None:
+    publish(
+        CALIBRATION_TASK,
+        args=[message.payload["calibration_id"]],
+        kwargs={"outbox_id": message.pk},
+    )
+
+
 def register_builtin_kinds() -> None:
-    """Scoring jobs and agreement recomputes (called once from ``GoldsetConfig.ready``)."""
+    """Scoring jobs, import jobs, PCS calibrations and agreement recomputes (called once from
+    ``GoldsetConfig.ready``)."""
     outbox.register_outbox_kind(SCORING_OUTBOX_KIND, publish=_publish_scoring)
     outbox.register_outbox_kind(AGREEMENT_OUTBOX_KIND, publish=_publish_agreement)
+    outbox.register_outbox_kind(IMPORT_OUTBOX_KIND, publish=_publish_import)
+    outbox.register_outbox_kind(CALIBRATION_OUTBOX_KIND, publish=_publish_calibration)
     register_job_kind("scoring", reconcile=reconcile_scoring_jobs)
+    register_job_kind("imports", reconcile=reconcile_imports)

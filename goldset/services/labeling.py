@@ -18,17 +18,19 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     Acceptability,
     AdjudicationReason,
+    AnnotatorDomainLoad,
     AnswerRecord,
     CitationCorrectness,
     ConflictHandling,
+    DomainLabelLoad,
     EvidenceSufficiency,
     FailureCategory,
     FinalSource,
@@ -40,7 +42,12 @@ from goldset.models import (
     SafetyBoundary,
     Tier,
 )
-from goldset.rules.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
+from goldset.rules.labeling import (
+    QUEUE_RANK_MODULUS,
+    QUEUE_SHUFFLE_SEED,
+    queue_offset,
+    shuffle_key,
+)
 from goldset.rules.tiers import SPOT_CHECK_LABELS
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
@@ -220,37 +227,84 @@ def _iso_week(moment) -> str:
     return f"{year}-W{week:02d}"
 
 
+@dataclass(frozen=True)
+class SettlementPlan:
+    """What :func:`settle_record` does with a record's production labels now.
+
+    ``spot_check_week`` is set when a TRIAGE record's first label triggers the weekly spot-check
+    draw (seed 6601 family, :data:`SPOT_CHECK_SEED`); ``drawn`` means it was drawn and now waits
+    for a second label. Otherwise ``outcome`` is the settled outcome (``None`` while labels are
+    missing) and ``audit`` the audit-sample draw of a majority outcome."""
+
+    spot_check_week: str = ""
+    drawn: bool = False
+    outcome: Outcome | None = None
+    audit: tuple[bool, float] | None = None
+
+    @property
+    def status(self) -> str:
+        """The record's status after settling ("" when it keeps collecting labels)."""
+        if self.outcome is None:
+            return ""
+        if self.audit is not None and self.audit[0]:
+            return RecordStatus.AUDIT
+        return self.outcome.status
+
+
+def plan_settlement(
+    *, public_id: str, tier: str, spot_check_seed, labels_required: int, labels: list, now
+) -> SettlementPlan:
+    """Pure: the settlement of a record with these (acceptability, grounding, severe_safety)
+    labels at ``now``. :func:`settle_record` applies it; the re-route preview shows it."""
+    week = ""
+    if tier == Tier.TRIAGE and spot_check_seed is None and len(labels) == 1:
+        week = _iso_week(now)
+        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{public_id}") < SPOT_CHECK_RATE:
+            return SettlementPlan(spot_check_week=week, drawn=True)
+    if len(labels) < labels_required:
+        return SettlementPlan(spot_check_week=week)
+    outcome = decide_outcome(labels)
+    audit = in_audit_sample(public_id) if outcome.source == FinalSource.MAJORITY else None
+    return SettlementPlan(spot_check_week=week, outcome=outcome, audit=audit)
+
+
 def settle_record(record: AnswerRecord) -> None:
-    """Called with the record locked after one of its production labels was stored."""
+    """Called with the record locked after one of its production labels was stored; applies
+    :func:`plan_settlement`."""
     labels = list(record.labels.values_list("acceptability", "grounding", "severe_safety"))
     now = timezone.now()
-    if record.tier == Tier.TRIAGE and record.spot_check_seed is None and len(labels) == 1:
-        week = _iso_week(now)
+    plan = plan_settlement(
+        public_id=record.public_id,
+        tier=record.tier,
+        spot_check_seed=record.spot_check_seed,
+        labels_required=record.labels_required,
+        labels=labels,
+        now=now,
+    )
+    if plan.spot_check_week:
         record.spot_check_seed = SPOT_CHECK_SEED
-        record.spot_check_week = week
-        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{record.public_id}") < SPOT_CHECK_RATE:
-            record.spot_check = True
-            record.labels_required = SPOT_CHECK_LABELS
-            record.save(
-                update_fields=[
-                    "spot_check_seed",
-                    "spot_check_week",
-                    "spot_check",
-                    "labels_required",
-                ]
-            )
-            return
-    if len(labels) < record.labels_required:
+        record.spot_check_week = plan.spot_check_week
+    if plan.drawn:
+        record.spot_check = True
+        add_domain_slots(
+            domain_id=record.domain_id, delta=SPOT_CHECK_LABELS - record.labels_required
+        )
+        record.labels_required = SPOT_CHECK_LABELS
+        record.save(
+            update_fields=["spot_check_seed", "spot_check_week", "spot_check", "labels_required"]
+        )
+        return
+    if plan.outcome is None:
         record.save(update_fields=["spot_check_seed", "spot_check_week"])
         return
-    outcome = decide_outcome(labels)
+    outcome = plan.outcome
     record.status = outcome.status
     record.final_source = outcome.source
     record.adjudication_reason = outcome.reason
     record.final_acceptability = outcome.acceptability
     record.final_grounding = outcome.grounding
-    if outcome.source == FinalSource.MAJORITY:
-        sampled, draw = in_audit_sample(record.public_id)
+    if plan.audit is not None:
+        sampled, draw = plan.audit
         record.audit_seed, record.audit_draw, record.in_audit_sample = (
             AUDIT_SAMPLE_SEED,
             draw,
@@ -264,10 +318,20 @@ def settle_record(record: AnswerRecord) -> None:
     record.save()
 
 
-# ---------------------------------------------------------------- qualification and load
-
-
 # ---------------------------------------------------------------- claims
+
+
+def add_domain_slots(*, domain_id: int, delta: int) -> None:
+    """Keep ``DomainLabelLoad`` in step when production slots are created or change; call it in
+    the transaction that changes ``labels_required`` (or creates the record)."""
+    if not delta:
+        return
+    DomainLabelLoad.objects.get_or_create(domain_id=domain_id)
+    DomainLabelLoad.objects.filter(domain_id=domain_id).update(slots=F("slots") + delta)
+
+
+CANDIDATE_BATCH = 16
+CLAIM_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -286,47 +350,53 @@ class ClaimResult:
         }[self.reason]
 
 
-def _candidates(annotator, domain_ids) -> list[tuple[int, str, int]]:
-    rows = (
-        AnswerRecord.objects.filter(
-            status=RecordStatus.LABELING,
-            is_calibration=False,
-            question__domain_id__in=domain_ids,
-        )
-        .exclude(assignments__annotator=annotator)
-        .annotate(taken=Count("assignments"))
-        .filter(taken__lt=F("labels_required"))
-        .values_list("pk", "public_id", "question__domain_id")
-    )
-    return sorted(
-        rows,
-        key=lambda r: shuffle_key(
-            seed=QUEUE_SHUFFLE_SEED, annotator_id=annotator.pk, public_id=r[1]
-        ),
-    )
+def _open_records(annotator, domain_id: int):
+    """Production records of the domain with a free slot that the annotator does not hold —
+    exactly the rows of the ``answer_record_open_slots`` partial index, minus theirs."""
+    theirs = LabelAssignment.objects.filter(record_id=OuterRef("pk"), annotator=annotator)
+    return AnswerRecord.objects.filter(
+        ~Exists(theirs),
+        domain_id=domain_id,
+        status=RecordStatus.LABELING,
+        is_calibration=False,
+        assigned_count__lt=F("labels_required"),
+    ).order_by("queue_rank", "id")
+
+
+def _candidates(annotator, domain_ids, *, limit: int) -> list[tuple[int, int]]:
+    """The first ``limit`` (pk, rank) of the annotator's queue in each domain: per domain an
+    index walk from their offset to the end of the shuffle and one from its start, all bounded
+    and sent as one statement (each walk a sub-select, so every database accepts its LIMIT)."""
+    offset = queue_offset(annotator_id=annotator.pk)
+    parts, params = [], []
+    for domain_id in sorted(domain_ids):
+        rows = _open_records(annotator, domain_id).values_list("pk", "queue_rank")
+        for walk in (rows.filter(queue_rank__gte=offset), rows.filter(queue_rank__lt=offset)):
+            sql, walk_params = walk[:limit].query.sql_with_params()
+            parts.append(f"SELECT * FROM ({sql}) AS walk{len(parts)}")
+            params.extend(walk_params)
+    if not parts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return [(pk, rank) for pk, rank in cursor.fetchall()]
 
 
 def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:
-    locked = (
+    record = (
         AnswerRecord.objects.select_for_update(skip_locked=skip_locked)
-        if skip_locked
-        else (AnswerRecord.objects.select_for_update())
+        .filter(pk=pk, status=RecordStatus.LABELING, assigned_count__lt=F("labels_required"))
+        .first()
     )
-    record = locked.filter(pk=pk, status=RecordStatus.LABELING).first()
     if record is None:
         return None
-    held = list(record.assignments.values_list("slot", "annotator_id"))
-    if any(user_id == annotator.pk for _, user_id in held):
-        return None
-    free = [s for s in range(1, record.labels_required + 1) if s not in {s for s, _ in held}]
-    if not free:
-        return None
+    slot = record.assigned_count + 1
     try:
         with transaction.atomic():
             assignment = LabelAssignment.objects.create(
                 record=record,
                 annotator=annotator,
-                slot=free[0],
+                slot=slot,
                 is_calibration=False,
                 shuffle_seed=QUEUE_SHUFFLE_SEED,
                 shuffle_key=shuffle_key(
@@ -335,6 +405,15 @@ def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | No
             )
     except IntegrityError:
         return None
+    AnswerRecord.objects.filter(pk=record.pk).update(assigned_count=slot)
+    record.assigned_count = slot
+    updated = AnnotatorDomainLoad.objects.filter(
+        annotator=annotator, domain_id=record.domain_id
+    ).update(claimed=F("claimed") + 1)
+    if not updated:
+        AnnotatorDomainLoad.objects.create(
+            annotator=annotator, domain_id=record.domain_id, claimed=1
+        )
     record_event(actor=annotator, verb="claimed", obj=record, detail={"slot": assignment.slot})
     return assignment
 
@@ -357,14 +436,23 @@ def _claim_or_release(annotator, pk: int, *, skip_locked: bool) -> LabelAssignme
         return None
 
 
-@transaction.atomic
 def claim_next_item(*, annotator) -> ClaimResult:
+    """Give the annotator their next production item, or say why there is none (see
+    :func:`claim_next_answer`, which this names for the label queue's callers)."""
+    return claim_next_answer(annotator=annotator)
+
+
+@transaction.atomic
+def claim_next_answer(*, annotator) -> ClaimResult:
     """Give the annotator their next production item, or say why there is none.
 
-    An unfinished claim is returned first (one item at a time). Locking: the annotator's user row
-    (so one annotator's concurrent claims queue up), then candidate records with SKIP LOCKED; rows
-    skipped because another claim held them are retried with a blocking lock, so "empty" is never
-    an artefact of contention. Idempotent in the sense that repeating it returns the open claim.
+    An unfinished claim is returned first (one item at a time). The next item is the first
+    open record in the annotator's seeded order across the domains where they are under their
+    share: per domain a bounded walk of the open-slots partial index (never the whole pool).
+    Locking: the annotator's user row (so one annotator's concurrent claims queue up), then one
+    candidate at a time with SKIP LOCKED; candidates skipped because another claim held them are
+    retried with a blocking lock, so "empty" is never an artefact of contention. Its cost and
+    query count do not depend on the number of records. Repeating it returns the open claim.
     """
     get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
     current = (
@@ -381,23 +469,23 @@ def claim_next_item(*, annotator) -> ClaimResult:
     if not domain_ids:
         return ClaimResult(None, "not_qualified")
     loads = domain_loads(annotator, domain_ids)
-    open_domains = {d for d, load in loads.items() if load.open}
-    candidates = _candidates(annotator, domain_ids)
-    if candidates and not open_domains:
-        return ClaimResult(None, "share_reached")
-    skipped = []
-    for pk, _, domain_id in candidates:
-        if domain_id not in open_domains:
-            continue
-        assignment = _claim_or_release(annotator, pk, skip_locked=True)
-        if assignment is not None:
-            return ClaimResult(assignment, "claimed")
-        skipped.append(pk)
-    for pk in skipped:
-        assignment = _claim_or_release(annotator, pk, skip_locked=False)
-        if assignment is not None:
-            return ClaimResult(assignment, "claimed")
-    if any(d not in open_domains for _, _, d in candidates):
+    open_domains = sorted(d for d, load in loads.items() if load.open)
+    offset = queue_offset(annotator_id=annotator.pk)
+    for _ in range(CLAIM_ROUNDS):
+        candidates = sorted(
+            ((rank - offset) % QUEUE_RANK_MODULUS, pk)
+            for pk, rank in _candidates(annotator, open_domains, limit=CANDIDATE_BATCH)
+        )[:CANDIDATE_BATCH]
+        if not candidates:
+            break
+        for skip_locked in (True, False):
+            for _, pk in candidates:
+                assignment = _claim_or_release(annotator, pk, skip_locked=skip_locked)
+                if assignment is not None:
+                    return ClaimResult(assignment, "claimed")
+        # Every candidate of the batch was filled while we waited: walk again past them.
+    closed = sorted(set(domain_ids) - set(open_domains))
+    if any(_open_records(annotator, d).exists() for d in closed):
         return ClaimResult(None, "share_reached")
     return ClaimResult(None, "queue_empty")
 

@@ -37,14 +37,17 @@ Every service locks the rows it changes (``select_for_update``) and is atomic.
 import hashlib
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
+from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
 from goldset.models import (
+    AdjudicationReason,
     AnswerRecord,
+    Label,
     RecordStatus,
     Review,
     ReviewAssignment,
@@ -68,8 +71,13 @@ from goldset.selectors.promotion import (
     filter_promotable,
 )
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.labeling import add_domain_slots, plan_settlement
 from goldset.services.labeling import settle_record as settle_answer_record
-from goldset.services.resolution import resolve_revision
+from goldset.services.resolution import (
+    awaits_human_verification,
+    resolution_outcome,
+    resolve_revision,
+)
 from goldset.services.routing import decide_tier, get_active_rules
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
@@ -114,10 +122,20 @@ class RerouteRow:
     required_now: int
     required_after: int
     held_reason: str = ""
+    # What applying does at once with the reviews/labels already given: the state (triple) or
+    # status (record) it settles in — "gold", "in_discussion", "final", "needs_adjudication",
+    # "audit", … — or "spot_check" (drawn for a second look); "" when it keeps collecting.
+    resolves_to: str = ""
+    resolves: str = ""  # the same, in words, for the preview page
 
     @property
     def held(self) -> bool:
         return bool(self.held_reason)
+
+    @property
+    def finalises(self) -> bool:
+        """Applying settles the case for good (gold, dropped, final): no more reviews/labels."""
+        return self.resolves_to in FINAL_OUTCOMES
 
     @property
     def from_tier_label(self) -> str:
@@ -131,7 +149,14 @@ class RerouteRow:
         return [self.kind, self.pk, self.from_tier, self.from_rule, self.from_version]
 
     def fingerprint(self) -> list:
-        return [*self.key(), self.to_tier, self.to_rule, self.required_after, self.held]
+        return [
+            *self.key(),
+            self.to_tier,
+            self.to_rule,
+            self.required_after,
+            self.held,
+            self.resolves_to,
+        ]
 
 
 @dataclass(frozen=True)
@@ -140,6 +165,11 @@ class ReroutePreview:
     open_cases: int
     changes: list[RerouteRow] = field(default_factory=list)
     held: list[RerouteRow] = field(default_factory=list)
+
+    @property
+    def resolving(self) -> list[RerouteRow]:
+        """The changing cases that resolve (or are drawn for a spot-check) when applied."""
+        return [r for r in self.changes if r.resolves_to]
 
     @property
     def token(self) -> str:
@@ -209,13 +239,102 @@ def _row(kind, pk, case, domain, task_type, current, decision, assigned, given, 
     )
 
 
-def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
-    """Every open case whose tier would change under ``rules`` (default: the rules in force).
+FINAL_OUTCOMES = (
+    TripleState.GOLD,
+    TripleState.DROPPED,
+    RecordStatus.FINAL,
+)
+TRIPLE_OUTCOMES = {
+    TripleState.GOLD: "becomes gold at once",
+    TripleState.IN_DISCUSSION: "goes to discussion at once (its review flagged it)",
+    TripleState.DROPPED: "is dropped at once (every reviewer flagged it)",
+}
+RECORD_OUTCOMES = {
+    RecordStatus.FINAL: "is final at once",
+    RecordStatus.NEEDS_ADJUDICATION: "goes to adjudication at once",
+    RecordStatus.AUDIT: "goes to the audit sample at once",
+}
 
-    Changes nothing. Two queries for the cases however many there are (plus one for the rules)."""
+
+def _triple_outcome(row: RerouteRow, verdicts: list[str], awaiting_human: bool) -> RerouteRow:
+    state = resolution_outcome(tier=row.to_tier, verdicts=verdicts, awaiting_human=awaiting_human)
+    if state not in TRIPLE_OUTCOMES:
+        return row
+    words = TRIPLE_OUTCOMES[state]
+    if state == TripleState.GOLD and row.to_tier == Tier.TRIAGE:
+        words += " (TRIAGE single review)"
+    return replace(row, resolves_to=state, resolves=words)
+
+
+def _record_outcome(row: RerouteRow, record: AnswerRecord, labels: list, now) -> RerouteRow:
+    plan = plan_settlement(
+        public_id=record.public_id,
+        tier=row.to_tier,
+        spot_check_seed=record.spot_check_seed,
+        labels_required=row.required_after,
+        labels=labels,
+        now=now,
+    )
+    if plan.drawn:
+        return replace(
+            row,
+            resolves_to="spot_check",
+            resolves=f"is drawn for the {plan.spot_check_week} spot-check: waits for a 2nd label",
+        )
+    if not plan.status:
+        return row
+    words = RECORD_OUTCOMES[plan.status]
+    if plan.outcome.reason:
+        words += f" ({AdjudicationReason(plan.outcome.reason).label.lower()})"
+    elif plan.outcome.source:
+        words += f" ({plan.outcome.source} label)"
+    return replace(row, resolves_to=plan.status, resolves=words)
+
+
+def _with_outcomes(changes: list[RerouteRow], triples: dict, records: dict) -> list[RerouteRow]:
+    """Name what applying does at once to each change whose given reviews/labels suffice under
+    the new tier — the protocol's own decisions (``resolution_outcome``, ``plan_settlement``).
+    At most two queries, whatever the number of cases."""
+    due = [r for r in changes if r.given and r.given >= r.required_after]
+    triple_ids = [r.pk for r in due if r.kind == TRIPLE]
+    record_ids = [r.pk for r in due if r.kind == RECORD]
+    verdicts: dict[int, list[str]] = {pk: [] for pk in triple_ids}
+    if triple_ids:
+        for triple_id, verdict in Review.objects.filter(
+            revision__triple_id__in=triple_ids,
+            revision_id=F("revision__triple__current_revision_id"),
+            spot_check=False,
+        ).values_list("revision__triple_id", "verdict"):
+            verdicts[triple_id].append(verdict)
+    labels: dict[int, list] = {pk: [] for pk in record_ids}
+    if record_ids:
+        for record_id, *label in Label.objects.filter(record_id__in=record_ids).values_list(
+            "record_id", "acceptability", "grounding", "severe_safety"
+        ):
+            labels[record_id].append(tuple(label))
+    now = timezone.now()
+    out = []
+    for row in changes:
+        if row.kind == TRIPLE and row.pk in verdicts:
+            t = triples[row.pk]
+            row = _triple_outcome(row, verdicts[row.pk], awaits_human_verification(t))
+        elif row.kind == RECORD and row.pk in labels:
+            row = _record_outcome(row, records[row.pk], labels[row.pk], now)
+        out.append(row)
+    return out
+
+
+def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
+    """Every open case whose tier would change under ``rules`` (default: the rules in force),
+    naming the ones that resolve at once when applied (``RerouteRow.resolves``).
+
+    Changes nothing. Two queries for the cases however many there are (plus one for the rules,
+    and two for the given reviews/labels of cases that would resolve)."""
     rules = rules or get_active_rules()
     changes, held, n_open = [], [], 0
+    triples, records = {}, {}
     for t in _open_triples():
+        triples[t.pk] = t
         n_open += 1
         decision = decide_tier(
             rules=rules,
@@ -239,6 +358,7 @@ def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
         if row is not None:
             (held if row.held else changes).append(row)
     for r in _open_records():
+        records[r.pk] = r
         n_open += 1
         q = r.question
         decision = decide_tier(
@@ -262,6 +382,7 @@ def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
         )
         if row is not None:
             (held if row.held else changes).append(row)
+    changes = _with_outcomes(changes, triples, records)
     return ReroutePreview(rules.version, n_open, changes, held)
 
 
@@ -370,6 +491,10 @@ def _reroute_record(row: RerouteRow, *, actor) -> None:
         row.to_rule,
         row.to_version,
     )
+    if not record.is_calibration:
+        add_domain_slots(
+            domain_id=record.domain_id, delta=row.required_after - record.labels_required
+        )
     record.labels_required = row.required_after
     record.save(update_fields=["tier", "routing_rule", "rules_version", "labels_required"])
     record_event(
@@ -476,6 +601,8 @@ def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version
         "final_source": record.final_source,
     }
     record.tier, record.routing_rule, record.rules_version = Tier.GOLD, PROMOTED_RULE, rules_version
+    if not record.is_calibration:
+        add_domain_slots(domain_id=record.domain_id, delta=GOLD_LABELS - record.labels_required)
     record.labels_required = GOLD_LABELS
     if record.status == RecordStatus.FINAL:
         record.status = RecordStatus.LABELING

@@ -7,7 +7,8 @@ starts from, and writes an audit event:
   flagging reviewer, ending in :func:`revise_triple`, :func:`drop_triple` or :func:`split_triple`;
 * both GOLD reviewers flag → ``dropped`` plus a :class:`QualityTrackerEntry`;
 * a new block version → ``needs_rereview`` (:func:`mark_superseded_pins`), then
-  :func:`repin_triple` or :func:`retire_triple` by a lead.
+  :func:`repin_triple` or :func:`retire_triple` by a lead (who may do the same to a gold triple
+  pinned to superseded text with a reason).
 
 LLM-generated triples reach ``gold`` only once a human has verified them.
 """
@@ -35,7 +36,7 @@ from goldset.rules.tiers import TRIPLE, required_for
 from goldset.rules.triple_states import transition
 from goldset.selectors.curation import is_author_or_lead, may_discuss
 from goldset.services.text_limits import check_text_length
-from goldset.services.triples import create_triple, new_revision
+from goldset.services.triples import create_triple, new_revision, superseded_detail
 from workbench.services.audit import record_event
 
 
@@ -83,28 +84,53 @@ def _gold(triple: Triple, revision: TripleRevision, *, actor) -> None:
     )
 
 
+def awaits_human_verification(triple: Triple) -> bool:
+    return triple.source == Source.LLM_GENERATED and triple.human_verified_by_id is None
+
+
+def resolution_outcome(*, tier: str, verdicts: list[str], awaiting_human: bool) -> str | None:
+    """The state the protocol gives a pending revision of a ``tier`` triple with these
+    (non-spot-check) verdicts: ``None`` while reviews are missing; all confirm → ``gold``, or
+    still ``pending_review`` when an LLM-generated triple awaits its human verification; every
+    one of two or more reviewers flags → ``dropped``; otherwise → ``in_discussion``. Pure: the
+    re-route preview uses it to say which cases resolve at once."""
+    if len(verdicts) < required_for(TRIPLE, tier):
+        return None
+    flags = sum(1 for v in verdicts if v == Verdict.FLAG)
+    if not flags:
+        return TripleState.PENDING_REVIEW if awaiting_human else TripleState.GOLD
+    if flags == len(verdicts) and len(verdicts) >= 2:
+        return TripleState.DROPPED
+    return TripleState.IN_DISCUSSION
+
+
 def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
-    """Apply the protocol once every needed (non-spot-check) review of the current revision is in.
+    """Apply the protocol once every needed (non-spot-check) review of the current revision is in
+    (:func:`resolution_outcome` decides).
 
     The caller holds ``triple``'s row lock. Returns the triple's state afterwards; does nothing
     (and is safe to call again) while reviews are missing or the triple left ``pending_review``."""
     if triple.state != TripleState.PENDING_REVIEW or triple.current_revision_id != revision.pk:
         return triple.state
     reviews = list(revision.reviews.filter(spot_check=False).select_related("reviewer"))
-    if len(reviews) < required_for(TRIPLE, triple.tier):
+    outcome = resolution_outcome(
+        tier=triple.tier,
+        verdicts=[r.verdict for r in reviews],
+        awaiting_human=awaits_human_verification(triple),
+    )
+    if outcome is None:
         return triple.state
     flagged = [r for r in reviews if r.verdict == Verdict.FLAG]
-    if not flagged:
-        if triple.source == Source.LLM_GENERATED and triple.human_verified_by_id is None:
-            record_event(
-                actor=actor,
-                verb="triple_awaiting_human_verification",
-                obj=triple,
-                detail={"revision": revision.number},
-            )
-            return triple.state
+    if outcome == TripleState.PENDING_REVIEW:
+        record_event(
+            actor=actor,
+            verb="triple_awaiting_human_verification",
+            obj=triple,
+            detail={"revision": revision.number},
+        )
+    elif outcome == TripleState.GOLD:
         _gold(triple, revision, actor=actor)
-    elif len(flagged) == len(reviews) and len(reviews) >= 2:
+    elif outcome == TripleState.DROPPED:
         _drop_on_double_flag(triple, revision, reviews, actor=actor)
     else:
         _set_state(
@@ -221,8 +247,10 @@ def revise_triple(
     question: str,
     block_version: BlockVersion,
     expected_answer: str,
+    superseded_reason: str = "",
 ) -> TripleRevision:
-    """Discussion → revise: a new revision re-enters review with fresh reviewers."""
+    """Discussion → revise: a new revision re-enters review with fresh reviewers. A pin to a
+    superseded block version needs ``superseded_reason`` (``triples.check_pin``)."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
     _require_author_or_lead(actor, triple, "revise")
@@ -232,6 +260,7 @@ def revise_triple(
         block_version=block_version,
         expected_answer=expected_answer,
         actor=actor,
+        superseded_reason=superseded_reason,
     )
     triple.resolution = ""
     _set_state(
@@ -241,6 +270,7 @@ def revise_triple(
         verb="triple_revised",
         revision=revision.number,
         block_version_id=block_version.pk,
+        **superseded_detail(revision),
     )
     return revision
 
@@ -268,6 +298,7 @@ class SplitPart:
     question: str
     block_version: BlockVersion
     expected_answer: str
+    superseded_reason: str = ""  # needed when block_version is superseded (check_pin)
 
 
 @transaction.atomic
@@ -294,6 +325,7 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart]) -> list[Tripl
             model_uncertainty=triple.model_uncertainty,
             llm_verified=triple.human_verified_by_id == triple.author_id,
             parent=triple,
+            superseded_reason=part.superseded_reason,
         )
         for part in parts
     ]
@@ -350,18 +382,36 @@ def mark_superseded_pins(*, superseding_version_ids: list[int], actor=None) -> l
     return marked
 
 
-@transaction.atomic
-def repin_triple(*, triple: Triple, actor) -> TripleRevision:
-    """Needs re-review → a new revision pinned to the block's newest version, re-entering review
-    (fresh reviews; it was not silently moved)."""
-    triple = lock_triple(triple)
-    _require_state(triple, TripleState.NEEDS_REREVIEW)
-    current = triple.current_revision
-    newest = (
-        BlockVersion.objects.filter(block_id=current.expected_block_version.block_id)
+def _newest_version(revision: TripleRevision) -> BlockVersion:
+    return (
+        BlockVersion.objects.filter(block_id=revision.expected_block_version.block_id)
         .order_by("-version")
         .first()
     )
+
+
+def _require_rereviewable(triple: Triple) -> BlockVersion:
+    """``needs_rereview``, or ``gold`` while pinned to a superseded version (a reasoned
+    superseded pin, or a block version added without a corpus import). Returns the newest
+    version of the pinned block."""
+    _require_state(triple, TripleState.NEEDS_REREVIEW, TripleState.GOLD)
+    newest = _newest_version(triple.current_revision)
+    pinned = triple.current_revision.expected_block_version
+    if triple.state == TripleState.GOLD and pinned.version >= newest.version:
+        raise GoldsetError(
+            f"{triple.external_id} is pinned to the current version of its block; "
+            "there is nothing to re-review."
+        )
+    return newest
+
+
+@transaction.atomic
+def repin_triple(*, triple: Triple, actor) -> TripleRevision:
+    """Needs re-review (or gold on a superseded pin) → a new revision pinned to the block's
+    newest version, re-entering review (fresh reviews; it was not silently moved)."""
+    triple = lock_triple(triple)
+    newest = _require_rereviewable(triple)
+    current = triple.current_revision
     revision = new_revision(
         triple=triple,
         question=current.question,
@@ -384,9 +434,10 @@ def repin_triple(*, triple: Triple, actor) -> TripleRevision:
 
 @transaction.atomic
 def retire_triple(*, triple: Triple, actor, note: str = "") -> Triple:
-    """Needs re-review → retired: it leaves the gold set for good."""
+    """Needs re-review (or gold on a superseded pin) → retired: it leaves the gold set for
+    good."""
     triple = lock_triple(triple)
-    _require_state(triple, TripleState.NEEDS_REREVIEW)
+    _require_rereviewable(triple)
     triple.resolution, triple.gold_at = "", None
     _set_state(triple, TripleState.RETIRED, actor=actor, verb="triple_retired", note=note)
     return triple

@@ -42,6 +42,22 @@ from goldset.services.text_limits import check_text_length
 from workbench.services.audit import record_event
 
 CLAIM_ATTEMPTS = 5
+REVIEW_BATCH = 32
+
+
+def _open_batch(*, after: tuple | None, limit: int) -> list[tuple]:
+    """The next ``limit`` revisions short of reviewers, oldest first, after the keyset ``after``:
+    a walk of the ``revision_open_slots`` partial index, never a scan of all revisions."""
+    rows = TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"))
+    if after is not None:
+        rows = rows.filter(created_at__gte=after[0]).exclude(created_at=after[0], pk__lte=after[1])
+    return list(rows.order_by("created_at", "id").values_list("created_at", "pk")[:limit])
+
+
+def claim_next_review(*, reviewer) -> ReviewAssignment | None:
+    """The review queue's claim under the name the daily loop calls (see
+    :func:`claim_next_assignment`)."""
+    return claim_next_assignment(reviewer=reviewer)
 
 
 @transaction.atomic
@@ -51,21 +67,33 @@ def claim_next_assignment(*, reviewer) -> ReviewAssignment | None:
     With ``MAX_OPEN_ASSIGNMENTS`` unsubmitted assignments already, the oldest of those is
     returned instead of a new one. Never hands a reviewer their own triple, a revision they
     already hold, or (with ``FRESH_REVIEWERS_ON_REVISION``) a later revision of a triple they
-    reviewed; never assigns more reviewers than the revision needs."""
+    reviewed; never assigns more reviewers than the revision needs.
+
+    Candidates come in bounded batches from the open-slots index (oldest first); within a batch
+    the eligible ones are locked with SKIP LOCKED (the oldest locked one is waited for when all
+    are taken), so the cost does not grow with the number of revisions."""
     get_user_model().objects.select_for_update().filter(pk=reviewer.pk).first()
     held = list(open_assignments(reviewer=reviewer)[: curation_setting("MAX_OPEN_ASSIGNMENTS")])
     if len(held) >= curation_setting("MAX_OPEN_ASSIGNMENTS"):
         return held[0]
     skipped: list[int] = []
-    for _ in range(CLAIM_ATTEMPTS):
-        candidates = claimable_revisions(reviewer=reviewer).exclude(pk__in=skipped)
+    after = None
+    attempts = 0
+    while attempts < CLAIM_ATTEMPTS:
+        batch = _open_batch(after=after, limit=REVIEW_BATCH)
+        if not batch:
+            return None
+        candidates = claimable_revisions(reviewer=reviewer).filter(
+            pk__in=[pk for _, pk in batch if pk not in skipped]
+        )
         revision = candidates.select_for_update(skip_locked=True, of=("self",)).first()
         if revision is None:
             # Every candidate is locked by another claim right now: wait for the oldest one;
             # its slot count is re-checked on the committed row once the lock is ours.
             revision = candidates.select_for_update(of=("self",)).first()
         if revision is None:
-            return None
+            after = batch[-1]
+            continue
         slot = revision.assigned_count + 1
         try:
             with transaction.atomic():
@@ -79,6 +107,7 @@ def claim_next_assignment(*, reviewer) -> ReviewAssignment | None:
         except IntegrityError:
             # Only reachable without row locks (SQLite): someone took this slot; try the next.
             skipped.append(revision.pk)
+            attempts += 1
             continue
         record_event(
             actor=reviewer,

@@ -56,6 +56,7 @@ from goldset.models import (
 from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
 from goldset.services import exports, outbox
 from goldset.services.answer_scoring import score_answer_log, validate_answer_log
+from goldset.services.heartbeat import Heartbeat
 from goldset.services.scoring_runs import (
     Outcome,
     QueryRow,
@@ -233,8 +234,12 @@ def create_scoring_job(
     k: int = 10,
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
+    calibration=None,
 ) -> ScoringJob:
     """Validate the uploaded run whole, store it and queue its scoring after commit.
+
+    ``calibration`` (a succeeded PcsCalibration) scores an answer log with its configuration;
+    without one the seed's defaults apply.
 
     Raises RunRejected (nothing stored, no job) for any problem in the file, GoldsetError for a
     version that is not sealed. Idempotent: the same file (by sha256) uploaded again for the same
@@ -254,9 +259,9 @@ def create_scoring_job(
         checked = validate_retrieval_run(version=version, text=text, name=filename)
     digest = exports.sha256_bytes(data)
     GoldVersion.objects.select_for_update().filter(pk=version.pk).first()
-    same = ScoringJob.objects.filter(version=version, run_sha256=digest, k=k, seed=seed).exclude(
-        status__in=[JobStatus.FAILED, JobStatus.CANCELLED]
-    )
+    same = ScoringJob.objects.filter(
+        version=version, run_sha256=digest, k=k, seed=seed, calibration=calibration
+    ).exclude(status__in=[JobStatus.FAILED, JobStatus.CANCELLED])
     if resamples:
         same = same.filter(resamples=resamples)
     existing = same.order_by("id").first()
@@ -275,6 +280,7 @@ def create_scoring_job(
         seed=seed,
         resamples=resamples or default_resamples(checked.n_queries),
         scorer_version=scorer_version(),
+        calibration=calibration,
         max_attempts=max_attempts(),
         queued_at=timezone.now(),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
@@ -538,36 +544,11 @@ class _Progress:
         return self.timings
 
 
-class _Heartbeat(threading.Thread):
-    """Writes the job's heartbeat every ``JOB_HEARTBEAT_SECONDS`` on its own database
-    connection while the attempt runs, so a long stage never looks like a lost worker. It dies
-    with the process (SIGKILL, OOM): then the heartbeat ages and the job is taken over. Database
-    errors are survived (the connection is reopened at the next beat)."""
-
-    def __init__(self, job_id: int, claim: str):
-        super().__init__(name=f"heartbeat-job-{job_id}", daemon=True)
-        self.job_id, self.claim = job_id, claim
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        interval = tunable("JOB_HEARTBEAT_SECONDS")
-        try:
-            while not self.halt.wait(interval):
-                try:
-                    mine = ScoringJob.objects.filter(
-                        pk=self.job_id, claim=self.claim, status=JobStatus.RUNNING
-                    ).update(heartbeat_at=timezone.now())
-                except (OperationalError, InterfaceError):
-                    connection.close()
-                    continue
-                if not mine:
-                    return
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self.halt.set()
-        self.join(timeout=5)
+def _heartbeat(job_id: int, claim: str) -> Heartbeat:
+    return Heartbeat(
+        f"job-{job_id}",
+        lambda: ScoringJob.objects.filter(pk=job_id, claim=claim, status=JobStatus.RUNNING),
+    )
 
 
 def gold_jsonl_bytes(version: GoldVersion) -> bytes:
@@ -649,7 +630,7 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
     if not _claim(job_id=job_id, worker=worker, claim=claim):
         return ScoringJob.objects.select_related("version").get(pk=job_id)
     job = ScoringJob.objects.select_related("version").get(pk=job_id)
-    beat = _Heartbeat(job_id, claim) if heartbeat else None
+    beat = _heartbeat(job_id, claim) if heartbeat else None
     if beat is not None:
         beat.start()
     progress = _Progress(job_id, claim)

@@ -3,6 +3,13 @@
 A new triple is routed under the rules in force (GOLD when any rule fires, else TRIAGE); the
 tier, the rule that fired and the rules version are stored on the triple. Its first revision pins
 one block *version* and enters ``pending_review`` needing two reviewers (GOLD) or one (TRIAGE).
+
+**Superseded pins** (issue 12 item 1). A revision pinned to a block version that is not the
+block's current (newest) version is refused unless its author gives a reason; the reason is
+stored on the revision (``superseded_reason``), recorded in the audit event and shown wherever the
+pin is shown. :func:`check_pin` is the one home of that rule: every revision is written through
+:func:`new_revision`, which calls it (write, revise, split, re-pin), and importers call it per
+line while validating a file.
 """
 
 import datetime as dt
@@ -12,6 +19,7 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError, ImportRejected
@@ -39,12 +47,76 @@ from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
 ID_LENGTH = column_length(Triple, "external_id")
+MAX_SUPERSEDED_REASON = 1000
+
+
+class SupersededPin(GoldsetError):
+    """A superseded block version was pinned without a reason. ``newest`` is the current version
+    number of the block."""
+
+    def __init__(self, message: str, *, block_version: BlockVersion, newest: int):
+        super().__init__(message)
+        self.block_version = block_version
+        self.newest = newest
+
+
+def newest_versions(block_ids) -> dict[int, int]:
+    """The current (newest) version number of each block (by primary key); one query."""
+    return dict(
+        BlockVersion.objects.filter(block_id__in=set(block_ids))
+        .values("block_id")
+        .annotate(newest=Max("version"))
+        .values_list("block_id", "newest")
+    )
+
+
+def check_pin(
+    *, block_version: BlockVersion, superseded_reason: str = "", newest: int | None = None
+) -> str:
+    """The rule for pinning a block version; returns the reason to store with the revision.
+
+    A pin to the block's current version is always fine and returns ``""`` (any reason given is
+    dropped: there is nothing to justify). A pin to a superseded version (an older version of a
+    block that has a newer one) needs a non-empty reason of at most MAX_SUPERSEDED_REASON
+    characters, returned stripped; without one it raises :class:`SupersededPin` naming the
+    current version. ``newest`` is the block's current version number when the caller already
+    knows it (bulk imports, see :func:`newest_versions`); otherwise one query finds it.
+    Reads only; no locks."""
+    if newest is None:
+        newest = newest_versions([block_version.block_id]).get(block_version.block_id, 0)
+    if block_version.version >= newest:
+        return ""
+    reason = (superseded_reason or "").strip()
+    label = f"{block_version.block.block_id}@{block_version.version}"
+    if not reason:
+        raise SupersededPin(
+            f"{label} is superseded: version {newest} is the block's current version. "
+            f"Pin {block_version.block.block_id}@{newest}, or give a reason for pinning the "
+            "superseded text (it is recorded and shown to reviewers, leads and at freeze).",
+            block_version=block_version,
+            newest=newest,
+        )
+    if len(reason) > MAX_SUPERSEDED_REASON:
+        raise GoldsetError(
+            f"The reason for pinning superseded {label} is too long "
+            f"({len(reason)} characters; at most {MAX_SUPERSEDED_REASON})."
+        )
+    return reason
 
 
 def new_revision(
-    *, triple: Triple, question: str, block_version: BlockVersion, expected_answer: str, actor
+    *,
+    triple: Triple,
+    question: str,
+    block_version: BlockVersion,
+    expected_answer: str,
+    actor,
+    superseded_reason: str = "",
 ) -> TripleRevision:
-    """Append the next revision and make it current (the caller holds the triple's lock)."""
+    """Append the next revision and make it current (the caller holds the triple's lock).
+
+    The pin goes through :func:`check_pin`: a superseded block version without a reason raises
+    :class:`SupersededPin`."""
     question, expected_answer = question.strip(), expected_answer.strip()
     check_text_length("question", question)
     check_text_length("expected_answer", expected_answer)
@@ -52,6 +124,7 @@ def new_revision(
         raise GoldsetError("The question is empty.")
     if not expected_answer:
         raise GoldsetError("The expected answer is empty.")
+    reason = check_pin(block_version=block_version, superseded_reason=superseded_reason)
     last = triple.revisions.order_by("-number").values_list("number", flat=True).first() or 0
     revision = TripleRevision.objects.create(
         triple=triple,
@@ -59,6 +132,7 @@ def new_revision(
         question=question,
         expected_block_version=block_version,
         expected_answer=expected_answer,
+        superseded_reason=reason,
         created_by=actor,
         reviewers_needed=required_for(TRIPLE, triple.tier),
     )
@@ -102,14 +176,17 @@ def create_triple(
     external_id: str = "",
     added_at: dt.datetime | None = None,
     imported_by=None,
+    superseded_reason: str = "",
 ) -> Triple:
     """Create and route a triple with its first revision, state ``pending_review``.
 
-        ``domain`` defaults to the pinned block's document domain. A customer-permissioned triple
-        locks the customer row and needs an active grant. ``llm_verified`` records the (human) author
-        as the verifier of an LLM-generated triple. ``imported_by`` (bulk imports) is the user the audit
+    ``domain`` defaults to the pinned block's document domain. A customer-permissioned triple
+    locks the customer row and needs an active grant. ``llm_verified`` records the (human) author
+    as the verifier of an LLM-generated triple. ``imported_by`` (bulk imports) is the user the audit
     event names as the actor; when it is not the author the event says the import was on the
-    author's behalf. Raises GoldsetError for any rule violation."""
+    author's behalf. Pinning a superseded block version needs ``superseded_reason`` (see
+    :func:`check_pin`; :class:`SupersededPin` otherwise). Raises GoldsetError for any rule
+    violation."""
     if task_type not in TaskType.values:
         raise GoldsetError(f"Unknown task type {task_type!r}.")
     if difficulty not in Difficulty.values:
@@ -151,12 +228,13 @@ def create_triple(
     )
     if not external_id:
         triple.external_id = f"gt-{triple.pk:05d}"
-    new_revision(
+    revision = new_revision(
         triple=triple,
         question=question,
         block_version=block_version,
         expected_answer=expected_answer,
         actor=author,
+        superseded_reason=superseded_reason,
     )
     triple.save(update_fields=["external_id", "current_revision", "updated_at"])
     detail = {
@@ -174,9 +252,16 @@ def create_triple(
         actor=imported_by or author,
         verb="triple_created",
         obj=triple,
-        detail=detail,
+        detail={**detail, **superseded_detail(revision)},
     )
     return triple
+
+
+def superseded_detail(revision: TripleRevision) -> dict:
+    """Audit detail for a revision pinned to a superseded version (empty for a current pin)."""
+    if not revision.superseded_reason:
+        return {}
+    return {"superseded_pin": True, "superseded_reason": revision.superseded_reason}
 
 
 # ---------------------------------------------------------------- bulk import (gold JSONL shape)
@@ -202,6 +287,7 @@ class TripleLine:
     adversarial: bool = False
     model_uncertainty: Decimal | None = None
     human_verified_by: str = ""
+    superseded_reason: str = ""
 
 
 @dataclass
@@ -257,6 +343,9 @@ def _parse_line(lineno: int, obj: dict, problems: Problems) -> TripleLine:
         model_uncertainty=uncertainty,
         human_verified_by=m.identifier(
             meta, "human_verified_by", max_length=username, required=False
+        ),
+        superseded_reason=m.text(
+            meta, "superseded_reason", required=False, max_length=MAX_SUPERSEDED_REASON
         ),
     )
 
@@ -316,6 +405,7 @@ class TripleImporter:
                 block__block_id__in={ln.block_id for ln in lines}
             )
         }
+        newest = newest_versions(v.block_id for v in versions.values())
         taken = set(
             Triple.objects.filter(
                 external_id__in={ln.external_id for ln in lines} - {""}
@@ -362,6 +452,21 @@ class TripleImporter:
                         "expected_block.sha256",
                         f"does not match the stored text of {ln.block_id} v{ln.version}",
                     )
+            if bv is not None:
+                try:
+                    check_pin(
+                        block_version=bv,
+                        superseded_reason=ln.superseded_reason,
+                        newest=newest.get(bv.block_id),
+                    )
+                except SupersededPin as exc:
+                    at.add(
+                        "expected_block.version",
+                        f"{ln.block_id} v{ln.version} is superseded by v{exc.newest}; "
+                        f"pin v{exc.newest} or give metadata.superseded_reason",
+                    )
+                except GoldsetError as exc:
+                    at.add("metadata.superseded_reason", str(exc))
             author = users.get(ln.added_by) if ln.added_by else self.actor
             plan.append((ln, author, bv, domains.get(ln.domain), customers.get(ln.customer)))
         return plan
@@ -388,6 +493,7 @@ class TripleImporter:
                     external_id=ln.external_id,
                     added_at=added_at,
                     imported_by=self.actor,
+                    superseded_reason=ln.superseded_reason,
                 )
             except GoldsetError as exc:
                 raise ImportRejected([f"line {ln.lineno}: {exc}"], source=self.source_name) from exc
@@ -423,7 +529,8 @@ def import_triples(
     block versions and their sha256); any problem raises ImportRejected listing
     ``line N: field: reason`` and nothing is stored. Imported triples are routed by the rules in
     force and enter ``pending_review`` like authored ones: ``tier``, ``reviewed_by`` and
-    ``resolution`` in the file are informational and not trusted.
+    ``resolution`` in the file are informational and not trusted. A line pinned to a superseded
+    block version needs ``metadata.superseded_reason`` (:func:`check_pin`).
 
     Authorship cannot be forged: ``metadata.added_by`` must be empty or the importing user,
     unless an admin imports with ``on_behalf=True`` (each triple's audit event then names the

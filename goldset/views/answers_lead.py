@@ -2,15 +2,15 @@
 Annotator 1/2/3, never the system), calibration sets and everyone's calibration status."""
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from goldset.forms.answers import AdjudicationForm, ReferenceLabelForm
+from goldset.rules.calibration import check_set_ready, offer_for
 from goldset.selectors import answers as selectors
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
-from goldset.services.calibration import CalibrationError, check_set_ready, set_reference_label
+from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation
 from goldset.views.answers import _wants
 from workbench.roles import Role, role_required
@@ -24,8 +24,8 @@ LEADS = (Role.LEAD, Role.ADMIN)
 @vary_on_headers("HX-Request")
 def adjudication_queue(request):
     show_done = request.GET.get("show") == "all"
-    page = Paginator(selectors.list_adjudication_queue(include_done=show_done), PAGE_SIZE).get_page(
-        request.GET.get("page")
+    page = selectors.list_adjudication_queue(
+        include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
     context = {"page": page, "show_done": show_done}
     template = "answers/adjudication_queue.html"
@@ -81,7 +81,13 @@ def calibration_status(request):
 @role_required(*LEADS)
 def calibration_set(request, domain):
     calibration_set = selectors.get_calibration_set(domain_slug=domain)
-    context = {"set": calibration_set, "readiness": check_set_ready(calibration_set)}
+    items = list(calibration_set.items.all())
+    context = {
+        "set": calibration_set,
+        "readiness": check_set_ready(calibration_set, items),
+        "offer": offer_for(calibration_set, items),
+        "drafts": sum(1 for i in items if i.set_version is None),
+    }
     return render(request, "answers/calibration_set.html", context)
 
 

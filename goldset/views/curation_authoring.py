@@ -14,7 +14,7 @@ from goldset.forms.curation import MessageForm, NoteForm, RevisionForm, SplitFor
 from goldset.models import TripleState
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
-from goldset.services.triples import create_triple
+from goldset.services.triples import SupersededPin, create_triple
 from workbench.roles import ALL_ROLES, Role, role_required
 from workbench.services.audit import record_event
 
@@ -63,6 +63,8 @@ def write_triple(request):
                 block_version=data.pop("block_version"),
                 **data,
             )
+        except SupersededPin as exc:
+            form.add_error("superseded_reason", str(exc))
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -131,6 +133,8 @@ def revise(request, pk):
             revision = resolution.revise_triple(
                 triple=triple, actor=request.user, **form.cleaned_data
             )
+        except SupersededPin as exc:
+            form.add_error("superseded_reason", str(exc))
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -146,9 +150,12 @@ def split(request, pk):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
     form = SplitForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        parts = [resolution.SplitPart(q, bv, a) for q, bv, a in form.cleaned_data["parts"]]
+        reason = form.cleaned_data["superseded_reason"]
+        parts = [resolution.SplitPart(q, bv, a, reason) for q, bv, a in form.cleaned_data["parts"]]
         try:
             children = resolution.split_triple(triple=triple, actor=request.user, parts=parts)
+        except SupersededPin as exc:
+            form.add_error("superseded_reason", str(exc))
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:

@@ -16,9 +16,11 @@ from workbench.services.audit import record_event
 
 @role_required(Role.ANNOTATOR)
 def queue(request):
+    available, at_least = selectors.count_claimable_revisions(reviewer=request.user)
     context = {
         "open": list(selectors.open_assignments(reviewer=request.user)),
-        "available": selectors.claimable_revisions(reviewer=request.user).count(),
+        "available": available,
+        "at_least": at_least,
         "recent": list(selectors.list_recent_reviews(reviewer=request.user)),
     }
     return render(request, "curation/queue.html", context)

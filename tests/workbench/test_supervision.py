@@ -21,7 +21,8 @@ def test_compose_restarts_every_service_checks_the_worker_and_runs_one_beat():
     assert "check_beat" in " ".join(services["beat"]["healthcheck"]["test"])
 
 
-def test_beat_schedules_the_reconciler_and_publishing_never_hangs():
+def test_beat_schedules_the_reconciler_and_publishing_never_hangs(db):
+    # Celery's Django fix-up runs the system checks, which ask SQLite about JSON support.
     app.loader.import_default_modules()
     schedule = settings.CELERY_BEAT_SCHEDULE["reconcile-jobs"]
     assert schedule["task"] == "goldset.reconcile" and schedule["task"] in app.tasks

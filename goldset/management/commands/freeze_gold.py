@@ -16,6 +16,12 @@ class Command(BaseCommand):
         parser.add_argument("--source", default="")
         parser.add_argument("--public-only", action="store_true")
         parser.add_argument("--working-slice", default="", help='a quarter, e.g. "2026Q1"')
+        parser.add_argument(
+            "--include-superseded",
+            action="store_true",
+            help="also freeze gold triples pinned to superseded block versions (left out "
+            "otherwise; the manifest lists them either way)",
+        )
         parser.add_argument("--note", default="")
         parser.add_argument("--user", default="", help="username recorded as the creator")
 
@@ -31,6 +37,7 @@ class Command(BaseCommand):
             source=o["source"],
             public_only=o["public_only"],
             working_slice=o["working_slice"],
+            include_superseded=o["include_superseded"],
         )
         try:
             version = freeze_gold_version(filters=filters, actor=actor, note=o["note"])

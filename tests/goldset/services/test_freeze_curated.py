@@ -65,8 +65,9 @@ def test_preview_counts_and_diff_then_freeze_matches_and_a_revoked_customer_neve
     assert v1.row_count == 4 and set(v1.manifest["diff"]["added"]) == {
         t.external_id for t in [*public, private]
     }
-    assert v1.manifest["agreement"]["verdicts"] == {"confirm": 8}
-    assert v1.manifest["agreement"]["percent_agreement"] == 1.0
+    reviews = v1.manifest["agreement"]["triple_reviews"]
+    assert reviews["values"] == {"confirm": 8}
+    assert reviews["percent_agreement"]["value"] == 1.0
 
     assert preview_freeze(filters=FreezeFilters(public_only=True)).count == 3
     revoke_customer_permission(customer=customer, actor=team["admin"], note="opt-out")

@@ -147,6 +147,65 @@ def test_a_bad_answer_log_is_rejected_with_line_numbers(frozen):
     assert "line 3: citations: unknown passage id 'ghost'" in errors
 
 
+def test_a_job_may_score_with_a_pcs_calibration_instead_of_the_defaults(
+    frozen, django_capture_on_commit_callbacks
+):
+    from goldset.models import PcsCalibration
+    from goldset.services.answer_scoring import version_packets
+    from goldset.services.pcs_calibrations import probe_config_for
+    from scoring.probe import score_answers
+
+    version, record, admin = frozen
+    calibration = PcsCalibration.objects.create(
+        name="q2",
+        version=1,
+        status="succeeded",
+        selected={
+            "family_weights": [0.2, 0.5, 0.3, 0.0],
+            "regulated_family_weights": [0.2, 0.5, 0.3, 0.0],
+            "caps": {
+                "cap_stale_source": 55.0,
+                "cap_unresolved_conflict": 70.0,
+                "cap_protected_data": 30.0,
+                "cap_regulated_advice": 50.0,
+            },
+            "thresholds": {
+                "pcs_threshold": 75.0,
+                "unsafe_threshold": 0.125,
+                "min_citation_precision": 0.8,
+                "min_authority_recall": 0.7,
+                "min_conflict_coverage": 0.7,
+            },
+        },
+    )
+    log = answer_log(record)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = create_scoring_job(
+            version=version,
+            name="rag-calibrated",
+            data=log,
+            filename="answers.jsonl",
+            actor=admin,
+            resamples=200,
+            calibration=calibration,
+        )
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.summary["configuration"] == "q2 v1"
+    direct = score_answers(
+        version_packets(version),
+        [json.loads(log)],
+        labels=job.summary["label_records"],
+        config=probe_config_for(calibration),
+    )
+    default = score_answers(
+        version_packets(version), [json.loads(log)], labels=job.summary["label_records"]
+    )
+    stored = ScoreQueryResult.objects.get(job=job)
+    assert stored.metrics["final_pcs"] == direct.answers[0].final_pcs
+    assert direct.answers[0].raw_pcs != default.answers[0].raw_pcs
+
+
 @pytest.mark.parametrize(
     "raw,expected",
     [

@@ -58,12 +58,13 @@ def test_dashboard_query_count_is_constant(client_for, team, django_assert_max_n
 def test_review_queue_query_count_is_constant(client_for, team, django_assert_max_num_queries, n):
     populate(team, n)
     c = client_for(team["r1"])
-    with django_assert_max_num_queries(6):
+    # 7: the "waiting" figure reads a bounded window of the open-slots index, then counts in it.
+    with django_assert_max_num_queries(7):
         response = c.get(reverse("curation:queue"))
     assert response.status_code == 200
     assert len(response.context["recent"]) == min(20, 3 * (n // 4))
     r3 = client_for(team["r3"])
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         assert len(r3.get(reverse("curation:queue")).context["open"]) == 1
 
 

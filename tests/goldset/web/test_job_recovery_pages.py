@@ -8,8 +8,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from goldset.models import JobStatus, ScoringJob
+from goldset.models import ImportJob, JobStatus, ScoringJob
 from goldset.services.freeze import store_frozen_version
+from goldset.services.import_jobs import run_import_job
+from goldset.services.scoring_jobs import create_scoring_job
 from tests.factories import gold_row_for, make_gold_corpus
 from tests.goldset.web.test_exports_pages import run_file, upload
 
@@ -80,9 +82,13 @@ def test_a_stuck_job_says_its_worker_is_presumed_lost_and_can_be_retried(
     settings.JOB_STALE_SECONDS = 60
     admin = client_for(admin_user)
     with django_capture_on_commit_callbacks(execute=False):
-        created = upload(admin, version, run_file(version))
-    job = ScoringJob.objects.get()
-    assert created.status_code == 302
+        job = create_scoring_job(
+            version=version,
+            name="bm25",
+            data=run_file(version).read(),
+            filename="run.trec",
+            actor=admin_user,
+        )
     ScoringJob.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, worker="w1@host", attempts=1, heartbeat_at=ago(200), claim="c"
     )
@@ -130,11 +136,17 @@ def test_the_same_run_uploaded_twice_shows_the_first_job_with_a_message(
     admin = client_for(admin_user)
     with django_capture_on_commit_callbacks(execute=False):
         first = upload(admin, version, run_file(version))
-        second = upload(admin, version, run_file(version), name="again")
-    assert first.status_code == second.status_code == 302
-    assert first["Location"] == second["Location"] and ScoringJob.objects.count() == 1
-    page = admin.get(second["Location"]).content.decode()
-    assert "was already uploaded for v1 with these settings" in page
+        again = upload(admin, version, run_file(version))
+        renamed = upload(admin, version, run_file(version), name="again")
+        for job in ImportJob.objects.order_by("pk"):
+            run_import_job(job_id=job.pk)
+    assert first.status_code == again.status_code == renamed.status_code == 302
+    assert first["Location"] == again["Location"]  # the same file: the same import job
+    assert ScoringJob.objects.count() == 1  # renamed, it is still the same run: the same job
+    page = admin.get(renamed["Location"]).content.decode()
+    assert 'id="run-reused"' in page
+    scoring_job = ScoringJob.objects.get()
+    assert reverse("exports:job", args=[scoring_job.pk]) in page
 
 
 def test_the_diff_page_verifies_checksums(client_for, admin_user, version):

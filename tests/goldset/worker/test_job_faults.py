@@ -22,7 +22,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from goldset.models import AgreementSnapshot, JobStatus, OutboxMessage, ScoringJob
+from goldset.models import AgreementSnapshot, ImportJob, JobStatus, OutboxMessage, ScoringJob
 from goldset.services.scoring_jobs import create_scoring_job
 from tests.conftest import ROOT, _stop
 from tests.goldset.worker.test_scoring_jobs_worker import (
@@ -330,14 +330,16 @@ def test_with_redis_down_work_commits_and_runs_when_redis_returns(
     file.name = "during-outage.trec"
     response = upload(admin, small, file, name="during outage")
     assert response.status_code == 302
-    queued = ScoringJob.objects.get(name="during outage")
-    assert queued.status == JobStatus.QUEUED
-    assert OutboxMessage.objects.filter(
-        dedupe_key=f"scoring-job:{queued.pk}", dispatched_at__isnull=True
-    ).exists()
+    # The upload is stored as a background import job; it waits for the broker.
+    assert ImportJob.objects.filter(filename="during-outage.trec", status="queued").exists()
 
     private_redis.start()  # same port, empty: every message in flight is gone
-    queued = wait_finished(queued, timeout=240)
+    wait_until(
+        lambda: ScoringJob.objects.filter(name="during outage").exists(),
+        timeout=240,
+        what="the upload's import to create its scoring job after Redis returned",
+    )
+    queued = wait_finished(ScoringJob.objects.get(name="during outage"), timeout=240)
     assert queued.status == JobStatus.SUCCEEDED, queued.error
     assert_equals_cli(queued, cli_result(tmp_path, queued, upload_data))
     wait_until(

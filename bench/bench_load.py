@@ -1,0 +1,602 @@
+"""Load benchmark (issue 17): gunicorn (gthread) + PostgreSQL with annotators simulated over HTTP.
+
+For each size it creates a fresh database ``<prefix><size>``, migrates it, bulk-loads ``size``
+answer records and ``size`` pending triples with ``INSERT … SELECT generate_series`` (cloning one
+factory-made row, see tests/goldset/bulk_support.py), starts gunicorn and runs:
+
+* ``idle``: one user, each page 10 times in a row (median per page) — the issue's first table;
+* ``think50`` / ``think200``: 50 / 200 annotators, each with their own session, alternating
+  answer labeling and triple review with a uniform 5–30 s think time per item;
+* ``closed50``: 50 annotators without think time (capacity).
+
+It reports p50/p95/p99 per request type, items per second, errors, duplicate assignments (read
+back from the database: must be 0) and the load average, as one JSON line per size.
+
+Run (PostgreSQL and Redis as in the README; figures go to BENCHMARKS.md):
+    .venv/bin/python bench/bench_load.py --sizes 10000,100000,1000000 --duration 60
+
+The think-time scenarios are bounded by ``--duration`` (a user's think is cut at the end).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import secrets
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlencode
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DOMAINS = [
+    "security_questionnaire",
+    "federal_it",
+    "healthcare_ops",
+    "supply_chain",
+    "financial_services",
+]
+LABEL = {
+    "acceptability": "acceptable",
+    "grounding": "fully_grounded",
+    "evidence_sufficiency": "sufficient",
+    "citation_correctness": "correct",
+    "conflict_handling": "not_applicable",
+    "safety_boundary": "respected",
+    "severe_safety": "no",
+    "rationale": "",
+}
+PAGES = [("review_queue_page", "/curation/reviews/"), ("label_queue_page", "/answers/")]
+CSRF = "b" * 32  # an unmasked secret: Django accepts it when cookie and header carry the same
+
+
+def admin_url(base: str, db: str) -> str:
+    return base.rsplit("/", 1)[0] + "/" + db
+
+
+def create_database(base_url: str, name: str) -> str:
+    with psycopg.connect(admin_url(base_url, "postgres"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return admin_url(base_url, name)
+
+
+# ---------------------------------------------------------------- seeding (in a child process)
+
+
+def seed(size: int, users: int) -> dict:
+    """Runs with DJANGO settings pointing at the bench database (see main)."""
+    # Runs in a child process whose environment points Django at the bench database.
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+    django.setup()
+    # Django must be set up before models, services and factories are imported.
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.db import connection
+
+    from goldset.models import (
+        AnswerRecord,
+        CalibrationResult,
+        Domain,
+        Question,
+        Run,
+        Triple,
+        TripleRevision,
+    )
+    from goldset.services.triples import create_triple
+    from tests.factories import AnswerRecordFactory, BlockVersionFactory, QuestionFactory
+    from tests.goldset.bulk_support import QUEUE_RANK_SQL, analyze, clone_rows
+    from workbench.roles import Role
+
+    started = time.perf_counter()
+    domains = [Domain.objects.get_or_create(slug=s, defaults={"name": s})[0] for s in DOMAINS]
+    domain_array = "ARRAY[" + ",".join(str(d.pk) for d in domains) + "]"
+    User = get_user_model()
+    annotators = Group.objects.get(name=Role.ANNOTATOR.value)
+    lead_group = Group.objects.get(name=Role.LEAD.value)
+    people = User.objects.bulk_create(User(username=f"bench-ann{i}") for i in range(users))
+    for user in people:
+        user.groups.add(annotators)
+    author = User.objects.create(username="bench-author")
+    author.groups.add(annotators)
+    lead = User.objects.create(username="bench-lead")
+    lead.groups.add(lead_group)
+    CalibrationResult.objects.bulk_create(
+        CalibrationResult(
+            annotator=u,
+            domain=d,
+            n_items=6,
+            kappa_grounding=0.9,
+            kappa_severe_safety=1.0,
+            threshold=0.7,
+            passed=True,
+        )
+        for u in people
+        for d in domains
+    )
+
+    # answer records: Q questions × R runs, GOLD (3 labels) for 2 of 5 questions, else TRIAGE
+    n_questions = min(size, 10_000)
+    n_runs = -(-size // n_questions)
+    template = AnswerRecordFactory(question=QuestionFactory(domain=domains[0]))
+    clone_rows(
+        Question,
+        template_pk=template.question_id,
+        source=f"generate_series(1, {n_questions}) AS s(g)",
+        overrides={
+            "question_id": "'bench-q-' || s.g",
+            "content_sha256": "md5('q' || s.g) || md5('qq' || s.g)",
+            "domain_id": f"({domain_array})[1 + s.g %% {len(domains)}]",
+        },
+    )
+    clone_rows(
+        Run,
+        template_pk=template.run_id,
+        source=f"generate_series(1, {n_runs}) AS s(g)",
+        overrides={"run_id": "'bench-run-' || s.g"},
+    )
+    public_id = "substr(md5('bench:' || s.run_id || ':' || s.question_id), 1, 16)"
+    gold = "s.question_id %% 5 < 2"  # %% : the SQL runs with parameters
+    clone_rows(
+        AnswerRecord,
+        template_pk=template.pk,
+        source=(
+            "(SELECT r.id AS run_id, q.id AS question_id, q.domain_id FROM goldset_run r"
+            " CROSS JOIN goldset_question q WHERE r.run_id LIKE 'bench-run-%%'"
+            f" AND q.question_id LIKE 'bench-q-%%' LIMIT {size}) AS s"
+        ),
+        overrides={
+            "public_id": public_id,
+            "run_id": "s.run_id",
+            "question_id": "s.question_id",
+            "domain_id": "s.domain_id",
+            "queue_rank": QUEUE_RANK_SQL.format(public_id=public_id),
+            "assigned_count": "0",
+            "tier": f"CASE WHEN {gold} THEN 'gold' ELSE 'triage' END",
+            "labels_required": f"CASE WHEN {gold} THEN 3 ELSE 1 END",
+            "routing_rule": f"CASE WHEN {gold} THEN 'task_type:rag_synthesis' ELSE 'default' END",
+        },
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM goldset_domainlabelload;"
+            "INSERT INTO goldset_domainlabelload (domain_id, slots) SELECT domain_id,"
+            " sum(labels_required) FROM goldset_answerrecord WHERE NOT is_calibration"
+            " GROUP BY domain_id"
+        )
+
+    # pending triples, one unreviewed revision each
+    triple = create_triple(
+        author=author,
+        block_version=BlockVersionFactory(),
+        question="What encryption-at-rest mechanism protects customer documents?",
+        expected_answer="AES-256 at the storage layer.",
+        task_type="factual_qa",
+        source="public_rfp",
+    )
+    clone_rows(
+        Triple,
+        template_pk=triple.pk,
+        source=f"generate_series(1, {size}) AS s(g)",
+        overrides={
+            "external_id": "'bench-t-' || s.g",
+            "current_revision_id": "NULL",
+            "domain_id": f"({domain_array})[1 + s.g %% {len(domains)}]",
+        },
+    )
+    clone_rows(
+        TripleRevision,
+        template_pk=triple.current_revision_id,
+        source="(SELECT id FROM goldset_triple WHERE external_id LIKE 'bench-t-%%') AS s",
+        overrides={"triple_id": "s.id", "assigned_count": "0", "number": "1"},
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE goldset_triple AS t SET current_revision_id = r.id FROM goldset_triplerevision"
+            " AS r WHERE r.triple_id = t.id AND t.external_id LIKE 'bench-t-%%'"
+        )
+    analyze(Question, Run, AnswerRecord, Triple, TripleRevision)
+
+    sessions = {}
+    for user in [*people, lead]:
+        store = SessionStore()
+        store["_auth_user_id"] = str(user.pk)
+        store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+        store["_auth_user_hash"] = user.get_session_auth_hash()
+        store.create()
+        sessions[user.username] = store.session_key
+    return {
+        "seed_s": round(time.perf_counter() - started, 1),
+        "records": AnswerRecord.objects.count(),
+        "revisions": TripleRevision.objects.count(),
+        "sessions": sessions,
+    }
+
+
+# ---------------------------------------------------------------- HTTP users
+
+
+class Client:
+    def __init__(self, port: int, session_key: str):
+        self.port = port
+        self.cookie = f"sessionid={session_key}; csrftoken={CSRF}"
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
+
+    def request(self, method: str, path: str, form: dict | None = None):
+        body = urlencode(form or {}, doseq=True) if method == "POST" else None
+        headers = {"Cookie": self.cookie, "Host": "127.0.0.1"}
+        if method == "POST":
+            headers.update(
+                {"Content-Type": "application/x-www-form-urlencoded", "X-CSRFToken": CSRF}
+            )
+        for attempt in range(2):
+            try:
+                self.conn.request(method, path, body=body, headers=headers)
+                response = self.conn.getresponse()
+                return response.status, response.getheader("Location") or "", response.read()
+            except (http.client.HTTPException, ConnectionError, TimeoutError):
+                self.conn.close()
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=180)
+                if attempt:
+                    raise
+        raise RuntimeError("unreachable")
+
+
+class Recorder:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.times = defaultdict(list)
+        self.errors = defaultdict(int)
+        self.items = defaultdict(int)
+
+    def timed(self, kind: str, call, ok=(200, 302)):
+        started = time.perf_counter()
+        try:
+            status, location, body = call()
+        except Exception:
+            with self.lock:
+                self.errors[kind] += 1
+            return None
+        elapsed = time.perf_counter() - started
+        with self.lock:
+            self.times[kind].append(elapsed)
+            if status not in ok:
+                self.errors[kind] += 1
+        return status, location, body
+
+
+def label_one(client: Client, rec: Recorder, think) -> bool:
+    got = rec.timed("claim_answer", lambda: client.request("POST", "/answers/claim/"))
+    if not got or "/answers/items/" not in got[1]:
+        return False
+    item = got[1]
+    rec.timed("answer_item_page", lambda: client.request("GET", item))
+    think()
+    done = rec.timed("submit_label", lambda: client.request("POST", item, LABEL))
+    if done and done[0] == 302:
+        with rec.lock:
+            rec.items["labels"] += 1
+    return True
+
+
+def review_one(client: Client, rec: Recorder, think) -> bool:
+    got = rec.timed("claim_review", lambda: client.request("POST", "/curation/reviews/next/"))
+    if not got or not re.search(r"/curation/reviews/\d+/", got[1]):
+        return False
+    page = got[1]
+    rec.timed("review_page", lambda: client.request("GET", page))
+    think()
+    done = rec.timed("submit_review", lambda: client.request("POST", page, {"verdict": "confirm"}))
+    if done and done[0] in (200, 302):
+        with rec.lock:
+            rec.items["reviews"] += 1
+    return True
+
+
+def run_users(port, sessions, *, n_users, duration, think_range, seed=17) -> dict:
+    rec = Recorder()
+    deadline = time.monotonic() + duration
+    names = [f"bench-ann{i}" for i in range(n_users)]
+    loads = []
+
+    def user(i, name):
+        rng = random.Random(seed * 1000 + i)
+        client = Client(port, sessions[name])
+
+        def think():
+            if think_range:
+                time.sleep(max(0.0, min(rng.uniform(*think_range), deadline - time.monotonic())))
+
+        if think_range:  # spread the arrivals over the first think time
+            time.sleep(rng.uniform(0, think_range[0]))
+        turn = i % 2
+        while time.monotonic() < deadline:
+            (label_one if turn == 0 else review_one)(client, rec, think)
+            turn ^= 1
+            if time.monotonic() < deadline:
+                kind, path = PAGES[turn]
+                rec.timed(kind, lambda path=path: client.request("GET", path))
+
+    def sample_load():
+        while time.monotonic() < deadline:
+            loads.append(os.getloadavg()[0])
+            time.sleep(5)
+
+    threads = [threading.Thread(target=user, args=(i, n)) for i, n in enumerate(names)]
+    sampler = threading.Thread(target=sample_load)
+    started = time.monotonic()
+    for t in (*threads, sampler):
+        t.start()
+    for t in (*threads, sampler):
+        t.join()
+    wall = time.monotonic() - started
+    return summarize(rec, wall, loads)
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+def summarize(rec: Recorder, wall: float, loads) -> dict:
+    return {
+        "wall_s": round(wall, 1),
+        "labels_per_s": round(rec.items["labels"] / wall, 2),
+        "reviews_per_s": round(rec.items["reviews"] / wall, 2),
+        "errors": dict(rec.errors),
+        "load_avg_1m_max": round(max(loads), 2) if loads else None,
+        "requests": {
+            kind: {
+                "n": len(t),
+                "p50_ms": round(pct(t, 50) * 1000, 1),
+                "p95_ms": round(pct(t, 95) * 1000, 1),
+                "p99_ms": round(pct(t, 99) * 1000, 1),
+            }
+            for kind, t in sorted(rec.times.items())
+        },
+    }
+
+
+IDLE_PAGES = {
+    "label_queue_page": ("annotator", "/answers/"),
+    "review_queue_page": ("annotator", "/curation/reviews/"),
+    "adjudication_queue": ("lead", "/answers/adjudication/"),
+    "agreement_dashboard": ("lead", "/quality/agreement/"),
+    "curation_dashboard": ("lead", "/curation/leads/"),
+    "corpus_documents": ("lead", "/corpus/"),
+}
+
+
+def run_idle(port, sessions) -> dict:
+    clients = {
+        "annotator": Client(
+            port, sessions["bench-ann199" if "bench-ann199" in sessions else "bench-ann0"]
+        ),
+        "lead": Client(port, sessions["bench-lead"]),
+    }
+    out = {}
+    for name, (who, path) in IDLE_PAGES.items():
+        times, statuses = [], set()
+        for _ in range(10):
+            started = time.perf_counter()
+            status, _, _ = clients[who].request("GET", path)
+            times.append(time.perf_counter() - started)
+            statuses.add(status)
+        out[name] = {
+            "median_ms": round(statistics.median(times) * 1000, 1),
+            "status": sorted(statuses),
+        }
+    for kind, call in (("claim_answer", label_one), ("claim_review", review_one)):
+        rec = Recorder()
+        client = clients["annotator"]
+        for _ in range(10):
+            call(client, rec, lambda: None)
+        out[kind] = {"median_ms": round(statistics.median(rec.times[kind]) * 1000, 1)}
+    return out
+
+
+def warm_up(port, sessions, n_connections: int) -> None:
+    """Load every page once in every worker (imports, URL conf, templates), not measured."""
+
+    def visit(i):
+        client = Client(port, sessions[f"bench-ann{i % 100}"])
+        lead = Client(port, sessions["bench-lead"])
+        for who, path in IDLE_PAGES.values():
+            (lead if who == "lead" else client).request("GET", path)
+
+    threads = [threading.Thread(target=visit, args=(i,)) for i in range(n_connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def duplicates(db_url: str) -> dict:
+    with psycopg.connect(db_url) as conn:
+        return {
+            "answer_slots_over_assigned": conn.execute(
+                "SELECT count(*) FROM (SELECT r.id FROM goldset_answerrecord r JOIN"
+                " goldset_labelassignment a ON a.record_id = r.id AND NOT a.is_calibration"
+                " GROUP BY r.id, r.labels_required HAVING count(*) > r.labels_required) x"
+            ).fetchone()[0],
+            "answer_same_annotator_twice": conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM goldset_labelassignment GROUP BY record_id,"
+                " annotator_id HAVING count(*) > 1) x"
+            ).fetchone()[0],
+            "review_slots_over_assigned": conn.execute(
+                "SELECT count(*) FROM (SELECT v.id FROM goldset_triplerevision v JOIN"
+                " goldset_reviewassignment a ON a.revision_id = v.id GROUP BY v.id,"
+                " v.reviewers_needed HAVING count(*) > v.reviewers_needed) x"
+            ).fetchone()[0],
+            "review_same_reviewer_twice": conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM goldset_reviewassignment GROUP BY"
+                " revision_id, reviewer_id HAVING count(*) > 1) x"
+            ).fetchone()[0],
+        }
+
+
+def wait_for(port: int, deadline_s: float = 60):
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/health/?format=json", headers={"Host": "127.0.0.1"})
+            conn.getresponse().read()
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError("gunicorn did not come up")
+
+
+def one_size(args, size: int) -> dict:
+    db_url = create_database(args.database_url, f"{args.db_prefix}{size}")
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "REDIS_URL": args.redis_url,
+        "SECRET_KEY": secrets.token_hex(32),
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "DJANGO_SETTINGS_MODULE": "workbench.settings",
+    }
+    python = sys.executable
+    subprocess.run(
+        [python, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
+        check=True,
+    )
+    subprocess.run(
+        [python, "manage.py", "collectstatic", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    seeded = subprocess.run(
+        [python, __file__, "--seed-only", str(size), "--users", str(args.users)],
+        cwd=ROOT,
+        env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    info = json.loads(seeded.stdout.strip().splitlines()[-1])
+    sessions = info.pop("sessions")
+    import redis  # only the orchestrating process talks to Redis (to empty the bench queue)
+
+    redis.Redis.from_url(args.redis_url).flushdb()
+    server = subprocess.Popen(
+        [
+            python, "-m", "gunicorn", "workbench.wsgi:application",
+            "--bind", f"127.0.0.1:{args.port}",
+            "--worker-class", "gthread", "--workers", str(args.workers),
+            "--threads", str(args.threads), "--timeout", "120", "--log-level", "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )  # fmt: skip
+    result = {"size": size, **info}
+    try:
+        wait_for(args.port)
+        warm_up(args.port, sessions, args.workers * args.threads)
+        result["idle"] = run_idle(args.port, sessions)
+        for scenario in args.scenarios.split(","):
+            n_users = int(re.sub(r"\D", "", scenario))
+            think = (5.0, 30.0) if scenario.startswith("think") else None
+            result[scenario] = run_users(
+                args.port, sessions, n_users=n_users, duration=args.duration, think_range=think
+            )
+            print(json.dumps({"size": size, scenario: result[scenario]}), file=sys.stderr)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    result["duplicates"] = duplicates(db_url)
+    return result
+
+
+def markdown(path: str) -> str:
+    """BENCHMARKS.md tables from the JSON lines this script printed (one per size)."""
+    results = [json.loads(line) for line in Path(path).read_text().splitlines() if '"idle"' in line]
+    sizes = [f"{r['size']:,}" for r in results]
+    head = "| {} | " + " | ".join(sizes) + " |\n|---|" + "---:|" * len(sizes) + "\n"
+    out = [head.format("request (median ms, one user, idle server)")]
+    for kind in ["claim_answer", "claim_review", *IDLE_PAGES]:
+        cells = [str(r["idle"].get(kind, {}).get("median_ms", "–")) for r in results]
+        out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
+    scenarios = [k for k in results[0] if re.fullmatch(r"(think|closed)\d+", k)]
+    kinds = ["claim_answer", "submit_label", "claim_review", "submit_review",
+             "answer_item_page", "review_page", "label_queue_page", "review_queue_page"]  # fmt: skip
+    for scenario in scenarios:
+        out.append("\n" + head.format(f"{scenario}: p50 / p95 / p99 ms"))
+        for kind in kinds:
+            cells = []
+            for r in results:
+                q = r.get(scenario, {}).get("requests", {}).get(kind)
+                cells.append(
+                    f"{q['p50_ms']:.0f} / {q['p95_ms']:.0f} / {q['p99_ms']:.0f}" if q else "–"
+                )
+            out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
+        for key in ("labels_per_s", "reviews_per_s", "load_avg_1m_max"):
+            out.append(
+                f"| {key} | "
+                + " | ".join(str(r.get(scenario, {}).get(key, "–")) for r in results)
+                + " |\n"
+            )
+        errors = [sum(r.get(scenario, {}).get("errors", {}).values()) for r in results]
+        out.append("| errors | " + " | ".join(map(str, errors)) + " |\n")
+    dupes = [sum(r["duplicates"].values()) for r in results]
+    out.append("\n| duplicate or over-assigned slots | " + " | ".join(map(str, dupes)) + " |\n")
+    return "".join(out)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--scenarios", default="think50,think200,closed50")
+    parser.add_argument("--duration", type=float, default=60)
+    parser.add_argument("--users", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--port", type=int, default=8617)
+    parser.add_argument("--db-prefix", default="goldset_perf_bench_")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/x"),
+    )
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/12")
+    )
+    parser.add_argument("--seed-only", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--markdown", metavar="RESULTS_JSONL", help="print the BENCHMARKS.md tables"
+    )
+    args = parser.parse_args()
+    if args.markdown:
+        print(markdown(args.markdown))
+        return
+    if args.seed_only:
+        print(json.dumps(seed(args.seed_only, args.users)))
+        return
+    for size in (int(s) for s in args.sizes.split(",")):
+        print(json.dumps(one_size(args, size)))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from goldset.exceptions import GoldsetError
+from goldset.services.pcs_calibrations import start_pcs_calibration
+
+
+class Command(BaseCommand):
+    help = (
+        "Queue a PCS calibration (A.7 grid, A.8 objective) as a new version of NAME; a worker "
+        "runs it (in the embedded default, in-process). Prints its id, version and status."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", default="pcs")
+
+    def handle(self, *args, name, **options):
+        try:
+            calibration = start_pcs_calibration(name=name)
+        except GoldsetError as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        calibration.refresh_from_db()
+        self.stdout.write(
+            json.dumps(
+                {
+                    "id": calibration.pk,
+                    "calibration": calibration.label,
+                    "status": calibration.status,
+                    "selected": calibration.selected,
+                }
+            )
+        )

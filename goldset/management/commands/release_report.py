@@ -1,0 +1,44 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from goldset.exceptions import GoldsetError
+from goldset.models import GoldVersion, PcsCalibration
+from goldset.services.release_reports import create_release_report
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the release report (Tables 5, 6, 8, 9, decisions, paired tests) for runs on a "
+        "frozen gold version: JSON on stdout, --html FILE for the self-contained page."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--gold-version", dest="number", type=int, required=True)
+        parser.add_argument("--run", action="append", dest="runs", required=True)
+        parser.add_argument("--calibration", help="NAME:VERSION of a succeeded PCS calibration")
+        parser.add_argument("--html", type=Path)
+        parser.add_argument("--resamples", type=int)
+
+    def handle(self, *args, number, runs, calibration, html, resamples, **options):
+        version = GoldVersion.objects.filter(number=number, sealed=True).first()
+        if version is None:
+            raise CommandError(f"no frozen gold version v{number}", returncode=2)
+        chosen = None
+        if calibration:
+            name, _, ver = calibration.partition(":")
+            chosen = PcsCalibration.objects.filter(
+                name=name, version=int(ver) if ver.isdigit() else -1
+            ).first()
+            if chosen is None:
+                raise CommandError(f"no calibration {calibration} (NAME:VERSION)", returncode=2)
+        try:
+            report = create_release_report(
+                version=version, run_ids=runs, calibration=chosen, resamples=resamples
+            )
+        except GoldsetError as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        if html:
+            html.write_text(report.html, encoding="utf-8")
+        self.stdout.write(json.dumps({"id": report.pk, **report.report}))

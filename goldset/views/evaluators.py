@@ -1,0 +1,167 @@
+"""Evaluators (admins), the evaluator report (leads: pseudonymised; admins: named), PCS
+calibrations and release reports (admins)."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.vary import vary_on_headers
+
+from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.forms.answers import JsonlUploadForm
+from goldset.forms.evaluators import CalibrationStartForm, EvaluatorForm, ReleaseReportForm
+from goldset.selectors import evaluators as selectors
+from goldset.services.evaluators import (
+    compute_evaluator_report,
+    create_evaluator,
+    import_evaluator_outputs,
+)
+from goldset.services.pcs_calibrations import start_pcs_calibration
+from goldset.services.release_reports import create_release_report
+from workbench.roles import Role, role_required
+
+PAGE_SIZE = 25
+
+
+def _text(upload) -> str:
+    """The uploaded file as text (the form may hand back the file or its decoded text)."""
+    if isinstance(upload, str):
+        return upload
+    upload.seek(0)
+    return upload.read().decode("utf-8")
+
+
+@login_required
+def evaluator_list(request):
+    evaluators = selectors.list_evaluators_for(user=request.user)
+    form = EvaluatorForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            evaluator = create_evaluator(**form.cleaned_data, actor=request.user)
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("evaluators:detail", pk=evaluator.pk)
+    page = Paginator(evaluators, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "evaluators/list.html", {"page": page, "form": form})
+
+
+@login_required
+def evaluator_detail(request, pk):
+    evaluator = selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
+    form = JsonlUploadForm(request.POST or None, request.FILES or None)
+    errors: list[str] = []
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            batch = import_evaluator_outputs(
+                evaluator=evaluator,
+                text=_text(form.cleaned_data["file"]),
+                source_name=request.FILES["file"].name,
+                actor=request.user,
+            )
+        except ImportRejected as exc:
+            errors, status = exc.errors, 422
+        except UnicodeDecodeError as exc:
+            errors, status = [f"the file is not UTF-8 text (byte {exc.start})"], 422
+        else:
+            messages.success(request, f"Imported {batch.n_records} judgements.")
+            return redirect("evaluators:detail", pk=evaluator.pk)
+    imports = selectors.list_evaluator_imports(evaluator=evaluator)[:50]
+    context = {"evaluator": evaluator, "form": form, "errors": errors, "imports": imports}
+    return render(request, "evaluators/detail.html", context, status=status)
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def evaluator_report(request):
+    if request.method == "POST":
+        try:
+            compute_evaluator_report(actor=request.user)
+        except GoldsetError as exc:
+            messages.error(request, str(exc))
+        return redirect("evaluators:report")
+    report = selectors.get_evaluator_report_for(user=request.user)
+    return render(request, "evaluators/report.html", {"report": report})
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def evaluator_report_json(request):
+    report = selectors.get_evaluator_report_for(user=request.user)
+    payload = {k: v for k, v in (report or {}).items() if k != "snapshot"}
+    if report:
+        payload["computed_at"] = report["snapshot"].created_at.isoformat()
+    response = HttpResponse(json.dumps(payload, indent=1), content_type="application/json")
+    response["Content-Disposition"] = 'attachment; filename="evaluator-report.json"'
+    return response
+
+
+@role_required(Role.ADMIN)
+def calibration_list(request):
+    form = CalibrationStartForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            calibration = start_pcs_calibration(name=form.cleaned_data["name"], actor=request.user)
+        except GoldsetError as exc:
+            form.add_error("name", str(exc))
+        else:
+            return redirect("evaluators:calibration", pk=calibration.pk)
+    page = Paginator(selectors.list_calibrations(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "evaluators/calibrations.html", {"page": page, "form": form})
+
+
+@role_required(Role.ADMIN)
+@vary_on_headers("HX-Request")
+def calibration_detail(request, pk):
+    calibration = selectors.get_calibration(pk=pk)
+    if request.htmx and request.htmx.target == "calibration-progress":
+        response = render(
+            request, "evaluators/calibration.html#calibration-progress", {"c": calibration}
+        )
+        if calibration.status in ("succeeded", "failed"):
+            response["HX-Refresh"] = "true"
+        return response
+    return render(request, "evaluators/calibration.html", {"c": calibration})
+
+
+@role_required(Role.ADMIN)
+def release_list(request):
+    form = ReleaseReportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            report = create_release_report(
+                version=form.cleaned_data["version"],
+                run_ids=form.cleaned_data["runs"],
+                calibration=form.cleaned_data["calibration"],
+                actor=request.user,
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("evaluators:release", pk=report.pk)
+    page = Paginator(selectors.list_release_reports(), PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "evaluators/releases.html", {"page": page, "form": form})
+
+
+@role_required(Role.ADMIN)
+def release_detail(request, pk):
+    report = selectors.get_release_report(pk=pk)
+    charts = selectors.release_report_charts(report=report)
+    context = {"r": report, "data": report.report, "charts": charts}
+    return render(request, "evaluators/release.html", context)
+
+
+@role_required(Role.ADMIN)
+def release_download(request, pk, fmt):
+    report = selectors.get_release_report(pk=pk)
+    if fmt == "html":
+        response = HttpResponse(report.html, content_type="text/html; charset=utf-8")
+    else:
+        response = HttpResponse(
+            json.dumps(report.report, indent=1), content_type="application/json"
+        )
+    name = f"release-report-{report.pk}-v{report.version.number}.{fmt}"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

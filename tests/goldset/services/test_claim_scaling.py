@@ -1,0 +1,74 @@
+"""Claims whose cost does not depend on the pool (issue 17): the same statements at two pool
+sizes, and on PostgreSQL every statement that touches the pool is an index scan."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from goldset.models import AnswerRecord, TripleRevision
+from goldset.services.labeling import claim_next_answer
+from goldset.services.reviews import claim_next_review
+from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
+from tests.goldset.answers_helpers import qualified_annotators
+from tests.goldset.bulk_support import grow_answer_pool, grow_revision_pool
+from tests.goldset.curation_support import write_triple
+from workbench.roles import Role
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+POOL_TABLES = (AnswerRecord._meta.db_table, TripleRevision._meta.db_table)
+
+
+def _captured(call):
+    with CaptureQueriesContext(connection) as ctx:
+        result = call()
+    return result, [q["sql"] for q in ctx.captured_queries]
+
+
+def _plans(statements) -> list[str]:
+    plans = []
+    with connection.cursor() as cursor:
+        for sql in statements:
+            if sql.lstrip().upper().startswith("SELECT") and any(t in sql for t in POOL_TABLES):
+                cursor.execute("EXPLAIN " + sql)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+    return plans
+
+
+def _assert_index_scans(plans, index_name):
+    assert plans, "no statement read the pool"
+    for plan in plans:
+        for table in POOL_TABLES:
+            assert f"Seq Scan on {table}" not in plan, plan
+    assert any(index_name in plan for plan in plans), plans
+
+
+def test_answer_claim_runs_the_same_statements_at_two_pool_sizes_and_uses_the_index(postgres):
+    domain = DomainFactory(slug="supply_chain")
+    template = AnswerRecordFactory(question__domain=domain)
+    grow_answer_pool(template, 200, tag="small")
+    first, second = qualified_annotators(domain, 2)
+    small, small_sql = _captured(lambda: claim_next_answer(annotator=first))
+
+    grow_answer_pool(template, 20_000, tag="large")
+    large, large_sql = _captured(lambda: claim_next_answer(annotator=second))
+
+    assert small.reason == large.reason == "claimed"
+    assert len(small_sql) == len(large_sql)
+    _assert_index_scans(_plans(large_sql), "answer_record_open_slots")
+
+
+def test_review_claim_runs_the_same_statements_at_two_pool_sizes_and_uses_the_index(postgres):
+    author = UserFactory(role=Role.ANNOTATOR, username="author")
+    template = write_triple(author)
+    grow_revision_pool(template, 200, tag="small")
+    first = UserFactory(role=Role.ANNOTATOR, username="rev1")
+    second = UserFactory(role=Role.ANNOTATOR, username="rev2")
+    small, small_sql = _captured(lambda: claim_next_review(reviewer=first))
+
+    grow_revision_pool(template, 20_000, tag="large")
+    large, large_sql = _captured(lambda: claim_next_review(reviewer=second))
+
+    assert small is not None and large is not None
+    assert len(small_sql) == len(large_sql)
+    _assert_index_scans(_plans(large_sql), "revision_open_slots")

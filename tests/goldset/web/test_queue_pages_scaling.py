@@ -1,0 +1,91 @@
+"""Queue pages at two pool sizes (issue 17): the same number of statements, and on PostgreSQL no
+statement scans the pool (EXPLAIN shows index scans only)."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from goldset.models import AnswerRecord, TripleRevision
+from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
+from tests.goldset.answers_helpers import qualified_annotators
+from tests.goldset.bulk_support import analyze, grow_answer_pool, grow_revision_pool
+from tests.goldset.curation_support import write_triple
+from workbench.roles import Role
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+POOL_TABLES = (AnswerRecord._meta.db_table, TripleRevision._meta.db_table)
+
+
+def _get(client, url) -> list[str]:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return [q["sql"] for q in ctx.captured_queries]
+
+
+def _assert_no_pool_scans(statements):
+    with connection.cursor() as cursor:
+        for sql in statements:
+            if sql.lstrip().upper().startswith("SELECT") and any(t in sql for t in POOL_TABLES):
+                cursor.execute("EXPLAIN " + sql)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                for table in POOL_TABLES:
+                    assert f"Seq Scan on {table}" not in plan, plan
+
+
+def test_label_queue_page_costs_the_same_at_two_pool_sizes(client_for, postgres):
+    domain = DomainFactory(slug="supply_chain")
+    template = AnswerRecordFactory(question__domain=domain)
+    grow_answer_pool(template, 200, tag="small")
+    (annotator,) = qualified_annotators(domain, 1)
+    client = client_for(annotator)
+    small = _get(client, reverse("answers:queue"))
+    grow_answer_pool(template, 20_000, tag="large")
+    large = _get(client, reverse("answers:queue"))
+    assert len(small) == len(large)
+    _assert_no_pool_scans(large)
+
+
+def test_review_queue_page_costs_the_same_at_two_pool_sizes(client_for, postgres):
+    template = write_triple(UserFactory(role=Role.ANNOTATOR, username="author"))
+    grow_revision_pool(template, 200, tag="small")
+    client = client_for(UserFactory(role=Role.ANNOTATOR, username="rev1"))
+    small = _get(client, reverse("curation:queue"))
+    grow_revision_pool(template, 20_000, tag="large")
+    response_sql = _get(client, reverse("curation:queue"))
+    assert len(small) == len(response_sql)
+    _assert_no_pool_scans(response_sql)
+    assert "100+ revisions waiting" in client.get(reverse("curation:queue")).content.decode()
+
+
+def _adjudication_pool(template, n, *, tag):
+    grow_answer_pool(template, n, tag=tag)
+    AnswerRecord.objects.filter(question__question_id__startswith=f"{tag}-").update(
+        status="needs_adjudication", adjudication_reason="no_majority"
+    )
+    analyze(AnswerRecord)
+
+
+def test_adjudication_queue_pages_by_keyset_at_the_same_cost_at_two_sizes(
+    client_for, lead, postgres
+):
+    template = AnswerRecordFactory(question__domain=DomainFactory(slug="supply_chain"))
+    _adjudication_pool(template, 60, tag="small")
+    client = client_for(lead)
+    url = reverse("answers:adjudication_queue")
+    small = _get(client, url)
+    first = client.get(url)
+    cursor = first.context["page"].next_cursor
+    seen = [r.public_id for r in first.context["page"]]
+    second = client.get(url, {"after": cursor})
+    seen += [r.public_id for r in second.context["page"]]
+    assert len(seen) == len(set(seen)) == 50
+    assert 'rel="next"' in second.content.decode() and 'rel="first"' in second.content.decode()
+
+    _adjudication_pool(template, 20_000, tag="large")
+    large = _get(client, url)
+    deep = _get(client, f"{url}?after={cursor}")
+    assert len(small) == len(large) == len(deep)
+    _assert_no_pool_scans(large + deep)
+    assert client.get(url, {"after": "not-a-cursor"}).status_code == 404
