@@ -5,7 +5,9 @@ matches the schema (status code documented, body shape, content type)."""
 import pytest
 import schemathesis
 from django.core.cache import cache
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from schemathesis.specs.openapi.checks import ignored_auth, positive_data_acceptance
@@ -25,9 +27,21 @@ def test_generated_requests_never_500_and_responses_match_the_schema(
     cache.clear()
     admin = make_user(Role.ADMIN, username="schemathesis-admin")
     _, raw = create_api_token(user=admin, name="schemathesis", scope="write")
-    schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", get_wsgi_application())
-    # NUL bytes are refused (400) by RejectNulBytesMiddleware before any view, by design.
-    schema.config.generation.update(allow_x00=False)
+    # Like Django's test client: the WSGI calls must not close the test's database connection.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", get_wsgi_application())
+        # NUL bytes are refused (400) by RejectNulBytesMiddleware before any view, by design.
+        schema.config.generation.update(allow_x00=False)
+        checked = _check_all(schema, token=raw)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    assert len(checked) >= 14, checked
+
+
+def _check_all(schema, *, token):
     checked = []
     for result in schema.get_all_operations():
         operation = result.ok()
@@ -37,9 +51,9 @@ def test_generated_requests_never_500_and_responses_match_the_schema(
         if operation.method.upper() != "GET":
             excluded.append(positive_data_acceptance)
 
-        _check_operation(operation, token=raw, excluded=excluded)
+        _check_operation(operation, token=token, excluded=excluded)
         checked.append(operation.label)
-    assert len(checked) >= 14, checked
+    return checked
 
 
 def _check_operation(operation, *, token, excluded):
