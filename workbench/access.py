@@ -159,7 +159,7 @@ ENTRIES: list[Entry] = [
     Entry("curation:verify", Kind.ACTION, EVERYONE),
     Entry("curation:queue", Kind.PAGE, ANNOTATORS),
     Entry("curation:next", Kind.PAGE, ANNOTATORS),
-    Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card",)),
+    Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card", "review-item")),
     # curation: leads
     Entry("curation:dashboard", Kind.PAGE, LEADS),
     Entry("curation:rereview", Kind.PAGE, LEADS),
@@ -178,12 +178,19 @@ ENTRIES: list[Entry] = [
     # answers: annotators label blind
     Entry("answers:queue", Kind.PAGE, ANNOTATORS, fragments=("queue-summary",)),
     Entry("answers:claim", Kind.ACTION, ANNOTATORS),
-    Entry("answers:item", Kind.PAGE, ANNOTATORS, fragments=("label-form",)),
+    Entry("answers:item", Kind.PAGE, ANNOTATORS, fragments=("label-form", "label-item")),
+    Entry("answers:skip", Kind.ACTION, ANNOTATORS),
+    Entry("answers:undo", Kind.ACTION, ANNOTATORS),
     Entry("answers:calibration", Kind.PAGE, ANNOTATORS),
     Entry("answers:calibration_start", Kind.ACTION, ANNOTATORS),
     # answers: leads
     Entry("answers:adjudication_queue", Kind.PAGE, LEADS, fragments=("adjudication-items",)),
-    Entry("answers:adjudicate", Kind.PAGE, LEADS, fragments=("adjudication-form",)),
+    Entry(
+        "answers:adjudicate",
+        Kind.PAGE,
+        LEADS,
+        fragments=("adjudication-form", "adjudication-item"),
+    ),
     Entry("answers:calibration_status", Kind.PAGE, LEADS),
     Entry("answers:calibration_set", Kind.PAGE, LEADS),
     Entry("answers:calibration_reference", Kind.PAGE, LEADS),
