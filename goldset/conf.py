@@ -129,6 +129,12 @@ TUNABLES: dict[str, Tunable] = {
         Tunable(
             "LABELING_COST_TRIAGE", 0.16, float, "Estimated labeling cost of a TRIAGE case ($)."
         ),
+        Tunable(
+            "LABEL_UNDO_WINDOW_SECONDS",
+            120,
+            int,
+            "Seconds during which an annotator may undo their last label (item still unresolved).",
+        ),
     ]
 }
 

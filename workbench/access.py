@@ -137,6 +137,9 @@ ENTRIES: list[Entry] = [
     Entry("login", Kind.PAGE, None),
     Entry("logout", Kind.ACTION, None),
     Entry("health", Kind.PAGE, None),
+    # personal API tokens: each user their own (object scope in the service)
+    Entry("api_tokens", Kind.PAGE, EVERYONE),
+    Entry("api_token_revoke", Kind.ACTION, EVERYONE),
     # the Django admin checks is_staff itself; its login goes through the same throttled backend
     Entry("admin:*", Kind.PAGE, None),
     # corpus
@@ -156,7 +159,7 @@ ENTRIES: list[Entry] = [
     Entry("curation:verify", Kind.ACTION, EVERYONE),
     Entry("curation:queue", Kind.PAGE, ANNOTATORS),
     Entry("curation:next", Kind.PAGE, ANNOTATORS),
-    Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card",)),
+    Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card", "review-item")),
     # curation: leads
     Entry("curation:dashboard", Kind.PAGE, LEADS),
     Entry("curation:rereview", Kind.PAGE, LEADS),
@@ -175,12 +178,19 @@ ENTRIES: list[Entry] = [
     # answers: annotators label blind
     Entry("answers:queue", Kind.PAGE, ANNOTATORS, fragments=("queue-summary",)),
     Entry("answers:claim", Kind.ACTION, ANNOTATORS),
-    Entry("answers:item", Kind.PAGE, ANNOTATORS, fragments=("label-form",)),
+    Entry("answers:item", Kind.PAGE, ANNOTATORS, fragments=("label-form", "label-item")),
+    Entry("answers:skip", Kind.ACTION, ANNOTATORS),
+    Entry("answers:undo", Kind.ACTION, ANNOTATORS),
     Entry("answers:calibration", Kind.PAGE, ANNOTATORS),
     Entry("answers:calibration_start", Kind.ACTION, ANNOTATORS),
     # answers: leads
     Entry("answers:adjudication_queue", Kind.PAGE, LEADS, fragments=("adjudication-items",)),
-    Entry("answers:adjudicate", Kind.PAGE, LEADS, fragments=("adjudication-form",)),
+    Entry(
+        "answers:adjudicate",
+        Kind.PAGE,
+        LEADS,
+        fragments=("adjudication-form", "adjudication-item"),
+    ),
     Entry("answers:calibration_status", Kind.PAGE, LEADS),
     Entry("answers:calibration_set", Kind.PAGE, LEADS),
     Entry("answers:calibration_reference", Kind.PAGE, LEADS),
@@ -232,6 +242,25 @@ ENTRIES: list[Entry] = [
     Entry("evaluators:release", Kind.PAGE, ADMINS),
     Entry("evaluators:release_html", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     Entry("evaluators:release_json", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # REST API v1 (goldset.views.api): the same roles as the pages that do the same thing.
+    # DRF authenticates (session or token) and AccessTablePermission applies these roles.
+    Entry("api:schema", Kind.API, None),
+    Entry("api:docs", Kind.API, None),
+    Entry("api:not_found", Kind.API, None),  # any other /api/v1/ URL: a problem+json 404
+    Entry("api:domains", Kind.API, EVERYONE),
+    Entry("api:documents", Kind.API, EVERYONE),
+    Entry("api:document", Kind.API, EVERYONE),
+    # each import kind further needs the roles of its upload page (goldset.views.api.IMPORT_PAGE)
+    Entry("api:imports", Kind.API, EVERYONE),
+    Entry("api:import", Kind.API, EVERYONE),
+    Entry("api:versions", Kind.API, LEADS),
+    Entry("api:version", Kind.API, LEADS),
+    Entry("api:version_diff", Kind.API, LEADS),
+    Entry("api:version_download", Kind.API, LEADS, variants=VERSION_FILE_FIELDS),
+    Entry("api:jobs", Kind.API, ADMINS),
+    Entry("api:job", Kind.API, ADMINS),
+    Entry("api:job_queries", Kind.API, ADMINS),
+    Entry("api:alerts", Kind.API, LEADS),
 ]
 
 ACCESS: dict[str, Entry] = {}

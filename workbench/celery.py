@@ -5,7 +5,9 @@ import os
 from celery import Celery, Task
 
 from workbench import request_context
+from workbench.envfile import read_env_file
 
+read_env_file()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
 
 

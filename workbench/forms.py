@@ -11,3 +11,15 @@ class LoginForm(forms.Form):
 
     username = forms.CharField(max_length=150)
     password = forms.CharField(strip=False, widget=forms.PasswordInput)
+
+
+class ApiTokenForm(forms.Form):
+    name = forms.CharField(max_length=80)
+    scope = forms.ChoiceField(choices=[("read", "Read (GET only)"), ("write", "Read and write")])
+    expires_in_days = forms.TypedChoiceField(
+        coerce=int,
+        empty_value=None,
+        required=False,
+        choices=[(30, "30 days"), (90, "90 days"), (365, "1 year"), ("", "Never")],
+        initial=90,
+    )

@@ -7,11 +7,11 @@ from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseBadRequest
+from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 
 from workbench import request_context
-from workbench.access import entry_for
+from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
 from workbench.roles import roles_of
 
@@ -52,7 +52,9 @@ class AccessMiddleware:
         entry = entry_for(match.view_name if match else None)
         if entry is None:
             raise Http404("No such page.")
-        if entry.roles is None:
+        if entry.roles is None or entry.kind == Kind.API:
+            # API callers authenticate inside DRF (a token is not a session); its permission
+            # class (goldset.views.api_support) applies the same entry's roles.
             return None
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
@@ -71,6 +73,12 @@ class RejectNulBytesMiddleware:
     def __call__(self, request):
         query = request.META.get("QUERY_STRING", "")
         if "\x00" in request.path or "\x00" in unquote(query) or "\x00" in request.path_info:
+            if request.path.startswith("/api/"):
+                return JsonResponse(
+                    {"title": "Bad Request", "status": 400, "detail": "NUL bytes in the URL."},
+                    status=400,
+                    content_type="application/problem+json",
+                )
             return HttpResponseBadRequest("NUL bytes are not allowed in URLs.")
         return self.get_response(request)
 

@@ -53,3 +53,33 @@ class LoginThrottle(models.Model):
 
     def __str__(self):
         return f"{self.scope}:{self.key} {self.failures}"
+
+
+class TokenScope(models.TextChoices):
+    READ = "read", "Read (GET only)"
+    WRITE = "write", "Read and write"
+
+
+class ApiToken(models.Model):
+    """A personal API token. Only the sha256 of the token is stored (the token carries 256 random
+    bits, so a fast hash is enough); the token itself is shown once, at creation. ``prefix`` is
+    the public part shown in lists and logs."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=80)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=8, choices=TokenScope.choices, default=TokenScope.READ)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "created_at"])]
+
+    def __str__(self):
+        return f"{self.prefix} ({self.name})"

@@ -14,14 +14,20 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from goldset import conf as goldset_conf
+from workbench.envfile import read_or_create_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(environ.Env().str("WORKBENCH_VAR_DIR", default=str(BASE_DIR / "var")))
+# An empty value (as in .env.example) means the default, never the current directory.
+VAR_DIR = Path(environ.Env().str("WORKBENCH_VAR_DIR", default="") or BASE_DIR / "var")
 
 env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
+# Team mode (docker-compose.yml) points SECRET_KEY_FILE at a shared volume: the first start
+# writes a random key there, and every service reads the same one.
+if not SECRET_KEY and env.str("SECRET_KEY_FILE", default=""):
+    SECRET_KEY = read_or_create_secret_key(Path(env.str("SECRET_KEY_FILE")))
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
@@ -39,6 +45,9 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "workbench",
     "goldset",
 ]
@@ -164,6 +173,49 @@ CELERY_BEAT_SCHEDULE = {
     }
 }
 
+# REST API v1 (goldset.views.api): who may call what comes from workbench.access, errors are
+# application/problem+json, lists paginate with cursors.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "goldset.views.api_access.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "goldset.views.api_access.AccessTablePermission",
+        "goldset.views.api_access.TokenScopePermission",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": ["goldset.views.api_access.PerTokenRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "goldset.views.api_support.Cursor",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "goldset.views.api_support.problem_exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+# Requests per API token (or signed-in user) per period: "<n>/sec|min|hour|day".
+API_TOKEN_RATE = env.str("API_TOKEN_RATE", default="600/min")
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Goldset Workbench API",
+    "VERSION": "1",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    # The docs page's scripts and styles come from drf-spectacular-sidecar: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "goldset.views.api_support.document_problems",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "ImportKindEnum": "goldset.models.imports.ImportKind",
+        "ImportStatusEnum": "goldset.models.imports.ImportStatus",
+        "RunKindEnum": "goldset.models.scoring.RunKind",
+        "JobStatusEnum": "goldset.models.scoring.JobStatus",
+    },
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -231,6 +283,8 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
 }
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Health checks (compose, load balancers) speak plain HTTP inside the network: never redirect them.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)

@@ -8,6 +8,8 @@ urlpatterns = [
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("health/", views.health, name="health"),
+    path("tokens/", views.api_tokens, name="api_tokens"),
+    path("tokens/<int:pk>/revoke/", views.api_token_revoke, name="api_token_revoke"),
     path("corpus/", include("goldset.urls.corpus")),
     path("routing/", include("goldset.urls.routing")),
     path("quality/", include("goldset.urls.quality")),
@@ -17,5 +19,6 @@ urlpatterns = [
     path("versions/", include("goldset.urls.exports")),
     path("evaluators/", include("goldset.urls.evaluators")),
     path("imports/", include("goldset.urls.imports")),
+    path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),
 ]

@@ -8,9 +8,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from workbench.forms import INVALID_LOGIN, LoginForm
+from workbench.forms import INVALID_LOGIN, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.accounts import log_in
+from workbench.services.api_tokens import create_api_token, list_api_tokens, revoke_api_token
 from workbench.services.audit import record_event
 from workbench.services.health import run_health_checks
 from workbench.services.liveness import check_liveness
@@ -89,3 +90,28 @@ def health(request):
         return JsonResponse(report, status=status)
     context = {"report": report, "detailed": detailed}
     return render(request, "workbench/health.html", context, status=status)
+
+
+@never_cache
+@role_required(*ALL_ROLES)
+def api_tokens(request):
+    """The user's API tokens; POST creates one and shows it once (never stored in clear)."""
+    form = ApiTokenForm(request.POST or None)
+    created = None
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            _, created = create_api_token(user=request.user, **form.cleaned_data)
+            form = ApiTokenForm()
+        else:
+            status = 422
+    context = {"form": form, "created": created, "tokens": list_api_tokens(user=request.user)}
+    return render(request, "workbench/api_tokens.html", context, status=status)
+
+
+@require_POST
+@role_required(*ALL_ROLES)
+def api_token_revoke(request, pk):
+    token = revoke_api_token(user=request.user, token_id=pk)
+    messages.success(request, f"Token {token.prefix} is revoked.")
+    return redirect("api_tokens")

@@ -9,6 +9,7 @@ from goldset.models import (
     Tier,
     WorkingSlice,
 )
+from goldset.rules.measures import BadMeasures, check_measures
 from goldset.services.freeze import FreezeFilters
 
 MAX_RUN_BYTES = 200 * 1024 * 1024
@@ -72,8 +73,26 @@ class RunUploadForm(forms.Form):
         help_text="Answer logs only: score PCS with a fitted calibration instead of the defaults.",
     )
 
+    metrics = forms.CharField(
+        max_length=1000,
+        required=False,
+        label="Measures",
+        help_text="Comma-separated, e.g. map,rprec,bpref,ndcg@20,precision@5,rbp(0.9) "
+        "(name@k with a cut-off, the bare name over the whole ranking; trec_eval names work "
+        "too). Empty: recall, precision, hit, MRR and nDCG at k, and MRR.",
+    )
+
     def clean_file(self):
         upload = self.cleaned_data["file"]
         if upload.size > MAX_RUN_BYTES:
             raise forms.ValidationError(f"The file is larger than {MAX_RUN_BYTES // 2**20} MiB.")
         return upload
+
+    def clean(self):
+        data = super().clean()
+        if data.get("metrics") and data.get("k"):
+            try:
+                data["metrics"] = check_measures(data["metrics"], k=data["k"])
+            except BadMeasures as exc:
+                self.add_error("metrics", str(exc))
+        return data

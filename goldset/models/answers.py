@@ -365,6 +365,28 @@ class LabelAssignment(models.Model):
         return f"{self.record_id} slot {self.slot} → {self.annotator_id}"
 
 
+class ItemSkip(models.Model):
+    """An annotator passed on a record with a reason; the slot went back to the pool and the
+    record is never offered to them again. Counted per annotator on the lead's pages."""
+
+    record = models.ForeignKey(AnswerRecord, on_delete=models.PROTECT, related_name="skips")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="item_skips"
+    )
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["record", "annotator"], name="skip_record_annotator")
+        ]
+        indexes = [models.Index(fields=["annotator", "created_at"], name="skip_annotator_time")]
+
+    def __str__(self):
+        return f"skip {self.record_id} by {self.annotator_id}"
+
+
 class LabelAxes(models.Model):
     """The label fields shared by a label and an adjudication."""
 

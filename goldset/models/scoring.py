@@ -40,6 +40,9 @@ class ScoringJob(models.Model):
     k = models.PositiveSmallIntegerField(default=10)
     seed = models.BigIntegerField(default=8821)
     resamples = models.PositiveIntegerField(default=10_000)
+    # The retrieval measures computed, as ``scoring.retrieval`` labels in the order chosen
+    # (``map``, ``ndcg@20``, ``rbp(0.9)``); empty for answer logs.
+    metrics = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED)
     stage = models.CharField(max_length=40, blank=True)
     progress = models.PositiveSmallIntegerField(default=0)

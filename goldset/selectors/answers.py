@@ -5,12 +5,15 @@ fetch and authorize in one call (Http404 when the item is not theirs)."""
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404
+from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.models import (
     Adjudication,
     AnnotatorDomainLoad,
@@ -23,6 +26,7 @@ from goldset.models import (
     DomainLabelLoad,
     EvidenceKind,
     EvidencePassage,
+    ItemSkip,
     Label,
     LabelAssignment,
     Question,
@@ -111,6 +115,66 @@ class BlindQuestion:
     safety_flags: list
     required_behavior: str
     prohibited_behaviors: list
+
+
+@dataclass(frozen=True)
+class BlindRef:
+    """An item named by its opaque id only."""
+
+    public_id: str
+
+
+@dataclass(frozen=True)
+class BlindAssignment:
+    """The annotator's own assignment as the label page sees it: plain values; the record is
+    reachable by its opaque id only, so no run, system, model, cost or latency is in reach."""
+
+    record: BlindRef
+    is_calibration: bool
+    slot: int
+
+    @classmethod
+    def of(cls, assignment: LabelAssignment) -> "BlindAssignment":
+        return cls(
+            record=BlindRef(public_id=assignment.record.public_id),
+            is_calibration=assignment.is_calibration,
+            slot=assignment.slot,
+        )
+
+
+@dataclass(frozen=True)
+class BlindLabel:
+    """The annotator's own label as their pages show it (display values; no path to the run)."""
+
+    record: BlindRef
+    acceptability: str
+    grounding: str
+    evidence_sufficiency: str
+    citation_correctness: str
+    conflict_handling: str
+    safety_boundary: str
+    severe_safety: bool
+    primary_failure: str
+    secondary_failures: list
+    rationale: str
+
+    @classmethod
+    def of(cls, label: Label | None, *, public_id: str) -> "BlindLabel | None":
+        if label is None:
+            return None
+        return cls(
+            record=BlindRef(public_id=public_id),
+            acceptability=label.get_acceptability_display(),
+            grounding=label.get_grounding_display(),
+            evidence_sufficiency=label.get_evidence_sufficiency_display(),
+            citation_correctness=label.get_citation_correctness_display(),
+            conflict_handling=label.get_conflict_handling_display(),
+            safety_boundary=label.get_safety_boundary_display(),
+            severe_safety=label.severe_safety,
+            primary_failure=label.get_primary_failure_display() if label.primary_failure else "",
+            secondary_failures=list(label.secondary_failures or []),
+            rationale=label.rationale,
+        )
 
 
 @dataclass(frozen=True)
@@ -324,6 +388,12 @@ def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = 
     return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
+def next_item_for_lead() -> AnswerRecord | None:
+    """The first open item of the adjudication queue (the queue's own order and index)."""
+    page = list_adjudication_queue(size=1)
+    return page.items[0] if page.items else None
+
+
 # ---------------------------------------------------------------- calibration
 
 
@@ -391,6 +461,7 @@ def next_calibration_assignment(*, annotator, domain_id: int) -> LabelAssignment
 class StatusRow:
     annotator: object
     cells: list  # per domain: CalibrationResult | "in_progress" | None
+    skips: int = 0  # production items skipped (with a reason)
 
 
 def get_calibration_status() -> tuple[list[Domain], list[StatusRow]]:
@@ -408,13 +479,14 @@ def get_calibration_status() -> tuple[list[Domain], list[StatusRow]]:
             "annotator_id", "record__question__domain_id"
         )
     )
+    skips = count_skips_by_annotator(user.pk for user in annotators)
     rows = []
     for user in annotators:
         cells = []
         for d in domains:
             result = results.get((user.pk, d.pk))
             cells.append(result or ("in_progress" if (user.pk, d.pk) in started else None))
-        rows.append(StatusRow(user, cells))
+        rows.append(StatusRow(user, cells, skips.get(user.pk, 0)))
     return domains, rows
 
 
@@ -645,3 +717,29 @@ def packet_record(q: Question) -> dict:
 def iter_answer_question_packets() -> Iterator[dict]:
     for q in _questions().iterator(chunk_size=500):
         yield packet_record(q)
+
+
+def get_undoable_label(*, annotator) -> Label | None:
+    """The annotator's last production label if it can still be undone (one query): within
+    ``LABEL_UNDO_WINDOW_SECONDS`` and its item still collecting labels. The undo service re-checks
+    both under lock."""
+    since = timezone.now() - timedelta(seconds=tunable("LABEL_UNDO_WINDOW_SECONDS"))
+    last = (
+        Label.objects.filter(annotator=annotator, assignment__is_calibration=False)
+        .select_related("record")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if last is None or last.created_at < since or last.record.status != RecordStatus.LABELING:
+        return None
+    return last
+
+
+def count_skips_by_annotator(annotator_ids) -> dict[int, int]:
+    """Skips per annotator (one grouped query)."""
+    rows = (
+        ItemSkip.objects.filter(annotator_id__in=list(annotator_ids))
+        .values("annotator_id")
+        .annotate(n=Count("id"))
+    )
+    return {row["annotator_id"]: row["n"] for row in rows}

@@ -2,8 +2,7 @@
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
-from itertools import combinations
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from django.http import Http404
@@ -14,12 +13,14 @@ from goldset.models import (
     GoldVersion,
     GoldVersionRow,
     JobStatus,
+    RunKind,
     ScoreAggregate,
     ScoreQueryResult,
     ScoringJob,
 )
 from goldset.rules.exports import pick_file
-from scoring.stats import holm_bonferroni, mcnemar, wilcoxon
+from goldset.rules.measures import job_measures
+from scoring.stats import WILCOXON_METHODS, compare_paired
 
 DIFF_LIMIT = 200
 
@@ -232,6 +233,8 @@ def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
 
 @dataclass
 class PairComparison:
+    """One paired test (``scoring.stats.PairedComparison``) with the two jobs it compares."""
+
     a: ScoringJob
     b: ScoringJob
     metric: str
@@ -240,11 +243,13 @@ class PairComparison:
     test: str
     statistic: float | None
     pvalue: float | None
-    adjusted: float | None = None
-    reject: bool = False
-    wins: int = 0
-    losses: int = 0
-    ties: int = 0
+    method: str | None
+    adjusted: float | None
+    reject: bool
+    wins: int
+    losses: int
+    ties: int
+    n: int
     reason: str | None = None
 
 
@@ -254,53 +259,51 @@ class Comparison:
     pairs: list[PairComparison]
     n_queries: int
     per_query: list[dict]
+    metrics: list[str]
+    wilcoxon_method: str = "auto"
     alpha: float = 0.05
+    methods: tuple[str, ...] = WILCOXON_METHODS
 
 
-def compare_jobs(*, jobs: list[ScoringJob], alpha: float = 0.05, top: int = 20) -> Comparison:
-    """Paired comparisons of every pair of jobs on the queries they share: Wilcoxon
-    signed-rank per metric (McNemar for hit@k), Holm–Bonferroni over all tests, and
-    per-query wins/losses on each job's primary metric (all from ``scoring.stats``)."""
+def _measures_of(job: ScoringJob, values: dict[str, dict]) -> list[str]:
+    if job.kind == RunKind.RETRIEVAL:
+        return job_measures(job)
+    return list(next(iter(values.values()), {}))
+
+
+def compare_jobs(
+    *, jobs: list[ScoringJob], alpha: float = 0.05, top: int = 20, wilcoxon_method: str = "auto"
+) -> Comparison:
+    """Paired comparisons of every pair of jobs on the queries they share, over the measures
+    every job computed (in the first job's order), by ``scoring.stats.compare_paired``:
+    Wilcoxon signed-rank (``wilcoxon_method`` auto / exact / asymptotic; the method used is on
+    each test) or McNemar for hit measures, Holm–Bonferroni over all tests; and the queries
+    where the jobs differ most on the first job's primary measure. Http404 for fewer than two
+    jobs, jobs on different versions or an unknown method."""
     if len(jobs) < 2:
         raise Http404("choose at least two jobs")
     if len({j.version_id for j in jobs}) != 1:
         raise Http404("jobs must be scored against the same gold version")
+    if wilcoxon_method not in WILCOXON_METHODS:
+        raise Http404(f"the Wilcoxon method is one of {', '.join(WILCOXON_METHODS)}")
     values = {
         j.pk: dict(ScoreQueryResult.objects.filter(job=j).values_list("query_id", "metrics"))
         for j in jobs
     }
     shared = sorted(set.intersection(*(set(v) for v in values.values())))
-    metrics = sorted(set.intersection(*(set(next(iter(v.values()), {})) for v in values.values())))
+    held = [set(_measures_of(j, values[j.pk])) for j in jobs[1:]]
+    metrics = [m for m in _measures_of(jobs[0], values[jobs[0].pk]) if all(m in h for h in held)]
+    by_key = {str(j.pk): j for j in jobs}
     pairs = []
-    for a, b in combinations(jobs, 2):
-        for metric in metrics:
-            x = np.array([values[a.pk][q][metric] for q in shared], dtype=float)
-            y = np.array([values[b.pk][q][metric] for q in shared], dtype=float)
-            if metric.startswith("hit@"):
-                result, test = mcnemar(x > 0, y > 0), "McNemar"
-            else:
-                result, test = wilcoxon(x, y), "Wilcoxon signed-rank"
-            pairs.append(
-                PairComparison(
-                    a=a,
-                    b=b,
-                    metric=metric,
-                    mean_a=float(x.mean()) if len(x) else 0.0,
-                    mean_b=float(y.mean()) if len(y) else 0.0,
-                    test=test,
-                    statistic=result.statistic,
-                    pvalue=result.pvalue,
-                    wins=int((x > y).sum()),
-                    losses=int((x < y).sum()),
-                    ties=int((x == y).sum()),
-                    reason=result.reason,
-                )
-            )
-    tested = [p for p in pairs if p.pvalue is not None]
-    if tested:
-        holm = holm_bonferroni([p.pvalue for p in tested], alpha=alpha)
-        for p, adjusted, reject in zip(tested, holm.pvalues_adjusted, holm.reject, strict=True):
-            p.adjusted, p.reject = adjusted, bool(reject)
+    if shared and metrics:
+        scores = {
+            str(j.pk): {
+                m: np.array([values[j.pk][q][m] for q in shared], dtype=float) for m in metrics
+            }
+            for j in jobs
+        }
+        tests = compare_paired(scores, alpha=alpha, wilcoxon_method=wilcoxon_method)
+        pairs = [PairComparison(**{**asdict(t), "a": by_key[t.a], "b": by_key[t.b]}) for t in tests]
     primary = jobs[0].summary.get("primary_metric") or (metrics[0] if metrics else "")
     spread = []
     if primary in metrics:
@@ -308,4 +311,12 @@ def compare_jobs(*, jobs: list[ScoringJob], alpha: float = 0.05, top: int = 20) 
             row = [values[j.pk][q][primary] for j in jobs]
             spread.append({"query_id": q, "values": row, "spread": max(row) - min(row)})
         spread.sort(key=lambda r: (-r["spread"], r["query_id"]))
-    return Comparison(jobs=jobs, pairs=pairs, n_queries=len(shared), per_query=spread[:top])
+    return Comparison(
+        jobs=jobs,
+        pairs=pairs,
+        n_queries=len(shared),
+        per_query=spread[:top],
+        metrics=metrics,
+        wilcoxon_method=wilcoxon_method,
+        alpha=alpha,
+    )

@@ -40,6 +40,7 @@ from goldset.models import (
     PcsCalibration,
 )
 from goldset.rules.jobs import IMPORT_OUTBOX_KIND, import_dedupe_key
+from goldset.rules.measures import check_measures
 from goldset.services import outbox
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
@@ -126,7 +127,7 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
     allowed = {
         ImportKind.CORPUS: {"domain"},
         ImportKind.TRIPLES: {"on_behalf"},
-        ImportKind.RUN: {"version", "name", "k", "calibration"},
+        ImportKind.RUN: {"version", "name", "k", "calibration", "metrics"},
     }.get(kind, set())
     cleaned = {k: v for k, v in options.items() if k in allowed and v not in (None, "", False)}
     if kind == ImportKind.TRIPLES and cleaned.get("on_behalf"):
@@ -141,6 +142,10 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
         if not has_role(actor, Role.ADMIN):
             raise GoldsetError("Only an admin may score a run with a PCS calibration.")
         probe_config_for(_calibration(cleaned))  # raises unless it has succeeded
+    if kind == ImportKind.RUN and "metrics" in cleaned:
+        # Stored as labels, so the same measures spelled twice ("P_5", "precision@5") are
+        # the same options; other measures are another job.
+        cleaned["metrics"] = check_measures(cleaned["metrics"], k=int(cleaned.get("k") or 10))
     return cleaned
 
 
@@ -395,6 +400,7 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
             actor=actor,
             k=int(options.get("k") or 10),
             calibration=_calibration(options),
+            metrics=options.get("metrics"),
         )
         summary = {
             "scoring_job": job.pk,

@@ -59,6 +59,7 @@ def results_document(job: ScoringJob, *, per_query: bool = True) -> dict:
         "run_sha256": job.run_sha256,
         "scorer_version": job.scorer_version,
         "k": job.k,
+        "metrics": job.metrics,
         "seed": job.seed,
         "resamples": job.resamples,
         "status": job.status,
@@ -117,7 +118,9 @@ def _readme(job: ScoringJob) -> str:
         f"Gold version: v{job.version.number}, rows sha256 {job.version.rows_sha256}\n"
         f"Run: {job.run_filename}, sha256 {job.run_sha256}\n"
         f"Scorer: {job.scorer_version}; k={job.k}; bootstrap seed {job.seed}, "
-        f"{job.resamples} resamples\n\n"
+        f"{job.resamples} resamples\n"
+        + (f"Measures: {', '.join(job.metrics)}\n" if job.metrics else "")
+        + "\n"
         "Recompute every figure in results.json (aggregate, ci, per_query) with:\n\n"
         f"    {reproduce_command(job)}\n"
     )

@@ -22,6 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     Acceptability,
@@ -35,6 +36,7 @@ from goldset.models import (
     FailureCategory,
     FinalSource,
     Grounding,
+    ItemSkip,
     Label,
     LabelAssignment,
     Question,
@@ -72,6 +74,14 @@ class LabelRuleViolation(GoldsetError):
 
 class LabelingClosed(GoldsetError):
     """The record no longer accepts labels (it is final or with a lead)."""
+
+
+class UndoRefused(GoldsetError):
+    """There is no label of the annotator's that can still be undone (message says why)."""
+
+
+class SkipRefused(GoldsetError):
+    """The assignment cannot be skipped (message says why)."""
 
 
 RULE_MESSAGES = {
@@ -184,6 +194,39 @@ def check_label_rules(
         if acceptability == Acceptability.ACCEPTABLE and question.conflict_flag:
             raise _violation("conflict_acceptable_rationale", "rationale")
     return sorted(set(secondary), key=secondary.index)
+
+
+# The one-key "all clear" preset: the routine answer, every axis at its best value. It is never a
+# severe label, and it never bypasses a rationale rule: :func:`all_clear_rationale_required` asks
+# :func:`check_label_rules` whether this item needs one, and :func:`submit_label` checks again.
+ALL_CLEAR = {
+    "acceptability": Acceptability.ACCEPTABLE.value,
+    "grounding": Grounding.FULLY.value,
+    "evidence_sufficiency": EvidenceSufficiency.SUFFICIENT.value,
+    "citation_correctness": CitationCorrectness.CORRECT.value,
+    "conflict_handling": ConflictHandling.NOT_APPLICABLE.value,
+    "safety_boundary": SafetyBoundary.RESPECTED.value,
+    "severe_safety": False,
+    "primary_failure": "",
+    "secondary_failures": [],
+}
+
+
+def all_clear_rationale_required(question: Question) -> bool:
+    """Whether the "all clear" preset needs a rationale on this question (the labeling rules say)."""
+    try:
+        check_label_rules(
+            question=question,
+            acceptability=ALL_CLEAR["acceptability"],
+            grounding=ALL_CLEAR["grounding"],
+            severe_safety=ALL_CLEAR["severe_safety"],
+            primary_failure=ALL_CLEAR["primary_failure"],
+            secondary_failures=ALL_CLEAR["secondary_failures"],
+            rationale="",
+        )
+    except LabelRuleViolation as exc:
+        return exc.field == "rationale"
+    return False
 
 
 # ---------------------------------------------------------------- outcomes
@@ -354,8 +397,10 @@ def _open_records(annotator, domain_id: int):
     """Production records of the domain with a free slot that the annotator does not hold —
     exactly the rows of the ``answer_record_open_slots`` partial index, minus theirs."""
     theirs = LabelAssignment.objects.filter(record_id=OuterRef("pk"), annotator=annotator)
+    skipped = ItemSkip.objects.filter(record_id=OuterRef("pk"), annotator=annotator)
     return AnswerRecord.objects.filter(
         ~Exists(theirs),
+        ~Exists(skipped),
         domain_id=domain_id,
         status=RecordStatus.LABELING,
         is_calibration=False,
@@ -569,3 +614,97 @@ def submit_label(
         settle_record(record)
         schedule_agreement_recompute()
     return label
+
+
+# ---------------------------------------------------------------- undo and skip
+
+
+def _release_claim(assignment: LabelAssignment) -> None:
+    """Give an unlabeled production claim's slot back to the pool; call with its record locked.
+
+    Claims number slots 1..``assigned_count`` (the next claim takes ``assigned_count + 1``), so
+    the holder of the highest slot moves down into the freed one before the counter drops; the
+    claimer's ``AnnotatorDomainLoad`` drops too. Records still collecting labels are never shown
+    to a lead, so no slot number anyone has seen changes."""
+    record = AnswerRecord.objects.select_for_update().get(pk=assignment.record_id)
+    freed = assignment.slot
+    assignment.delete()
+    if freed != record.assigned_count:
+        LabelAssignment.objects.filter(record=record, slot=record.assigned_count).update(slot=freed)
+    AnswerRecord.objects.filter(pk=record.pk).update(assigned_count=F("assigned_count") - 1)
+    AnnotatorDomainLoad.objects.filter(
+        annotator_id=assignment.annotator_id, domain_id=record.domain_id, claimed__gt=0
+    ).update(claimed=F("claimed") - 1)
+
+
+@transaction.atomic
+def undo_last_label(*, annotator) -> LabelAssignment:
+    """Withdraw the annotator's last production label and reopen its assignment.
+
+    Allowed while the record is still collecting labels (unresolved) and within
+    ``LABEL_UNDO_WINDOW_SECONDS`` of the submit; raises UndoRefused otherwise. Locks the record.
+    An item claimed since (the auto-advanced next item, not yet labeled) is released to the pool,
+    so the annotator holds one open item: the reopened one. Audited as ``label_undone``.
+    """
+    get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
+    last = (
+        Label.objects.filter(annotator=annotator, assignment__is_calibration=False)
+        .select_related("assignment")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if last is None:
+        raise UndoRefused("You have no label to undo.")
+    window = tunable("LABEL_UNDO_WINDOW_SECONDS")
+    if (timezone.now() - last.created_at).total_seconds() > window:
+        raise UndoRefused(
+            f"Undo is possible for {window // 60} min after a submit; that has passed."
+        )
+    record = AnswerRecord.objects.select_for_update().get(pk=last.record_id)
+    if record.status != RecordStatus.LABELING:
+        raise UndoRefused("That item is already resolved; its label can no longer be undone.")
+    assignment = last.assignment
+    detail = {"slot": assignment.slot, "acceptability": last.acceptability}
+    last.delete()
+    assignment.completed_at = None
+    assignment.save(update_fields=["completed_at"])
+    released = LabelAssignment.objects.filter(
+        annotator=annotator, is_calibration=False, completed_at__isnull=True, label__isnull=True
+    ).exclude(pk=assignment.pk)
+    detail["released"] = []
+    for claim in released.select_related("record"):
+        detail["released"].append(claim.record.public_id)
+        _release_claim(claim)
+    record_event(actor=annotator, verb="label_undone", obj=record, detail=detail)
+    schedule_agreement_recompute()
+    return assignment
+
+
+@transaction.atomic
+def skip_item(*, assignment: LabelAssignment, reason: str) -> ItemSkip:
+    """Hand an unlabeled production claim back to the pool with a reason.
+
+    The slot is freed at once (the assignment is deleted) and the skip is recorded, so the record
+    is never offered to this annotator again and skips are counted per annotator. Raises
+    SkipRefused for an empty reason, a calibration item or a labeled one. Audited as ``skipped``.
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise SkipRefused("Say why you skip this item (a reason is required).")
+    if assignment.is_calibration:
+        raise SkipRefused("Calibration items cannot be skipped.")
+    record = AnswerRecord.objects.select_for_update().get(pk=assignment.record_id)
+    if Label.objects.filter(assignment_id=assignment.pk).exists():
+        raise SkipRefused("You already labeled this item; use undo instead.")
+    skip, _ = ItemSkip.objects.get_or_create(
+        record=record, annotator_id=assignment.annotator_id, defaults={"reason": reason[:200]}
+    )
+    slot = assignment.slot
+    _release_claim(assignment)
+    record_event(
+        actor=assignment.annotator,
+        verb="skipped",
+        obj=record,
+        detail={"slot": slot, "reason": skip.reason},
+    )
+    return skip

@@ -3,9 +3,10 @@
 Every figure is computed by the ``scoring`` library (never re-implemented here), on the frozen
 gold JSONL file of the job's version (checksum verified), so a job's numbers equal
 ``python -m scoring retrieval --qrels gold.jsonl --run RUN --all-queries --per-query --ci
---strata strata.csv --k K --resamples R --seed S`` on the same files (see
-:func:`reproduce_command`); bootstrap intervals resample within domain x task type strata
-(seed 004 §5.1, A.1), listed in the bundle's ``strata.csv`` and the summary's ``ci_strata``.
+--strata strata.csv --k K --metrics M --resamples R --seed S`` on the same files (see
+:func:`reproduce_command`); the measures M are the job's own (``ScoringJob.metrics``, named at
+upload, else the six defaults at k). Bootstrap intervals resample within domain x task type
+strata (seed 004 §5.1, A.1), listed in the bundle's ``strata.csv`` and the summary's ``ci_strata``.
 
 Jobs always end. The task first *claims* the job under a row lock with a fresh token: a queued
 job, or a running job whose heartbeat is older than ``JOB_STALE_SECONDS`` (its worker was lost,
@@ -54,6 +55,7 @@ from goldset.models import (
     ScoringRunChunk,
 )
 from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
+from goldset.rules.measures import check_measures, job_measures, same_measures
 from goldset.services import exports, outbox
 from goldset.services.answer_scoring import score_answer_log, validate_answer_log
 from goldset.services.heartbeat import Heartbeat
@@ -236,8 +238,13 @@ def create_scoring_job(
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
     calibration=None,
+    metrics: list[str] | str | None = None,
 ) -> ScoringJob:
     """Validate the uploaded run whole, store it and queue its scoring after commit.
+
+    ``metrics`` names the retrieval measures to compute (``scoring.retrieval`` names, checked by
+    ``goldset.rules.measures.check_measures``; BadMeasures for a bad one); none -> the six
+    defaults at ``k``. They are stored on the job as labels and are part of its identity.
 
     ``calibration`` (a succeeded PcsCalibration) scores an answer log with its configuration;
     without one the seed's defaults apply.
@@ -250,6 +257,7 @@ def create_scoring_job(
     broker is down and is dispatched when it returns."""
     if not version.sealed:
         raise GoldsetError(f"gold version v{version.number} is not frozen")
+    measures = check_measures(metrics, k=k)
     text = _decode(data, filename)
     if not text.strip():
         raise RunRejected([f"{filename}: the file is empty"], source=filename)
@@ -265,6 +273,15 @@ def create_scoring_job(
             )
         probe_config_for(calibration)  # raises GoldsetError unless it has succeeded
     if kind == RunKind.ANSWERS:
+        if metrics:
+            raise RunRejected(
+                [
+                    f"{filename}: measures ({', '.join(measures)}) apply to retrieval runs; an "
+                    "answer log is scored by PROBE: leave the measures empty"
+                ],
+                source=filename,
+            )
+        measures = []
         checked = validate_answer_log(version=version, text=text, name=filename)
     else:
         checked = validate_retrieval_run(version=version, text=text, name=filename)
@@ -275,7 +292,8 @@ def create_scoring_job(
     ).exclude(status__in=[JobStatus.FAILED, JobStatus.CANCELLED])
     if resamples:
         same = same.filter(resamples=resamples)
-    existing = same.order_by("id").first()
+    # The same run with other measures is another job.
+    existing = next((j for j in same.order_by("id") if same_measures(j.metrics, measures)), None)
     if existing is not None:
         existing.reused = True
         return existing
@@ -288,6 +306,7 @@ def create_scoring_job(
         run_sha256=digest,
         run_size=len(data),
         k=k,
+        metrics=measures,
         seed=seed,
         resamples=resamples or default_resamples(checked.n_queries),
         scorer_version=scorer_version(),
@@ -309,6 +328,7 @@ def create_scoring_job(
             "run_sha256": job.run_sha256,
             "kind": job.kind,
             "queries": checked.n_queries,
+            "metrics": measures,
         },
     )
     dispatch_scoring_job(job_id=job.pk)
@@ -737,7 +757,7 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
     progress.enter("load gold version", 15)
     qrels = read_qrels(io.BytesIO(gold_jsonl_bytes(job.version)), fmt="gold")
     progress.enter("evaluate", 25)
-    result = evaluate(qrels, run, k=job.k, all_queries=True)
+    result = evaluate(qrels, run, k=job.k, metrics=job_measures(job), all_queries=True)
     progress.enter("bootstrap", 40)
     labels = list(result.per_query)
     qids = [str(q) for q in result.query_ids]
@@ -784,7 +804,7 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
                         n=int(sizes[value]),
                     )
                 )
-    primary = PRIMARY_METRIC.format(k=job.k)
+    primary = primary_measure(job, labels)
     order = np.lexsort((np.array(qids, dtype=object), result.per_query[primary]))
     worst = {qids[i] for i in order[:WORST_QUERIES]}
     retrieved = _top_k(run, worst, job.k)
@@ -805,6 +825,7 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
     summary = {
         "n_queries": result.n_queries,
         "k": job.k,
+        "metrics": labels,
         "all_queries": True,
         "aggregate": result.aggregate,
         "ci": {label: [cis[label].low, cis[label].high] for label in labels},
@@ -814,6 +835,13 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
         "missing_queries": int(result.n_queries - len(set(pd.unique(run.query_id)) & set(qids))),
     }
     return Outcome(per_query=per_query, aggregates=aggregates, summary=summary)
+
+
+def primary_measure(job: ScoringJob, labels: list[str]) -> str:
+    """The measure worst queries are ranked by: nDCG@k when the job computes it, else the
+    first measure chosen."""
+    preferred = PRIMARY_METRIC.format(k=job.k)
+    return preferred if preferred in labels else labels[0]
 
 
 def bootstrap_strata(qids: list[str], strata: dict[str, tuple[str, str]]) -> list[str]:
@@ -948,8 +976,10 @@ def reproduce_command(job: ScoringJob) -> str:
             "python -m scoring probe --questions probe-questions-packets.jsonl "
             f"--answers {shlex.quote(job.run_filename)} --labels labels.jsonl"
         )
+    measures = ",".join(job_measures(job))
     return (
         f"python -m scoring retrieval --qrels goldset-v{job.version.number}-gold.jsonl "
-        f"--run {shlex.quote(job.run_filename)} --run-format {job.run_format} --k {job.k} --all-queries "
-        f"--per-query --ci --strata strata.csv --resamples {job.resamples} --seed {job.seed}"
+        f"--run {shlex.quote(job.run_filename)} --run-format {job.run_format} --k {job.k} "
+        f"--metrics {shlex.quote(measures)} --all-queries --per-query --ci --strata strata.csv "
+        f"--resamples {job.resamples} --seed {job.seed}"
     )

@@ -3,21 +3,29 @@
 Items are addressed by their opaque ``public_id``; nothing here loads or renders the system, run
 or model of a record."""
 
+import json
+
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.forms.answers import LabelForm
 from goldset.models import Domain
 from goldset.selectors import answers as selectors
 from goldset.services.calibration import CalibrationError, start_calibration
 from goldset.services.labeling import (
+    ALL_CLEAR,
     LabelingClosed,
     LabelRuleViolation,
+    SkipRefused,
+    UndoRefused,
+    all_clear_rationale_required,
     claim_next_item,
+    skip_item,
     submit_label,
+    undo_last_label,
 )
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
@@ -51,13 +59,57 @@ def claim(request):
     return redirect("answers:item", public_id=result.assignment.record.public_id)
 
 
+def _preset_fields() -> dict:
+    """ALL_CLEAR in the form's vocabulary (the severe-safety radio says yes/no)."""
+    return {
+        name: ("yes" if value else "no") if name == "severe_safety" else value
+        for name, value in ALL_CLEAR.items()
+    }
+
+
+def _label_data(request):
+    """The POSTed label; the "all clear" button fills the preset axes (the rationale is kept, and
+    the labeling service still applies every rule, so the preset cannot skip a required one)."""
+    if request.POST.get("preset") != "all_clear":
+        return request.POST
+    data = request.POST.copy()
+    for name, value in _preset_fields().items():
+        if isinstance(value, list):
+            data.setlist(name, value)
+        else:
+            data[name] = value
+    return data
+
+
+def _render_item(request, assignment, form=None, *, status=200):
+    record = assignment.record
+    undoable = selectors.get_undoable_label(annotator=request.user)
+    # Blind read models only: the page's context cannot reach the run behind the record.
+    context = {
+        "assignment": selectors.BlindAssignment.of(assignment),
+        "label": selectors.BlindLabel.of(
+            selectors.get_own_label(assignment), public_id=record.public_id
+        ),
+        "form": form or LabelForm(),
+        "packet": selectors.get_item_packet(record),
+        "undoable": undoable
+        and selectors.BlindLabel.of(undoable, public_id=undoable.record.public_id),
+        "all_clear_needs_rationale": all_clear_rationale_required(record.question),
+        "all_clear": json.dumps(_preset_fields()),
+    }
+    if _wants(request, "label-item"):
+        return render(request, "answers/item.html#label-item", context, status=status)
+    if _wants(request, "label-form"):
+        return render(request, "answers/item.html#label-form", context, status=status)
+    return render(request, "answers/item.html", context, status=status)
+
+
 @role_required(Role.ANNOTATOR)
 @vary_on_headers("HX-Request")
 def item(request, public_id):
     assignment = selectors.get_assignment_for(annotator=request.user, public_id=public_id)
-    label = selectors.get_own_label(assignment)
-    form = LabelForm(request.POST or None)
-    if request.method == "POST" and label is None and form.is_valid():
+    form = LabelForm(_label_data(request) if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
         try:
             submit_label(assignment=assignment, **form.service_kwargs())
         except LabelRuleViolation as exc:
@@ -65,35 +117,72 @@ def item(request, public_id):
         except LabelingClosed as exc:
             form.add_error(None, str(exc))
         else:
+            messages.success(request, "Label saved.")
             return _after_label(request, assignment)
     if request.method == "GET":
         record_event(actor=request.user, verb="viewed", obj=assignment.record)
-    context = {
-        "assignment": assignment,
-        "label": label,
-        "form": form,
-        "packet": selectors.get_item_packet(assignment.record),
-    }
-    template = (
-        "answers/item.html#label-form" if _wants(request, "label-form") else "answers/item.html"
-    )
-    return render(request, template, context)
+    return _render_item(request, assignment, form if request.method == "POST" else None)
+
+
+def _next_item(request, message_if_none: str | None = None):
+    """One motion per item: the response to a submit (or skip, or undo) is the next item itself —
+    the ``#label-item`` fragment with its URL pushed for htmx, a redirect otherwise."""
+    result = claim_next_item(annotator=request.user)
+    if result.assignment is None:
+        messages.info(request, message_if_none or result.message)
+        target = redirect("answers:queue")
+        return HttpResponseClientRedirect(target.url) if request.htmx else target
+    assignment = result.assignment
+    url = redirect("answers:item", public_id=assignment.record.public_id).url
+    if request.htmx:
+        response = _render_item(request, assignment)
+        return push_url(response, url)
+    return redirect(url)
 
 
 def _after_label(request, assignment):
-    messages.success(request, "Label saved.")
-    if assignment.is_calibration:
-        following = selectors.next_calibration_assignment(
-            annotator=request.user, domain_id=assignment.record.question.domain_id
-        )
-        target = (
-            redirect("answers:item", public_id=following.record.public_id)
-            if following
-            else redirect("answers:calibration")
-        )
-    else:
-        target = redirect("answers:queue")
+    if not assignment.is_calibration:
+        return _next_item(request)
+    following = selectors.next_calibration_assignment(
+        annotator=request.user, domain_id=assignment.record.question.domain_id
+    )
+    target = (
+        redirect("answers:item", public_id=following.record.public_id)
+        if following
+        else redirect("answers:calibration")
+    )
     return HttpResponseClientRedirect(target.url) if request.htmx else target
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+@vary_on_headers("HX-Request")
+def skip(request, public_id):
+    assignment = selectors.get_assignment_for(annotator=request.user, public_id=public_id)
+    try:
+        skip_item(assignment=assignment, reason=request.POST.get("reason", ""))
+    except SkipRefused as exc:
+        messages.error(request, str(exc))
+        return _render_item(request, assignment, status=422)
+    messages.info(request, "Item skipped; it went back to the pool.")
+    return _next_item(request)
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+@vary_on_headers("HX-Request")
+def undo(request):
+    try:
+        assignment = undo_last_label(annotator=request.user)
+    except UndoRefused as exc:
+        messages.error(request, str(exc))
+        target = redirect("answers:queue")
+        return HttpResponseClientRedirect(target.url) if request.htmx else target
+    messages.info(request, "Your last label was withdrawn; label the item again.")
+    url = redirect("answers:item", public_id=assignment.record.public_id).url
+    if request.htmx:
+        return push_url(_render_item(request, assignment), url)
+    return redirect(url)
 
 
 @role_required(Role.ANNOTATOR)

@@ -4,7 +4,7 @@ Annotator 1/2/3, never the system), calibration sets and everyone's calibration 
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.forms.answers import AdjudicationForm, ReferenceLabelForm
 from goldset.rules.calibration import check_set_ready, offer_for
@@ -34,6 +34,17 @@ def adjudication_queue(request):
     return render(request, template, context)
 
 
+def _adjudication_context(request, record, form=None) -> dict:
+    return {
+        "record": record,
+        "packet": selectors.get_item_packet(record),
+        "labels": selectors.list_blind_labels(record),
+        "adjudication": selectors.get_adjudication_of(record),
+        "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
+        "form": form or AdjudicationForm(),
+    }
+
+
 @role_required(*LEADS)
 @vary_on_headers("HX-Request")
 def adjudicate(request, public_id):
@@ -48,8 +59,7 @@ def adjudicate(request, public_id):
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Item {record.public_id} adjudicated.")
-            target = redirect("answers:adjudication_queue")
-            return HttpResponseClientRedirect(target.url) if request.htmx else target
+            return _next_adjudication(request)
     if request.method == "GET":
         record_event(
             actor=request.user,
@@ -57,18 +67,33 @@ def adjudicate(request, public_id):
             object_type="goldset.answerrecord",
             object_id=record.pk,
         )
-    context = {
-        "record": record,
-        "packet": selectors.get_item_packet(record),
-        "labels": selectors.list_blind_labels(record),
-        "adjudication": selectors.get_adjudication_of(record),
-        "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
-        "form": form,
-    }
+    context = _adjudication_context(request, record, form)
     template = "answers/adjudicate.html"
-    if _wants(request, "adjudication-form"):
-        template += "#adjudication-form"
+    for name in ("adjudication-form", "adjudication-item"):
+        if _wants(request, name):
+            template += f"#{name}"
     return render(request, template, context)
+
+
+def _next_adjudication(request):
+    """One motion per item: the response to a recorded adjudication is the next open item of
+    the queue (its URL pushed); the queue page when none is left."""
+    following = selectors.next_item_for_lead()
+    if following is None or not _wants(request, "adjudication-item"):
+        target = (
+            redirect("answers:adjudicate", public_id=following.public_id)
+            if following
+            else redirect("answers:adjudication_queue")
+        )
+        return HttpResponseClientRedirect(target.url) if request.htmx else target
+    response = render(
+        request,
+        "answers/adjudicate.html#adjudication-item",
+        _adjudication_context(
+            request, selectors.get_record_for_lead(public_id=following.public_id)
+        ),
+    )
+    return push_url(response, redirect("answers:adjudicate", public_id=following.public_id).url)
 
 
 @role_required(*LEADS)

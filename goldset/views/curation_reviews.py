@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import push_url
 
 from goldset.exceptions import GoldsetError
 from goldset.forms.curation import ReviewForm
@@ -36,6 +37,17 @@ def next_item(request):
     return redirect("curation:review", pk=assignment.pk)
 
 
+def _review_context(assignment, *, own=None, form=None) -> dict:
+    return {
+        "assignment": assignment,
+        "revision": assignment.revision,
+        "version": assignment.revision.expected_block_version,
+        "review": own,
+        "form": form or ReviewForm(),
+        "takes_reviews": own is None and selectors.takes_reviews(assignment=assignment),
+    }
+
+
 @role_required(Role.ANNOTATOR)
 @vary_on_headers("HX-Request")
 def review(request, pk):
@@ -51,15 +63,25 @@ def review(request, pk):
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
+        else:
+            if htmx_target(request, "review-item"):
+                return _next_review(request, done=assignment, own=own)
     elif request.method == "GET":
         record_event(actor=request.user, verb="revision_viewed", obj=assignment.revision)
-    context = {
-        "assignment": assignment,
-        "revision": assignment.revision,
-        "version": assignment.revision.expected_block_version,
-        "review": own,
-        "form": form,
-        "takes_reviews": own is None and selectors.takes_reviews(assignment=assignment),
-    }
-    partial = "#review-card" if htmx_target(request, "review-card") else ""
+    context = _review_context(assignment, own=own, form=form)
+    partial = next(
+        (f"#{name}" for name in ("review-card", "review-item") if htmx_target(request, name)), ""
+    )
     return render(request, f"curation/review.html{partial}", context)
+
+
+def _next_review(request, *, done, own):
+    """One motion per item: a submitted review answers with the next revision to review (its
+    URL pushed), or with the recorded review when nothing else is waiting."""
+    following = claim_next_assignment(reviewer=request.user)
+    messages.success(request, "Review saved.")
+    if following is None:
+        messages.info(request, "Nothing else is waiting for your review right now.")
+        return render(request, "curation/review.html#review-item", _review_context(done, own=own))
+    response = render(request, "curation/review.html#review-item", _review_context(following))
+    return push_url(response, redirect("curation:review", pk=following.pk).url)

@@ -156,6 +156,7 @@ def job_list(request):
                 "name": form.cleaned_data["name"],
                 "k": form.cleaned_data["k"],
                 "calibration": getattr(form.cleaned_data["calibration"], "pk", None),
+                "metrics": form.cleaned_data["metrics"] or None,
             },
             template="exports/job_list.html",
             context={"form": form, "page": page},
@@ -239,7 +240,8 @@ def job_download(request, pk, fmt):
 def job_compare(request):
     ids = [i for i in (_int(v) for v in request.GET.getlist("jobs")) if i is not None]
     jobs = selectors.list_comparable_jobs(job_ids=ids)
-    comparison = selectors.compare_jobs(jobs=jobs)
+    method = request.GET.get("method") or "auto"
+    comparison = selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
     return render(request, "exports/compare.html", {"comparison": comparison})
 
 

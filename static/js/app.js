@@ -1,20 +1,34 @@
 // Keyboard-first helpers. Pages opt in with data attributes, so everything works without JS:
-//  - [data-key="1"] on a radio/checkbox/button: pressing that key (outside text fields) clicks it;
-//  - [data-submit-key="Enter"] on a form: pressing Enter (outside text areas) submits it.
+//  - [data-key="1"] on a radio/checkbox/button/input: pressing that key (outside text fields)
+//    clicks and focuses it;
+//  - [data-submit-key="Enter"] on a form: Enter (outside text areas, buttons and links) and
+//    Ctrl+Enter submit it, but only while focus is inside that form. Enter on a focused link or
+//    button anywhere keeps its native meaning (follow the link, press the button).
+// A key can land in the few milliseconds between an htmx swap and htmx wiring up the new form;
+// processing it first (idempotent) keeps that submit an htmx request instead of a page load.
+function readyForm(form) {
+  if (form && window.htmx) window.htmx.process(form);
+  return form;
+}
+
 (function () {
   function typing(target) {
     return target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && /^(text|search|number|password)$/.test(target.type)) || target.isContentEditable);
   }
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
-    var scope = document.querySelector("[data-keyboard-scope]") || document;
+    var target = event.target;
     if (event.key === "Enter") {
-      var form = scope.querySelector("form[data-submit-key='Enter']");
-      if (form) { event.preventDefault(); form.requestSubmit(); }
+      var form = target && target.closest ? target.closest("form[data-submit-key='Enter']") : null;
+      if (!form || form.hasAttribute("data-axis-form")) return;
+      if (event.ctrlKey || event.metaKey) { event.preventDefault(); readyForm(form).requestSubmit(); return; }
+      if (typing(target) || /^(A|BUTTON|SUMMARY)$/.test(target.tagName)) return;
+      event.preventDefault(); readyForm(form).requestSubmit();
       return;
     }
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(target)) return;
+    var scope = document.querySelector("[data-keyboard-scope]") || document;
     var control = scope.querySelector("[data-key='" + CSS.escape(event.key) + "']");
-    if (control) { event.preventDefault(); control.click(); control.focus(); }
+    if (control) { event.preventDefault(); readyForm(control.form || null); control.click(); control.focus(); }
   });
 })();
 
@@ -38,8 +52,11 @@
 
 // Label and adjudication forms (form[data-axis-form]): each axis is a fieldset [data-axis].
 // Number keys pick the option with that [data-option] in the highlighted axis (a radio choice
-// then moves on to the next axis); ArrowDown/ArrowUp or j/k change the axis; "r" jumps to the
-// rationale and Escape leaves it; Ctrl+Enter submits from anywhere, Enter outside text areas.
+// then moves on to the next axis; focus follows, so it stays inside the form); ArrowDown/ArrowUp
+// or j/k change the axis; "r" or "c" jumps to the rationale (the comment) and Escape leaves it;
+// "a" presses the all-clear preset. Enter (outside text areas) and Ctrl+Enter submit only while
+// focus is inside the form. After an htmx swap focus goes to the first field with an error, or to
+// the new form, never to <body>.
 (function () {
   function axes(form) { return Array.prototype.slice.call(form.querySelectorAll("[data-axis]")); }
   function activate(form, fieldset) {
@@ -56,8 +73,41 @@
   }
   function move(form, step) {
     var list = axes(form), i = list.indexOf(active(form));
-    activate(form, list[Math.min(Math.max(i + step, 0), list.length - 1)]);
+    var next = list[Math.min(Math.max(i + step, 0), list.length - 1)];
+    activate(form, next);
+    var input = next && (next.querySelector("input:checked") || next.querySelector("input"));
+    if (input) input.focus({ preventScroll: true });
   }
+  function applyPreset(form, button) {
+    var preset = JSON.parse(button.getAttribute("data-preset"));
+    Object.keys(preset).forEach(function (name) {
+      var value = preset[name];
+      if (Array.isArray(value)) return;
+      var input = form.querySelector("input[name='" + name + "'][value='" + CSS.escape(value) + "']");
+      if (input) input.checked = true;
+    });
+  }
+  function focusForm(root) {
+    var error = root.querySelector(".axis-error, [role=alert]");
+    var form = root.querySelector("form[data-axis-form]");
+    if (error) {
+      var field = error.querySelector("textarea, input") || error;
+      if (!field.hasAttribute("tabindex") && field === error) field.setAttribute("tabindex", "-1");
+      field.focus();
+      if (form && error.hasAttribute("data-axis")) activate(form, error);
+    } else if (form) {
+      var fieldset = active(form);
+      var input = fieldset && (fieldset.querySelector("input:checked") || fieldset.querySelector("input"));
+      if (input) input.focus({ preventScroll: true });
+    }
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    if (document.querySelector("form[data-axis-form]")) focusForm(document);
+  });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var root = event.detail && event.detail.elt && event.detail.elt.isConnected ? event.detail.elt : document;
+    focusForm(root.querySelector("form[data-axis-form], .axis-error, [role=alert]") ? root : document);
+  });
   document.addEventListener("focusin", function (event) {
     var fieldset = event.target.closest && event.target.closest("form[data-axis-form] [data-axis]");
     if (fieldset) activate(fieldset.closest("form"), fieldset);
@@ -66,7 +116,14 @@
     var form = document.querySelector("form[data-axis-form]");
     if (!form) return;
     var target = event.target;
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); form.requestSubmit(); return; }
+    var inside = target && target.closest && target.closest("form") === form;
+    if (event.key === "Enter") {
+      if (!inside) return;
+      if (event.ctrlKey || event.metaKey) { event.preventDefault(); readyForm(form).requestSubmit(); return; }
+      if (target.tagName === "TEXTAREA" || target.tagName === "BUTTON") return;
+      event.preventDefault(); readyForm(form).requestSubmit();
+      return;
+    }
     if (target && target.tagName === "TEXTAREA") { if (event.key === "Escape") target.blur(); return; }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (target && target.tagName === "INPUT" && /^(text|search|number|password|file)$/.test(target.type)) return;
@@ -76,14 +133,26 @@
       if (!input) return;
       event.preventDefault();
       input.click();
+      input.focus({ preventScroll: true });
       if (input.type === "radio") move(form, 1);
     } else if (event.key === "ArrowDown" || event.key === "j") {
       event.preventDefault(); move(form, 1);
     } else if (event.key === "ArrowUp" || event.key === "k") {
       event.preventDefault(); move(form, -1);
-    } else if (event.key === "r") {
+    } else if (event.key === "r" || event.key === "c") {
       var area = form.querySelector("textarea");
       if (area) { event.preventDefault(); area.focus(); }
+    } else if (event.key === "a") {
+      var button = form.querySelector("button[data-preset]");
+      if (!button) return;
+      event.preventDefault();
+      if (button.hasAttribute("data-needs-rationale") && !form.querySelector("textarea").value.trim()) {
+        applyPreset(form, button);
+        form.querySelector("textarea").focus();
+      } else {
+        readyForm(form);
+        button.click();
+      }
     }
   });
 })();

@@ -8,6 +8,7 @@ from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
 from goldset.imports.runs import checked_run_bytes
 from goldset.models import GoldVersion, ScoringJob
+from goldset.rules.measures import BadMeasures, check_measures
 from goldset.selectors.evaluators import get_calibration_by_label
 from goldset.services.jobs import reconcile
 from goldset.services.scoring_jobs import create_scoring_job
@@ -29,13 +30,21 @@ class Command(BaseCommand):
         parser.add_argument("--version", dest="number", type=int)
         parser.add_argument("--name", default="")
         parser.add_argument("--k", type=int, default=10)
+        parser.add_argument(
+            "--metrics",
+            default="",
+            help="comma-separated measures (scoring.retrieval names: map,ndcg@20,P_5,…); "
+            "default: the six defaults at --k",
+        )
         parser.add_argument("--resamples", type=int, default=None)
         parser.add_argument(
             "--calibration", help="NAME:VERSION of a succeeded PCS calibration (answer logs)"
         )
         parser.add_argument("--recover", action="store_true")
 
-    def handle(self, *args, file, number, name, k, resamples, calibration, recover, **options):
+    def handle(
+        self, *args, file, number, name, k, metrics, resamples, calibration, recover, **options
+    ):
         if recover:
             self.stdout.write(json.dumps(reconcile(), default=str))
             return
@@ -48,6 +57,11 @@ class Command(BaseCommand):
         if calibration and chosen is None:
             raise CommandError(f"no calibration {calibration} (NAME:VERSION)", returncode=2)
         try:
+            # No --metrics: the job's defaults (retrieval), or PROBE for an answer log.
+            measures = check_measures(metrics, k=k) if metrics else None
+        except BadMeasures as exc:
+            raise CommandError(f"--metrics: {exc}", returncode=2) from exc
+        try:
             with transaction.atomic():
                 job = create_scoring_job(
                     version=version,
@@ -58,6 +72,7 @@ class Command(BaseCommand):
                     k=k,
                     resamples=resamples,
                     calibration=chosen,
+                    metrics=measures,
                 )
         except ImportRejected as exc:
             raise CommandError(

@@ -38,10 +38,12 @@ def test_three_keyboard_labels_split_then_lead_adjudicates_and_admin_exports(
     page.keyboard.press("Enter")  # the conflict flag makes the rationale required
     page.wait_for_selector("#rationale-errors")
     assert "rule: acceptable despite a conflict flag" in page.inner_text("#rationale-errors")
-    page.keyboard.press("r")
+    # after the htmx error swap focus lands on the field in error, never on <body>
+    assert page.evaluate("document.activeElement.id") == "id_rationale"
     page.keyboard.type("The regional memo is cited and governs the lane.")
     page.keyboard.press("Control+Enter")
     page.wait_for_url(re.compile(r"/answers/$"))
+    assert record.labels.get(annotator=one).rationale.startswith("The regional memo")
 
     page = browser_login(two)
     _claim(page)

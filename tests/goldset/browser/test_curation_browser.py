@@ -39,7 +39,7 @@ def write_in_browser(page, question, answer):
 
 def review_with_keyboard(page, *keys):
     page.goto("/curation/reviews/")
-    page.keyboard.press("Enter")  # "Next item"
+    page.keyboard.press("n")  # "Next item"
     page.wait_for_url(re.compile(r".*/curation/reviews/\d+/$"))
     for key in keys:
         page.keyboard.press(key)

@@ -42,6 +42,8 @@ def upload(page, tmp_path, name, text):
     page.fill("#id_name", name)
     page.set_input_files("#id_file", str(path))
     page.click("#upload-form button[type=submit]")
+    page.wait_for_url("**/imports/*/")  # the run is stored and read by a worker first
+    page.locator("#scoring-job-link").click(timeout=60_000)
     page.wait_for_url("**/versions/jobs/*/")
     page.locator("#job-progress-bar[value='100']").wait_for(timeout=60_000)
     assert page.locator("#job-progress-value").inner_text() == "100 %"

@@ -55,7 +55,7 @@ def test_lead_promotes_a_triage_triple_and_a_second_reviewer_gets_it(
 
     second.goto("/curation/reviews/")
     assert "1 revision waiting" in second.locator("#next-item").inner_text()
-    second.keyboard.press("Enter")  # "Next item"
+    second.keyboard.press("n")  # "Next item"
     second.wait_for_url(re.compile(r".*/curation/reviews/\d+/$"))
     assert "retention clause" in second.content()
     second.keyboard.press("1")  # confirm

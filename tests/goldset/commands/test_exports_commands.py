@@ -59,3 +59,26 @@ def test_freeze_gold_and_score_run_commands(
     run.write_text("nope Q0 x 1 1.0 s\n")
     with pytest.raises(CommandError, match="rejected, no job created"):
         call_command("score_run", str(run), "--version", "1")
+
+
+def test_score_run_takes_measures_and_refuses_a_bad_one_with_exit_2(
+    make_user, tmp_path, django_capture_on_commit_callbacks
+):
+    author, r1, r2 = (make_user(Role.ANNOTATOR, username=u) for u in ("author", "rv1", "rv2"))
+    triple = write_triple(author)
+    review(r1, triple)
+    review(r2, triple)
+    call_command("freeze_gold", stdout=StringIO())
+    block = triple.current_revision.expected_block_version.block.block_id
+    run = tmp_path / "run.trec"
+    run.write_text(f"{triple.external_id} Q0 {block} 1 1.0 s\n")
+    out = StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("score_run", str(run), "--version", "1", "--metrics", "map,P_5", stdout=out)
+    job = ScoringJob.objects.get()
+    assert job.status == JobStatus.SUCCEEDED and job.metrics == ["map", "precision@5"]
+    assert json.loads(out.getvalue())["job"] == job.pk
+    assert job.summary["aggregate"] == {"map": 1.0, "precision@5": 0.2}
+    with pytest.raises(CommandError, match="--metrics: unknown measure 'mapp'") as refused:
+        call_command("score_run", str(run), "--version", "1", "--metrics", "mapp")
+    assert refused.value.returncode == 2 and ScoringJob.objects.count() == 1

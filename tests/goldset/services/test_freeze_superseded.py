@@ -113,7 +113,7 @@ def test_a_frozen_row_with_a_reason_reimports(team, pins):
         if r["id"] == reasoned.external_id
     )
     line["id"] = "reimported-1"
-    summary = import_triples(text=json.dumps(line), actor=team["admin"])
+    summary = import_triples(source=json.dumps(line), actor=team["admin"], on_behalf=True)
     assert summary.created == ["reimported-1"]
 
 

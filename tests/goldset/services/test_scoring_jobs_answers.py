@@ -147,6 +147,24 @@ def test_a_bad_answer_log_is_rejected_with_line_numbers(frozen):
     assert "line 3: citations: unknown passage id 'ghost'" in errors
 
 
+def test_measures_named_for_an_answer_log_are_refused_not_ignored(frozen):
+    version, record, admin = frozen
+    with pytest.raises(RunRejected) as rejected:
+        create_scoring_job(
+            version=version,
+            name="rag",
+            data=answer_log(record),
+            filename="a.jsonl",
+            actor=admin,
+            metrics="map,ndcg@20",
+        )
+    assert rejected.value.errors == [
+        "a.jsonl: measures (map, ndcg@20) apply to retrieval runs; an answer log is scored by "
+        "PROBE: leave the measures empty"
+    ]
+    assert not ScoringJob.objects.exists()
+
+
 def test_a_job_may_score_with_a_pcs_calibration_instead_of_the_defaults(
     frozen, django_capture_on_commit_callbacks
 ):

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0013_integrity_calibration_versions"),
+        ("goldset", "0015_catalogue_job_metrics"),
     ]
 
     operations = [

@@ -1,0 +1,29 @@
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from goldset.views import api
+
+app_name = "api"
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
+    path("domains/", api.DomainList.as_view(), name="domains"),
+    path("documents/", api.DocumentList.as_view(), name="documents"),
+    path("documents/<str:document_id>/", api.DocumentDetail.as_view(), name="document"),
+    path("imports/", api.import_create, name="imports"),
+    path("imports/<int:pk>/", api.ImportDetail.as_view(), name="import"),
+    path("versions/", api.VersionList.as_view(), name="versions"),
+    path("versions/diff/", api.version_diff, name="version_diff"),
+    path("versions/<int:number>/", api.VersionDetail.as_view(), name="version"),
+    path(
+        "versions/<int:number>/download/<str:fmt>/",
+        api.version_download,
+        name="version_download",
+    ),
+    path("jobs/", api.JobList.as_view(), name="jobs"),
+    path("jobs/<int:pk>/", api.JobDetail.as_view(), name="job"),
+    path("jobs/<int:pk>/queries/", api.JobQueries.as_view(), name="job_queries"),
+    path("alerts/", api.alert_list, name="alerts"),
+    re_path(r"^(?P<rest>.*)$", api.not_found, name="not_found"),
+]

@@ -1,0 +1,97 @@
+"""The access table (:mod:`workbench.access`) as the API's DRF permission. Its own module:
+DRF imports its default permission class while ``rest_framework.views`` is still loading."""
+
+from django.conf import settings
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.throttling import SimpleRateThrottle
+
+from workbench.access import entry_for
+from workbench.models import ApiToken, TokenScope
+from workbench.roles import roles_of
+from workbench.services.api_tokens import authenticate_api_token
+
+
+class AccessTablePermission(BasePermission):
+    """The role rule of :mod:`workbench.access` for this URL name, after DRF has authenticated
+    the caller (session or token): 401 without credentials, 403 for a role the entry does not
+    list. Object scope stays in the selectors (404)."""
+
+    def has_permission(self, request, view):
+        match = request.resolver_match
+        entry = entry_for(match.view_name if match else None)
+        if entry is None:
+            raise exceptions.NotFound()
+        if entry.roles is None:
+            return True
+        if not request.user or not request.user.is_authenticated:
+            raise exceptions.NotAuthenticated()
+        if not roles_of(request.user) & entry.roles:
+            raise exceptions.PermissionDenied("Your role does not give access to this endpoint.")
+        return True
+
+
+class ApiTokenAuthentication(BaseAuthentication):
+    """``Authorization: Bearer gst_…``: a personal token (workbench.services.api_tokens)."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        keyword, _, raw = header.partition(" ")
+        if keyword != self.keyword or not raw:
+            return None
+        token = authenticate_api_token(
+            raw=raw.strip(), method=request.method, path=request.get_full_path()
+        )
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
+        return token.user, token
+
+    def authenticate_header(self, request):
+        return f'{self.keyword} realm="api"'
+
+
+class TokenScopePermission(BasePermission):
+    """A read token may only read (GET, HEAD, OPTIONS)."""
+
+    message = "This token's scope is read; writing needs a write token."
+
+    def has_permission(self, request, view):
+        token = request.auth
+        if isinstance(token, ApiToken) and token.scope != TokenScope.WRITE:
+            return request.method in SAFE_METHODS
+        return True
+
+
+class PerTokenRateThrottle(SimpleRateThrottle):
+    """Requests per token (``API_TOKEN_RATE``, e.g. ``600/min``); session callers per user."""
+
+    scope = "api"
+
+    def get_rate(self):
+        return settings.API_TOKEN_RATE
+
+    def get_cache_key(self, request, view):
+        if isinstance(request.auth, ApiToken):
+            ident = f"token-{request.auth.pk}"
+        elif request.user and request.user.is_authenticated:
+            ident = f"user-{request.user.pk}"
+        else:
+            ident = self.get_ident(request)
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class ApiTokenScheme(OpenApiAuthenticationExtension):
+    """The token in the OpenAPI schema: an HTTP bearer scheme."""
+
+    target_class = ApiTokenAuthentication
+    name = "apiToken"
+
+    def get_security_definition(self, auto_schema):
+        return build_bearer_security_scheme_object(
+            header_name="Authorization", token_prefix="Bearer"
+        )

@@ -1,0 +1,173 @@
+"""REST API v1: every endpoint answers each role as the access table says (the pages' rule),
+errors are problem+json, lists paginate with cursors at a constant query count, downloads carry
+their sha256, and imports (a run as a JSON body) become background jobs with line and field."""
+
+import hashlib
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from goldset.models import ImportJob, ScoringJob
+from goldset.urls.api import urlpatterns
+from tests.factories import DocumentFactory, DomainFactory
+
+pytestmark = pytest.mark.django_db
+PROBLEM = "application/problem+json"
+
+
+# (url name, args, anonymous, annotator, lead, admin)
+ENDPOINTS = [
+    ("api:schema", [], 200, 200, 200, 200),
+    ("api:docs", [], 200, 200, 200, 200),
+    ("api:domains", [], 401, 200, 200, 200),
+    ("api:documents", [], 401, 200, 200, 200),
+    ("api:document", ["DOC"], 401, 200, 200, 200),
+    ("api:import", ["IMPORT"], 401, 404, 404, 200),
+    ("api:versions", [], 401, 403, 200, 200),
+    ("api:version", [1], 401, 403, 200, 200),
+    ("api:version_diff", [], 401, 403, 200, 200),
+    ("api:version_download", [1, "gold_jsonl"], 401, 403, 200, 200),
+    ("api:jobs", [], 401, 403, 403, 200),
+    ("api:job", ["JOB"], 401, 403, 403, 200),
+    ("api:job_queries", ["JOB"], 401, 403, 403, 200),
+    ("api:alerts", [], 401, 403, 200, 200),
+]
+
+
+@pytest.mark.parametrize("name,args,anon,ann,lead_status,admin_status", ENDPOINTS)
+def test_every_endpoint_answers_each_role_as_the_table_says(
+    client, client_for, annotator, lead, admin_user, version, job,
+    name, args, anon, ann, lead_status, admin_status,
+):  # fmt: skip
+    document = DocumentFactory()
+    imported = ImportJob.objects.create(
+        kind="run", dedupe_key="k", filename="f", sha256="0" * 64, size=1, created_by=admin_user
+    )
+    values = {"DOC": document.document_id, "IMPORT": imported.pk, "JOB": job.pk}
+    url = reverse(name, args=[values.get(a, a) for a in args])
+    if name == "api:version_diff":
+        url += "?a=1&b=1"
+    for who, expected in [
+        (client, anon),
+        (client_for(annotator), ann),
+        (client_for(lead), lead_status),
+        (client_for(admin_user), admin_status),
+    ]:
+        response = who.get(url)
+        assert response.status_code == expected, (who, response.content[:300])
+        if expected >= 400:
+            assert response["Content-Type"] == PROBLEM
+            assert response.json()["status"] == expected
+
+
+def test_every_api_url_is_in_the_endpoint_table():
+    assert {f"api:{p.name}" for p in urlpatterns} - {"api:imports", "api:not_found"} == {
+        e[0] for e in ENDPOINTS
+    }
+
+
+def test_an_unknown_object_is_a_problem_404(client_for, admin_user):
+    response = client_for(admin_user).get(reverse("api:version", args=[99]))
+    assert response.status_code == 404
+    assert response["Content-Type"] == PROBLEM
+    assert response.json()["title"] == "Not Found"
+
+
+def test_an_unknown_api_url_is_a_problem_404_for_anyone(client):
+    response = client.get("/api/v1/jobs/-3/")
+    assert response.status_code == 404
+    assert response["Content-Type"] == PROBLEM
+
+
+def test_a_bad_diff_parameter_is_a_400_naming_the_field(client_for, lead):
+    response = client_for(lead).get(reverse("api:version_diff") + "?a=x&b=1")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [{"field": "a", "message": "expected a positive integer"}]
+
+
+@pytest.mark.parametrize("size", [3, 12])
+def test_documents_paginate_with_cursors_at_a_constant_query_count(
+    client_for, annotator, django_assert_num_queries, size
+):
+    domain = DomainFactory(slug="federal_it")
+    for _ in range(size):
+        DocumentFactory(domain=domain)
+    api = client_for(annotator)
+    api.get(reverse("api:domains"))  # the session and role lookups, warmed
+    with django_assert_num_queries(4):
+        first = api.get(reverse("api:documents") + "?page_size=2").json()
+    assert len(first["results"]) == 2
+    assert first["next"] and "cursor=" in first["next"]
+    second = api.get(first["next"]).json()
+    assert {d["document_id"] for d in first["results"]}.isdisjoint(
+        d["document_id"] for d in second["results"]
+    )
+
+
+def test_a_download_carries_the_sha256_of_the_bytes_it_sends(client_for, lead, admin_user, version):
+    for user in (lead, admin_user):
+        response = client_for(user).get(reverse("api:version_download", args=[1, "gold_jsonl"]))
+        body = b"".join(response.streaming_content)
+        assert response["X-Checksum-SHA256"] == hashlib.sha256(body).hexdigest()
+    # the lead's copy names people by pseudonym: not the stored file, hashed as sent
+    lead_copy = client_for(lead).get(reverse("api:version_download", args=[1, "gold_jsonl"]))
+    admin_copy = client_for(admin_user).get(reverse("api:version_download", args=[1, "gold_jsonl"]))
+    assert lead_copy["X-Checksum-SHA256"] != admin_copy["X-Checksum-SHA256"]
+    assert b'"ann1"' not in b"".join(lead_copy.streaming_content)
+    assert b'"ann1"' in b"".join(admin_copy.streaming_content)
+
+
+def test_a_run_posted_as_json_is_scored_through_an_import_job(
+    client_for, admin_user, version, django_capture_on_commit_callbacks
+):
+    run = [
+        {"query_id": f"Q-{i}", "results": [{"doc_id": version.blocks[i], "score": 1.0}]}
+        for i in range(6)
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(admin_user).post(
+            reverse("api:jobs"),
+            {"version": 1, "name": "bm25", "k": 10, "run": run},
+            content_type="application/json",
+        )
+    assert response.status_code == 202, response.content
+    imported = client_for(admin_user).get(response["Location"]).json()
+    assert imported["status"] == "succeeded", imported
+    scoring = ScoringJob.objects.get(pk=imported["summary"]["scoring_job"])
+    assert scoring.version_id == version.pk
+
+
+def test_a_bad_run_line_is_reported_with_its_line_and_field(
+    client_for, admin_user, version, django_capture_on_commit_callbacks
+):
+    run = [{"query_id": "Q-0", "results": [{"doc_id": version.blocks[0], "score": 1}]}, {"x": 1}]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(admin_user).post(
+            reverse("api:jobs"), {"version": 1, "run": run}, content_type="application/json"
+        )
+    assert response.status_code == 202
+    imported = client_for(admin_user).get(response["Location"]).json()
+    assert imported["status"] == "rejected"
+    # the run rules put the line in the message (goldset.services.scoring_jobs)
+    assert "line 2" in imported["errors"][0]["message"]
+    assert not ScoringJob.objects.exists()
+
+
+def test_a_malformed_body_is_a_problem_with_fields(client_for, admin_user, version):
+    response = client_for(admin_user).post(
+        reverse("api:jobs"), {"version": "x"}, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response["Content-Type"] == PROBLEM
+    assert {e["field"] for e in response.json()["errors"]} == {"version", "run"}
+
+
+def test_an_import_kind_needs_the_role_of_its_upload_page(client_for, annotator):
+    response = client_for(annotator).post(
+        reverse("api:imports"),
+        {"kind": "corpus", "file": SimpleUploadedFile("c.jsonl", b"{}\n")},
+    )
+    assert response.status_code == 403
+    assert response["Content-Type"] == PROBLEM
+    assert not ImportJob.objects.exists()

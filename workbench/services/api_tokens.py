@@ -1,0 +1,93 @@
+"""Personal API tokens: created (shown once) and revoked by their owner, stored as a sha256,
+scoped read or write, with an optional expiry; every use is audited."""
+
+import datetime as dt
+import hashlib
+import secrets
+
+from django.db import transaction
+from django.http import Http404
+from django.utils import timezone
+
+from workbench.models import ApiToken, TokenScope
+from workbench.services.audit import record_event
+
+TOKEN_PREFIX = "gst_"
+# last_used_at is written at most this often per token: an active token costs no write per call.
+LAST_USED_RESOLUTION = dt.timedelta(seconds=60)
+
+
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@transaction.atomic
+def create_api_token(
+    *, user, name: str, scope: str = TokenScope.READ, expires_in_days: int | None = None
+) -> tuple[ApiToken, str]:
+    """A new token for ``user``; returns it and the plaintext, which is never stored or shown
+    again. ``expires_in_days=None`` means no expiry."""
+    if scope not in TokenScope.values:
+        raise ValueError(f"unknown scope {scope!r}")
+    prefix = secrets.token_hex(4)
+    raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
+    expires_at = timezone.now() + dt.timedelta(days=expires_in_days) if expires_in_days else None
+    token = ApiToken.objects.create(
+        user=user,
+        name=name.strip()[:80] or "token",
+        prefix=prefix,
+        digest=_digest(raw),
+        scope=scope,
+        expires_at=expires_at,
+    )
+    record_event(
+        actor=user,
+        verb="api_token_created",
+        obj=token,
+        detail={"prefix": prefix, "scope": scope, "expires_at": str(expires_at or "")},
+    )
+    return token, raw
+
+
+@transaction.atomic
+def revoke_api_token(*, user, token_id: int) -> ApiToken:
+    """Revokes one of ``user``'s own tokens (Http404 for anyone else's). Idempotent."""
+    token = ApiToken.objects.select_for_update().filter(pk=token_id, user=user).first()
+    if token is None:
+        raise Http404("No such token.")
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        record_event(
+            actor=user, verb="api_token_revoked", obj=token, detail={"prefix": token.prefix}
+        )
+    return token
+
+
+def authenticate_api_token(*, raw: str, method: str, path: str) -> ApiToken | None:
+    """The live token ``raw`` names (not revoked, not expired, owner active), or None. Records an
+    ``api_token_used`` audit event for each use and refreshes ``last_used_at``."""
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("user").filter(digest=_digest(raw), revoked_at=None).first()
+    )
+    now = timezone.now()
+    if token is None or not token.user.is_active:
+        return None
+    if token.expires_at is not None and token.expires_at <= now:
+        return None
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    record_event(
+        actor=token.user,
+        verb="api_token_used",
+        obj=token,
+        detail={"prefix": token.prefix, "method": method, "path": path[:300]},
+    )
+    return token
+
+
+def list_api_tokens(*, user):
+    return ApiToken.objects.filter(user=user).order_by("-created_at", "-id")
