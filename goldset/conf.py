@@ -99,6 +99,12 @@ TUNABLES: dict[str, Tunable] = {
             int,
             "Largest file any upload page accepts (bytes).",
         ),
+        Tunable(
+            "IMPORT_ORPHAN_SECONDS",
+            3600,
+            int,
+            "Stored upload files no unfinished import refers to are deleted once this old (s).",
+        ),
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
         Tunable(
