@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 WORK = Path("/tmp/bench_imports")
-PORT = 8793
+PORT = int(os.environ.get("BENCH_PORT", "8793"))
 PASSWORD = "bench-pass-123"
 KINDS = ["corpus", "unrag", "questions", "answers", "triples", "run"]
 RUN_QUERIES = 10_000
