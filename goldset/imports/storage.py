@@ -78,56 +78,64 @@ class Fingerprint:
         self.cap = tunable("IMPORT_MAX_UPLOAD_BYTES") if cap is None else cap
         self.digest = hashlib.sha256()
         self.size = 0
-        self.lines = 1
         self.over_cap = False
-        self.bad_utf8_line: int | None = None
-        self.truncated_char = False
+        # Where the first byte that is not UTF-8 is (the line is counted only then, from disk).
+        self.bad_utf8_at: int | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
 
     def feed(self, block: bytes) -> bool:
         """Account for ``block``; False once the file is over the cap (drop the block)."""
+        start = self.size
         self.size += len(block)
         if self.over_cap or self.size > self.cap:
             self.over_cap = True
             return False
         self.digest.update(block)
-        if self.bad_utf8_line is None:
-            pending = self._decoder.getstate()[0]
-            if pending or not block.isascii():
-                try:
-                    self._decoder.decode(block)
-                except UnicodeDecodeError as exc:
-                    self.bad_utf8_line = self.lines + block[: exc.start].count(b"\n")
-            if self.bad_utf8_line is None:
-                self.lines += block.count(b"\n")
+        if self.bad_utf8_at is None and (self._decoder.getstate()[0] or not block.isascii()):
+            try:
+                self._decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                self.bad_utf8_at = max(start + exc.start, 0)
         return True
 
     def finish(self) -> None:
-        if self.bad_utf8_line is None and not self.over_cap:
+        if self.bad_utf8_at is None and not self.over_cap:
             try:
                 self._decoder.decode(b"", final=True)
             except UnicodeDecodeError:
-                self.truncated_char = True
+                self.bad_utf8_at = self.size
 
     @property
     def sha256(self) -> str:
         return self.digest.hexdigest()
 
-    def check(self, name: str) -> None:
-        """Raise UploadRejected (with the file's name, and the line for bad UTF-8)."""
+    def check(self, name: str, path: Path) -> None:
+        """Raise UploadRejected (with the file's name, and the line for bad UTF-8, counted in
+        the copy at ``path``)."""
         if self.over_cap:
             raise UploadRejected(
                 f"{name} is {human_size(self.size)}; the limit for an upload is "
                 f"{human_size(self.cap)}."
             )
-        if self.bad_utf8_line is not None:
+        if self.bad_utf8_at is not None:
+            line = _line_at(path, self.bad_utf8_at)
+            if self.bad_utf8_at >= self.size:
+                raise UploadRejected(f"{name}, line {line}: the file ends inside a character.")
             raise UploadRejected(
-                f"{name}, line {self.bad_utf8_line}: not valid UTF-8 text (the file must be UTF-8)."
+                f"{name}, line {line}: not valid UTF-8 text (the file must be UTF-8)."
             )
-        if self.truncated_char:
-            raise UploadRejected(f"{name}, line {self.lines}: the file ends inside a character.")
         if self.size == 0 or (self.size == len(BOM) and self.sha256 == _EMPTY_BOM):
             raise UploadRejected(f"{name} is empty.")
+
+
+def _line_at(path: Path, offset: int) -> int:
+    """The line number of byte ``offset`` of the file at ``path``."""
+    line, remaining = 1, offset
+    with Path(path).open("rb") as handle:
+        while remaining > 0 and (block := handle.read(min(COPY_BLOCK, remaining))):
+            line += block.count(b"\n")
+            remaining -= len(block)
+    return line
 
 
 @dataclass
@@ -161,14 +169,14 @@ def store_upload(upload, *, name: str) -> StoredFile:
     target = _new_name()
     files_dir()
     if fingerprint is not None and hasattr(upload, "temporary_file_path"):
-        fingerprint.check(name)
         upload.file.flush()
+        fingerprint.check(name, Path(upload.temporary_file_path()))
         os.replace(upload.temporary_file_path(), path_of(target))
         return StoredFile(target, fingerprint.sha256, fingerprint.size)
     fingerprint = Fingerprint()
     if upload.size is not None and upload.size > fingerprint.cap:
         fingerprint.size, fingerprint.over_cap = upload.size, True
-        fingerprint.check(name)
+        fingerprint.check(name, Path())
     partial = path_of(target + ".part")
     try:
         with partial.open("wb") as out:
@@ -179,7 +187,7 @@ def store_upload(upload, *, name: str) -> StoredFile:
                 elif fingerprint.over_cap:
                     break
         fingerprint.finish()
-        fingerprint.check(name)
+        fingerprint.check(name, partial)
         os.replace(partial, path_of(target))
     finally:
         partial.unlink(missing_ok=True)

@@ -29,7 +29,7 @@ class StagedUploadedFile(TemporaryUploadedFile):
 
 
 class ImportUploadHandler(FileUploadHandler):
-    chunk_size = 1 << 20  # larger than Django's 64 KiB: fewer Python steps per 200 MB
+    # Django's 64 KiB chunks: 1 MiB ones made its multipart parser use twice the CPU.
 
     def new_file(self, *args, **kwargs):
         super().new_file(*args, **kwargs)

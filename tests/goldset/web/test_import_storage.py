@@ -139,6 +139,11 @@ def test_a_file_over_the_size_cap_is_refused_with_its_size_and_nothing_is_kept(
         submit_import(
             kind="corpus", upload=ContentFile(b"y" * 1001, name="c.jsonl"), actor=admin_user
         )
+    # Not UTF-8: refused with the line, counted only when it happens.
+    bad = corpus_bytes(2) + b'{"document_id": "caf\xe9"}\n'
+    response = client.post(reverse("corpus:import"), {"file": SimpleUploadedFile("l.jsonl", bad)})
+    assert response.status_code == 422
+    assert "l.jsonl, line 3: not valid UTF-8 text" in response.content.decode()
     assert not ImportJob.objects.exists()
     assert stored(storage) == [] and stored(storage, "incoming") == []
     # At the cap is fine.
