@@ -413,12 +413,12 @@ def login():
     return session
 
 
-def run_kind(kind: str, path: Path, extra: dict | None = None) -> dict:
+def run_kind(kind: str, path: Path, extra: dict | None = None, request_only=False) -> dict:
     from goldset.imports.storage import files_dir
     from goldset.models import ImportJob, ScoringJob
 
     web, web_worker = start_web()
-    worker = start_worker()
+    worker = None if request_only else start_worker()
     load_before = os.getloadavg()[0]
     try:
         session = login()
@@ -445,6 +445,19 @@ def run_kind(kind: str, path: Path, extra: dict | None = None) -> dict:
             return ImportJob.objects.get(pk=job_id).finished
 
         web_rss_after_request = peak_rss_mb(web_worker)
+        if request_only:
+            job = ImportJob.objects.get(pk=job_id)
+            return {
+                "kind": kind,
+                "file_mb": round(path.stat().st_size / 2**20, 1),
+                "status": job.status,
+                "stored_bytes": (files_dir().parent / job.file_name).stat().st_size,
+                "request_s": round(request_s, 2),
+                "request_web_cpu_s": round(request_cpu_s, 2),
+                "web_peak_rss_mb": round(web_rss_after_request, 1),
+                "load_before": round(load_before, 2),
+                "load_after": round(os.getloadavg()[0], 2),
+            }
         stored_during_job = sorted(p.name for p in files_dir().iterdir())
         wait_for(done, timeout=6 * 3600, what=f"{kind} import")
         job_s = time.monotonic() - started - request_s
@@ -479,7 +492,8 @@ def run_kind(kind: str, path: Path, extra: dict | None = None) -> dict:
         result["load_after"] = round(os.getloadavg()[0], 2)
         return result
     finally:
-        stop(worker)
+        if worker is not None:
+            stop(worker)
         stop(web)
 
 
@@ -501,6 +515,12 @@ def main():
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--keep", action="store_true", help="do not reset the database")
+    parser.add_argument(
+        "--request-only",
+        action="store_true",
+        help="time the upload requests only: no worker, the jobs stay queued (use a scratch "
+        "database; the run kind is left out)",
+    )
     args = parser.parse_args()
     setup_django()
     print(json.dumps({"machine": machine(), "load": os.getloadavg()}), flush=True)
@@ -521,7 +541,7 @@ def main():
             files["run"], counts["run"], longest = generate_run(args.mb, queries, counts["corpus"])
             counts["longest"]["run"] = longest
             extra = {"version": str(number)}
-        result = run_kind(kind, files[kind], extra)
+        result = run_kind(kind, files[kind], extra, request_only=args.request_only)
         result["records"] = counts[kind]
         longest = counts["longest"]
         result["longest_line_bytes"] = longest.get(files[kind].name, longest.get(kind))
