@@ -36,6 +36,9 @@ from workbench.access import ALL_FIELDS, entry_for, fields_for
 from workbench.roles import roles_of
 from workbench.services.audit import record_event
 
+MAX_ID = 2**63 - 1  # the largest id the database stores (bigint)
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+
 # Each import kind is allowed to the roles of the page that imports it: one table for both.
 IMPORT_PAGE = {
     ImportKind.CORPUS: "corpus:import",
@@ -324,8 +327,8 @@ def version_freeze(request):
 
 @extend_schema(
     parameters=[
-        OpenApiParameter("a", {"type": "integer", "minimum": 1}, required=True),
-        OpenApiParameter("b", {"type": "integer", "minimum": 1}, required=True),
+        OpenApiParameter("a", ID_SCHEMA, required=True),
+        OpenApiParameter("b", ID_SCHEMA, required=True),
     ],
     responses={200: s.VersionDiffSerializer},
 )
@@ -449,17 +452,29 @@ class JobQueries(generics.ListAPIView):
 @extend_schema(
     parameters=[
         OpenApiParameter(
-            "jobs", {"type": "array", "items": {"type": "integer"}}, required=True, explode=True
+            "jobs",
+            {
+                "type": "array",
+                "items": ID_SCHEMA,
+                "minItems": 2,
+                "maxItems": 20,
+                "uniqueItems": True,
+            },
+            required=True,
+            explode=True,
         ),
         OpenApiParameter("method", str, enum=["auto", "exact", "asymptotic"]),
     ],
-    responses={200: s.ComparisonSerializer},
+    responses={
+        200: s.ComparisonSerializer,
+        422: OpenApiResponse(description="Not comparable: jobs on different gold versions."),
+    },
 )
 @api_view(["GET"])
 def job_compare(request):
     """Paired comparison of succeeded scoring jobs (the compare page): ``jobs`` repeated, all
     scored against one gold version; otherwise 422 saying why."""
-    ids = [_positive(v, "jobs") for v in request.query_params.getlist("jobs")]
+    ids = [_positive(v, "jobs", what="job ids") for v in request.query_params.getlist("jobs")]
     jobs = export_selectors.list_comparable_jobs(job_ids=ids)
     method = request.query_params.get("method") or "auto"
     comparison = export_selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
@@ -514,16 +529,16 @@ def alert_list(request):
     return Response(s.AlertSerializer(alerts, many=True).data)
 
 
-def _positive(value, name: str) -> int:
+def _positive(value, name: str, *, what: str = "a version number") -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
         number = 0
-    if number < 1:
+    if not 1 <= number <= MAX_ID:
         raise Problem(
             status_code=400,
             title="Bad Request",
-            detail=f"{name} must be a version number",
+            detail=f"{name} must be {what}",
             errors=[{"field": name, "message": "expected a positive integer"}],
         )
     return number
