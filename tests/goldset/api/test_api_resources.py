@@ -57,6 +57,20 @@ def test_a_documents_blocks_and_their_versions(client_for, annotator):
     assert api.get(reverse("api:block_versions", args=["nope"])).status_code == 404
 
 
+@pytest.mark.parametrize("size", [2, 7])
+def test_blocks_and_versions_list_at_a_constant_query_count(client_for, annotator, size):
+    document = DocumentFactory()
+    for i in range(size):
+        block = BlockFactory(document=document, block_id=f"blk-{i}")
+        for version in range(1, (size if i == 0 else 1) + 1):
+            BlockVersionFactory(block=block, version=version)
+    api = client_for(annotator)
+    count, body = queries_for(api, reverse("api:document_blocks", args=[document.document_id]))
+    assert count == 5 and len(body["results"]) == size  # + the document
+    count, body = queries_for(api, reverse("api:block_versions", args=["blk-0"]))
+    assert count == 5 and len(body["results"]) == size  # + the block
+
+
 @pytest.mark.parametrize("size", [2, 6])
 def test_triples_are_read_in_the_callers_scope_at_a_constant_query_count(
     client_for, make_user, lead, size
