@@ -234,23 +234,10 @@ def evaluator_outputs_import(request, pk):
     body = s.FileUploadSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     upload = body.validated_data["file"]
-    if upload.size > max_upload_bytes():
-        raise Problem(status_code=422, title="File rejected", detail="the file is too large")
-    data = upload.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise Problem(
-            status_code=422,
-            title="File rejected",
-            detail=f"line {line}: not valid UTF-8 text",
-            errors=[{"line": line, "field": "", "message": "not valid UTF-8 text"}],
-        ) from exc
     try:
         batch = import_evaluator_outputs(
-            evaluator=evaluator, text=text, source_name=upload.name or "outputs.jsonl",
-            actor=request.user,
+            evaluator=evaluator, text=_utf8_text(upload),
+            source_name=upload.name or "outputs.jsonl", actor=request.user,
         )  # fmt: skip
     except ImportRejected as exc:
         raise Problem(
@@ -260,6 +247,23 @@ def evaluator_outputs_import(request, pk):
             errors=[problem_from_text(e).as_dict() for e in exc.errors],
         ) from exc
     return Response(s.EvaluatorImportSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+
+def _utf8_text(upload) -> str:
+    """A small upload read at once (as the page does) as text; 422 naming the line otherwise."""
+    if upload.size > max_upload_bytes():
+        raise Problem(status_code=422, title="File rejected", detail="the file is too large")
+    data = upload.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise Problem(
+            status_code=422,
+            title="File rejected",
+            detail=f"line {line}: not valid UTF-8 text",
+            errors=[{"line": line, "field": "", "message": "not valid UTF-8 text"}],
+        ) from exc
 
 
 class ImportDetail(generics.RetrieveAPIView):

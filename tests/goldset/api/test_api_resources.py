@@ -207,6 +207,8 @@ def test_evaluator_outputs_import_at_once_or_422_with_line_and_field(client_for,
     assert refused.json()["errors"][0]["line"] == 2
     assert refused.json()["errors"][0]["field"] == "labels.grounding"
     assert not EvaluatorOutput.objects.exists()
+    binary = api.post(url, {"file": upload("out.jsonl", good.encode() + b"\n\xff\n")})
+    assert binary.status_code == 422 and binary.json()["errors"][0]["line"] == 2
     created = api.post(url, {"file": upload("out.jsonl", good + "\n")})
     assert created.status_code == 201 and created.json()["n_records"] == 1
     assert api.post(reverse("api:evaluator_outputs_import", args=[999]), {}).status_code == 404
