@@ -8,6 +8,7 @@ Every variable is documented in ``.env.example``.
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -312,6 +313,10 @@ SECURE_CSP = {
     "form-action": [CSP.SELF],
     "frame-ancestors": [CSP.NONE],
 }
+if OIDC_ENABLED and OIDC_OP_LOGOUT_ENDPOINT:
+    # Logging out is a form whose redirect ends at the provider's logout: form-action allows it.
+    _logout = urlsplit(OIDC_OP_LOGOUT_ENDPOINT)
+    SECURE_CSP["form-action"].append(f"{_logout.scheme}://{_logout.netloc}")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
 # Health checks (compose, load balancers) speak plain HTTP inside the network: never redirect them.
 SECURE_REDIRECT_EXEMPT = [r"^health/$"]
