@@ -3,11 +3,14 @@ fixture ``oidc_provider``) in Chromium: the role comes from the provider's ``gro
 every sign-in, an unmapped user is refused on a page, and with local passwords off only the
 provider's button is left."""
 
+import io
 import re
 import time
 
+import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore
+from django.core.management import CommandError, call_command
 
 from workbench.middleware import SessionSecurityMiddleware
 from workbench.models import AuditEvent, OidcIdentity
@@ -106,3 +109,16 @@ def test_sign_in_through_the_provider_maps_groups_to_roles_refuses_the_unmapped_
     finally:
         for context in contexts.values():
             context.close()
+
+
+def test_oidc_discover_prints_the_provider_settings_from_its_discovery_document(oidc_provider):
+    out = io.StringIO()
+    call_command("oidc_discover", oidc_provider.discovery_url, stdout=out)
+    printed = dict(line.split("=", 1) for line in out.getvalue().splitlines())
+    expected = oidc_provider.workbench_settings()
+    assert printed == {name: expected[name] for name in printed}
+    assert len(printed) == 6
+    with pytest.raises(CommandError, match="not an OpenID Connect discovery document"):
+        call_command("oidc_discover", f"{oidc_provider.issuer}/.well-known/jwks.json")
+    with pytest.raises(CommandError, match="405"):
+        call_command("oidc_discover", f"{oidc_provider.url}/test/users/")

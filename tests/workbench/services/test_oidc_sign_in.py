@@ -12,6 +12,7 @@ from django.core.exceptions import SuspiciousOperation
 from django.test import RequestFactory
 
 from workbench.auth import OidcSignInFailed, RoleMappingOIDCBackend
+from workbench.checks import check_oidc_settings
 from workbench.models import AuditEvent, OidcIdentity
 from workbench.roles import Role, claim_values, parse_role_map, role_from_claims, roles_of
 from workbench.services.accounts import NoRoleForClaims, sign_in_with_provider
@@ -187,3 +188,18 @@ def test_the_backend_accepts_a_token_for_us_and_refuses_others(signing_key):
 def test_the_backend_leaves_password_logins_to_the_password_backend(signing_key):
     request = RequestFactory().get("/oidc/callback/?code=c&state=s")
     assert RoleMappingOIDCBackend().authenticate(request, username="u", password="p") is None
+
+
+# ---------------------------------------------------------------- the start-up check
+
+
+def test_the_system_check_refuses_an_oidc_configuration_that_cannot_sign_anyone_in(settings):
+    settings.OIDC_ENABLED = False
+    settings.LOCAL_PASSWORDS_ENABLED = False
+    assert [e.id for e in check_oidc_settings()] == ["workbench.E101"]
+    settings.OIDC_ENABLED = True
+    settings.OIDC_RP_CLIENT_ID = ""
+    settings.OIDC_OP_JWKS_ENDPOINT = ""
+    settings.OIDC_ROLE_MAP = "ops:root"
+    ids = [e.id for e in check_oidc_settings()]
+    assert {"workbench.E102", "workbench.E103", "workbench.E104", "workbench.E105"} <= set(ids)
