@@ -24,7 +24,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from workbench.client_address import client_address
 from workbench.roles import claim_values, parse_role_map, role_from_claims
-from workbench.services.accounts import NoRoleForClaims, sign_in_with_provider
+from workbench.services.accounts import SignInRefused, sign_in_with_provider
 from workbench.services.audit import record_event
 from workbench.services.login_throttle import (
     LoginLocked,
@@ -107,7 +107,7 @@ class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
         except (ValueError, KeyError, TypeError) as exc:  # a malformed answer from the provider
             failure = OidcSignInFailed("provider", f"malformed answer: {type(exc).__name__}")
         request.oidc_failure = failure
-        if failure.reason != "no_role":  # a refusal for no role is audited by the service
+        if failure.reason not in ("no_role", "inactive"):  # the service audits refusals
             record_event(
                 actor=None,
                 verb="login_failed",
@@ -156,7 +156,10 @@ class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
                 provider=settings.OIDC_PROVIDER_NAME,
                 values=claim_values(claims, claim),
             )
-        except NoRoleForClaims as exc:
-            raise OidcSignInFailed(
-                "no_role", f"no value of the {claim!r} claim gives a role here"
-            ) from exc
+        except SignInRefused as exc:
+            message = (
+                "this account is deactivated in the workbench"
+                if exc.reason == "inactive"
+                else f"no value of the {claim!r} claim gives a role here"
+            )
+            raise OidcSignInFailed(exc.reason, message) from exc

@@ -145,7 +145,7 @@ class OidcAuthenticateView(_OidcEnabledMixin, OIDCAuthenticationRequestView):
 class OidcCallbackView(_OidcEnabledMixin, OIDCAuthenticationCallbackView):
     """The provider's redirect back: signs in (workbench.auth.RoleMappingOIDCBackend), or shows
     why not on a page: no role for the user's claims (403), the provider's own error or a
-    failed exchange or check (400)."""
+    failed exchange or check (400), an account deactivated here (403)."""
 
     def get(self, request):
         try:
@@ -161,7 +161,8 @@ class OidcCallbackView(_OidcEnabledMixin, OIDCAuthenticationCallbackView):
             reason = "provider_error"
         else:
             reason = "state"
-        return self._failure_page(reason, status=403 if reason == "no_role" else 400)
+        refused = reason in ("no_role", "inactive")
+        return self._failure_page(reason, status=403 if refused else 400)
 
     def _failure_page(self, reason: str, *, status: int):
         context = {

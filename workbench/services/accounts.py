@@ -57,11 +57,13 @@ def log_in(*, request, username: str, password: str):
     return user
 
 
-class NoRoleForClaims(Exception):
-    """An identity provider vouched for someone whose role claim maps to none of our roles."""
+class SignInRefused(Exception):
+    """An identity provider vouched for someone we do not let in (``reason``: ``no_role`` or
+    ``inactive``)."""
 
-    def __init__(self, *, values: list[str]):
-        super().__init__(f"no role for claim values {values!r}")
+    def __init__(self, *, reason: str, values: list[str]):
+        super().__init__(f"{reason}: claim values {values!r}")
+        self.reason = reason
         self.values = values
 
 
@@ -101,19 +103,25 @@ def sign_in_with_provider(
     role changed at the provider takes effect at the next sign-in. ``role`` is what
     ``workbench.roles.role_from_claims`` made of the claim's ``values``.
 
-    Without a role the sign-in is refused (:class:`NoRoleForClaims`, raised after the refusal
+    Without a role the sign-in is refused (:class:`SignInRefused`, raised after the refusal
     committed): a user who had signed in before loses every role at once, since the provider has
-    withdrawn them. Every sign-in and every refusal is audited; a role change is its own event.
+    withdrawn them. A user deactivated here is refused too (roles kept). Every sign-in and every refusal is audited; a role change is its own event.
     Atomic; locks the identity row, so simultaneous first sign-ins make one user."""
     detail = {"method": "oidc", "provider": provider, "issuer": issuer, "subject": subject}
-    if role is None:
-        _refuse_sign_in(issuer=issuer, subject=subject, detail=detail, values=values)
-        raise NoRoleForClaims(values=values)
+    inactive = OidcIdentity.objects.filter(
+        issuer=issuer, subject=subject, user__is_active=False
+    ).exists()
+    if role is None or inactive:
+        reason = "inactive" if inactive else "no_role"
+        _refuse_sign_in(issuer=issuer, subject=subject, detail=detail, values=values, reason=reason)
+        raise SignInRefused(reason=reason, values=values)
     return _sign_in(issuer=issuer, subject=subject, claims=claims, role=role, detail=detail)
 
 
 @transaction.atomic
-def _refuse_sign_in(*, issuer: str, subject: str, detail: dict, values: list[str]) -> None:
+def _refuse_sign_in(
+    *, issuer: str, subject: str, detail: dict, values: list[str], reason: str
+) -> None:
     identity = (
         OidcIdentity.objects.select_for_update()
         .select_related("user")
@@ -121,14 +129,14 @@ def _refuse_sign_in(*, issuer: str, subject: str, detail: dict, values: list[str
         .first()
     )
     user = identity.user if identity else None
-    if user is not None:
+    if user is not None and reason == "no_role":
         _set_role(user, None)
     record_event(
         actor=user,
         verb="login_refused",
         object_type="auth.user" if user else "",
         object_id=user.pk if user else "",
-        detail={**detail, "reason": "no_role", "claim_values": values[:20]},
+        detail={**detail, "reason": reason, "claim_values": values[:20]},
     )
 
 

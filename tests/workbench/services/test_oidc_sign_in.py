@@ -15,7 +15,7 @@ from workbench.auth import OidcSignInFailed, RoleMappingOIDCBackend
 from workbench.checks import check_oidc_settings
 from workbench.models import AuditEvent, OidcIdentity
 from workbench.roles import Role, claim_values, parse_role_map, role_from_claims, roles_of
-from workbench.services.accounts import NoRoleForClaims, sign_in_with_provider
+from workbench.services.accounts import SignInRefused, sign_in_with_provider
 
 MAP = parse_role_map(
     "goldset-annotators:annotator, goldset-leads:lead ,goldset-admins:admin,"
@@ -117,16 +117,27 @@ def test_the_first_sign_in_creates_the_user_with_the_role_and_later_ones_update_
 @with_db
 def test_a_refused_sign_in_withdraws_the_roles_of_a_known_user_and_is_audited():
     user = _sign_in("sub-2", Role.LEAD, {"preferred_username": "eve"})
-    with pytest.raises(NoRoleForClaims):
+    with pytest.raises(SignInRefused):
         _sign_in("sub-2", None, values=["marketing"])
     user = get_user_model().objects.get(pk=user.pk)
     assert roles_of(user) == frozenset() and not user.is_staff
     refused = AuditEvent.objects.get(verb="login_refused")
     assert refused.actor == user and refused.detail["claim_values"] == ["marketing"]
 
-    with pytest.raises(NoRoleForClaims):
+    with pytest.raises(SignInRefused):
         _sign_in("sub-unknown", None)
     assert not OidcIdentity.objects.filter(subject="sub-unknown").exists()
+
+
+@with_db
+def test_a_user_deactivated_here_is_refused_whatever_the_provider_says():
+    user = _sign_in("sub-4", Role.LEAD, {"preferred_username": "fay"})
+    get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+    with pytest.raises(SignInRefused) as refused:
+        _sign_in("sub-4", Role.ADMIN)
+    assert refused.value.reason == "inactive"
+    assert roles_of(get_user_model().objects.get(pk=user.pk)) == {"adjudication_lead"}
+    assert AuditEvent.objects.get(verb="login_refused").detail["reason"] == "inactive"
 
 
 @with_db
