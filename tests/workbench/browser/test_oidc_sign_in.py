@@ -63,6 +63,12 @@ def test_sign_in_through_the_provider_maps_groups_to_roles_refuses_the_unmapped_
         # Several mapped groups: the strongest role wins.
         _sign_in(pages["b"], live_server, "bob")
         assert pages["b"].locator(".who").inner_text() == "bob · adjudication_lead"
+        # ... and the session is ours: idle past SESSION_IDLE_TIMEOUT_SECONDS, it ends.
+        store = SessionStore(session_key=_session_key(contexts["b"]))
+        store[SessionSecurityMiddleware.SEEN] = int(time.time()) - 31 * 60
+        store.save()
+        pages["b"].goto("/")
+        assert pages["b"].url.startswith(f"{live_server.url}/login/")
 
         # No mapped group: a page that says so, nobody signed in, no account created.
         response = _sign_in(pages["c"], live_server, "carol")
