@@ -136,7 +136,7 @@ def _refuse_sign_in(
         verb="login_refused",
         object_type="auth.user" if user else "",
         object_id=user.pk if user else "",
-        detail={**detail, "reason": reason, "claim_values": values[:20]},
+        detail={**detail, "reason": reason, "claim_values": [v[:200] for v in values[:20]]},
     )
 
 
