@@ -137,6 +137,10 @@ ENTRIES: list[Entry] = [
     Entry("login", Kind.PAGE, None),
     Entry("logout", Kind.ACTION, None),
     Entry("health", Kind.PAGE, None),
+    # OpenID Connect sign-in (404 unless OIDC_ENABLED): start, the provider's redirect, logout
+    Entry("oidc_authentication_init", Kind.PAGE, None),
+    Entry("oidc_authentication_callback", Kind.PAGE, None),
+    Entry("oidc_logout", Kind.ACTION, None),
     # personal API tokens: each user their own (object scope in the service)
     Entry("api_tokens", Kind.PAGE, EVERYONE),
     Entry("api_token_revoke", Kind.ACTION, EVERYONE),
