@@ -20,7 +20,7 @@ def list_endpoints():
 
 
 def get_endpoint(*, endpoint_id: int) -> WebhookEndpoint:
-    return get_object_or_404(WebhookEndpoint, pk=endpoint_id)
+    return get_object_or_404(WebhookEndpoint.objects.select_related("created_by"), pk=endpoint_id)
 
 
 def list_deliveries(*, endpoint: WebhookEndpoint):

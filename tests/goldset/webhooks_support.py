@@ -20,6 +20,7 @@ class Received:
     body: bytes
     verified: bool
     payload: dict | None
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
