@@ -397,3 +397,34 @@ def test_the_reconciler_sends_deliveries_whose_message_or_worker_was_lost(
     assert all(r.verified for r in receiver.requests)
     lost = WebhookDelivery.objects.get(pk=worker_lost.pk)
     assert lost.attempts == 2
+
+
+def test_the_attempt_connects_to_the_address_it_checked_with_the_names_host_header(
+    admin_user,
+    allow_private,
+    receiver,
+    monkeypatch,
+    no_outside_connections,
+    django_capture_on_commit_callbacks,
+):
+    lookups = []
+
+    def fake_dns(host, port, *args, **kwargs):
+        lookups.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake_dns)
+    url = f"http://hooks.example.test:{receiver.port}/in?team=qa"
+    _, receiver.secret = webhooks.create_webhook_endpoint(
+        actor=admin_user, url=url, events=[FROZEN]
+    )
+    (delivery,) = emit_now(django_capture_on_commit_callbacks)
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.SUCCEEDED
+    (request,) = receiver.requests
+    assert request.verified and request.path == "/in?team=qa"
+    assert request.headers["host"] == f"hooks.example.test:{receiver.port}"
+    # the name is looked up at registration and checked before the attempt; the connection
+    # itself only "resolves" the literal address it was given (no DNS between check and use)
+    assert lookups == ["hooks.example.test", "hooks.example.test", "127.0.0.1"]
+    assert no_outside_connections == [("127.0.0.1", receiver.port)]
