@@ -525,7 +525,7 @@ def _post(delivery: WebhookDelivery) -> Attempt:
                 snippet = _read_snippet(response)
                 code = response.status_code
                 location = response.headers.get("location", "")
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, OSError, ValueError) as exc:  # network, TLS, a malformed answer
         return Attempt(None, f"{type(exc).__name__}: {exc}"[:2000], "", retryable=True)
     if 200 <= code < 300:
         return Attempt(code, "", snippet, retryable=False)

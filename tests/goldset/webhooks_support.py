@@ -25,10 +25,11 @@ class Received:
 
 @dataclass
 class Receiver:
-    """Answers ``statuses`` in order (the last one repeats); ``secret`` verifies signatures
-    (set it once the endpoint exists)."""
+    """Answers ``statuses`` in order (the last one repeats), each after its ``delays`` entry;
+    ``secret`` verifies signatures (set it once the endpoint exists)."""
 
     statuses: list[int] = field(default_factory=lambda: [200])
+    delays: list[float] = field(default_factory=list)  # seconds before answering, per request
     secret: str = ""
     requests: list[Received] = field(default_factory=list)
     port: int = 0
@@ -47,8 +48,10 @@ class Receiver:
         except (WebhookVerificationError, ValueError):
             payload, verified = None, False
         self.requests.append(Received(handler.path, headers, body, verified, payload))
-        index = min(len(self.requests), len(self.statuses)) - 1
-        return self.statuses[index]
+        count = len(self.requests)
+        if count <= len(self.delays):
+            threading.Event().wait(self.delays[count - 1])
+        return self.statuses[min(count, len(self.statuses)) - 1]
 
     def wait_for(self, count: int, *, deadline_s: float = 30.0) -> list[Received]:
         deadline = time.monotonic() + deadline_s

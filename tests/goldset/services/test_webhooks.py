@@ -98,6 +98,17 @@ def test_attempts_run_out_then_the_delivery_fails_with_the_error_and_the_answer(
     assert len(receiver.requests) == 3
 
 
+def test_an_attempt_that_times_out_is_retried(
+    endpoint, receiver, settings, django_capture_on_commit_callbacks
+):
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 0.2
+    receiver.delays = [1.0]  # the first answer comes too late
+    (delivery,) = emit_now(django_capture_on_commit_callbacks)
+    delivery.refresh_from_db()
+    assert delivery.status == DeliveryStatus.SUCCEEDED and delivery.attempts == 2
+    assert len(receiver.requests) == 2 and all(r.verified for r in receiver.requests)
+
+
 def test_only_enabled_subscribed_endpoints_get_deliveries_and_a_rollback_sends_nothing(
     admin_user,
     allow_private,
