@@ -86,6 +86,13 @@ from goldset.models.scoring import (
     ScoringJob,
     ScoringRunChunk,
 )
+from goldset.models.webhooks import (
+    TEST_EVENT,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
 
 __all__ = [
     "AnnotatorDomainLoad",
@@ -170,4 +177,9 @@ __all__ = [
     "TripleState",
     "Verdict",
     "WorkingSlice",
+    "TEST_EVENT",
+    "DeliveryStatus",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]
