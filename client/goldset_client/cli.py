@@ -23,7 +23,11 @@ EXIT_OK, EXIT_GATE_FAILED, EXIT_ERROR = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m goldset_client", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m goldset_client",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--url", default=os.environ.get("GOLDSET_URL", ""))
     parser.add_argument("--token", default=os.environ.get("GOLDSET_TOKEN", ""))
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait in all")

@@ -23,6 +23,7 @@ from goldset_client.errors import (
     NotFound,
     Problem,
     ProblemItem,
+    TransportError,
     WaitTimeout,
     error_for,
 )
@@ -124,7 +125,12 @@ class GoldsetClient:
         the ``X-Checksum-SHA256`` header; on a mismatch nothing is left at ``dest`` and
         :class:`ChecksumMismatch` is raised."""
         number = self._version_number(version)
-        target = Path(dest)
+        try:
+            return self._download(number, fmt, Path(dest))
+        except httpx.TransportError as exc:
+            raise TransportError(f"{self.base_url}: {exc}") from exc
+
+    def _download(self, number: int, fmt: str, target: Path) -> Download:
         with self._http.stream("GET", f"versions/{number}/download/{fmt}/") as response:
             if response.status_code >= 400:
                 response.read()
@@ -267,7 +273,10 @@ class GoldsetClient:
             time.sleep(min(self.poll_interval, max(deadline - time.monotonic(), 0.0)))
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        response = self._http.request(method, path, **kwargs)
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise TransportError(f"{self.base_url}: {exc}") from exc
         if response.status_code >= 400:
             raise self._error(response)
         return response

@@ -138,6 +138,10 @@ class ImportRejected(ApiError):
     with its line and field."""
 
 
+class TransportError(GoldsetClientError):
+    """The server could not be reached or the connection broke (``__cause__`` is httpx's)."""
+
+
 class JobFailed(GoldsetClientError):
     """A background job (an import or a scoring job) failed or was cancelled."""
 
