@@ -10,7 +10,9 @@ from django.urls import reverse
 
 from goldset.models import ImportJob, ScoringJob
 from goldset.urls.api import urlpatterns
+from goldset.views.api import IMPORT_PAGE
 from tests.factories import DocumentFactory, DomainFactory
+from workbench.access import entry_for
 
 pytestmark = pytest.mark.django_db
 PROBLEM = "application/problem+json"
@@ -213,3 +215,14 @@ def test_an_import_kind_needs_the_role_of_its_upload_page(client_for, annotator)
     assert response.status_code == 403
     assert response["Content-Type"] == PROBLEM
     assert not ImportJob.objects.exists()
+
+
+def test_each_import_endpoint_has_the_roles_of_its_upload_page():
+    """One role rule for a kind of file, whichever URL it is posted to."""
+    for name, kind in [
+        ("api:triples_import", "triples"),
+        ("api:questions_import", "questions"),
+        ("api:answers_import", "answers"),
+        ("api:jobs", "run"),
+    ]:
+        assert entry_for(name).roles == entry_for(IMPORT_PAGE[kind]).roles, name
