@@ -792,3 +792,30 @@ def read_run(source: Source, *, fmt: str | None = None) -> Run:
     if fmt not in readers:
         raise InputError(name, None, f"unknown run format {fmt!r}; use one of {RUN_FORMATS}")
     return readers[fmt](name, handle)
+
+
+def select_queries(data: Qrels | Run, query_ids: Iterable[str]) -> Qrels | Run:
+    """The rows of ``data`` whose query is in ``query_ids``, as a new object of the same type.
+
+    For qrels the declared queries and per-query cutoffs are restricted too, and ``default_k``
+    is kept. Every measure is computed query by query, so scoring the parts of a query
+    partition and merging them (:func:`scoring.retrieval.merge_results`) gives the figures of
+    scoring the whole, to the bit: this is how a large run is split over several workers.
+    """
+    wanted = set(query_ids)
+    distinct = _ids.to_objects(data._query_values)
+    keep_code = np.fromiter((q in wanted for q in distinct), dtype=bool, count=len(distinct))
+    rows = np.flatnonzero(keep_code[data._query_codes])
+    query_id, doc_id = data.query_id[rows], data.doc_id[rows]
+    if isinstance(data, Run):
+        return Run(query_id, doc_id, data.score[rows], source=data.source)
+    cutoffs = {q: k for q, k in (data.cutoffs or {}).items() if q in wanted}
+    return Qrels(
+        query_id,
+        doc_id,
+        data.relevance[rows],
+        [q for q in data.queries.tolist() if q in wanted],
+        source=data.source,
+        cutoffs=cutoffs or None,
+        default_k=data.default_k,
+    )
