@@ -4,6 +4,7 @@ bootstrap intervals. In-process here (the job's worker does every piece); the tw
 in tests/goldset/worker/test_scoring_split_worker.py."""
 
 import pytest
+from django.urls import reverse
 
 from goldset.models import JobStatus, ScoreAggregate, ScoreQueryResult, ScoringChunk
 from goldset.services import scoring_chunks
@@ -25,7 +26,9 @@ def figures(job):
     return aggregates, rows
 
 
-def test_a_split_job_has_exactly_the_figures_of_the_same_job_in_one_process(admin_user, settings):
+def test_a_split_job_has_exactly_the_figures_of_the_same_job_in_one_process(
+    admin_user, settings, client_for
+):
     version = big_version(700, 90, admin_user)
     data = run_bytes(650, 90)  # 50 gold queries without any run row
     single = create_scoring_job(
@@ -58,6 +61,8 @@ def test_a_split_job_has_exactly_the_figures_of_the_same_job_in_one_process(admi
     assert split.summary["ci"] == single.summary["ci"]
     assert split.summary["aggregate"] == single.summary["aggregate"]
     assert not ScoringChunk.objects.filter(job=split).exists()  # the pieces' inputs are dropped
+    page = client_for(admin_user).get(reverse("exports:job", args=[split.pk])).content.decode()
+    assert "5 pieces of per-query measures and 6 bootstrap intervals, done by w1@host" in page
 
 
 def test_a_piece_that_fails_fails_the_job_with_its_message(admin_user, settings, monkeypatch):
