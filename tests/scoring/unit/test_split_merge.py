@@ -25,7 +25,9 @@ def _data(seed: int, n_queries: int):
     ranked = queries[: max(1, n_queries - n_queries // 5)] + ["not-in-gold"]
     run = Run.from_dict(
         {
-            q: {f"d{rng.integers(30)}": float(rng.integers(0, 4)) for _ in range(rng.integers(1, 9))}
+            q: {
+                f"d{rng.integers(30)}": float(rng.integers(0, 4)) for _ in range(rng.integers(1, 9))
+            }
             for q in ranked
         }
     )
