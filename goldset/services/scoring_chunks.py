@@ -39,7 +39,7 @@ from django.utils import timezone
 from goldset.conf import tunable
 from goldset.models import ChunkKind, ChunkStatus, JobStatus, ScoringChunk, ScoringJob
 from goldset.services.heartbeat import Heartbeat
-from scoring.io import Qrels, Run, select_queries
+from scoring.io import Qrels, Run, arrow_columns, select_queries
 from scoring.retrieval import RetrievalResult, evaluate, merge_results
 from scoring.stats import bootstrap_ci
 from workbench.dispatch import offer_group
@@ -108,21 +108,8 @@ def _from_npz(data: bytes) -> dict[str, np.ndarray]:
         return {name: loaded[name] for name in loaded.files}
 
 
-def _strings(values) -> pa.Array:
-    return pa.array(list(values), type=pa.large_string())
-
-
 def _evaluate_inputs(qrels: Qrels, run: Run) -> tuple[bytes, dict]:
-    inputs = _pack(
-        _arrow_bytes(
-            q=_strings(run.query_id), d=_strings(run.doc_id), s=pa.array(run.score, pa.float64())
-        ),
-        _arrow_bytes(
-            q=_strings(qrels.query_id),
-            d=_strings(qrels.doc_id),
-            r=pa.array(np.asarray(qrels.relevance, dtype=np.int64), pa.int64()),
-        ),
-    )
+    inputs = _pack(_arrow_bytes(**arrow_columns(run)), _arrow_bytes(**arrow_columns(qrels)))
     meta = {
         "queries": [str(q) for q in qrels.queries.tolist()],
         "cutoffs": qrels.cutoffs or {},
@@ -135,18 +122,14 @@ def _evaluate_piece(chunk: ScoringChunk) -> bytes:
     run_part, qrels_part = (_arrow_table(part) for part in _unpack(bytes(chunk.inputs)))
     meta = chunk.meta
     qrels = Qrels(
-        np.asarray(qrels_part["q"].to_pylist(), dtype=object),
-        np.asarray(qrels_part["d"].to_pylist(), dtype=object),
-        qrels_part["r"].to_numpy(),
+        qrels_part["query_id"],
+        qrels_part["doc_id"],
+        qrels_part["relevance"].to_numpy(),
         meta["queries"],
         cutoffs=meta["cutoffs"] or None,
         default_k=meta["default_k"],
     )
-    run = Run(
-        np.asarray(run_part["q"].to_pylist(), dtype=object),
-        np.asarray(run_part["d"].to_pylist(), dtype=object),
-        run_part["s"].to_numpy(),
-    )
+    run = Run(run_part["query_id"], run_part["doc_id"], run_part["score"].to_numpy())
     result = evaluate(qrels, run, k=meta["k"], metrics=meta["metrics"], all_queries=True)
     labels = list(result.per_query)
     return _npz(

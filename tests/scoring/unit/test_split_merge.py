@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.io import Qrels, Run, select_queries
+from scoring.io import Qrels, Run, arrow_columns, select_queries
 from scoring.retrieval import evaluate, merge_results
 
 MEASURES = ["map", "ndcg@5", "recall@5", "P_3", "mrr", "bpref", "rbp(0.8)", "hit@5", "ndcg"]
@@ -95,3 +95,18 @@ def test_merging_refuses_overlapping_parts_and_mixed_settings():
         merge_results([whole, other])
     with pytest.raises(ValueError, match="nothing"):
         merge_results([])
+
+
+def test_arrow_columns_give_the_same_run_and_qrels_back():
+    _, qrels, run = _data(5, 40)
+    again = Run(**arrow_columns(run))
+    assert again.query_id.tolist() == run.query_id.tolist()
+    assert again.doc_id.tolist() == run.doc_id.tolist()
+    assert again.score.tolist() == run.score.tolist()
+    columns = arrow_columns(qrels)
+    back = Qrels(**columns, queries=qrels.queries)
+    assert back.query_id.tolist() == qrels.query_id.tolist()
+    assert back.relevance.tolist() == qrels.relevance.tolist()
+    whole = evaluate(qrels, run, k=5, metrics=MEASURES, all_queries=True)
+    same = evaluate(back, again, k=5, metrics=MEASURES, all_queries=True)
+    assert same.aggregate == whole.aggregate
