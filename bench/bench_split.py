@@ -77,7 +77,8 @@ def run_mode(label: str, mode: dict, *, version, data: bytes, index: int, chunk:
         job = create_scoring_job(
             version=version,
             name=label,
-            data=data + b"\n" * index,
+            # Blank lines make each upload new (the same file would give back its earlier job).
+            data=data + b"\n" * (ScoringJob.objects.count() + 1),
             filename=f"bench-{index}.trec",
             actor=None,
         )
