@@ -24,7 +24,7 @@ pytestmark = pytest.mark.worker
 @pytest.fixture
 def two_split_workers(start_worker):
     """Two worker processes (solo pool each) that split jobs of 1,000+ queries in pieces of
-    150 queries."""
+    100 queries."""
     _require(bool(os.environ.get("REDIS_URL")), "needs REDIS_URL=redis://…")
     _require(connection.vendor == "postgresql", "the workers share the test database")
     db = connection.settings_dict
@@ -34,7 +34,7 @@ def two_split_workers(start_worker):
         "SECRET_KEY": "worker-test-secret",
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
         "SCORING_SPLIT_MIN_QUERIES": "1000",
-        "SCORING_CHUNK_QUERIES": "150",
+        "SCORING_CHUNK_QUERIES": "100",
     }
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = False
@@ -48,7 +48,7 @@ def two_split_workers(start_worker):
 def test_two_workers_share_a_large_job_and_its_figures_equal_the_cli(
     two_split_workers, admin_user, tmp_path
 ):
-    n_queries, n_blocks = 3000, 700
+    n_queries, n_blocks = 1500, 400
     version = big_version(n_queries, n_blocks, admin_user)
     data = run_bytes(n_queries - 100, n_blocks)  # 100 gold queries the run does not answer
     job = create_scoring_job(
@@ -57,7 +57,7 @@ def test_two_workers_share_a_large_job_and_its_figures_equal_the_cli(
         data=data,
         filename="run.trec",
         actor=admin_user,
-        resamples=2000,
+        resamples=1000,
     )
     wait_until(
         lambda: ScoringJob.objects.get(pk=job.pk).finished, timeout=180, what="the split job"
@@ -65,7 +65,7 @@ def test_two_workers_share_a_large_job_and_its_figures_equal_the_cli(
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
     split = job.summary["split"]
-    assert split["pieces"] == {"evaluate": 20, "bootstrap": 6}
+    assert split["pieces"] == {"evaluate": 15, "bootstrap": 6}
     hosts = {name.split("@")[0] for name in split["workers"]}
     assert hosts == {"split-a", "split-b"}, f"both workers did pieces: {split}"
     assert not ScoringChunk.objects.filter(job=job).exists()
