@@ -89,6 +89,13 @@ from goldset.models.scoring import (
     ScoringJob,
     ScoringRunChunk,
 )
+from goldset.models.webhooks import (
+    TEST_EVENT,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
 
 __all__ = [
     "AnnotatorDomainLoad",
@@ -176,4 +183,9 @@ __all__ = [
     "TripleState",
     "Verdict",
     "WorkingSlice",
+    "TEST_EVENT",
+    "DeliveryStatus",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]
