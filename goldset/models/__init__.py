@@ -78,11 +78,14 @@ from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
+    ChunkKind,
+    ChunkStatus,
     JobStatus,
     RunFormat,
     RunKind,
     ScoreAggregate,
     ScoreQueryResult,
+    ScoringChunk,
     ScoringJob,
     ScoringRunChunk,
 )
@@ -167,6 +170,9 @@ __all__ = [
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",
+    "ScoringChunk",
+    "ChunkKind",
+    "ChunkStatus",
     "Source",
     "SpotCheckDraw",
     "System",
