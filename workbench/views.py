@@ -8,6 +8,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from goldset.selectors.inbox import get_inbox
 from workbench.forms import INVALID_LOGIN, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.accounts import log_in
@@ -64,7 +65,8 @@ def logout_view(request):
 
 @role_required(*ALL_ROLES)
 def home(request):
-    return render(request, "workbench/home.html")
+    """Home: the inbox (what waits for the user, per role) above the role's pages."""
+    return render(request, "workbench/home.html", {"inbox": get_inbox(user=request.user)})
 
 
 def _may_see_health_details(request) -> bool:

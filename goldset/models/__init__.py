@@ -74,6 +74,13 @@ from goldset.models.imports import (
     ImportKind,
     ImportStatus,
 )
+from goldset.models.inbox import (
+    CalibrationRetake,
+    Notification,
+    NotificationKind,
+    NotificationPreference,
+    RetakeStatus,
+)
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
@@ -88,6 +95,11 @@ from goldset.models.scoring import (
 )
 
 __all__ = [
+    "CalibrationRetake",
+    "Notification",
+    "NotificationKind",
+    "NotificationPreference",
+    "RetakeStatus",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",
