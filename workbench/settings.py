@@ -195,9 +195,9 @@ REST_FRAMEWORK = {
 # Requests per API token (or signed-in user) per period: "<n>/sec|min|hour|day".
 API_TOKEN_RATE = env.str("API_TOKEN_RATE", default="600/min")
 # Notification e-mail (a per-user choice, off by default), sent by a Celery task: EMAIL_URL picks
-# the backend (smtp://user:password@host:587, consolemail://); links in e-mails start with
+# the backend (default smtp://localhost:25; consolemail:// prints them); links in e-mails start with
 # WORKBENCH_BASE_URL.
-_email = env.email_url_config(env.str("EMAIL_URL", default="") or "consolemail://")
+_email = env.email_url_config(env.str("EMAIL_URL", default="") or "smtp://localhost:25")
 _smtp = {
     option: _email[name]
     for option, name in [

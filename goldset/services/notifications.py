@@ -119,6 +119,9 @@ def _queue_emails(notification_ids: list[int], *, recipient_ids: list[int]) -> N
         outbox.enqueue(kind=NOTIFICATION_EMAIL_OUTBOX_KIND, payload={"ids": notification_ids})
 
 
+LEAD_ROLES = (Role.LEAD.value, Role.ADMIN.value)
+
+
 def lead_ids() -> list[int]:
     """Everyone holding the lead role (active accounts)."""
     return list(
@@ -184,7 +187,7 @@ def send_notification_emails(*, ids: list[int]) -> int:
     right after it is sent, so a re-delivered task sends nothing twice (a crash between the two
     can repeat one e-mail, never lose one). Returns how many were sent."""
     sent = 0
-    base = getattr(settings, "WORKBENCH_BASE_URL", "").rstrip("/")
+    base = settings.WORKBENCH_BASE_URL.rstrip("/")
     for pk in ids:
         with transaction.atomic():
             n = (
@@ -249,20 +252,37 @@ def notify_discussion_opened(*, triple, revision, flagged_by: list[int], actor) 
 
 def notify_discussion_reply(*, triple, message) -> None:
     """A message in a triple's discussion: everyone taking part hears of it but its writer —
-    the author, reviewers who flagged any revision, and whoever (leads included) wrote in it."""
+    the author, reviewers who flagged any revision, and whoever (leads included) wrote in it.
+    Annotators never learn another annotator's name (DESIGN.md §6): to them the writer is
+    "the author" or "a reviewer who flagged it"; leads read display names."""
     flaggers = Review.objects.filter(revision__triple=triple, verdict=Verdict.FLAG).values_list(
         "reviewer_id", flat=True
     )
     writers = DiscussionMessage.objects.filter(triple=triple).values_list("author_id", flat=True)
     parties = {triple.author_id, *flaggers, *writers} - {message.author_id}
-    notify(
-        recipients=parties,
-        kind=NotificationKind.DISCUSSION_REPLY,
-        text=f"{display_name(message.author)} replied in the discussion of "
-        f"{quote(message.revision.question)}.",
-        link=_triple_link(triple.pk),
-        key=discussion_key(triple.pk),
+    if not parties:
+        return
+    leads = set(
+        get_user_model()
+        .objects.filter(pk__in=parties | {message.author_id}, groups__name__in=LEAD_ROLES)
+        .values_list("pk", flat=True)
     )
+    writer = message.author
+    if writer.pk in leads:
+        blind = f"{display_name(writer)} (lead)"
+    elif writer.pk == triple.author_id:
+        blind = "The author"
+    else:
+        blind = "A reviewer who flagged it"
+    about = quote(message.revision.question)
+    for recipients, name in ((parties & leads, display_name(writer)), (parties - leads, blind)):
+        notify(
+            recipients=recipients,
+            kind=NotificationKind.DISCUSSION_REPLY,
+            text=f"{name} replied in the discussion of {about}.",
+            link=_triple_link(triple.pk),
+            key=discussion_key(triple.pk),
+        )
 
 
 def notify_revised(*, triple, previous, revision, actor) -> None:

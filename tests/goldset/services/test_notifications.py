@@ -60,12 +60,14 @@ def test_a_reply_reaches_every_party_but_its_writer_and_replies_fold_per_discuss
     # the flagging reviewer: one unread line for three replies, the latest text
     (n,) = Notification.objects.filter(recipient=team["r2"])
     assert n.kind == NotificationKind.DISCUSSION_REPLY and n.count == 3
-    assert n.text.startswith("author replied in the discussion of “What encryption")
+    assert n.text.startswith("The author replied in the discussion of “What encryption")
     # the lead took part, so the author's replies reach them; their own message did not
     (n,) = Notification.objects.filter(recipient=team["lead"])
-    assert n.count == 2
+    assert n.count == 2 and n.text.startswith("author replied")  # leads read display names
+    post_message(triple=triple, author=team["r2"], body="The key length, yes.")
     (n,) = Notification.objects.filter(recipient=team["author"])
-    assert n.count == 1 and n.text.startswith("lead replied")
+    assert n.text.startswith("A reviewer who flagged it replied")  # never an annotator's name
+    assert "rev2" not in n.text
     assert not Notification.objects.filter(recipient__in=[team["r1"], team["admin"]]).exists()
     # once read, the next reply starts a new line
     mark_read(user=team["r2"], notification_id=_unread(team["r2"]).pk)
