@@ -70,7 +70,7 @@ def retake_seed(*, annotator_id: int, domain_id: int, attempt: int) -> int:
     digest = hashlib.sha256(
         f"{RETAKE_DRAW_SEED}:{annotator_id}:{domain_id}:{attempt}".encode()
     ).hexdigest()
-    return int(digest[:12], 16)
+    return int(digest[:7], 16)  # 28 bits: fits the assignments' shuffle_seed column
 
 
 def draw_retake(

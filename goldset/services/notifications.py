@@ -191,7 +191,7 @@ def send_notification_emails(*, ids: list[int]) -> int:
     for pk in ids:
         with transaction.atomic():
             n = (
-                Notification.objects.select_for_update()
+                Notification.objects.select_for_update(of=("self",))
                 .select_related("recipient__notification_preference")
                 .filter(pk=pk, emailed_at__isnull=True)
                 .first()
