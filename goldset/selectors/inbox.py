@@ -99,7 +99,7 @@ def get_inbox(*, user) -> Inbox:
             "replies",
             "Discussions with unread replies",
             by_kind.get(NotificationKind.DISCUSSION_REPLY, 0),
-            f"{notifications}?unread=1",
+            f"{notifications}?unread=1&kind={NotificationKind.DISCUSSION_REPLY}",
             "triples you wrote, flagged or wrote in",
         )
     )
@@ -244,11 +244,16 @@ def count_unread(*, user) -> int:
     return Notification.objects.filter(recipient=user, read_at__isnull=True)[:COUNT_CAP].count()
 
 
-def list_notifications(*, user, cursor: str | None, size: int, unread_only: bool = False):
-    """One keyset page of the user's notifications, newest first."""
+def list_notifications(
+    *, user, cursor: str | None, size: int, unread_only: bool = False, kind: str = ""
+):
+    """One keyset page of the user's notifications, newest first (only unread ones, only one
+    kind: an unknown kind is ignored)."""
     rows = Notification.objects.filter(recipient=user)
     if unread_only:
         rows = rows.filter(read_at__isnull=True)
+    if kind in NotificationKind.values:
+        rows = rows.filter(kind=kind)
     return keyset_page(rows, fields=("created_at", "id"), cursor=cursor, size=size, descending=True)
 
 

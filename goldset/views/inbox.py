@@ -30,7 +30,11 @@ def _wants(request, target: str) -> bool:
 def notifications(request):
     unread_only = request.GET.get("unread") == "1"
     page = selectors.list_notifications(
-        user=request.user, cursor=request.GET.get("after"), size=PAGE_SIZE, unread_only=unread_only
+        user=request.user,
+        cursor=request.GET.get("after"),
+        size=PAGE_SIZE,
+        unread_only=unread_only,
+        kind=request.GET.get("kind", ""),
     )
     template = "inbox/notifications.html"
     if _wants(request, "notification-list"):

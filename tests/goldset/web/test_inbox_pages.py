@@ -16,7 +16,7 @@ from goldset.models import (
 )
 from goldset.services.calibration import request_retake
 from goldset.services.notifications import notify
-from goldset.services.resolution import post_message
+from goldset.services.resolution import post_message, revise_triple
 from tests.factories import AnswerRecordFactory, CalibrationResultFactory, UserFactory
 from tests.goldset.inbox_support import calibration_domain, fail_calibration, flagged_triple
 from workbench.models import AuditEvent
@@ -161,7 +161,9 @@ def test_home_costs_the_same_queries_at_any_size(
 def test_home_inbox_counts_and_links_per_role(client_for, annotator, lead, team):
     _grow(2, annotator=annotator, lead=lead, team=team)
     html = client_for(annotator).get(reverse("home")).content.decode()
-    assert re.search(r'id="inbox-replies"><a href="/inbox/\?unread=1"><strong', html)
+    assert re.search(
+        r'id="inbox-replies"><a href="/inbox/\?unread=1&amp;kind=discussion_reply"', html
+    )
     assert 'id="inbox-my-discussions"' in html and "Your triples in discussion" in html
     assert 'action="/inbox/calibration/domain-2/retake/"' in html  # the failed calibration
     assert "Request a retake" in html
@@ -229,3 +231,23 @@ def test_notification_list_pages_by_keyset_at_constant_queries(
     )
     assert fragment.content.decode().strip().startswith('<section id="notification-list">')
     assert c.get(reverse("inbox:notifications"), {"after": "not-a-cursor"}).status_code == 404
+
+
+def test_a_revision_waiting_for_re_review_shows_on_the_flagging_reviewers_home(
+    client_for, team, settings
+):
+    settings.CURATION_FRESH_REVIEWERS_ON_REVISION = False
+    triple = flagged_triple(team["author"], [team["r1"], team["r2"]])
+    c = client_for(team["r2"])
+    assert 'id="inbox-rereviews"' not in c.get(reverse("home")).content.decode()
+    revise_triple(
+        triple=triple,
+        actor=team["author"],
+        question="Which mechanism protects stored customer documents at rest?",
+        block_version=triple.current_revision.expected_block_version,
+        expected_answer="AES-256 at the storage layer.",
+    )
+    html = c.get(reverse("home")).content.decode()
+    assert re.search(r'id="inbox-rereviews"><a href="/curation/reviews/"><strong[^>]*>1<', html)
+    replies = c.get(reverse("inbox:notifications"), {"kind": "revision"}).context["page"]
+    assert [n.kind for n in replies] == ["revision"]
