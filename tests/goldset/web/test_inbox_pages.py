@@ -17,7 +17,12 @@ from goldset.models import (
 from goldset.services.calibration import request_retake
 from goldset.services.notifications import notify
 from goldset.services.resolution import post_message, revise_triple
-from tests.factories import AnswerRecordFactory, CalibrationResultFactory, UserFactory
+from tests.factories import (
+    AnswerRecordFactory,
+    CalibrationResultFactory,
+    DomainFactory,
+    UserFactory,
+)
 from tests.goldset.inbox_support import calibration_domain, fail_calibration, flagged_triple
 from workbench.models import AuditEvent
 from workbench.roles import Role
@@ -251,3 +256,29 @@ def test_a_revision_waiting_for_re_review_shows_on_the_flagging_reviewers_home(
     assert re.search(r'id="inbox-rereviews"><a href="/curation/reviews/"><strong[^>]*>1<', html)
     replies = c.get(reverse("inbox:notifications"), {"kind": "revision"}).context["page"]
     assert [n.kind for n in replies] == ["revision"]
+
+
+def test_the_retake_page_costs_the_same_queries_at_any_size(
+    client_for, lead, django_assert_max_num_queries
+):
+    domain = DomainFactory(slug="supply_chain")
+    c = client_for(lead)
+    counts = []
+    for n in (2, 30):
+        for i in range(n):
+            who = UserFactory(role=Role.ANNOTATOR, username=f"asks-{n}-{i}")
+            CalibrationRetake.objects.create(annotator=who, domain=domain, message=f"Please {i}")
+            CalibrationRetake.objects.create(
+                annotator=who,
+                domain=domain,
+                status=RetakeStatus.DECLINED,
+                decided_by=lead,
+                reason="Not yet.",
+            )
+        with django_assert_max_num_queries(12) as ctx:
+            response = c.get(reverse("inbox:retakes"))
+        counts.append(len(ctx.captured_queries))
+    assert counts[0] == counts[1], counts
+    page = response.context["page"]
+    assert len(page) == 25 and page.next_cursor  # oldest requests first, 25 a page
+    assert page.items[0].message == "Please 0" and len(response.context["answered"]) == 10
