@@ -162,6 +162,13 @@ def mark_read(*, user, notification_id: int) -> Notification:
     return notification
 
 
+def mark_discussion_read(*, user, triple_id: int) -> int:
+    """The user has the triple's discussion in front of them: its notifications are read."""
+    return Notification.objects.filter(
+        recipient=user, key=discussion_key(triple_id), read_at__isnull=True
+    ).update(read_at=timezone.now())
+
+
 @transaction.atomic
 def mark_all_read(*, user) -> int:
     """Mark every unread notification of the user read; returns how many were unread."""

@@ -282,3 +282,14 @@ def test_the_retake_page_costs_the_same_queries_at_any_size(
     page = response.context["page"]
     assert len(page) == 25 and page.next_cursor  # oldest requests first, 25 a page
     assert page.items[0].message == "Please 0" and len(response.context["answered"]) == 10
+
+
+def test_reading_the_discussion_marks_its_replies_read(client_for, team):
+    triple = flagged_triple(team["author"], [team["r1"], team["r2"]])
+    post_message(triple=triple, author=team["author"], body="Which part?")
+    c = client_for(team["r2"])
+    assert Notification.objects.filter(recipient=team["r2"], read_at__isnull=True).count() == 1
+    assert 'id="inbox-replies"' in c.get(reverse("home")).content.decode()
+    assert c.get(reverse("curation:triple", args=[triple.pk])).status_code == 200
+    assert not Notification.objects.filter(recipient=team["r2"], read_at__isnull=True).exists()
+    assert 'id="inbox-replies"' not in c.get(reverse("home")).content.decode()
