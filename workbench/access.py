@@ -203,6 +203,17 @@ ENTRIES: list[Entry] = [
     Entry("answers:runs", Kind.PAGE, ADMINS),
     Entry("answers:export", Kind.PAGE, ADMINS),
     Entry("answers:export_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # inbox and notifications: each user their own (object scope in the selectors)
+    Entry("inbox:notifications", Kind.PAGE, EVERYONE, fragments=("notification-list",)),
+    Entry("inbox:badge", Kind.PAGE, EVERYONE, fragments=("notification-badge",)),
+    Entry("inbox:open", Kind.PAGE, EVERYONE),
+    Entry("inbox:mark_read", Kind.ACTION, EVERYONE),
+    Entry("inbox:mark_all_read", Kind.ACTION, EVERYONE),
+    Entry("inbox:settings", Kind.PAGE, EVERYONE),
+    # calibration retakes: the annotator asks, a lead answers
+    Entry("inbox:retake_request", Kind.ACTION, ANNOTATORS),
+    Entry("inbox:retakes", Kind.PAGE, LEADS),
+    Entry("inbox:retake_decide", Kind.ACTION, LEADS),
     # background imports: the uploader's own job (object scope in the selector)
     Entry("imports:job", Kind.PAGE, EVERYONE, fragments=("import-progress",)),
     # routing and promotion

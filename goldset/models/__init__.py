@@ -74,6 +74,13 @@ from goldset.models.imports import (
     ImportKind,
     ImportStatus,
 )
+from goldset.models.inbox import (
+    CalibrationRetake,
+    Notification,
+    NotificationKind,
+    NotificationPreference,
+    RetakeStatus,
+)
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
@@ -98,6 +105,11 @@ from goldset.models.webhooks import (
 )
 
 __all__ = [
+    "CalibrationRetake",
+    "Notification",
+    "NotificationKind",
+    "NotificationPreference",
+    "RetakeStatus",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",
