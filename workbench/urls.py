@@ -19,6 +19,7 @@ urlpatterns = [
     path("versions/", include("goldset.urls.exports")),
     path("evaluators/", include("goldset.urls.evaluators")),
     path("imports/", include("goldset.urls.imports")),
+    path("guidelines/", include("goldset.urls.guidelines")),
     path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),
 ]

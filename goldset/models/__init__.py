@@ -67,6 +67,12 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.guidelines import (
+    DecisionKind,
+    FastDecision,
+    GuidelineTask,
+    GuidelineVersion,
+)
 from goldset.models.imports import (
     FINISHED_IMPORT_STATUSES,
     ImportChunk,
@@ -88,6 +94,10 @@ from goldset.models.scoring import (
 )
 
 __all__ = [
+    "DecisionKind",
+    "FastDecision",
+    "GuidelineTask",
+    "GuidelineVersion",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",

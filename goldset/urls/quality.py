@@ -16,4 +16,5 @@ urlpatterns = [
         name="table-download",
     ),
     path("agreement/recompute/", quality.recompute, name="recompute"),
+    path("fast-decisions/", quality.fast_decisions, name="fast_decisions"),
 ]
