@@ -82,9 +82,7 @@ def test_garbage_active_time_is_stored_as_null_or_capped_never_an_error(domain, 
     assert label.guideline_id is None  # no guideline written for the domain
 
 
-def test_a_fast_gold_label_is_flagged_undo_withdraws_it_and_a_slow_one_is_not(
-    domain, settings
-):
+def test_a_fast_gold_label_is_flagged_undo_withdraws_it_and_a_slow_one_is_not(domain, settings):
     settings.FAST_DECISION_SECONDS_GOLD = 5
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
@@ -204,6 +202,4 @@ def test_guideline_markdown_is_rendered_without_raw_html_and_sanitised(settings)
     assert 'href="https://example.org/x"' in html and "noopener" in html
     settings.FREE_TEXT_MAX_CHARS = 10
     with pytest.raises(GoldsetError):
-        save_guideline(
-            actor=None, domain=DomainFactory(), task="adjudication", body="x" * 11
-        )
+        save_guideline(actor=None, domain=DomainFactory(), task="adjudication", body="x" * 11)
