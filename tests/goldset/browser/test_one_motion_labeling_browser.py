@@ -4,6 +4,7 @@ guidelines panel opens from its focused summary without submitting, and labels s
 browser carry the active time measured by app.js."""
 
 import re
+import time
 
 import pytest
 
@@ -52,7 +53,7 @@ def _wait_for_other_item(page, public_id):
 
 def test_five_routine_labels_by_keys_then_undo_skip_help_and_link(browser_login):
     domain = DomainFactory(slug="supply_chain")
-    for _ in range(8):
+    for _ in range(9):
         AnswerRecordFactory(question__domain=domain, question__conflict_flag=False)
     (annotator,) = qualified_annotators(domain, 1)
     save_guideline(
@@ -128,6 +129,7 @@ def test_five_routine_labels_by_keys_then_undo_skip_help_and_link(browser_login)
     meter.type("outside my expertise")
     meter.press("Enter")
     _wait_for_other_item(page, skipped)
+    shown_at = time.monotonic()
     assert len(meter.requests) == 1
     assert ItemSkip.objects.get().record.public_id == skipped
     assert not LabelAssignment.objects.filter(record__public_id=skipped).exists()
@@ -138,6 +140,36 @@ def test_five_routine_labels_by_keys_then_undo_skip_help_and_link(browser_login)
     assert "Undo your last label" in page.inner_text("#key-help")
     page.keyboard.press("?")
     page.wait_for_selector("#key-help:not([open])")
+
+    # the idle rule, with the page's clock in the test's hands: 600 ms of input, a 90 s pause
+    # (over the 60 s cut-off: left out), 200 ms, 30 s with the page hidden (left out), 300 ms
+    timed = _shown(page)
+    before_override_ms = (time.monotonic() - shown_at) * 1000
+    page.evaluate(
+        """() => {
+        let now = performance.now();
+        performance.now = () => now;
+        const move = ms => { now += ms; document.dispatchEvent(new PointerEvent("pointermove")); };
+        const show = state => {
+          Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });
+          document.dispatchEvent(new Event("visibilitychange"));
+        };
+        move(600); move(90000);
+        now += 200; show("hidden");
+        now += 30000; show("visible");
+        now += 300;
+      }"""
+    )
+    page.keyboard.press("a")
+    _wait_for_other_item(page, timed)
+    label = Label.objects.get(record__public_id=timed)
+    print(
+        f"active ms with a 90 s idle gap and 30 s hidden: {label.active_ms} (server {label.server_ms})"
+    )
+    # 1,100 ms plus the real time between the item's arrival and the clock override, at most;
+    # counting the pause would give at least the cap, server time + 2 s
+    assert 1100 <= label.active_ms <= 1100 + before_override_ms + 500
+    assert label.active_ms < label.server_ms + 2000
 
     # Enter on a focused link follows the link, never submits the form
     before = Label.objects.count()
