@@ -92,6 +92,13 @@ from goldset.models.scoring import (
     ScoringJob,
     ScoringRunChunk,
 )
+from goldset.models.webhooks import (
+    TEST_EVENT,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
 
 __all__ = [
     "DecisionKind",
@@ -180,4 +187,9 @@ __all__ = [
     "TripleState",
     "Verdict",
     "WorkingSlice",
+    "TEST_EVENT",
+    "DeliveryStatus",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0016_evalfix_calibration_heartbeat"),
+        ("goldset", "0017_hooks_webhooks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
