@@ -111,6 +111,23 @@ def get_time_on_item_summary() -> list[TimeRow]:
     return sorted(rows, key=lambda r: (r.kind, r.name.lower(), r.user_id))
 
 
+def time_on_item_rows() -> tuple[list, list]:
+    """The dashboard's time-on-item table for CSV/JSON: display names and figures in seconds."""
+    header = ["annotator", "decisions", "n", "median_active_s", "p90_active_s", "flagged_fast"]
+    rows = [
+        [
+            r.name,
+            r.kind,
+            r.n,
+            None if r.median_s is None else round(r.median_s, 3),
+            None if r.p90_s is None else round(r.p90_s, 3),
+            r.fast,
+        ]
+        for r in get_time_on_item_summary()
+    ]
+    return header, rows
+
+
 @dataclass(frozen=True)
 class FastRow:
     """One flagged decision as the lead's list shows it: plain values, the item by its public id

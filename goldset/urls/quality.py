@@ -11,7 +11,7 @@ urlpatterns = [
     ),
     path("alerts/", quality.alerts, name="alerts"),
     re_path(
-        r"^(?P<name>confusion|workload)\.(?P<fmt>csv|json)$",
+        r"^(?P<name>confusion|workload|time)\.(?P<fmt>csv|json)$",
         quality.table_download,
         name="table-download",
     ),

@@ -302,6 +302,20 @@ def test_dashboard_shows_time_on_item_per_annotator_and_links_the_fast_list(
     # n = 3, median 7.0 s, p90 = 7 + 0.8 × 13 = 17.4 s, one flagged (1 s < 5 s)
     assert re.findall(r"<td>(.*?)</td>", row)[:3] == ["3", "7.0", "17.4"]
     assert reverse("quality:fast_decisions") in section and ">1</a>" in row
+    # the same table as JSON (display names and seconds), for leads only
+    url = reverse("quality:table-download", args=["time", "json"])
+    rows = json.loads(client_for(lead).get(url).content)
+    assert {
+        "annotator": "Ada Byron",
+        "decisions": "label",
+        "n": 3,
+        "median_active_s": 7.0,
+        "p90_active_s": 17.4,
+        "flagged_fast": 1,
+    } in rows
+    csv_body = client_for(lead).get(reverse("quality:table-download", args=["time", "csv"]))
+    assert csv_body.content.decode().splitlines()[0].startswith("annotator,decisions,n,")
+    assert client_for(annotator).get(url).status_code == 403
 
 
 def test_the_adjudication_export_carries_times_and_guideline_versions_for_leads(
