@@ -12,6 +12,7 @@ from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
 from goldset.services.outbox import mark_done, start_all_of_kind
 from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
+from goldset.services.scoring_chunks import SCORE_CHUNK_TASK, run_chunk
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
 from goldset.services.webhooks import deliver_webhook
 
@@ -45,6 +46,21 @@ def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
         job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
     )
     return job.status
+
+
+@shared_task(name=SCORE_CHUNK_TASK, bind=True, ignore_result=True)
+def score_chunk_task(self, job_id: int, claim: str, kind: str, index: int) -> bool:
+    """Do one piece of a split scoring job (offered as a group by the job's worker). A lost or
+    duplicate message is harmless: the piece is claimed in the database first, and the job's
+    own worker does every piece nobody took."""
+    return run_chunk(
+        job_id=job_id,
+        claim=claim,
+        kind=kind,
+        index=index,
+        worker=self.request.hostname or "",
+        heartbeat=not self.request.is_eager,
+    )
 
 
 @shared_task(

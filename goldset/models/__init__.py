@@ -84,11 +84,14 @@ from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
+    ChunkKind,
+    ChunkStatus,
     JobStatus,
     RunFormat,
     RunKind,
     ScoreAggregate,
     ScoreQueryResult,
+    ScoringChunk,
     ScoringJob,
     ScoringRunChunk,
 )
@@ -177,6 +180,9 @@ __all__ = [
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",
+    "ScoringChunk",
+    "ChunkKind",
+    "ChunkStatus",
     "Source",
     "SpotCheckDraw",
     "System",
