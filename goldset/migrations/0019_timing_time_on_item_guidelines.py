@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0017_hooks_webhooks"),
+        ("goldset", "0018_chord_scoring_chunks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
