@@ -84,6 +84,19 @@ TUNABLES: dict[str, Tunable] = {
             "Workers beat this often (unset: min(10, JOB_STALE_SECONDS / 4)).",
         ),
         Tunable("JOB_MAX_ATTEMPTS", 3, int, "Attempts before a job fails with a message."),
+        # Scoring spread over workers (goldset.services.scoring_chunks).
+        Tunable(
+            "SCORING_SPLIT_MIN_QUERIES",
+            50_000,
+            int,
+            "Retrieval jobs with at least this many gold queries are split over the workers.",
+        ),
+        Tunable(
+            "SCORING_CHUNK_QUERIES",
+            25_000,
+            int,
+            "Queries in one piece of a split job (each bootstrap interval is a piece too).",
+        ),
         Tunable(
             "OUTBOX_REDISPATCH_SECONDS",
             120,
@@ -104,6 +117,30 @@ TUNABLES: dict[str, Tunable] = {
             3600,
             int,
             "Stored upload files no unfinished import refers to are deleted once this old (s).",
+        ),
+        # Webhooks (goldset.services.webhooks).
+        Tunable(
+            "WEBHOOKS_ALLOW_PRIVATE_TARGETS",
+            False,
+            _bool,
+            "Allow webhook targets on private, loopback, link-local or reserved addresses.",
+        ),
+        Tunable("WEBHOOKS_MAX_ATTEMPTS", 8, int, "Attempts per webhook delivery before it fails."),
+        Tunable(
+            "WEBHOOKS_RETRY_BASE_SECONDS",
+            10.0,
+            float,
+            "First retry delay; doubles per attempt (capped, with up to 25 % jitter).",
+        ),
+        Tunable("WEBHOOKS_RETRY_MAX_SECONDS", 3600.0, float, "Longest delay between two attempts."),
+        Tunable(
+            "WEBHOOKS_TIMEOUT_SECONDS", 10.0, float, "Connect and read timeout of one attempt."
+        ),
+        Tunable(
+            "WEBHOOKS_LINK_BASE_URL",
+            "",
+            str,
+            "Prefix of the links in webhook payloads (e.g. https://goldset.example.org).",
         ),
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
@@ -140,6 +177,31 @@ TUNABLES: dict[str, Tunable] = {
             120,
             int,
             "Seconds during which an annotator may undo their last label (item still unresolved).",
+        ),
+        # Time on item (issue 14; goldset.rules.time_on_item).
+        Tunable(
+            "ACTIVE_IDLE_GAP_SECONDS",
+            60,
+            int,
+            "A gap without input longer than this is idle and left out of the active time.",
+        ),
+        Tunable(
+            "ACTIVE_TIME_SLACK_MS",
+            2000,
+            int,
+            "A client's active time is capped at the server time plus this (ms).",
+        ),
+        Tunable(
+            "FAST_DECISION_SECONDS_GOLD",
+            5.0,
+            float,
+            "A GOLD label, review or adjudication faster than this is flagged to leads (0: off).",
+        ),
+        Tunable(
+            "FAST_DECISION_SECONDS_TRIAGE",
+            2.0,
+            float,
+            "A TRIAGE label, review or adjudication faster than this is flagged (0: off).",
         ),
     ]
 }

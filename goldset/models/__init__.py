@@ -67,6 +67,12 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.guidelines import (
+    DecisionKind,
+    FastDecision,
+    GuidelineTask,
+    GuidelineVersion,
+)
 from goldset.models.imports import (
     FINISHED_IMPORT_STATUSES,
     ImportChunk,
@@ -74,20 +80,46 @@ from goldset.models.imports import (
     ImportKind,
     ImportStatus,
 )
+from goldset.models.inbox import (
+    CalibrationRetake,
+    Notification,
+    NotificationKind,
+    NotificationPreference,
+    RetakeStatus,
+)
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
+    ChunkKind,
+    ChunkStatus,
     JobStatus,
     RunFormat,
     RunKind,
     ScoreAggregate,
     ScoreQueryResult,
+    ScoringChunk,
     ScoringJob,
     ScoringRunChunk,
 )
+from goldset.models.webhooks import (
+    TEST_EVENT,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
 
 __all__ = [
+    "CalibrationRetake",
+    "Notification",
+    "NotificationKind",
+    "NotificationPreference",
+    "RetakeStatus",
+    "DecisionKind",
+    "FastDecision",
+    "GuidelineTask",
+    "GuidelineVersion",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",
@@ -160,6 +192,9 @@ __all__ = [
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",
+    "ScoringChunk",
+    "ChunkKind",
+    "ChunkStatus",
     "Source",
     "SpotCheckDraw",
     "System",
@@ -170,4 +205,9 @@ __all__ = [
     "TripleState",
     "Verdict",
     "WorkingSlice",
+    "TEST_EVENT",
+    "DeliveryStatus",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]

@@ -44,10 +44,11 @@ from goldset.models import (
     ImportStatus,
     OutboxMessage,
     PcsCalibration,
+    WebhookEvent,
 )
 from goldset.rules.jobs import IMPORT_OUTBOX_KIND, import_dedupe_key
 from goldset.rules.measures import check_measures
-from goldset.services import outbox
+from goldset.services import outbox, webhooks
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
 from goldset.services.heartbeat import Heartbeat
@@ -423,6 +424,10 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
         )
         _drop_file(job)
         record_event(actor=actor, verb="import_succeeded", obj=job, detail=summary.as_dict())
+        webhooks.emit(
+            WebhookEvent.IMPORT_FINISHED,
+            webhooks.import_data(job, status=ImportStatus.SUCCEEDED, summary=summary.as_dict()),
+        )
 
     source = StoredUpload(job)
     try:
@@ -479,11 +484,13 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
     return ImportJob.objects.get(pk=job.pk)
 
 
+@transaction.atomic
 def _finish(
     job: ImportJob, status: str, *, message: str, problems, attempt: int | None = None
 ) -> None:
-    """End the job. With ``attempt``, only while that attempt still holds it (an attempt the
-    reconciler took over must not overwrite what the reconciler decided)."""
+    """Record a rejected or failed import, its audit event and its webhook event together.
+    With ``attempt``, only while that attempt still holds the job (an attempt the reconciler
+    took over must not overwrite what the reconciler decided)."""
     ending = ImportJob.objects.filter(pk=job.pk)
     if attempt is not None:
         ending = ending.filter(status=ImportStatus.RUNNING, attempts=attempt)
@@ -503,6 +510,10 @@ def _finish(
         verb=f"import_{status}",
         obj=job,
         detail={"message": message[:500], "problems": len(problems)},
+    )
+    webhooks.emit(
+        WebhookEvent.IMPORT_FINISHED,
+        webhooks.import_data(job, status=status, errors=len(problems)),
     )
 
 

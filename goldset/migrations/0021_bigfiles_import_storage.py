@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0016_evalfix_calibration_heartbeat"),
+        ("goldset", "0020_timing_time_on_item_guidelines"),
     ]
 
     operations = [
