@@ -182,10 +182,8 @@ def store_upload(upload, *, name: str) -> StoredFile:
         with partial.open("wb") as out:
             upload.seek(0)
             for block in upload.chunks(COPY_BLOCK):
-                if fingerprint.feed(block):
+                if fingerprint.feed(block):  # past the cap: counted for the message, not kept
                     out.write(block)
-                elif fingerprint.over_cap:
-                    break
         fingerprint.finish()
         fingerprint.check(name, partial)
         os.replace(partial, path_of(target))
