@@ -211,6 +211,7 @@ ENTRIES: list[Entry] = [
     Entry("quality:agreement", Kind.PAGE, LEADS, fragments=("confusion",)),
     Entry("quality:agreement-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
     Entry("quality:alerts", Kind.PAGE, LEADS),
+    Entry("quality:disagreements", Kind.PAGE, LEADS),
     Entry("quality:table-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
     Entry("quality:recompute", Kind.ACTION, LEADS),
     # gold versions (leads and admins) and scoring jobs (admins)

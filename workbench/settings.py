@@ -86,6 +86,8 @@ TEMPLATES = [
                 "workbench.context_processors.roles",
                 "goldset.context_processors.protocol",
             ],
+            # ``{{ code|display }}`` in every template: one source of display names
+            "builtins": ["goldset.templatetags.display"],
         },
     },
 ]

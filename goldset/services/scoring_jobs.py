@@ -267,7 +267,7 @@ def create_scoring_job(
             raise RunRejected(
                 [
                     f"{filename}: calibration: a PCS calibration applies to answer logs only; "
-                    "this file is a retrieval run (score it with the seed 004 defaults)"
+                    "this file is a retrieval run (score it with the PROBE defaults)"
                 ],
                 source=filename,
             )
