@@ -8,6 +8,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from workbench.access import entry_for
 from workbench.forms import INVALID_LOGIN, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.accounts import log_in
@@ -115,3 +116,16 @@ def api_token_revoke(request, pk):
     token = revoke_api_token(user=request.user, token_id=pk)
     messages.success(request, f"Token {token.prefix} is revoked.")
     return redirect("api_tokens")
+
+
+ROLE_ORDER = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
+
+
+def permission_denied(request, exception=None):
+    """The 403 page (``handler403``): the normal navigation, and the role(s) the page needs
+    (from the access table), so the user knows whom to ask."""
+    match = getattr(request, "resolver_match", None)
+    entry = entry_for(match.view_name if match else None)
+    needed = [Role(r).label for r in ROLE_ORDER if entry and entry.roles and r in entry.roles]
+    context = {"needed": needed, "path": request.path}
+    return render(request, "403.html", context, status=403)

@@ -33,9 +33,11 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
+from workbench.roles import Role
 
 # In priority order: a code two enums share (``gold``, ``audit_review``) reads as the first says.
 _CHOICES = (
+    Role,
     Tier,
     TripleState,
     Verdict,

@@ -27,8 +27,8 @@ from goldset.models import (
     Triple,
 )
 from goldset.rules.axes import AXES
-from goldset.rules.display import display
 from goldset.rules.calendar import week_start
+from goldset.rules.display import display
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
 from goldset.selectors.curation import list_author_flag_rates
 

@@ -130,7 +130,9 @@ def _rows(protocol: str, item_ids: list[int], values, names, order) -> list[Disa
     """The page's items (one query), ratings ordered: the asked-about annotators first."""
 
     def ratings(by):
-        ranked = sorted(by.items(), key=lambda kv: (order.get(kv[0], len(order)), names.get(kv[0], "")))
+        ranked = sorted(
+            by.items(), key=lambda kv: (order.get(kv[0], len(order)), names.get(kv[0], ""))
+        )
         return [Rating(names.get(u, "a former annotator"), display(v)) for u, v in ranked]
 
     if protocol == "triple_review":

@@ -5,9 +5,9 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from goldset.exceptions import GoldsetError
 from goldset.models import (
     CustomerPermission,
     GoldVersion,
@@ -219,15 +219,25 @@ def iter_query_results(job: ScoringJob):
     )
 
 
+class ComparisonRefused(GoldsetError):
+    """A comparison that cannot be made (message says why, for the compare page)."""
+
+
 def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
-    """The succeeded jobs named, all on one version; Http404 for unknown ids."""
+    """The succeeded jobs named; ComparisonRefused for fewer than two, or unknown or
+    unfinished ones."""
+    if len(set(job_ids)) < 2:
+        raise ComparisonRefused("Tick two runs scored against the same gold version to compare.")
     jobs = list(
         ScoringJob.objects.filter(pk__in=job_ids, status=JobStatus.SUCCEEDED).select_related(
             "version"
         )
     )
     if len(jobs) != len(set(job_ids)):
-        raise Http404("unknown or unfinished scoring job")
+        raise ComparisonRefused(
+            "Only finished scoring jobs can be compared: one of those chosen is unknown or has "
+            "not succeeded."
+        )
     return sorted(jobs, key=lambda j: j.pk)
 
 
@@ -278,14 +288,19 @@ def compare_jobs(
     every job computed (in the first job's order), by ``scoring.stats.compare_paired``:
     Wilcoxon signed-rank (``wilcoxon_method`` auto / exact / asymptotic; the method used is on
     each test) or McNemar for hit measures, Holm–Bonferroni over all tests; and the queries
-    where the jobs differ most on the first job's primary measure. Http404 for fewer than two
+    where the jobs differ most on the first job's primary measure. ComparisonRefused (message says why) for fewer than two
     jobs, jobs on different versions or an unknown method."""
     if len(jobs) < 2:
-        raise Http404("choose at least two jobs")
+        raise ComparisonRefused("Tick two runs scored against the same gold version to compare.")
     if len({j.version_id for j in jobs}) != 1:
-        raise Http404("jobs must be scored against the same gold version")
+        versions = ", ".join(sorted({f"v{j.version.number}" for j in jobs}))
+        raise ComparisonRefused(
+            f"Runs can only be compared on the same gold version; these were scored on {versions}."
+        )
     if wilcoxon_method not in WILCOXON_METHODS:
-        raise Http404(f"the Wilcoxon method is one of {', '.join(WILCOXON_METHODS)}")
+        raise ComparisonRefused(
+            f"The Wilcoxon p-value method is one of {', '.join(WILCOXON_METHODS)}."
+        )
     values = {
         j.pk: dict(ScoreQueryResult.objects.filter(job=j).values_list("query_id", "metrics"))
         for j in jobs

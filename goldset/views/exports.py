@@ -238,10 +238,15 @@ def job_download(request, pk, fmt):
 
 @role_required(Role.ADMIN)
 def job_compare(request):
+    """Paired comparison of the ticked runs; an invalid choice answers 400 with the reason on
+    this page (and a link back to the runs), never a bare 404."""
     ids = [i for i in (_int(v) for v in request.GET.getlist("jobs")) if i is not None]
-    jobs = selectors.list_comparable_jobs(job_ids=ids)
     method = request.GET.get("method") or "auto"
-    comparison = selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
+    try:
+        jobs = selectors.list_comparable_jobs(job_ids=ids)
+        comparison = selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
+    except selectors.ComparisonRefused as exc:
+        return render(request, "exports/compare.html", {"error": str(exc)}, status=400)
     return render(request, "exports/compare.html", {"comparison": comparison})
 
 

@@ -213,7 +213,7 @@ def test_reviewer_cannot_revise_but_can_drop(client_for, team):
     )
     assert "Only the author or a lead can revise" in page.content.decode()
     client_for(team["r2"]).post(
-        reverse("curation:drop", args=[triple.pk]), {"note": "unanswerable"}
+        reverse("curation:drop", args=[triple.pk]), {"note": "unanswerable", "confirm": "true"}
     )
     triple.refresh_from_db()
     assert triple.state == TripleState.DROPPED
@@ -249,7 +249,7 @@ def test_lead_repins_and_retires_from_the_rereview_page(client_for, team):
     page = c.get(reverse("curation:rereview")).content.decode()
     assert a.external_id in page and "v1 → v2" in page
     c.post(reverse("curation:repin", args=[a.pk]))
-    c.post(reverse("curation:retire", args=[b.pk]), {"note": "policy withdrawn"})
+    c.post(reverse("curation:retire", args=[b.pk]), {"note": "policy withdrawn", "confirm": "true"})
     a.refresh_from_db()
     b.refresh_from_db()
     assert (
