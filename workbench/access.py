@@ -144,6 +144,7 @@ ENTRIES: list[Entry] = [
     Entry("admin:*", Kind.PAGE, None),
     # corpus
     Entry("corpus:documents", Kind.PAGE, EVERYONE),
+    Entry("corpus:search", Kind.PAGE, EVERYONE),
     Entry("corpus:document", Kind.PAGE, EVERYONE),
     Entry("corpus:block", Kind.PAGE, EVERYONE),
     Entry("corpus:import", Kind.PAGE, ADMINS),
