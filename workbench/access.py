@@ -161,6 +161,8 @@ ENTRIES: list[Entry] = [
     Entry("curation:queue", Kind.PAGE, ANNOTATORS),
     Entry("curation:next", Kind.PAGE, ANNOTATORS),
     Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card", "review-item")),
+    Entry("curation:review_skip", Kind.ACTION, ANNOTATORS, fragments=("review-item",)),
+    Entry("curation:review_undo", Kind.ACTION, ANNOTATORS, fragments=("review-item",)),
     # curation: leads
     Entry("curation:dashboard", Kind.PAGE, LEADS),
     Entry("curation:rereview", Kind.PAGE, LEADS),

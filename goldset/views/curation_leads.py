@@ -37,6 +37,7 @@ def dashboard(request):
     context = {
         **selectors.dashboard_counts(),
         "balance": selectors.source_balance(),
+        "review_skips": selectors.count_review_skips_by_reviewer(),
         "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
         "rates": rates,
         "alerts": [r for r in rates if r.calibration_needed],
