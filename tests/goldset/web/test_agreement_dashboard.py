@@ -43,13 +43,13 @@ def test_dashboard_is_served_from_snapshots_with_a_constant_query_count(
 ):
     store(n_items)
     c = client_for(lead)
-    with django_assert_max_num_queries(15):  # pairs by display name, and how stale the figures are
+    with django_assert_max_num_queries(16):  # + the logins behind the alerts' links
         response = c.get(
             reverse("quality:agreement"), {"protocol": "answer_label", "axis": "grounding"}
         )
     html = response.content.decode()
     assert response.status_code == 200
-    assert '<svg class="chart"' in html and "Gold Krippendorff α by ISO week — grounding" in html
+    assert '<svg class="chart"' in html and "Gold Krippendorff α by ISO week — Grounding" in html
     assert html.count("<polyline") >= 1 and "target 0.75" in html
     assert "2026-W46" in html and "Fleiss κ" in html
 

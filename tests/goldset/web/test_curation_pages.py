@@ -266,7 +266,7 @@ def test_dashboard_shows_calibration_needed_and_source_balance(client_for, team,
         review(team["r1"], t, "flag", ["question_unrealistic"])
     html = client_for(team["lead"]).get(reverse("curation:dashboard")).content.decode()
     assert "calibration session needed" in html and "author" in html
-    assert 'id="source-balance"' in html and "public_rfp" in html
+    assert 'id="source-balance"' in html and "Public RFP" in html
 
 
 def test_lead_draws_a_working_slice_and_a_spot_check(client_for, team):
