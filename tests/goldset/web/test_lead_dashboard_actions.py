@@ -16,12 +16,12 @@ from goldset.models import TripleState
 from goldset.rules.display import DISPLAY, display
 from goldset.selectors.agreement import list_agreement_alerts
 from goldset.selectors.disagreements import link_alerts
-from goldset.services.agreement import recompute_agreement_snapshots
 from goldset.services.resolution import mark_superseded_pins, retire_triple
 from tests.factories import AnswerRecordFactory, BlockVersionFactory, DomainFactory
 from tests.goldset.answers_helpers import BAD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import write_triple
 from tests.goldset.web.test_curation_pages import _to_discussion
+from tests.workbench.web.test_display_crawl import crawl_problems
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -57,14 +57,16 @@ def test_one_mapping_names_every_code():
 
 @pytest.fixture
 def demo(tmp_path, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=False):
+    with django_capture_on_commit_callbacks(execute=True):  # agreement and scoring tasks too
         call_command("seed_demo", password="lead-dash-pass-1", credentials_file=tmp_path / "c.txt")
-    recompute_agreement_snapshots()
     return {u.username: u for u in get_user_model().objects.all()}
 
 
 def test_alerts_lead_to_their_pairs_matrix_and_items_by_display_name(client, client_for, demo):
-    """One seeded demo for the dashboard, the matrix's pair check and the items page's roles."""
+    """One seeded demo for the dashboard, the matrix's pair check, the items page's roles and the
+    crawl of every role's pages for raw codes, reprs and internal references."""
+    leaks = crawl_problems()
+    assert not leaks, "\n".join(f"{k}: {v}" for k, v in sorted(leaks.items()))
     _matrix_refuses_one_annotator_twice(client_for, demo)
     _disagreements_page_answers_each_role(client, client_for, demo)
     lead = client_for(demo["lead"])
