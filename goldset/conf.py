@@ -99,6 +99,30 @@ TUNABLES: dict[str, Tunable] = {
             int,
             "Largest file any upload page accepts (bytes).",
         ),
+        # Webhooks (goldset.services.webhooks).
+        Tunable(
+            "WEBHOOKS_ALLOW_PRIVATE_TARGETS",
+            False,
+            _bool,
+            "Allow webhook targets on private, loopback, link-local or reserved addresses.",
+        ),
+        Tunable("WEBHOOKS_MAX_ATTEMPTS", 8, int, "Attempts per webhook delivery before it fails."),
+        Tunable(
+            "WEBHOOKS_RETRY_BASE_SECONDS",
+            10.0,
+            float,
+            "First retry delay; doubles per attempt (capped, with up to 25 % jitter).",
+        ),
+        Tunable("WEBHOOKS_RETRY_MAX_SECONDS", 3600.0, float, "Longest delay between two attempts."),
+        Tunable(
+            "WEBHOOKS_TIMEOUT_SECONDS", 10.0, float, "Connect and read timeout of one attempt."
+        ),
+        Tunable(
+            "WEBHOOKS_LINK_BASE_URL",
+            "",
+            str,
+            "Prefix of the links in webhook payloads (e.g. https://goldset.example.org).",
+        ),
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
         Tunable(

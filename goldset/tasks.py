@@ -6,12 +6,14 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, RECONCILE_TASK
+from goldset.rules.webhooks import DELIVER_TASK
 from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
 from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
 from goldset.services.outbox import mark_done, start_all_of_kind
 from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
+from goldset.services.webhooks import deliver_webhook
 
 logger = logging.getLogger(__name__)
 
@@ -90,3 +92,11 @@ def run_import_task(self, job_id: int, outbox_id: int | None = None) -> str:
         job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
     )
     return job.status if job is not None else "not-queued"
+
+
+@shared_task(name=DELIVER_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def deliver_webhook_task(delivery_id: int, outbox_id: int | None = None) -> str:
+    """One attempt of one webhook delivery. A duplicate or re-delivered message does nothing
+    (the delivery is claimed first); a retry is queued through the outbox with its backoff, and
+    an attempt lost with its worker is settled by the reconciler."""
+    return deliver_webhook(delivery_id=delivery_id, outbox_id=outbox_id)

@@ -26,10 +26,11 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from goldset.conf import tunable
-from goldset.models import AgreementSnapshot, Tier
+from goldset.models import AgreementSnapshot, Tier, WebhookEvent
 from goldset.rules.axes import AXES
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
-from goldset.services import outbox
+from goldset.selectors.agreement import list_agreement_alerts
+from goldset.services import outbox, webhooks
 from scoring.agreement import (
     cohen_kappa_table,
     fleiss_kappa_counts,
@@ -415,12 +416,36 @@ def store_agreement_snapshots(
     figures = compute_figures(
         ratings, spot_checks, facts, n_resamples=n_resamples or bootstrap_resamples()
     )
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
     with transaction.atomic():
+        before = _alerts_by_key() if watch_alerts else {}
         AgreementSnapshot.objects.all().delete()
         AgreementSnapshot.objects.bulk_create(
             (f.as_snapshot(version) for f in figures), batch_size=2000
         )
+        if watch_alerts:
+            _emit_raised_alerts(before)
     return version, len(figures)
+
+
+def _alerts_by_key() -> dict:
+    return {
+        webhooks.alert_key(kind=a.kind, title=a.title, numbers=a.numbers): a
+        for a in list_agreement_alerts()
+    }
+
+
+def _emit_raised_alerts(before: dict) -> None:
+    """An ``alert.raised`` webhook event for each alert the new figures raise that the old
+    ones did not (an alert still raised is not announced again)."""
+    for key, alert in _alerts_by_key().items():
+        if key not in before:
+            webhooks.emit(
+                WebhookEvent.ALERT_RAISED,
+                webhooks.alert_data(
+                    kind=alert.kind, title=alert.title, key=key, numbers=alert.numbers
+                ),
+            )
 
 
 def recompute_agreement_snapshots() -> tuple[str, int]:

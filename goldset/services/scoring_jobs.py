@@ -53,10 +53,11 @@ from goldset.models import (
     ScoreQueryResult,
     ScoringJob,
     ScoringRunChunk,
+    WebhookEvent,
 )
 from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
 from goldset.rules.measures import check_measures, job_measures, same_measures
-from goldset.services import exports, outbox
+from goldset.services import exports, outbox, webhooks
 from goldset.services.answer_scoring import score_answer_log, validate_answer_log
 from goldset.services.heartbeat import Heartbeat
 from goldset.services.pcs_calibrations import probe_config_for
@@ -528,6 +529,7 @@ def _fail(job: ScoringJob, *, error: str, now: dt.datetime) -> None:
     job.status, job.error, job.claim, job.finished_at = JobStatus.FAILED, error[:4000], "", now
     job.save(update_fields=["status", "error", "claim", "finished_at"])
     record_event(actor=None, verb="scoring_job_failed", obj=job, detail={"error": error[:500]})
+    webhooks.emit(WebhookEvent.SCORING_JOB_FAILED, webhooks.scoring_job_data(job), now=now)
 
 
 # ---------------------------------------------------------------- running (the task's work)
@@ -913,6 +915,11 @@ def _store(*, job: ScoringJob, claim: str, outcome: Outcome, progress: "_Progres
             verb="scoring_job_succeeded",
             obj=locked,
             detail={"worker": locked.worker, "attempt": locked.attempts},
+        )
+        webhooks.emit(
+            WebhookEvent.SCORING_JOB_SUCCEEDED,
+            webhooks.scoring_job_data(locked),
+            now=locked.finished_at,
         )
 
 

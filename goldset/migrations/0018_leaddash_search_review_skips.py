@@ -24,7 +24,7 @@ def _on_postgres(sql):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0016_evalfix_calibration_heartbeat"),
+        ("goldset", "0017_hooks_webhooks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
