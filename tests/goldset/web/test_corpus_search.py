@@ -51,3 +51,17 @@ def test_postgres_uses_the_gin_index(blocks):
         cursor.execute("SET LOCAL enable_seqscan = off")
     plan = search_blocks(query="backups retained").explain()
     assert "blockversion_text_fts" in plan
+
+
+@pytest.mark.parametrize("n", [3, 40])
+def test_the_search_page_costs_the_same_queries_as_the_corpus_grows(
+    client_for, annotator, django_assert_max_num_queries, n
+):
+    for i in range(n):
+        BlockVersionFactory(text=f"Backups of system {i} are retained for {i} days.")
+    c = client_for(annotator)
+    with django_assert_max_num_queries(6):  # session, user, roles, count, page, headlines
+        body = c.get(reverse("corpus:search"), {"q": "backups retained"}).content.decode()
+    assert body.count('<p class="snippet">') == min(n, 25)
+    if n > 25:
+        assert "Page 1 of 2" in body
