@@ -84,6 +84,19 @@ TUNABLES: dict[str, Tunable] = {
             "Workers beat this often (unset: min(10, JOB_STALE_SECONDS / 4)).",
         ),
         Tunable("JOB_MAX_ATTEMPTS", 3, int, "Attempts before a job fails with a message."),
+        # Scoring spread over workers (goldset.services.scoring_chunks).
+        Tunable(
+            "SCORING_SPLIT_MIN_QUERIES",
+            50_000,
+            int,
+            "Retrieval jobs with at least this many gold queries are split over the workers.",
+        ),
+        Tunable(
+            "SCORING_CHUNK_QUERIES",
+            25_000,
+            int,
+            "Queries in one piece of a split job (each bootstrap interval is a piece too).",
+        ),
         Tunable(
             "OUTBOX_REDISPATCH_SECONDS",
             120,

@@ -26,6 +26,7 @@ urlpatterns = [
     path("versions/", include("goldset.urls.exports")),
     path("evaluators/", include("goldset.urls.evaluators")),
     path("imports/", include("goldset.urls.imports")),
+    path("inbox/", include("goldset.urls.inbox")),
     path("webhooks/", include("goldset.urls.webhooks")),
     path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),

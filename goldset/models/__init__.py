@@ -75,15 +75,25 @@ from goldset.models.imports import (
     ImportKind,
     ImportStatus,
 )
+from goldset.models.inbox import (
+    CalibrationRetake,
+    Notification,
+    NotificationKind,
+    NotificationPreference,
+    RetakeStatus,
+)
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
+    ChunkKind,
+    ChunkStatus,
     JobStatus,
     RunFormat,
     RunKind,
     ScoreAggregate,
     ScoreQueryResult,
+    ScoringChunk,
     ScoringJob,
     ScoringRunChunk,
 )
@@ -96,6 +106,11 @@ from goldset.models.webhooks import (
 )
 
 __all__ = [
+    "CalibrationRetake",
+    "Notification",
+    "NotificationKind",
+    "NotificationPreference",
+    "RetakeStatus",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",
@@ -169,6 +184,9 @@ __all__ = [
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",
+    "ScoringChunk",
+    "ChunkKind",
+    "ChunkStatus",
     "Source",
     "SpotCheckDraw",
     "System",

@@ -21,6 +21,7 @@ from goldset.models import (
     AnswerRecord,
     CalibrationItem,
     CalibrationResult,
+    CalibrationRetake,
     CalibrationSet,
     Domain,
     DomainLabelLoad,
@@ -31,6 +32,7 @@ from goldset.models import (
     LabelAssignment,
     Question,
     RecordStatus,
+    RetakeStatus,
     Run,
 )
 from goldset.rules.calibration import offer_for
@@ -407,6 +409,14 @@ class CalibrationRow:
     result: CalibrationResult | None
     next_assignment: LabelAssignment | None
     version: int | None = None  # the set version offered to this annotator if they start now
+    retake: CalibrationRetake | None = None  # after a failed result: the newest retake request
+
+    @property
+    def may_request(self) -> bool:
+        """A failed result whose retake is not already waiting for a lead."""
+        return bool(self.result and not self.result.passed) and (
+            self.retake is None or self.retake.status != RetakeStatus.PENDING
+        )
 
 
 def list_my_calibration(*, annotator) -> list[CalibrationRow]:
@@ -423,6 +433,13 @@ def list_my_calibration(*, annotator) -> list[CalibrationRow]:
         .order_by("shuffle_key")
     )
     results = {r.domain_id: r for r in CalibrationResult.objects.filter(annotator=annotator)}
+    retakes = {}
+    failed = [domain_id for domain_id, r in results.items() if not r.passed]
+    if failed:  # newest request per failed domain (one query, only when something failed)
+        for retake in CalibrationRetake.objects.filter(
+            annotator=annotator, domain_id__in=failed
+        ).order_by("requested_at", "id"):
+            retakes[retake.domain_id] = retake
     rows = []
     for s in sets:
         own = [a for a in mine if a.record.question.domain_id == s.domain_id]
@@ -438,6 +455,7 @@ def list_my_calibration(*, annotator) -> list[CalibrationRow]:
                 result=results.get(s.domain_id),
                 next_assignment=pending[0] if pending else None,
                 version=offer.version if offer else None,
+                retake=retakes.get(s.domain_id),
             )
         )
     return rows

@@ -5,6 +5,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from goldset.exceptions import GoldsetError
@@ -219,26 +220,21 @@ def iter_query_results(job: ScoringJob):
     )
 
 
-class ComparisonRefused(GoldsetError):
-    """A comparison that cannot be made (message says why, for the compare page)."""
-
-
 def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
-    """The succeeded jobs named; ComparisonRefused for fewer than two, or unknown or
-    unfinished ones."""
-    if len(set(job_ids)) < 2:
-        raise ComparisonRefused("Tick two runs scored against the same gold version to compare.")
+    """The succeeded jobs named, all on one version; Http404 for unknown ids."""
     jobs = list(
         ScoringJob.objects.filter(pk__in=job_ids, status=JobStatus.SUCCEEDED).select_related(
             "version"
         )
     )
     if len(jobs) != len(set(job_ids)):
-        raise ComparisonRefused(
-            "Only finished scoring jobs can be compared: one of those chosen is unknown or has "
-            "not succeeded."
-        )
+        raise Http404("unknown or unfinished scoring job")
     return sorted(jobs, key=lambda j: j.pk)
+
+
+class NotComparable(GoldsetError):
+    """These jobs cannot be compared (fewer than two, different gold versions, an unknown
+    Wilcoxon method). The compare page answers 400 with the message, the API 422."""
 
 
 @dataclass
@@ -288,19 +284,17 @@ def compare_jobs(
     every job computed (in the first job's order), by ``scoring.stats.compare_paired``:
     Wilcoxon signed-rank (``wilcoxon_method`` auto / exact / asymptotic; the method used is on
     each test) or McNemar for hit measures, Holm–Bonferroni over all tests; and the queries
-    where the jobs differ most on the first job's primary measure. ComparisonRefused (message says why) for fewer than two
-    jobs, jobs on different versions or an unknown method."""
+    where the jobs differ most on the first job's primary measure. NotComparable (the message
+    says why) for fewer than two jobs, jobs on different versions or an unknown method."""
     if len(jobs) < 2:
-        raise ComparisonRefused("Tick two runs scored against the same gold version to compare.")
+        raise NotComparable("Choose two runs scored against the same gold version to compare.")
     if len({j.version_id for j in jobs}) != 1:
-        versions = ", ".join(sorted({f"v{j.version.number}" for j in jobs}))
-        raise ComparisonRefused(
+        versions = ", ".join(f"#{j.pk}: v{j.version.number}" for j in jobs)
+        raise NotComparable(
             f"Runs can only be compared on the same gold version; these were scored on {versions}."
         )
     if wilcoxon_method not in WILCOXON_METHODS:
-        raise ComparisonRefused(
-            f"The Wilcoxon p-value method is one of {', '.join(WILCOXON_METHODS)}."
-        )
+        raise NotComparable(f"The Wilcoxon p-value method is one of {', '.join(WILCOXON_METHODS)}.")
     values = {
         j.pk: dict(ScoreQueryResult.objects.filter(job=j).values_list("query_id", "metrics"))
         for j in jobs
@@ -335,3 +329,26 @@ def compare_jobs(
         wilcoxon_method=wilcoxon_method,
         alpha=alpha,
     )
+
+
+def release_gate(job: ScoringJob) -> dict | None:
+    """The release gate of a succeeded answer-log job, as its page shows it: each system's
+    decision and reasons (decided by ``scoring.probe.summarise``, seed 004 A.6/A.7), and
+    ``passed`` when every system in the run is released. None for retrieval runs (no gate) and
+    unfinished jobs."""
+    systems = (job.summary or {}).get("systems") or {}
+    if job.kind != RunKind.ANSWERS or job.status != JobStatus.SUCCEEDED or not systems:
+        return None
+    return {
+        "passed": all(bool(s.get("release")) for s in systems.values()),
+        "systems": {
+            sid: {
+                "release": bool(s.get("release")),
+                "reasons": list(s.get("reasons") or []),
+                "mean_pcs": s.get("mean_pcs"),
+                "unsafe_rate": s.get("unsafe_rate"),
+                "gate_pass_rate": s.get("gate_pass_rate"),
+            }
+            for sid, s in sorted(systems.items())
+        },
+    }

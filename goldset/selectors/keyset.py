@@ -38,23 +38,32 @@ def _decode(cursor: str, fields, model) -> list:
         raise Http404("Unknown page.") from exc
 
 
-def _after(fields, values) -> Q:
-    """Rows strictly after ``values`` in ascending (f1, f2, …) order."""
+def _after(fields, values, *, descending: bool = False) -> Q:
+    """Rows strictly after ``values`` in ascending (f1, f2, …) order (descending: before)."""
     condition = Q()
+    op = "lt" if descending else "gt"
     for i, field in enumerate(fields):
-        step = Q(**{f"{field}__gt": values[i]})
+        step = Q(**{f"{field}__{op}": values[i]})
         for prior, value in zip(fields[:i], values[:i], strict=True):
             step &= Q(**{prior: value})
         condition |= step
     return condition
 
 
-def keyset_page(queryset, *, fields: tuple[str, ...], cursor: str | None, size: int) -> KeysetPage:
+def keyset_page(
+    queryset,
+    *,
+    fields: tuple[str, ...],
+    cursor: str | None,
+    size: int,
+    descending: bool = False,
+) -> KeysetPage:
     """The ``size`` rows of ``queryset`` after ``cursor`` in ascending ``fields`` order (the last
     field must be unique, e.g. ``id``). Reads size + 1 rows; raises Http404 for a bad cursor."""
-    rows = queryset.order_by(*fields)
+    rows = queryset.order_by(*(f"-{f}" if descending else f for f in fields))
     if cursor:
-        rows = rows.filter(_after(fields, _decode(cursor, fields, queryset.model)))
+        values = _decode(cursor, fields, queryset.model)
+        rows = rows.filter(_after(fields, values, descending=descending))
     items = list(rows[: size + 1])
     more = len(items) > size
     items = items[:size]

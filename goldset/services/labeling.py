@@ -54,6 +54,7 @@ from goldset.rules.tiers import SPOT_CHECK_LABELS
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.calibration import score_calibration_if_complete
+from goldset.services.notifications import notify_adjudication_waiting
 from workbench.services.audit import record_event
 
 AUDIT_SAMPLE_SEED = 9314
@@ -359,6 +360,8 @@ def settle_record(record: AnswerRecord) -> None:
     if record.status == RecordStatus.FINAL:
         record.finalized_at = now
     record.save()
+    if record.status in (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT):
+        notify_adjudication_waiting()
 
 
 # ---------------------------------------------------------------- claims

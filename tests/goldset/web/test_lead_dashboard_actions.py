@@ -192,7 +192,7 @@ def test_the_403_page_has_the_navigation_and_names_the_role(client_for, annotato
 def test_an_invalid_comparison_answers_with_a_message_on_the_compare_page(client_for, admin_user):
     admin = client_for(admin_user)
     one = admin.get(reverse("exports:compare"), {"jobs": [1]})
-    assert one.status_code == 400 and "Tick two runs" in one.content.decode()
+    assert one.status_code == 400 and "Choose two runs" in one.content.decode()
     unknown = admin.get(reverse("exports:compare"), {"jobs": [998, 999]})
     assert unknown.status_code == 400 and 'id="compare-error"' in unknown.content.decode()
     assert '<nav aria-label="Main">' in unknown.content.decode()

@@ -24,7 +24,7 @@ def _on_postgres(sql):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0017_hooks_webhooks"),
+        ("goldset", "0019_inbox_notifications_retakes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
