@@ -18,7 +18,7 @@ from workbench.roles import roles_of
 RAW_CODES = sorted(code for code in DISPLAY if "_" in code)
 RAW = re.compile(r"(?<![\w./-])(" + "|".join(map(re.escape, RAW_CODES)) + r")(?![\w/-])")
 REPR = re.compile(r"\{\s*\w+\.\w+\s*:|<\w+\.\w+: |\b(?:Tier|TripleState|Verdict|Flag)\.[A-Z_]+\b")
-BOOL = re.compile(r"(?<![\w\"'])(True|False)(?![\w\"'])|\bNone\b(?! \()")
+BOOL = re.compile(r"(?<![\w\"'])(True|False)(?![\w\"'])|^[ \t]*None[ \t]*$", re.MULTILINE)
 INTERNAL = re.compile(r"DESIGN(?:\.md)? ?§|\bseed 0\d\d\b")
 
 
@@ -45,19 +45,20 @@ class _Text(HTMLParser):
 def visible_text(html: str) -> str:
     parser = _Text()
     parser.feed(html)
-    return " ".join(parser.parts)
+    return "\n".join(parser.parts)  # a text node a line: a bare "None" is a whole node
 
 
 def problems(text: str) -> list[str]:
     found = []
     for pattern in (REPR, INTERNAL, RAW, BOOL):
-        found += [m.group(0) for m in pattern.finditer(text)]
+        found += [m.group(0).strip() for m in pattern.finditer(text)]
     return found
 
 
 def test_the_checker_catches_what_it_must():
     assert problems(visible_text("<p>{Tier.GOLD: 2} needs 2</p>")) == ["{Tier.GOLD:"]
     assert problems(visible_text("<td>tier_b</td><td>True</td>")) == ["tier_b", "True"]
+    assert problems(visible_text("<td>None</td><td>None yet.</td>")) == ["None"]
     assert problems(visible_text("<p>see DESIGN §7 and seed 003</p>")) == ["DESIGN §", "seed 003"]
     assert problems(visible_text('<a href="?tier=tier_b">GOLD</a><code>tier_a</code>')) == []
 
