@@ -75,6 +75,10 @@ _LABEL_FIELDS = {
     "secondary_failures": True,
     "rationale": True,
     "labeled_at": True,
+    # time on item and the guideline version (issue 14): figures, no identity
+    "server_ms": True,
+    "active_ms": True,
+    "guideline_version": True,
 }
 LEAD_ADJUDICATION_FIELDS: FieldSpec = {
     "item_id": True,
@@ -96,6 +100,9 @@ LEAD_ADJUDICATION_FIELDS: FieldSpec = {
         "rationale": True,
         "changed_outcome": True,
         "adjudicated_at": True,
+        "server_ms": True,
+        "active_ms": True,
+        "guideline_version": True,
     },
     "audit_sample": True,
     "final": True,
@@ -232,6 +239,11 @@ ENTRIES: list[Entry] = [
     Entry("quality:disagreements", Kind.PAGE, LEADS),
     Entry("quality:table-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
     Entry("quality:recompute", Kind.ACTION, LEADS),
+    Entry("quality:fast_decisions", Kind.PAGE, LEADS),
+    # guidelines in the task (issue 14): leads and admins write them; work pages show them
+    Entry("guidelines:list", Kind.PAGE, LEADS),
+    Entry("guidelines:edit", Kind.PAGE, LEADS),
+    Entry("guidelines:version", Kind.PAGE, LEADS),
     # gold versions (leads and admins) and scoring jobs (admins)
     Entry("exports:versions", Kind.PAGE, LEADS),
     Entry("exports:freeze", Kind.PAGE, ADMINS, fragments=("freeze-preview",)),

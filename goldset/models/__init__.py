@@ -68,6 +68,12 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.guidelines import (
+    DecisionKind,
+    FastDecision,
+    GuidelineTask,
+    GuidelineVersion,
+)
 from goldset.models.imports import (
     FINISHED_IMPORT_STATUSES,
     ImportChunk,
@@ -111,6 +117,10 @@ __all__ = [
     "NotificationKind",
     "NotificationPreference",
     "RetakeStatus",
+    "DecisionKind",
+    "FastDecision",
+    "GuidelineTask",
+    "GuidelineVersion",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",

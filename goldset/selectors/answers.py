@@ -594,6 +594,16 @@ def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
     return set(labelers) | set(leads)
 
 
+def _decision_timing(decision) -> dict:
+    """Time on item and the guideline version a label or adjudication was made under (None for
+    decisions recorded before they were kept)."""
+    return {
+        "server_ms": decision.server_ms,
+        "active_ms": decision.active_ms,
+        "guideline_version": decision.guideline.version if decision.guideline_id else None,
+    }
+
+
 def iter_adjudication_export(
     *, pseudonyms: Mapping[int, str], include_open: bool = False
 ) -> Iterator[dict]:
@@ -607,11 +617,11 @@ def iter_adjudication_export(
     statuses = _export_statuses(include_open)
     records = (
         AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
-        .select_related("question__domain", "run__system", "adjudication")
+        .select_related("question__domain", "run__system", "adjudication__guideline")
         .prefetch_related(
             Prefetch(
                 "labels",
-                queryset=Label.objects.select_related("assignment").order_by(
+                queryset=Label.objects.select_related("assignment", "guideline").order_by(
                     "assignment__slot", "id"
                 ),
             )
@@ -647,6 +657,7 @@ def iter_adjudication_export(
                     "secondary_failures": label.secondary_failures,
                     "rationale": label.rationale,
                     "labeled_at": label.created_at.isoformat(),
+                    **_decision_timing(label),
                 }
                 for label in record.labels.all()
             ],
@@ -664,6 +675,7 @@ def iter_adjudication_export(
                 "rationale": adjudication.rationale,
                 "changed_outcome": adjudication.changed_outcome,
                 "adjudicated_at": adjudication.created_at.isoformat(),
+                **_decision_timing(adjudication),
             },
             "audit_sample": {
                 "seed": record.audit_seed,

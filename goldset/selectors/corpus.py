@@ -115,7 +115,7 @@ def _marked(text: str) -> SafeString:
 
 
 def _search_vector():
-    """The indexed expression (migration ``0020``: a GIN index on exactly this tsvector)."""
+    """The indexed expression (migration ``0021``: a GIN index on exactly this tsvector)."""
     return SearchVector("text", config=SEARCH_CONFIG)
 
 

@@ -8,7 +8,10 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.exceptions import GoldsetError
 from goldset.forms.curation import ReviewForm
+from goldset.forms.time_on_item import timing_from
+from goldset.models import DecisionKind
 from goldset.selectors import curation as selectors
+from goldset.selectors.guidelines import TRIPLE_REVIEW
 from goldset.services.reviews import (
     ReviewSkipRefused,
     ReviewUndoRefused,
@@ -18,6 +21,7 @@ from goldset.services.reviews import (
     undo_last_review,
 )
 from goldset.views.curation_authoring import htmx_target
+from goldset.views.guidelines import task_panel
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -44,7 +48,7 @@ def next_item(request):
     return redirect("curation:review", pk=assignment.pk)
 
 
-def _review_context(assignment, *, own=None, form=None) -> dict:
+def _review_context(request, assignment, *, own=None, form=None) -> dict:
     return {
         "undoable": selectors.get_undoable_review(reviewer=assignment.reviewer),
         "assignment": assignment,
@@ -53,6 +57,13 @@ def _review_context(assignment, *, own=None, form=None) -> dict:
         "review": own,
         "form": form or ReviewForm(),
         "takes_reviews": own is None and selectors.takes_reviews(assignment=assignment),
+        **task_panel(
+            request,
+            kind=DecisionKind.REVIEW,
+            object_id=assignment.pk,
+            task=TRIPLE_REVIEW,
+            domain_id=assignment.revision.triple.domain_id,
+        ),
     }
 
 
@@ -68,6 +79,12 @@ def review(request, pk):
                 reviewer=request.user,
                 revision=assignment.revision,
                 **form.cleaned_data,
+                timing=timing_from(
+                    request.POST,
+                    kind=DecisionKind.REVIEW,
+                    object_id=assignment.pk,
+                    user_id=request.user.pk,
+                ),
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
@@ -76,7 +93,7 @@ def review(request, pk):
                 return _next_review(request, done=assignment, own=own)
     elif request.method == "GET":
         record_event(actor=request.user, verb="revision_viewed", obj=assignment.revision)
-    context = _review_context(assignment, own=own, form=form)
+    context = _review_context(request, assignment, own=own, form=form)
     partial = next(
         (f"#{name}" for name in ("review-card", "review-item") if htmx_target(request, name)), ""
     )
@@ -90,8 +107,12 @@ def _next_review(request, *, done, own):
     messages.success(request, "Review saved.")
     if following is None:
         messages.info(request, "Nothing else is waiting for your review right now.")
-        return render(request, "curation/review.html#review-item", _review_context(done, own=own))
-    response = render(request, "curation/review.html#review-item", _review_context(following))
+        return render(
+            request, "curation/review.html#review-item", _review_context(request, done, own=own)
+        )
+    response = render(
+        request, "curation/review.html#review-item", _review_context(request, following)
+    )
     return push_url(response, redirect("curation:review", pk=following.pk).url)
 
 
@@ -112,7 +133,7 @@ def skip(request, pk):
         messages.error(request, str(exc))
         own = selectors.get_own_review(assignment=assignment)
         partial = "#review-item" if htmx_target(request, "review-item") else ""
-        context = _review_context(assignment, own=own)
+        context = _review_context(request, assignment, own=own)
         return render(request, f"curation/review.html{partial}", context, status=422)
     messages.info(request, "Review skipped; the revision went back to the pool.")
     following = claim_next_assignment(reviewer=request.user)
@@ -122,7 +143,10 @@ def skip(request, pk):
     url = redirect("curation:review", pk=following.pk).url
     if request.htmx:
         return push_url(
-            render(request, "curation/review.html#review-item", _review_context(following)), url
+            render(
+                request, "curation/review.html#review-item", _review_context(request, following)
+            ),
+            url,
         )
     return redirect(url)
 
@@ -139,7 +163,7 @@ def undo(request):
         messages.error(request, str(exc))
         return _queue_redirect(request)
     messages.info(request, "Your last review was withdrawn; change it and submit again.")
-    context = _review_context(assignment, form=ReviewForm(initial=assignment.withdrawn))
+    context = _review_context(request, assignment, form=ReviewForm(initial=assignment.withdrawn))
     if request.htmx:
         response = render(request, "curation/review.html#review-item", context)
         return push_url(response, redirect("curation:review", pk=assignment.pk).url)

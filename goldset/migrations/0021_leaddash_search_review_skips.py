@@ -24,7 +24,7 @@ def _on_postgres(sql):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0019_inbox_notifications_retakes"),
+        ("goldset", "0020_timing_time_on_item_guidelines"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
