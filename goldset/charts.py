@@ -82,6 +82,16 @@ class LineChart:
                 parts.append(
                     f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in pts)}"/>'
                 )
+            for i, lo, hi in band:
+                # a whisker per point: the first ISO week (one point, no band yet) shows its CI
+                top_y, bottom_y, cx = y(hi), y(lo), x(i)
+                parts.append(
+                    f'<g class="whisker" stroke="{color}" stroke-width="1.5">'
+                    f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{top_y:.1f}" y2="{bottom_y:.1f}"/>'
+                    f'<line x1="{cx - 4:.1f}" x2="{cx + 4:.1f}" y1="{top_y:.1f}" y2="{top_y:.1f}"/>'
+                    f'<line x1="{cx - 4:.1f}" x2="{cx + 4:.1f}" y1="{bottom_y:.1f}" y2="{bottom_y:.1f}"/>'
+                    f"<title>{escape(s.name)} {escape(self.x_labels[i])}: 95 % CI [{lo:.3f}, {hi:.3f}]</title></g>"
+                )
             for i, v in pts:
                 parts.append(
                     f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{color}"><title>{escape(s.name)} {escape(self.x_labels[i])}: {v:.3f}</title></circle>'
@@ -102,21 +112,25 @@ class LineChart:
 
 @dataclass
 class BarChart:
+    """Bars are ``(label, value)`` or ``(label, value, n)``: with n, each bar says what it rests
+    on ("100 % (n = 3)"). Counts (``percent=False``) print as integers when whole."""
+
     title: str
-    bars: list[tuple[str, float | None]]
+    bars: list[tuple]
     x_max: float = 1.0
     percent: bool = True
     width: int = 520
 
     def svg(self) -> SafeString:
-        left, right, row = 120, 60, 20
+        left, right, row = 120, 90, 20
         height = 30 + row * max(len(self.bars), 1)
         plot_w = self.width - left - right
         parts = [
             f'<svg class="chart" role="img" aria-label="{escape(self.title)}" viewBox="0 0 {self.width} {height}" xmlns="http://www.w3.org/2000/svg">',
             f'<text x="0" y="16" class="chart-title">{escape(self.title)}</text>',
         ]
-        for k, (label, value) in enumerate(self.bars):
+        for k, (label, value, *rest) in enumerate(self.bars):
+            n = rest[0] if rest else None
             top = 26 + k * row
             parts.append(
                 f'<text x="{left - 6}" y="{top + 12}" text-anchor="end" class="tick">{escape(label)}</text>'
@@ -125,13 +139,20 @@ class BarChart:
                 parts.append(f'<text x="{left + 4}" y="{top + 12}" class="tick">—</text>')
                 continue
             w = plot_w * min(max(value / self.x_max, 0), 1) if self.x_max else 0
-            shown = f"{value:.0%}" if self.percent else f"{value:g}"
+            shown = f"{value:.0%}" if self.percent else _number(value)
+            if n is not None:
+                shown += f" (n = {n})"
             parts.append(
                 f'<rect x="{left}" y="{top + 2}" width="{w:.1f}" height="{row - 6}" fill="{PALETTE[0]}"/>'
             )
             parts.append(f'<text x="{left + w + 4:.1f}" y="{top + 12}" class="tick">{shown}</text>')
         parts.append("</svg>")
         return mark_safe("".join(parts))  # every label above is escaped
+
+
+def _number(value: float) -> str:
+    """17.0 → "17"; 0.25 → "0.25"."""
+    return str(int(value)) if float(value).is_integer() else f"{value:.3g}"
 
 
 def _ticks(lo: float, hi: float) -> list[float]:

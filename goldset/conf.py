@@ -178,6 +178,12 @@ TUNABLES: dict[str, Tunable] = {
             int,
             "Seconds during which an annotator may undo their last label (item still unresolved).",
         ),
+        Tunable(
+            "REVIEW_UNDO_WINDOW_SECONDS",
+            120,
+            int,
+            "Seconds during which a reviewer may undo their last triple review (still unresolved).",
+        ),
         # Time on item (issue 14; goldset.rules.time_on_item).
         Tunable(
             "ACTIVE_IDLE_GAP_SECONDS",

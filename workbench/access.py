@@ -155,6 +155,7 @@ ENTRIES: list[Entry] = [
     Entry("admin:*", Kind.PAGE, None),
     # corpus
     Entry("corpus:documents", Kind.PAGE, EVERYONE),
+    Entry("corpus:search", Kind.PAGE, EVERYONE),
     Entry("corpus:document", Kind.PAGE, EVERYONE),
     Entry("corpus:block", Kind.PAGE, EVERYONE),
     Entry("corpus:import", Kind.PAGE, ADMINS),
@@ -171,6 +172,8 @@ ENTRIES: list[Entry] = [
     Entry("curation:queue", Kind.PAGE, ANNOTATORS),
     Entry("curation:next", Kind.PAGE, ANNOTATORS),
     Entry("curation:review", Kind.PAGE, ANNOTATORS, fragments=("review-card", "review-item")),
+    Entry("curation:review_skip", Kind.ACTION, ANNOTATORS, fragments=("review-item",)),
+    Entry("curation:review_undo", Kind.ACTION, ANNOTATORS, fragments=("review-item",)),
     # curation: leads
     Entry("curation:dashboard", Kind.PAGE, LEADS),
     Entry("curation:rereview", Kind.PAGE, LEADS),
@@ -233,6 +236,7 @@ ENTRIES: list[Entry] = [
     Entry("quality:agreement", Kind.PAGE, LEADS, fragments=("confusion",)),
     Entry("quality:agreement-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
     Entry("quality:alerts", Kind.PAGE, LEADS),
+    Entry("quality:disagreements", Kind.PAGE, LEADS),
     Entry("quality:table-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
     Entry("quality:recompute", Kind.ACTION, LEADS),
     Entry("quality:fast_decisions", Kind.PAGE, LEADS),

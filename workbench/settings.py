@@ -88,6 +88,8 @@ TEMPLATES = [
                 "workbench.context_processors.sign_in",
                 "goldset.context_processors.protocol",
             ],
+            # ``{{ code|display }}`` in every template: one source of display names
+            "builtins": ["goldset.templatetags.display"],
         },
     },
 ]

@@ -3,6 +3,8 @@ from django.urls import include, path
 
 from workbench import views
 
+handler403 = "workbench.views.permission_denied"
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.login_view, name="login"),

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from goldset.selectors.inbox import get_inbox
+from workbench.access import entry_for
 from workbench.forms import INVALID_LOGIN, PASSWORDS_OFF, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.accounts import log_in
@@ -126,6 +127,19 @@ def api_token_revoke(request, pk):
     token = revoke_api_token(user=request.user, token_id=pk)
     messages.success(request, f"Token {token.prefix} is revoked.")
     return redirect("api_tokens")
+
+
+ROLE_ORDER = (Role.ANNOTATOR, Role.LEAD, Role.ADMIN)
+
+
+def permission_denied(request, exception=None):
+    """The 403 page (``handler403``): the normal navigation, and the role(s) the page needs
+    (from the access table), so the user knows whom to ask."""
+    match = getattr(request, "resolver_match", None)
+    entry = entry_for(match.view_name if match else None)
+    needed = [Role(r).label for r in ROLE_ORDER if entry and entry.roles and r in entry.roles]
+    context = {"needed": needed, "path": request.path}
+    return render(request, "403.html", context, status=403)
 
 
 # ---------------------------------------------------------------- OpenID Connect sign-in

@@ -186,6 +186,17 @@ class NoteForm(forms.Form):
     note = forms.CharField(max_length=500, required=False, label="Note (recorded)")
 
 
+class ConfirmReasonForm(forms.Form):
+    """An irreversible action (drop, retire): a reason, then an explicit confirmation."""
+
+    note = forms.CharField(
+        max_length=500,
+        label="Reason (required, recorded)",
+        error_messages={"required": "Say why: a reason is required."},
+    )
+    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+
 class CustomerForm(forms.Form):
     name = forms.CharField(max_length=200)
     slug = forms.SlugField(max_length=64, required=False, help_text="Defaults to the name.")

@@ -30,7 +30,7 @@ class ReleaseReportForm(forms.Form):
     calibration = forms.ModelChoiceField(
         queryset=PcsCalibration.objects.filter(status=CalibrationStatus.SUCCEEDED),
         required=False,
-        empty_label="seed 004 defaults",
+        empty_label="PROBE defaults",
         label="PCS calibration",
     )
 

@@ -68,7 +68,7 @@ class RunUploadForm(forms.Form):
     calibration = forms.ModelChoiceField(
         queryset=PcsCalibration.objects.filter(status=CalibrationStatus.SUCCEEDED),
         required=False,
-        empty_label="seed 004 defaults",
+        empty_label="PROBE defaults",
         label="PCS calibration",
         help_text="Answer logs only: score PCS with a fitted calibration instead of the defaults.",
     )

@@ -210,7 +210,7 @@ class Migration(migrations.Migration):
             name="calibration",
             field=models.ForeignKey(
                 blank=True,
-                help_text="PCS weights, caps and thresholds for answer logs; empty = seed 004 defaults.",
+                help_text="PCS weights, caps and thresholds for answer logs; empty = PROBE defaults.",
                 null=True,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="+",

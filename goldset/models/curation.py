@@ -338,6 +338,30 @@ class Review(models.Model):
         return [f.value for f in Flag if getattr(self, f.value)]
 
 
+class ReviewSkip(models.Model):
+    """A reviewer passed on a revision with a reason; the slot went back to the pool and the
+    revision is never offered to them again. Counted per reviewer on the lead's dashboard."""
+
+    revision = models.ForeignKey(TripleRevision, on_delete=models.PROTECT, related_name="skips")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="review_skips"
+    )
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["revision", "reviewer"], name="review_skip_revision_reviewer"
+            )
+        ]
+        indexes = [models.Index(fields=["reviewer", "created_at"], name="review_skip_time")]
+
+    def __str__(self):
+        return f"skip {self.revision_id} by {self.reviewer_id}"
+
+
 class DiscussionMessage(models.Model):
     triple = models.ForeignKey(Triple, on_delete=models.PROTECT, related_name="messages")
     revision = models.ForeignKey(TripleRevision, on_delete=models.PROTECT, related_name="+")

@@ -67,7 +67,7 @@ class ScoringJob(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="PCS weights, caps and thresholds for answer logs; empty = seed 004 defaults.",
+        help_text="PCS weights, caps and thresholds for answer logs; empty = PROBE defaults.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

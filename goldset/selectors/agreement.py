@@ -8,7 +8,7 @@ fires only when it rests on at least ``AGREEMENT_MIN_ITEMS`` items (default 10).
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Min
@@ -28,6 +28,7 @@ from goldset.models import (
 )
 from goldset.rules.axes import AXES
 from goldset.rules.calendar import week_start
+from goldset.rules.display import display
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
 from goldset.selectors.curation import list_author_flag_rates
 
@@ -38,6 +39,9 @@ class Alert:
     title: str
     detail: str
     numbers: dict = field(default_factory=dict)
+    # what the alert is about, for links to its pair's matrix and disagreeing items (never shown)
+    scope: dict = field(default_factory=dict)  # protocol, axis, task_type
+    subjects: tuple[int, ...] = ()  # the annotator(s) behind it
 
 
 def list_snapshots(**filters):
@@ -77,8 +81,8 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
             alerts.append(
                 Alert(
                     "gold_alpha_low",
-                    f"Gold α below {alpha_target} for task type {s.task_type}",
-                    f"{s.protocol} · {s.axis}: α = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} items, {s.n_annotators} annotators.",
+                    f"Gold α below {alpha_target} for task type {display(s.task_type)}",
+                    f"{display(s.protocol)} · {display(s.axis)}: α = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} items, {s.n_annotators} annotators.",
                     {
                         "protocol": s.protocol,
                         "axis": s.axis,
@@ -87,6 +91,7 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
                         "target": alpha_target,
                         "n_items": s.n_items,
                     },
+                    scope={"protocol": s.protocol, "axis": s.axis, "task_type": s.task_type},
                 )
             )
         if (
@@ -100,7 +105,7 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
                 Alert(
                     "gold_kappa_low",
                     f"Gold Cohen κ below {kappa_target} for an annotator pair",
-                    f"{s.protocol} · {s.axis}: {_pair_placeholder(s.subject)} κ = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} shared items.",
+                    f"{display(s.protocol)} · {display(s.axis)}: {_pair_placeholder(s.subject)} κ = {s.value:.3f} ({_fmt_ci(s)}) over {s.n_items} shared items.",
                     {
                         "protocol": s.protocol,
                         "axis": s.axis,
@@ -109,6 +114,8 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
                         "target": kappa_target,
                         "n_items": s.n_items,
                     },
+                    scope={"protocol": s.protocol, "axis": s.axis},
+                    subjects=_subject_ids(s.subject),
                 )
             )
     alerts += _spot_check_alerts([s for s in rows if s.metric == "spot_check_disagreement"], limit)
@@ -147,7 +154,7 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
                     Alert(
                         "annotator_outlier",
                         "Annotator agrees with adjudicated labels far less than peers",
-                        f"{s.protocol}: annotator {{user:{s.subject}}} matches the adjudicated acceptability on {s.value:.0%} of {s.n_items} adjudicated items; the median annotator {median:.0%} (margin {outlier_margin:.0%}).",
+                        f"{display(s.protocol)}: annotator {{user:{s.subject}}} matches the adjudicated acceptability on {s.value:.0%} of {s.n_items} adjudicated items; the median annotator {median:.0%} (margin {outlier_margin:.0%}).",
                         {
                             "annotator": f"{{user:{s.subject}}}",
                             "rate": s.value,
@@ -155,6 +162,8 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
                             "margin": outlier_margin,
                             "n_items": s.n_items,
                         },
+                        scope={"protocol": s.protocol, "axis": "acceptability"},
+                        subjects=_subject_ids(s.subject),
                     )
                 )
     for s in rows:
@@ -163,13 +172,15 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
                 Alert(
                     "severe_rate_gap",
                     "Annotator's severe-safety rate differs from co-annotators'",
-                    f"{s.protocol}: annotator {{user:{s.subject}}} marks severe safety {s.value:+.0%} more often than co-annotators on the same {s.n_items} items (margin {gap_margin:.0%}).",
+                    f"{display(s.protocol)}: annotator {{user:{s.subject}}} marks severe safety {s.value:+.0%} more often than co-annotators on the same {s.n_items} items (margin {gap_margin:.0%}).",
                     {
                         "annotator": f"{{user:{s.subject}}}",
                         "gap": s.value,
                         "margin": gap_margin,
                         "n_items": s.n_items,
                     },
+                    scope={"protocol": s.protocol, "axis": "severe_safety"},
+                    subjects=_subject_ids(s.subject),
                 )
             )
     return alerts
@@ -192,6 +203,11 @@ def _author_flag_rate_alerts() -> list[Alert]:
         for r in list_author_flag_rates()
         if r.calibration_needed
     ]
+
+
+def _subject_ids(subject: str) -> tuple[int, ...]:
+    """A snapshot subject's user ids ("4|5" or "4")."""
+    return tuple(int(x) for x in subject.split("|") if x.isdigit())
 
 
 def _pair_placeholder(subject: str) -> str:
@@ -228,11 +244,10 @@ def _with_usernames(alerts: list[Alert]) -> list[Alert]:
         return _PLACEHOLDER.sub(lambda m: names.get(int(m.group(1)), "a former annotator"), text)
 
     return [
-        Alert(
-            a.kind,
-            a.title,
-            sub(a.detail),
-            {k: sub(v) if isinstance(v, str) else v for k, v in a.numbers.items()},
+        replace(
+            a,
+            detail=sub(a.detail),
+            numbers={k: sub(v) if isinstance(v, str) else v for k, v in a.numbers.items()},
         )
         for a in alerts
     ]
@@ -296,7 +311,7 @@ def _spot_check_alerts(rows: list[AgreementSnapshot], limit: float) -> list[Aler
                     Alert(
                         "spot_check_disagreement",
                         f"TRIAGE spot-check disagreement above {limit:.0%} for two consecutive weeks",
-                        f"{protocol}: {previous.week} {previous.value:.1%} ({previous.subject}/{previous.n_items}), "
+                        f"{display(protocol)}: {previous.week} {previous.value:.1%} ({previous.subject}/{previous.n_items}), "
                         f"{current.week} {current.value:.1%} ({current.subject}/{current.n_items}).",
                         {
                             "protocol": protocol,
@@ -304,12 +319,14 @@ def _spot_check_alerts(rows: list[AgreementSnapshot], limit: float) -> list[Aler
                             "rates": [previous.value, current.value],
                             "limit": limit,
                         },
+                        scope={"protocol": protocol},
                     )
                 )
     return alerts
 
 
 PROTOCOL_LABELS = {"triple_review": "Triple reviews", "answer_label": "Answer labels"}
+BAR_PROTOCOL = {"triple_review": "reviews", "answer_label": "labels"}
 CSV_FIELDS = [
     "protocol",
     "axis",
@@ -370,7 +387,7 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
     weeks = sorted({r.week for r in weekly_alpha}, key=week_start)
     series: dict[str, list] = {}
     for r in weekly_alpha:
-        series.setdefault(r.task_type or "all task types", []).append(
+        series.setdefault(display(r.task_type) if r.task_type else "all task types", []).append(
             (r.week, r.value, r.ci_low, r.ci_high)
         )
     alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
@@ -393,13 +410,13 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
         axis=axis,
         choices=choices,
         alpha_by_week=LineChart(
-            f"Gold Krippendorff α by ISO week — {axis}",
+            f"Gold Krippendorff α by ISO week — {display(axis)}",
             weeks,
             [Series(k, v) for k, v in sorted(series.items())],
             targets=[("target", alpha_target)],
         ),
         fleiss_by_week=LineChart(
-            f"Gold Fleiss κ (three-label items) by ISO week — {axis}",
+            f"Gold Fleiss κ (three-label items) by ISO week — {display(axis)}",
             [r.week for r in fleiss],
             [Series("Fleiss κ", [(r.week, r.value, r.ci_low, r.ci_high) for r in fleiss])],
             targets=[("target", kappa_target)],
@@ -436,6 +453,11 @@ class AnnotatorRow:
     def cells(self) -> list:
         """The figures in ANNOTATOR_METRICS order (None where absent), for tables."""
         return [self.figures.get(metric) for metric in ANNOTATOR_METRICS]
+
+    @property
+    def named_cells(self) -> list:
+        """``(metric, figure or None)`` in ANNOTATOR_METRICS order: counts print as counts."""
+        return [(metric, self.figures.get(metric)) for metric in ANNOTATOR_METRICS]
 
 
 def list_annotator_figures() -> list[AnnotatorRow]:
@@ -575,6 +597,12 @@ def get_dashboard(
     annotator pair of the confusion matrix by username."""
     view = get_agreement_view(protocol=protocol, axis=axis)
     first_id, second_id = _user_ids_by_username(first, second)
+    pair_error = ""
+    if first and first == second:
+        # the same annotator twice is no pair: refused here whatever the form sent
+        pair_error, first_id = "Choose two different annotators.", None
+    elif (first or second) and not (first_id and second_id):
+        pair_error = "Choose two annotators from the lists."
     confusion = (
         confusion_matrix(protocol=view.protocol, axis=view.axis, first=first_id, second=second_id)
         if first_id and second_id
@@ -583,6 +611,7 @@ def get_dashboard(
     context = {
         "v": view,
         "confusion": confusion,
+        "pair_error": pair_error,
         "a": first,
         "b": second,
         "protocol_labels": PROTOCOL_LABELS,
@@ -593,15 +622,27 @@ def get_dashboard(
 
     def bar_chart(metric, label):
         values = [
-            (f"{r.username} ({r.protocol[0]})", r.figures[metric][0])
+            (f"{r.username} · {BAR_PROTOCOL[r.protocol]}", *r.figures[metric])
             for r in annotators
             if metric in r.figures
         ]
         return BarChart(
-            label, values, x_max=max([v for _, v in values] + [1]), percent=metric != "volume"
+            label, values, x_max=max([v for _, v, _ in values] + [1]), percent=metric != "volume"
         )
 
     names = {r.user_id: r.username for r in annotators if r.protocol == view.protocol}
+    pair_choices = sorted(
+        (
+            (login, names[pk])
+            for pk, login in get_user_model()
+            .objects.filter(pk__in=names)
+            .values_list("pk", "username")
+        ),
+        key=lambda c: c[1],
+    )
+    if not first and not second and len(pair_choices) >= 2:
+        # the matrix form opens on two different annotators, never on one twice
+        context["a"], context["b"] = pair_choices[0][0], pair_choices[1][0]
     return context | {
         "stale_since": get_agreement_stale_since(),
         "alerts": list_agreement_alerts(),
@@ -612,15 +653,7 @@ def get_dashboard(
             for m, label in ANNOTATOR_METRICS.items()
             if m != "severe_rate_gap"
         },
-        "pair_choices": sorted(
-            (
-                (login, names[pk])
-                for pk, login in get_user_model()
-                .objects.filter(pk__in=names)
-                .values_list("pk", "username")
-            ),
-            key=lambda c: c[1],
-        ),
+        "pair_choices": pair_choices,
         "workload": get_workload(),
     }
 

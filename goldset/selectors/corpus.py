@@ -1,8 +1,11 @@
 """Reads: every non-trivial query, with its joins applied. ``get_*_for`` fetch and authorize."""
 
 import difflib
+import re
 from dataclasses import dataclass
 
+from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
+from django.db import connection
 from django.db.models import Count, Max, Prefetch, Q
 from django.shortcuts import get_object_or_404
 from django.utils.html import escape
@@ -90,3 +93,93 @@ def diff_versions(old: BlockVersion, new: BlockVersion) -> VersionDiff:
         if j2 > j1:
             parts.append(f"<ins>{escape(' '.join(b[j1:j2]))}</ins>")
     return VersionDiff(old=old, new=new, html=mark_safe(" ".join(parts)), changed=a != b)
+
+
+# ---------------------------------------------------------------- full-text search
+
+SEARCH_CONFIG = "english"
+# ts_headline marks matches with these (never in corpus text); the headline is escaped, then
+# they become <mark> tags, so block text can never inject markup.
+_START, _STOP = "\x02", "\x03"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    version: BlockVersion
+    headline: SafeString
+    rank: float | None
+
+
+def _marked(text: str) -> SafeString:
+    return mark_safe(escape(text).replace(_START, "<mark>").replace(_STOP, "</mark>"))
+
+
+def _search_vector():
+    """The indexed expression (migration ``0021``: a GIN index on exactly this tsvector)."""
+    return SearchVector("text", config=SEARCH_CONFIG)
+
+
+def search_blocks(*, query: str):
+    """Block versions matching ``query``: on PostgreSQL full-text search (words stemmed in
+    English, ``websearch`` syntax: "quoted phrases", or, -not) on a GIN index, ranked by
+    ``ts_rank``; elsewhere (SQLite) every word as a case-insensitive substring, by id. A
+    queryset to paginate; :func:`search_hits` highlights one page."""
+    query = query.strip()
+    if not query:
+        return BlockVersion.objects.none()
+    versions = BlockVersion.objects.select_related("block__document__domain")
+    if connection.vendor == "postgresql":
+        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
+        return (
+            versions.annotate(document_vector=_search_vector())
+            .filter(document_vector=search)
+            .annotate(rank=SearchRank(_search_vector(), search))
+            .order_by("-rank", "pk")
+        )
+    words = Q()
+    for word in query.split():
+        words &= Q(text__icontains=word.strip('"'))
+    return versions.filter(words).order_by("pk")
+
+
+def search_hits(versions, *, query: str) -> list[SearchHit]:
+    """One page of :func:`search_blocks` with highlighted, escaped excerpts (one query on
+    PostgreSQL: ``ts_headline`` for the page's rows only)."""
+    versions = list(versions)
+    if not versions:
+        return []
+    if connection.vendor == "postgresql":
+        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
+        headlines = dict(
+            BlockVersion.objects.filter(pk__in=[v.pk for v in versions])
+            .annotate(
+                headline=SearchHeadline(
+                    "text",
+                    search,
+                    config=SEARCH_CONFIG,
+                    start_sel=_START,
+                    stop_sel=_STOP,
+                    max_fragments=2,
+                    max_words=30,
+                    min_words=12,
+                    fragment_delimiter=" … ",
+                )
+            )
+            .values_list("pk", "headline")
+        )
+        return [
+            SearchHit(v, _marked(headlines.get(v.pk, "")), getattr(v, "rank", None))
+            for v in versions
+        ]
+    words = [re.escape(w.strip('"')) for w in query.split() if w.strip('"')]
+    pattern = re.compile("(" + "|".join(words) + ")", re.IGNORECASE) if words else None
+    hits = []
+    for v in versions:
+        text = v.text
+        first = pattern.search(text) if pattern else None
+        start = max(0, first.start() - 80) if first else 0
+        excerpt = ("… " if start else "") + text[start : start + 240]
+        if pattern:
+            excerpt = pattern.sub(lambda m: f"{_START}{m.group(0)}{_STOP}", excerpt)
+        hits.append(SearchHit(v, _marked(excerpt), None))
+    return hits

@@ -5,6 +5,7 @@ author's history; reviews of a revision are only shown once that revision is res
 
 import datetime as dt
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db.models import (
@@ -22,7 +23,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from goldset.conf import curation_setting
+from goldset.conf import curation_setting, tunable
 from goldset.models import (
     BlockVersion,
     Customer,
@@ -31,6 +32,7 @@ from goldset.models import (
     QualityTrackerEntry,
     Review,
     ReviewAssignment,
+    ReviewSkip,
     Source,
     SpotCheckDraw,
     Tier,
@@ -252,6 +254,7 @@ def claimable_revisions(*, reviewer):
     """Revisions ``reviewer`` may still be given, oldest first (never their own triple, never
     one they hold, and with FRESH_REVIEWERS_ON_REVISION never a triple they reviewed before)."""
     mine = ReviewAssignment.objects.filter(reviewer=reviewer)
+    skipped = ReviewSkip.objects.filter(reviewer=reviewer, revision_id=OuterRef("id"))
     if curation_setting("FRESH_REVIEWERS_ON_REVISION"):
         seen = mine.filter(revision__triple_id=OuterRef("triple_id"))
     else:
@@ -260,7 +263,39 @@ def claimable_revisions(*, reviewer):
         TripleRevision.objects.filter(reviewable_q(), assigned_count__lt=F("reviewers_needed"))
         .exclude(triple__author=reviewer)
         .exclude(Exists(seen))
+        .exclude(Exists(skipped))
         .order_by("created_at", "id")
+    )
+
+
+def get_undoable_review(*, reviewer) -> Review | None:
+    """The reviewer's last review if it can still be undone (one query): within
+    ``REVIEW_UNDO_WINDOW_SECONDS``, not a spot-check, its triple still pending review on that
+    revision. The undo service re-checks everything under lock."""
+    since = timezone.now() - timedelta(seconds=tunable("REVIEW_UNDO_WINDOW_SECONDS"))
+    last = (
+        Review.objects.filter(reviewer=reviewer)
+        .select_related("revision__triple")
+        .order_by("-submitted_at", "-id")
+        .first()
+    )
+    if (
+        last is None
+        or last.submitted_at < since
+        or last.spot_check
+        or last.revision.triple.state != TripleState.PENDING_REVIEW
+        or last.revision.triple.current_revision_id != last.revision_id
+    ):
+        return None
+    return last
+
+
+def count_review_skips_by_reviewer() -> list[tuple[str, int]]:
+    """(username, skips) for every reviewer who skipped, most first (one grouped query)."""
+    return list(
+        ReviewSkip.objects.values_list("reviewer__username")
+        .annotate(n=Count("id"))
+        .order_by("-n", "reviewer__username")
     )
 
 

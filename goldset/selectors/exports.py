@@ -234,7 +234,7 @@ def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
 
 class NotComparable(GoldsetError):
     """These jobs cannot be compared (fewer than two, different gold versions, an unknown
-    Wilcoxon method). The page answers 404, the API 422 with the message."""
+    Wilcoxon method). The compare page answers 400 with the message, the API 422."""
 
 
 @dataclass
@@ -284,15 +284,17 @@ def compare_jobs(
     every job computed (in the first job's order), by ``scoring.stats.compare_paired``:
     Wilcoxon signed-rank (``wilcoxon_method`` auto / exact / asymptotic; the method used is on
     each test) or McNemar for hit measures, Holm–Bonferroni over all tests; and the queries
-    where the jobs differ most on the first job's primary measure. NotComparable for fewer than
-    two jobs, jobs on different versions or an unknown method."""
+    where the jobs differ most on the first job's primary measure. NotComparable (the message
+    says why) for fewer than two jobs, jobs on different versions or an unknown method."""
     if len(jobs) < 2:
-        raise NotComparable("choose at least two jobs")
+        raise NotComparable("Choose two runs scored against the same gold version to compare.")
     if len({j.version_id for j in jobs}) != 1:
         versions = ", ".join(f"#{j.pk}: v{j.version.number}" for j in jobs)
-        raise NotComparable(f"jobs must be scored against the same gold version ({versions})")
+        raise NotComparable(
+            f"Runs can only be compared on the same gold version; these were scored on {versions}."
+        )
     if wilcoxon_method not in WILCOXON_METHODS:
-        raise NotComparable(f"the Wilcoxon method is one of {', '.join(WILCOXON_METHODS)}")
+        raise NotComparable(f"The Wilcoxon p-value method is one of {', '.join(WILCOXON_METHODS)}.")
     values = {
         j.pk: dict(ScoreQueryResult.objects.filter(job=j).values_list("query_id", "metrics"))
         for j in jobs

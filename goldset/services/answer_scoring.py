@@ -224,6 +224,6 @@ def score_answer_log(*, job: ScoringJob, progress):
             "ci_strata": {"by": ["domain", "task_family"]},
             "labels": len(labels),
             "label_records": labels,
-            "configuration": job.calibration.label if job.calibration else "seed 004 defaults",
+            "configuration": job.calibration.label if job.calibration else "PROBE defaults",
         },
     )

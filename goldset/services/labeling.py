@@ -638,6 +638,20 @@ def submit_label(
 # ---------------------------------------------------------------- undo and skip
 
 
+LABEL_VALUE_FIELDS = (
+    "acceptability",
+    "grounding",
+    "evidence_sufficiency",
+    "citation_correctness",
+    "conflict_handling",
+    "safety_boundary",
+    "severe_safety",
+    "primary_failure",
+    "secondary_failures",
+    "rationale",
+)
+
+
 def _release_claim(assignment: LabelAssignment) -> None:
     """Give an unlabeled production claim's slot back to the pool; call with its record locked.
 
@@ -663,7 +677,9 @@ def undo_last_label(*, annotator) -> LabelAssignment:
     Allowed while the record is still collecting labels (unresolved) and within
     ``LABEL_UNDO_WINDOW_SECONDS`` of the submit; raises UndoRefused otherwise. Locks the record.
     An item claimed since (the auto-advanced next item, not yet labeled) is released to the pool,
-    so the annotator holds one open item: the reopened one. Audited as ``label_undone``.
+    so the annotator holds one open item: the reopened one. Audited as ``label_undone``. The
+    returned assignment carries the withdrawn values as ``withdrawn`` (a dict in the label form's
+    vocabulary: severe safety as "yes"/"no") so the page can refill the form with them.
     """
     get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
     last = (
@@ -684,6 +700,8 @@ def undo_last_label(*, annotator) -> LabelAssignment:
         raise UndoRefused("That item is already resolved; its label can no longer be undone.")
     assignment = last.assignment
     detail = {"slot": assignment.slot, "acceptability": last.acceptability}
+    withdrawn = {name: getattr(last, name) for name in LABEL_VALUE_FIELDS}
+    withdrawn["severe_safety"] = "yes" if last.severe_safety else "no"
     last.delete()
     assignment.completed_at = None
     assignment.save(update_fields=["completed_at"])
@@ -696,6 +714,7 @@ def undo_last_label(*, annotator) -> LabelAssignment:
         _release_claim(claim)
     record_event(actor=annotator, verb="label_undone", obj=record, detail=detail)
     schedule_agreement_recompute()
+    assignment.withdrawn = withdrawn
     return assignment
 
 

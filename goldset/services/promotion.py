@@ -57,6 +57,7 @@ from goldset.models import (
     TripleRevision,
     TripleState,
 )
+from goldset.rules.display import display
 from goldset.rules.tiers import (
     GOLD_LABELS,
     GOLD_REVIEWS,
@@ -287,7 +288,7 @@ def _record_outcome(row: RerouteRow, record: AnswerRecord, labels: list, now) ->
     if plan.outcome.reason:
         words += f" ({AdjudicationReason(plan.outcome.reason).label.lower()})"
     elif plan.outcome.source:
-        words += f" ({plan.outcome.source} label)"
+        words += f" ({display(plan.outcome.source)})"
     return replace(row, resolves_to=plan.status, resolves=words)
 
 

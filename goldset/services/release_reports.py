@@ -81,7 +81,7 @@ def create_release_report(
         meta={
             "gold version": f"v{version.number}",
             "runs": ", ".join(sorted(set(run_ids))),
-            "configuration": calibration.label if calibration else "seed 004 defaults",
+            "configuration": calibration.label if calibration else "PROBE defaults",
             "answer records": len(answers),
             "settled labels": len(labels),
         },

@@ -61,6 +61,15 @@ def _set_state(triple: Triple, state: str, *, actor, verb: str, **detail) -> Non
     )
 
 
+def _required_reason(reason: str, action: str) -> str:
+    """Irreversible moves (drop, retire) carry a reason: refused without one."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise GoldsetError(f"Say why you {action} this triple: a reason is required.")
+    check_text_length("reason", reason)
+    return reason
+
+
 def _require_state(triple: Triple, *states: str) -> None:
     if triple.state not in states:
         wanted = " or ".join(TripleState(s).label.lower() for s in states)
@@ -294,11 +303,13 @@ def revise_triple(
 
 @transaction.atomic
 def drop_triple(*, triple: Triple, actor, reason: str = "") -> Triple:
-    """Discussion → drop (author, a flagging reviewer or a lead)."""
+    """Discussion → drop (author, a flagging reviewer or a lead), with a reason (required,
+    recorded in the ``triple_dropped`` audit event): a drop cannot be undone."""
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
     if not may_discuss(user=actor, triple=triple):
         raise GoldsetError("Only the author, a flagging reviewer or a lead can drop this triple.")
+    reason = _required_reason(reason, "drop")
     triple.resolution = ""
     _set_state(
         triple,
@@ -452,9 +463,10 @@ def repin_triple(*, triple: Triple, actor) -> TripleRevision:
 @transaction.atomic
 def retire_triple(*, triple: Triple, actor, note: str = "") -> Triple:
     """Needs re-review (or gold on a superseded pin) → retired: it leaves the gold set for
-    good."""
+    good, so a reason is required (recorded in the ``triple_retired`` audit event)."""
     triple = lock_triple(triple)
     _require_rereviewable(triple)
+    note = _required_reason(note, "retire")
     triple.resolution, triple.gold_at = "", None
     _set_state(triple, TripleState.RETIRED, actor=actor, verb="triple_retired", note=note)
     return triple

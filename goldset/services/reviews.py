@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from goldset.conf import curation_setting
+from goldset.conf import curation_setting, tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     DecisionKind,
@@ -29,6 +29,7 @@ from goldset.models import (
     Flag,
     Review,
     ReviewAssignment,
+    ReviewSkip,
     SpotCheckDraw,
     Tier,
     TripleRevision,
@@ -218,6 +219,136 @@ def submit_review(
         resolve_revision(triple=triple, revision=revision, actor=reviewer)
     schedule_agreement_recompute()
     return review
+
+
+# ---------------------------------------------------------------- undo and skip
+
+
+class ReviewUndoRefused(GoldsetError):
+    """There is no review of the reviewer's that can still be undone (message says why)."""
+
+
+class ReviewSkipRefused(GoldsetError):
+    """The assignment cannot be skipped (message says why)."""
+
+
+def _release_review_claim(assignment: ReviewAssignment) -> None:
+    """Give an unreviewed claim's slot back to the pool; call with its triple locked.
+
+    Claims number slots 1..``assigned_count`` (the next claim takes ``assigned_count + 1``), so
+    the holder of the highest slot moves down into the freed one before the counter drops."""
+    revision = TripleRevision.objects.select_for_update().get(pk=assignment.revision_id)
+    freed = assignment.slot
+    assignment.delete()
+    if freed != revision.assigned_count:
+        ReviewAssignment.objects.filter(revision=revision, slot=revision.assigned_count).update(
+            slot=freed
+        )
+    TripleRevision.objects.filter(pk=revision.pk, assigned_count__gt=0).update(
+        assigned_count=F("assigned_count") - 1
+    )
+
+
+REVIEW_FIELDS = (
+    "verdict",
+    "entailment_direction",
+    "disagreement_category",
+    "comment",
+)
+
+
+@transaction.atomic
+def undo_last_review(*, reviewer) -> ReviewAssignment:
+    """Withdraw the reviewer's last review and reopen its assignment.
+
+    Allowed within ``REVIEW_UNDO_WINDOW_SECONDS`` of the submit while the revision is unresolved
+    (its triple still pending review on it, not every needed review in; never a spot-check);
+    raises ReviewUndoRefused otherwise. Locks the reviewer row and the triple. A revision claimed
+    since (the auto-advanced next one, not yet reviewed) is released to the pool, so the reviewer
+    holds one open review: the reopened one. Audited as ``review_undone`` with the withdrawn
+    values; the returned assignment carries them as ``withdrawn`` (a dict in the review form's
+    vocabulary) so the page can refill the form."""
+    get_user_model().objects.select_for_update().filter(pk=reviewer.pk).first()
+    last = (
+        Review.objects.filter(reviewer=reviewer)
+        .select_related("assignment", "revision")
+        .order_by("-submitted_at", "-id")
+        .first()
+    )
+    if last is None:
+        raise ReviewUndoRefused("You have no review to undo.")
+    window = tunable("REVIEW_UNDO_WINDOW_SECONDS")
+    if (timezone.now() - last.submitted_at).total_seconds() > window:
+        raise ReviewUndoRefused(
+            f"Undo is possible for {window // 60} min after a submit; that has passed."
+        )
+    triple = lock_triple(last.revision.triple_id)
+    revision = last.revision
+    given = Review.objects.filter(revision=revision, spot_check=False).count()
+    if (
+        last.spot_check
+        or triple.state != TripleState.PENDING_REVIEW
+        or triple.current_revision_id != revision.pk
+        or given >= revision.reviewers_needed
+    ):
+        raise ReviewUndoRefused(
+            "That triple is already resolved; your review can no longer be undone."
+        )
+    withdrawn = {name: getattr(last, name) for name in REVIEW_FIELDS}
+    withdrawn["flags"] = list(last.flags)
+    assignment = last.assignment
+    last.delete()
+    assignment.completed_at = None
+    assignment.save(update_fields=["completed_at"])
+    released = []
+    for claim in (
+        ReviewAssignment.objects.filter(
+            reviewer=reviewer, completed_at__isnull=True, review__isnull=True
+        )
+        .exclude(pk=assignment.pk)
+        .select_related("revision__triple")
+    ):
+        released.append(claim.revision.triple.external_id)
+        _release_review_claim(claim)
+    record_event(
+        actor=reviewer,
+        verb="review_undone",
+        obj=revision,
+        detail={"slot": assignment.slot, "withdrawn": withdrawn, "released": released},
+    )
+    schedule_agreement_recompute()
+    assignment.withdrawn = withdrawn
+    return assignment
+
+
+@transaction.atomic
+def skip_review(*, assignment: ReviewAssignment, reason: str) -> ReviewSkip:
+    """Hand an unreviewed claim back to the pool with a reason.
+
+    The slot is freed at once (the assignment is deleted) and the skip is recorded, so the
+    revision is never offered to this reviewer again and skips are counted per reviewer. Raises
+    ReviewSkipRefused for an empty reason or a reviewed assignment. Audited as
+    ``review_skipped``."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReviewSkipRefused("Say why you skip this review (a reason is required).")
+    triple = lock_triple(assignment.revision.triple_id)
+    if Review.objects.filter(assignment_id=assignment.pk).exists():
+        raise ReviewSkipRefused("You already reviewed this revision; use undo instead.")
+    skip, _ = ReviewSkip.objects.get_or_create(
+        revision_id=assignment.revision_id,
+        reviewer_id=assignment.reviewer_id,
+        defaults={"reason": reason[:200]},
+    )
+    slot = assignment.slot
+    _release_review_claim(assignment)
+    record_event(
+        actor=assignment.reviewer,
+        verb="review_skipped",
+        obj=assignment.revision,
+        detail={"slot": slot, "reason": skip.reason, "triple": triple.external_id},
+    )
+    return skip
 
 
 # ---------------------------------------------------------------- TRIAGE weekly spot-check

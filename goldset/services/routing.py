@@ -45,7 +45,7 @@ def _create_default_rules() -> RoutingRules:
             "gold_task_types": DEFAULT_GOLD_TASK_TYPES,
             "uncertainty_threshold": DEFAULT_UNCERTAINTY_THRESHOLD,
             "adversarial_routes_gold": True,
-            "note": "seed 003 defaults",
+            "note": "protocol defaults",
         },
     )
     return rules

@@ -55,6 +55,7 @@ from goldset.models import (
     ScoringRunChunk,
     WebhookEvent,
 )
+from goldset.rules.display import display
 from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
 from goldset.rules.measures import check_measures, job_measures, same_measures
 from goldset.services import exports, outbox, scoring_chunks, webhooks
@@ -268,7 +269,7 @@ def create_scoring_job(
             raise RunRejected(
                 [
                     f"{filename}: calibration: a PCS calibration applies to answer logs only; "
-                    "this file is a retrieval run (score it with the seed 004 defaults)"
+                    "this file is a retrieval run (score it with the PROBE defaults)"
                 ],
                 source=filename,
             )
@@ -414,11 +415,13 @@ def retry_scoring_job(*, job: ScoringJob, actor) -> ScoringJob:
     if locked.status not in (JobStatus.FAILED, JobStatus.CANCELLED) and not is_stuck(locked):
         raise GoldsetError(
             f"only a failed, cancelled or stuck job can be retried; job {job.pk} is "
-            f"{locked.status} and its worker is alive"
+            f"{display(locked.status).lower()} and its worker is alive"
         )
     now = timezone.now()
     who = getattr(actor, "username", "") or "a script"
-    locked.notice = _note(locked, f"Retried by {who} at {_when(now)} (was {locked.status}).")
+    locked.notice = _note(
+        locked, f"Retried by {who} at {_when(now)} (was {display(locked.status).lower()})."
+    )
     locked.status, locked.stage, locked.progress, locked.error = JobStatus.QUEUED, "", 0, ""
     locked.claim, locked.queued_at, locked.finished_at = "", now, None
     locked.max_attempts = locked.attempts + max_attempts()
@@ -447,10 +450,12 @@ def cancel_scoring_job(*, job: ScoringJob, actor) -> ScoringJob:
     job. The job can be retried afterwards."""
     locked = ScoringJob.objects.select_for_update().get(pk=job.pk)
     if locked.finished:
-        raise GoldsetError(f"job {job.pk} is already {locked.status}")
+        raise GoldsetError(f"job {job.pk} is already {display(locked.status).lower()}")
     now = timezone.now()
     who = getattr(actor, "username", "") or "a script"
-    locked.notice = _note(locked, f"Cancelled by {who} at {_when(now)} (was {locked.status}).")
+    locked.notice = _note(
+        locked, f"Cancelled by {who} at {_when(now)} (was {display(locked.status).lower()})."
+    )
     locked.status, locked.claim, locked.finished_at = JobStatus.CANCELLED, "", now
     locked.error = f"Cancelled by {who}."
     locked.save(update_fields=["status", "claim", "finished_at", "error", "notice"])

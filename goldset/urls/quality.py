@@ -10,6 +10,7 @@ urlpatterns = [
         r"^agreement\.(?P<fmt>csv|json)$", quality.agreement_download, name="agreement-download"
     ),
     path("alerts/", quality.alerts, name="alerts"),
+    path("disagreements/", quality.disagreements, name="disagreements"),
     re_path(
         r"^(?P<name>confusion|workload|time)\.(?P<fmt>csv|json)$",
         quality.table_download,

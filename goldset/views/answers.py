@@ -194,11 +194,12 @@ def undo(request):
         messages.error(request, str(exc))
         target = redirect("answers:queue")
         return HttpResponseClientRedirect(target.url) if request.htmx else target
-    messages.info(request, "Your last label was withdrawn; label the item again.")
+    messages.info(request, "Your last label was withdrawn: change it and submit again.")
     url = redirect("answers:item", public_id=assignment.record.public_id).url
+    refilled = LabelForm(initial=assignment.withdrawn)
     if request.htmx:
-        return push_url(_render_item(request, assignment), url)
-    return redirect(url)
+        return push_url(_render_item(request, assignment, refilled), url)
+    return _render_item(request, assignment, refilled)
 
 
 @role_required(Role.ANNOTATOR)

@@ -21,6 +21,17 @@ def document_list(request):
 
 
 @role_required(*ALL_ROLES)
+def search(request):
+    """Full-text search of block text: ranked, highlighted, paginated (``q``)."""
+    query = request.GET.get("q", "").strip()[:200]
+    page = Paginator(selectors.search_blocks(query=query), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    hits = selectors.search_hits(page.object_list, query=query)
+    return render(request, "corpus/search.html", {"q": query, "page": page, "hits": hits})
+
+
+@role_required(*ALL_ROLES)
 def document_detail(request, document_id):
     document = selectors.get_document(document_id=document_id)
     page = Paginator(selectors.list_blocks_of(document=document), PAGE_SIZE).get_page(

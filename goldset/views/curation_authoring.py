@@ -6,11 +6,18 @@ import re
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from goldset.exceptions import GoldsetError
-from goldset.forms.curation import MessageForm, NoteForm, RevisionForm, SplitForm, TripleForm
+from goldset.forms.curation import (
+    ConfirmReasonForm,
+    MessageForm,
+    RevisionForm,
+    SplitForm,
+    TripleForm,
+)
 from goldset.models import TripleState
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
@@ -170,16 +177,43 @@ def split(request, pk):
 @require_POST
 @role_required(*ALL_ROLES)
 def drop(request, pk):
+    """Drop asks first: the POST from the triple page shows a confirmation with the reason; the
+    confirmed POST (``confirm``) drops. An empty reason is a form error, never a drop."""
     triple = selectors.get_triple_for(user=request.user, pk=pk)
-    form = NoteForm(request.POST)
-    reason = form.cleaned_data["note"] if form.is_valid() else ""
-    try:
-        resolution.drop_triple(triple=triple, actor=request.user, reason=reason)
-    except GoldsetError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"{triple.external_id} is dropped.")
-    return redirect("curation:triple", pk=triple.pk)
+    form = ConfirmReasonForm(request.POST)
+    if form.is_valid() and form.cleaned_data["confirm"]:
+        try:
+            resolution.drop_triple(
+                triple=triple, actor=request.user, reason=form.cleaned_data["note"]
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{triple.external_id} is dropped.")
+            return redirect("curation:triple", pk=triple.pk)
+    return confirm_page(
+        request,
+        form,
+        triple=triple,
+        action=reverse("curation:drop", args=[triple.pk]),
+        verb="Drop",
+        explain="A dropped triple leaves review for good; it cannot be reopened.",
+        back=reverse("curation:triple", args=[triple.pk]),
+    )
+
+
+def confirm_page(request, form, *, triple, action, verb, explain, back, extra=None):
+    """The confirmation step of an irreversible action (status 200 with field errors)."""
+    context = {
+        "form": form,
+        "triple": triple,
+        "action": action,
+        "verb": verb,
+        "explain": explain,
+        "back": back,
+        "extra": extra or {},
+    }
+    return render(request, "curation/confirm.html", context)
 
 
 @require_POST

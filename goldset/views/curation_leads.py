@@ -6,16 +6,24 @@ import datetime as dt
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from goldset.conf import curation_setting
 from goldset.exceptions import GoldsetError
-from goldset.forms.curation import NoteForm, SliceDrawForm, SpotCheckDrawForm, TripleImportForm
+from goldset.forms.curation import (
+    ConfirmReasonForm,
+    NoteForm,
+    SliceDrawForm,
+    SpotCheckDrawForm,
+    TripleImportForm,
+)
 from goldset.models import ImportKind
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
 from goldset.services.quality import current_quarter, draw_working_slice
 from goldset.services.reviews import current_iso_week, draw_spot_checks
+from goldset.views.curation_authoring import confirm_page
 from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 
@@ -29,6 +37,7 @@ def dashboard(request):
     context = {
         **selectors.dashboard_counts(),
         "balance": selectors.source_balance(),
+        "review_skips": selectors.count_review_skips_by_reviewer(),
         "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
         "rates": rates,
         "alerts": [r for r in rates if r.calibration_needed],
@@ -72,13 +81,32 @@ def repin(request, pk):
 @require_POST
 @role_required(*LEADS)
 def retire(request, pk):
-    form = NoteForm(request.POST)
-    note = form.cleaned_data["note"] if form.is_valid() else ""
-
-    def retire_with_note(**kwargs):
-        return resolution.retire_triple(note=note, **kwargs)
-
-    return _lead_action(request, pk, retire_with_note, "is retired")
+    """Retire asks first (like drop): a reason, then the confirmed POST retires."""
+    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    form = ConfirmReasonForm(request.POST)
+    back_name = (
+        "curation:dashboard" if request.POST.get("next") == "dashboard" else "curation:rereview"
+    )
+    if form.is_valid() and form.cleaned_data["confirm"]:
+        try:
+            resolution.retire_triple(
+                triple=triple, actor=request.user, note=form.cleaned_data["note"]
+            )
+        except GoldsetError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{triple.external_id} is retired.")
+            return redirect(back_name)
+    return confirm_page(
+        request,
+        form,
+        triple=triple,
+        action=reverse("curation:retire", args=[triple.pk]),
+        verb="Retire",
+        explain="A retired triple leaves the gold set for good; it cannot be reinstated.",
+        back=reverse(back_name),
+        extra={"next": request.POST.get("next", "")},
+    )
 
 
 @role_required(*LEADS)

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import push_url
+from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.exceptions import GoldsetError
 from goldset.forms.curation import ReviewForm
@@ -12,7 +12,14 @@ from goldset.forms.time_on_item import timing_from
 from goldset.models import DecisionKind
 from goldset.selectors import curation as selectors
 from goldset.selectors.guidelines import TRIPLE_REVIEW
-from goldset.services.reviews import claim_next_assignment, submit_review
+from goldset.services.reviews import (
+    ReviewSkipRefused,
+    ReviewUndoRefused,
+    claim_next_assignment,
+    skip_review,
+    submit_review,
+    undo_last_review,
+)
 from goldset.views.curation_authoring import htmx_target
 from goldset.views.guidelines import task_panel
 from workbench.roles import Role, role_required
@@ -43,6 +50,7 @@ def next_item(request):
 
 def _review_context(request, assignment, *, own=None, form=None) -> dict:
     return {
+        "undoable": selectors.get_undoable_review(reviewer=assignment.reviewer),
         "assignment": assignment,
         "revision": assignment.revision,
         "version": assignment.revision.expected_block_version,
@@ -106,3 +114,57 @@ def _next_review(request, *, done, own):
         request, "curation/review.html#review-item", _review_context(request, following)
     )
     return push_url(response, redirect("curation:review", pk=following.pk).url)
+
+
+def _queue_redirect(request):
+    target = redirect("curation:queue")
+    return HttpResponseClientRedirect(target.url) if request.htmx else target
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+@vary_on_headers("HX-Request")
+def skip(request, pk):
+    """Skip with a reason: the slot goes back to the pool, and the next revision follows."""
+    assignment = selectors.get_assignment_for(user=request.user, pk=pk)
+    try:
+        skip_review(assignment=assignment, reason=request.POST.get("reason", ""))
+    except ReviewSkipRefused as exc:
+        messages.error(request, str(exc))
+        own = selectors.get_own_review(assignment=assignment)
+        partial = "#review-item" if htmx_target(request, "review-item") else ""
+        context = _review_context(request, assignment, own=own)
+        return render(request, f"curation/review.html{partial}", context, status=422)
+    messages.info(request, "Review skipped; the revision went back to the pool.")
+    following = claim_next_assignment(reviewer=request.user)
+    if following is None:
+        messages.info(request, "Nothing else is waiting for your review right now.")
+        return _queue_redirect(request)
+    url = redirect("curation:review", pk=following.pk).url
+    if request.htmx:
+        return push_url(
+            render(
+                request, "curation/review.html#review-item", _review_context(request, following)
+            ),
+            url,
+        )
+    return redirect(url)
+
+
+@require_POST
+@role_required(Role.ANNOTATOR)
+@vary_on_headers("HX-Request")
+def undo(request):
+    """Withdraw the last review while its triple is unresolved; the review form comes back
+    filled with the withdrawn values."""
+    try:
+        assignment = undo_last_review(reviewer=request.user)
+    except ReviewUndoRefused as exc:
+        messages.error(request, str(exc))
+        return _queue_redirect(request)
+    messages.info(request, "Your last review was withdrawn; change it and submit again.")
+    context = _review_context(request, assignment, form=ReviewForm(initial=assignment.withdrawn))
+    if request.htmx:
+        response = render(request, "curation/review.html#review-item", context)
+        return push_url(response, redirect("curation:review", pk=assignment.pk).url)
+    return render(request, "curation/review.html", context)

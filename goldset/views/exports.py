@@ -238,13 +238,25 @@ def job_download(request, pk, fmt):
 
 @role_required(Role.ADMIN)
 def job_compare(request):
+    """Paired comparison of the ticked runs; an invalid choice answers 400 with the reason on
+    this page (and a link back to the runs), never a bare 404."""
     ids = [i for i in (_int(v) for v in request.GET.getlist("jobs")) if i is not None]
-    jobs = selectors.list_comparable_jobs(job_ids=ids)
     method = request.GET.get("method") or "auto"
+    if len(set(ids)) < 2:
+        error = "Choose two runs scored against the same gold version to compare."
+        return render(request, "exports/compare.html", {"error": error}, status=400)
+    try:
+        jobs = selectors.list_comparable_jobs(job_ids=ids)
+    except Http404:
+        error = (
+            "Only finished scoring jobs can be compared: one of those chosen is unknown or has "
+            "not succeeded."
+        )
+        return render(request, "exports/compare.html", {"error": error}, status=400)
     try:
         comparison = selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
     except selectors.NotComparable as exc:
-        raise Http404(str(exc)) from exc
+        return render(request, "exports/compare.html", {"error": str(exc)}, status=400)
     return render(request, "exports/compare.html", {"comparison": comparison})
 
 

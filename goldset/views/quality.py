@@ -16,6 +16,7 @@ from goldset.selectors.agreement import (
     list_agreement_alerts,
     workload_rows,
 )
+from goldset.selectors.disagreements import link_alerts, list_disagreements
 from goldset.selectors.time_on_item import (
     get_time_on_item_summary,
     list_fast_decisions,
@@ -39,6 +40,7 @@ def agreement_dashboard(request):
         partial=partial,
     )
     if not partial:
+        context["alerts"] = link_alerts(context["alerts"])
         context["time_on_item"] = get_time_on_item_summary()
     template = "quality/agreement.html#confusion" if partial else "quality/agreement.html"
     return render(request, template, context)
@@ -68,7 +70,23 @@ def recompute(request):
 
 @role_required(Role.LEAD, Role.ADMIN)
 def alerts(request):
-    return render(request, "quality/alerts.html", {"alerts": list_agreement_alerts()})
+    return render(request, "quality/alerts.html", {"alerts": link_alerts(list_agreement_alerts())})
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def disagreements(request):
+    """The gold items behind an alert: where a pair (``a``, ``b``), one annotator (``a``) or the
+    annotators of a task type gave different values on ``axis``; each item links to its page."""
+    q = request.GET
+    found = list_disagreements(
+        protocol=q.get("protocol", ""),
+        axis=q.get("axis", ""),
+        first=q.get("a", ""),
+        second=q.get("b", ""),
+        task_type=q.get("task_type", ""),
+        page=q.get("page") or 1,
+    )
+    return render(request, "quality/disagreements.html", {"d": found, "page": found.page})
 
 
 class _Echo:

@@ -157,6 +157,49 @@ function readyForm(form) {
   });
 })();
 
+// Scoring jobs: the Compare button (#compare-submit) is enabled only while exactly two runs on
+// the same gold version (checkbox [data-version]) are ticked; the page says why otherwise. The
+// server refuses any other choice with a message too (works without JS).
+function updateCompareForm(form) {
+  var ticked = Array.prototype.slice.call(form.querySelectorAll("input[name=jobs]:checked"));
+  var button = form.querySelector("#compare-submit");
+  var hint = form.querySelector("#compare-hint");
+  var versions = {};
+  ticked.forEach(function (box) { versions[box.getAttribute("data-version")] = true; });
+  var ok = ticked.length === 2 && Object.keys(versions).length === 1;
+  button.disabled = !ok;
+  if (hint) {
+    hint.textContent = ok ? "" : ticked.length !== 2 ? "Tick exactly two runs to compare (" + ticked.length + " ticked)." : "The two runs must be scored against the same gold version.";
+  }
+}
+
+// Agreement dashboard: the two annotator lists of the confusion matrix ([data-distinct-from])
+// never offer the annotator chosen in the other list.
+function updateDistinctSelects(select) {
+  var other = document.getElementById(select.getAttribute("data-distinct-from"));
+  if (!other) return;
+  [[select, other], [other, select]].forEach(function (pair) {
+    Array.prototype.forEach.call(pair[0].options, function (option) {
+      option.disabled = option.value === pair[1].value;
+    });
+  });
+}
+
+(function () {
+  function wire(root) {
+    var form = root.querySelector ? root.querySelector("#compare-form") : null;
+    if (form) updateCompareForm(form);
+    var select = root.querySelector ? root.querySelector("select[data-distinct-from]") : null;
+    if (select) updateDistinctSelects(select);
+  }
+  document.addEventListener("DOMContentLoaded", function () { wire(document); });
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target.name === "jobs" && target.closest("#compare-form")) updateCompareForm(target.closest("#compare-form"));
+    if (target.hasAttribute && target.hasAttribute("data-distinct-from")) updateDistinctSelects(target);
+  });
+})();
+
 // ---- Time on item (issue 14) ---------------------------------------------------------------
 // Kept apart from the keyboard code above. A decision form carries input[data-active-ms] (with
 // the form's signed opening token in data-opening and the idle cut-off in data-idle-ms). The

@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
+from goldset.rules.display import display
 from goldset.selectors.agreement import list_agreement_alerts
 
 PASSWORD = "dashboard-browser-1"
@@ -26,15 +27,14 @@ def test_lead_sees_alpha_chart_low_agreement_alert_and_downloads_csv(demo, brows
     page = browser_login(get_user_model().objects.get(username="lead"), password=PASSWORD)
     page.click("nav >> text=Agreement")
     page.wait_for_url("**/quality/agreement/")
-    page.click(f"text={protocol} · {axis}")
+    shown = f"{display(protocol)} · {display(axis)}"  # the dashboard speaks in display names
+    page.click(f"text={shown}")
     chart = page.locator("#alpha-chart svg.chart")
     assert chart.is_visible()
-    assert f"Gold Krippendorff α by ISO week — {axis}" in chart.get_attribute("aria-label")
+    assert f"Gold Krippendorff α by ISO week — {display(axis)}" in chart.get_attribute("aria-label")
     assert page.locator("#alpha-chart circle").count() >= 1
-    alert = page.locator(
-        "#alerts .alert[data-kind='gold_alpha_low']", has_text=f"{protocol} · {axis}"
-    ).first
-    assert f"Gold α below 0.75 for task type {task_type}" in alert.inner_text()
+    alert = page.locator("#alerts .alert[data-kind='gold_alpha_low']", has_text=shown).first
+    assert f"Gold α below 0.75 for task type {display(task_type)}" in alert.inner_text()
 
     with page.expect_download() as download_info:
         page.click("#alpha-chart >> text=CSV")

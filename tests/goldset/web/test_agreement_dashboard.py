@@ -44,14 +44,14 @@ def test_dashboard_is_served_from_snapshots_with_a_constant_query_count(
     store(n_items)
     c = client_for(lead)
     # pairs by display name, how stale the figures are, and time on item (three kinds of
-    # decision, fast flags, display names: five more)
-    with django_assert_max_num_queries(20):
+    # decision, fast flags, display names: five more), the logins behind the alerts' links
+    with django_assert_max_num_queries(21):
         response = c.get(
             reverse("quality:agreement"), {"protocol": "answer_label", "axis": "grounding"}
         )
     html = response.content.decode()
     assert response.status_code == 200
-    assert '<svg class="chart"' in html and "Gold Krippendorff α by ISO week — grounding" in html
+    assert '<svg class="chart"' in html and "Gold Krippendorff α by ISO week — Grounding" in html
     assert html.count("<polyline") >= 1 and "target 0.75" in html
     assert "2026-W46" in html and "Fleiss κ" in html
 

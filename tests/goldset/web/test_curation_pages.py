@@ -213,7 +213,7 @@ def test_reviewer_cannot_revise_but_can_drop(client_for, team):
     )
     assert "Only the author or a lead can revise" in page.content.decode()
     client_for(team["r2"]).post(
-        reverse("curation:drop", args=[triple.pk]), {"note": "unanswerable"}
+        reverse("curation:drop", args=[triple.pk]), {"note": "unanswerable", "confirm": "true"}
     )
     triple.refresh_from_db()
     assert triple.state == TripleState.DROPPED
@@ -249,7 +249,7 @@ def test_lead_repins_and_retires_from_the_rereview_page(client_for, team):
     page = c.get(reverse("curation:rereview")).content.decode()
     assert a.external_id in page and "v1 → v2" in page
     c.post(reverse("curation:repin", args=[a.pk]))
-    c.post(reverse("curation:retire", args=[b.pk]), {"note": "policy withdrawn"})
+    c.post(reverse("curation:retire", args=[b.pk]), {"note": "policy withdrawn", "confirm": "true"})
     a.refresh_from_db()
     b.refresh_from_db()
     assert (
@@ -266,7 +266,7 @@ def test_dashboard_shows_calibration_needed_and_source_balance(client_for, team,
         review(team["r1"], t, "flag", ["question_unrealistic"])
     html = client_for(team["lead"]).get(reverse("curation:dashboard")).content.decode()
     assert "calibration session needed" in html and "author" in html
-    assert 'id="source-balance"' in html and "public_rfp" in html
+    assert 'id="source-balance"' in html and "Public RFP" in html
 
 
 def test_lead_draws_a_working_slice_and_a_spot_check(client_for, team):

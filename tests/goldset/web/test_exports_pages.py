@@ -96,7 +96,7 @@ def test_job_pages_are_admin_only_and_unknown_ids_are_404(client_for, lead, admi
     assert (
         admin.get(reverse("exports:job_download", args=[job.pk, "csv"])).status_code == 404
     )  # not succeeded
-    assert admin.get(reverse("exports:compare"), {"jobs": [job.pk, 999]}).status_code == 404
+    assert admin.get(reverse("exports:compare"), {"jobs": [job.pk, 999]}).status_code == 400
 
 
 def test_download_streams_the_verified_file_and_redacts_snippets_without_the_permission(

@@ -107,7 +107,7 @@ def test_the_compare_page_shows_the_shared_measures_and_the_wilcoxon_method(
     assert 'id="wilcoxon-method">auto<' in html
     asymptotic = admin.get(url, {"jobs": [a.pk, b.pk], "method": "asymptotic"}).content.decode()
     assert '<td class="method">asymptotic</td>' in asymptotic
-    assert admin.get(url, {"jobs": [a.pk, b.pk], "method": "bogus"}).status_code == 404
+    assert admin.get(url, {"jobs": [a.pk, b.pk], "method": "bogus"}).status_code == 400
 
 
 def test_the_compare_page_answers_each_role(

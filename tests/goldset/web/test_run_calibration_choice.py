@@ -53,7 +53,7 @@ def post_run(client, *, version, data: bytes, filename: str, calibration=None):
 
 def test_the_form_offers_only_succeeded_calibrations(client_for, admin_user, calibrations):
     page = client_for(admin_user).get(reverse("exports:jobs")).content.decode()
-    assert 'name="calibration"' in page and "seed 004 defaults" in page
+    assert 'name="calibration"' in page and "PROBE defaults" in page
     assert f'value="{calibrations["succeeded"].pk}">q2 v1<' in page
     assert f'value="{calibrations["failed"].pk}"' not in page
     assert f'value="{calibrations["running"].pk}"' not in page
@@ -107,8 +107,8 @@ def test_without_a_choice_the_defaults_score_and_the_pages_say_so(
     imported = ImportJob.objects.get()
     assert "calibration" not in imported.options
     job = ScoringJob.objects.get()
-    assert job.calibration is None and job.summary["configuration"] == "seed 004 defaults"
-    assert "PCS configuration: seed 004 defaults" in client.get(response.url).content.decode()
+    assert job.calibration is None and job.summary["configuration"] == "PROBE defaults"
+    assert "PCS configuration: PROBE defaults" in client.get(response.url).content.decode()
 
 
 def test_a_retrieval_run_with_a_calibration_is_rejected_naming_the_field(

@@ -30,7 +30,7 @@ def test_version_page_shows_the_agreement_behind_the_version(client_for, lead, a
         html = client_for(user).get(reverse("exports:version", args=[version.number])).content
         html = html.decode()
         assert 'id="version-agreement"' in html and "Agreement at freeze" not in html
-        assert 'id="agreement-triple-reviews"' in html and "confirm 4" in html
+        assert 'id="agreement-triple-reviews"' in html and "Confirm 4" in html
         assert "undefined: every pairable rating has the same value" in html
         assert "no production answer labels at freeze time" in html
         assert "Bootstrap seed 8821, 100 resamples" in html
