@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0020_timing_time_on_item_guidelines"),
+        ("goldset", "0021_leaddash_search_review_skips"),
     ]
 
     operations = [
