@@ -1,4 +1,5 @@
-"""Benchmark: import a valid ~200 MB file of each kind through the upload pages and a worker.
+"""Benchmark: import a valid ~200 MB file of each kind through the upload pages and a worker,
+and score a ~200 MiB run.
 
 Usage (PostgreSQL and Redis required; the benchmark database is migrated and reset here):
 
@@ -8,10 +9,15 @@ Usage (PostgreSQL and Redis required; the benchmark database is migrated and res
 Files are generated synthetically in /tmp/bench_imports (never committed). For each kind a fresh
 ``gunicorn`` (one sync worker: the *web* process) and a fresh ``celery worker --pool=solo`` (the
 *worker* process) are started, so each process's peak RSS (``VmHWM``) belongs to that kind only.
-An admin logs in over HTTP and uploads the file to the kind's page; we time the request (upload
-+ storing the file in the database + queueing) and the job (from the response to ``succeeded``),
-and read both processes' peak RSS. Kinds run in dependency order: corpus (JSONL manifest) → Unrag
-JSON → questions (evidence in the corpus) → answer logs (for those questions) → triples.
+An admin logs in over HTTP and uploads the file to the kind's page; we time the request (upload,
+Django's multipart parsing into the import storage directory with the sha256, renaming the file
+into place, queueing) and the job (from the response to ``succeeded``), and read both processes'
+peak RSS. Kinds run in dependency order: corpus (JSONL manifest) → Unrag JSON → questions
+(evidence in the corpus) → answer logs (for those questions) → triples → run (10,000 of the
+triples are made gold and frozen as a version, untimed; a TREC run of ~200 MiB over those
+queries and the corpus's blocks is uploaded to the scoring page; the scoring job's time is
+reported separately). ``--keep`` skips the database reset (to run one kind after another
+invocation). Each line printed is one kind's JSON result, with the file's longest line.
 """
 
 import argparse
@@ -26,10 +32,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 WORK = Path("/tmp/bench_imports")
-PORT = 8793
+PORT = int(os.environ.get("BENCH_PORT", "8793"))
 PASSWORD = "bench-pass-123"
-KINDS = ["corpus", "unrag", "questions", "answers", "triples"]
+KINDS = ["corpus", "unrag", "questions", "answers", "triples", "run"]
+RUN_QUERIES = 10_000
 PAGES = {
+    "run": ("/versions/jobs/", {"name": "bench-run", "k": "10"}),
     "corpus": ("/corpus/import/", {}),
     "unrag": ("/corpus/import/", {"domain": "federal_it"}),
     "questions": ("/answers/import/", {"kind": "questions"}),
@@ -61,12 +69,18 @@ def setup_django():
 # ---------------------------------------------------------------- synthetic files
 
 
+LONGEST: dict[str, int] = {}
+
+
 def _lines_until(path: Path, target: int, make) -> int:
-    n = 0
+    n, longest = 0, 0
     with path.open("w", encoding="utf-8") as out:
         while out.tell() < target:
-            out.write(json.dumps(make(n)) + "\n")
+            line = json.dumps(make(n)) + "\n"
+            longest = max(longest, len(line.encode()))
+            out.write(line)
             n += 1
+    LONGEST[path.name] = longest
     return n
 
 
@@ -106,9 +120,11 @@ def generate(mb: int) -> dict[str, int]:
         while out.tell() < target:
             if i:
                 out.write(",\n")
-            out.write(
-                json.dumps({"sourceId": f"u-{i:07d}", "content": text_of(i, 2000), "metadata": {}})
+            item = json.dumps(
+                {"sourceId": f"u-{i:07d}", "content": text_of(i, 2000), "metadata": {}}
             )
+            LONGEST["unrag"] = max(LONGEST.get("unrag", 0), len(item) + 2)
+            out.write(item)
             i += 1
         out.write("\n]}\n")
     counts["unrag"] = i
@@ -160,8 +176,53 @@ def generate(mb: int) -> dict[str, int]:
             },
         },
     )
+    counts["longest"] = LONGEST
     counts_file.write_text(json.dumps(counts))
     return counts
+
+
+def generate_run(mb: int, queries: list[str], n_blocks: int) -> tuple[Path, int, int]:
+    """A TREC run just under ``mb`` MiB (the scoring page's cap is 200 MiB): every query ranks
+    distinct corpus blocks. Returns the path, its line count and its longest line."""
+    path = WORK / f"run-{mb}.trec"
+    target = mb * 1024 * 1024 - 64 * 1024
+    lines, longest = 0, 0
+    if path.exists():
+        with path.open("rb") as handle:
+            for raw in handle:
+                lines, longest = lines + 1, max(longest, len(raw))
+        return path, lines, longest
+    per_line = len(f"{queries[0]} Q0 blk-0000000 100 0.12345 bench\n")
+    depth = min(n_blocks - 1, target // (per_line * len(queries)))
+    with path.open("w", encoding="ascii") as out:
+        for q, qid in enumerate(queries):
+            for rank in range(1, depth + 1):
+                line = f"{qid} Q0 blk-{(q + rank) % n_blocks:07d} {rank} {1 / rank:.5f} bench\n"
+                longest = max(longest, len(line))
+                out.write(line)
+                lines += 1
+    return path, lines, longest
+
+
+def freeze_run_version() -> tuple[int, list[str]]:
+    """Make RUN_QUERIES of the imported triples gold and freeze them (untimed set-up)."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from goldset.models import Triple, TripleState
+    from goldset.services.freeze import FreezeFilters, freeze_gold_version
+
+    ids = list(
+        Triple.objects.order_by("external_id").values_list("external_id", flat=True)[:RUN_QUERIES]
+    )
+    if len(ids) < RUN_QUERIES:
+        raise SystemExit("the run needs the triples kind imported first (run --kinds triples)")
+    Triple.objects.filter(external_id__in=ids).update(
+        state=TripleState.GOLD, resolution="consensus", gold_at=timezone.now()
+    )
+    admin = get_user_model().objects.get(username="bench-admin")
+    version = freeze_gold_version(filters=FreezeFilters(), actor=admin, note="bench run")
+    return version.number, ids
 
 
 # ---------------------------------------------------------------- processes
@@ -172,6 +233,48 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (its own, not its children's)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class MultipartBody:
+    """A multipart/form-data body streamed from disk with a Content-Length (``requests`` would
+    read the whole file into memory first, adding client time to the request's latency)."""
+
+    def __init__(self, fields: dict, path: Path):
+        boundary = f"bench{os.getpid()}{int(time.time() * 1000)}"
+        self.content_type = f"multipart/form-data; boundary={boundary}"
+        head = "".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
+            for k, v in fields.items()
+        )
+        head += (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+            f'filename="{path.name}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+        )
+        self.parts = [head.encode(), None, f"\r\n--{boundary}--\r\n".encode()]
+        self.path = path
+        self.length = len(self.parts[0]) + path.stat().st_size + len(self.parts[2])
+
+    def __enter__(self):
+        self.handle = self.path.open("rb")
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self):
+        yield self.parts[0]
+        while block := self.handle.read(1 << 20):
+            yield block
+        yield self.parts[2]
 
 
 def wait_for(predicate, *, timeout: float, what: str):
@@ -236,7 +339,7 @@ def start_worker():
             "--loglevel=WARNING",
         ],
         cwd=ROOT,
-        env=env(),
+        env={**env(), "DB_STATEMENT_TIMEOUT_MS": "0"},  # as docker-compose.yml runs workers
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -310,59 +413,120 @@ def login():
     return session
 
 
-def run_kind(kind: str, path: Path) -> dict:
-    from goldset.models import ImportJob
+def run_kind(kind: str, path: Path, extra: dict | None = None, request_only=False) -> dict:
+    from goldset.imports.storage import files_dir
+    from goldset.models import ImportJob, ScoringJob
 
     web, web_worker = start_web()
-    worker = start_worker()
+    worker = None if request_only else start_worker()
+    load_before = os.getloadavg()[0]
     try:
         session = login()
         url, data = PAGES[kind]
+        data = {**data, **(extra or {})}
         base = f"http://127.0.0.1:{PORT}"
         session.get(base + url)
-        with path.open("rb") as handle:
+        fields = {**data, "csrfmiddlewaretoken": session.cookies["csrftoken"]}
+        with MultipartBody(fields, path) as body:
+            cpu_before = cpu_seconds(web_worker)
             started = time.monotonic()
             response = session.post(
                 base + url,
-                data={**data, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
-                files={"file": (path.name, handle)},
-                headers={"Referer": base + url},
+                data=body,
+                headers={"Referer": base + url, "Content-Type": body.content_type},
                 allow_redirects=False,
             )
             request_s = time.monotonic() - started
+            request_cpu_s = cpu_seconds(web_worker) - cpu_before
         assert response.status_code == 302, (response.status_code, response.text[:2000])
         job_id = int(response.headers["Location"].rstrip("/").rsplit("/", 1)[1])
 
         def done():
             return ImportJob.objects.get(pk=job_id).finished
 
+        web_rss_after_request = peak_rss_mb(web_worker)
+        if request_only:
+            job = ImportJob.objects.get(pk=job_id)
+            return {
+                "kind": kind,
+                "file_mb": round(path.stat().st_size / 2**20, 1),
+                "status": job.status,
+                "stored_bytes": (files_dir().parent / job.file_name).stat().st_size,
+                "request_s": round(request_s, 2),
+                "request_web_cpu_s": round(request_cpu_s, 2),
+                "web_peak_rss_mb": round(web_rss_after_request, 1),
+                "load_before": round(load_before, 2),
+                "load_after": round(os.getloadavg()[0], 2),
+            }
+        stored_during_job = sorted(p.name for p in files_dir().iterdir())
         wait_for(done, timeout=6 * 3600, what=f"{kind} import")
         job_s = time.monotonic() - started - request_s
         job = ImportJob.objects.get(pk=job_id)
-        return {
+        result = {
             "kind": kind,
             "file_mb": round(path.stat().st_size / 2**20, 1),
             "status": job.status,
             "request_s": round(request_s, 2),
+            "request_web_cpu_s": round(request_cpu_s, 2),
             "job_s": round(job_s, 1),
-            "web_peak_rss_mb": round(peak_rss_mb(web_worker), 1),
+            "web_peak_rss_mb": round(web_rss_after_request, 1),
             "worker_peak_rss_mb": round(peak_rss_mb(worker.pid), 1),
             "summary": job.summary or job.message,
-            "load": os.getloadavg()[0],
+            "stored_files_during_job": len(stored_during_job),
+            "stored_files_after_job": len(list(files_dir().iterdir())),
         }
+        scoring_id = (job.summary or {}).get("scoring_job")
+        if scoring_id:
+            scoring_started = time.monotonic()
+
+            def scored():
+                return ScoringJob.objects.get(pk=scoring_id).status in ("succeeded", "failed")
+
+            wait_for(scored, timeout=6 * 3600, what="the scoring job")
+            scoring = ScoringJob.objects.get(pk=scoring_id)
+            result["scoring_status"] = scoring.status
+            result["scoring_s"] = round(time.monotonic() - scoring_started, 1)
+            result["scoring_message"] = (getattr(scoring, "message", "") or "")[:300]
+            result["worker_peak_rss_mb"] = round(peak_rss_mb(worker.pid), 1)
+        result["load_before"] = round(load_before, 2)
+        result["load_after"] = round(os.getloadavg()[0], 2)
+        return result
     finally:
-        stop(worker)
+        if worker is not None:
+            stop(worker)
         stop(web)
+
+
+def machine() -> dict:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
+    memory = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(int(memory) / 2**20, 1)}
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--keep", action="store_true", help="do not reset the database")
+    parser.add_argument(
+        "--request-only",
+        action="store_true",
+        help="time the upload requests only: no worker, the jobs stay queued (use a scratch "
+        "database; the run kind is left out)",
+    )
     args = parser.parse_args()
     setup_django()
+    print(json.dumps({"machine": machine(), "load": os.getloadavg()}), flush=True)
     counts = generate(args.mb)
-    reset_database()
+    if not args.keep:
+        reset_database()
     files = {
         "corpus": WORK / f"corpus-{args.mb}.jsonl",
         "unrag": WORK / f"unrag-{args.mb}.json",
@@ -371,8 +535,16 @@ def main():
         "triples": WORK / f"triples-{args.mb}.jsonl",
     }
     for kind in args.kinds.split(","):
-        result = run_kind(kind, files[kind])
+        extra = {}
+        if kind == "run":
+            number, queries = freeze_run_version()
+            files["run"], counts["run"], longest = generate_run(args.mb, queries, counts["corpus"])
+            counts["longest"]["run"] = longest
+            extra = {"version": str(number)}
+        result = run_kind(kind, files[kind], extra, request_only=args.request_only)
         result["records"] = counts[kind]
+        longest = counts["longest"]
+        result["longest_line_bytes"] = longest.get(files[kind].name, longest.get(kind))
         print(json.dumps(result), flush=True)
 
 

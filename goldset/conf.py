@@ -112,6 +112,12 @@ TUNABLES: dict[str, Tunable] = {
             int,
             "Largest file any upload page accepts (bytes).",
         ),
+        Tunable(
+            "IMPORT_ORPHAN_SECONDS",
+            3600,
+            int,
+            "Stored upload files no unfinished import refers to are deleted once this old (s).",
+        ),
         # Webhooks (goldset.services.webhooks).
         Tunable(
             "WEBHOOKS_ALLOW_PRIVATE_TARGETS",

@@ -321,7 +321,11 @@ WHITENOISE_USE_FINDERS = DEBUG
 MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=50 * 1024 * 1024)
 # Every upload page (corpus, triples, questions, answer logs, runs) refuses files larger than
-# IMPORT_MAX_UPLOAD_BYTES (a tunable, goldset.conf).
+# IMPORT_MAX_UPLOAD_BYTES (a tunable, goldset.conf). Uploads are written, while Django parses the
+# request, into IMPORT_STORAGE_DIR (hashed as they arrive), and an accepted one is renamed there
+# for the worker: a directory web and worker processes share (a volume in docker-compose.yml).
+IMPORT_STORAGE_DIR = Path(env.str("IMPORT_STORAGE_DIR", default="") or VAR_DIR / "imports")
+FILE_UPLOAD_HANDLERS = ["goldset.imports.uploads.ImportUploadHandler"]
 
 # Evaluators against the gold tier (seed 004 A.1: 10,000 bootstrap resamples; trust at κ ≥ 0.70).
 GOLDSET_EVALUATOR_RESAMPLES = env.int("GOLDSET_EVALUATOR_RESAMPLES", default=10_000)

@@ -1,8 +1,16 @@
 """Test overlay: the environment's database and broker, with fast hashing and plain HTTP."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+# Uploads wait in a directory of this test run (removed at exit), not in var/; set in the
+# environment so the worker processes tests start share it.
+if not os.environ.get("IMPORT_STORAGE_DIR"):
+    os.environ["IMPORT_STORAGE_DIR"] = tempfile.mkdtemp(prefix="goldset-test-imports-")
+    atexit.register(shutil.rmtree, os.environ["IMPORT_STORAGE_DIR"], ignore_errors=True)
 
 from .settings import *  # noqa: F403
 

@@ -1,5 +1,6 @@
-"""Import jobs: an uploaded file stored in the database (chunked, so any worker on any machine
-can read it) and parsed by a worker, all or nothing.
+"""Import jobs: an uploaded file kept in the import storage directory (``IMPORT_STORAGE_DIR``, a
+volume web and workers share; see ``goldset.imports.storage``) and parsed by a worker, all or
+nothing. Jobs queued before that directory existed kept their file in ``ImportChunk`` rows.
 
 A submission is identified by ``dedupe_key`` (the kind, the file's sha256 and the options that
 change the result), unique per kind, so the same file submitted twice is the same job."""
@@ -34,6 +35,9 @@ class ImportJob(models.Model):
     filename = models.CharField(max_length=300)
     sha256 = models.CharField(max_length=64)
     size = models.PositiveBigIntegerField()
+    # The file in IMPORT_STORAGE_DIR (relative to it); empty once the job has ended and the file
+    # was deleted, and for jobs stored as ImportChunk rows.
+    file_name = models.CharField(max_length=200, blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
     options = models.JSONField(default=dict, blank=True)
     on_behalf = models.BooleanField(default=False)
@@ -73,7 +77,8 @@ class ImportJob(models.Model):
 
 
 class ImportChunk(models.Model):
-    """The uploaded file's bytes, in order."""
+    """The uploaded file's bytes, in order (jobs submitted before the import storage directory;
+    new jobs keep their file on disk)."""
 
     job = models.ForeignKey(ImportJob, on_delete=models.CASCADE, related_name="chunks")
     index = models.PositiveIntegerField()

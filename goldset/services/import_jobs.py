@@ -1,36 +1,42 @@
 """Import jobs: every upload page stores the file and returns at once; a worker imports it.
 
-* :func:`submit_import` (the request): checks the size cap and that the file is UTF-8 text
-  (:class:`UploadRejected`, answered 422), stores the bytes in ``ImportChunk`` rows while hashing
-  them, and queues :func:`goldset.tasks.run_import_task` after commit. The same file (sha256)
-  for the same kind and options is the same job: a second submission (a double click) returns
-  the first job and says so; a rejected or failed one is queued again.
+* :func:`submit_import` (the request): the file is placed in the import storage directory
+  (``IMPORT_STORAGE_DIR``, shared by web and workers; :mod:`goldset.imports.storage`): an upload
+  Django already wrote there, hashed as it arrived, is renamed into place, so the request does no
+  pass of its own over the bytes. A file over the size cap, not UTF-8 text or empty is refused
+  (:class:`UploadRejected`, answered 422, nothing kept). The job records the file's name, size
+  and sha256, and :func:`goldset.tasks.run_import_task` is queued through the outbox. The same
+  file (sha256) for the same kind and options is the same job: a second submission (a double
+  click) returns the first job and says so; a rejected or failed one is queued again with the
+  new upload's file.
 * :func:`run_import_job` (the worker): claims the job (``queued`` → ``running``, one
   conditional UPDATE, so a duplicate message does nothing), streams the stored file through the
   kind's importer (validate everything, then write all or nothing) and records the result in the
   same transaction as the rows. A rejected file ends ``rejected`` with its problems (line, field,
-  message, expected); an unexpected error ends ``failed`` with a message.
+  message, expected); an unexpected error ends ``failed`` with a message. When a job ends its
+  file is deleted (after commit); a requeued job keeps it.
 * ``import_*`` commands call the same importers synchronously on a file (no job).
 """
 
-import codecs
 import datetime as dt
 import hashlib
 import json
 import logging
 from dataclasses import dataclass
 
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.imports import storage
 from goldset.imports.errors import Problem
-from goldset.imports.reader import BOM
 from goldset.imports.runs import checked_run_bytes
-from goldset.imports.stored import StoredUpload
+from goldset.imports.storage import StoredFile, UploadRejected
+from goldset.imports.stored import StoredFileMissing, StoredUpload
 from goldset.models import (
+    FINISHED_IMPORT_STATUSES,
     GoldVersion,
     ImportChunk,
     ImportJob,
@@ -53,13 +59,8 @@ from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
 
 logger = logging.getLogger(__name__)
-CHUNK_SIZE = 1 << 20
-CHUNKS_PER_INSERT = 8
 RUN_IMPORT_TASK = "goldset.run_import"
-
-
-class UploadRejected(GoldsetError):
-    """The upload itself is refused before any job exists (too large, not UTF-8 text)."""
+__all__ = ["UploadRejected", "submit_import", "run_import_job", "reconcile_imports"]
 
 
 @dataclass(frozen=True)
@@ -71,49 +72,6 @@ class Submission:
 
 def max_upload_bytes() -> int:
     return tunable("IMPORT_MAX_UPLOAD_BYTES")
-
-
-def _human(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}".replace(".0 ", " ")
-    return f"{size} bytes"
-
-
-def _read_blocks(upload):
-    upload.seek(0)
-    yield from upload.chunks(CHUNK_SIZE)
-
-
-def _fingerprint(upload, name: str) -> tuple[str, int]:
-    """sha256 and size of the upload, checking the size cap and UTF-8 as it streams."""
-    cap = max_upload_bytes()
-    if upload.size is not None and upload.size > cap:
-        raise UploadRejected(
-            f"{name} is {_human(upload.size)}; the limit for an upload is {_human(cap)}."
-        )
-    digest, size, line = hashlib.sha256(), 0, 1
-    decoder = codecs.getincrementaldecoder("utf-8")("strict")
-    for block in _read_blocks(upload):
-        size += len(block)
-        if size > cap:
-            raise UploadRejected(f"{name} is larger than the limit of {_human(cap)}.")
-        digest.update(block)
-        try:
-            decoder.decode(block)
-        except UnicodeDecodeError as exc:
-            line += block[: exc.start].count(b"\n")
-            raise UploadRejected(
-                f"{name}, line {line}: not valid UTF-8 text (the file must be UTF-8)."
-            ) from None
-        line += block.count(b"\n")
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise UploadRejected(f"{name}, line {line}: the file ends inside a character.") from None
-    if size == 0 or size == len(BOM) and digest.hexdigest() == hashlib.sha256(BOM).hexdigest():
-        raise UploadRejected(f"{name} is empty.")
-    return digest.hexdigest(), size
 
 
 def _dedupe_key(kind: str, sha256: str, options: dict) -> str:
@@ -161,26 +119,38 @@ def _calibration(options: dict) -> PcsCalibration | None:
     return calibration
 
 
-@transaction.atomic
 def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> Submission:
     """Store an upload and queue its import; see the module docstring. Raises UploadRejected
     (nothing stored) for a file over the size cap, not UTF-8 or empty, GoldsetError for a bad
     option. Idempotent per (kind, file sha256, options)."""
     name = upload.name or "upload"
     options = check_options(kind=kind, actor=actor, options=options or {})
-    sha256, size = _fingerprint(upload, name)
-    key = _dedupe_key(kind, sha256, options)
+    stored = storage.store_upload(upload, name=name)
+    try:
+        submission = _submit(kind=kind, stored=stored, name=name, actor=actor, options=options)
+    except BaseException:
+        stored.discard()  # no job refers to it (the transaction rolled back)
+        raise
+    if submission.job.file_name != stored.name:
+        stored.discard()  # the same file was already submitted: that job has its own copy
+    return submission
+
+
+@transaction.atomic
+def _submit(*, kind: str, stored: StoredFile, name: str, actor, options: dict) -> Submission:
+    key = _dedupe_key(kind, stored.sha256, options)
     existing = ImportJob.objects.select_for_update().filter(kind=kind, dedupe_key=key).first()
     if existing is not None:
-        return _resubmitted(existing, actor)
+        return _resubmitted(existing, actor, stored)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
                 kind=kind,
                 dedupe_key=key,
                 filename=name[:300],
-                sha256=sha256,
-                size=size,
+                sha256=stored.sha256,
+                size=stored.size,
+                file_name=stored.name,
                 options=options,
                 on_behalf=bool(options.get("on_behalf")),
                 created_by=actor if getattr(actor, "is_authenticated", False) else None,
@@ -188,46 +158,18 @@ def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> S
     except IntegrityError:
         # A concurrent submission of the same file committed first: that is the job.
         existing = ImportJob.objects.select_for_update().get(kind=kind, dedupe_key=key)
-        return _resubmitted(existing, actor)
-    job.chunk_count = _store_chunks(job, upload)
-    job.save(update_fields=["chunk_count"])
+        return _resubmitted(existing, actor, stored)
     record_event(
         actor=actor,
         verb="import_submitted",
         obj=job,
-        detail={"kind": kind, "sha256": sha256, "size": size, "options": options},
+        detail={"kind": kind, "sha256": stored.sha256, "size": stored.size, "options": options},
     )
     _queue(job.pk)
     return Submission(job=job, created=True, message=f"{name} is queued for import.")
 
 
-def _store_chunks(job: ImportJob, upload) -> int:
-    """The upload's bytes as 1 MiB chunks; binary COPY on PostgreSQL (an INSERT would send
-    bytea as hex, doubling the bytes on the wire)."""
-    if connection.vendor == "postgresql":
-        table = ImportChunk._meta.db_table
-        index = 0
-        with connection.cursor() as cursor:
-            with cursor.cursor.copy(
-                f'COPY {table} (job_id, "index", data) FROM STDIN (FORMAT BINARY)'
-            ) as copy:
-                copy.set_types(["bigint", "integer", "bytea"])
-                for block in _read_blocks(upload):
-                    copy.write_row((job.pk, index, block))
-                    index += 1
-        return index
-    index, pending = 0, []
-    for block in _read_blocks(upload):
-        pending.append(ImportChunk(job=job, index=index, data=block))
-        index += 1
-        if len(pending) == CHUNKS_PER_INSERT:
-            ImportChunk.objects.bulk_create(pending)
-            pending = []
-    ImportChunk.objects.bulk_create(pending)
-    return index
-
-
-def _resubmitted(job: ImportJob, actor) -> Submission:
+def _resubmitted(job: ImportJob, actor, stored: StoredFile) -> Submission:
     when = timezone.localtime(job.created_at).strftime("%Y-%m-%d %H:%M")
     if job.status in (ImportStatus.QUEUED, ImportStatus.RUNNING):
         message = (
@@ -238,10 +180,14 @@ def _resubmitted(job: ImportJob, actor) -> Submission:
     elif job.status == ImportStatus.SUCCEEDED:
         message = f"This file was already imported ({when}); nothing was imported again."
     else:
+        # Its file was deleted when it ended: the same bytes (same sha256) just arrived.
+        previous, old = job.get_status_display().lower(), job.file_name
+        job.file_name = stored.name
         _reset(job)
+        transaction.on_commit(lambda: storage.remove(old))
         record_event(actor=actor, verb="import_resubmitted", obj=job)
         _queue(job.pk)
-        message = f"This file was {job.get_status_display().lower()} before; it is checked again."
+        message = f"This file was {previous} before; it is checked again."
     return Submission(job=job, created=False, message=message)
 
 
@@ -251,6 +197,7 @@ def _reset(job: ImportJob) -> None:
     job.finished_at = None
     job.save(
         update_fields=[
+            "file_name",
             "status",
             "stage",
             "progress",
@@ -337,7 +284,29 @@ def reconcile_imports(*, now: dt.datetime | None = None) -> dict:
             ):
                 _queue(pk)
                 redispatched.append(pk)
-    return {"requeued": requeued, "failed": failed, "redispatched": redispatched}
+    return {
+        "requeued": requeued,
+        "failed": failed,
+        "redispatched": redispatched,
+        "files_swept": _sweep_files(),
+    }
+
+
+def _sweep_files() -> int:
+    """Delete stored files no unfinished job refers to, once older than IMPORT_ORPHAN_SECONDS
+    (a request that died after storing its file, a submission that rolled back). Files of
+    ended jobs are deleted as they end; this only catches what was left behind."""
+    keep = set(
+        ImportJob.objects.exclude(status__in=FINISHED_IMPORT_STATUSES)
+        .exclude(file_name="")
+        .values_list("file_name", flat=True)
+    )
+    swept = storage.orphans(keep=keep, older_than_seconds=tunable("IMPORT_ORPHAN_SECONDS"))
+    for path in swept:
+        path.unlink(missing_ok=True)
+    if swept:
+        logger.info("import storage: deleted %s orphaned file(s)", len(swept))
+    return len(swept)
 
 
 # ---------------------------------------------------------------- the worker's side
@@ -451,18 +420,26 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
             progress=100,
             summary=summary.as_dict(),
             finished_at=timezone.now(),
+            file_name="",
         )
+        _drop_file(job)
         record_event(actor=actor, verb="import_succeeded", obj=job, detail=summary.as_dict())
         webhooks.emit(
             WebhookEvent.IMPORT_FINISHED,
             webhooks.import_data(job, status=ImportStatus.SUCCEEDED, summary=summary.as_dict()),
         )
 
+    source = StoredUpload(job)
+    try:
+        source.check()
+    except StoredFileMissing as exc:
+        _finish(job, ImportStatus.FAILED, message=str(exc), problems=[], attempt=job.attempts)
+        return ImportJob.objects.get(pk=job.pk)
     if beat is not None:
         beat.start()
     try:
         importer(
-            source=StoredUpload(job),
+            source=source,
             actor=actor,
             source_name=job.filename,
             progress=_progress_writer(job.pk),
@@ -472,20 +449,34 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
         logger.warning(
             "import job %s: attempt %s was taken over; its rows rolled back", job.pk, job.attempts
         )
+    except StoredFileMissing as exc:
+        _finish(job, ImportStatus.FAILED, message=str(exc), problems=[], attempt=job.attempts)
     except ImportRejected as exc:
         problems = exc.problems or [Problem(None, "", line) for line in exc.errors]
         _finish(
-            job, ImportStatus.REJECTED, message=f"{len(exc.errors)} problem(s)", problems=problems
+            job,
+            ImportStatus.REJECTED,
+            message=f"{len(exc.errors)} problem(s)",
+            problems=problems,
+            attempt=job.attempts,
         )
     except GoldsetError as exc:
         _finish(
-            job, ImportStatus.REJECTED, message=str(exc), problems=[Problem(None, "", str(exc))]
+            job,
+            ImportStatus.REJECTED,
+            message=str(exc),
+            problems=[Problem(None, "", str(exc))],
+            attempt=job.attempts,
         )
     except Exception as exc:
         logger.exception("import job %s failed", job.pk)
         close_old_connections()
         _finish(
-            job, ImportStatus.FAILED, message=f"{type(exc).__name__}: {exc}"[:2000], problems=[]
+            job,
+            ImportStatus.FAILED,
+            message=f"{type(exc).__name__}: {exc}"[:2000],
+            problems=[],
+            attempt=job.attempts,
         )
     finally:
         if beat is not None:
@@ -494,16 +485,26 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
 
 
 @transaction.atomic
-def _finish(job: ImportJob, status: str, *, message: str, problems) -> None:
-    """Record a rejected or failed import, its audit event and its webhook event together."""
-    ImportJob.objects.filter(pk=job.pk).update(
+def _finish(
+    job: ImportJob, status: str, *, message: str, problems, attempt: int | None = None
+) -> None:
+    """Record a rejected or failed import, its audit event and its webhook event together.
+    With ``attempt``, only while that attempt still holds the job (an attempt the reconciler
+    took over must not overwrite what the reconciler decided)."""
+    ending = ImportJob.objects.filter(pk=job.pk)
+    if attempt is not None:
+        ending = ending.filter(status=ImportStatus.RUNNING, attempts=attempt)
+    if not ending.update(
         status=status,
         stage="",
         errors=[p.as_dict() for p in problems],
         error_count=len(problems),
         message=message,
         finished_at=timezone.now(),
-    )
+        file_name="",
+    ):
+        return
+    _drop_file(job)
     record_event(
         actor=job.created_by,
         verb=f"import_{status}",
@@ -514,3 +515,11 @@ def _finish(job: ImportJob, status: str, *, message: str, problems) -> None:
         WebhookEvent.IMPORT_FINISHED,
         webhooks.import_data(job, status=status, errors=len(problems)),
     )
+
+
+def _drop_file(job: ImportJob) -> None:
+    """The job has ended: its stored file goes once that is committed (a rollback keeps both)."""
+    name = job.file_name
+    if job.chunk_count:
+        ImportChunk.objects.filter(job_id=job.pk).delete()
+    transaction.on_commit(lambda: storage.remove(name))

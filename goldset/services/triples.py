@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError, ImportRejected
@@ -41,10 +41,10 @@ from goldset.models import (
 )
 from goldset.rules.tiers import TRIPLE, required_for
 from goldset.services.customers import _lock_customer, active_permission
-from goldset.services.routing import route_case
-from goldset.services.text_limits import check_text_length
+from goldset.services.routing import decide_tier, get_active_rules, route_case
+from goldset.services.text_limits import TextTooLong, check_text_length
 from workbench.roles import Role, has_role
-from workbench.services.audit import record_event
+from workbench.services.audit import record_event, record_events
 
 ID_LENGTH = column_length(Triple, "external_id")
 MAX_SUPERSEDED_REASON = 1000
@@ -351,7 +351,8 @@ def _parse_line(lineno: int, obj: dict, problems: Problems) -> TripleLine:
 
 
 class TripleImporter:
-    """Gold-JSONL triples, checked per batch; written through :func:`create_triple`."""
+    """Gold-JSONL triples, checked per batch; written in bulk with :func:`create_triple`'s
+    rules (see :meth:`write`)."""
 
     def __init__(self, *, actor, source_name: str, on_behalf: bool):
         self.actor, self.source_name, self.on_behalf = actor, source_name, on_behalf
@@ -384,6 +385,17 @@ class TripleImporter:
             )
         elif ln.human_verified_by and ln.source != Source.LLM_GENERATED:
             at.add("metadata.human_verified_by", "only llm_generated triples are verified")
+
+    @staticmethod
+    def _check_texts(ln: TripleLine, at: At) -> None:
+        """What :func:`new_revision` refuses, found while validating (not at write time)."""
+        for name, value in (("question", ln.question), ("expected_answer", ln.expected_answer)):
+            if value and not value.strip():
+                at.add(name, "is blank", "a non-empty string")
+            try:
+                check_text_length(name, value.strip())
+            except TextTooLong as exc:
+                at.add(name, str(exc).removeprefix(f"{name}: ").rstrip("."))
 
     def check(self, lines: list[TripleLine], problems: Problems) -> list:
         User = get_user_model()
@@ -452,9 +464,10 @@ class TripleImporter:
                         "expected_block.sha256",
                         f"does not match the stored text of {ln.block_id} v{ln.version}",
                     )
+            reason = ""
             if bv is not None:
                 try:
-                    check_pin(
+                    reason = check_pin(
                         block_version=bv,
                         superseded_reason=ln.superseded_reason,
                         newest=newest.get(bv.block_id),
@@ -467,43 +480,129 @@ class TripleImporter:
                     )
                 except GoldsetError as exc:
                     at.add("metadata.superseded_reason", str(exc))
+            self._check_texts(ln, at)
             author = users.get(ln.added_by) if ln.added_by else self.actor
-            plan.append((ln, author, bv, domains.get(ln.domain), customers.get(ln.customer)))
+            plan.append(
+                (ln, author, bv, domains.get(ln.domain), customers.get(ln.customer), reason)
+            )
         return plan
 
     def write(self, plan) -> None:
-        for ln, author, block_version, domain, customer in plan:
-            added_at = (
-                dt.datetime.combine(ln.added_at, dt.time(), tzinfo=dt.UTC) if ln.added_at else None
+        """Write one checked batch with bulk inserts: what :func:`create_triple` does per triple
+        (routing under the rules in force, the customer locked and its grant checked, the first
+        revision through :func:`check_pin`, one ``triple_created`` audit event each), in about
+        eight statements per batch instead of eight per triple."""
+        if not plan:
+            return
+        now = timezone.now()
+        rules = get_active_rules()
+        granted = self._lock_customers({line[4] for line in plan if line[4] is not None})
+        triples, revisions, details = [], [], []
+        for ln, author, block_version, domain, customer, reason in plan:
+            if customer is not None and customer.pk not in granted:
+                raise ImportRejected(
+                    [
+                        f"line {ln.lineno}: {customer.name} has no active permission grant; "
+                        "their questions cannot be used."
+                    ],
+                    source=self.source_name,
+                )
+            domain = domain or block_version.block.document.domain
+            uncertainty = (
+                Decimal(str(ln.model_uncertainty)) if ln.model_uncertainty is not None else None
             )
-            try:
-                triple = create_triple(
-                    author=author,
-                    question=ln.question,
-                    block_version=block_version,
-                    expected_answer=ln.expected_answer,
-                    task_type=ln.task_type,
+            decision = decide_tier(
+                rules=rules,
+                task_type=ln.task_type,
+                uncertainty=uncertainty,
+                adversarial=ln.adversarial,
+                domain=domain.slug,
+            )
+            # The importing human verifies an LLM triple (for themselves or, on behalf of
+            # another author, as themselves); check() refused every other case.
+            verifier = self.actor if ln.human_verified_by else None
+            added_at = (
+                dt.datetime.combine(ln.added_at, dt.time(), tzinfo=dt.UTC) if ln.added_at else now
+            )
+            triples.append(
+                Triple(
+                    external_id=ln.external_id or f"pending-{uuid.uuid4().hex}",
+                    state=TripleState.PENDING_REVIEW,
+                    tier=decision.tier,
+                    routing_rule=decision.rule,
+                    rules_version=decision.rules_version,
                     source=ln.source,
-                    domain=domain,
-                    difficulty=ln.difficulty,
                     customer=customer,
                     adversarial=ln.adversarial,
-                    model_uncertainty=ln.model_uncertainty,
-                    llm_verified=bool(ln.human_verified_by) and author.pk == self.actor.pk,
-                    external_id=ln.external_id,
+                    model_uncertainty=uncertainty,
+                    domain=domain,
+                    task_type=ln.task_type,
+                    difficulty=ln.difficulty,
+                    author=author,
+                    human_verified_by=verifier,
+                    human_verified_at=now if verifier else None,
                     added_at=added_at,
-                    imported_by=self.actor,
-                    superseded_reason=ln.superseded_reason,
                 )
-            except GoldsetError as exc:
-                raise ImportRejected([f"line {ln.lineno}: {exc}"], source=self.source_name) from exc
-            if ln.human_verified_by and author.pk != self.actor.pk:
-                # On behalf of another author, the importing human verified it themselves.
-                triple.human_verified_by = self.actor
-                triple.human_verified_at = timezone.now()
-                triple.save(update_fields=["human_verified_by", "human_verified_at", "updated_at"])
+            )
+            revisions.append(
+                TripleRevision(
+                    number=1,
+                    question=ln.question.strip(),
+                    expected_block_version=block_version,
+                    expected_answer=ln.expected_answer.strip(),
+                    superseded_reason=reason,
+                    created_by=author,
+                    reviewers_needed=required_for(TRIPLE, decision.tier),
+                )
+            )
+            detail = {
+                "tier": decision.tier,
+                "routing_rule": decision.rule,
+                "rules_version": decision.rules_version,
+                "block_version_id": block_version.pk,
+                "parent": None,
+                "imported": True,
+            }
+            if author.pk != self.actor.pk:
+                detail["on_behalf_of"] = author.get_username()
+            if reason:
+                detail.update(superseded_pin=True, superseded_reason=reason)
+            details.append(detail)
+        Triple.objects.bulk_create(triples)
+        unnamed = [t for t in triples if t.external_id.startswith("pending-")]
+        for triple in unnamed:
+            triple.external_id = f"gt-{triple.pk:05d}"
+        for triple, revision in zip(triples, revisions, strict=True):
+            revision.triple = triple
+        TripleRevision.objects.bulk_create(revisions)
+        Triple.objects.filter(pk__in=[t.pk for t in triples]).update(
+            current_revision=Subquery(
+                TripleRevision.objects.filter(triple_id=OuterRef("pk"), number=1).values("pk")[:1]
+            ),
+            updated_at=now,
+        )
+        if unnamed:
+            Triple.objects.bulk_update(unnamed, ["external_id"])
+        record_events(
+            actor=self.actor, verb="triple_created", events=zip(triples, details, strict=True)
+        )
+        for triple in triples:
             self.summary.created.append(triple.external_id)
             self.summary.by_tier[triple.tier] = self.summary.by_tier.get(triple.tier, 0) + 1
+
+    @staticmethod
+    def _lock_customers(customers) -> set[int]:
+        """Lock the batch's customers (as :func:`create_triple` locks each one: a revocation
+        cannot interleave) and return those with an active grant."""
+        ids = sorted(c.pk for c in customers)
+        if not ids:
+            return set()
+        list(Customer.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
+        return set(
+            CustomerPermission.objects.filter(
+                customer_id__in=ids, revoked_at__isnull=True
+            ).values_list("customer_id", flat=True)
+        )
 
     def finish(self, *, source) -> TripleImportSummary:
         record_event(

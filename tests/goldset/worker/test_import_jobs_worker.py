@@ -1,14 +1,22 @@
 """An upload page's import runs in a real Celery worker on Redis and PostgreSQL: the request
 returns at once with a queued job, the worker imports it, and the page then shows the result."""
 
+import datetime as dt
 import json
 import threading
+from pathlib import Path
 
 import pytest
+from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
 from django.urls import reverse
+from django.utils import timezone
 
-from goldset.models import Document, Domain, ImportJob, ImportStatus
+from goldset.models import Document, Domain, ImportJob, ImportStatus, OutboxMessage
+from goldset.rules.jobs import import_dedupe_key
+from goldset.services import outbox
+from goldset.services.import_jobs import reconcile_imports, submit_import
 
 pytestmark = pytest.mark.worker
 
@@ -22,7 +30,9 @@ def wait_until(predicate, *, timeout, what):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def test_a_corpus_upload_is_imported_by_the_worker(celery_worker_process, client_for, admin_user):
+def test_a_corpus_upload_is_imported_by_the_worker(
+    celery_worker_process, client_for, admin_user, settings
+):
     Domain.objects.create(slug="federal_it", name="Federal IT")
     text = "".join(
         json.dumps(
@@ -43,6 +53,8 @@ def test_a_corpus_upload_is_imported_by_the_worker(celery_worker_process, client
     )
     assert response.status_code == 302
     job = ImportJob.objects.get()
+    path = Path(settings.IMPORT_STORAGE_DIR) / job.file_name
+    assert job.file_name and job.size == len(text.encode())
 
     def finished():
         job.refresh_from_db()
@@ -52,5 +64,50 @@ def test_a_corpus_upload_is_imported_by_the_worker(celery_worker_process, client
     assert job.status == ImportStatus.SUCCEEDED, (job.message, job.errors)
     assert job.worker.startswith(celery_worker_process.worker_name.split("@")[0])
     assert Document.objects.count() == 2500 and job.summary["documents_created"] == 2500
+    wait_until(lambda: not path.exists(), timeout=30, what="the stored file to be deleted")
     page = client.get(response.url).content.decode()
-    assert "documents_created" in page and "hx-trigger" not in page
+    # Finished: the progress card stopped polling.
+    assert "documents_created" in page and "every 1s" not in page
+
+
+def test_an_import_whose_message_was_lost_is_reconciled_and_the_worker_finds_its_file(
+    celery_worker_process, admin_user, settings
+):
+    """The upload is stored and committed but its message never reaches the broker; the
+    reconciler queues it again and the real worker streams the stored file, then deletes it."""
+    Domain.objects.create(slug="federal_it", name="Federal IT")
+    text = "".join(
+        json.dumps(
+            {
+                "document_id": f"lost-{i}",
+                "title": f"Document {i}",
+                "domain": "federal_it",
+                "authority": 0.5,
+                "blocks": [{"block_id": f"lost-blk-{i}", "versions": [{"text": f"text {i}"}]}],
+            }
+        )
+        + "\n"
+        for i in range(40)
+    )
+    with transaction.atomic():
+        job = submit_import(
+            kind="corpus", upload=ContentFile(text.encode(), name="lost.jsonl"), actor=admin_user
+        ).job
+        # The message is lost before it is published (a broker restart would do the same).
+        OutboxMessage.objects.filter(dedupe_key=import_dedupe_key(job.pk)).delete()
+    path = Path(settings.IMPORT_STORAGE_DIR) / job.file_name
+    assert path.exists()
+    ImportJob.objects.filter(pk=job.pk).update(
+        created_at=timezone.now() - dt.timedelta(seconds=outbox.redispatch_seconds() + 60)
+    )
+    assert reconcile_imports()["redispatched"] == [job.pk]
+
+    def finished():
+        job.refresh_from_db()
+        return job.finished
+
+    wait_until(finished, timeout=120, what="the reconciled import to finish")
+    assert job.status == ImportStatus.SUCCEEDED, (job.message, job.errors)
+    assert Document.objects.filter(document_id__startswith="lost-").count() == 40
+    wait_until(lambda: not path.exists(), timeout=30, what="the stored file to be deleted")
+    assert job.file_name == ""
