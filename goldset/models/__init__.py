@@ -1,4 +1,4 @@
-from goldset.models.agreement import AgreementSnapshot
+from goldset.models.agreement import AgreementDirtyScope, AgreementSnapshot
 from goldset.models.answers import (
     Acceptability,
     Adjudication,
@@ -101,6 +101,7 @@ __all__ = [
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",
+    "AgreementDirtyScope",
     "AgreementSnapshot",
     "AnswerCitation",
     "AnswerRecord",

@@ -44,3 +44,28 @@ class AgreementSnapshot(models.Model):
 
     def __str__(self):
         return f"{self.protocol}/{self.axis}/{self.metric} {self.tier}{self.task_type}{self.domain}{self.week}{self.subject} = {self.value}"
+
+
+class AgreementDirtyScope(models.Model):
+    """A change the stored figures do not include yet, written in the transaction of the label,
+    review, undo, adjudication or promotion that made it (append-only; the recompute task deletes
+    the rows it has taken into account). ``kind``: ``rating`` — one rating row of ``protocol``
+    with these scope columns by ``annotator_id`` changed (its α/Fleiss scopes and that
+    annotator's pairs are recomputed); ``facts`` — only per-annotator facts; ``all`` — every
+    figure of ``protocol`` (every protocol when empty), e.g. after a tier change."""
+
+    RATING, FACTS, ALL = "rating", "facts", "all"
+
+    protocol = models.CharField(max_length=32, blank=True)
+    kind = models.CharField(max_length=8, default=RATING)
+    tier = models.CharField(max_length=16, blank=True)
+    task_type = models.CharField(max_length=32, blank=True)
+    domain_id = models.BigIntegerField(null=True)
+    week = models.CharField(max_length=8, blank=True)
+    annotator_id = models.BigIntegerField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return (
+            f"{self.kind} {self.protocol} {self.tier}/{self.task_type}/{self.domain_id}/{self.week}"
+        )

@@ -12,12 +12,14 @@ from goldset.exceptions import GoldsetError
 from goldset.models import (
     Adjudication,
     AdjudicationReason,
+    AgreementDirtyScope,
     AnswerRecord,
     FinalSource,
     RecordStatus,
 )
 from goldset.rules.labeling import OPEN_FOR_LEAD
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.agreement_sources import ANSWERS
 from goldset.services.labeling import check_label_rules
 from workbench.services.audit import record_event
 
@@ -88,5 +90,6 @@ def record_adjudication(
             "grounding": grounding,
         },
     )
-    schedule_agreement_recompute()
+    # An adjudication changes only the annotators' agreement with adjudicated labels (facts).
+    schedule_agreement_recompute(dirty={"protocol": ANSWERS, "kind": AgreementDirtyScope.FACTS})
     return adjudication

@@ -1,4 +1,5 @@
-"""Adapters from the two protocols to the agreement service's rows (one query each).
+"""Adapters from the two protocols to the agreement service's rows (one query each; rating rows in
+primary-key order, so a figure recomputed alone sees its rows in the order a full recompute does).
 
 * triple reviews: one rating per review on the axis ``verdict`` (confirm / flag);
 * answer labels: three ratings per production label — ``acceptability``, ``grounding`` and
@@ -25,7 +26,7 @@ def triple_review_ratings(*, triples=None):
     reviews = Review.objects.all()
     if triples is not None:
         reviews = reviews.filter(revision__triple_id__in=triples)
-    rows = reviews.values_list(
+    rows = reviews.order_by("pk").values_list(
         "revision_id",
         "reviewer_id",
         "verdict",
@@ -53,16 +54,20 @@ def _production_labels():
 
 
 def answer_label_ratings():
-    rows = _production_labels().values_list(
-        "record_id",
-        "annotator_id",
-        "acceptability",
-        "grounding",
-        "severe_safety",
-        "record__tier",
-        "record__question__task_type",
-        "record__question__domain__slug",
-        "created_at",
+    rows = (
+        _production_labels()
+        .order_by("pk")
+        .values_list(
+            "record_id",
+            "annotator_id",
+            "acceptability",
+            "grounding",
+            "severe_safety",
+            "record__tier",
+            "record__question__task_type",
+            "record__question__domain__slug",
+            "created_at",
+        )
     )
     for (
         record,

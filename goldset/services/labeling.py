@@ -53,6 +53,7 @@ from goldset.rules.labeling import (
 from goldset.rules.tiers import SPOT_CHECK_LABELS
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.agreement_sources import ANSWERS as ANSWER_PROTOCOL
 from goldset.services.calibration import score_calibration_if_complete
 from workbench.services.audit import record_event
 
@@ -612,8 +613,20 @@ def submit_label(
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
         settle_record(record)
-        schedule_agreement_recompute()
+        schedule_agreement_recompute(dirty=_label_scope(label, record))
     return label
+
+
+def _label_scope(label: Label, record: AnswerRecord) -> dict:
+    """What a production label changes in the agreement figures (``mark_dirty`` arguments)."""
+    return {
+        "protocol": ANSWER_PROTOCOL,
+        "tier": record.tier,
+        "task_type": record.question.task_type,
+        "domain_id": record.domain_id,
+        "at": label.created_at,
+        "annotator_id": label.annotator_id,
+    }
 
 
 # ---------------------------------------------------------------- undo and skip
@@ -665,6 +678,7 @@ def undo_last_label(*, annotator) -> LabelAssignment:
         raise UndoRefused("That item is already resolved; its label can no longer be undone.")
     assignment = last.assignment
     detail = {"slot": assignment.slot, "acceptability": last.acceptability}
+    dirty = _label_scope(last, record)
     last.delete()
     assignment.completed_at = None
     assignment.save(update_fields=["completed_at"])
@@ -676,7 +690,7 @@ def undo_last_label(*, annotator) -> LabelAssignment:
         detail["released"].append(claim.record.public_id)
         _release_claim(claim)
     record_event(actor=annotator, verb="label_undone", obj=record, detail=detail)
-    schedule_agreement_recompute()
+    schedule_agreement_recompute(dirty=dirty)
     return assignment
 
 

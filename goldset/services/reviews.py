@@ -37,6 +37,7 @@ from goldset.models import (
 from goldset.rules.tiers import SPOT_CHECK_REVIEWS
 from goldset.selectors.curation import claimable_revisions, open_assignments
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.agreement_sources import TRIPLES
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
 from goldset.services.text_limits import check_text_length
 from workbench.services.audit import record_event
@@ -204,7 +205,16 @@ def submit_review(
         reopen_after_spot_check(review=review, actor=reviewer)
     else:
         resolve_revision(triple=triple, revision=revision, actor=reviewer)
-    schedule_agreement_recompute()
+    schedule_agreement_recompute(
+        dirty={
+            "protocol": TRIPLES,
+            "tier": triple.tier,
+            "task_type": triple.task_type,
+            "domain_id": triple.domain_id,
+            "at": review.submitted_at,
+            "annotator_id": reviewer.pk,
+        }
+    )
     return review
 
 
