@@ -568,7 +568,7 @@ def collect_rows(protocols=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
             import_string(path)() for p, path in sources if protocols is None or p in protocols
         )
 
-    facts = facts_frame(gather([(None, path) for path in FACT_SOURCES]))
+    facts = facts_frame(chain.from_iterable(import_string(path)() for path in FACT_SOURCES))
     if protocols is not None:
         facts = facts[facts["protocol"].isin(list(protocols))].reset_index(drop=True)
     return (
