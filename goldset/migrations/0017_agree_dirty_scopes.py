@@ -4,24 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('goldset', '0016_evalfix_calibration_heartbeat'),
+        ("goldset", "0016_evalfix_calibration_heartbeat"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AgreementDirtyScope',
+            name="AgreementDirtyScope",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('protocol', models.CharField(blank=True, max_length=32)),
-                ('kind', models.CharField(default='rating', max_length=8)),
-                ('tier', models.CharField(blank=True, max_length=16)),
-                ('task_type', models.CharField(blank=True, max_length=32)),
-                ('domain_id', models.BigIntegerField(null=True)),
-                ('week', models.CharField(blank=True, max_length=8)),
-                ('annotator_id', models.BigIntegerField(null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("protocol", models.CharField(blank=True, max_length=32)),
+                ("kind", models.CharField(default="rating", max_length=8)),
+                ("tier", models.CharField(blank=True, max_length=16)),
+                ("task_type", models.CharField(blank=True, max_length=32)),
+                ("domain_id", models.BigIntegerField(null=True)),
+                ("week", models.CharField(blank=True, max_length=8)),
+                ("annotator_id", models.BigIntegerField(null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
     ]

@@ -23,7 +23,7 @@ from itertools import chain
 
 import numpy as np
 import pandas as pd
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils.module_loading import import_string
 
 from goldset.conf import tunable
@@ -32,6 +32,7 @@ from goldset.rules.axes import AXES
 from goldset.rules.calendar import iso_week
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
 from goldset.services import outbox
+from goldset.services.agreement_sources import FRAME_SOURCES
 from scoring.agreement import (
     cohen_kappa_table,
     fleiss_kappa_counts,
@@ -571,11 +572,15 @@ def collect_rows(protocols=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     facts = facts_frame(chain.from_iterable(import_string(path)() for path in FACT_SOURCES))
     if protocols is not None:
         facts = facts[facts["protocol"].isin(list(protocols))].reset_index(drop=True)
-    return (
-        ratings_frame(gather(RATING_SOURCES)),
-        spot_check_frame(gather(SPOT_CHECK_SOURCES)),
-        facts,
-    )
+    if connection.vendor == "postgresql":  # columnar COPY reads: millions of rows, no tuples
+        frames = [
+            FRAME_SOURCES[p]() for p, _ in RATING_SOURCES if protocols is None or p in protocols
+        ]
+        frames = [f for f in frames if len(f)]
+        ratings = pd.concat(frames, ignore_index=True) if frames else ratings_frame([])
+    else:
+        ratings = ratings_frame(gather(RATING_SOURCES))
+    return ratings, spot_check_frame(gather(SPOT_CHECK_SOURCES)), facts
 
 
 def _protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:

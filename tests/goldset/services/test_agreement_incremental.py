@@ -3,6 +3,8 @@ implementation it replaced bit for bit, a selection computes exactly the same fi
 run, and the recompute task's incremental refresh (dirty-scope marks written by the real label,
 review and undo services) stores exactly what a full recompute stores."""
 
+from itertools import chain
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,6 +17,12 @@ from goldset.services.agreement import (
     ratings_frame,
     recompute_agreement_snapshots,
     spot_check_frame,
+)
+from goldset.services.agreement_sources import (
+    answer_label_frame,
+    answer_label_ratings,
+    triple_review_frame,
+    triple_review_ratings,
 )
 from goldset.services.labeling import undo_last_label
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
@@ -156,3 +164,44 @@ def test_incremental_refresh_stores_what_a_full_recompute_stores(
     AgreementSnapshot.objects.all().delete()
     recompute_agreement_snapshots()
     assert stored_figures() == incremental
+
+
+def per_axis_rows(frame: pd.DataFrame) -> dict:
+    out: dict = {}
+    for row in frame.astype(str).itertuples(index=False, name=None):
+        out.setdefault((row[0], row[3]), []).append(row)
+    return out
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_columnar_reads_give_the_adapters_rows_in_their_order(
+    postgres, django_capture_on_commit_callbacks
+):
+    domain = DomainFactory(slug="columnar")
+    annotators = qualified_annotators(domain, 3, prefix="col")
+    for _ in range(2):
+        AnswerRecordFactory(question__domain=domain)
+    author = UserFactory(role=Role.ANNOTATOR, username="col-author")
+    with django_capture_on_commit_callbacks(execute=False):
+        for i, annotator in enumerate(annotators * 2):
+            claim_and_label(
+                annotator,
+                **{
+                    **(BAD if i % 3 == 1 else {}),
+                    "severe_safety": i == 4,
+                    "rationale": "unsafe" if i == 4 else "",
+                },
+            )
+        triple = write_triple(author)
+        for i in range(2):
+            review(
+                UserFactory(role=Role.ANNOTATOR, username=f"col-rev{i}"),
+                triple,
+                "flag",
+                flags=["question_unrealistic"],
+            )
+    fast = pd.concat([triple_review_frame(), answer_label_frame()], ignore_index=True)
+    slow = ratings_frame(chain(triple_review_ratings(), answer_label_ratings()))
+    assert len(fast) == len(slow) == 6 * 3 + 2
+    assert per_axis_rows(fast) == per_axis_rows(slow)
