@@ -1,4 +1,4 @@
-from goldset.models.agreement import AgreementDirtyScope, AgreementSnapshot
+from goldset.models.agreement import AgreementDirtyScope, AgreementSnapshot, DashboardCounter
 from goldset.models.answers import (
     Acceptability,
     Adjudication,
@@ -103,6 +103,7 @@ __all__ = [
     "AdjudicationReason",
     "AgreementDirtyScope",
     "AgreementSnapshot",
+    "DashboardCounter",
     "AnswerCitation",
     "AnswerRecord",
     "Block",

@@ -69,3 +69,28 @@ class AgreementDirtyScope(models.Model):
         return (
             f"{self.kind} {self.protocol} {self.tier}/{self.task_type}/{self.domain_id}/{self.week}"
         )
+
+
+class DashboardCounter(models.Model):
+    """Counts the lead dashboards show, maintained by database triggers on every insert, delete
+    and relevant update (migration ``0017_agree_dirty_scopes``), so a page reads a few counter
+    rows instead of counting items. ``name`` / ``key``:
+
+    * ``triple`` / ``state|tier|domain_id|source`` — triples;
+    * ``record`` / ``tier`` — production (non-calibration) answer records;
+    * ``reviews_day`` / ``labels_day`` — ``YYYY-MM-DD`` (UTC) — reviews and labels made that day;
+    * ``author_reviews`` / ``author_flags`` — ``author_id|YYYY-MM-DD`` — reviews (flags) an
+      author's triples received that day.
+    """
+
+    name = models.CharField(max_length=24)
+    key = models.CharField(max_length=120)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["name", "key"], name="dashboard_counter_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.name}[{self.key}] = {self.n}"
