@@ -60,7 +60,7 @@ CREATE TRIGGER goldset_label_counter AFTER INSERT OR DELETE ON goldset_label
 
 CREATE OR REPLACE FUNCTION goldset_review_counter() RETURNS trigger AS $$
 DECLARE
-  r goldset_review%ROWTYPE;
+  r RECORD;
   delta bigint;
   author text;
   day text;

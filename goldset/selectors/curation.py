@@ -471,6 +471,18 @@ def list_quality_entries():
     ).prefetch_related("reviewers")
 
 
+def recent_quality_entries(limit: int = 10) -> list:
+    """The newest ``limit`` quality-tracker entries with what their rows show: the entries'
+    keys first (an index walk), then the joined rows of just those (two queries; a join of
+    the whole tracker with triples and revisions made the planner scan both)."""
+    ids = list(
+        QualityTrackerEntry.objects.order_by("-created_at", "-id").values_list("pk", flat=True)[
+            :limit
+        ]
+    )
+    return list(list_quality_entries().filter(pk__in=ids)) if ids else []
+
+
 def list_needs_rereview():
     """Every live (not dropped, split, retired or revoked) triple whose current revision pins a
     block version that is not the block's current version — whether a later corpus import

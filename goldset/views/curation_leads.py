@@ -32,7 +32,7 @@ def dashboard(request):
         "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
         "rates": rates,
         "alerts": [r for r in rates if r.calibration_needed],
-        "quality": list(selectors.list_quality_entries()[:10]),
+        "quality": selectors.recent_quality_entries(10),
         "rereview": list(selectors.list_needs_rereview()[:10]),
         "slice": selectors.list_working_slices().first(),
         "draws": list(selectors.list_spot_check_draws()[:5]),
