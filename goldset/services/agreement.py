@@ -617,6 +617,18 @@ def _combined(versions: dict[str, str]) -> str:
     ).hexdigest()
 
 
+def _lock_snapshots() -> None:
+    """Two recomputes store one after the other (each reads what to replace under the lock), so
+    they never insert the same figure twice. PostgreSQL only: SQLite writes one at a time."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SNAPSHOT_LOCK])
+
+
+# pg_advisory_xact_lock key of the snapshot store ("agreement" in ASCII, as a number).
+SNAPSHOT_LOCK = 0x61677265656D
+
+
 def _stored_versions() -> dict[str, str]:
     return dict(
         AgreementSnapshot.objects.order_by().values_list("protocol", "data_version").distinct()
@@ -648,6 +660,7 @@ def store_agreement_snapshots(
     else:
         figures = []
     with transaction.atomic():
+        _lock_snapshots()
         if redo or gone:
             AgreementSnapshot.objects.filter(protocol__in=redo | gone).delete()
         AgreementSnapshot.objects.bulk_create(
@@ -721,6 +734,7 @@ def _refresh(marks: list[dict], n_resamples: int) -> tuple[str, int]:
     versions = _protocol_versions(ratings, spot_checks, facts)
     figures = compute_figures(ratings, spot_checks, facts, n_resamples=n_resamples, only=only)
     with transaction.atomic():
+        _lock_snapshots()
         for protocol, selection in only.items():
             rows = AgreementSnapshot.objects.filter(protocol=protocol)
             if selection is not EVERYTHING:
