@@ -398,7 +398,7 @@ class SourceShare:
     warning: bool
 
 
-def _triple_counts() -> list[tuple[str, str, int, str, int]]:
+def triple_counts() -> list[tuple[str, str, int, str, int]]:
     """(state, tier, domain id, source, n) from the maintained triple counters (one query)."""
     out = []
     for key, n in counter_rows("triple")["triple"]:
@@ -410,9 +410,9 @@ def _triple_counts() -> list[tuple[str, str, int, str, int]]:
 def source_balance(counts=None) -> list[SourceShare]:
     """Gold-set shares by source group (LLM-generated counts as synthetic) against the target,
     with a warning when one drifts more than ``SOURCE_DRIFT_POINTS`` points. From the maintained
-    triple counters (one query, or none given ``counts`` from :func:`_triple_counts`)."""
+    triple counters (one query, or none given ``counts`` from :func:`triple_counts`)."""
     counts_by = dict.fromkeys(curation_setting("SOURCE_TARGETS"), 0)
-    for state, _, _, source, n in counts if counts is not None else _triple_counts():
+    for state, _, _, source, n in counts if counts is not None else triple_counts():
         if state == TripleState.GOLD:
             group = SOURCE_GROUPS[source]
             counts_by[group] = counts_by.get(group, 0) + n
@@ -444,7 +444,7 @@ def count_by(field: str, *, gold_only: bool = False) -> list[dict]:
 def dashboard_counts(counts=None) -> dict:
     """Counts by state (all triples) and, for the gold set, by domain and by tier — from the
     maintained triple counters (two queries: counters, domain slugs)."""
-    counts = counts if counts is not None else _triple_counts()
+    counts = counts if counts is not None else triple_counts()
     states: dict[str, int] = {}
     by_domain: dict[int, int] = {}
     by_tier: dict[str, int] = {}

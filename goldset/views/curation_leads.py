@@ -26,9 +26,10 @@ PAGE_SIZE = 25
 @role_required(*LEADS)
 def dashboard(request):
     rates = selectors.list_author_flag_rates()
+    counts = selectors.triple_counts()  # one read of the maintained counters for both
     context = {
-        **selectors.dashboard_counts(),
-        "balance": selectors.source_balance(),
+        **selectors.dashboard_counts(counts),
+        "balance": selectors.source_balance(counts),
         "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
         "rates": rates,
         "alerts": [r for r in rates if r.calibration_needed],
