@@ -84,6 +84,19 @@ TUNABLES: dict[str, Tunable] = {
             "Workers beat this often (unset: min(10, JOB_STALE_SECONDS / 4)).",
         ),
         Tunable("JOB_MAX_ATTEMPTS", 3, int, "Attempts before a job fails with a message."),
+        # Scoring spread over workers (goldset.services.scoring_chunks).
+        Tunable(
+            "SCORING_SPLIT_MIN_QUERIES",
+            50_000,
+            int,
+            "Retrieval jobs with at least this many gold queries are split over the workers.",
+        ),
+        Tunable(
+            "SCORING_CHUNK_QUERIES",
+            25_000,
+            int,
+            "Queries in one piece of a split job (each bootstrap interval is a piece too).",
+        ),
         Tunable(
             "OUTBOX_REDISPATCH_SECONDS",
             120,
@@ -98,6 +111,30 @@ TUNABLES: dict[str, Tunable] = {
             1 << 30,
             int,
             "Largest file any upload page accepts (bytes).",
+        ),
+        # Webhooks (goldset.services.webhooks).
+        Tunable(
+            "WEBHOOKS_ALLOW_PRIVATE_TARGETS",
+            False,
+            _bool,
+            "Allow webhook targets on private, loopback, link-local or reserved addresses.",
+        ),
+        Tunable("WEBHOOKS_MAX_ATTEMPTS", 8, int, "Attempts per webhook delivery before it fails."),
+        Tunable(
+            "WEBHOOKS_RETRY_BASE_SECONDS",
+            10.0,
+            float,
+            "First retry delay; doubles per attempt (capped, with up to 25 % jitter).",
+        ),
+        Tunable("WEBHOOKS_RETRY_MAX_SECONDS", 3600.0, float, "Longest delay between two attempts."),
+        Tunable(
+            "WEBHOOKS_TIMEOUT_SECONDS", 10.0, float, "Connect and read timeout of one attempt."
+        ),
+        Tunable(
+            "WEBHOOKS_LINK_BASE_URL",
+            "",
+            str,
+            "Prefix of the links in webhook payloads (e.g. https://goldset.example.org).",
         ),
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),

@@ -6,12 +6,15 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, RECONCILE_TASK
+from goldset.rules.webhooks import DELIVER_TASK
 from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
 from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
 from goldset.services.outbox import mark_done, start_all_of_kind
 from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
+from goldset.services.scoring_chunks import SCORE_CHUNK_TASK, run_chunk
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
+from goldset.services.webhooks import deliver_webhook
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +47,21 @@ def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
         job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
     )
     return job.status
+
+
+@shared_task(name=SCORE_CHUNK_TASK, bind=True, ignore_result=True)
+def score_chunk_task(self, job_id: int, claim: str, kind: str, index: int) -> bool:
+    """Do one piece of a split scoring job (offered as a group by the job's worker). A lost or
+    duplicate message is harmless: the piece is claimed in the database first, and the job's
+    own worker does every piece nobody took."""
+    return run_chunk(
+        job_id=job_id,
+        claim=claim,
+        kind=kind,
+        index=index,
+        worker=self.request.hostname or "",
+        heartbeat=not self.request.is_eager,
+    )
 
 
 @shared_task(
@@ -91,3 +109,11 @@ def run_import_task(self, job_id: int, outbox_id: int | None = None) -> str:
         job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
     )
     return job.status if job is not None else "not-queued"
+
+
+@shared_task(name=DELIVER_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def deliver_webhook_task(delivery_id: int, outbox_id: int | None = None) -> str:
+    """One attempt of one webhook delivery. A duplicate or re-delivered message does nothing
+    (the delivery is claimed first); a retry is queued through the outbox with its backoff, and
+    an attempt lost with its worker is settled by the reconciler."""
+    return deliver_webhook(delivery_id=delivery_id, outbox_id=outbox_id)

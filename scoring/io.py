@@ -792,3 +792,47 @@ def read_run(source: Source, *, fmt: str | None = None) -> Run:
     if fmt not in readers:
         raise InputError(name, None, f"unknown run format {fmt!r}; use one of {RUN_FORMATS}")
     return readers[fmt](name, handle)
+
+
+def select_queries(data: Qrels | Run, query_ids: Iterable[str]) -> Qrels | Run:
+    """The rows of ``data`` whose query is in ``query_ids``, as a new object of the same type.
+
+    For qrels the declared queries and per-query cutoffs are restricted too, and ``default_k``
+    is kept. Every measure is computed query by query, so scoring the parts of a query
+    partition and merging them (:func:`scoring.retrieval.merge_results`) gives the figures of
+    scoring the whole, to the bit: this is how a large run is split over several workers.
+    Works on the columnar form (no Python object per row).
+    """
+    wanted = set(query_ids)
+    distinct = data._query_values.to_pylist()
+    keep_code = np.fromiter((q in wanted for q in distinct), dtype=bool, count=len(distinct))
+    rows = np.flatnonzero(keep_code[data._query_codes])
+    kept = np.flatnonzero(keep_code)
+    remap = np.full(len(distinct), -1, dtype=np.int64)
+    remap[kept] = np.arange(len(kept))
+    codes = remap[data._query_codes[rows]]
+    values = _ids.take(data._query_values, kept)
+    docs = _ids.take(data._doc_ids, rows)
+    if isinstance(data, Run):
+        return Run._from_columns(codes, values, docs, data.score[rows], data.source)
+    part = Qrels._from_columns(codes, values, docs, data.relevance[rows], data.source)
+    declared = np.asarray([q for q in data.queries.tolist() if q in wanted], dtype=object)
+    cutoffs = {q: k for q, k in (data.cutoffs or {}).items() if q in wanted}
+    part._set(queries=declared, cutoffs=cutoffs or None, default_k=data.default_k, _cache={})
+    return part
+
+
+def arrow_columns(data: Qrels | Run) -> dict[str, pa.Array]:
+    """The columns of ``data`` as Arrow arrays, without a Python object per row: ``query_id``
+    (dictionary-encoded), ``doc_id`` and ``score`` (runs) or ``relevance`` (qrels). The
+    constructors take them back: ``Run(**arrow_columns(run))`` is the same run."""
+    indices = pa.array(np.asarray(data._query_codes, dtype=np.int64))
+    columns = {
+        "query_id": pa.DictionaryArray.from_arrays(indices, data._query_values),
+        "doc_id": data._doc_ids,
+    }
+    if isinstance(data, Run):
+        columns["score"] = pa.array(np.asarray(data.score, dtype=np.float64))
+    else:
+        columns["relevance"] = pa.array(np.asarray(data.relevance, dtype=np.int64))
+    return columns

@@ -740,13 +740,50 @@ def evaluate(
         all_judged=_needs_all_judged(measures, judged_only),
     )
     per_query = compute(prepared, metrics=measures, gain=gain)
-    aggregate = {label: float(values.mean()) for label, values in per_query.items()}
     return RetrievalResult(
         query_ids=query_ids,
         per_query=per_query,
-        aggregate=aggregate,
+        aggregate=_aggregate(per_query),
         k=k,
         all_queries=all_queries,
         relevance_level=relevance_level,
         judged_only=judged_only,
+    )
+
+
+def _aggregate(per_query: dict[str, np.ndarray]) -> dict[str, float]:
+    """A measure over all queries: the mean of its per-query values (trec_eval's ``all``)."""
+    return {label: float(values.mean()) for label, values in per_query.items()}
+
+
+def merge_results(parts: Sequence[RetrievalResult]) -> RetrievalResult:
+    """One result from the results of scoring a partition of the queries (in any order) with the
+    same settings: per-query values concatenated in query-id order, then aggregated exactly as
+    :func:`evaluate` does, so the merge equals scoring the whole run in one call."""
+    if not parts:
+        raise ValueError("nothing to merge")
+    first = parts[0]
+    settings = (first.k, first.all_queries, first.relevance_level, first.judged_only)
+    labels = list(first.per_query)
+    for part in parts:
+        if (part.k, part.all_queries, part.relevance_level, part.judged_only) != settings:
+            raise ValueError("the parts were scored with different settings")
+        if list(part.per_query) != labels:
+            raise ValueError("the parts were scored with different measures")
+    query_ids = np.concatenate([part.query_ids for part in parts])
+    order = pc.sort_indices(_ids.as_strings(query_ids)).to_numpy()  # prepare()'s order
+    query_ids = query_ids[order]
+    if len(set(query_ids.tolist())) != len(query_ids):
+        raise ValueError("the parts share queries: they must partition the queries")
+    per_query = {
+        label: np.concatenate([part.per_query[label] for part in parts])[order] for label in labels
+    }
+    return RetrievalResult(
+        query_ids=query_ids,
+        per_query=per_query,
+        aggregate=_aggregate(per_query),
+        k=first.k,
+        all_queries=first.all_queries,
+        relevance_level=first.relevance_level,
+        judged_only=first.judged_only,
     )

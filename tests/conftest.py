@@ -375,3 +375,148 @@ def browser_login(browser, live_server):
 def nist_file():
     _require(NIST_FILE.exists(), f"needs {NIST_FILE}")
     return NIST_FILE
+
+
+# ---------------------------------------------------------------- a real OpenID Connect provider
+
+
+class OidcProvider:
+    """django-oauth-toolkit's OpenID Connect provider (``tests/oidc_provider``) in its own Django
+    process on a free loopback port, on SQLite in a temporary directory, signing with an RSA key
+    generated for this run."""
+
+    CLIENT_ID = "goldset-workbench"
+    CLIENT_SECRET = "test-client-secret-" + uuid.uuid4().hex
+
+    def __init__(self, directory: Path):
+        import socket
+
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key_file = directory / "idp-key.pem"
+        key_file.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.issuer = f"{self.url}/o"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")},
+            "DJANGO_SETTINGS_MODULE": "tests.oidc_provider.settings",
+            "IDP_DIR": str(directory),
+            "IDP_KEY_FILE": str(key_file),
+            "IDP_ISSUER": self.issuer,
+            "PYTHONPATH": str(ROOT),
+        }
+        self.log = directory / "idp.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.oidc_provider", str(self.port)],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self._wait_ready()
+
+    def _wait_ready(self, deadline_s: float = 60.0):
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"the test identity provider exited:\n{self.log.read_text()}")
+            try:
+                if httpx.get(self.discovery_url, timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        pytest.fail(f"the test identity provider did not answer within {deadline_s}s")
+
+    @property
+    def discovery_url(self) -> str:
+        return f"{self.issuer}/.well-known/openid-configuration"
+
+    def _post(self, path: str, body: dict) -> dict:
+        import httpx
+
+        response = httpx.post(f"{self.url}{path}", json=body, timeout=10)
+        response.raise_for_status()
+        return response.json()
+
+    def set_user(self, username: str, password: str, groups=(), email: str = "") -> str:
+        """Create or update a user at the provider; returns its subject (``sub``)."""
+        body = {"username": username, "password": password, "groups": list(groups)}
+        return self._post("/test/users/", {**body, "email": email})["sub"]
+
+    def register_client(self, redirect_uri: str, post_logout_redirect_uri: str = "") -> None:
+        self._post(
+            "/test/client/",
+            {
+                "client_id": self.CLIENT_ID,
+                "client_secret": self.CLIENT_SECRET,
+                "redirect_uri": redirect_uri,
+                "post_logout_redirect_uri": post_logout_redirect_uri,
+            },
+        )
+
+    def workbench_settings(self) -> dict:
+        """The workbench's OIDC_* settings for this provider (what .env would hold)."""
+        return {
+            "OIDC_ENABLED": True,
+            "OIDC_PROVIDER_NAME": "Test IdP",
+            "OIDC_RP_CLIENT_ID": self.CLIENT_ID,
+            "OIDC_RP_CLIENT_SECRET": self.CLIENT_SECRET,
+            "OIDC_RP_SIGN_ALGO": "RS256",
+            "OIDC_OP_ISSUER": self.issuer,
+            "OIDC_OP_AUTHORIZATION_ENDPOINT": f"{self.issuer}/authorize/",
+            "OIDC_OP_TOKEN_ENDPOINT": f"{self.issuer}/token/",
+            "OIDC_OP_USER_ENDPOINT": f"{self.issuer}/userinfo/",
+            "OIDC_OP_JWKS_ENDPOINT": f"{self.issuer}/.well-known/jwks.json",
+            "OIDC_OP_LOGOUT_ENDPOINT": f"{self.issuer}/logout/",
+            "OIDC_ROLE_CLAIM": "groups",
+            "OIDC_ROLE_MAP": (
+                "goldset-annotators:annotator,goldset-leads:lead,goldset-admins:admin"
+            ),
+        }
+
+    def stop(self):
+        _stop(self.proc)
+
+
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory):
+    """A running test identity provider (see :class:`OidcProvider`), for the whole session."""
+    provider = OidcProvider(tmp_path_factory.mktemp("oidc-provider"))
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture
+def oidc_settings(settings, oidc_provider, live_server):
+    """The workbench signs in through the test provider, which knows the live server's callback."""
+    for name, value in oidc_provider.workbench_settings().items():
+        setattr(settings, name, value)
+    settings.AUTHENTICATION_BACKENDS = [
+        "workbench.auth.ThrottledModelBackend",
+        "workbench.auth.RoleMappingOIDCBackend",
+    ]
+    # what workbench.settings adds for OIDC_OP_LOGOUT_ENDPOINT (the logout form's redirect)
+    csp = settings.SECURE_CSP
+    settings.SECURE_CSP = {**csp, "form-action": [*csp["form-action"], oidc_provider.url]}
+    oidc_provider.register_client(
+        f"{live_server.url}/oidc/callback/", post_logout_redirect_uri=f"{live_server.url}/login/"
+    )
+    return settings

@@ -137,6 +137,10 @@ ENTRIES: list[Entry] = [
     Entry("login", Kind.PAGE, None),
     Entry("logout", Kind.ACTION, None),
     Entry("health", Kind.PAGE, None),
+    # OpenID Connect sign-in (404 unless OIDC_ENABLED): start, the provider's redirect, logout
+    Entry("oidc_authentication_init", Kind.PAGE, None),
+    Entry("oidc_authentication_callback", Kind.PAGE, None),
+    Entry("oidc_logout", Kind.ACTION, None),
     # personal API tokens: each user their own (object scope in the service)
     Entry("api_tokens", Kind.PAGE, EVERYONE),
     Entry("api_token_revoke", Kind.ACTION, EVERYONE),
@@ -242,6 +246,12 @@ ENTRIES: list[Entry] = [
     Entry("evaluators:release", Kind.PAGE, ADMINS),
     Entry("evaluators:release_html", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     Entry("evaluators:release_json", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # webhooks (admins): endpoints, their secret shown once, delivery log, test, redeliver
+    Entry("webhooks:endpoints", Kind.PAGE, ADMINS),
+    Entry("webhooks:endpoint", Kind.PAGE, ADMINS),
+    Entry("webhooks:enabled", Kind.ACTION, ADMINS),
+    Entry("webhooks:test", Kind.ACTION, ADMINS),
+    Entry("webhooks:redeliver", Kind.ACTION, ADMINS),
     # REST API v1 (goldset.views.api): the same roles as the pages that do the same thing.
     # DRF authenticates (session or token) and AccessTablePermission applies these roles.
     Entry("api:schema", Kind.API, None),

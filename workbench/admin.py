@@ -17,3 +17,8 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+# The admin's login page offers the identity provider and hides the password form when local
+# passwords are off (the backend refuses a posted password either way).
+admin.site.login_template = "admin/workbench_login.html"

@@ -19,6 +19,8 @@ class WorkbenchConfig(AppConfig):
         user_logged_in.connect(
             SessionSecurityMiddleware.stamp_login, dispatch_uid="workbench.session_stamp"
         )
+        # registers the OpenID Connect settings check (importing it is what registers it)
+        from workbench import checks  # noqa: F401
 
 
 def _ensure_roles(sender, using="default", **kwargs):

@@ -1,3 +1,5 @@
+from django.conf import settings
+
 from workbench.roles import Role, roles_of
 
 
@@ -8,4 +10,13 @@ def roles(request):
         "is_admin": Role.ADMIN in held,
         "is_lead": bool({Role.LEAD, Role.ADMIN} & held),
         "is_annotator": Role.ANNOTATOR in held,
+    }
+
+
+def sign_in(request):
+    """What the login pages offer: the password form, the identity provider's button, or both."""
+    return {
+        "local_passwords_enabled": settings.LOCAL_PASSWORDS_ENABLED,
+        "oidc_enabled": settings.OIDC_ENABLED,
+        "oidc_provider_name": settings.OIDC_PROVIDER_NAME,
     }

@@ -5,7 +5,13 @@ layers one-way (tasks → services). ``goldset.apps`` imports the task modules a
 name is registered in web processes as well as in workers.
 """
 
+import logging
+
+from celery import group
+
 from workbench.celery import app
+
+logger = logging.getLogger(__name__)
 
 
 def enqueue(name: str, *args, countdown: float | None = None):
@@ -19,3 +25,19 @@ def publish(name: str, *, args=(), kwargs=None, countdown: float | None = None):
     this and keeps the message pending when the broker is down, so a request never waits on a
     broker outage (run in-process in the embedded eager mode)."""
     return app.tasks[name].apply_async(args, kwargs or {}, countdown=countdown, retry=False)
+
+
+def offer_group(name: str, arg_lists: list[list]) -> bool:
+    """Offer work to every worker: one ``name`` task per argument list, sent as a Celery group,
+    best effort. For work whose sender does whatever nobody took (the database records who
+    does what), so a broker outage only costs speed: it is logged and False is returned. In the
+    embedded eager mode nothing is sent (the sender does all of it in-process)."""
+    if app.conf.task_always_eager or not arg_lists:
+        return False
+    task = app.tasks[name]
+    try:
+        group(task.si(*args) for args in arg_lists).apply_async(retry=False)
+    except Exception:  # the broker is down: the sender does the work itself
+        logger.warning("could not offer %d %s tasks to the workers", len(arg_lists), name)
+        return False
+    return True

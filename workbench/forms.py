@@ -4,6 +4,8 @@ INVALID_LOGIN = (
     "Please enter a correct username and password. Note that both fields may be case-sensitive."
 )
 
+PASSWORDS_OFF = "Password sign-in is switched off here: sign in with your identity provider."
+
 
 class LoginForm(forms.Form):
     """Only the fields: authentication happens once, in ``log_in``, never in ``clean()`` (a second

@@ -83,3 +83,25 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.prefix} ({self.name})"
+
+
+class OidcIdentity(models.Model):
+    """A user's account at an OpenID Connect provider: the provider's issuer and its stable
+    subject (``sub``). Sign-ins find their user through this, never through a username or e-mail
+    address the provider sends (those can change, or collide with a local account)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="oidc_identity_unique_sub")
+        ]
+
+    def __str__(self):
+        return f"{self.issuer} {self.subject}"

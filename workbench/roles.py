@@ -67,3 +67,63 @@ def role_required(*roles: Role | str):
         return wrapper
 
     return decorator
+
+
+# ---------------------------------------------------------------- roles from an identity provider
+
+# When a sign-in's claim names several roles, the strongest wins.
+ROLE_RANK: dict[Role, int] = {Role.ANNOTATOR: 1, Role.LEAD: 2, Role.ADMIN: 3}
+# The names OIDC_ROLE_MAP accepts for each role ("lead" is short for "adjudication_lead").
+ROLE_NAMES: dict[str, Role] = {
+    "annotator": Role.ANNOTATOR,
+    "lead": Role.LEAD,
+    "adjudication_lead": Role.LEAD,
+    "admin": Role.ADMIN,
+}
+
+
+def parse_role_map(text: str) -> dict[str, Role]:
+    """``OIDC_ROLE_MAP`` (``value:role,value:role``) as {claim value: role}.
+
+    A claim value may itself contain ``:`` (URNs): the role is what follows the last one. Raises
+    ``ValueError`` naming the first bad pair (no role, an unknown role, an empty value, a value
+    mapped twice)."""
+    mapping: dict[str, Role] = {}
+    for raw in text.split(","):
+        pair = raw.strip()
+        if not pair:
+            continue
+        value, sep, role_name = pair.rpartition(":")
+        value, role_name = value.strip(), role_name.strip().lower()
+        if not sep or not value:
+            raise ValueError(f"OIDC_ROLE_MAP: {pair!r} is not 'claim-value:role'")
+        if role_name not in ROLE_NAMES:
+            known = ", ".join(sorted(ROLE_NAMES))
+            raise ValueError(f"OIDC_ROLE_MAP: {pair!r} names no role (one of: {known})")
+        if value in mapping:
+            raise ValueError(f"OIDC_ROLE_MAP: {value!r} is mapped twice")
+        mapping[value] = ROLE_NAMES[role_name]
+    return mapping
+
+
+def claim_values(claims, claim: str) -> list[str]:
+    """The strings a claim carries: a string, or the strings of a list. ``claim`` may be a dotted
+    path into nested objects (``realm_access.roles``). Anything else (numbers, objects, nulls,
+    nested lists, a missing claim) carries nothing: garbage never grants a role."""
+    value = claims
+    for part in claim.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return []
+        value = value[part]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def role_from_claims(claims, *, claim: str, role_map: dict[str, Role]) -> Role | None:
+    """The role an identity provider's claims give: the strongest role any value of ``claim``
+    maps to, or ``None`` (no value maps: the sign-in is refused). Values match exactly."""
+    roles = [role_map[v] for v in claim_values(claims, claim) if v in role_map]
+    return max(roles, key=ROLE_RANK.__getitem__, default=None)

@@ -8,6 +8,7 @@ Every variable is documented in ``.env.example``.
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -84,6 +85,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "workbench.context_processors.roles",
+                "workbench.context_processors.sign_in",
                 "goldset.context_processors.protocol",
             ],
         },
@@ -234,6 +236,35 @@ LOGIN_ACCOUNT_MAX_FAILURES = env.int("LOGIN_ACCOUNT_MAX_FAILURES", default=20)
 LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=900)
 LOGIN_ADDRESS_SLOWDOWN_AFTER = env.int("LOGIN_ADDRESS_SLOWDOWN_AFTER", default=10)
 LOGIN_ADDRESS_MAX_DELAY_SECONDS = env.int("LOGIN_ADDRESS_MAX_DELAY_SECONDS", default=60)
+# LOCAL_PASSWORDS_ENABLED=false refuses every password form (the login page and the Django
+# admin's) in that backend; API tokens and OpenID Connect keep working.
+LOCAL_PASSWORDS_ENABLED = env.bool("LOCAL_PASSWORDS_ENABLED", default=True)
+
+# OpenID Connect sign-in (mozilla-django-oidc; workbench.auth.RoleMappingOIDCBackend). Each
+# sign-in creates or updates the user and sets the role from OIDC_ROLE_CLAIM through
+# OIDC_ROLE_MAP ("claim-value:role,…"; workbench.roles.parse_role_map); no mapped value: refused.
+OIDC_ENABLED = env.bool("OIDC_ENABLED", default=False)
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="your identity provider")
+OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_RP_CLIENT_SECRET", default="")
+OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
+OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
+OIDC_OP_ISSUER = env.str("OIDC_OP_ISSUER", default="")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_OP_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_OP_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_OP_USER_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_OP_JWKS_ENDPOINT", default="")
+OIDC_OP_LOGOUT_ENDPOINT = env.str("OIDC_OP_LOGOUT_ENDPOINT", default="")
+OIDC_ROLE_CLAIM = env.str("OIDC_ROLE_CLAIM", default="groups")
+OIDC_ROLE_MAP = env.str("OIDC_ROLE_MAP", default="")
+OIDC_USE_PKCE = env.bool("OIDC_USE_PKCE", default=True)
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
+OIDC_STORE_ID_TOKEN = True  # the hint for the provider's logout (OIDC_OP_LOGOUT_ENDPOINT)
+OIDC_CREATE_USER = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+if OIDC_ENABLED:
+    AUTHENTICATION_BACKENDS.append("workbench.auth.RoleMappingOIDCBackend")
+
 # Reverse proxies in front of the app that append to X-Forwarded-For (0: use REMOTE_ADDR).
 TRUSTED_PROXY_HOPS = env.int("TRUSTED_PROXY_HOPS", default=0)
 
@@ -282,6 +313,10 @@ SECURE_CSP = {
     "form-action": [CSP.SELF],
     "frame-ancestors": [CSP.NONE],
 }
+if OIDC_ENABLED and OIDC_OP_LOGOUT_ENDPOINT:
+    # Logging out is a form whose redirect ends at the provider's logout: form-action allows it.
+    _logout = urlsplit(OIDC_OP_LOGOUT_ENDPOINT)
+    SECURE_CSP["form-action"].append(f"{_logout.scheme}://{_logout.netloc}")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
 # Health checks (compose, load balancers) speak plain HTTP inside the network: never redirect them.
 SECURE_REDIRECT_EXEMPT = [r"^health/$"]

@@ -8,6 +8,11 @@ urlpatterns = [
     path("login/", views.login_view, name="login"),
     path("logout/", views.logout_view, name="logout"),
     path("health/", views.health, name="health"),
+    path(
+        "oidc/authenticate/", views.OidcAuthenticateView.as_view(), name="oidc_authentication_init"
+    ),
+    path("oidc/callback/", views.OidcCallbackView.as_view(), name="oidc_authentication_callback"),
+    path("oidc/logout/", views.oidc_logout, name="oidc_logout"),
     path("tokens/", views.api_tokens, name="api_tokens"),
     path("tokens/<int:pk>/revoke/", views.api_token_revoke, name="api_token_revoke"),
     path("corpus/", include("goldset.urls.corpus")),
@@ -19,6 +24,7 @@ urlpatterns = [
     path("versions/", include("goldset.urls.exports")),
     path("evaluators/", include("goldset.urls.evaluators")),
     path("imports/", include("goldset.urls.imports")),
+    path("webhooks/", include("goldset.urls.webhooks")),
     path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),
 ]

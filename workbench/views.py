@@ -1,14 +1,19 @@
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout
-from django.http import JsonResponse
+from django.core.exceptions import SuspiciousOperation
+from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.crypto import constant_time_compare
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from workbench.forms import INVALID_LOGIN, ApiTokenForm, LoginForm
+from workbench.forms import INVALID_LOGIN, PASSWORDS_OFF, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.accounts import log_in
 from workbench.services.api_tokens import create_api_token, list_api_tokens, revoke_api_token
@@ -37,7 +42,11 @@ def login_view(request):
                     target, {request.get_host()}, request.is_secure()
                 )
                 return redirect(target if target and safe else "home")
-            form.add_error(None, INVALID_LOGIN)
+            if settings.LOCAL_PASSWORDS_ENABLED:
+                form.add_error(None, INVALID_LOGIN)
+            else:  # the backend refused (and audited) without checking the password
+                form.add_error(None, PASSWORDS_OFF)
+                status = 403
     return render(
         request,
         "registration/login.html",
@@ -115,3 +124,73 @@ def api_token_revoke(request, pk):
     token = revoke_api_token(user=request.user, token_id=pk)
     messages.success(request, f"Token {token.prefix} is revoked.")
     return redirect("api_tokens")
+
+
+# ---------------------------------------------------------------- OpenID Connect sign-in
+
+
+class _OidcEnabledMixin:
+    """The sign-in URLs exist only while ``OIDC_ENABLED`` is on (404 otherwise)."""
+
+    def dispatch(self, request, *args, **kwargs):
+        if not settings.OIDC_ENABLED:
+            raise Http404("Sign-in through an identity provider is not configured.")
+        return super().dispatch(request, *args, **kwargs)
+
+
+class OidcAuthenticateView(_OidcEnabledMixin, OIDCAuthenticationRequestView):
+    """Sends the browser to the provider (state, nonce and PKCE kept in the session)."""
+
+
+class OidcCallbackView(_OidcEnabledMixin, OIDCAuthenticationCallbackView):
+    """The provider's redirect back: signs in (workbench.auth.RoleMappingOIDCBackend), or shows
+    why not on a page: no role for the user's claims (403), the provider's own error or a
+    failed exchange or check (400), an account deactivated here (403)."""
+
+    def get(self, request):
+        try:
+            return super().get(request)
+        except SuspiciousOperation:  # a state this browser never started (replay, old tab)
+            return self._failure_page("state", status=400)
+
+    def login_failure(self):
+        failure = getattr(self.request, "oidc_failure", None)
+        if failure is not None:
+            reason = failure.reason
+        elif self.request.GET.get("error"):
+            reason = "provider_error"
+        else:
+            reason = "state"
+        refused = reason in ("no_role", "inactive")
+        return self._failure_page(reason, status=403 if refused else 400)
+
+    def _failure_page(self, reason: str, *, status: int):
+        context = {
+            "reason": reason,
+            "provider": settings.OIDC_PROVIDER_NAME,
+            "provider_error": self.request.GET.get("error", "")[:100],
+        }
+        return render(self.request, "registration/oidc_failed.html", context, status=status)
+
+
+@require_POST
+def oidc_logout(request):
+    """Logs out here, then at the provider when it has an end-session endpoint
+    (``OIDC_OP_LOGOUT_ENDPOINT``, RP-initiated logout)."""
+    if not settings.OIDC_ENABLED:
+        raise Http404("Sign-in through an identity provider is not configured.")
+    id_token = request.session.get("oidc_id_token")
+    if request.user.is_authenticated:
+        record_event(actor=request.user, verb="logout", obj=request.user)
+    logout(request)
+    if settings.OIDC_OP_LOGOUT_ENDPOINT and id_token:
+        query = urlencode(
+            {
+                "id_token_hint": id_token,
+                "client_id": settings.OIDC_RP_CLIENT_ID,
+                "post_logout_redirect_uri": request.build_absolute_uri(reverse("login")),
+            }
+        )
+        return HttpResponseRedirect(f"{settings.OIDC_OP_LOGOUT_ENDPOINT}?{query}")
+    messages.info(request, "You are logged out.")
+    return redirect("login")

@@ -78,13 +78,23 @@ from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
+    ChunkKind,
+    ChunkStatus,
     JobStatus,
     RunFormat,
     RunKind,
     ScoreAggregate,
     ScoreQueryResult,
+    ScoringChunk,
     ScoringJob,
     ScoringRunChunk,
+)
+from goldset.models.webhooks import (
+    TEST_EVENT,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
 )
 
 __all__ = [
@@ -162,6 +172,9 @@ __all__ = [
     "ScoreQueryResult",
     "ScoringJob",
     "ScoringRunChunk",
+    "ScoringChunk",
+    "ChunkKind",
+    "ChunkStatus",
     "Source",
     "SpotCheckDraw",
     "System",
@@ -172,4 +185,9 @@ __all__ = [
     "TripleState",
     "Verdict",
     "WorkingSlice",
+    "TEST_EVENT",
+    "DeliveryStatus",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]

@@ -113,6 +113,55 @@ class ScoringRunChunk(models.Model):
         return f"chunk {self.index} of job {self.job_id}"
 
 
+class ChunkKind(models.TextChoices):
+    EVALUATE = "evaluate", "Per-query measures of a slice of the queries"
+    BOOTSTRAP = "bootstrap", "Bootstrap interval of one measure"
+
+
+class ChunkStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+
+
+class ScoringChunk(models.Model):
+    """One piece of a large scoring job's work, done by whichever worker claims it first.
+
+    Rows belong to one attempt of the job (``claim`` is the job's claim when the work was
+    split); ``inputs`` and ``result`` are compact binary arrays (Arrow IPC / NumPy ``.npz``), so
+    any worker on any machine can do the piece from the database alone. A running piece whose
+    ``heartbeat_at`` is older than the staleness window is taken over."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="chunks")
+    claim = models.CharField(max_length=32)
+    kind = models.CharField(max_length=12, choices=ChunkKind.choices)
+    index = models.PositiveIntegerField()
+    label = models.CharField(max_length=80, blank=True)  # the measure of a bootstrap piece
+    size = models.PositiveIntegerField(default=0)  # queries in the piece
+    inputs = models.BinaryField()
+    meta = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=12, choices=ChunkStatus.choices, default=ChunkStatus.QUEUED
+    )
+    worker = models.CharField(max_length=200, blank=True)
+    chunk_claim = models.CharField(max_length=32, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    result = models.BinaryField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "kind", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "claim", "kind", "index"], name="scoring_chunk_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["job", "claim", "status"], name="scoring_chunk_open")]
+
+    def __str__(self):
+        return f"{self.kind} chunk {self.index} of job {self.job_id}"
+
+
 class ScoreAggregate(models.Model):
     """A metric over all queries (stratum "all") or one breakdown stratum ("domain:x",
     "task_type:y", "system:z"), with its bootstrap CI when computed."""

@@ -27,11 +27,19 @@ from django.db import connection, transaction
 from django.utils.module_loading import import_string
 
 from goldset.conf import tunable
-from goldset.models import AgreementDirtyScope, AgreementSnapshot, Domain, OutboxMessage, Tier
+from goldset.models import (
+    AgreementDirtyScope,
+    AgreementSnapshot,
+    Domain,
+    OutboxMessage,
+    Tier,
+    WebhookEvent,
+)
 from goldset.rules.axes import AXES
 from goldset.rules.calendar import iso_week
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
-from goldset.services import outbox
+from goldset.selectors.agreement import list_agreement_alerts
+from goldset.services import outbox, webhooks
 from goldset.services.agreement_sources import FRAME_SOURCES
 from scoring.agreement import (
     cohen_kappa_table,
@@ -659,14 +667,39 @@ def store_agreement_snapshots(
         )
     else:
         figures = []
+    if not (redo or gone):
+        return _combined(versions), AgreementSnapshot.objects.count()
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
     with transaction.atomic():
         _lock_snapshots()
-        if redo or gone:
-            AgreementSnapshot.objects.filter(protocol__in=redo | gone).delete()
+        before = _alerts_by_key() if watch_alerts else {}
+        AgreementSnapshot.objects.filter(protocol__in=redo | gone).delete()
         AgreementSnapshot.objects.bulk_create(
             (f.as_snapshot(versions[f.protocol]) for f in figures), batch_size=2000
         )
+        if watch_alerts:
+            _emit_raised_alerts(before)
     return _combined(versions), AgreementSnapshot.objects.count()
+
+
+def _alerts_by_key() -> dict:
+    return {
+        webhooks.alert_key(kind=a.kind, title=a.title, numbers=a.numbers): a
+        for a in list_agreement_alerts()
+    }
+
+
+def _emit_raised_alerts(before: dict) -> None:
+    """An ``alert.raised`` webhook event for each alert the new figures raise that the old
+    ones did not (an alert still raised is not announced again)."""
+    for key, alert in _alerts_by_key().items():
+        if key not in before:
+            webhooks.emit(
+                WebhookEvent.ALERT_RAISED,
+                webhooks.alert_data(
+                    kind=alert.kind, title=alert.title, key=key, numbers=alert.numbers
+                ),
+            )
 
 
 def _selection(marks: list[dict]) -> Selection:
@@ -733,8 +766,10 @@ def _refresh(marks: list[dict], n_resamples: int) -> tuple[str, int]:
     ratings, spot_checks, facts = collect_rows(set(only))
     versions = _protocol_versions(ratings, spot_checks, facts)
     figures = compute_figures(ratings, spot_checks, facts, n_resamples=n_resamples, only=only)
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
     with transaction.atomic():
         _lock_snapshots()
+        before = _alerts_by_key() if watch_alerts else {}
         for protocol, selection in only.items():
             rows = AgreementSnapshot.objects.filter(protocol=protocol)
             if selection is not EVERYTHING:
@@ -752,6 +787,8 @@ def _refresh(marks: list[dict], n_resamples: int) -> tuple[str, int]:
         AgreementSnapshot.objects.bulk_create(
             (f.as_snapshot(versions[f.protocol]) for f in figures), batch_size=2000
         )
+        if watch_alerts:
+            _emit_raised_alerts(before)
     return _combined(_stored_versions()), AgreementSnapshot.objects.count()
 
 

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
-from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WorkingSlice
+from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WebhookEvent, WorkingSlice
 from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
 from goldset.selectors.curation import (
     gold_row,
@@ -23,7 +23,7 @@ from goldset.selectors.curation import (
     superseded_pin_q,
     with_pin_status,
 )
-from goldset.services import exports
+from goldset.services import exports, webhooks
 from goldset.services.agreement import SEED, bootstrap_resamples, ratings_frame, summary_figures
 from goldset.services.agreement_sources import (
     ANSWERS,
@@ -309,6 +309,7 @@ def store_frozen_version(
             "filters": filters or {},
         },
     )
+    webhooks.emit(WebhookEvent.GOLD_VERSION_FROZEN, webhooks.gold_version_data(version), now=now)
     return version
 
 

@@ -38,10 +38,11 @@ from goldset.models import (
     ImportStatus,
     OutboxMessage,
     PcsCalibration,
+    WebhookEvent,
 )
 from goldset.rules.jobs import IMPORT_OUTBOX_KIND, import_dedupe_key
 from goldset.rules.measures import check_measures
-from goldset.services import outbox
+from goldset.services import outbox, webhooks
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
 from goldset.services.heartbeat import Heartbeat
@@ -452,6 +453,10 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
             finished_at=timezone.now(),
         )
         record_event(actor=actor, verb="import_succeeded", obj=job, detail=summary.as_dict())
+        webhooks.emit(
+            WebhookEvent.IMPORT_FINISHED,
+            webhooks.import_data(job, status=ImportStatus.SUCCEEDED, summary=summary.as_dict()),
+        )
 
     if beat is not None:
         beat.start()
@@ -488,7 +493,9 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
     return ImportJob.objects.get(pk=job.pk)
 
 
+@transaction.atomic
 def _finish(job: ImportJob, status: str, *, message: str, problems) -> None:
+    """Record a rejected or failed import, its audit event and its webhook event together."""
     ImportJob.objects.filter(pk=job.pk).update(
         status=status,
         stage="",
@@ -502,4 +509,8 @@ def _finish(job: ImportJob, status: str, *, message: str, problems) -> None:
         verb=f"import_{status}",
         obj=job,
         detail={"message": message[:500], "problems": len(problems)},
+    )
+    webhooks.emit(
+        WebhookEvent.IMPORT_FINISHED,
+        webhooks.import_data(job, status=status, errors=len(problems)),
     )

@@ -39,6 +39,7 @@ from goldset.models import (
     ScoringJob,
 )
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, IMPORT_OUTBOX_KIND, SCORING_OUTBOX_KIND
+from goldset.rules.webhooks import DELIVER_TASK, WEBHOOK_OUTBOX_KIND
 from goldset.services import outbox
 from goldset.services.agreement import RECOMPUTE_TASK
 from goldset.services.import_jobs import RUN_IMPORT_TASK, reconcile_imports
@@ -48,6 +49,7 @@ from goldset.services.pcs_calibrations import (
     reconcile_pcs_calibrations,
 )
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
+from goldset.services.webhooks import reconcile_webhook_deliveries
 from workbench.dispatch import publish
 
 logger = logging.getLogger(__name__)
@@ -161,9 +163,18 @@ def _publish_calibration(message: OutboxMessage) -> None:
     )
 
 
+def _publish_webhook(message: OutboxMessage) -> None:
+    publish(
+        DELIVER_TASK,
+        args=[message.payload["delivery_id"]],
+        kwargs={"outbox_id": message.pk},
+        countdown=outbox.countdown(message) or None,
+    )
+
+
 def register_builtin_kinds() -> None:
-    """Scoring jobs, import jobs, PCS calibrations and agreement recomputes (called once from
-    ``GoldsetConfig.ready``)."""
+    """Scoring jobs, import jobs, PCS calibrations, agreement recomputes and webhook
+    deliveries (called once from ``GoldsetConfig.ready``)."""
     outbox.register_outbox_kind(SCORING_OUTBOX_KIND, publish=_publish_scoring)
     outbox.register_outbox_kind(AGREEMENT_OUTBOX_KIND, publish=_publish_agreement)
     outbox.register_outbox_kind(IMPORT_OUTBOX_KIND, publish=_publish_import)
@@ -171,3 +182,5 @@ def register_builtin_kinds() -> None:
     register_job_kind("scoring", reconcile=reconcile_scoring_jobs)
     register_job_kind("imports", reconcile=reconcile_imports)
     register_job_kind("pcs_calibrations", reconcile=reconcile_pcs_calibrations)
+    outbox.register_outbox_kind(WEBHOOK_OUTBOX_KIND, publish=_publish_webhook)
+    register_job_kind("webhooks", reconcile=reconcile_webhook_deliveries)

@@ -53,10 +53,11 @@ from goldset.models import (
     ScoreQueryResult,
     ScoringJob,
     ScoringRunChunk,
+    WebhookEvent,
 )
 from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
 from goldset.rules.measures import check_measures, job_measures, same_measures
-from goldset.services import exports, outbox
+from goldset.services import exports, outbox, scoring_chunks, webhooks
 from goldset.services.answer_scoring import score_answer_log, validate_answer_log
 from goldset.services.heartbeat import Heartbeat
 from goldset.services.pcs_calibrations import probe_config_for
@@ -527,7 +528,9 @@ def reconcile_scoring_jobs(*, now: dt.datetime | None = None) -> dict:
 def _fail(job: ScoringJob, *, error: str, now: dt.datetime) -> None:
     job.status, job.error, job.claim, job.finished_at = JobStatus.FAILED, error[:4000], "", now
     job.save(update_fields=["status", "error", "claim", "finished_at"])
+    scoring_chunks.discard_pieces(job)
     record_event(actor=None, verb="scoring_job_failed", obj=job, detail={"error": error[:500]})
+    webhooks.emit(WebhookEvent.SCORING_JOB_FAILED, webhooks.scoring_job_data(job), now=now)
 
 
 # ---------------------------------------------------------------- running (the task's work)
@@ -669,7 +672,7 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
         if job.kind == RunKind.ANSWERS:
             outcome = score_answer_log(job=job, progress=progress)
         else:
-            outcome = _score_retrieval(job=job, progress=progress)
+            outcome = _score_retrieval(job=job, claim=claim, progress=progress)
         progress.enter("store", 90)
         _store(job=job, claim=claim, outcome=outcome, progress=progress)
     except JobAbandoned:
@@ -749,15 +752,28 @@ def _finish_failed_attempt(*, job_id: int, claim: str, exc: Exception, progress)
     _fail(job, error=reason, now=now)
 
 
-def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
+def _score_retrieval(*, job: ScoringJob, claim: str, progress: _Progress) -> Outcome:
+    """Score a retrieval run: in this process, or split over the workers when the version has
+    ``SCORING_SPLIT_MIN_QUERIES`` queries or more (``scoring_chunks``; identical figures)."""
     progress.enter("load run", 5)
     run_text = read_run_bytes(job).decode("utf-8")
     run = read_run(io.StringIO(run_text), fmt=job.run_format)
     del run_text
     progress.enter("load gold version", 15)
     qrels = read_qrels(io.BytesIO(gold_jsonl_bytes(job.version)), fmt="gold")
+    split = scoring_chunks.should_split(n_queries=len(set(qrels.queries.tolist())))
     progress.enter("evaluate", 25)
-    result = evaluate(qrels, run, k=job.k, metrics=job_measures(job), all_queries=True)
+    if split:
+        result = scoring_chunks.evaluate_split(
+            job=job,
+            claim=claim,
+            qrels=qrels,
+            run=run,
+            metrics=job_measures(job),
+            still_mine=lambda done: progress.step(25 + int(15 * done)),
+        )
+    else:
+        result = evaluate(qrels, run, k=job.k, metrics=job_measures(job), all_queries=True)
     progress.enter("bootstrap", 40)
     labels = list(result.per_query)
     qids = [str(q) for q in result.query_ids]
@@ -767,12 +783,21 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
     )
     # Seed 004 §5.1/A.1: resample within domain x task family (a triple's task type).
     boot_strata = bootstrap_strata(qids, strata)
-    cis = {}
-    for index, label in enumerate(labels):
-        cis[label] = bootstrap_ci(
-            result.per_query[label], n=job.resamples, seed=job.seed, strata=boot_strata
+    if split:
+        cis = scoring_chunks.bootstrap_split(
+            job=job,
+            claim=claim,
+            per_query=result.per_query,
+            strata=boot_strata,
+            still_mine=lambda done: progress.step(40 + int(40 * done)),
         )
-        progress.step(40 + int(40 * (index + 1) / len(labels)))
+    else:
+        cis = {}
+        for index, label in enumerate(labels):
+            cis[label] = bootstrap_ci(
+                result.per_query[label], n=job.resamples, seed=job.seed, strata=boot_strata
+            )
+            progress.step(40 + int(40 * (index + 1) / len(labels)))
     progress.enter("breakdown", 82)
     aggregates = [
         ScoreAggregate(
@@ -834,6 +859,8 @@ def _score_retrieval(*, job: ScoringJob, progress: _Progress) -> Outcome:
         "run_queries": int(len(pd.unique(run.query_id))),
         "missing_queries": int(result.n_queries - len(set(pd.unique(run.query_id)) & set(qids))),
     }
+    if split:
+        summary["split"] = scoring_chunks.split_summary(job, claim)
     return Outcome(per_query=per_query, aggregates=aggregates, summary=summary)
 
 
@@ -887,6 +914,7 @@ def _store(*, job: ScoringJob, claim: str, outcome: Outcome, progress: "_Progres
             raise JobAbandoned(job.pk)
         ScoreQueryResult.objects.filter(job=locked).delete()
         ScoreAggregate.objects.filter(job=locked).delete()
+        scoring_chunks.discard_pieces(locked)
         _insert_query_results(locked, outcome.per_query)
         ScoreAggregate.objects.bulk_create(outcome.aggregates, batch_size=RESULT_BATCH)
         timings = progress.finish()
@@ -913,6 +941,11 @@ def _store(*, job: ScoringJob, claim: str, outcome: Outcome, progress: "_Progres
             verb="scoring_job_succeeded",
             obj=locked,
             detail={"worker": locked.worker, "attempt": locked.attempts},
+        )
+        webhooks.emit(
+            WebhookEvent.SCORING_JOB_SUCCEEDED,
+            webhooks.scoring_job_data(locked),
+            now=locked.finished_at,
         )
 
 

@@ -1,10 +1,17 @@
-"""Accounts: the role groups, login with brute-force protection, and demo users."""
+"""Accounts: the role groups, login with brute-force protection, sign-in through an OpenID
+Connect provider, and demo users."""
+
+import hashlib
+import re
 
 from django.contrib.auth import authenticate, get_user_model, login
 from django.contrib.auth.models import Group, Permission
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 
-from workbench.roles import ROLE_PERMISSIONS, Role
+from workbench.models import OidcIdentity
+from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, Role
+from workbench.services.audit import record_event
 
 
 def ensure_roles(*, using: str = "default") -> None:
@@ -48,3 +55,144 @@ def log_in(*, request, username: str, password: str):
     if user is not None:
         login(request, user)
     return user
+
+
+class SignInRefused(Exception):
+    """An identity provider vouched for someone we do not let in (``reason``: ``no_role`` or
+    ``inactive``)."""
+
+    def __init__(self, *, reason: str, values: list[str]):
+        super().__init__(f"{reason}: claim values {values!r}")
+        self.reason = reason
+        self.values = values
+
+
+_USERNAME_UNSAFE = re.compile(r"[^\w.@+-]")
+
+
+def _new_username(*, claims: dict, issuer: str, subject: str) -> str:
+    """The provider's preferred username (or e-mail, or subject), made a valid Django username;
+    when a local account already has it, a suffix from the subject keeps them apart (an
+    identity provider never takes over a local account by naming it)."""
+    User = get_user_model()
+    wanted = next(
+        (
+            v
+            for v in (claims.get("preferred_username"), claims.get("email"), subject)
+            if isinstance(v, str) and v.strip()
+        ),
+        subject,
+    )
+    base = _USERNAME_UNSAFE.sub("_", wanted.strip())[:120] or "oidc"
+    if not User.objects.filter(username=base).exists():
+        return base
+    digest = hashlib.sha256(f"{issuer}|{subject}".encode()).hexdigest()[:10]
+    return f"{base}-{digest}"
+
+
+def _text_claim(claims: dict, name: str, limit: int) -> str:
+    value = claims.get(name)
+    return value.strip()[:limit] if isinstance(value, str) else ""
+
+
+def sign_in_with_provider(
+    *, issuer: str, subject: str, claims: dict, role: Role | None, provider: str, values: list[str]
+):
+    """The user an OpenID Connect sign-in stands for, created on the first sign-in and updated on
+    every one: e-mail and name from the claims, and exactly ``role`` (is_staff for admins), so a
+    role changed at the provider takes effect at the next sign-in. ``role`` is what
+    ``workbench.roles.role_from_claims`` made of the claim's ``values``.
+
+    Without a role the sign-in is refused (:class:`SignInRefused`, raised after the refusal
+    committed): a user who had signed in before loses every role at once, since the provider has
+    withdrawn them. A user deactivated here is refused too (roles kept). Every sign-in and every refusal is audited; a role change is its own event.
+    Atomic; locks the identity row, so simultaneous first sign-ins make one user."""
+    detail = {"method": "oidc", "provider": provider, "issuer": issuer, "subject": subject}
+    inactive = OidcIdentity.objects.filter(
+        issuer=issuer, subject=subject, user__is_active=False
+    ).exists()
+    if role is None or inactive:
+        reason = "inactive" if inactive else "no_role"
+        _refuse_sign_in(issuer=issuer, subject=subject, detail=detail, values=values, reason=reason)
+        raise SignInRefused(reason=reason, values=values)
+    return _sign_in(issuer=issuer, subject=subject, claims=claims, role=role, detail=detail)
+
+
+@transaction.atomic
+def _refuse_sign_in(
+    *, issuer: str, subject: str, detail: dict, values: list[str], reason: str
+) -> None:
+    identity = (
+        OidcIdentity.objects.select_for_update()
+        .select_related("user")
+        .filter(issuer=issuer, subject=subject)
+        .first()
+    )
+    user = identity.user if identity else None
+    if user is not None and reason == "no_role":
+        _set_role(user, None)
+    record_event(
+        actor=user,
+        verb="login_refused",
+        object_type="auth.user" if user else "",
+        object_id=user.pk if user else "",
+        detail={**detail, "reason": reason, "claim_values": [v[:200] for v in values[:20]]},
+    )
+
+
+@transaction.atomic
+def _sign_in(*, issuer: str, subject: str, claims: dict, role: Role, detail: dict):
+    identity = (
+        OidcIdentity.objects.select_for_update()
+        .select_related("user")
+        .filter(issuer=issuer, subject=subject)
+        .first()
+    )
+    if identity is None:
+        identity = _create_identity(issuer=issuer, subject=subject, claims=claims)
+        detail = {**detail, "created": True}
+    user = identity.user
+    user.email = _text_claim(claims, "email", 254)
+    user.first_name = _text_claim(claims, "given_name", 150)
+    user.last_name = _text_claim(claims, "family_name", 150)
+    user.save(update_fields=["email", "first_name", "last_name"])
+    previous = _set_role(user, role)
+    identity.last_sign_in_at = timezone.now()
+    identity.save(update_fields=["last_sign_in_at"])
+    if previous != {role.value}:
+        record_event(
+            actor=user,
+            verb="role_changed",
+            obj=user,
+            detail={**detail, "from": sorted(previous), "to": [role.value]},
+        )
+    record_event(actor=user, verb="login", obj=user, detail={**detail, "role": role.value})
+    return user
+
+
+def _create_identity(*, issuer: str, subject: str, claims: dict) -> OidcIdentity:
+    User = get_user_model()
+    try:
+        with transaction.atomic():
+            user = User(username=_new_username(claims=claims, issuer=issuer, subject=subject))
+            user.set_unusable_password()
+            user.save()
+            return OidcIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+    except IntegrityError:  # a simultaneous first sign-in created it: use theirs
+        return (
+            OidcIdentity.objects.select_for_update()
+            .select_related("user")
+            .get(issuer=issuer, subject=subject)
+        )
+
+
+def _set_role(user, role: Role | None) -> set[str]:
+    """Give ``user`` exactly ``role`` (or none); returns the roles held before."""
+    previous = set(user.groups.filter(name__in=ALL_ROLES).values_list("name", flat=True))
+    others = list(user.groups.exclude(name__in=ALL_ROLES))
+    user.groups.set(others + ([Group.objects.get(name=role.value)] if role else []))
+    if user.is_staff != (role == Role.ADMIN):
+        user.is_staff = role == Role.ADMIN
+        user.save(update_fields=["is_staff"])
+    user.__dict__.pop("_workbench_roles", None)
+    return previous

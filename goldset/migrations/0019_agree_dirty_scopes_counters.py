@@ -7,7 +7,7 @@ from goldset.migrations._counter_triggers import install, uninstall
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0016_evalfix_calibration_heartbeat"),
+        ("goldset", "0018_chord_scoring_chunks"),
     ]
 
     operations = [
