@@ -10,11 +10,13 @@ PYTEST_ARGS ?=
 
 .PHONY: run test lint worker bench clean
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml client/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is required (Django 6)."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# The API client (client/, package goldset_client): its only dependency, httpx, is above.
+	$(BIN)/python -m pip install --quiet --no-deps -e client
 	touch $@
 
 run: $(BIN)/.installed

@@ -178,6 +178,31 @@ TUNABLES: dict[str, Tunable] = {
             int,
             "Seconds during which an annotator may undo their last label (item still unresolved).",
         ),
+        # Time on item (issue 14; goldset.rules.time_on_item).
+        Tunable(
+            "ACTIVE_IDLE_GAP_SECONDS",
+            60,
+            int,
+            "A gap without input longer than this is idle and left out of the active time.",
+        ),
+        Tunable(
+            "ACTIVE_TIME_SLACK_MS",
+            2000,
+            int,
+            "A client's active time is capped at the server time plus this (ms).",
+        ),
+        Tunable(
+            "FAST_DECISION_SECONDS_GOLD",
+            5.0,
+            float,
+            "A GOLD label, review or adjudication faster than this is flagged to leads (0: off).",
+        ),
+        Tunable(
+            "FAST_DECISION_SECONDS_TRIAGE",
+            2.0,
+            float,
+            "A TRIAGE label, review or adjudication faster than this is flagged (0: off).",
+        ),
     ]
 }
 

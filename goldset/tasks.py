@@ -5,12 +5,13 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready
 
-from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, RECONCILE_TASK
+from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, NOTIFICATION_EMAIL_TASK, RECONCILE_TASK
 from goldset.rules.webhooks import DELIVER_TASK
 from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
 from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
-from goldset.services.outbox import mark_done, start_all_of_kind
+from goldset.services.notifications import send_notification_emails
+from goldset.services.outbox import mark_done, mark_started, start_all_of_kind
 from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
 from goldset.services.scoring_chunks import SCORE_CHUNK_TASK, run_chunk
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
@@ -109,6 +110,17 @@ def run_import_task(self, job_id: int, outbox_id: int | None = None) -> str:
         job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
     )
     return job.status if job is not None else "not-queued"
+
+
+@shared_task(name=NOTIFICATION_EMAIL_TASK, ignore_result=True)
+def send_notification_emails_task(ids: list[int], outbox_id: int | None = None) -> int:
+    """E-mail notifications to the users who asked for e-mail. Idempotent (each notification
+    is stamped when sent); the message is closed only once they are sent, so a lost worker
+    leaves it open and the reconciler requests the work again."""
+    mark_started(outbox_id)
+    sent = send_notification_emails(ids=ids)
+    mark_done(outbox_id)
+    return sent
 
 
 @shared_task(name=DELIVER_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)

@@ -75,6 +75,10 @@ _LABEL_FIELDS = {
     "secondary_failures": True,
     "rationale": True,
     "labeled_at": True,
+    # time on item and the guideline version (issue 14): figures, no identity
+    "server_ms": True,
+    "active_ms": True,
+    "guideline_version": True,
 }
 LEAD_ADJUDICATION_FIELDS: FieldSpec = {
     "item_id": True,
@@ -96,6 +100,9 @@ LEAD_ADJUDICATION_FIELDS: FieldSpec = {
         "rationale": True,
         "changed_outcome": True,
         "adjudicated_at": True,
+        "server_ms": True,
+        "active_ms": True,
+        "guideline_version": True,
     },
     "audit_sample": True,
     "final": True,
@@ -203,6 +210,17 @@ ENTRIES: list[Entry] = [
     Entry("answers:runs", Kind.PAGE, ADMINS),
     Entry("answers:export", Kind.PAGE, ADMINS),
     Entry("answers:export_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # inbox and notifications: each user their own (object scope in the selectors)
+    Entry("inbox:notifications", Kind.PAGE, EVERYONE, fragments=("notification-list",)),
+    Entry("inbox:badge", Kind.PAGE, EVERYONE, fragments=("notification-badge",)),
+    Entry("inbox:open", Kind.PAGE, EVERYONE),
+    Entry("inbox:mark_read", Kind.ACTION, EVERYONE),
+    Entry("inbox:mark_all_read", Kind.ACTION, EVERYONE),
+    Entry("inbox:settings", Kind.PAGE, EVERYONE),
+    # calibration retakes: the annotator asks, a lead answers
+    Entry("inbox:retake_request", Kind.ACTION, ANNOTATORS),
+    Entry("inbox:retakes", Kind.PAGE, LEADS),
+    Entry("inbox:retake_decide", Kind.ACTION, LEADS),
     # background imports: the uploader's own job (object scope in the selector)
     Entry("imports:job", Kind.PAGE, EVERYONE, fragments=("import-progress",)),
     # routing and promotion
@@ -217,6 +235,11 @@ ENTRIES: list[Entry] = [
     Entry("quality:alerts", Kind.PAGE, LEADS),
     Entry("quality:table-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
     Entry("quality:recompute", Kind.ACTION, LEADS),
+    Entry("quality:fast_decisions", Kind.PAGE, LEADS),
+    # guidelines in the task (issue 14): leads and admins write them; work pages show them
+    Entry("guidelines:list", Kind.PAGE, LEADS),
+    Entry("guidelines:edit", Kind.PAGE, LEADS),
+    Entry("guidelines:version", Kind.PAGE, LEADS),
     # gold versions (leads and admins) and scoring jobs (admins)
     Entry("exports:versions", Kind.PAGE, LEADS),
     Entry("exports:freeze", Kind.PAGE, ADMINS, fragments=("freeze-preview",)),
@@ -260,16 +283,30 @@ ENTRIES: list[Entry] = [
     Entry("api:domains", Kind.API, EVERYONE),
     Entry("api:documents", Kind.API, EVERYONE),
     Entry("api:document", Kind.API, EVERYONE),
+    Entry("api:document_blocks", Kind.API, EVERYONE),  # corpus:document
+    Entry("api:block_versions", Kind.API, EVERYONE),  # corpus:block
+    Entry("api:block_version", Kind.API, EVERYONE),
+    # triples in the caller's scope (goldset.selectors.curation.list_triples_for, like
+    # curation:triple: annotators their own and those they flagged; 404 for any other)
+    Entry("api:triples", Kind.API, EVERYONE),
+    Entry("api:triple", Kind.API, EVERYONE),
+    Entry("api:triples_import", Kind.API, LEADS),  # curation:import
+    Entry("api:questions_import", Kind.API, ADMINS),  # answers:import
+    Entry("api:answers_import", Kind.API, ADMINS),  # answers:import
+    Entry("api:evaluator_outputs_import", Kind.API, ADMINS),  # evaluators:detail (admins only)
     # each import kind further needs the roles of its upload page (goldset.views.api.IMPORT_PAGE)
     Entry("api:imports", Kind.API, EVERYONE),
     Entry("api:import", Kind.API, EVERYONE),
     Entry("api:versions", Kind.API, LEADS),
     Entry("api:version", Kind.API, LEADS),
     Entry("api:version_diff", Kind.API, LEADS),
+    Entry("api:version_freeze", Kind.API, ADMINS),  # exports:freeze
     Entry("api:version_download", Kind.API, LEADS, variants=VERSION_FILE_FIELDS),
     Entry("api:jobs", Kind.API, ADMINS),
     Entry("api:job", Kind.API, ADMINS),
     Entry("api:job_queries", Kind.API, ADMINS),
+    Entry("api:job_compare", Kind.API, ADMINS),  # exports:compare
+    Entry("api:agreement_snapshots", Kind.API, LEADS),  # quality:agreement
     Entry("api:alerts", Kind.API, LEADS),
 ]
 

@@ -196,6 +196,30 @@ REST_FRAMEWORK = {
 }
 # Requests per API token (or signed-in user) per period: "<n>/sec|min|hour|day".
 API_TOKEN_RATE = env.str("API_TOKEN_RATE", default="600/min")
+# Notification e-mail (a per-user choice, off by default), sent by a Celery task: EMAIL_URL picks
+# the backend (default smtp://localhost:25; consolemail:// prints them); links in e-mails start with
+# WORKBENCH_BASE_URL.
+_email = env.email_url_config(env.str("EMAIL_URL", default="") or "smtp://localhost:25")
+_smtp = {
+    option: _email[name]
+    for option, name in [
+        ("host", "EMAIL_HOST"),
+        ("port", "EMAIL_PORT"),
+        ("username", "EMAIL_HOST_USER"),
+        ("password", "EMAIL_HOST_PASSWORD"),
+        ("use_tls", "EMAIL_USE_TLS"),
+        ("use_ssl", "EMAIL_USE_SSL"),
+    ]
+    if _email.get(name) not in (None, "")
+}
+MAILERS = {
+    "default": {
+        "BACKEND": _email["EMAIL_BACKEND"],
+        "OPTIONS": _smtp if _email["EMAIL_BACKEND"].endswith("smtp.EmailBackend") else {},
+    }
+}
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="") or "goldset-workbench@localhost"
+WORKBENCH_BASE_URL = env.str("WORKBENCH_BASE_URL", default="")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Goldset Workbench API",
     "VERSION": "1",

@@ -24,6 +24,8 @@ urlpatterns = [
     path("versions/", include("goldset.urls.exports")),
     path("evaluators/", include("goldset.urls.evaluators")),
     path("imports/", include("goldset.urls.imports")),
+    path("inbox/", include("goldset.urls.inbox")),
+    path("guidelines/", include("goldset.urls.guidelines")),
     path("webhooks/", include("goldset.urls.webhooks")),
     path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),

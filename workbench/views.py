@@ -13,6 +13,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from goldset.selectors.inbox import get_inbox
 from workbench.forms import INVALID_LOGIN, PASSWORDS_OFF, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.accounts import log_in
@@ -73,7 +74,8 @@ def logout_view(request):
 
 @role_required(*ALL_ROLES)
 def home(request):
-    return render(request, "workbench/home.html")
+    """Home: the inbox (what waits for the user, per role) above the role's pages."""
+    return render(request, "workbench/home.html", {"inbox": get_inbox(user=request.user)})
 
 
 def _may_see_health_details(request) -> bool:

@@ -12,6 +12,7 @@ import json
 
 from django.contrib.auth import get_user_model
 
+from goldset.demo.timing import adjudication_timing, demo_seconds, opened_seconds_ago
 from goldset.models import (
     Acceptability,
     AnswerRecord,
@@ -498,7 +499,9 @@ def seed_answers_demo() -> dict:
                 record = assignment.record
                 reference = references[(record.run.run_id, record.question.question_id)]
                 submit_label(
-                    assignment=assignment, **_label_from_reference(reference, flip=name == "ann6")
+                    assignment=assignment,
+                    **_label_from_reference(reference, flip=name == "ann6"),
+                    timing=opened_seconds_ago(assignment, demo_seconds(assignment.pk)),
                 )
 
     # Production labels: annotators take turns claiming from their own shuffled queues.
@@ -514,7 +517,13 @@ def seed_answers_demo() -> dict:
                 continue
             assignment = result.assignment
             variant = PLANS[planned[assignment.record_id]][assignment.slot - 1]
-            submit_label(assignment=assignment, **variant)
+            fast_every = 4 if annotator.username == "ann5" else 0
+            seconds = demo_seconds(assignment.pk, fast_every=fast_every)
+            submit_label(
+                assignment=assignment,
+                **variant,
+                timing=opened_seconds_ago(assignment, seconds),
+            )
             labels += 1
 
     adjudicated = 0
@@ -528,6 +537,7 @@ def seed_answers_demo() -> dict:
             grounding="partially_grounded",
             primary_failure="missing_governing_exception",
             rationale="The answer omits the exception that governs this case.",
+            timing=adjudication_timing(demo_seconds(record.pk)),
         )
         adjudicated += 1
     return {

@@ -10,6 +10,7 @@ version 1 are marked needs-re-review exactly as a corpus import would.
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from goldset.demo.timing import demo_seconds, opened_seconds_ago
 from goldset.exceptions import GoldsetError
 from goldset.models import BlockVersion, Customer, Source, TaskType, Triple
 from goldset.services.customers import (
@@ -230,7 +231,12 @@ class _Demo:
         if assignment is None or assignment.revision_id != triple.current_revision_id:
             raise GoldsetError(f"demo: {reviewer} was not given {triple.external_id}")
         submit_review(
-            reviewer=reviewer, revision=assignment.revision, verdict=verdict, flags=flags, **fields
+            reviewer=reviewer,
+            revision=assignment.revision,
+            verdict=verdict,
+            flags=flags,
+            **fields,
+            timing=opened_seconds_ago(assignment, demo_seconds(assignment.pk)),
         )
         triple.refresh_from_db()
         return triple

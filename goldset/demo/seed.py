@@ -13,6 +13,7 @@ from goldset.demo.corpus import DOMAINS, as_jsonl, builtin_manifest, nist_manife
 from goldset.demo.curation import seed_curation_demo
 from goldset.demo.evaluators import seed_evaluators_demo
 from goldset.demo.exports import seed_exports_demo
+from goldset.demo.guidelines import seed_guidelines_demo
 from goldset.demo.promotion import seed_promotion_demo
 from goldset.models import Domain
 from goldset.services.corpus import import_corpus
@@ -64,6 +65,7 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
         secret = password or secrets.token_urlsafe(9)
         create_user_with_role(username=username, password=secret, role=role)
         credentials[username] = secret
+    seed_guidelines_demo()
     seed_curation_demo()
     seed_answers_demo()
     seed_promotion_demo()

@@ -6,6 +6,7 @@ expected). :class:`Problems` collects them for one file, keeps the first ``MAX_R
 counts the rest, and raises :class:`~goldset.exceptions.ImportRejected` carrying both the
 structured problems and their one-line renderings (``line 3: blocks[0].text: …``)."""
 
+import re
 from dataclasses import dataclass
 
 from goldset.exceptions import ImportRejected
@@ -36,6 +37,23 @@ class Problem:
             "message": self.message,
             "expected": self.expected,
         }
+
+
+# "name, line N: field.path: message" — how the older importers (runs, evaluator outputs) word
+# a problem as text; the field is an identifier path, never a phrase with spaces.
+_LOCATED = re.compile(
+    r"^(?:[^\n]*?, )?line (?P<line>\d+): (?:(?P<field>[A-Za-z_][\w.\[\]]*): )?(?P<message>.+)$",
+    re.S,
+)
+
+
+def problem_from_text(text: str) -> Problem:
+    """A problem worded as text (``"run.jsonl, line 3: labels.grounding: 'x' is not …"``) as a
+    :class:`Problem` with its line and field; a text naming no line is a whole-file problem."""
+    match = _LOCATED.match(text)
+    if match is None:
+        return Problem(None, "", text)
+    return Problem(int(match["line"]), match["field"] or "", match["message"])
 
 
 class Problems:

@@ -67,12 +67,25 @@ from goldset.models.exports import (
     GoldVersionFileChunk,
     GoldVersionRow,
 )
+from goldset.models.guidelines import (
+    DecisionKind,
+    FastDecision,
+    GuidelineTask,
+    GuidelineVersion,
+)
 from goldset.models.imports import (
     FINISHED_IMPORT_STATUSES,
     ImportChunk,
     ImportJob,
     ImportKind,
     ImportStatus,
+)
+from goldset.models.inbox import (
+    CalibrationRetake,
+    Notification,
+    NotificationKind,
+    NotificationPreference,
+    RetakeStatus,
 )
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
 from goldset.models.pseudonyms import Pseudonym
@@ -98,6 +111,15 @@ from goldset.models.webhooks import (
 )
 
 __all__ = [
+    "CalibrationRetake",
+    "Notification",
+    "NotificationKind",
+    "NotificationPreference",
+    "RetakeStatus",
+    "DecisionKind",
+    "FastDecision",
+    "GuidelineTask",
+    "GuidelineVersion",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",

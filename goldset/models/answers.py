@@ -397,6 +397,17 @@ class LabelAxes(models.Model):
     secondary_failures = models.JSONField(default=list, blank=True)
     rationale = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Time on item (issue 14): server ms from claim/opening to submit, and the client's active ms
+    # (visible, not idle); None when unknown. The guideline version in force at submit.
+    server_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    active_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    guideline = models.ForeignKey(
+        "goldset.GuidelineVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
 
     class Meta:
         abstract = True

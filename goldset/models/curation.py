@@ -293,6 +293,16 @@ class Review(models.Model):
     comment = models.TextField(blank=True)
     spot_check = models.BooleanField(default=False)
     submitted_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Time on item and the guideline in force (issue 14; see LabelAxes).
+    server_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    active_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    guideline = models.ForeignKey(
+        "goldset.GuidelineVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["submitted_at", "id"]

@@ -24,3 +24,8 @@ def import_dedupe_key(job_id: int) -> str:
 def calibration_dedupe_key(calibration_id: int) -> str:
     """At most one unstarted message per PCS calibration."""
     return f"pcs-calibration:{calibration_id}"
+
+
+# Notification e-mails (goldset.services.notifications): one message per batch of notifications.
+NOTIFICATION_EMAIL_OUTBOX_KIND = "notifications.email"
+NOTIFICATION_EMAIL_TASK = "goldset.send_notification_emails"

@@ -255,6 +255,12 @@ def _subject_user_ids(rows) -> set[int]:
     return ids
 
 
+def subject_names(snapshots) -> dict[int, str]:
+    """Display names for the people named in these snapshots' subjects (one query): what the
+    dashboard shows instead of user keys."""
+    return display_names(_subject_user_ids((s.metric, s.axis, s.subject) for s in snapshots))
+
+
 def iter_snapshot_rows(**filters) -> list[tuple]:
     """Snapshot rows in ``CSV_FIELDS`` order for downloads, subjects as display names, never
     user keys (two queries)."""

@@ -21,6 +21,7 @@ from goldset.models import (
     AnswerRecord,
     CalibrationItem,
     CalibrationResult,
+    CalibrationRetake,
     CalibrationSet,
     Domain,
     DomainLabelLoad,
@@ -31,6 +32,7 @@ from goldset.models import (
     LabelAssignment,
     Question,
     RecordStatus,
+    RetakeStatus,
     Run,
 )
 from goldset.rules.calibration import offer_for
@@ -407,6 +409,14 @@ class CalibrationRow:
     result: CalibrationResult | None
     next_assignment: LabelAssignment | None
     version: int | None = None  # the set version offered to this annotator if they start now
+    retake: CalibrationRetake | None = None  # after a failed result: the newest retake request
+
+    @property
+    def may_request(self) -> bool:
+        """A failed result whose retake is not already waiting for a lead."""
+        return bool(self.result and not self.result.passed) and (
+            self.retake is None or self.retake.status != RetakeStatus.PENDING
+        )
 
 
 def list_my_calibration(*, annotator) -> list[CalibrationRow]:
@@ -423,6 +433,13 @@ def list_my_calibration(*, annotator) -> list[CalibrationRow]:
         .order_by("shuffle_key")
     )
     results = {r.domain_id: r for r in CalibrationResult.objects.filter(annotator=annotator)}
+    retakes = {}
+    failed = [domain_id for domain_id, r in results.items() if not r.passed]
+    if failed:  # newest request per failed domain (one query, only when something failed)
+        for retake in CalibrationRetake.objects.filter(
+            annotator=annotator, domain_id__in=failed
+        ).order_by("requested_at", "id"):
+            retakes[retake.domain_id] = retake
     rows = []
     for s in sets:
         own = [a for a in mine if a.record.question.domain_id == s.domain_id]
@@ -438,6 +455,7 @@ def list_my_calibration(*, annotator) -> list[CalibrationRow]:
                 result=results.get(s.domain_id),
                 next_assignment=pending[0] if pending else None,
                 version=offer.version if offer else None,
+                retake=retakes.get(s.domain_id),
             )
         )
     return rows
@@ -576,6 +594,16 @@ def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
     return set(labelers) | set(leads)
 
 
+def _decision_timing(decision) -> dict:
+    """Time on item and the guideline version a label or adjudication was made under (None for
+    decisions recorded before they were kept)."""
+    return {
+        "server_ms": decision.server_ms,
+        "active_ms": decision.active_ms,
+        "guideline_version": decision.guideline.version if decision.guideline_id else None,
+    }
+
+
 def iter_adjudication_export(
     *, pseudonyms: Mapping[int, str], include_open: bool = False
 ) -> Iterator[dict]:
@@ -589,11 +617,11 @@ def iter_adjudication_export(
     statuses = _export_statuses(include_open)
     records = (
         AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
-        .select_related("question__domain", "run__system", "adjudication")
+        .select_related("question__domain", "run__system", "adjudication__guideline")
         .prefetch_related(
             Prefetch(
                 "labels",
-                queryset=Label.objects.select_related("assignment").order_by(
+                queryset=Label.objects.select_related("assignment", "guideline").order_by(
                     "assignment__slot", "id"
                 ),
             )
@@ -629,6 +657,7 @@ def iter_adjudication_export(
                     "secondary_failures": label.secondary_failures,
                     "rationale": label.rationale,
                     "labeled_at": label.created_at.isoformat(),
+                    **_decision_timing(label),
                 }
                 for label in record.labels.all()
             ],
@@ -646,6 +675,7 @@ def iter_adjudication_export(
                 "rationale": adjudication.rationale,
                 "changed_outcome": adjudication.changed_outcome,
                 "adjudicated_at": adjudication.created_at.isoformat(),
+                **_decision_timing(adjudication),
             },
             "audit_sample": {
                 "seed": record.audit_seed,

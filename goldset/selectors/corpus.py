@@ -76,6 +76,20 @@ def get_block(*, block_id: str) -> Block:
     )
 
 
+def list_versions_of(*, block_id: str):
+    """A block's versions, oldest first; Http404 for an unknown block."""
+    block = get_object_or_404(Block.objects.only("pk"), block_id=block_id)
+    return BlockVersion.objects.filter(block=block).select_related("block__document")
+
+
+def get_block_version(*, block_id: str, version: int) -> BlockVersion:
+    return get_object_or_404(
+        BlockVersion.objects.select_related("block__document"),
+        block__block_id=block_id,
+        version=version,
+    )
+
+
 @dataclass(frozen=True)
 class VersionDiff:
     old: BlockVersion

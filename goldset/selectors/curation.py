@@ -154,6 +154,30 @@ def triple_actions_for(*, user, triple: Triple) -> dict[str, bool]:
     }
 
 
+def list_triples_for(*, user, state: str = ""):
+    """The triples :func:`may_discuss` lets ``user`` see, as one query: every triple for a
+    lead/admin; for anyone else the triples they wrote and those they flagged in a review."""
+    qs = Triple.objects.select_related(*TRIPLE_JOINS)
+    if not has_role(user, Role.LEAD, Role.ADMIN):
+        flagged = Review.objects.filter(
+            revision__triple=OuterRef("pk"), reviewer=user, verdict=Verdict.FLAG
+        )
+        qs = qs.filter(Q(author=user) | Exists(flagged))
+    if state:
+        qs = qs.filter(state=state)
+    return qs
+
+
+def get_triple_by_external_id_for(*, user, external_id: str) -> Triple:
+    """A triple by its public id, for those :func:`may_discuss` lets see it; Http404 else."""
+    triple = get_object_or_404(
+        Triple.objects.select_related(*TRIPLE_JOINS), external_id=external_id
+    )
+    if not may_discuss(user=user, triple=triple):
+        raise Http404("No such triple.")
+    return triple
+
+
 def get_triple_for(*, user, pk) -> Triple:
     """A triple for those :func:`may_discuss` lets see it; Http404 for anyone else."""
     triple = get_object_or_404(Triple.objects.select_related(*TRIPLE_JOINS, "parent"), pk=pk)

@@ -8,6 +8,7 @@ import numpy as np
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from goldset.exceptions import GoldsetError
 from goldset.models import (
     CustomerPermission,
     GoldVersion,
@@ -231,6 +232,11 @@ def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
     return sorted(jobs, key=lambda j: j.pk)
 
 
+class NotComparable(GoldsetError):
+    """These jobs cannot be compared (fewer than two, different gold versions, an unknown
+    Wilcoxon method). The page answers 404, the API 422 with the message."""
+
+
 @dataclass
 class PairComparison:
     """One paired test (``scoring.stats.PairedComparison``) with the two jobs it compares."""
@@ -278,14 +284,15 @@ def compare_jobs(
     every job computed (in the first job's order), by ``scoring.stats.compare_paired``:
     Wilcoxon signed-rank (``wilcoxon_method`` auto / exact / asymptotic; the method used is on
     each test) or McNemar for hit measures, Holm–Bonferroni over all tests; and the queries
-    where the jobs differ most on the first job's primary measure. Http404 for fewer than two
-    jobs, jobs on different versions or an unknown method."""
+    where the jobs differ most on the first job's primary measure. NotComparable for fewer than
+    two jobs, jobs on different versions or an unknown method."""
     if len(jobs) < 2:
-        raise Http404("choose at least two jobs")
+        raise NotComparable("choose at least two jobs")
     if len({j.version_id for j in jobs}) != 1:
-        raise Http404("jobs must be scored against the same gold version")
+        versions = ", ".join(f"#{j.pk}: v{j.version.number}" for j in jobs)
+        raise NotComparable(f"jobs must be scored against the same gold version ({versions})")
     if wilcoxon_method not in WILCOXON_METHODS:
-        raise Http404(f"the Wilcoxon method is one of {', '.join(WILCOXON_METHODS)}")
+        raise NotComparable(f"the Wilcoxon method is one of {', '.join(WILCOXON_METHODS)}")
     values = {
         j.pk: dict(ScoreQueryResult.objects.filter(job=j).values_list("query_id", "metrics"))
         for j in jobs
@@ -320,3 +327,26 @@ def compare_jobs(
         wilcoxon_method=wilcoxon_method,
         alpha=alpha,
     )
+
+
+def release_gate(job: ScoringJob) -> dict | None:
+    """The release gate of a succeeded answer-log job, as its page shows it: each system's
+    decision and reasons (decided by ``scoring.probe.summarise``, seed 004 A.6/A.7), and
+    ``passed`` when every system in the run is released. None for retrieval runs (no gate) and
+    unfinished jobs."""
+    systems = (job.summary or {}).get("systems") or {}
+    if job.kind != RunKind.ANSWERS or job.status != JobStatus.SUCCEEDED or not systems:
+        return None
+    return {
+        "passed": all(bool(s.get("release")) for s in systems.values()),
+        "systems": {
+            sid: {
+                "release": bool(s.get("release")),
+                "reasons": list(s.get("reasons") or []),
+                "mean_pcs": s.get("mean_pcs"),
+                "unsafe_rate": s.get("unsafe_rate"),
+                "gate_pass_rate": s.get("gate_pass_rate"),
+            }
+            for sid, s in sorted(systems.items())
+        },
+    }

@@ -14,13 +14,17 @@ from goldset.models import (
     AdjudicationReason,
     AgreementDirtyScope,
     AnswerRecord,
+    DecisionKind,
     FinalSource,
     RecordStatus,
 )
 from goldset.rules.labeling import OPEN_FOR_LEAD
+from goldset.rules.time_on_item import ItemTiming
+from goldset.selectors.guidelines import ADJUDICATION, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.agreement_sources import ANSWERS
 from goldset.services.labeling import check_label_rules
+from goldset.services.time_on_item import flag_if_fast, timing_fields
 from workbench.services.audit import record_event
 
 
@@ -39,10 +43,13 @@ def record_adjudication(
     primary_failure: str = "",
     secondary_failures=(),
     rationale: str = "",
+    timing: ItemTiming | None = None,
 ) -> Adjudication:
     """Record the lead's final label. Locks the record; one adjudication per item (a second one
     is rejected, not merged); a lead who labeled the item cannot adjudicate it. Rationale is
-    always required; the failure-taxonomy rules of labels apply."""
+    always required; the failure-taxonomy rules of labels apply. Records the time on item (from
+    ``timing.opened_at``, the signed opening of the page: nothing is claimed), the adjudication
+    guideline in force, and a FastDecision when it was faster than the tier's threshold."""
     record = AnswerRecord.objects.select_for_update().select_related("question").get(pk=record.pk)
     if record.status == RecordStatus.ADJUDICATED:
         raise AdjudicationRejected("This item has already been adjudicated.")
@@ -73,6 +80,14 @@ def record_adjudication(
         secondary_failures=secondary,
         rationale=rationale.strip(),
         changed_outcome=changed if audit else True,
+        guideline=get_guideline_in_force(domain_id=record.domain_id, task=ADJUDICATION),
+        **timing_fields(claimed_at=None, timing=timing),
+    )
+    flag_if_fast(
+        decision=adjudication,
+        kind=DecisionKind.ADJUDICATION,
+        annotator_id=lead.pk,
+        tier=record.tier,
     )
     record.status = RecordStatus.ADJUDICATED
     record.final_acceptability = acceptability

@@ -38,7 +38,13 @@ from goldset.models import (
     ReconcilerRun,
     ScoringJob,
 )
-from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, IMPORT_OUTBOX_KIND, SCORING_OUTBOX_KIND
+from goldset.rules.jobs import (
+    AGREEMENT_OUTBOX_KIND,
+    IMPORT_OUTBOX_KIND,
+    NOTIFICATION_EMAIL_OUTBOX_KIND,
+    NOTIFICATION_EMAIL_TASK,
+    SCORING_OUTBOX_KIND,
+)
 from goldset.rules.webhooks import DELIVER_TASK, WEBHOOK_OUTBOX_KIND
 from goldset.services import outbox
 from goldset.services.agreement import RECOMPUTE_TASK
@@ -163,6 +169,14 @@ def _publish_calibration(message: OutboxMessage) -> None:
     )
 
 
+def _publish_emails(message: OutboxMessage) -> None:
+    publish(
+        NOTIFICATION_EMAIL_TASK,
+        args=[message.payload["ids"]],
+        kwargs={"outbox_id": message.pk},
+    )
+
+
 def _publish_webhook(message: OutboxMessage) -> None:
     publish(
         DELIVER_TASK,
@@ -179,6 +193,7 @@ def register_builtin_kinds() -> None:
     outbox.register_outbox_kind(AGREEMENT_OUTBOX_KIND, publish=_publish_agreement)
     outbox.register_outbox_kind(IMPORT_OUTBOX_KIND, publish=_publish_import)
     outbox.register_outbox_kind(CALIBRATION_OUTBOX_KIND, publish=_publish_calibration)
+    outbox.register_outbox_kind(NOTIFICATION_EMAIL_OUTBOX_KIND, publish=_publish_emails)
     register_job_kind("scoring", reconcile=reconcile_scoring_jobs)
     register_job_kind("imports", reconcile=reconcile_imports)
     register_job_kind("pcs_calibrations", reconcile=reconcile_pcs_calibrations)

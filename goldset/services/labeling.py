@@ -31,6 +31,7 @@ from goldset.models import (
     AnswerRecord,
     CitationCorrectness,
     ConflictHandling,
+    DecisionKind,
     DomainLabelLoad,
     EvidenceSufficiency,
     FailureCategory,
@@ -51,10 +52,14 @@ from goldset.rules.labeling import (
     shuffle_key,
 )
 from goldset.rules.tiers import SPOT_CHECK_LABELS
+from goldset.rules.time_on_item import ItemTiming
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
+from goldset.selectors.guidelines import ANSWER_LABELING, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.agreement_sources import ANSWERS as ANSWER_PROTOCOL
 from goldset.services.calibration import score_calibration_if_complete
+from goldset.services.notifications import notify_adjudication_waiting
+from goldset.services.time_on_item import flag_if_fast, timing_fields
 from workbench.services.audit import record_event
 
 AUDIT_SAMPLE_SEED = 9314
@@ -360,6 +365,8 @@ def settle_record(record: AnswerRecord) -> None:
     if record.status == RecordStatus.FINAL:
         record.finalized_at = now
     record.save()
+    if record.status in (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT):
+        notify_adjudication_waiting()
 
 
 # ---------------------------------------------------------------- claims
@@ -553,13 +560,17 @@ def submit_label(
     primary_failure: str = "",
     secondary_failures=(),
     rationale: str = "",
+    timing: ItemTiming | None = None,
 ) -> Label:
     """Store the annotator's label for their assignment.
 
     Locks the record, then checks every rule (raises LabelRuleViolation naming the rule; nothing
     stored). A repeated submit for the same assignment stores nothing and returns the first label.
     When the record has all its labels its outcome is decided in the same transaction; the last
-    calibration label of a domain scores the annotator's calibration.
+    calibration label of a domain scores the annotator's calibration. The label records its time
+    on item (from the later of the claim and ``timing.opened_at``; the client's active time as
+    :mod:`goldset.rules.time_on_item` allows), the answer-labeling guideline in force, and a
+    FastDecision when it was faster than the tier's threshold.
     """
     record = (
         AnswerRecord.objects.select_for_update()
@@ -600,6 +611,14 @@ def submit_label(
         primary_failure=primary_failure,
         secondary_failures=secondary,
         rationale=(rationale or "").strip(),
+        guideline=get_guideline_in_force(domain_id=record.domain_id, task=ANSWER_LABELING),
+        **timing_fields(claimed_at=assignment.claimed_at, timing=timing),
+    )
+    flag_if_fast(
+        decision=label,
+        kind=DecisionKind.LABEL,
+        annotator_id=assignment.annotator_id,
+        tier=record.tier,
     )
     assignment.completed_at = timezone.now()
     assignment.save(update_fields=["completed_at"])

@@ -35,6 +35,11 @@ from goldset.models import (
 from goldset.rules.tiers import TRIPLE, required_for
 from goldset.rules.triple_states import transition
 from goldset.selectors.curation import is_author_or_lead, may_discuss
+from goldset.services.notifications import (
+    notify_discussion_opened,
+    notify_discussion_reply,
+    notify_revised,
+)
 from goldset.services.text_limits import check_text_length
 from goldset.services.triples import create_triple, new_revision, superseded_detail
 from workbench.services.audit import record_event
@@ -141,6 +146,12 @@ def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
             revision=revision.number,
             flagged_by=[r.reviewer.username for r in flagged],
         )
+        notify_discussion_opened(
+            triple=triple,
+            revision=revision,
+            flagged_by=[r.reviewer_id for r in flagged],
+            actor=actor,
+        )
     return triple.state
 
 
@@ -187,6 +198,9 @@ def reopen_after_spot_check(*, review: Review, actor) -> str:
             verb="triple_spot_check_flagged",
             revision=review.revision.number,
         )
+        notify_discussion_opened(
+            triple=triple, revision=review.revision, flagged_by=[review.reviewer_id], actor=actor
+        )
     return triple.state
 
 
@@ -231,6 +245,7 @@ def post_message(*, triple: Triple, author, body: str) -> DiscussionMessage:
         obj=triple,
         detail={"message_id": message.pk},
     )
+    notify_discussion_reply(triple=triple, message=message)
     return message
 
 
@@ -254,6 +269,7 @@ def revise_triple(
     triple = lock_triple(triple)
     _require_state(triple, TripleState.IN_DISCUSSION)
     _require_author_or_lead(actor, triple, "revise")
+    previous = triple.current_revision
     revision = new_revision(
         triple=triple,
         question=question,
@@ -272,6 +288,7 @@ def revise_triple(
         block_version_id=block_version.pk,
         **superseded_detail(revision),
     )
+    notify_revised(triple=triple, previous=previous, revision=revision, actor=actor)
     return revision
 
 

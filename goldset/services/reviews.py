@@ -23,6 +23,7 @@ from django.utils import timezone
 from goldset.conf import curation_setting
 from goldset.exceptions import GoldsetError
 from goldset.models import (
+    DecisionKind,
     DisagreementCategory,
     EntailmentDirection,
     Flag,
@@ -35,11 +36,14 @@ from goldset.models import (
     Verdict,
 )
 from goldset.rules.tiers import SPOT_CHECK_REVIEWS
+from goldset.rules.time_on_item import ItemTiming
 from goldset.selectors.curation import claimable_revisions, open_assignments
+from goldset.selectors.guidelines import TRIPLE_REVIEW, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.agreement_sources import TRIPLES
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
 from goldset.services.text_limits import check_text_length
+from goldset.services.time_on_item import flag_if_fast, timing_fields
 from workbench.services.audit import record_event
 
 CLAIM_ATTEMPTS = 5
@@ -153,13 +157,16 @@ def submit_review(
     entailment_direction: str = "",
     disagreement_category: str = "",
     comment: str = "",
+    timing: ItemTiming | None = None,
 ) -> Review:
     """Record ``reviewer``'s verdict on ``revision`` and resolve it when the last review lands.
 
     Locks the triple row (resolution sees every review). The author can never review; the
     reviewer must hold an assignment. Idempotent: a second submit by the same reviewer changes
     nothing and returns the first review. Raises GoldsetError for invalid input or a revision
-    that no longer takes reviews."""
+    that no longer takes reviews. Records the time on item (from the later of the assignment and
+    ``timing.opened_at``), the triple-review guideline in force, and a FastDecision when it was
+    faster than the tier's threshold."""
     triple = lock_triple(revision.triple_id)
     if reviewer.pk == triple.author_id:
         raise GoldsetError("The author cannot review their own triple.")
@@ -192,6 +199,11 @@ def submit_review(
         disagreement_category=disagreement_category,
         comment=comment.strip(),
         spot_check=assignment.spot_check,
+        guideline=get_guideline_in_force(domain_id=triple.domain_id, task=TRIPLE_REVIEW),
+        **timing_fields(claimed_at=assignment.assigned_at, timing=timing),
+    )
+    flag_if_fast(
+        decision=review, kind=DecisionKind.REVIEW, annotator_id=reviewer.pk, tier=triple.tier
     )
     assignment.completed_at = review.submitted_at
     assignment.save(update_fields=["completed_at"])

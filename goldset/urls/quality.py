@@ -11,9 +11,10 @@ urlpatterns = [
     ),
     path("alerts/", quality.alerts, name="alerts"),
     re_path(
-        r"^(?P<name>confusion|workload)\.(?P<fmt>csv|json)$",
+        r"^(?P<name>confusion|workload|time)\.(?P<fmt>csv|json)$",
         quality.table_download,
         name="table-download",
     ),
     path("agreement/recompute/", quality.recompute, name="recompute"),
+    path("fast-decisions/", quality.fast_decisions, name="fast_decisions"),
 ]

@@ -12,8 +12,10 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.forms.answers import LabelForm
-from goldset.models import Domain
+from goldset.forms.time_on_item import timing_from
+from goldset.models import DecisionKind, Domain
 from goldset.selectors import answers as selectors
+from goldset.selectors.guidelines import ANSWER_LABELING
 from goldset.services.calibration import CalibrationError, start_calibration
 from goldset.services.labeling import (
     ALL_CLEAR,
@@ -27,6 +29,7 @@ from goldset.services.labeling import (
     submit_label,
     undo_last_label,
 )
+from goldset.views.guidelines import task_panel
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -96,6 +99,13 @@ def _render_item(request, assignment, form=None, *, status=200):
         and selectors.BlindLabel.of(undoable, public_id=undoable.record.public_id),
         "all_clear_needs_rationale": all_clear_rationale_required(record.question),
         "all_clear": json.dumps(_preset_fields()),
+        **task_panel(
+            request,
+            kind=DecisionKind.LABEL,
+            object_id=assignment.pk,
+            task=ANSWER_LABELING,
+            domain_id=record.domain_id,
+        ),
     }
     if _wants(request, "label-item"):
         return render(request, "answers/item.html#label-item", context, status=status)
@@ -111,7 +121,13 @@ def item(request, public_id):
     form = LabelForm(_label_data(request) if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            submit_label(assignment=assignment, **form.service_kwargs())
+            timing = timing_from(
+                request.POST,
+                kind=DecisionKind.LABEL,
+                object_id=assignment.pk,
+                user_id=request.user.pk,
+            )
+            submit_label(assignment=assignment, **form.service_kwargs(), timing=timing)
         except LabelRuleViolation as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except LabelingClosed as exc:

@@ -7,12 +7,16 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.forms.answers import AdjudicationForm, ReferenceLabelForm
+from goldset.forms.time_on_item import timing_from
+from goldset.models import DecisionKind
 from goldset.rules.calibration import check_set_ready, offer_for
 from goldset.selectors import answers as selectors
+from goldset.selectors.guidelines import ADJUDICATION
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation
 from goldset.views.answers import _wants
+from goldset.views.guidelines import task_panel
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -42,6 +46,13 @@ def _adjudication_context(request, record, form=None) -> dict:
         "adjudication": selectors.get_adjudication_of(record),
         "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
         "form": form or AdjudicationForm(),
+        **task_panel(
+            request,
+            kind=DecisionKind.ADJUDICATION,
+            object_id=record.pk,
+            task=ADJUDICATION,
+            domain_slug=record.question.domain_slug,
+        ),
     }
 
 
@@ -52,7 +63,15 @@ def adjudicate(request, public_id):
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            record_adjudication(lead=request.user, record=record, **form.service_kwargs())
+            timing = timing_from(
+                request.POST,
+                kind=DecisionKind.ADJUDICATION,
+                object_id=record.pk,
+                user_id=request.user.pk,
+            )
+            record_adjudication(
+                lead=request.user, record=record, **form.service_kwargs(), timing=timing
+            )
         except LabelRuleViolation as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except AdjudicationRejected as exc:

@@ -4,6 +4,7 @@ the access table's (``workbench.access``, entries ``api:*``) through
 
 import hashlib
 import json
+import math
 
 from django.core.files.base import ContentFile
 from django.http import StreamingHttpResponse
@@ -11,23 +12,32 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.decorators import api_view, parser_classes
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from goldset.models import ImportKind, ScoringJob
+from goldset.exceptions import ImportRejected
+from goldset.imports.errors import problem_from_text
+from goldset.models import ImportKind, ScoringJob, TripleState
 from goldset.rules.exports import pick_file
 from goldset.selectors import agreement as agreement_selectors
 from goldset.selectors import corpus as corpus_selectors
+from goldset.selectors import curation as curation_selectors
+from goldset.selectors import evaluators as evaluator_selectors
 from goldset.selectors import exports as export_selectors
 from goldset.selectors.imports import get_import_job_for
 from goldset.services import exports as export_files
 from goldset.services.blinded_downloads import project_jsonl
-from goldset.services.import_jobs import UploadRejected, submit_import
+from goldset.services.evaluators import import_evaluator_outputs
+from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
+from goldset.services.import_jobs import UploadRejected, max_upload_bytes, submit_import
 from goldset.views import api_serializers as s
 from goldset.views.api_support import Cursor, Problem
 from workbench.access import ALL_FIELDS, entry_for, fields_for
 from workbench.roles import roles_of
 from workbench.services.audit import record_event
+
+MAX_ID = 2**63 - 1  # the largest id the database stores (bigint)
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 
 # Each import kind is allowed to the roles of the page that imports it: one table for both.
 IMPORT_PAGE = {
@@ -87,12 +97,18 @@ def import_create(request):
             status_code=403, title="Forbidden", detail=f"Your role may not import {data['kind']}."
         )
     options = {k: data[k] for k in ("domain", "on_behalf", "version", "name", "k") if k in data}
+    return _queued_import(request, kind=data["kind"], upload=data["file"], options=options)
+
+
+def _queued_import(request, *, kind: str, upload, options: dict, title: str = "File rejected"):
+    """Store the upload as a background import job (the upload pages' service) and answer 202
+    with the job; poll ``Location`` for status, progress and errors with line and field."""
     try:
-        submission = submit_import(
-            kind=data["kind"], upload=data["file"], actor=request.user, options=options
-        )
+        submission = submit_import(kind=kind, upload=upload, actor=request.user, options=options)
     except UploadRejected as exc:
-        raise Problem(status_code=422, title="File rejected", detail=str(exc)) from exc
+        problem = problem_from_text(str(exc))
+        errors = [problem.as_dict()] if problem.line is not None else None
+        raise Problem(status_code=422, title=title, detail=str(exc), errors=errors) from exc
     job = submission.job
     job.refresh_from_db()
     return Response(
@@ -100,6 +116,154 @@ def import_create(request):
         status=status.HTTP_202_ACCEPTED,
         headers={"Location": f"/api/v1/imports/{job.pk}/"},
     )
+
+
+def _file_import(kind: str, *, doc: str, request_serializer=s.FileUploadSerializer):
+    """A POST endpoint importing one kind of file as a background job; who may call it is its
+    access-table entry (the roles of the page that imports the same kind)."""
+
+    @extend_schema(
+        request={"multipart/form-data": request_serializer},
+        responses={202: s.ImportJobSerializer},
+        description=doc,
+    )
+    @api_view(["POST"])
+    @parser_classes([MultiPartParser, FormParser])
+    def create(request):
+        body = request_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        options = {k: v for k, v in body.validated_data.items() if k != "file"}
+        return _queued_import(
+            request, kind=kind, upload=body.validated_data["file"], options=options
+        )
+
+    create.__name__ = f"{kind}_import"
+    return create
+
+
+triples_import = _file_import(
+    ImportKind.TRIPLES,
+    doc="Import triples (gold JSONL shape) in the background, all or nothing; they enter "
+    "review like authored ones. ``on_behalf`` (admins) keeps the file's authors.",
+    request_serializer=s.TripleImportRequestSerializer,
+)
+questions_import = _file_import(
+    ImportKind.QUESTIONS,
+    doc="Import questions with gold evidence packets (JSONL) in the background.",
+)
+answers_import = _file_import(
+    ImportKind.ANSWERS,
+    doc="Import per-system answer logs (JSONL, one answer record per line) in the background: "
+    "each record is routed and queued for blind labeling.",
+)
+
+
+class DocumentBlocks(generics.ListAPIView):
+    """A document's blocks, each with its latest version number and version count."""
+
+    serializer_class = s.BlockSerializer
+    pagination_class = type("BlockCursor", (Cursor,), {"ordering": "block_id"})
+
+    def get_queryset(self):
+        document = corpus_selectors.get_document(document_id=self.kwargs["document_id"])
+        return corpus_selectors.list_blocks_of(document=document)
+
+
+class BlockVersions(generics.ListAPIView):
+    """A block's versions (append-only), oldest first, with text and sha256."""
+
+    serializer_class = s.BlockVersionSerializer
+    pagination_class = type("BlockVersionCursor", (Cursor,), {"ordering": "version"})
+
+    def get_queryset(self):
+        return corpus_selectors.list_versions_of(block_id=self.kwargs["block_id"])
+
+
+class BlockVersionDetail(generics.RetrieveAPIView):
+    serializer_class = s.BlockVersionSerializer
+
+    def get_object(self):
+        return corpus_selectors.get_block_version(
+            block_id=self.kwargs["block_id"], version=self.kwargs["version"]
+        )
+
+
+class TripleList(generics.ListAPIView):
+    """Triples in the caller's scope (the triple page's rule): leads and admins see every
+    triple; annotators the triples they wrote and those they flagged."""
+
+    serializer_class = s.TripleSerializer
+    pagination_class = type("TripleCursor", (Cursor,), {"ordering": "-id"})
+
+    @extend_schema(parameters=[OpenApiParameter("state", str, enum=list(TripleState.values))])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        state = self.request.query_params.get("state", "")
+        if state and state not in TripleState.values:
+            raise Problem(
+                status_code=400,
+                title="Bad Request",
+                detail=f"unknown state {state!r}",
+                errors=[{"field": "state", "message": "expected a triple state"}],
+            )
+        return curation_selectors.list_triples_for(user=self.request.user, state=state)
+
+
+class TripleDetail(generics.RetrieveAPIView):
+    serializer_class = s.TripleSerializer
+
+    def get_object(self):
+        return curation_selectors.get_triple_by_external_id_for(
+            user=self.request.user, external_id=self.kwargs["triple_id"]
+        )
+
+
+@extend_schema(
+    request={"multipart/form-data": s.FileUploadSerializer},
+    responses={201: s.EvaluatorImportSerializer},
+)
+@api_view(["POST"])
+@parser_classes([MultiPartParser, FormParser])
+def evaluator_outputs_import(request, pk):
+    """Import one evaluator's outputs (JSONL: record_id, labels, score, unsafe_probability),
+    validated whole and stored at once like the evaluator's page: 201, or 422 listing every
+    problem with its line and field (nothing stored)."""
+    evaluator = evaluator_selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
+    body = s.FileUploadSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    upload = body.validated_data["file"]
+    try:
+        batch = import_evaluator_outputs(
+            evaluator=evaluator, text=_utf8_text(upload),
+            source_name=upload.name or "outputs.jsonl", actor=request.user,
+        )  # fmt: skip
+    except ImportRejected as exc:
+        raise Problem(
+            status_code=422,
+            title="File rejected",
+            detail=f"{len(exc.errors)} problem(s); nothing was imported.",
+            errors=[problem_from_text(e).as_dict() for e in exc.errors],
+        ) from exc
+    return Response(s.EvaluatorImportSerializer(batch).data, status=status.HTTP_201_CREATED)
+
+
+def _utf8_text(upload) -> str:
+    """A small upload read at once (as the page does) as text; 422 naming the line otherwise."""
+    if upload.size > max_upload_bytes():
+        raise Problem(status_code=422, title="File rejected", detail="the file is too large")
+    data = upload.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise Problem(
+            status_code=422,
+            title="File rejected",
+            detail=f"line {line}: not valid UTF-8 text",
+            errors=[{"line": line, "field": "", "message": "not valid UTF-8 text"}],
+        ) from exc
 
 
 class ImportDetail(generics.RetrieveAPIView):
@@ -129,9 +293,46 @@ class VersionDetail(generics.RetrieveAPIView):
 
 
 @extend_schema(
+    request=s.FreezeRequestSerializer,
+    responses={201: s.FreezeResultSerializer, 200: s.FreezeResultSerializer},
+)
+@api_view(["POST"])
+def version_freeze(request):
+    """Freeze the gold triples the filters select as the next version (the freeze page): 201
+    with the version; when the selection equals the latest version row for row, 200 with
+    ``created: false`` and that version (nothing is created, so a retried call is harmless)."""
+    body = s.FreezeRequestSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    data = body.validated_data
+    filters = FreezeFilters(
+        domain=data.get("domain", ""),
+        tier=data.get("tier", ""),
+        source=data.get("source", ""),
+        public_only=data["public_only"],
+        working_slice=data.get("working_slice", ""),
+        include_superseded=data["include_superseded"],
+    )
+    try:
+        version = freeze_gold_version(
+            filters=filters, actor=request.user, note=data.get("note", "")
+        )
+    except NothingToFreeze as exc:
+        latest = export_selectors.get_version(number=exc.latest.number)
+        body = {"created": False, "detail": str(exc), "version": latest}
+        return Response(s.FreezeResultSerializer(body).data, status=status.HTTP_200_OK)
+    version = export_selectors.get_version(number=version.number)
+    body = {"created": True, "detail": f"Froze gold version {version.label}.", "version": version}
+    return Response(
+        s.FreezeResultSerializer(body).data,
+        status=status.HTTP_201_CREATED,
+        headers={"Location": f"/api/v1/versions/{version.number}/"},
+    )
+
+
+@extend_schema(
     parameters=[
-        OpenApiParameter("a", {"type": "integer", "minimum": 1}, required=True),
-        OpenApiParameter("b", {"type": "integer", "minimum": 1}, required=True),
+        OpenApiParameter("a", ID_SCHEMA, required=True),
+        OpenApiParameter("b", ID_SCHEMA, required=True),
     ],
     responses={200: s.VersionDiffSerializer},
 )
@@ -193,37 +394,39 @@ def version_download(request, number, fmt):
 
 
 class JobList(generics.ListCreateAPIView):
-    """Scoring jobs. POST a JSON body (version, name, k, run: the run's lines as objects): the
-    run is stored as an import job of kind ``run`` and scored in the background (202)."""
+    """Scoring jobs. POST a run file (multipart/form-data: version, file, name, k) or a JSON
+    body (version, name, k, run: the run's lines as objects): the run is stored as an import
+    job of kind ``run`` and scored in the background (202 with the import job; its summary names
+    the scoring job once the file is validated)."""
 
     serializer_class = s.ScoringJobSerializer
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
         return export_selectors.list_jobs().select_related("version")
 
     @extend_schema(
-        request=s.ScoringJobRequestSerializer,
+        request={
+            "application/json": s.ScoringJobRequestSerializer,
+            "multipart/form-data": s.RunUploadRequestSerializer,
+        },
         responses={202: s.ImportJobSerializer},
     )
     def post(self, request, *args, **kwargs):
-        body = s.ScoringJobRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        lines = "".join(json.dumps(line, sort_keys=True) + "\n" for line in data["run"])
-        upload = ContentFile(lines.encode(), name=f"{data.get('name') or 'run'}.jsonl")
+        if request.content_type.startswith("multipart/"):
+            body = s.RunUploadRequestSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
+            upload = data["file"]
+        else:
+            body = s.ScoringJobRequestSerializer(data=request.data)
+            body.is_valid(raise_exception=True)
+            data = body.validated_data
+            lines = "".join(json.dumps(line, sort_keys=True) + "\n" for line in data["run"])
+            upload = ContentFile(lines.encode(), name=f"{data.get('name') or 'run'}.jsonl")
         options = {"version": data["version"], "name": data.get("name", ""), "k": data["k"]}
-        try:
-            submission = submit_import(
-                kind=ImportKind.RUN, upload=upload, actor=request.user, options=options
-            )
-        except UploadRejected as exc:
-            raise Problem(status_code=422, title="Run rejected", detail=str(exc)) from exc
-        job = submission.job
-        job.refresh_from_db()
-        return Response(
-            s.ImportJobSerializer(job).data,
-            status=status.HTTP_202_ACCEPTED,
-            headers={"Location": f"/api/v1/imports/{job.pk}/"},
+        return _queued_import(
+            request, kind=ImportKind.RUN, upload=upload, options=options, title="Run rejected"
         )
 
 
@@ -250,6 +453,78 @@ class JobQueries(generics.ListAPIView):
         return job.query_results.all()
 
 
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "jobs",
+            {
+                "type": "array",
+                "items": ID_SCHEMA,
+                "minItems": 2,
+                "maxItems": 20,
+                "uniqueItems": True,
+            },
+            required=True,
+            explode=True,
+        ),
+        OpenApiParameter("method", str, enum=["auto", "exact", "asymptotic"]),
+    ],
+    responses={
+        200: s.ComparisonSerializer,
+        422: OpenApiResponse(description="Not comparable: jobs on different gold versions."),
+    },
+)
+@api_view(["GET"])
+def job_compare(request):
+    """Paired comparison of succeeded scoring jobs (the compare page): ``jobs`` repeated, all
+    scored against one gold version; otherwise 422 saying why."""
+    ids = [_positive(v, "jobs", what="job ids") for v in request.query_params.getlist("jobs")]
+    jobs = export_selectors.list_comparable_jobs(job_ids=ids)
+    method = request.query_params.get("method") or "auto"
+    comparison = export_selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
+    return Response(_finite(s.ComparisonSerializer(comparison).data))
+
+
+def _finite(value):
+    """JSON has no NaN or Infinity: an undefined statistic is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+class SnapshotList(generics.ListAPIView):
+    """Stored agreement figures (the dashboard's), filtered by protocol, axis, metric and tier;
+    subjects (annotator pairs, annotators) by display name as on the dashboard."""
+
+    serializer_class = s.SnapshotSerializer
+    pagination_class = type("SnapshotCursor", (Cursor,), {"ordering": "id"})
+    FILTERS = ("protocol", "axis", "metric", "tier")
+
+    @extend_schema(parameters=[OpenApiParameter(name, str) for name in FILTERS])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        q = self.request.query_params
+        return agreement_selectors.list_snapshots(
+            **{name: q[name] for name in self.FILTERS if q.get(name)}
+        )
+
+    def get_serializer(self, *args, **kwargs):
+        if args and kwargs.get("many"):
+            rows = list(args[0])
+            args = (rows, *args[1:])
+            kwargs["context"] = {
+                **self.get_serializer_context(),
+                "names": agreement_selectors.subject_names(rows),
+            }
+        return super().get_serializer(*args, **kwargs)
+
+
 @extend_schema(responses={200: s.AlertSerializer(many=True)})
 @api_view(["GET"])
 def alert_list(request):
@@ -258,16 +533,16 @@ def alert_list(request):
     return Response(s.AlertSerializer(alerts, many=True).data)
 
 
-def _positive(value, name: str) -> int:
+def _positive(value, name: str, *, what: str = "a version number") -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
         number = 0
-    if number < 1:
+    if not 1 <= number <= MAX_ID:
         raise Problem(
             status_code=400,
             title="Bad Request",
-            detail=f"{name} must be a version number",
+            detail=f"{name} must be {what}",
             errors=[{"field": name, "message": "expected a positive integer"}],
         )
     return number

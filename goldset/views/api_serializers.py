@@ -1,18 +1,29 @@
 """Shapes of the API's answers and request bodies. No business rule lives here: validation is
 of shape only; the services decide."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from goldset.imports.errors import problem_from_text
 from goldset.models import (
+    AgreementSnapshot,
+    Block,
+    BlockVersion,
     Document,
     Domain,
+    EvaluatorImport,
     GoldVersion,
     ImportJob,
     ImportKind,
     ScoreAggregate,
     ScoreQueryResult,
     ScoringJob,
+    Source,
+    Tier,
+    Triple,
 )
+from goldset.selectors.agreement import subject_display
+from goldset.selectors.exports import release_gate
 
 
 class DomainSerializer(serializers.ModelSerializer):
@@ -60,6 +71,19 @@ class ImportJobSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["errors"] = [_located(e) for e in data["errors"]]
+        return data
+
+
+def _located(error: dict) -> dict:
+    """An error stored as text only ("run.jsonl, line 2: …") with its line and field filled in."""
+    if error.get("line") is not None or error.get("field"):
+        return error
+    found = problem_from_text(error.get("message", ""))
+    return {**error, "line": found.line, "field": found.field}
 
 
 class ImportRequestSerializer(serializers.Serializer):
@@ -143,12 +167,30 @@ class AggregateSerializer(serializers.ModelSerializer):
         fields = ["stratum", "metric", "value", "ci_low", "ci_high", "n"]
 
 
+class ReleaseGateSystemSerializer(serializers.Serializer):
+    release = serializers.BooleanField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    mean_pcs = serializers.FloatField(allow_null=True)
+    unsafe_rate = serializers.FloatField(allow_null=True)
+    gate_pass_rate = serializers.FloatField(allow_null=True)
+
+
+class ReleaseGateSerializer(serializers.Serializer):
+    passed = serializers.BooleanField()
+    systems = serializers.DictField(child=ReleaseGateSystemSerializer())
+
+
 class ScoringJobDetailSerializer(ScoringJobSerializer):
     aggregates = AggregateSerializer(many=True, read_only=True)
     summary = serializers.DictField()
+    release_gate = serializers.SerializerMethodField()
 
     class Meta(ScoringJobSerializer.Meta):
-        fields = [*ScoringJobSerializer.Meta.fields, "aggregates", "summary"]
+        fields = [*ScoringJobSerializer.Meta.fields, "aggregates", "summary", "release_gate"]
+
+    @extend_schema_field(ReleaseGateSerializer(allow_null=True))
+    def get_release_gate(self, obj):
+        return release_gate(obj)
 
 
 class QueryResultSerializer(serializers.ModelSerializer):
@@ -181,3 +223,194 @@ class AlertSerializer(serializers.Serializer):
     title = serializers.CharField()
     detail = serializers.CharField()
     numbers = serializers.DictField()
+
+
+class BlockSerializer(serializers.ModelSerializer):
+    latest_version = serializers.IntegerField(allow_null=True)
+    version_count = serializers.IntegerField()
+
+    class Meta:
+        model = Block
+        fields = ["block_id", "position", "latest_version", "version_count"]
+
+
+class BlockVersionSerializer(serializers.ModelSerializer):
+    block_id = serializers.CharField(source="block.block_id")
+    document_id = serializers.CharField(source="block.document.document_id")
+
+    class Meta:
+        model = BlockVersion
+        fields = [
+            "block_id",
+            "document_id",
+            "version",
+            "text",
+            "section",
+            "page_start",
+            "page_end",
+            "effective_from",
+            "effective_to",
+            "sha256",
+            "created_at",
+        ]
+
+
+class PinnedBlockSerializer(serializers.Serializer):
+    block_id = serializers.CharField(source="expected_block_version.block.block_id")
+    document_id = serializers.CharField(source="expected_block_version.block.document.document_id")
+    version = serializers.IntegerField(source="expected_block_version.version")
+    sha256 = serializers.CharField(source="expected_block_version.sha256")
+    superseded_reason = serializers.CharField()
+
+
+class TripleSerializer(serializers.ModelSerializer):
+    """What the triple's page shows; reviews are not part of it (they stay blind until
+    resolution, and the page is the place to read them)."""
+
+    id = serializers.CharField(source="external_id")
+    domain = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    customer = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    author = serializers.CharField(source="author.username")
+    revision = serializers.IntegerField(source="current_revision.number", allow_null=True)
+    question = serializers.CharField(source="current_revision.question", allow_null=True)
+    expected_answer = serializers.CharField(
+        source="current_revision.expected_answer", allow_null=True
+    )
+    expected_block = PinnedBlockSerializer(source="current_revision", allow_null=True)
+
+    class Meta:
+        model = Triple
+        fields = [
+            "id",
+            "state",
+            "resolution",
+            "tier",
+            "routing_rule",
+            "source",
+            "customer",
+            "domain",
+            "task_type",
+            "difficulty",
+            "author",
+            "added_at",
+            "gold_at",
+            "revision",
+            "question",
+            "expected_answer",
+            "expected_block",
+        ]
+
+
+class FileUploadSerializer(serializers.Serializer):
+    file = serializers.FileField()
+
+
+class TripleImportRequestSerializer(FileUploadSerializer):
+    on_behalf = serializers.BooleanField(required=False, default=False)
+
+
+class EvaluatorImportSerializer(serializers.ModelSerializer):
+    evaluator = serializers.IntegerField(source="evaluator_id")
+
+    class Meta:
+        model = EvaluatorImport
+        fields = ["id", "evaluator", "source_name", "sha256", "n_records", "imported_at"]
+
+
+class FreezeRequestSerializer(serializers.Serializer):
+    """The freeze page's choices (``goldset.services.freeze.FreezeFilters``)."""
+
+    domain = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    tier = serializers.ChoiceField(choices=Tier.choices, required=False, allow_blank=True)
+    source = serializers.ChoiceField(choices=Source.choices, required=False, allow_blank=True)
+    public_only = serializers.BooleanField(required=False, default=False)
+    working_slice = serializers.CharField(required=False, allow_blank=True, max_length=16)
+    include_superseded = serializers.BooleanField(required=False, default=False)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=300)
+
+
+class FreezeResultSerializer(serializers.Serializer):
+    created = serializers.BooleanField()
+    detail = serializers.CharField()
+    version = GoldVersionSerializer()
+
+
+class SnapshotSerializer(serializers.ModelSerializer):
+    """A stored agreement figure; the subject as the dashboard shows it (display names, never
+    user keys), from ``context["names"]``."""
+
+    subject = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AgreementSnapshot
+        fields = [
+            "protocol",
+            "axis",
+            "metric",
+            "tier",
+            "task_type",
+            "domain",
+            "week",
+            "subject",
+            "value",
+            "ci_low",
+            "ci_high",
+            "n_items",
+            "n_annotators",
+            "reason",
+            "data_version",
+            "computed_at",
+        ]
+
+    def get_subject(self, obj) -> str:
+        return subject_display(obj.metric, obj.axis, obj.subject, self.context.get("names", {}))
+
+
+class RunUploadRequestSerializer(serializers.Serializer):
+    """A run file (JSONL, TREC or an answer log) uploaded as multipart/form-data."""
+
+    version = serializers.IntegerField(min_value=1)
+    file = serializers.FileField()
+    name = serializers.CharField(required=False, allow_blank=True, max_length=120)
+    k = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=10)
+
+
+class CompareJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField()
+    version = serializers.IntegerField(source="version.number")
+
+
+class PairSerializer(serializers.Serializer):
+    a = serializers.IntegerField(source="a.pk")
+    b = serializers.IntegerField(source="b.pk")
+    metric = serializers.CharField()
+    mean_a = serializers.FloatField(allow_null=True)
+    mean_b = serializers.FloatField(allow_null=True)
+    test = serializers.CharField()
+    statistic = serializers.FloatField(allow_null=True)
+    pvalue = serializers.FloatField(allow_null=True)
+    method = serializers.CharField(allow_null=True)
+    adjusted = serializers.FloatField(allow_null=True)
+    reject = serializers.BooleanField()
+    wins = serializers.IntegerField()
+    losses = serializers.IntegerField()
+    ties = serializers.IntegerField()
+    n = serializers.IntegerField()
+    reason = serializers.CharField(allow_null=True)
+
+
+class SpreadSerializer(serializers.Serializer):
+    query_id = serializers.CharField()
+    values = serializers.ListField(child=serializers.FloatField(allow_null=True))
+    spread = serializers.FloatField(allow_null=True)
+
+
+class ComparisonSerializer(serializers.Serializer):
+    jobs = CompareJobSerializer(many=True)
+    metrics = serializers.ListField(child=serializers.CharField())
+    n_queries = serializers.IntegerField()
+    wilcoxon_method = serializers.CharField()
+    alpha = serializers.FloatField()
+    pairs = PairSerializer(many=True)
+    per_query = SpreadSerializer(many=True)

@@ -14,6 +14,7 @@ from goldset.forms.curation import MessageForm, NoteForm, RevisionForm, SplitFor
 from goldset.models import TripleState
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
+from goldset.services.notifications import mark_discussion_read
 from goldset.services.triples import SupersededPin, create_triple
 from workbench.roles import ALL_ROLES, Role, role_required
 from workbench.services.audit import record_event
@@ -92,6 +93,7 @@ def detail_context(request, triple, *, message_form=None) -> dict:
 def triple_detail(request, pk):
     triple = selectors.get_triple_for(user=request.user, pk=pk)
     record_event(actor=request.user, verb="triple_viewed", obj=triple)
+    mark_discussion_read(user=request.user, triple_id=triple.pk)
     return render(request, "curation/triple_detail.html", detail_context(request, triple))
 
 

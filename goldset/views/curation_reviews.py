@@ -8,9 +8,13 @@ from django_htmx.http import push_url
 
 from goldset.exceptions import GoldsetError
 from goldset.forms.curation import ReviewForm
+from goldset.forms.time_on_item import timing_from
+from goldset.models import DecisionKind
 from goldset.selectors import curation as selectors
+from goldset.selectors.guidelines import TRIPLE_REVIEW
 from goldset.services.reviews import claim_next_assignment, submit_review
 from goldset.views.curation_authoring import htmx_target
+from goldset.views.guidelines import task_panel
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -37,7 +41,7 @@ def next_item(request):
     return redirect("curation:review", pk=assignment.pk)
 
 
-def _review_context(assignment, *, own=None, form=None) -> dict:
+def _review_context(request, assignment, *, own=None, form=None) -> dict:
     return {
         "assignment": assignment,
         "revision": assignment.revision,
@@ -45,6 +49,13 @@ def _review_context(assignment, *, own=None, form=None) -> dict:
         "review": own,
         "form": form or ReviewForm(),
         "takes_reviews": own is None and selectors.takes_reviews(assignment=assignment),
+        **task_panel(
+            request,
+            kind=DecisionKind.REVIEW,
+            object_id=assignment.pk,
+            task=TRIPLE_REVIEW,
+            domain_id=assignment.revision.triple.domain_id,
+        ),
     }
 
 
@@ -60,6 +71,12 @@ def review(request, pk):
                 reviewer=request.user,
                 revision=assignment.revision,
                 **form.cleaned_data,
+                timing=timing_from(
+                    request.POST,
+                    kind=DecisionKind.REVIEW,
+                    object_id=assignment.pk,
+                    user_id=request.user.pk,
+                ),
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
@@ -68,7 +85,7 @@ def review(request, pk):
                 return _next_review(request, done=assignment, own=own)
     elif request.method == "GET":
         record_event(actor=request.user, verb="revision_viewed", obj=assignment.revision)
-    context = _review_context(assignment, own=own, form=form)
+    context = _review_context(request, assignment, own=own, form=form)
     partial = next(
         (f"#{name}" for name in ("review-card", "review-item") if htmx_target(request, name)), ""
     )
@@ -82,6 +99,10 @@ def _next_review(request, *, done, own):
     messages.success(request, "Review saved.")
     if following is None:
         messages.info(request, "Nothing else is waiting for your review right now.")
-        return render(request, "curation/review.html#review-item", _review_context(done, own=own))
-    response = render(request, "curation/review.html#review-item", _review_context(following))
+        return render(
+            request, "curation/review.html#review-item", _review_context(request, done, own=own)
+        )
+    response = render(
+        request, "curation/review.html#review-item", _review_context(request, following)
+    )
     return push_url(response, redirect("curation:review", pk=following.pk).url)

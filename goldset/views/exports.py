@@ -241,7 +241,10 @@ def job_compare(request):
     ids = [i for i in (_int(v) for v in request.GET.getlist("jobs")) if i is not None]
     jobs = selectors.list_comparable_jobs(job_ids=ids)
     method = request.GET.get("method") or "auto"
-    comparison = selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
+    try:
+        comparison = selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
+    except selectors.NotComparable as exc:
+        raise Http404(str(exc)) from exc
     return render(request, "exports/compare.html", {"comparison": comparison})
 
 

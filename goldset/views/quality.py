@@ -16,6 +16,11 @@ from goldset.selectors.agreement import (
     list_agreement_alerts,
     workload_rows,
 )
+from goldset.selectors.time_on_item import (
+    get_time_on_item_summary,
+    list_fast_decisions,
+    time_on_item_rows,
+)
 from goldset.services.agreement import schedule_agreement_recompute
 from workbench.csv_safety import csv_safe_row
 from workbench.roles import Role, role_required
@@ -33,8 +38,20 @@ def agreement_dashboard(request):
         second=q.get("b", ""),
         partial=partial,
     )
+    if not partial:
+        context["time_on_item"] = get_time_on_item_summary()
     template = "quality/agreement.html#confusion" if partial else "quality/agreement.html"
     return render(request, template, context)
+
+
+FAST_PAGE_SIZE = 50
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def fast_decisions(request):
+    """Labels, reviews and adjudications decided faster than their tier's threshold."""
+    page = list_fast_decisions(cursor=request.GET.get("after"), size=FAST_PAGE_SIZE)
+    return render(request, "quality/fast_decisions.html", {"page": page})
 
 
 @require_POST
@@ -76,18 +93,22 @@ def agreement_download(request, fmt):
 
 @role_required(Role.LEAD, Role.ADMIN)
 def table_download(request, name, fmt):
-    """The confusion matrix (``protocol``, ``axis``, ``a``, ``b``) or the workload table as CSV/JSON."""
+    """The confusion matrix (``protocol``, ``axis``, ``a``, ``b``), the workload table or the
+    time-on-item table as CSV/JSON."""
     q = request.GET
-    header, rows = (
-        confusion_rows(
-            protocol=q.get("protocol", ""),
-            axis=q.get("axis", ""),
-            first=q.get("a", ""),
-            second=q.get("b", ""),
+    if name == "time":
+        header, rows = time_on_item_rows()
+    else:
+        header, rows = (
+            confusion_rows(
+                protocol=q.get("protocol", ""),
+                axis=q.get("axis", ""),
+                first=q.get("a", ""),
+                second=q.get("b", ""),
+            )
+            if name == "confusion"
+            else workload_rows()
         )
-        if name == "confusion"
-        else workload_rows()
-    )
     if fmt == "json":
         response = HttpResponse(
             json.dumps([dict(zip(header, r, strict=True)) for r in rows], indent=1),

@@ -156,3 +156,51 @@ function readyForm(form) {
     }
   });
 })();
+
+// ---- Time on item (issue 14) ---------------------------------------------------------------
+// Kept apart from the keyboard code above. A decision form carries input[data-active-ms] (with
+// the form's signed opening token in data-opening and the idle cut-off in data-idle-ms). The
+// active time counts the gaps between the user's inputs while the page is visible, leaving out
+// every gap longer than the cut-off (the user was away) and the time the page was hidden. It
+// restarts when a form with another opening token appears (the next item after an htmx swap)
+// and continues when the same form is re-rendered (a rejected submit). On submit the count is
+// written into the hidden field; the server checks it against its own clock.
+(function () {
+  var state = null;
+  function clock() { return window.performance ? performance.now() : Date.now(); }
+  function visible() { return document.visibilityState !== "hidden"; }
+  function current() {
+    var input = document.querySelector("input[data-active-ms]");
+    if (!input) { state = null; return null; }
+    var token = input.getAttribute("data-opening") || "";
+    if (!state || state.token !== token) {
+      state = {
+        token: token,
+        active: 0,
+        last: visible() ? clock() : null,
+        idle: parseInt(input.getAttribute("data-idle-ms"), 10) || 60000
+      };
+    }
+    return state;
+  }
+  function tick() {
+    var s = current();
+    if (!s) return;
+    var now = clock();
+    if (s.last !== null && now - s.last <= s.idle) s.active += now - s.last;
+    s.last = visible() ? now : null;
+  }
+  ["keydown", "pointerdown", "pointermove", "wheel", "scroll", "touchstart", "focusin", "input"].forEach(function (type) {
+    document.addEventListener(type, tick, { capture: true, passive: true });
+  });
+  document.addEventListener("visibilitychange", tick);
+  // Capture phase: runs before htmx reads the form's values.
+  document.addEventListener("submit", function (event) {
+    var input = event.target && event.target.querySelector ? event.target.querySelector("input[data-active-ms]") : null;
+    if (!input) return;
+    tick();
+    if (state) input.value = String(Math.round(state.active));
+  }, true);
+  document.addEventListener("DOMContentLoaded", current);
+  document.addEventListener("htmx:afterSettle", current);
+})();

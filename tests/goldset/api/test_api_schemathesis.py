@@ -38,7 +38,7 @@ def test_generated_requests_never_500_and_responses_match_the_schema(
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
-    assert len(checked) >= 14, checked
+    assert len(checked) >= 25, checked
 
 
 def _check_all(schema, *, token):
@@ -47,8 +47,9 @@ def _check_all(schema, *, token):
         operation = result.ok()
         # A write can be schema-valid and still refused by a rule (422: a run for a version
         # that is not frozen, a file that fails validation): the schema documents it.
+        # So can a comparison of two succeeded jobs scored against different versions (422).
         excluded = [ignored_auth]
-        if operation.method.upper() != "GET":
+        if operation.method.upper() != "GET" or operation.path.endswith("/jobs/compare/"):
             excluded.append(positive_data_acceptance)
 
         _check_operation(operation, token=token, excluded=excluded)

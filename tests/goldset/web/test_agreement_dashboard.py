@@ -43,7 +43,9 @@ def test_dashboard_is_served_from_snapshots_with_a_constant_query_count(
 ):
     store(n_items)
     c = client_for(lead)
-    with django_assert_max_num_queries(15):  # pairs by display name, and how stale the figures are
+    # pairs by display name, how stale the figures are, and time on item (three kinds of
+    # decision, fast flags, display names: five more)
+    with django_assert_max_num_queries(20):
         response = c.get(
             reverse("quality:agreement"), {"protocol": "answer_label", "axis": "grounding"}
         )

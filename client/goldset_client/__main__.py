@@ -1,0 +1,5 @@
+import sys
+
+from goldset_client.cli import main
+
+sys.exit(main())

@@ -1,0 +1,195 @@
+"""Reads of time on item (issue 14): per-annotator active-time figures for the lead's dashboard
+and the list of suspiciously fast decisions."""
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Aggregate, Count, FloatField
+from django.urls import reverse
+
+from goldset.models import (
+    Adjudication,
+    DecisionKind,
+    FastDecision,
+    Label,
+    Review,
+)
+from goldset.rules.labeling import LEAD_VISIBLE
+from goldset.selectors.agreement import display_names
+from goldset.selectors.keyset import KeysetPage, keyset_page
+
+# Each kind of decision: its model and the field naming who decided.
+_SOURCES = {
+    DecisionKind.LABEL: (Label, "annotator_id"),
+    DecisionKind.REVIEW: (Review, "reviewer_id"),
+    DecisionKind.ADJUDICATION: (Adjudication, "lead_id"),
+}
+
+
+class _PercentileCont(Aggregate):
+    """PostgreSQL's ``percentile_cont(p) WITHIN GROUP (ORDER BY x)``."""
+
+    function = "PERCENTILE_CONT"
+    template = "%(function)s(%(percentile)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+
+def percentile(values: list[int], p: float) -> float | None:
+    """Linear-interpolation percentile of sorted ``values`` (what percentile_cont computes)."""
+    if not values:
+        return None
+    rank = p * (len(values) - 1)
+    low, high = math.floor(rank), math.ceil(rank)
+    return values[low] + (values[high] - values[low]) * (rank - low)
+
+
+@dataclass(frozen=True)
+class TimeRow:
+    user_id: int
+    name: str
+    kind: str
+    kind_label: str
+    n: int  # decisions with an active time
+    median_s: float | None
+    p90_s: float | None
+    fast: int  # flagged fast decisions
+
+
+def _figures(model, who: str) -> dict[int, tuple[int, float | None, float | None]]:
+    """{user: (n, median ms, p90 ms)} of the active time (one query)."""
+    rows = model.objects.filter(active_ms__isnull=False)
+    if connection.vendor == "postgresql":
+        return {
+            row[who]: (row["n"], row["median"], row["p90"])
+            for row in rows.values(who)
+            .order_by()
+            .annotate(
+                n=Count("id"),
+                median=_PercentileCont("active_ms", percentile=0.5),
+                p90=_PercentileCont("active_ms", percentile=0.9),
+            )
+        }
+    values = defaultdict(list)
+    for user_id, ms in rows.order_by(who, "active_ms").values_list(who, "active_ms"):
+        values[user_id].append(ms)
+    return {
+        user_id: (len(ms), percentile(ms, 0.5), percentile(ms, 0.9))
+        for user_id, ms in values.items()
+    }
+
+
+def get_time_on_item_summary() -> list[TimeRow]:
+    """Per annotator and kind of decision: n, median and p90 active time (seconds) and the number
+    of flagged fast decisions; display names. Five queries whatever the data size."""
+    figures = {kind: _figures(model, who) for kind, (model, who) in _SOURCES.items()}
+    fast = {
+        (row["annotator_id"], row["kind"]): row["n"]
+        for row in FastDecision.objects.values("annotator_id", "kind")
+        .order_by()
+        .annotate(n=Count("id"))
+    }
+    users = {u for per_kind in figures.values() for u in per_kind} | {u for u, _ in fast}
+    names = display_names(users) if users else {}
+    rows = []
+    for kind, per_user in figures.items():
+        for user_id in per_user.keys() | {u for u, k in fast if k == kind}:
+            n, median, p90 = per_user.get(user_id, (0, None, None))
+            rows.append(
+                TimeRow(
+                    user_id=user_id,
+                    name=names.get(user_id, "a former annotator"),
+                    kind=kind.value,
+                    kind_label=kind.label,
+                    n=n,
+                    median_s=None if median is None else median / 1000,
+                    p90_s=None if p90 is None else p90 / 1000,
+                    fast=fast.get((user_id, kind.value), 0),
+                )
+            )
+    return sorted(rows, key=lambda r: (r.kind, r.name.lower(), r.user_id))
+
+
+def time_on_item_rows() -> tuple[list, list]:
+    """The dashboard's time-on-item table for CSV/JSON: display names and figures in seconds."""
+    header = ["annotator", "decisions", "n", "median_active_s", "p90_active_s", "flagged_fast"]
+    rows = [
+        [
+            r.name,
+            r.kind,
+            r.n,
+            None if r.median_s is None else round(r.median_s, 3),
+            None if r.p90_s is None else round(r.p90_s, 3),
+            r.fast,
+        ]
+        for r in get_time_on_item_summary()
+    ]
+    return header, rows
+
+
+@dataclass(frozen=True)
+class FastRow:
+    """One flagged decision as the lead's list shows it: plain values, the item by its public id
+    or external id, never the system or run behind it."""
+
+    kind_label: str
+    tier: str
+    who: str
+    item: str
+    url: str
+    decision_s: float
+    threshold_s: float
+    created_at: object
+
+
+def _item_of(decision: FastDecision) -> tuple[str, str]:
+    if decision.kind == DecisionKind.REVIEW:
+        triple = decision.review.revision.triple
+        return triple.external_id, reverse("curation:triple", args=[triple.pk])
+    record = (
+        decision.label.record
+        if decision.kind == DecisionKind.LABEL
+        else decision.adjudication.record
+    )
+    if record.is_calibration:
+        url = reverse("answers:calibration_reference", args=[record.domain.slug, record.public_id])
+    elif record.status in LEAD_VISIBLE:
+        url = reverse("answers:adjudicate", args=[record.public_id])
+    else:
+        url = reverse("promotion:record", args=[record.public_id])
+    return record.public_id, url
+
+
+def list_fast_decisions(*, cursor: str | None, size: int) -> KeysetPage:
+    """One keyset page of flagged decisions, newest first (``fast_decision_time`` index), as
+    :class:`FastRow`. Two queries whatever the page or data size; Http404 for a bad cursor."""
+    rows = FastDecision.objects.select_related(
+        "label__record__domain",
+        "adjudication__record__domain",
+        "review__revision__triple",
+    ).defer(
+        *(
+            f"{path}__{field}"
+            for path in ("label__record", "adjudication__record")
+            for field in ("model", "extra", "latency_ms", "cost_usd", "answer")
+        )
+    )
+    page = keyset_page(rows, fields=("-created_at", "-id"), cursor=cursor, size=size)
+    names = display_names({d.annotator_id for d in page.items}) if page.items else {}
+    items = []
+    for decision in page.items:
+        item, url = _item_of(decision)
+        items.append(
+            FastRow(
+                kind_label=decision.get_kind_display(),
+                tier=decision.get_tier_display(),
+                who=names.get(decision.annotator_id, "a former annotator"),
+                item=item,
+                url=url,
+                decision_s=decision.decision_ms / 1000,
+                threshold_s=decision.threshold_ms / 1000,
+                created_at=decision.created_at,
+            )
+        )
+    return KeysetPage(items=items, next_cursor=page.next_cursor, first=page.first)
