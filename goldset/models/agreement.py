@@ -73,7 +73,7 @@ class AgreementDirtyScope(models.Model):
 
 class DashboardCounter(models.Model):
     """Counts the lead dashboards show, maintained by database triggers on every insert, delete
-    and relevant update (migration ``0019_agree_dirty_scopes_counters``), so a page reads a few counter
+    and relevant update (migration ``0021_agree_dirty_scopes_counters``), so a page reads a few counter
     rows instead of counting items. ``name`` / ``key``:
 
     * ``triple`` / ``state|tier|domain_id|source`` — triples;

@@ -7,7 +7,7 @@ from goldset.migrations._counter_triggers import install, uninstall
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0018_chord_scoring_chunks"),
+        ("goldset", "0020_timing_time_on_item_guidelines"),
     ]
 
     operations = [
