@@ -1,10 +1,15 @@
 """Benchmark: recompute every agreement figure for 100,000 labelled items × 3 annotators
 (4 axes, 4 task types, 12 ISO weeks, 2 tiers, 5 domains, 30 annotators) with 1,000 bootstrap
-resamples per figure, against one call of `krippendorff.alpha` on the whole matrix.
+resamples per figure, against one call of `krippendorff.alpha` on the whole matrix; then the
+incremental refresh after one label (the figures its dirty-scope mark names: its α/Fleiss scopes
+and its annotator's pairs, computed from the same rows).
 
-Run: .venv/bin/python bench/bench_agreement.py [--items 100000] [--resamples 1000]
-Prints a JSON line with the figures; BENCHMARKS.md records them. Uses no database: it times the
-computation the Celery task runs (goldset.services.agreement.compute_figures).
+Run: .venv/bin/python bench/bench_agreement.py [--items 100000] [--resamples 1000] [--reference]
+Prints a JSON line with the figures (wall and CPU seconds, the 1-minute load average before each
+step); BENCHMARKS.md records them. Uses no database: it times the computation the Celery task runs
+(goldset.services.agreement.compute_figures). ``--reference`` also times the pre-issue-17
+implementation (tests/goldset/agreement_reference.py) on the same rows and checks the figures are
+identical.
 """
 
 import argparse
@@ -27,7 +32,12 @@ django.setup()
 
 import krippendorff  # noqa: E402
 
-from goldset.services.agreement import AXES, compute_figures, ratings_frame, spot_check_frame  # noqa: E402
+from goldset.services.agreement import (  # noqa: E402
+    AXES,
+    Selection,
+    compute_figures,
+    spot_check_frame,
+)
 
 AXIS_NAMES = ["acceptability", "grounding", "severe_safety", "verdict"]
 TASK_TYPES = ["factual_qa", "rag_synthesis", "summarization", "code_generation"]
@@ -41,60 +51,106 @@ DOMAINS = [
 
 
 def make_rows(n_items: int, seed: int = 20261121) -> pd.DataFrame:
+    """The seeded rows (the same values as before; built column-wise, scope columns as
+    categoricals, so a million items fit)."""
     rng = np.random.default_rng(seed)
     annotators = np.stack([rng.choice(30, size=3, replace=False) for _ in range(n_items)])
-    meta = pd.DataFrame(
-        {
-            "item": np.arange(n_items).astype(str),
-            "tier": np.where(rng.random(n_items) < 0.4, "tier_b", "tier_a"),
-            "task_type": rng.choice(TASK_TYPES, n_items),
-            "domain": rng.choice(DOMAINS, n_items),
-            "week": [f"2026-W{w:02d}" for w in rng.integers(35, 47, n_items)],
-        }
-    )
+    meta = {
+        "item": pd.array(np.arange(n_items).astype(str), dtype="str"),
+        "tier": np.where(rng.random(n_items) < 0.4, "tier_b", "tier_a"),
+        "task_type": rng.choice(TASK_TYPES, n_items),
+        "domain": rng.choice(DOMAINS, n_items),
+        "week": np.array([f"2026-W{w:02d}" for w in range(35, 47)])[
+            rng.integers(35, 47, n_items) - 35
+        ],
+    }
     frames = []
     for axis in AXIS_NAMES:
         cats = np.array(AXES[axis].categories)
         truth = rng.integers(0, len(cats), n_items)
         for slot in range(3):
             noisy = np.where(rng.random(n_items) < 0.15, rng.integers(0, len(cats), n_items), truth)
-            frame = meta.copy()
-            frame["annotator"] = annotators[:, slot]
-            frame["value"] = cats[noisy]
-            frame["axis"] = axis
-            frame["protocol"] = "answer_label" if axis != "verdict" else "triple_review"
-            frames.append(frame)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "protocol": "answer_label" if axis != "verdict" else "triple_review",
+                        "item": meta["item"],
+                        "annotator": annotators[:, slot],
+                        "axis": axis,
+                        "value": cats[noisy],
+                        "tier": meta["tier"],
+                        "task_type": meta["task_type"],
+                        "domain": meta["domain"],
+                        "week": meta["week"],
+                    }
+                )
+            )
     rows = pd.concat(frames, ignore_index=True)
-    return ratings_frame(
-        rows[
-            [
-                "protocol",
-                "item",
-                "annotator",
-                "axis",
-                "value",
-                "tier",
-                "task_type",
-                "domain",
-                "week",
-            ]
-        ].itertuples(index=False, name=None)
+    for column in ("protocol", "axis", "value", "tier", "task_type", "domain", "week"):
+        rows[column] = rows[column].astype("category")
+    return rows
+
+
+def one_label_selection(rows: pd.DataFrame, index: int) -> dict:
+    """What one label's dirty-scope mark selects (goldset.services.agreement._selection)."""
+    r = rows.iloc[index]
+    t, k, d, w = str(r["tier"]), str(r["task_type"]), str(r["domain"]), str(r["week"])
+    scopes = frozenset(
+        {
+            ((), ()),
+            (("tier",), (t,)),
+            (("tier", "task_type"), (t, k)),
+            (("tier", "domain"), (t, d)),
+            (("tier", "week"), (t, w)),
+            (("tier", "task_type", "week"), (t, k, w)),
+        }
     )
+    pairs = frozenset({((), ()), (("tier",), (t,))})
+    return {str(r["protocol"]): Selection(scopes, pairs, frozenset({r["annotator"]}))}
+
+
+def timed(fn):
+    load = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, round(time.perf_counter() - wall, 2), round(time.process_time() - cpu, 2), load
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--reference", action="store_true")
     args = parser.parse_args()
     rows = make_rows(args.items)
-    started = time.perf_counter()
-    figures = compute_figures(rows, spot_check_frame([]), n_resamples=args.resamples)
-    recompute = time.perf_counter() - started
+    spot = spot_check_frame([])
+    figures, recompute, recompute_cpu, load_full = timed(
+        lambda: compute_figures(rows, spot, n_resamples=args.resamples)
+    )
+    only = one_label_selection(rows, len(rows) // 2)
+    part, incremental, incremental_cpu, load_inc = timed(
+        lambda: compute_figures(rows, spot, n_resamples=args.resamples, only=only)
+    )
+    assert all(f in figures for f in part)
+    reference = {}
+    if args.reference:
+        # Imported here: only --reference needs the test-suite copy of the old implementation.
+        from tests.goldset import agreement_reference
+
+        old, wall, cpu, load = timed(
+            lambda: agreement_reference.compute_figures(rows, spot, n_resamples=args.resamples)
+        )
+        reference = {
+            "reference_s": wall,
+            "reference_cpu_s": cpu,
+            "reference_load": load,
+            "identical_to_reference": old == figures,
+        }
 
     axis = rows[rows["axis"] == "grounding"]
     matrix = (
         axis.pivot(index="annotator", columns="item", values="value")
+        .astype(str)
         .replace({c: i for i, c in enumerate(AXES["grounding"].categories)})
         .to_numpy(dtype=float)
     )
@@ -106,7 +162,14 @@ def main():
         "rating_rows": len(rows),
         "resamples": args.resamples,
         "figures": len(figures),
-        "recompute_s": round(recompute, 2),
+        "recompute_s": recompute,
+        "recompute_cpu_s": recompute_cpu,
+        "load_before_recompute": load_full,
+        "incremental_figures": len(part),
+        "incremental_s": incremental,
+        "incremental_cpu_s": incremental_cpu,
+        "load_before_incremental": load_inc,
+        **reference,
         "single_krippendorff_alpha_s": round(single, 3),
         "ratio_recompute_to_single": round(recompute / single, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

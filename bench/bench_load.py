@@ -516,7 +516,7 @@ def one_size(args, size: int) -> dict:
         wait_for(args.port)
         warm_up(args.port, sessions, args.workers * args.threads)
         result["idle"] = run_idle(args.port, sessions)
-        for scenario in args.scenarios.split(","):
+        for scenario in filter(None, args.scenarios.split(",")):
             n_users = int(re.sub(r"\D", "", scenario))
             think = (5.0, 30.0) if scenario.startswith("think") else None
             result[scenario] = run_users(

@@ -145,6 +145,12 @@ TUNABLES: dict[str, Tunable] = {
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
         Tunable(
+            "AGREEMENT_THREADS",
+            2,
+            int,
+            "Threads computing agreement figures in the recompute task (bootstrap draws run in parallel).",
+        ),
+        Tunable(
             "AGREEMENT_DEBOUNCE_SECONDS", 30, int, "Changes within this window share a recompute."
         ),
         Tunable("AGREEMENT_MIN_ITEMS", 10, int, "Items a figure needs before it can alert."),

@@ -22,12 +22,13 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name=RECOMPUTE_TASK, ignore_result=True)
 def recompute_agreement_task(outbox_id: int | None = None) -> dict:
-    """Recompute every agreement snapshot; a no-op when the data version is unchanged. Every
+    """Recompute the agreement snapshots the dirty-scope marks name (everything when a request
+    asked for it); a no-op when nothing changed. Every
     open recompute request is marked started first (it is covered by this run; changes after
     this point request a new one) and done only once the snapshots are stored (a lost worker
     leaves them open, and the reconciler requests the work again)."""
     covered = start_all_of_kind(kind=AGREEMENT_OUTBOX_KIND, message_id=outbox_id)
-    version, rows = recompute_agreement_snapshots()
+    version, rows = recompute_agreement_snapshots(full=False, requests=covered)
     mark_done(covered)
     return {"data_version": version, "snapshots": rows}
 

@@ -1,4 +1,4 @@
-from goldset.models.agreement import AgreementSnapshot
+from goldset.models.agreement import AgreementDirtyScope, AgreementSnapshot, DashboardCounter
 from goldset.models.answers import (
     Acceptability,
     Adjudication,
@@ -134,7 +134,9 @@ __all__ = [
     "Acceptability",
     "Adjudication",
     "AdjudicationReason",
+    "AgreementDirtyScope",
     "AgreementSnapshot",
+    "DashboardCounter",
     "AnswerCitation",
     "AnswerRecord",
     "Block",

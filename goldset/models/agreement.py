@@ -44,3 +44,53 @@ class AgreementSnapshot(models.Model):
 
     def __str__(self):
         return f"{self.protocol}/{self.axis}/{self.metric} {self.tier}{self.task_type}{self.domain}{self.week}{self.subject} = {self.value}"
+
+
+class AgreementDirtyScope(models.Model):
+    """A change the stored figures do not include yet, written in the transaction of the label,
+    review, undo, adjudication or promotion that made it (append-only; the recompute task deletes
+    the rows it has taken into account). ``kind``: ``rating`` — one rating row of ``protocol``
+    with these scope columns by ``annotator_id`` changed (its α/Fleiss scopes and that
+    annotator's pairs are recomputed); ``facts`` — only per-annotator facts; ``all`` — every
+    figure of ``protocol`` (every protocol when empty), e.g. after a tier change."""
+
+    RATING, FACTS, ALL = "rating", "facts", "all"
+
+    protocol = models.CharField(max_length=32, blank=True)
+    kind = models.CharField(max_length=8, default=RATING)
+    tier = models.CharField(max_length=16, blank=True)
+    task_type = models.CharField(max_length=32, blank=True)
+    domain_id = models.BigIntegerField(null=True)
+    week = models.CharField(max_length=8, blank=True)
+    annotator_id = models.BigIntegerField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return (
+            f"{self.kind} {self.protocol} {self.tier}/{self.task_type}/{self.domain_id}/{self.week}"
+        )
+
+
+class DashboardCounter(models.Model):
+    """Counts the lead dashboards show, maintained by database triggers on every insert, delete
+    and relevant update (migration ``0021_agree_dirty_scopes_counters``), so a page reads a few counter
+    rows instead of counting items. ``name`` / ``key``:
+
+    * ``triple`` / ``state|tier|domain_id|source`` — triples;
+    * ``record`` / ``tier`` — production (non-calibration) answer records;
+    * ``reviews_day`` / ``labels_day`` — ``YYYY-MM-DD`` (UTC) — reviews and labels made that day;
+    * ``author_reviews`` / ``author_flags`` — ``author_id|YYYY-MM-DD`` — reviews (flags) an
+      author's triples received that day.
+    """
+
+    name = models.CharField(max_length=24)
+    key = models.CharField(max_length=120)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["name", "key"], name="dashboard_counter_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.name}[{self.key}] = {self.n}"

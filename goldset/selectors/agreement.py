@@ -11,26 +11,23 @@ import re
 from dataclasses import dataclass, field, replace
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Min
-from django.db.models.functions import TruncDate
+from django.db.models import Min
 from django.utils import timezone
 
 from goldset.charts import BarChart, LineChart, Series
 from goldset.conf import tunable
 from goldset.models import (
     AgreementSnapshot,
-    AnswerRecord,
     Label,
     OutboxMessage,
     Review,
     Tier,
-    Triple,
 )
 from goldset.rules.axes import AXES
 from goldset.rules.calendar import week_start
 from goldset.rules.display import display
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
-from goldset.selectors.curation import list_author_flag_rates
+from goldset.selectors.curation import counter_rows, list_author_flag_rates
 
 
 @dataclass(frozen=True)
@@ -494,33 +491,18 @@ class Workload:
 def get_workload(*, days: int = 14) -> Workload:
     """Cases per tier in both protocols, the labeling-cost estimate (GOLD $0.40/case, TRIAGE
     $0.16/case by default: ``LABELING_COST_GOLD`` / ``LABELING_COST_TRIAGE``) and reviews and
-    labels per day over the last ``days`` days. Four aggregate queries."""
-    tiers = [
-        {"kind": "triples", **r}
-        for r in Triple.objects.order_by().values("tier").annotate(cases=Count("id"))
-    ]
-    tiers += [
-        {"kind": "answer records", **r}
-        for r in AnswerRecord.objects.filter(is_calibration=False)
-        .order_by()
-        .values("tier")
-        .annotate(cases=Count("id"))
-    ]
-    since = timezone.now() - dt.timedelta(days=days)
-    reviews = dict(
-        Review.objects.filter(submitted_at__gte=since)
-        .annotate(day=TruncDate("submitted_at"))
-        .order_by()
-        .values_list("day")
-        .annotate(n=Count("id"))
-    )
-    labels = dict(
-        Label.objects.filter(created_at__gte=since)
-        .annotate(day=TruncDate("created_at"))
-        .order_by()
-        .values_list("day")
-        .annotate(n=Count("id"))
-    )
+    labels per UTC day over the last ``days`` days — all from the maintained dashboard counters
+    (one query, whatever the number of items)."""
+    rows = counter_rows("triple", "record", "reviews_day", "labels_day")
+    triples: dict[str, int] = {}
+    for key, n in rows["triple"]:
+        tier = key.split("|")[1]
+        triples[tier] = triples.get(tier, 0) + n
+    tiers = [{"kind": "triples", "tier": t, "cases": n} for t, n in triples.items()]
+    tiers += [{"kind": "answer records", "tier": t, "cases": n} for t, n in rows["record"]]
+    since = (timezone.now() - dt.timedelta(days=days)).astimezone(dt.UTC).date().isoformat()
+    reviews = {d: n for d, n in rows["reviews_day"] if d >= since}
+    labels = {d: n for d, n in rows["labels_day"] if d >= since}
     day_list = sorted(set(reviews) | set(labels))
     return Workload(
         tiers=sorted(tiers, key=lambda t: (t["kind"], t["tier"])),
@@ -528,7 +510,7 @@ def get_workload(*, days: int = 14) -> Workload:
         triage_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.TRIAGE),
         cost_gold=float(tunable("LABELING_COST_GOLD")),
         cost_triage=float(tunable("LABELING_COST_TRIAGE")),
-        throughput=[(d.isoformat(), reviews.get(d, 0), labels.get(d, 0)) for d in day_list],
+        throughput=[(d, reviews.get(d, 0), labels.get(d, 0)) for d in day_list],
     )
 
 

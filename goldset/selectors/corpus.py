@@ -12,6 +12,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from goldset.models import Block, BlockVersion, Document, Domain
+from goldset.selectors.keyset import keyset_page
 
 
 def list_domains():
@@ -25,6 +26,26 @@ def list_documents(*, domain: str = "", query: str = ""):
     if query:
         qs = qs.filter(Q(title__icontains=query) | Q(document_id__icontains=query))
     return qs.order_by("document_id")
+
+
+def documents_page(*, domain: str = "", query: str = "", cursor: str | None, size: int):
+    """One keyset page of :func:`list_documents` in ``document_id`` order, each document with
+    ``block_count`` counted for that page's documents only (two queries at any corpus size)."""
+    qs = Document.objects.select_related("domain")
+    if domain:
+        qs = qs.filter(domain__slug=domain)
+    if query:
+        qs = qs.filter(Q(title__icontains=query) | Q(document_id__icontains=query))
+    page = keyset_page(qs, fields=("document_id",), cursor=cursor, size=size)
+    counts = dict(
+        Block.objects.filter(document__in=[d.pk for d in page.items])
+        .order_by()
+        .values_list("document")
+        .annotate(n=Count("id"))
+    )
+    for document in page.items:
+        document.block_count = counts.get(document.pk, 0)
+    return page
 
 
 def get_document(*, document_id: str) -> Document:

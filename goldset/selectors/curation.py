@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
+from django.contrib.auth import get_user_model
 from django.db.models import (
     BooleanField,
     Count,
@@ -28,7 +29,9 @@ from goldset.models import (
     BlockVersion,
     Customer,
     CustomerPermission,
+    DashboardCounter,
     DiscussionMessage,
+    Domain,
     QualityTrackerEntry,
     Review,
     ReviewAssignment,
@@ -385,35 +388,55 @@ class AuthorFlagRate:
         )
 
 
+def counter_rows(*names: str) -> dict[str, list[tuple[str, int]]]:
+    """``DashboardCounter`` rows (key, n) by name, zero counts left out. One query, bounded by
+    the number of keys (states × tiers × domains × sources, days, authors × days), never by the
+    number of items."""
+    out: dict[str, list[tuple[str, int]]] = {name: [] for name in names}
+    for name, key, n in DashboardCounter.objects.filter(name__in=names, n__gt=0).values_list(
+        "name", "key", "n"
+    ):
+        out[name].append((key, n))
+    return out
+
+
 def list_author_flag_rates(*, now: dt.datetime | None = None) -> list[AuthorFlagRate]:
     """Flags received ÷ reviews received per author, overall and over the recent window
-    (``FLAG_RATE_WINDOW_DAYS``, default 4 weeks). One query."""
+    (``FLAG_RATE_WINDOW_DAYS``, default 4 weeks, counted in whole UTC days from the window's
+    first day). From the maintained per-author, per-day counters: two queries."""
     since = (now or timezone.now()) - dt.timedelta(
         days=int(curation_setting("FLAG_RATE_WINDOW_DAYS"))
     )
-    is_flag = Q(verdict=Verdict.FLAG)
-    recent = Q(submitted_at__gte=since)
-    rows = (
-        Review.objects.values("revision__triple__author_id", "revision__triple__author__username")
-        .annotate(
-            reviews=Count("id"),
-            flags=Count("id", filter=is_flag),
-            recent_reviews=Count("id", filter=recent),
-            recent_flags=Count("id", filter=recent & is_flag),
-        )
-        .order_by("revision__triple__author__username")
+    first_day = since.astimezone(dt.UTC).date().isoformat()
+    rows = counter_rows("author_reviews", "author_flags")
+    totals: dict[int, list[int]] = {}
+    for index, name in enumerate(("author_reviews", "author_flags")):
+        for key, n in rows[name]:
+            author, _, day = key.partition("|")
+            counts = totals.setdefault(int(author), [0, 0, 0, 0])
+            counts[index] += n
+            if day >= first_day:
+                counts[2 + index] += n
+    names = (
+        dict(get_user_model().objects.filter(pk__in=totals).values_list("pk", "username"))
+        if totals
+        else {}
     )
-    return [
-        AuthorFlagRate(
-            author_id=r["revision__triple__author_id"],
-            username=r["revision__triple__author__username"],
-            reviews=r["reviews"],
-            flags=r["flags"],
-            recent_reviews=r["recent_reviews"],
-            recent_flags=r["recent_flags"],
-        )
-        for r in rows
-    ]
+    return sorted(
+        (
+            AuthorFlagRate(
+                author_id=author,
+                username=names.get(author, ""),
+                reviews=c[0],
+                flags=c[1],
+                recent_reviews=c[2],
+                recent_flags=c[3],
+            )
+            for author, c in totals.items()
+            if c[0]
+        ),
+        key=lambda r: r.username,
+    )
 
 
 SOURCE_GROUPS = {
@@ -434,26 +457,37 @@ class SourceShare:
     warning: bool
 
 
-def source_balance() -> list[SourceShare]:
+def triple_counts() -> list[tuple[str, str, int, str, int]]:
+    """(state, tier, domain id, source, n) from the maintained triple counters (one query)."""
+    out = []
+    for key, n in counter_rows("triple")["triple"]:
+        state, tier, domain, source = key.split("|")
+        out.append((state, tier, int(domain), source, n))
+    return out
+
+
+def source_balance(counts=None) -> list[SourceShare]:
     """Gold-set shares by source group (LLM-generated counts as synthetic) against the target,
-    with a warning when one drifts more than ``SOURCE_DRIFT_POINTS`` points. One query."""
-    counts = dict.fromkeys(curation_setting("SOURCE_TARGETS"), 0)
-    for row in (
-        Triple.objects.filter(state=TripleState.GOLD).values("source").annotate(n=Count("id"))
-    ):
-        group = SOURCE_GROUPS[row["source"]]
-        counts[group] = counts.get(group, 0) + row["n"]
-    total = sum(counts.values())
+    with a warning when one drifts more than ``SOURCE_DRIFT_POINTS`` points. From the maintained
+    triple counters (one query, or none given ``counts`` from :func:`triple_counts`)."""
+    counts_by = dict.fromkeys(curation_setting("SOURCE_TARGETS"), 0)
+    for state, _, _, source, n in counts if counts is not None else triple_counts():
+        if state == TripleState.GOLD:
+            group = SOURCE_GROUPS[source]
+            counts_by[group] = counts_by.get(group, 0) + n
+    total = sum(counts_by.values())
     limit = Decimal(str(curation_setting("SOURCE_DRIFT_POINTS")))
     shares = []
     for group, target in curation_setting("SOURCE_TARGETS").items():
         share = (
-            (Decimal(100) * counts[group] / total).quantize(Decimal("0.1")) if total else Decimal(0)
+            (Decimal(100) * counts_by[group] / total).quantize(Decimal("0.1"))
+            if total
+            else Decimal(0)
         )
         drift = share - Decimal(target)
         shares.append(
             SourceShare(
-                group, counts[group], share, target, drift, bool(total) and abs(drift) > limit
+                group, counts_by[group], share, target, drift, bool(total) and abs(drift) > limit
             )
         )
     return shares
@@ -466,13 +500,26 @@ def count_by(field: str, *, gold_only: bool = False) -> list[dict]:
     return list(qs.values(field).annotate(n=Count("id")).order_by(field))
 
 
-def dashboard_counts() -> dict:
-    """Counts by state (all triples) and, for the gold set, by domain and by tier."""
-    states = {row["state"]: row["n"] for row in count_by("state")}
+def dashboard_counts(counts=None) -> dict:
+    """Counts by state (all triples) and, for the gold set, by domain and by tier — from the
+    maintained triple counters (two queries: counters, domain slugs)."""
+    counts = counts if counts is not None else triple_counts()
+    states: dict[str, int] = {}
+    by_domain: dict[int, int] = {}
+    by_tier: dict[str, int] = {}
+    for state, tier, domain, _, n in counts:
+        states[state] = states.get(state, 0) + n
+        if state == TripleState.GOLD:
+            by_domain[domain] = by_domain.get(domain, 0) + n
+            by_tier[tier] = by_tier.get(tier, 0) + n
+    slugs = dict(Domain.objects.filter(pk__in=by_domain).values_list("pk", "slug"))
     return {
         "states": [(s, states.get(s.value, 0)) for s in TripleState],
-        "gold_by_domain": count_by("domain__slug", gold_only=True),
-        "gold_by_tier": [(Tier(r["tier"]).label, r["n"]) for r in count_by("tier", gold_only=True)],
+        "gold_by_domain": sorted(
+            ({"domain__slug": slugs[d], "n": n} for d, n in by_domain.items()),
+            key=lambda r: r["domain__slug"],
+        ),
+        "gold_by_tier": [(Tier(t).label, by_tier[t]) for t in sorted(by_tier)],
         "total": sum(states.values()),
     }
 
@@ -481,6 +528,18 @@ def list_quality_entries():
     return QualityTrackerEntry.objects.select_related(
         "triple__domain", "author", "revision"
     ).prefetch_related("reviewers")
+
+
+def recent_quality_entries(limit: int = 10) -> list:
+    """The newest ``limit`` quality-tracker entries with what their rows show: the entries'
+    keys first (an index walk), then the joined rows of just those (two queries; a join of
+    the whole tracker with triples and revisions made the planner scan both)."""
+    ids = list(
+        QualityTrackerEntry.objects.order_by("-created_at", "-id").values_list("pk", flat=True)[
+            :limit
+        ]
+    )
+    return list(list_quality_entries().filter(pk__in=ids)) if ids else []
 
 
 def list_needs_rereview():

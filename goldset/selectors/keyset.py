@@ -21,6 +21,11 @@ class KeysetPage:
     def __len__(self):
         return len(self.items)
 
+    @property
+    def object_list(self) -> list:
+        """The rows, under the name Django's paginator pages use."""
+        return self.items
+
 
 def _encode(values) -> str:
     raw = json.dumps([v if isinstance(v, int | str) else str(v) for v in values])

@@ -12,6 +12,7 @@ from goldset.exceptions import GoldsetError
 from goldset.models import (
     Adjudication,
     AdjudicationReason,
+    AgreementDirtyScope,
     AnswerRecord,
     DecisionKind,
     FinalSource,
@@ -21,6 +22,7 @@ from goldset.rules.labeling import OPEN_FOR_LEAD
 from goldset.rules.time_on_item import ItemTiming
 from goldset.selectors.guidelines import ADJUDICATION, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.agreement_sources import ANSWERS
 from goldset.services.labeling import check_label_rules
 from goldset.services.time_on_item import flag_if_fast, timing_fields
 from workbench.services.audit import record_event
@@ -103,5 +105,6 @@ def record_adjudication(
             "grounding": grounding,
         },
     )
-    schedule_agreement_recompute()
+    # An adjudication changes only the annotators' agreement with adjudicated labels (facts).
+    schedule_agreement_recompute(dirty={"protocol": ANSWERS, "kind": AgreementDirtyScope.FACTS})
     return adjudication

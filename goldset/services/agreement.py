@@ -17,20 +17,30 @@ data is a no-op and dashboards never compute.
 """
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
 import pandas as pd
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils.module_loading import import_string
 
 from goldset.conf import tunable
-from goldset.models import AgreementSnapshot, Tier, WebhookEvent
+from goldset.models import (
+    AgreementDirtyScope,
+    AgreementSnapshot,
+    Domain,
+    OutboxMessage,
+    Tier,
+    WebhookEvent,
+)
 from goldset.rules.axes import AXES
+from goldset.rules.calendar import iso_week
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
 from goldset.selectors.agreement import list_agreement_alerts
 from goldset.services import outbox, webhooks
+from goldset.services.agreement_sources import FRAME_SOURCES
 from scoring.agreement import (
     cohen_kappa_table,
     fleiss_kappa_counts,
@@ -69,13 +79,14 @@ RECOMPUTE_TASK = "goldset.recompute_agreement"
 
 # Protocol adapters (goldset.services.agreement_sources): callables returning iterables of tuples
 # in RATING_COLUMNS / SPOT_CHECK_COLUMNS / FACT_COLUMNS order.
+# (protocol, source) pairs.
 RATING_SOURCES = [
-    "goldset.services.agreement_sources.triple_review_ratings",
-    "goldset.services.agreement_sources.answer_label_ratings",
+    ("triple_review", "goldset.services.agreement_sources.triple_review_ratings"),
+    ("answer_label", "goldset.services.agreement_sources.answer_label_ratings"),
 ]
 SPOT_CHECK_SOURCES = [
-    "goldset.services.agreement_sources.triple_spot_checks",
-    "goldset.services.agreement_sources.answer_spot_checks",
+    ("triple_review", "goldset.services.agreement_sources.triple_spot_checks"),
+    ("answer_label", "goldset.services.agreement_sources.answer_spot_checks"),
 ]
 FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
@@ -100,22 +111,6 @@ def spot_check_frame(rows) -> pd.DataFrame:
 
 def facts_frame(rows) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=FACT_COLUMNS)
-
-
-def data_version(
-    ratings: pd.DataFrame, spot_checks: pd.DataFrame, facts: pd.DataFrame | None = None
-) -> str:
-    digest = hashlib.sha256()
-    facts = facts if facts is not None else facts_frame([])
-    for frame, columns in (
-        (ratings, RATING_COLUMNS),
-        (spot_checks, SPOT_CHECK_COLUMNS),
-        (facts, FACT_COLUMNS),
-    ):
-        ordered = frame.astype(str).sort_values(columns, kind="stable").reset_index(drop=True)
-        digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
-        digest.update(b"|")
-    return digest.hexdigest()
 
 
 @dataclass
@@ -152,19 +147,104 @@ class Figure:
         )
 
 
-def _groups(frame: pd.DataFrame, dims: tuple[str, ...]):
-    if not dims:
-        yield {}, frame
-        return
-    for key, sub in frame.groupby(list(dims), sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        yield dict(zip(dims, key, strict=True)), sub
-
-
 def _count_table(sub: pd.DataFrame, n_categories: int) -> np.ndarray:
     items = pd.factorize(sub["item"])[0]
     flat = np.bincount(
         items * n_categories + sub["code"].to_numpy(), minlength=(items.max() + 1) * n_categories
+    )
+    return flat.reshape(-1, n_categories)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which figures of one protocol to compute (an incremental recompute): ``scopes`` holds
+    ``(dims, values)`` keys of the α/Fleiss scopes (``((), ())`` is all data), ``pair_scopes``
+    ``(dims, values)`` keys of the pair scopes and ``annotators`` whose pairs are wanted there.
+    ``None`` means every one."""
+
+    scopes: frozenset | None = None
+    pair_scopes: frozenset | None = None
+    annotators: frozenset | None = None
+
+
+EVERYTHING = Selection()
+
+
+def _factorize_sorted(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(column, sort=True)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+def _runs(keys: np.ndarray):
+    """(key, start, stop) of each run of equal values in an already sorted array."""
+    if not len(keys):
+        return
+    edges = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    starts = np.concatenate([[0], edges])
+    stops = np.concatenate([edges, [len(keys)]])
+    yield from zip(keys[starts].tolist(), starts.tolist(), stops.tolist(), strict=True)
+
+
+@dataclass
+class _Encoded:
+    """The rating rows as integer codes (scope columns and annotators coded in sorted order, so
+    code order is the order pandas' sorted groupby gave; items in order of first appearance)."""
+
+    item: np.ndarray
+    annotator: np.ndarray
+    annotators: np.ndarray
+    scope: dict  # column -> (codes, uniques)
+
+
+def _encode(ratings: pd.DataFrame) -> _Encoded:
+    scope = {c: _factorize_sorted(ratings[c]) for c in ("tier", "task_type", "domain", "week")}
+    annotator, annotators = _factorize_sorted(ratings["annotator"])
+    return _Encoded(
+        item=pd.factorize(ratings["item"])[0].astype(np.int64),
+        annotator=annotator,
+        annotators=annotators,
+        scope=scope,
+    )
+
+
+def _scope_key(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...]) -> np.ndarray:
+    key = np.zeros(len(rows), dtype=np.int64)
+    for dim in dims:
+        codes, uniques = enc.scope[dim]
+        key = key * len(uniques) + codes[rows]
+    return key
+
+
+def _scope_values(enc: _Encoded, dims: tuple[str, ...], key: int) -> tuple[str, ...]:
+    values = []
+    for dim in reversed(dims):
+        uniques = enc.scope[dim][1]
+        key, code = divmod(key, len(uniques))
+        values.append(uniques[code])
+    return tuple(reversed(values))
+
+
+def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted=None):
+    """(values, rows) per group of ``rows`` by ``dims``, groups in sorted order, rows in their
+    original order (what ``groupby(dims, sort=True)`` yields); only groups in ``wanted``."""
+    if not dims:
+        if wanted is None or ((), ()) in wanted:
+            yield (), rows
+        return
+    key = _scope_key(enc, rows, dims)
+    order = np.argsort(key, kind="stable")
+    ordered = rows[order]
+    for k, start, stop in _runs(key[order]):
+        values = _scope_values(enc, dims, k)
+        if wanted is None or (dims, values) in wanted:
+            yield values, ordered[start:stop]
+
+
+def _counts(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, n_categories: int) -> np.ndarray:
+    """The items × categories count table, items in order of first appearance (``_count_table``)."""
+    items = pd.factorize(enc.item[rows])[0]
+    flat = np.bincount(
+        items * n_categories + codes[rows], minlength=(items.max() + 1) * n_categories
     )
     return flat.reshape(-1, n_categories)
 
@@ -176,21 +256,72 @@ def compute_figures(
     *,
     n_resamples: int,
     seed: int = SEED,
+    only: dict[str, Selection] | None = None,
+    threads: int | None = None,
 ) -> list[Figure]:
-    """Every figure for the given rows (pure: no database)."""
+    """Every figure for the given rows (pure: no database); with ``only`` just the figures of
+    those protocols that the selection names (and their per-annotator and spot-check figures).
+
+    Each figure is computed from exactly the rows and with exactly the calls of the per-scope
+    pandas implementation it replaced (a test compares the two), so a figure does not depend on
+    which other figures are computed with it. The independent figures run on ``threads``
+    threads (``AGREEMENT_THREADS``): NumPy's bootstrap sampling releases the GIL."""
+
+    def wanted(protocol) -> Selection | None:
+        return EVERYTHING if only is None else only.get(protocol)
+
     figures: list[Figure] = []
     if facts is not None:
         figures += [
             Figure(p, "annotator", m, float(v), "", int(n), 1, None, {}, subject=str(a))
             for p, m, a, v, n in facts.itertuples(index=False)
+            if wanted(p) is not None
         ]
-    for (protocol, axis), rows in ratings.groupby(["protocol", "axis"], sort=True):
-        scale = AXES[axis]
-        rows = _coded(protocol, axis, rows)
-        figures += _scope_figures(protocol, axis, scale, rows, n_resamples, seed)
-        figures += _pair_figures(protocol, axis, scale, rows, n_resamples, seed)
-        if axis == "severe_safety":
-            figures += _severe_rate_gaps(protocol, rows)
+    jobs = []
+    if len(ratings):
+        enc = _encode(ratings)
+        protocols, protocol_names = _factorize_sorted(ratings["protocol"])
+        axes, axis_names = _factorize_sorted(ratings["axis"])
+        split = protocols * len(axis_names) + axes
+        order = np.argsort(split, kind="stable")
+        for key, start, stop in _runs(split[order]):
+            protocol, axis = (
+                protocol_names[key // len(axis_names)],
+                axis_names[key % len(axis_names)],
+            )
+            selection = wanted(protocol)
+            if selection is None:
+                continue
+            rows = order[start:stop]
+            sub = ratings.iloc[rows]
+            coded = _coded(protocol, axis, sub)
+            codes = np.zeros(len(ratings), dtype=np.int64)
+            codes[rows] = coded["code"].to_numpy()
+            scale = AXES[axis]
+            jobs += _scope_jobs(
+                enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed
+            )
+            jobs += _pair_jobs(
+                enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed
+            )
+            if axis == "severe_safety":
+                slim = pd.DataFrame(
+                    {
+                        "item": enc.item[rows],
+                        "annotator": sub["annotator"].to_numpy(),
+                        "value": sub["value"].to_numpy(),
+                    }
+                )
+                jobs.append(lambda p=protocol, slim=slim: _severe_rate_gaps(p, slim))
+    n_threads = threads or tunable("AGREEMENT_THREADS")
+    if n_threads > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=n_threads) as pool:
+            results = list(pool.map(lambda job: job(), jobs))
+    else:
+        results = [job() for job in jobs]
+    figures += [f for batch in results for f in batch]
+    if only is not None:
+        spot_checks = spot_checks[spot_checks["protocol"].isin(list(only))]
     figures += _spot_check_figures(spot_checks)
     return figures
 
@@ -249,92 +380,141 @@ def summary_figures(
     return out
 
 
-def _scope_figures(protocol, axis, scale, rows, n_resamples, seed):
-    out = []
+def _scope_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed):
+    jobs = []
     for dims in SCOPES:
-        for scope, sub in _groups(rows, dims):
-            counts = _count_table(sub, len(scale.categories))
-            n_annotators = int(sub["annotator"].nunique())
-            alpha = krippendorff_alpha_counts(
-                counts,
-                categories=scale.categories,
-                level=scale.level,
-                ci=True,
-                n_resamples=n_resamples,
-                seed=seed,
-                n_annotators=n_annotators,
-            )
-            out.append(
-                Figure(
+        for values, group in _scope_groups(enc, rows, dims, selection.scopes):
+            scope = dict(zip(dims, values, strict=True))
+            jobs.append(
+                lambda scope=scope, group=group: _scope_figures(
                     protocol,
                     axis,
-                    "krippendorff_alpha",
-                    alpha.value,
-                    alpha.reason or "",
-                    alpha.n_items,
-                    n_annotators,
-                    alpha.ci,
+                    scale,
+                    _counts(enc, group, codes, len(scale.categories)),
+                    len(np.unique(enc.annotator[group])),
                     scope,
+                    n_resamples,
+                    seed,
                 )
             )
-            three = counts[counts.sum(axis=1) == 3]
-            if len(three):
-                fleiss = fleiss_kappa_counts(
-                    three, ci=True, n_resamples=n_resamples, seed=seed, n_annotators=n_annotators
-                )
-                out.append(
-                    Figure(
-                        protocol,
-                        axis,
-                        "fleiss_kappa",
-                        fleiss.value,
-                        fleiss.reason or "",
-                        fleiss.n_items,
-                        n_annotators,
-                        fleiss.ci,
-                        scope,
-                    )
-                )
+    return jobs
+
+
+def _scope_figures(protocol, axis, scale, counts, n_annotators, scope, n_resamples, seed):
+    alpha = krippendorff_alpha_counts(
+        counts,
+        categories=scale.categories,
+        level=scale.level,
+        ci=True,
+        n_resamples=n_resamples,
+        seed=seed,
+        n_annotators=n_annotators,
+    )
+    out = [
+        Figure(
+            protocol,
+            axis,
+            "krippendorff_alpha",
+            alpha.value,
+            alpha.reason or "",
+            alpha.n_items,
+            n_annotators,
+            alpha.ci,
+            scope,
+        )
+    ]
+    three = counts[counts.sum(axis=1) == 3]
+    if len(three):
+        fleiss = fleiss_kappa_counts(
+            three, ci=True, n_resamples=n_resamples, seed=seed, n_annotators=n_annotators
+        )
+        out.append(
+            Figure(
+                protocol,
+                axis,
+                "fleiss_kappa",
+                fleiss.value,
+                fleiss.reason or "",
+                fleiss.n_items,
+                n_annotators,
+                fleiss.ci,
+                scope,
+            )
+        )
     return out
 
 
-def _pair_figures(protocol, axis, scale, rows, n_resamples, seed):
-    """Cohen's κ for every annotator pair: one confusion table per pair, counted at once."""
-    out = []
+def _pair_tables(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, v: int):
+    """Cohen tables of every annotator pair over ``rows``: (pair keys a·N + b with a < b in
+    sorted annotator order, (pairs, v, v) counts) — one table per pair, counted at once."""
+    n = len(enc.annotators)
+    order = np.argsort(enc.item[rows], kind="stable")
+    item, who, code = enc.item[rows][order], enc.annotator[rows][order], codes[rows][order]
+    firsts, seconds, cells_a, cells_b = [], [], [], []
+    for k in range(1, len(item)):
+        same = item[:-k] == item[k:]
+        if not same.any():
+            break
+        a, b = who[:-k][same], who[k:][same]
+        ca, cb = code[:-k][same], code[k:][same]
+        swap = a > b
+        keep = a != b
+        firsts.append(np.where(swap, b, a)[keep])
+        seconds.append(np.where(swap, a, b)[keep])
+        cells_a.append(np.where(swap, cb, ca)[keep])
+        cells_b.append(np.where(swap, ca, cb)[keep])
+    if not firsts:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, v, v), dtype=np.int64)
+    keys = np.concatenate(firsts) * n + np.concatenate(seconds)
+    pair_keys, pair_index = np.unique(keys, return_inverse=True)
+    cells = pair_index * v * v + np.concatenate(cells_a) * v + np.concatenate(cells_b)
+    tables = np.bincount(cells, minlength=len(pair_keys) * v * v).reshape(-1, v, v)
+    return pair_keys, tables
+
+
+def _pair_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed):
+    """Cohen's κ for every annotator pair (or the pairs of ``selection.annotators``)."""
+    jobs = []
     v = len(scale.categories)
+    n = len(enc.annotators)
+    chosen = None
+    if selection.annotators is not None:
+        chosen = {i for i, name in enumerate(enc.annotators) if name in selection.annotators}
     for dims in PAIR_SCOPES:
-        for scope, sub in _groups(rows, dims):
-            codes, names = pd.factorize(sub["annotator"], sort=True)
-            slim = pd.DataFrame(
-                {"item": sub["item"].to_numpy(), "who": codes, "code": sub["code"].to_numpy()}
-            )
-            pairs = slim.merge(slim, on="item", suffixes=("_a", "_b"))
-            pairs = pairs[pairs["who_a"] < pairs["who_b"]]
-            pair_index, pair_keys = pd.factorize(
-                pairs["who_a"].to_numpy() * len(names) + pairs["who_b"].to_numpy(), sort=True
-            )
-            cells = pair_index * v * v + pairs["code_a"].to_numpy() * v + pairs["code_b"].to_numpy()
-            tables = np.bincount(cells, minlength=len(pair_keys) * v * v).reshape(-1, v, v)
-            for key, table in zip(pair_keys, tables, strict=True):
-                a, b = names[key // len(names)], names[key % len(names)]
-                kappa = cohen_kappa_table(
-                    table, weights=scale.pair_weights, ci=True, n_resamples=n_resamples, seed=seed
+        for values, group in _scope_groups(enc, rows, dims, selection.pair_scopes):
+            scope = dict(zip(dims, values, strict=True))
+            pair_keys, tables = _pair_tables(enc, group, codes, v)
+            for key, table in zip(pair_keys.tolist(), tables, strict=True):
+                a, b = key // n, key % n
+                if chosen is not None and a not in chosen and b not in chosen:
+                    continue
+                subject = f"{enc.annotators[a]}|{enc.annotators[b]}"
+                jobs.append(
+                    lambda table=table, scope=scope, subject=subject: [
+                        _pair_figure(
+                            protocol, axis, scale, table, scope, subject, n_resamples, seed
+                        )
+                    ]
                 )
-                out.append(
-                    Figure(
-                        protocol,
-                        axis,
-                        "cohen_kappa",
-                        kappa.value,
-                        kappa.reason or "",
-                        kappa.n_items,
-                        2,
-                        kappa.ci,
-                        scope,
-                        subject=f"{a}|{b}",
-                    )
-                )
-    return out
+    return jobs
+
+
+def _pair_figure(protocol, axis, scale, table, scope, subject, n_resamples, seed):
+    kappa = cohen_kappa_table(
+        table, weights=scale.pair_weights, ci=True, n_resamples=n_resamples, seed=seed
+    )
+    return Figure(
+        protocol,
+        axis,
+        "cohen_kappa",
+        kappa.value,
+        kappa.reason or "",
+        kappa.n_items,
+        2,
+        kappa.ci,
+        scope,
+        subject=subject,
+    )
 
 
 def _severe_rate_gaps(protocol, rows) -> list[Figure]:
@@ -389,14 +569,77 @@ def _spot_check_figures(spot_checks: pd.DataFrame) -> list[Figure]:
 # ---------------------------------------------------------------- storing
 
 
-def collect_rows() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    def gather(paths):
-        return chain.from_iterable(import_string(path)() for path in paths)
+def collect_rows(protocols=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Rating, spot-check and fact rows of every protocol (or of ``protocols``)."""
 
-    return (
-        ratings_frame(gather(RATING_SOURCES)),
-        spot_check_frame(gather(SPOT_CHECK_SOURCES)),
-        facts_frame(gather(FACT_SOURCES)),
+    def gather(sources):
+        return chain.from_iterable(
+            import_string(path)() for p, path in sources if protocols is None or p in protocols
+        )
+
+    facts = facts_frame(chain.from_iterable(import_string(path)() for path in FACT_SOURCES))
+    if protocols is not None:
+        facts = facts[facts["protocol"].isin(list(protocols))].reset_index(drop=True)
+    if connection.vendor == "postgresql":  # columnar COPY reads: millions of rows, no tuples
+        frames = [
+            FRAME_SOURCES[p]() for p, _ in RATING_SOURCES if protocols is None or p in protocols
+        ]
+        frames = [f for f in frames if len(f)]
+        ratings = pd.concat(frames, ignore_index=True) if frames else ratings_frame([])
+    else:
+        ratings = ratings_frame(gather(RATING_SOURCES))
+    return ratings, spot_check_frame(gather(SPOT_CHECK_SOURCES)), facts
+
+
+def _protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:
+    """A data version per protocol: a hash of its rows, whatever their order."""
+    facts = facts if facts is not None else facts_frame([])
+    names = set(ratings["protocol"]) | set(spot_checks["protocol"]) | set(facts["protocol"])
+    out = {}
+    for protocol in sorted(names):
+        digest = hashlib.sha256()
+        for frame, columns in (
+            (ratings, RATING_COLUMNS),
+            (spot_checks, SPOT_CHECK_COLUMNS),
+            (facts, FACT_COLUMNS),
+        ):
+            rows = frame[frame["protocol"] == protocol][columns].astype(str)
+            hashed = pd.util.hash_pandas_object(rows, index=False).to_numpy()
+            digest.update(np.sort(hashed).tobytes())
+            digest.update(b"|")
+        out[protocol] = digest.hexdigest()
+    return out
+
+
+def data_version(
+    ratings: pd.DataFrame, spot_checks: pd.DataFrame, facts: pd.DataFrame | None = None
+) -> str:
+    """One version for all rows (the per-protocol versions combined)."""
+    versions = _protocol_versions(ratings, spot_checks, facts)
+    return _combined(versions)
+
+
+def _combined(versions: dict[str, str]) -> str:
+    return hashlib.sha256(
+        "|".join(f"{p}={v}" for p, v in sorted(versions.items())).encode()
+    ).hexdigest()
+
+
+def _lock_snapshots() -> None:
+    """Two recomputes store one after the other (each reads what to replace under the lock), so
+    they never insert the same figure twice. PostgreSQL only: SQLite writes one at a time."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SNAPSHOT_LOCK])
+
+
+# pg_advisory_xact_lock key of the snapshot store ("agreement" in ASCII, as a number).
+SNAPSHOT_LOCK = 0x61677265656D
+
+
+def _stored_versions() -> dict[str, str]:
+    return dict(
+        AgreementSnapshot.objects.order_by().values_list("protocol", "data_version").distinct()
     )
 
 
@@ -407,25 +650,36 @@ def store_agreement_snapshots(
     facts: pd.DataFrame | None = None,
     n_resamples: int | None = None,
 ) -> tuple[str, int]:
-    """Replace the stored figures with those of these rows; a no-op when the data version is the
-    one already stored. Returns (data version, number of snapshot rows)."""
-    version = data_version(ratings, spot_checks, facts)
-    existing = AgreementSnapshot.objects.values_list("data_version", flat=True).first()
-    if existing == version:
-        return version, AgreementSnapshot.objects.count()
-    figures = compute_figures(
-        ratings, spot_checks, facts, n_resamples=n_resamples or bootstrap_resamples()
-    )
+    """Replace the stored figures with those of these rows, protocol by protocol: a protocol
+    whose data version is the one already stored is left as it is (unchanged data: a no-op).
+    Returns (data version, number of snapshot rows)."""
+    versions = _protocol_versions(ratings, spot_checks, facts)
+    stored = _stored_versions()
+    redo = {p for p, v in versions.items() if stored.get(p) != v}
+    gone = set(stored) - set(versions)
+    if redo:
+        figures = compute_figures(
+            ratings,
+            spot_checks,
+            facts,
+            n_resamples=n_resamples or bootstrap_resamples(),
+            only={p: EVERYTHING for p in redo},
+        )
+    else:
+        figures = []
+    if not (redo or gone):
+        return _combined(versions), AgreementSnapshot.objects.count()
     watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
     with transaction.atomic():
+        _lock_snapshots()
         before = _alerts_by_key() if watch_alerts else {}
-        AgreementSnapshot.objects.all().delete()
+        AgreementSnapshot.objects.filter(protocol__in=redo | gone).delete()
         AgreementSnapshot.objects.bulk_create(
-            (f.as_snapshot(version) for f in figures), batch_size=2000
+            (f.as_snapshot(versions[f.protocol]) for f in figures), batch_size=2000
         )
         if watch_alerts:
             _emit_raised_alerts(before)
-    return version, len(figures)
+    return _combined(versions), AgreementSnapshot.objects.count()
 
 
 def _alerts_by_key() -> dict:
@@ -448,21 +702,163 @@ def _emit_raised_alerts(before: dict) -> None:
             )
 
 
-def recompute_agreement_snapshots() -> tuple[str, int]:
-    """Collect rows from every protocol and store fresh figures (idempotent). Called by the task."""
-    ratings, spot, facts = collect_rows()
-    return store_agreement_snapshots(ratings=ratings, spot_checks=spot, facts=facts)
+def _selection(marks: list[dict]) -> Selection:
+    """The figures a protocol's ``rating`` marks touch: each changed rating row's α/Fleiss
+    scopes (all data, its tier, tier × task type, × domain, × week, × task type × week) and
+    the rater's pairs overall and in the tier."""
+    scopes, pair_scopes, annotators = set(), set(), set()
+    for m in marks:
+        if m["kind"] != AgreementDirtyScope.RATING:
+            continue
+        t, k, d, w = m["tier"], m["task_type"], m["domain"], m["week"]
+        scopes |= {
+            ((), ()),
+            (("tier",), (t,)),
+            (("tier", "task_type"), (t, k)),
+            (("tier", "domain"), (t, d)),
+            (("tier", "week"), (t, w)),
+            (("tier", "task_type", "week"), (t, k, w)),
+        }
+        pair_scopes |= {((), ()), (("tier",), (t,))}
+        if m["annotator_id"] is not None:
+            annotators.add(m["annotator_id"])
+    return Selection(frozenset(scopes), frozenset(pair_scopes), frozenset(annotators))
 
 
-def schedule_agreement_recompute(*, now: bool = False) -> bool:
+def _selected(row: dict, selection: Selection) -> bool:
+    """Whether a stored snapshot row is one of the figures ``selection`` recomputes."""
+    if row["axis"] == "annotator" or row["metric"] in PER_PROTOCOL_METRICS:
+        return True
+    values = {k: row[k] for k in ("tier", "task_type", "domain", "week")}
+    if row["metric"] == "cohen_kappa":
+        dims = ("tier",) if row["tier"] else ()
+        if (dims, tuple(values[d] for d in dims)) not in selection.pair_scopes:
+            return False
+        first, _, second = row["subject"].partition("|")
+        return bool({first, second} & {str(a) for a in selection.annotators})
+    dims = tuple(d for d in ("tier", "task_type", "domain", "week") if values[d])
+    return (dims, tuple(values[d] for d in dims)) in selection.scopes
+
+
+# Figures recomputed whole whenever a protocol has any change (cheap, and each depends on
+# many items: co-annotators' rates, weekly spot checks).
+PER_PROTOCOL_METRICS = ("severe_rate_gap", "spot_check_disagreement")
+
+
+def _refresh(marks: list[dict], n_resamples: int) -> tuple[str, int]:
+    """Recompute the figures the marks touch, protocol by protocol; every other stored figure
+    stays. A protocol with an ``all`` mark, or without stored figures, is recomputed whole."""
+    slugs = dict(
+        Domain.objects.filter(pk__in={m["domain_id"] for m in marks}).values_list("pk", "slug")
+    )
+    by_protocol: dict[str, list[dict]] = {}
+    for m in marks:
+        by_protocol.setdefault(m["protocol"], []).append(
+            m | {"domain": slugs.get(m["domain_id"], "")}
+        )
+    stored = _stored_versions()
+    only = {
+        p: EVERYTHING
+        if p not in stored or any(m["kind"] == AgreementDirtyScope.ALL for m in ms)
+        else _selection(ms)
+        for p, ms in by_protocol.items()
+    }
+    ratings, spot_checks, facts = collect_rows(set(only))
+    versions = _protocol_versions(ratings, spot_checks, facts)
+    figures = compute_figures(ratings, spot_checks, facts, n_resamples=n_resamples, only=only)
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
+    with transaction.atomic():
+        _lock_snapshots()
+        before = _alerts_by_key() if watch_alerts else {}
+        for protocol, selection in only.items():
+            rows = AgreementSnapshot.objects.filter(protocol=protocol)
+            if selection is not EVERYTHING:
+                existing = rows.values(
+                    "pk", "axis", "metric", "tier", "task_type", "domain", "week", "subject"
+                )
+                rows = AgreementSnapshot.objects.filter(
+                    pk__in=[r["pk"] for r in existing if _selected(r, selection)]
+                )
+            rows.delete()
+            if protocol in versions:
+                AgreementSnapshot.objects.filter(protocol=protocol).update(
+                    data_version=versions[protocol]
+                )
+        AgreementSnapshot.objects.bulk_create(
+            (f.as_snapshot(versions[f.protocol]) for f in figures), batch_size=2000
+        )
+        if watch_alerts:
+            _emit_raised_alerts(before)
+    return _combined(_stored_versions()), AgreementSnapshot.objects.count()
+
+
+def recompute_agreement_snapshots(*, full: bool = True, requests=()) -> tuple[str, int]:
+    """Bring the stored figures up to date (idempotent). ``full``, or a request in
+    ``requests`` (outbox message ids) that asked for it, or no stored figures at all: collect
+    every protocol's rows and recompute what changed (:func:`store_agreement_snapshots`).
+    Otherwise only the figures the dirty-scope marks name (a label at a million items
+    recomputes its scopes, not everything); no marks, nothing to do. The marks taken into
+    account are deleted with the new figures stored."""
+    full = (
+        full
+        or OutboxMessage.objects.filter(pk__in=list(requests), payload__full=True).exists()
+        or not AgreementSnapshot.objects.exists()
+    )
+    marks = list(
+        AgreementDirtyScope.objects.order_by("id").values(
+            "id", "protocol", "kind", "tier", "task_type", "domain_id", "week", "annotator_id"
+        )
+    )
+    n_resamples = bootstrap_resamples()
+    if full or any(m["kind"] == AgreementDirtyScope.ALL and not m["protocol"] for m in marks):
+        ratings, spot, facts = collect_rows()
+        result = store_agreement_snapshots(
+            ratings=ratings, spot_checks=spot, facts=facts, n_resamples=n_resamples
+        )
+    elif marks:
+        result = _refresh(marks, n_resamples)
+    else:
+        return _combined(_stored_versions()), AgreementSnapshot.objects.count()
+    AgreementDirtyScope.objects.filter(pk__in=[m["id"] for m in marks]).delete()
+    return result
+
+
+def mark_dirty(
+    *,
+    protocol: str = "",
+    kind: str = AgreementDirtyScope.RATING,
+    tier: str = "",
+    task_type: str = "",
+    domain_id: int | None = None,
+    at=None,
+    annotator_id: int | None = None,
+) -> None:
+    """Record, in the caller's transaction, that figures of ``protocol`` no longer match the
+    data (see :class:`~goldset.models.AgreementDirtyScope`); ``at`` is the changed rating's
+    time (its ISO week is a scope)."""
+    AgreementDirtyScope.objects.create(
+        protocol=protocol,
+        kind=kind,
+        tier=tier or "",
+        task_type=task_type or "",
+        domain_id=domain_id,
+        week=iso_week(at) if at is not None else "",
+        annotator_id=annotator_id,
+    )
+
+
+def schedule_agreement_recompute(*, now: bool = False, dirty: dict | None = None) -> bool:
     """Ask for a recompute, recorded in the outbox inside the caller's transaction (no cache,
     no broker: a label or review commits when Redis is down, and the recompute is published when
-    it returns). Changes within the debounce window (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share
-    one request, which runs when the window ends and so sees all of them; ``now=True`` (a lead's
-    button) skips the window. Returns True when a new request was recorded. In the embedded
-    mode the task runs in-process at commit."""
+    it returns). ``dirty`` (keyword arguments of :func:`mark_dirty`) says what changed; without
+    it every figure is recomputed. Changes within the debounce window
+    (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share one request, which runs when the window ends and
+    so sees all of them; ``now=True`` (a lead's button) skips the window and recomputes
+    everything. Returns True when a new request was recorded. In the embedded mode the task
+    runs in-process at commit."""
+    mark_dirty(**(dirty or {"kind": AgreementDirtyScope.ALL}))
     if now:
-        return outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND) is not None
+        return outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, payload={"full": True}) is not None
     delay = tunable("AGREEMENT_DEBOUNCE_SECONDS")
     return (
         outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=AGREEMENT_DEBOUNCE_KEY, delay=delay)

@@ -56,6 +56,7 @@ from goldset.rules.time_on_item import ItemTiming
 from goldset.selectors.answers import domain_loads, qualified_domain_ids
 from goldset.selectors.guidelines import ANSWER_LABELING, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.agreement_sources import ANSWERS as ANSWER_PROTOCOL
 from goldset.services.calibration import score_calibration_if_complete
 from goldset.services.notifications import notify_adjudication_waiting
 from goldset.services.time_on_item import flag_if_fast, timing_fields
@@ -631,8 +632,20 @@ def submit_label(
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
         settle_record(record)
-        schedule_agreement_recompute()
+        schedule_agreement_recompute(dirty=_label_scope(label, record))
     return label
+
+
+def _label_scope(label: Label, record: AnswerRecord) -> dict:
+    """What a production label changes in the agreement figures (``mark_dirty`` arguments)."""
+    return {
+        "protocol": ANSWER_PROTOCOL,
+        "tier": record.tier,
+        "task_type": record.question.task_type,
+        "domain_id": record.domain_id,
+        "at": label.created_at,
+        "annotator_id": label.annotator_id,
+    }
 
 
 # ---------------------------------------------------------------- undo and skip
@@ -702,6 +715,7 @@ def undo_last_label(*, annotator) -> LabelAssignment:
     detail = {"slot": assignment.slot, "acceptability": last.acceptability}
     withdrawn = {name: getattr(last, name) for name in LABEL_VALUE_FIELDS}
     withdrawn["severe_safety"] = "yes" if last.severe_safety else "no"
+    dirty = _label_scope(last, record)
     last.delete()
     assignment.completed_at = None
     assignment.save(update_fields=["completed_at"])
@@ -713,8 +727,8 @@ def undo_last_label(*, annotator) -> LabelAssignment:
         detail["released"].append(claim.record.public_id)
         _release_claim(claim)
     record_event(actor=annotator, verb="label_undone", obj=record, detail=detail)
-    schedule_agreement_recompute()
     assignment.withdrawn = withdrawn
+    schedule_agreement_recompute(dirty=dirty)
     return assignment
 
 

@@ -41,6 +41,7 @@ from goldset.rules.time_on_item import ItemTiming
 from goldset.selectors.curation import claimable_revisions, open_assignments
 from goldset.selectors.guidelines import TRIPLE_REVIEW, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.agreement_sources import TRIPLES
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
 from goldset.services.text_limits import check_text_length
 from goldset.services.time_on_item import flag_if_fast, timing_fields
@@ -217,7 +218,16 @@ def submit_review(
         reopen_after_spot_check(review=review, actor=reviewer)
     else:
         resolve_revision(triple=triple, revision=revision, actor=reviewer)
-    schedule_agreement_recompute()
+    schedule_agreement_recompute(
+        dirty={
+            "protocol": TRIPLES,
+            "tier": triple.tier,
+            "task_type": triple.task_type,
+            "domain_id": triple.domain_id,
+            "at": review.submitted_at,
+            "annotator_id": reviewer.pk,
+        }
+    )
     return review
 
 

@@ -13,8 +13,8 @@ PAGE_SIZE = 25
 @role_required(*ALL_ROLES)
 def document_list(request):
     domain, query = request.GET.get("domain", ""), request.GET.get("q", "").strip()
-    page = Paginator(selectors.list_documents(domain=domain, query=query), PAGE_SIZE).get_page(
-        request.GET.get("page")
+    page = selectors.documents_page(
+        domain=domain, query=query, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
     context = {"page": page, "domains": selectors.list_domains(), "domain": domain, "q": query}
     return render(request, "corpus/document_list.html", context)

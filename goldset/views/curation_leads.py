@@ -34,14 +34,15 @@ PAGE_SIZE = 25
 @role_required(*LEADS)
 def dashboard(request):
     rates = selectors.list_author_flag_rates()
+    counts = selectors.triple_counts()  # one read of the maintained counters for both
     context = {
-        **selectors.dashboard_counts(),
-        "balance": selectors.source_balance(),
+        **selectors.dashboard_counts(counts),
+        "balance": selectors.source_balance(counts),
         "review_skips": selectors.count_review_skips_by_reviewer(),
         "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
         "rates": rates,
         "alerts": [r for r in rates if r.calibration_needed],
-        "quality": list(selectors.list_quality_entries()[:10]),
+        "quality": selectors.recent_quality_entries(10),
         "rereview": list(selectors.list_needs_rereview()[:10]),
         "slice": selectors.list_working_slices().first(),
         "draws": list(selectors.list_spot_check_draws()[:5]),

@@ -125,3 +125,16 @@ def test_a_non_utf8_upload_is_refused_at_once_with_422(client_for, admin_user):
     response = client_for(admin_user).post(reverse("corpus:import"), {"file": upload})
     assert response.status_code == 422
     assert "line 1: not valid UTF-8 text" in response.content.decode()
+
+
+def test_document_list_pages_by_keyset(client_for, annotator):
+    make_documents(60, DomainFactory(slug="keyset"))
+    c = client_for(annotator)
+    seen, cursor = [], None
+    for _ in range(3):
+        response = c.get(reverse("corpus:documents"), {"after": cursor} if cursor else {})
+        seen += [d.document_id for d in response.context["page"]]
+        cursor = response.context["page"].next_cursor
+    assert cursor is None and len(seen) == len(set(seen)) == 60 and seen == sorted(seen)
+    assert 'rel="first"' in response.content.decode()
+    assert c.get(reverse("corpus:documents"), {"after": "not-a-cursor"}).status_code == 404

@@ -1,0 +1,224 @@
+"""The SQL behind ``DashboardCounter`` (migration 0017): triggers that keep the lead dashboards'
+counts as rows change, for PostgreSQL and SQLite, and the backfill of existing rows."""
+
+UPSERT = (
+    "INSERT INTO goldset_dashboardcounter (name, key, n) VALUES ({name}, {key}, {delta}) "
+    "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n"
+)
+
+TRIPLE_KEY = "{r}.state || '|' || {r}.tier || '|' || {r}.domain_id || '|' || {r}.source"
+
+POSTGRES = f"""
+CREATE OR REPLACE FUNCTION goldset_count(p_name text, p_key text, p_delta bigint) RETURNS void AS $$
+BEGIN
+  {UPSERT.format(name="p_name", key="p_key", delta="p_delta")};
+END $$ LANGUAGE plpgsql;
+
+CREATE OR REPLACE FUNCTION goldset_triple_counter() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    PERFORM goldset_count('triple', {TRIPLE_KEY.format(r="OLD")}, -1);
+  END IF;
+  IF TG_OP IN ('UPDATE', 'INSERT') THEN
+    PERFORM goldset_count('triple', {TRIPLE_KEY.format(r="NEW")}, 1);
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER goldset_triple_counter_write AFTER INSERT OR DELETE ON goldset_triple
+  FOR EACH ROW EXECUTE FUNCTION goldset_triple_counter();
+CREATE TRIGGER goldset_triple_counter_update AFTER UPDATE ON goldset_triple FOR EACH ROW
+  WHEN (({TRIPLE_KEY.format(r="OLD")}) IS DISTINCT FROM ({TRIPLE_KEY.format(r="NEW")}))
+  EXECUTE FUNCTION goldset_triple_counter();
+
+CREATE OR REPLACE FUNCTION goldset_record_counter() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') AND NOT OLD.is_calibration THEN
+    PERFORM goldset_count('record', OLD.tier, -1);
+  END IF;
+  IF TG_OP IN ('UPDATE', 'INSERT') AND NOT NEW.is_calibration THEN
+    PERFORM goldset_count('record', NEW.tier, 1);
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER goldset_record_counter_write AFTER INSERT OR DELETE ON goldset_answerrecord
+  FOR EACH ROW EXECUTE FUNCTION goldset_record_counter();
+CREATE TRIGGER goldset_record_counter_update AFTER UPDATE ON goldset_answerrecord FOR EACH ROW
+  WHEN (OLD.tier IS DISTINCT FROM NEW.tier OR OLD.is_calibration IS DISTINCT FROM NEW.is_calibration)
+  EXECUTE FUNCTION goldset_record_counter();
+
+CREATE OR REPLACE FUNCTION goldset_label_counter() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM goldset_count('labels_day', to_char(OLD.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), -1);
+  ELSE
+    PERFORM goldset_count('labels_day', to_char(NEW.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 1);
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER goldset_label_counter AFTER INSERT OR DELETE ON goldset_label
+  FOR EACH ROW EXECUTE FUNCTION goldset_label_counter();
+
+CREATE OR REPLACE FUNCTION goldset_review_counter() RETURNS trigger AS $$
+DECLARE
+  r RECORD;
+  delta bigint;
+  author text;
+  day text;
+BEGIN
+  IF TG_OP = 'DELETE' THEN r := OLD; delta := -1; ELSE r := NEW; delta := 1; END IF;
+  day := to_char(r.submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD');
+  PERFORM goldset_count('reviews_day', day, delta);
+  SELECT t.author_id::text INTO author FROM goldset_triplerevision v
+    JOIN goldset_triple t ON t.id = v.triple_id WHERE v.id = r.revision_id;
+  IF author IS NOT NULL THEN
+    PERFORM goldset_count('author_reviews', author || '|' || day, delta);
+    IF r.verdict = 'flag' THEN
+      PERFORM goldset_count('author_flags', author || '|' || day, delta);
+    END IF;
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER goldset_review_counter AFTER INSERT OR DELETE ON goldset_review
+  FOR EACH ROW EXECUTE FUNCTION goldset_review_counter();
+"""
+
+POSTGRES_DROP = """
+DROP TRIGGER IF EXISTS goldset_review_counter ON goldset_review;
+DROP TRIGGER IF EXISTS goldset_label_counter ON goldset_label;
+DROP TRIGGER IF EXISTS goldset_record_counter_write ON goldset_answerrecord;
+DROP TRIGGER IF EXISTS goldset_record_counter_update ON goldset_answerrecord;
+DROP TRIGGER IF EXISTS goldset_triple_counter_write ON goldset_triple;
+DROP TRIGGER IF EXISTS goldset_triple_counter_update ON goldset_triple;
+DROP FUNCTION IF EXISTS goldset_review_counter();
+DROP FUNCTION IF EXISTS goldset_label_counter();
+DROP FUNCTION IF EXISTS goldset_record_counter();
+DROP FUNCTION IF EXISTS goldset_triple_counter();
+DROP FUNCTION IF EXISTS goldset_count(text, text, bigint);
+"""
+
+
+def _sqlite_count(name: str, key: str, delta: int) -> str:
+    return UPSERT.format(name=f"'{name}'", key=key, delta=delta) + ";"
+
+
+def _sqlite_review(row: str, delta: int) -> str:
+    day = f"substr({row}.submitted_at, 1, 10)"
+    author = (
+        "(SELECT t.author_id FROM goldset_triplerevision v JOIN goldset_triple t "
+        f"ON t.id = v.triple_id WHERE v.id = {row}.revision_id)"
+    )
+    return (
+        _sqlite_count("reviews_day", day, delta)
+        + "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'author_reviews', {author} || '|' || {day}, {delta} WHERE {author} IS NOT NULL "
+        "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'author_flags', {author} || '|' || {day}, {delta} "
+        f"WHERE {author} IS NOT NULL AND {row}.verdict = 'flag' "
+        "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
+    )
+
+
+SQLITE = [
+    "CREATE TRIGGER goldset_triple_counter_insert AFTER INSERT ON goldset_triple BEGIN "
+    + _sqlite_count("triple", TRIPLE_KEY.format(r="NEW"), 1)
+    + " END",
+    "CREATE TRIGGER goldset_triple_counter_delete AFTER DELETE ON goldset_triple BEGIN "
+    + _sqlite_count("triple", TRIPLE_KEY.format(r="OLD"), -1)
+    + " END",
+    "CREATE TRIGGER goldset_triple_counter_update AFTER UPDATE ON goldset_triple "
+    f"WHEN ({TRIPLE_KEY.format(r='OLD')}) IS NOT ({TRIPLE_KEY.format(r='NEW')}) BEGIN "
+    + _sqlite_count("triple", TRIPLE_KEY.format(r="OLD"), -1)
+    + _sqlite_count("triple", TRIPLE_KEY.format(r="NEW"), 1)
+    + " END",
+    "CREATE TRIGGER goldset_record_counter_insert AFTER INSERT ON goldset_answerrecord "
+    "WHEN NOT NEW.is_calibration BEGIN " + _sqlite_count("record", "NEW.tier", 1) + " END",
+    "CREATE TRIGGER goldset_record_counter_delete AFTER DELETE ON goldset_answerrecord "
+    "WHEN NOT OLD.is_calibration BEGIN " + _sqlite_count("record", "OLD.tier", -1) + " END",
+    "CREATE TRIGGER goldset_record_counter_update AFTER UPDATE ON goldset_answerrecord "
+    "WHEN OLD.tier IS NOT NEW.tier OR OLD.is_calibration IS NOT NEW.is_calibration BEGIN "
+    "INSERT INTO goldset_dashboardcounter (name, key, n) SELECT 'record', OLD.tier, -1 "
+    "WHERE NOT OLD.is_calibration "
+    "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
+    "INSERT INTO goldset_dashboardcounter (name, key, n) SELECT 'record', NEW.tier, 1 "
+    "WHERE NOT NEW.is_calibration "
+    "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n; END",
+    "CREATE TRIGGER goldset_label_counter_insert AFTER INSERT ON goldset_label BEGIN "
+    + _sqlite_count("labels_day", "substr(NEW.created_at, 1, 10)", 1)
+    + " END",
+    "CREATE TRIGGER goldset_label_counter_delete AFTER DELETE ON goldset_label BEGIN "
+    + _sqlite_count("labels_day", "substr(OLD.created_at, 1, 10)", -1)
+    + " END",
+    "CREATE TRIGGER goldset_review_counter_insert AFTER INSERT ON goldset_review BEGIN "
+    + _sqlite_review("NEW", 1)
+    + " END",
+    "CREATE TRIGGER goldset_review_counter_delete AFTER DELETE ON goldset_review BEGIN "
+    + _sqlite_review("OLD", -1)
+    + " END",
+]
+
+SQLITE_DROP = [
+    f"DROP TRIGGER IF EXISTS {name}"
+    for name in (
+        "goldset_triple_counter_insert",
+        "goldset_triple_counter_delete",
+        "goldset_triple_counter_update",
+        "goldset_record_counter_insert",
+        "goldset_record_counter_delete",
+        "goldset_record_counter_update",
+        "goldset_label_counter_insert",
+        "goldset_label_counter_delete",
+        "goldset_review_counter_insert",
+        "goldset_review_counter_delete",
+    )
+]
+
+
+def backfill(date_sql) -> list[str]:
+    """Counts of the rows already there (``date_sql`` turns a timestamp column into YYYY-MM-DD)."""
+    return [
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'triple', {TRIPLE_KEY.format(r='t')}, COUNT(*) FROM goldset_triple t "
+        f"GROUP BY {TRIPLE_KEY.format(r='t')}",
+        "INSERT INTO goldset_dashboardcounter (name, key, n) SELECT 'record', tier, COUNT(*) "
+        "FROM goldset_answerrecord WHERE NOT is_calibration GROUP BY tier",
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'labels_day', {date_sql('created_at')}, COUNT(*) FROM goldset_label "
+        f"GROUP BY {date_sql('created_at')}",
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'reviews_day', {date_sql('submitted_at')}, COUNT(*) FROM goldset_review "
+        f"GROUP BY {date_sql('submitted_at')}",
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'author_reviews', t.author_id || '|' || {date_sql('r.submitted_at')}, COUNT(*) "
+        "FROM goldset_review r JOIN goldset_triplerevision v ON v.id = r.revision_id "
+        "JOIN goldset_triple t ON t.id = v.triple_id "
+        f"GROUP BY t.author_id || '|' || {date_sql('r.submitted_at')}",
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'author_flags', t.author_id || '|' || {date_sql('r.submitted_at')}, COUNT(*) "
+        "FROM goldset_review r JOIN goldset_triplerevision v ON v.id = r.revision_id "
+        "JOIN goldset_triple t ON t.id = v.triple_id WHERE r.verdict = 'flag' "
+        f"GROUP BY t.author_id || '|' || {date_sql('r.submitted_at')}",
+    ]
+
+
+def install(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(POSTGRES)
+        statements = backfill(lambda c: f"to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD')")
+    elif vendor == "sqlite":
+        for sql in SQLITE:
+            schema_editor.execute(sql)
+        statements = backfill(lambda c: f"substr({c}, 1, 10)")
+    else:
+        raise RuntimeError(f"no dashboard counter triggers for {vendor}")
+    for sql in statements:
+        schema_editor.execute(sql)
+
+
+def uninstall(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(POSTGRES_DROP)
+    else:
+        for sql in SQLITE_DROP:
+            schema_editor.execute(sql)
