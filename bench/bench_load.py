@@ -82,6 +82,7 @@ def seed(size: int, users: int) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
     django.setup()
     # Django must be set up before models, services and factories are imported.
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
     from django.contrib.sessions.backends.db import SessionStore
@@ -214,8 +215,11 @@ def seed(size: int, users: int) -> dict:
     for user in [*people, lead]:
         store = SessionStore()
         store["_auth_user_id"] = str(user.pk)
-        store["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+        # The backend that signs people in here (a session naming another is not accepted).
+        store["_auth_user_backend"] = settings.AUTHENTICATION_BACKENDS[0]
         store["_auth_user_hash"] = user.get_session_auth_hash()
+        # Stamped as a login would (the idle and absolute timeouts count from here).
+        store["_wb_started_at"] = store["_wb_last_seen"] = int(time.time())
         store.create()
         sessions[user.username] = store.session_key
     return {
