@@ -51,4 +51,4 @@ def test_freeze_preview_lists_a_superseded_pin_and_leaves_it_out_until_confirmed
     assert reasoned.external_id in section and "included" in section and REASON in section
     # issue 12 item 3: the agreement behind the version, before resolution
     reviews = page.locator("#agreement-triple-reviews").inner_text()
-    assert "confirm 4" in reviews and "undefined" in reviews
+    assert "Confirm 4" in reviews and "undefined" in reviews

@@ -51,7 +51,7 @@ def test_sign_in_through_the_provider_maps_groups_to_roles_refuses_the_unmapped_
         # An annotator-mapped user lands signed in as an annotator, with our session stamps.
         response = _sign_in(pages["a"], live_server, "alice")
         assert response.status == 200 and pages["a"].url == f"{live_server.url}/"
-        assert pages["a"].locator(".who").inner_text() == "alice · annotator"
+        assert pages["a"].locator(".who").inner_text() == "alice · Annotator"
         alice = users.get(username="alice")
         assert roles_of(alice) == {"annotator"} and alice.email == "a@x.org"
         assert OidcIdentity.objects.get(user=alice).issuer == oidc_provider.issuer
@@ -62,7 +62,7 @@ def test_sign_in_through_the_provider_maps_groups_to_roles_refuses_the_unmapped_
 
         # Several mapped groups: the strongest role wins.
         _sign_in(pages["b"], live_server, "bob")
-        assert pages["b"].locator(".who").inner_text() == "bob · adjudication_lead"
+        assert pages["b"].locator(".who").inner_text() == "bob · Adjudication lead"
         # ... and the session is ours: idle past SESSION_IDLE_TIMEOUT_SECONDS, it ends.
         store = SessionStore(session_key=_session_key(contexts["b"]))
         store[SessionSecurityMiddleware.SEEN] = int(time.time()) - 31 * 60
@@ -83,13 +83,13 @@ def test_sign_in_through_the_provider_maps_groups_to_roles_refuses_the_unmapped_
         # A role changed at the provider applies at the next sign-in. Logging out here also
         # ends the provider's session (RP-initiated logout), so the provider asks again.
         oidc_provider.set_user("alice", IDP_PASSWORD, ["goldset-admins"], "a@x.org")
-        assert pages["a"].locator(".who").inner_text() == "alice · annotator"  # not before
+        assert pages["a"].locator(".who").inner_text() == "alice · Annotator"  # not before
         old_session = _session_key(contexts["a"])
         pages["a"].click("text=Log out")
         pages["a"].wait_for_url(re.compile(r".*/login/$"))
         assert not SessionStore().exists(old_session)
         _sign_in(pages["a"], live_server, "alice")
-        assert pages["a"].locator(".who").inner_text() == "alice · admin"
+        assert pages["a"].locator(".who").inner_text() == "alice · Admin"
         alice = users.get(username="alice")  # roles_of caches on the object
         assert alice.is_staff and roles_of(alice) == {"admin"}
         changes = AuditEvent.objects.filter(verb="role_changed", actor=alice).order_by("id")
@@ -111,7 +111,7 @@ def test_sign_in_through_the_provider_maps_groups_to_roles_refuses_the_unmapped_
         page.goto("/login/")
         page.click("text=Sign in with Test IdP")  # still signed in at the provider
         page.wait_for_url(f"{live_server.url}/")
-        assert page.locator(".who").inner_text() == "carol · adjudication_lead"
+        assert page.locator(".who").inner_text() == "carol · Adjudication lead"
     finally:
         for context in contexts.values():
             context.close()
