@@ -32,6 +32,7 @@ class Receiver:
     delays: list[float] = field(default_factory=list)  # seconds before answering, per request
     secret: str = ""
     requests: list[Received] = field(default_factory=list)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
     port: int = 0
 
     @property
@@ -47,16 +48,17 @@ class Receiver:
             verified = True
         except (WebhookVerificationError, ValueError):
             payload, verified = None, False
-        self.requests.append(Received(handler.path, headers, body, verified, payload))
-        count = len(self.requests)
+        with self.arrived:
+            self.requests.append(Received(handler.path, headers, body, verified, payload))
+            count = len(self.requests)
+            self.arrived.notify_all()
         if count <= len(self.delays):
             threading.Event().wait(self.delays[count - 1])
         return self.statuses[min(count, len(self.statuses)) - 1]
 
     def wait_for(self, count: int, *, deadline_s: float = 30.0) -> list[Received]:
-        deadline = time.monotonic() + deadline_s
-        while len(self.requests) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with self.arrived:
+            self.arrived.wait_for(lambda: len(self.requests) >= count, timeout=deadline_s)
         return self.requests
 
 
