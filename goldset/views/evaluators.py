@@ -46,7 +46,13 @@ def evaluator_detail(request, pk):
     evaluator = selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
     form = JsonlUploadForm(request.POST or None, request.FILES or None)
     imports = selectors.list_evaluator_imports(evaluator=evaluator)[:50]
-    context = {"evaluator": evaluator, "form": form, "errors": [], "imports": imports}
+    context = {
+        "evaluator": evaluator,
+        "form": form,
+        "errors": [],
+        "imports": imports,
+        "jobs": selectors.list_evaluator_import_jobs(evaluator=evaluator),
+    }
     if request.method == "POST" and form.is_valid():
         return submit_upload(
             request,

@@ -108,6 +108,7 @@ def test_the_page_upload_for_every_role(
     assert client_for(annotator).get(response.url).status_code == 404
     detail = admin.get(page_url(judge)).content.decode()
     assert "o.jsonl" in detail  # the accepted file is listed on the evaluator's page
+    assert f'href="{response.url}"' in detail  # and its import job
 
 
 def test_the_api_upload_for_every_role_and_a_read_only_token(
