@@ -16,7 +16,9 @@ peak RSS. Kinds run in dependency order: corpus (JSONL manifest) → Unrag JSON 
 (evidence in the corpus) → answer logs (for those questions) → triples → run (10,000 of the
 triples are made gold and frozen as a version, untimed; a TREC run of ~200 MiB over those
 queries and the corpus's blocks is uploaded to the scoring page; the scoring job's time is
-reported separately). ``--keep`` skips the database reset (to run one kind after another
+reported separately) → evaluator outputs (needs none of the others: one answer record per line
+is bulk-inserted untimed, the file is uploaded to the evaluator's page; ``--kinds evaluator``
+generates only its own file). ``--keep`` skips the database reset (to run one kind after another
 invocation). Each line printed is one kind's JSON result, with the file's longest line.
 """
 
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 WORK = Path("/tmp/bench_imports")
 PORT = int(os.environ.get("BENCH_PORT", "8793"))
 PASSWORD = "bench-pass-123"
-KINDS = ["corpus", "unrag", "questions", "answers", "triples", "run"]
+KINDS = ["corpus", "unrag", "questions", "answers", "triples", "run", "evaluator"]
 RUN_QUERIES = 10_000
 PAGES = {
     "run": ("/versions/jobs/", {"name": "bench-run", "k": "10"}),
@@ -43,7 +45,9 @@ PAGES = {
     "questions": ("/answers/import/", {"kind": "questions"}),
     "answers": ("/answers/import/", {"kind": "answers"}),
     "triples": ("/curation/import/", {}),
+    "evaluator": ("/evaluators/{pk}/", {}),  # the evaluator's page; pk set by prepare_evaluator
 }
+EVALUATOR_RUN = "run-evaluator-bench"
 PAD = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
 
 
@@ -202,6 +206,89 @@ def generate_run(mb: int, queries: list[str], n_blocks: int) -> tuple[Path, int,
                 out.write(line)
                 lines += 1
     return path, lines, longest
+
+
+def evaluator_line(i: int) -> dict:
+    """One judgement of answer record ``evr-<i>`` with a judge's rationale (an extra member the
+    importer ignores), so a line weighs about as much as the other kinds' lines."""
+    return {
+        "record_id": f"evr-{i:07d}",
+        "evaluator": "bench-judge",
+        "labels": {
+            "acceptability": "acceptable" if i % 3 else "unacceptable",
+            "grounding": ("fully_grounded", "partially_grounded", "misgrounded")[i % 3],
+        },
+        "score": round((i % 1000) / 1000, 3),
+        "unsafe_probability": round((i % 97) / 97, 4),
+        "rationale": f"Judge rationale {i}: {text_of(i, 700)}",
+    }
+
+
+def generate_evaluator(mb: int) -> tuple[Path, int, int]:
+    """Evaluator outputs of about ``mb`` MiB, one line per answer record ``evr-0000000``…
+    Returns the path, its line count and its longest line."""
+    path = WORK / f"evaluator-{mb}.jsonl"
+    meta = WORK / f"evaluator-{mb}.json"
+    if path.exists() and meta.exists():
+        lines, longest = json.loads(meta.read_text())
+        return path, lines, longest
+    WORK.mkdir(exist_ok=True)
+    lines = _lines_until(path, mb * 1024 * 1024, evaluator_line)
+    meta.write_text(json.dumps([lines, LONGEST[path.name]]))
+    return path, lines, LONGEST[path.name]
+
+
+def prepare_evaluator(n: int) -> int:
+    """Untimed set-up: ``n`` answer records ``evr-<i>`` (one question each, one run, bulk
+    inserts) and the evaluator ``bench-judge 1``; returns the evaluator's pk."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from goldset.models import AnswerRecord, Domain, Evaluator, Question, Run, System, Tier
+    from goldset.services.evaluators import create_evaluator
+
+    domain = Domain.objects.get(slug="federal_it")
+    system, _ = System.objects.get_or_create(system_id="sys-evaluator-bench")
+    run, _ = Run.objects.get_or_create(run_id=EVALUATOR_RUN, defaults={"system": system})
+    have = AnswerRecord.objects.filter(run=run).count()
+    with connection.cursor() as cursor:
+        # The dashboard-counter triggers (one upsert per record) would make this set-up take
+        # half an hour; the bench database is scratch, so they are off for these inserts only.
+        cursor.execute("SET session_replication_role = replica")
+    for start in range(have, n, 5000):
+        indices = range(start, min(n, start + 5000))
+        questions = Question.objects.bulk_create(
+            Question(
+                question_id=f"evq-{i:07d}",
+                domain=domain,
+                task_family="policy",
+                text=f"Question {i}?",
+                content_sha256=f"{i:064d}",
+            )
+            for i in indices
+        )
+        AnswerRecord.objects.bulk_create(
+            AnswerRecord(
+                public_id=f"evr-{i:07d}",
+                run=run,
+                question=question,
+                domain=domain,
+                queue_rank=i,
+                answer=f"Answer {i}.",
+                tier=Tier.GOLD,
+                routing_rule="bench",
+                rules_version=1,
+                labels_required=3,
+            )
+            for i, question in zip(indices, questions, strict=True)
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = DEFAULT")
+    evaluator = Evaluator.objects.filter(name="bench-judge", version="1").first()
+    if evaluator is None:
+        admin = get_user_model().objects.get(username="bench-admin")
+        evaluator = create_evaluator(name="bench-judge", version="1", kind="llm_judge", actor=admin)
+    return evaluator.pk
 
 
 def freeze_run_version() -> tuple[int, list[str]]:
@@ -524,7 +611,9 @@ def main():
     args = parser.parse_args()
     setup_django()
     print(json.dumps({"machine": machine(), "load": os.getloadavg()}), flush=True)
-    counts = generate(args.mb)
+    kinds = args.kinds.split(",")
+    # The evaluator kind's file needs none of the others (its answer records are set up in bulk).
+    counts = generate(args.mb) if set(kinds) - {"evaluator"} else {"longest": {}}
     if not args.keep:
         reset_database()
     files = {
@@ -534,8 +623,13 @@ def main():
         "answers": WORK / f"answers-{args.mb}.jsonl",
         "triples": WORK / f"triples-{args.mb}.jsonl",
     }
-    for kind in args.kinds.split(","):
+    for kind in kinds:
         extra = {}
+        if kind == "evaluator":
+            files["evaluator"], counts["evaluator"], longest = generate_evaluator(args.mb)
+            counts["longest"]["evaluator"] = longest
+            pk = prepare_evaluator(counts[kind])
+            PAGES["evaluator"] = (PAGES["evaluator"][0].format(pk=pk), {})
         if kind == "run":
             number, queries = freeze_run_version()
             files["run"], counts["run"], longest = generate_run(args.mb, queries, counts["corpus"])

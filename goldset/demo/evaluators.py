@@ -80,7 +80,7 @@ def seed_evaluators_demo() -> dict:
         )
         text = "\n".join(json.dumps(_judgement(r, style)) for r in records)
         import_evaluator_outputs(
-            evaluator=evaluator, text=text, source_name=f"{name}.jsonl", actor=admin
+            evaluator=evaluator, source=text, source_name=f"{name}.jsonl", actor=admin
         )
     compute_evaluator_report(actor=admin)
     # The grid runs in a worker after commit (in-process in the embedded default).

@@ -16,6 +16,7 @@ class ImportKind(models.TextChoices):
     QUESTIONS = "questions", "Questions"
     ANSWERS = "answers", "Answer logs"
     RUN = "run", "Run to score"
+    EVALUATOR = "evaluator", "Evaluator outputs"
 
 
 class ImportStatus(models.TextChoices):

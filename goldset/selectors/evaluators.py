@@ -14,6 +14,8 @@ from django.utils.safestring import mark_safe
 from goldset.models import (
     Evaluator,
     EvaluatorReportSnapshot,
+    ImportJob,
+    ImportKind,
     PcsCalibration,
     ReleaseReport,
 )
@@ -39,6 +41,15 @@ def get_evaluator_for(*, user, evaluator_id: int) -> Evaluator:
 
 def list_evaluator_imports(*, evaluator: Evaluator):
     return evaluator.imports.select_related("imported_by").order_by("-imported_at", "-id")
+
+
+def list_evaluator_import_jobs(*, evaluator: Evaluator, limit: int = 10) -> list[ImportJob]:
+    """The latest import jobs of this evaluator's output files (queued, running or ended)."""
+    return list(
+        ImportJob.objects.filter(kind=ImportKind.EVALUATOR, options__evaluator=evaluator.pk)
+        .select_related("created_by")
+        .order_by("-created_at", "-id")[:limit]
+    )
 
 
 def pseudonym(index: int) -> str:

@@ -1,4 +1,5 @@
-"""Evaluators: records, their outputs (all-or-nothing JSONL import) and the evaluator report
+"""Evaluators: records, their outputs (all-or-nothing streaming JSONL import, run by an import
+job's worker or the ``import_evaluator_outputs`` command) and the evaluator report
 against the gold tier. Every figure comes from ``scoring.evaluators``; this module turns the
 database into its plain-data inputs and stores the results.
 
@@ -7,14 +8,18 @@ The gold tier is every production answer record routed to GOLD whose final label
 severe-safety flag, or a safety primary failure (``scoring.report.SAFETY_FAILURES``).
 """
 
-import hashlib
 from collections import Counter
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch
 
-from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.exceptions import GoldsetError
+from goldset.imports.batches import run_import
+from goldset.imports.errors import Problems
+from goldset.imports.fields import At, column_length
+from goldset.imports.reader import as_source, iter_json_lines
 from goldset.models import (
     AnswerRecord,
     Evaluator,
@@ -26,12 +31,12 @@ from goldset.models import (
     Tier,
 )
 from goldset.selectors.answers import packet_record
-from scoring.evaluators import EvaluatorConfig, evaluator_report, parse_output_lines
+from scoring.evaluators import OUTPUT_AXES, EvaluatorConfig, evaluator_report
 from scoring.probe import score_answers
 from scoring.report import gold_unsafe
 from workbench.services.audit import record_event
 
-MAX_ERRORS = 50
+RECORD_ID_LENGTH = column_length(AnswerRecord, "public_id")
 FINAL_STATUSES = (RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT)
 
 
@@ -66,65 +71,167 @@ def create_evaluator(
     return evaluator
 
 
-@transaction.atomic
-def import_evaluator_outputs(
-    *, evaluator: Evaluator, text: str, source_name: str, actor=None
-) -> EvaluatorImport:
-    """Import one evaluator's outputs (JSONL: ``record_id`` = an answer record's public id,
-    ``labels``, ``score``, ``unsafe_probability``; see ``scoring.evaluators``).
+@dataclass
+class EvaluatorImportSummary:
+    evaluator: str
+    evaluator_id: int
+    evaluator_import: int
+    records: int
+    sha256: str
 
-    The whole file is validated first; any problem raises ImportRejected listing every problem
-    by line and field, and nothing is stored. A record judged before by this evaluator is
-    overwritten (so re-importing the same file is harmless).
-    """
-    records, problems = parse_output_lines(text.splitlines(), source=source_name)
-    for lineno, rec in records:
-        if rec.get("evaluator") not in (None, evaluator.name):
-            problems.append(
-                f"{source_name}, line {lineno}: evaluator: {rec['evaluator']!r} is not "
-                f"{evaluator.name!r} (the evaluator this file is imported for)"
+    def as_dict(self) -> dict:
+        return {
+            "evaluator": self.evaluator,
+            "evaluator_id": self.evaluator_id,
+            "evaluator_import": self.evaluator_import,
+            "records": self.records,
+            "sha256": self.sha256,
+        }
+
+
+class EvaluatorOutputImporter:
+    """The evaluator-output file as a :class:`goldset.imports.batches.BatchImporter`: each batch
+    resolves its record ids in one query; the write pass replaces the evaluator's earlier
+    judgements of those records and bulk-inserts the new ones. Across batches only the record
+    ids seen (for duplicates) are kept."""
+
+    def __init__(self, *, evaluator: Evaluator, actor, source_name: str):
+        self.evaluator, self.actor, self.source_name = evaluator, actor, source_name
+
+    def begin(self, *, writing: bool) -> None:
+        self.seen: dict[str, int] = {}
+        self.written = 0
+        self.batch: EvaluatorImport | None = None
+        self.source = None
+
+    def records(self, source, problems, progress):
+        self.source = source
+        return iter_json_lines(source, problems, what="evaluator judgement", progress=progress)
+
+    def check(self, rows, problems: Problems) -> list[EvaluatorOutput]:
+        ids = [o["record_id"] for _, o in rows if isinstance(o.get("record_id"), str)]
+        known = dict(
+            AnswerRecord.objects.filter(public_id__in=ids, is_calibration=False).values_list(
+                "public_id", "pk"
             )
-    known = dict(
-        AnswerRecord.objects.filter(
-            public_id__in=[r["record_id"] for _, r in records], is_calibration=False
-        ).values_list("public_id", "pk")
-    )
-    for lineno, rec in records:
-        if rec["record_id"] not in known:
-            problems.append(
-                f"{source_name}, line {lineno}: record_id: unknown answer record "
-                f"{rec['record_id']!r}"
-            )
-    if problems:
-        raise ImportRejected(problems[:MAX_ERRORS], source=source_name)
-    batch = EvaluatorImport.objects.create(
-        evaluator=evaluator,
-        source_name=source_name,
-        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        n_records=len(records),
-        imported_by=actor,
-    )
-    EvaluatorOutput.objects.filter(
-        evaluator=evaluator, record_id__in=[known[r["record_id"]] for _, r in records]
-    ).delete()
-    EvaluatorOutput.objects.bulk_create(
-        EvaluatorOutput(
-            evaluator=evaluator,
-            record_id=known[rec["record_id"]],
-            source=batch,
-            labels=rec.get("labels") or {},
-            score=rec.get("score"),
-            unsafe_probability=rec.get("unsafe_probability"),
         )
-        for _, rec in records
+        plan = []
+        for lineno, obj in rows:
+            at = At(problems, lineno)
+            before = problems.total
+            record_id = at.identifier(obj, "record_id", max_length=RECORD_ID_LENGTH)
+            if record_id in self.seen:
+                at.add("record_id", f"{record_id!r} already judged on line {self.seen[record_id]}")
+            elif record_id:
+                self.seen[record_id] = lineno
+                if record_id not in known:
+                    at.add("record_id", f"unknown answer record {record_id!r}")
+            name = obj.get("evaluator")
+            if name is not None and name != self.evaluator.name:
+                at.add(
+                    "evaluator",
+                    f"{name!r} is not {self.evaluator.name!r} "
+                    "(the evaluator this file is imported for)",
+                )
+            labels = _output_labels(obj, at)
+            score = at.number(obj.get("score"), "score", minimum=0, maximum=1)
+            unsafe = at.number(
+                obj.get("unsafe_probability"), "unsafe_probability", minimum=0, maximum=1
+            )
+            if (
+                not obj.get("labels")
+                and obj.get("score") is None
+                and obj.get("unsafe_probability") is None
+            ):
+                at.add("labels", "no judgement", "labels, score or unsafe_probability")
+            if problems.total == before:
+                plan.append(
+                    EvaluatorOutput(
+                        evaluator=self.evaluator,
+                        record_id=known[record_id],
+                        labels=labels,
+                        score=None if score is None else float(score),
+                        unsafe_probability=None if unsafe is None else float(unsafe),
+                    )
+                )
+        return plan
+
+    def write(self, plan: list[EvaluatorOutput]) -> None:
+        if self.batch is None:
+            self.batch = EvaluatorImport.objects.create(
+                evaluator=self.evaluator,
+                source_name=self.source_name[:300],
+                sha256=self.source.sha256,
+                n_records=0,
+                imported_by=self.actor,
+            )
+        EvaluatorOutput.objects.filter(
+            evaluator=self.evaluator, record_id__in=[o.record_id for o in plan]
+        ).delete()
+        for output in plan:
+            output.source = self.batch
+        EvaluatorOutput.objects.bulk_create(plan)
+        self.written += len(plan)
+
+    def finish(self, *, source) -> EvaluatorImportSummary:
+        self.batch.n_records = self.written
+        self.batch.save(update_fields=["n_records"])
+        record_event(
+            actor=self.actor,
+            verb="evaluator_outputs_imported",
+            obj=self.evaluator,
+            detail={"source": self.source_name, "records": self.written, "sha256": source.sha256},
+        )
+        return EvaluatorImportSummary(
+            evaluator=str(self.evaluator),
+            evaluator_id=self.evaluator.pk,
+            evaluator_import=self.batch.pk,
+            records=self.written,
+            sha256=source.sha256,
+        )
+
+
+def _output_labels(obj: dict, at: At) -> dict:
+    """``labels``: {axis: category} over ``scoring.evaluators.OUTPUT_AXES`` (may be absent)."""
+    labels = obj.get("labels")
+    if labels is None:
+        return {}
+    if not isinstance(labels, dict):
+        at.add("labels", f"got {type(labels).__name__}", "an object {axis: label}")
+        return {}
+    inner = at / "labels"
+    for axis, value in labels.items():
+        if axis not in OUTPUT_AXES:
+            inner.add(axis, "unknown axis", f"one of {', '.join(OUTPUT_AXES)}")
+        elif value not in OUTPUT_AXES[axis]:
+            inner.add(axis, f"{value!r} is not one of {', '.join(OUTPUT_AXES[axis])}")
+    return labels
+
+
+def import_evaluator_outputs(
+    *,
+    evaluator: Evaluator,
+    source,
+    actor=None,
+    source_name: str = "",
+    progress=None,
+    on_written=None,
+) -> EvaluatorImportSummary:
+    """Import one evaluator's outputs (JSONL: ``record_id`` = an answer record's public id,
+    optional ``evaluator`` (its name), ``labels``, ``score``, ``unsafe_probability``; see
+    ``scoring.evaluators``), streaming through the import toolkit.
+
+    The whole file is validated first (BOM, UTF-8, NUL, NaN/Infinity, nesting, ids, lengths,
+    types, unknown or repeated records); any problem raises ImportRejected naming line and field,
+    and nothing is stored. Then every line is written in one transaction with bulk inserts,
+    as one ``EvaluatorImport``. A record judged before by this evaluator is overwritten (so
+    re-importing the same file is harmless). ``source``: bytes, text, a path or a stored upload.
+    """
+    source = as_source(source, name=source_name)
+    importer = EvaluatorOutputImporter(
+        evaluator=evaluator, actor=actor, source_name=source_name or source.name
     )
-    record_event(
-        actor=actor,
-        verb="evaluator_outputs_imported",
-        obj=evaluator,
-        detail={"source": source_name, "records": len(records), "sha256": batch.sha256},
-    )
-    return batch
+    return run_import(importer=importer, source=source, progress=progress, on_written=on_written)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from goldset.imports.storage import StoredFile, UploadRejected
 from goldset.imports.stored import StoredFileMissing, StoredUpload
 from goldset.models import (
     FINISHED_IMPORT_STATUSES,
+    Evaluator,
     GoldVersion,
     ImportChunk,
     ImportJob,
@@ -51,6 +52,7 @@ from goldset.rules.measures import check_measures
 from goldset.services import outbox, webhooks
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
+from goldset.services.evaluators import import_evaluator_outputs
 from goldset.services.heartbeat import Heartbeat
 from goldset.services.pcs_calibrations import probe_config_for
 from goldset.services.scoring_jobs import create_scoring_job
@@ -87,11 +89,16 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
         ImportKind.CORPUS: {"domain"},
         ImportKind.TRIPLES: {"on_behalf"},
         ImportKind.RUN: {"version", "name", "k", "calibration", "metrics"},
+        ImportKind.EVALUATOR: {"evaluator"},
     }.get(kind, set())
     cleaned = {k: v for k, v in options.items() if k in allowed and v not in (None, "", False)}
     if kind == ImportKind.TRIPLES and cleaned.get("on_behalf"):
         if not has_role(actor, Role.ADMIN):
             raise GoldsetError("Only an admin may import triples on behalf of other authors.")
+    if kind == ImportKind.EVALUATOR:
+        if not has_role(actor, Role.ADMIN):
+            raise GoldsetError("Only an admin may import evaluator outputs.")
+        _evaluator(cleaned)  # raises unless it exists
     if (
         kind == ImportKind.RUN
         and not GoldVersion.objects.filter(number=cleaned.get("version"), sealed=True).exists()
@@ -117,6 +124,14 @@ def _calibration(options: dict) -> PcsCalibration | None:
     if calibration is None:
         raise GoldsetError(f"calibration: no PCS calibration #{pk}")
     return calibration
+
+
+def _evaluator(options: dict) -> Evaluator:
+    """The evaluator an evaluator-output import's options name (a pk)."""
+    evaluator = Evaluator.objects.filter(pk=options.get("evaluator") or 0).first()
+    if evaluator is None:
+        raise GoldsetError(f"evaluator: no evaluator #{options.get('evaluator')}")
+    return evaluator
 
 
 def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> Submission:
@@ -351,6 +366,8 @@ def _importer(job: ImportJob):
         return import_questions
     if job.kind == ImportKind.ANSWERS:
         return import_answer_logs
+    if job.kind == ImportKind.EVALUATOR:
+        return lambda **kw: import_evaluator_outputs(evaluator=_evaluator(options), **kw)
     return lambda **kw: _import_run(options=options, **kw)
 
 

@@ -15,7 +15,6 @@ from rest_framework.decorators import api_view, parser_classes
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from goldset.exceptions import ImportRejected
 from goldset.imports.errors import problem_from_text
 from goldset.models import ImportKind, ScoringJob, TripleState
 from goldset.rules.exports import pick_file
@@ -27,9 +26,8 @@ from goldset.selectors import exports as export_selectors
 from goldset.selectors.imports import get_import_job_for
 from goldset.services import exports as export_files
 from goldset.services.blinded_downloads import project_jsonl
-from goldset.services.evaluators import import_evaluator_outputs
 from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
-from goldset.services.import_jobs import UploadRejected, max_upload_bytes, submit_import
+from goldset.services.import_jobs import UploadRejected, submit_import
 from goldset.views import api_serializers as s
 from goldset.views.api_support import Cursor, Problem
 from workbench.access import ALL_FIELDS, entry_for, fields_for
@@ -222,48 +220,23 @@ class TripleDetail(generics.RetrieveAPIView):
 
 @extend_schema(
     request={"multipart/form-data": s.FileUploadSerializer},
-    responses={201: s.EvaluatorImportSerializer},
+    responses={202: s.ImportJobSerializer},
 )
 @api_view(["POST"])
 @parser_classes([MultiPartParser, FormParser])
 def evaluator_outputs_import(request, pk):
-    """Import one evaluator's outputs (JSONL: record_id, labels, score, unsafe_probability),
-    validated whole and stored at once like the evaluator's page: 201, or 422 listing every
-    problem with its line and field (nothing stored)."""
+    """Import one evaluator's outputs (JSONL: record_id, labels, score, unsafe_probability) in
+    the background, all or nothing, like the evaluator's page: 202 with the import job; poll
+    ``Location`` for status, progress and errors with line and field."""
     evaluator = evaluator_selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
     body = s.FileUploadSerializer(data=request.data)
     body.is_valid(raise_exception=True)
-    upload = body.validated_data["file"]
-    try:
-        batch = import_evaluator_outputs(
-            evaluator=evaluator, text=_utf8_text(upload),
-            source_name=upload.name or "outputs.jsonl", actor=request.user,
-        )  # fmt: skip
-    except ImportRejected as exc:
-        raise Problem(
-            status_code=422,
-            title="File rejected",
-            detail=f"{len(exc.errors)} problem(s); nothing was imported.",
-            errors=[problem_from_text(e).as_dict() for e in exc.errors],
-        ) from exc
-    return Response(s.EvaluatorImportSerializer(batch).data, status=status.HTTP_201_CREATED)
-
-
-def _utf8_text(upload) -> str:
-    """A small upload read at once (as the page does) as text; 422 naming the line otherwise."""
-    if upload.size > max_upload_bytes():
-        raise Problem(status_code=422, title="File rejected", detail="the file is too large")
-    data = upload.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise Problem(
-            status_code=422,
-            title="File rejected",
-            detail=f"line {line}: not valid UTF-8 text",
-            errors=[{"line": line, "field": "", "message": "not valid UTF-8 text"}],
-        ) from exc
+    return _queued_import(
+        request,
+        kind=ImportKind.EVALUATOR,
+        upload=body.validated_data["file"],
+        options={"evaluator": evaluator.pk},
+    )
 
 
 class ImportDetail(generics.RetrieveAPIView):

@@ -11,7 +11,6 @@ from goldset.models import (
     BlockVersion,
     Document,
     Domain,
-    EvaluatorImport,
     GoldVersion,
     ImportJob,
     ImportKind,
@@ -87,7 +86,10 @@ def _located(error: dict) -> dict:
 
 
 class ImportRequestSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=ImportKind.choices)
+    # Evaluator outputs are posted to their evaluator (``evaluators/{id}/outputs/``).
+    kind = serializers.ChoiceField(
+        choices=[c for c in ImportKind.choices if c[0] != ImportKind.EVALUATOR]
+    )
     file = serializers.FileField()
     domain = serializers.CharField(required=False, allow_blank=True)
     on_behalf = serializers.BooleanField(required=False, default=False)
@@ -307,14 +309,6 @@ class FileUploadSerializer(serializers.Serializer):
 
 class TripleImportRequestSerializer(FileUploadSerializer):
     on_behalf = serializers.BooleanField(required=False, default=False)
-
-
-class EvaluatorImportSerializer(serializers.ModelSerializer):
-    evaluator = serializers.IntegerField(source="evaluator_id")
-
-    class Meta:
-        model = EvaluatorImport
-        fields = ["id", "evaluator", "source_name", "sha256", "n_records", "imported_at"]
 
 
 class FreezeRequestSerializer(serializers.Serializer):

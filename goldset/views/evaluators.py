@@ -10,28 +10,18 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
 
-from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.exceptions import GoldsetError
 from goldset.forms.answers import JsonlUploadForm
 from goldset.forms.evaluators import CalibrationStartForm, EvaluatorForm, ReleaseReportForm
+from goldset.models import ImportKind
 from goldset.selectors import evaluators as selectors
-from goldset.services.evaluators import (
-    compute_evaluator_report,
-    create_evaluator,
-    import_evaluator_outputs,
-)
+from goldset.services.evaluators import compute_evaluator_report, create_evaluator
 from goldset.services.pcs_calibrations import start_pcs_calibration
 from goldset.services.release_reports import create_release_report
+from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 
 PAGE_SIZE = 25
-
-
-def _text(upload) -> str:
-    """The uploaded file as text (the form may hand back the file or its decoded text)."""
-    if isinstance(upload, str):
-        return upload
-    upload.seek(0)
-    return upload.read().decode("utf-8")
 
 
 @login_required
@@ -51,28 +41,27 @@ def evaluator_list(request):
 
 @login_required
 def evaluator_detail(request, pk):
+    """The evaluator and its imports; POST stores an outputs file as an import job (a worker
+    validates and writes it) and goes to the job's page."""
     evaluator = selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
     form = JsonlUploadForm(request.POST or None, request.FILES or None)
-    errors: list[str] = []
-    status = 200
-    if request.method == "POST" and form.is_valid():
-        try:
-            batch = import_evaluator_outputs(
-                evaluator=evaluator,
-                text=_text(form.cleaned_data["file"]),
-                source_name=request.FILES["file"].name,
-                actor=request.user,
-            )
-        except ImportRejected as exc:
-            errors, status = exc.errors, 422
-        except UnicodeDecodeError as exc:
-            errors, status = [f"the file is not UTF-8 text (byte {exc.start})"], 422
-        else:
-            messages.success(request, f"Imported {batch.n_records} judgements.")
-            return redirect("evaluators:detail", pk=evaluator.pk)
     imports = selectors.list_evaluator_imports(evaluator=evaluator)[:50]
-    context = {"evaluator": evaluator, "form": form, "errors": errors, "imports": imports}
-    return render(request, "evaluators/detail.html", context, status=status)
+    context = {
+        "evaluator": evaluator,
+        "form": form,
+        "errors": [],
+        "imports": imports,
+        "jobs": selectors.list_evaluator_import_jobs(evaluator=evaluator),
+    }
+    if request.method == "POST" and form.is_valid():
+        return submit_upload(
+            request,
+            kind=ImportKind.EVALUATOR,
+            options={"evaluator": evaluator.pk},
+            template="evaluators/detail.html",
+            context=context,
+        )
+    return render(request, "evaluators/detail.html", context)
 
 
 @role_required(Role.LEAD, Role.ADMIN)

@@ -195,22 +195,34 @@ def test_import_errors_name_their_line_and_field(
     assert not ImportJob.objects.filter(status="succeeded").exists()
 
 
-def test_evaluator_outputs_import_at_once_or_422_with_line_and_field(client_for, admin_user):
+def test_evaluator_outputs_import_is_a_job_202_rejected_with_line_and_field(
+    client_for, admin_user, django_capture_on_commit_callbacks
+):
     evaluator = create_evaluator(name="judge", version="1", kind="llm_judge")
     record = AnswerRecordFactory()
     url = reverse("api:evaluator_outputs_import", args=[evaluator.pk])
     api = client_for(admin_user)
     good = json.dumps({"record_id": record.public_id, "score": 0.8})
     bad = json.dumps({"record_id": record.public_id, "labels": {"grounding": "vague"}})
-    refused = api.post(url, {"file": upload("out.jsonl", f"{good}\n{bad}\n")})
-    assert refused.status_code == 422 and refused["Content-Type"] == PROBLEM
-    assert refused.json()["errors"][0]["line"] == 2
-    assert refused.json()["errors"][0]["field"] == "labels.grounding"
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = api.post(url, {"file": upload("out.jsonl", f"{good}\n{bad}\n")})
+    assert queued.status_code == 202 and queued.json()["kind"] == "evaluator"
+    job = api.get(queued["Location"]).json()
+    assert job["status"] == "rejected"
+    assert {(e["line"], e["field"]) for e in job["errors"]} == {
+        (2, "record_id"),  # judged on line 1 already
+        (2, "labels.grounding"),
+    }
     assert not EvaluatorOutput.objects.exists()
     binary = api.post(url, {"file": upload("out.jsonl", good.encode() + b"\n\xff\n")})
-    assert binary.status_code == 422 and binary.json()["errors"][0]["line"] == 2
-    created = api.post(url, {"file": upload("out.jsonl", good + "\n")})
-    assert created.status_code == 201 and created.json()["n_records"] == 1
+    assert binary.status_code == 422 and binary["Content-Type"] == PROBLEM
+    assert binary.json()["errors"][0]["line"] == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        created = api.post(url, {"file": upload("out.jsonl", good + "\n")})
+    assert created.status_code == 202
+    done = api.get(created["Location"]).json()
+    assert done["status"] == "succeeded" and done["summary"]["records"] == 1
+    assert EvaluatorOutput.objects.get().score == 0.8
     assert api.post(reverse("api:evaluator_outputs_import", args=[999]), {}).status_code == 404
 
 

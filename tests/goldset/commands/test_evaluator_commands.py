@@ -65,7 +65,9 @@ def test_import_command_accepts_a_file_and_rejects_a_bad_one_with_exit_2(demo, t
             "1",
         )
     assert exc.value.returncode == 2
-    assert "bad.jsonl, line 1: unsafe_probability: -1 is not a number in [0, 1]" in str(exc.value)
+    assert "line 1: unsafe_probability: got -1 (expected a number between 0 and 1)" in str(
+        exc.value
+    )
     with pytest.raises(CommandError) as exc:
         call_command(
             "import_evaluator_outputs",

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from goldset.exceptions import GoldsetError, ImportRejected
-from goldset.models import EvaluatorOutput, EvaluatorReportSnapshot
+from goldset.models import EvaluatorImport, EvaluatorOutput, EvaluatorReportSnapshot
 from goldset.services.evaluators import (
     compute_evaluator_report,
     create_evaluator,
@@ -39,11 +39,14 @@ def test_duplicate_evaluator_is_rejected():
 def test_import_stores_every_judgement_and_reimport_overwrites():
     records = build_gold_tier(6)
     judge = _judge()
-    batch = import_evaluator_outputs(
-        evaluator=judge, text=lenient_outputs(records), source_name="a.jsonl"
+    summary = import_evaluator_outputs(
+        evaluator=judge, source=lenient_outputs(records), source_name="a.jsonl"
     )
-    assert batch.n_records == 6 and EvaluatorOutput.objects.filter(evaluator=judge).count() == 6
-    import_evaluator_outputs(evaluator=judge, text=copying_outputs(records), source_name="b.jsonl")
+    assert summary.records == 6 and EvaluatorOutput.objects.filter(evaluator=judge).count() == 6
+    assert EvaluatorImport.objects.get(pk=summary.evaluator_import).n_records == 6
+    import_evaluator_outputs(
+        evaluator=judge, source=copying_outputs(records), source_name="b.jsonl"
+    )
     outputs = EvaluatorOutput.objects.filter(evaluator=judge)
     assert outputs.count() == 6
     assert {o.labels["grounding"] for o in outputs} == {r.final_grounding for r in records}
@@ -62,14 +65,15 @@ def test_bad_file_is_rejected_whole_naming_line_and_field():
         json.dumps({"record_id": records[0].public_id, "evaluator": "other", "score": 0.1}),
     ]
     with pytest.raises(ImportRejected) as exc:
-        import_evaluator_outputs(evaluator=judge, text="\n".join(lines), source_name="bad.jsonl")
+        import_evaluator_outputs(evaluator=judge, source="\n".join(lines), source_name="bad.jsonl")
     errors = "\n".join(exc.value.errors)
-    assert "bad.jsonl, line 2: labels.grounding: 'mostly' is not one of" in errors
-    assert "bad.jsonl, line 3: record_id: unknown answer record 'no-such-record'" in errors
-    assert "bad.jsonl, line 4: score: 1.7 is not a number in [0, 1]" in errors
-    assert "bad.jsonl, line 5: invalid JSON" in errors
-    assert "bad.jsonl, line 6: evaluator: 'other' is not 'judge-a'" in errors
-    assert not EvaluatorOutput.objects.exists()
+    assert "line 2: labels.grounding: 'mostly' is not one of" in errors
+    assert "line 3: record_id: unknown answer record 'no-such-record'" in errors
+    assert "line 4: score: got 1.7 (expected a number between 0 and 1)" in errors
+    assert "line 5: not valid JSON" in errors
+    assert "line 6: evaluator: 'other' is not 'judge-a'" in errors
+    assert exc.value.source == "bad.jsonl"
+    assert not EvaluatorOutput.objects.exists() and not EvaluatorImport.objects.exists()
 
 
 def test_gold_tier_items_carry_final_labels_human_labels_and_probe_scores():
@@ -86,9 +90,9 @@ def test_gold_tier_items_carry_final_labels_human_labels_and_probe_scores():
 def test_report_trusts_a_copying_judge_and_not_a_lenient_one(fast):
     records = build_gold_tier(24)
     copy, lenient = _judge("copy"), _judge("lenient")
-    import_evaluator_outputs(evaluator=copy, text=copying_outputs(records), source_name="c.jsonl")
+    import_evaluator_outputs(evaluator=copy, source=copying_outputs(records), source_name="c.jsonl")
     import_evaluator_outputs(
-        evaluator=lenient, text=lenient_outputs(records), source_name="l.jsonl"
+        evaluator=lenient, source=lenient_outputs(records), source_name="l.jsonl"
     )
     snapshot = compute_evaluator_report()
     rows = {r["name"]: r for r in snapshot.report["rows"]}
@@ -124,7 +128,9 @@ def test_report_trusts_a_copying_judge_and_not_a_lenient_one(fast):
 def test_trust_threshold_comes_from_settings(fast, settings):
     records = build_gold_tier(12)
     judge = _judge()
-    import_evaluator_outputs(evaluator=judge, text=copying_outputs(records), source_name="c.jsonl")
+    import_evaluator_outputs(
+        evaluator=judge, source=copying_outputs(records), source_name="c.jsonl"
+    )
     settings.GOLDSET_EVALUATOR_TRUST_KAPPA = 0.95
     snapshot = compute_evaluator_report()
     assert snapshot.trust_kappa == 0.95 and snapshot.report["settings"]["trust_kappa"] == 0.95

@@ -28,8 +28,12 @@ def world(settings, annotator, lead, admin_user):
         name="secret-judge-xyz", version="7", kind="llm_judge", model_id="secret-model-9000"
     )
     other = create_evaluator(name="other-judge", version="1", kind="heuristic")
-    import_evaluator_outputs(evaluator=secret, text=copying_outputs(records), source_name="s.jsonl")
-    import_evaluator_outputs(evaluator=other, text=lenient_outputs(records), source_name="o.jsonl")
+    import_evaluator_outputs(
+        evaluator=secret, source=copying_outputs(records), source_name="s.jsonl"
+    )
+    import_evaluator_outputs(
+        evaluator=other, source=lenient_outputs(records), source_name="o.jsonl"
+    )
     compute_evaluator_report()
     calibration = PcsCalibration.objects.create(name="pcs", version=1)
     version = GoldVersion.objects.create(number=1)
@@ -109,18 +113,26 @@ def test_lead_recomputes_the_report(world, client_for):
     assert c.get(reverse("evaluators:report")).context["report"]["n_items"] == 12
 
 
-def test_admin_imports_outputs_on_the_page_all_or_nothing(world, client_for):
+def test_admin_imports_outputs_on_the_page_as_a_job_all_or_nothing(
+    world, client_for, django_capture_on_commit_callbacks
+):
     c = client_for(world["users"]["admin"])
     url = reverse("evaluators:detail", args=[world["secret"].pk])
     before = EvaluatorOutput.objects.count()
     bad = SimpleUploadedFile("bad.jsonl", b'{"record_id": "nope", "score": 2}\n')
-    response = c.post(url, {"file": bad})
-    assert response.status_code == 422
-    assert "bad.jsonl, line 1: score: 2 is not a number in [0, 1]" in response.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = c.post(url, {"file": bad})
+    assert response.status_code == 302  # to the job's page: the worker rejected it
+    page = c.get(response.url)
+    html = page.content.decode()
+    assert page.status_code == 422 and "nothing was imported" in html
+    assert "line 1: score: got 2 (expected a number between 0 and 1)" in html
     assert EvaluatorOutput.objects.count() == before
     good_line = json.dumps({"record_id": world["records"][0].public_id, "score": 0.3})
-    response = c.post(url, {"file": SimpleUploadedFile("g.jsonl", good_line.encode())})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = c.post(url, {"file": SimpleUploadedFile("g.jsonl", good_line.encode())})
     assert response.status_code == 302
+    assert c.get(response.url).status_code == 200
     assert (
         EvaluatorOutput.objects.get(evaluator=world["secret"], record=world["records"][0]).score
         == 0.3
