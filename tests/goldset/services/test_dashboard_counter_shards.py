@@ -10,8 +10,12 @@ import pytest
 from django.db import connection
 
 from goldset.migrations._counter_triggers import SHARDS
-from goldset.models import DashboardCounter
+from goldset.models import AnswerRecord, DashboardCounter, Triple
 from goldset.selectors.curation import counter_rows
+from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
+from tests.goldset.bulk_support import grow_answer_pool, grow_revision_pool
+from tests.goldset.curation_support import write_triple
+from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
 
@@ -61,3 +65,33 @@ def test_two_connections_count_the_same_key_without_waiting_for_each_other(postg
         for conn in (first, *others):
             conn.rollback()
             conn.close()
+
+
+def _counter_writes() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_ins + n_tup_upd FROM pg_stat_xact_user_tables "
+            "WHERE relname = 'goldset_dashboardcounter'"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_a_bulk_statement_writes_each_key_once_not_once_per_row(postgres):
+    """0023 bumped the counter once per inserted row; PostgreSQL keeps every version of a row a
+    transaction updates until commit and each update walks those before it, so one statement of
+    n rows cost O(n²) (1M seeded answer records ran for over 37 minutes). Now one write per key."""
+    domain = DomainFactory(slug="supply_chain")
+    template = AnswerRecordFactory(question__domain=domain)
+    triple = write_triple(UserFactory(role=Role.ANNOTATOR, username="bulk-author"))
+    before = _counter_writes()
+    grow_answer_pool(template, 2_000, tag="bulk")  # one INSERT … SELECT of 2,000 records
+    grow_revision_pool(triple, 2_000, tag="bulk")  # 2,000 triples, revisions, one UPDATE
+    written = _counter_writes() - before
+    assert written <= 4, written  # record|tier, and the triples' key before and after the UPDATE
+    counts = dict(counter_rows("record")["record"])
+    assert (
+        counts[template.tier]
+        == AnswerRecord.objects.filter(is_calibration=False, tier=template.tier).count()
+    )
+    triples = sum(n for _, n in counter_rows("triple")["triple"])
+    assert triples == Triple.objects.count()
