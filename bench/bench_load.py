@@ -10,7 +10,10 @@ factory-made row, see tests/goldset/bulk_support.py), starts gunicorn and runs:
 * ``closed50``: 50 annotators without think time (capacity).
 
 It reports p50/p95/p99 per request type, items per second, errors, duplicate assignments (read
-back from the database: must be 0) and the load average, as one JSON line per size.
+back from the database: must be 0) and the load average, as one JSON line per size. The server
+runs with ``QUERY_COUNT_HEADER=true``, so the idle scenario also records how many SQL statements
+each request ran (``X-Query-Count``): the same count at every size is the issue's "query counts
+identical at 10k and 1M", measured on the real pages.
 
 Run (PostgreSQL and Redis as in the README; figures go to BENCHMARKS.md):
     .venv/bin/python bench/bench_load.py --sizes 10000,100000,1000000 --duration 60
@@ -250,7 +253,13 @@ class Client:
             try:
                 self.conn.request(method, path, body=body, headers=headers)
                 response = self.conn.getresponse()
-                return response.status, response.getheader("Location") or "", response.read()
+                queries = response.getheader("X-Query-Count")
+                return (
+                    response.status,
+                    response.getheader("Location") or "",
+                    response.read(),
+                    int(queries) if queries else None,
+                )
             except (http.client.HTTPException, ConnectionError, TimeoutError):
                 self.conn.close()
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=180)
@@ -265,11 +274,12 @@ class Recorder:
         self.times = defaultdict(list)
         self.errors = defaultdict(int)
         self.items = defaultdict(int)
+        self.queries = defaultdict(set)  # X-Query-Count values seen per request kind
 
     def timed(self, kind: str, call, ok=(200, 302)):
         started = time.perf_counter()
         try:
-            status, location, body = call()
+            status, location, body, queries = call()
         except Exception:
             with self.lock:
                 self.errors[kind] += 1
@@ -277,6 +287,8 @@ class Recorder:
         elapsed = time.perf_counter() - started
         with self.lock:
             self.times[kind].append(elapsed)
+            if queries is not None:
+                self.queries[kind].add(queries)
             if status not in ok:
                 self.errors[kind] += 1
         return status, location, body
@@ -393,22 +405,33 @@ def run_idle(port, sessions) -> dict:
     }
     out = {}
     for name, (who, path) in IDLE_PAGES.items():
-        times, statuses = [], set()
+        times, statuses, queries = [], set(), set()
         for _ in range(10):
             started = time.perf_counter()
-            status, _, _ = clients[who].request("GET", path)
+            status, _, _, counted = clients[who].request("GET", path)
             times.append(time.perf_counter() - started)
             statuses.add(status)
+            queries.add(counted)
         out[name] = {
             "median_ms": round(statistics.median(times) * 1000, 1),
             "status": sorted(statuses),
+            "queries": sorted(q for q in queries if q is not None),
         }
     for kind, call in (("claim_answer", label_one), ("claim_review", review_one)):
         rec = Recorder()
         client = clients["annotator"]
         for _ in range(10):
             call(client, rec, lambda: None)
-        out[kind] = {"median_ms": round(statistics.median(rec.times[kind]) * 1000, 1)}
+        out[kind] = {
+            "median_ms": round(statistics.median(rec.times[kind]) * 1000, 1),
+            "queries": sorted(rec.queries[kind]),
+        }
+        for step in ("answer_item_page", "submit_label", "review_page", "submit_review"):
+            if step in rec.times:
+                out[step] = {
+                    "median_ms": round(statistics.median(rec.times[step]) * 1000, 1),
+                    "queries": sorted(rec.queries[step]),
+                }
     return out
 
 
@@ -478,6 +501,7 @@ def one_size(args, size: int) -> dict:
         "SESSION_COOKIE_SECURE": "false",
         "CSRF_COOKIE_SECURE": "false",
         "DJANGO_SETTINGS_MODULE": "workbench.settings",
+        "QUERY_COUNT_HEADER": "true",
     }
     python = sys.executable
     subprocess.run(
@@ -539,9 +563,17 @@ def markdown(path: str) -> str:
     results = [json.loads(line) for line in Path(path).read_text().splitlines() if '"idle"' in line]
     sizes = [f"{r['size']:,}" for r in results]
     head = "| {} | " + " | ".join(sizes) + " |\n|---|" + "---:|" * len(sizes) + "\n"
+    steps = ["answer_item_page", "submit_label", "review_page", "submit_review"]
     out = [head.format("request (median ms, one user, idle server)")]
-    for kind in ["claim_answer", "claim_review", *IDLE_PAGES]:
+    for kind in ["claim_answer", "claim_review", *steps, *IDLE_PAGES]:
         cells = [str(r["idle"].get(kind, {}).get("median_ms", "–")) for r in results]
+        out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
+    out.append("\n" + head.format("SQL statements per request (idle, `X-Query-Count`)"))
+    for kind in ["claim_answer", "claim_review", *steps, *IDLE_PAGES]:
+        cells = []
+        for r in results:
+            seen = r["idle"].get(kind, {}).get("queries")
+            cells.append("/".join(map(str, seen)) if seen else "–")
         out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
     scenarios = [k for k in results[0] if re.fullmatch(r"(think|closed)\d+", k)]
     kinds = ["claim_answer", "submit_label", "claim_review", "submit_review",

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.db import connections
 from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 
@@ -34,6 +35,36 @@ class RequestIdMiddleware:
         with request_context.bound(context):
             response = self.get_response(request)
         response["X-Request-ID"] = request.request_id
+        return response
+
+
+class QueryCountMiddleware:
+    """With ``QUERY_COUNT_HEADER`` on, answers carry ``X-Query-Count``: the SQL statements the
+    request ran on every database connection, sessions and authentication included (it is the
+    outermost middleware). ``bench/bench_load.py`` reads it to show that a page's query count
+    does not grow with the data; off by default, when the header is absent and nothing wraps."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not settings.QUERY_COUNT_HEADER:
+            return self.get_response(request)
+        counted = [0]
+
+        def count(execute, sql, params, many, context):
+            counted[0] += 1
+            return execute(sql, params, many, context)
+
+        wrappers = [conn.execute_wrapper(count) for conn in connections.all()]
+        for wrapper in wrappers:
+            wrapper.__enter__()
+        try:
+            response = self.get_response(request)
+        finally:
+            for wrapper in reversed(wrappers):
+                wrapper.__exit__(None, None, None)
+        response["X-Query-Count"] = str(counted[0])
         return response
 
 

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "workbench.middleware.QueryCountMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -69,6 +70,9 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+
+# Benchmarks only: answers say how many SQL statements they ran (``X-Query-Count``).
+QUERY_COUNT_HEADER = env.bool("QUERY_COUNT_HEADER", default=False)
 
 ROOT_URLCONF = "workbench.urls"
 WSGI_APPLICATION = "workbench.wsgi.application"

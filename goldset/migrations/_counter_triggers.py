@@ -1,19 +1,53 @@
-"""The SQL behind ``DashboardCounter`` (migration 0017): triggers that keep the lead dashboards'
-counts as rows change, for PostgreSQL and SQLite, and the backfill of existing rows."""
+"""The SQL behind ``DashboardCounter`` (migration 0023, sharded in 0025): triggers that keep the
+lead dashboards' counts as rows change, for PostgreSQL and SQLite, and the backfill of existing
+rows.
 
-UPSERT = (
-    "INSERT INTO goldset_dashboardcounter (name, key, n) VALUES ({name}, {key}, {delta}) "
-    "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n"
-)
+Sharding (0025): every label or review bumps the same counter row (today's ``labels_day``), so
+with one row per (name, key) concurrent submits queued on that row's lock until the holder
+committed. A PostgreSQL writer now adds to one of :data:`SHARDS` rows per key, chosen by its
+backend process (one per connection), so two connections rarely touch the same row; readers sum
+the shards (at most :data:`SHARDS` rows per key). SQLite has one writer at a time and uses
+shard 0.
+
+Statement-level (0025, PostgreSQL): 0023's row-level triggers updated the same counter row once
+per inserted row, and PostgreSQL keeps every version of a row a transaction updates until it
+commits, each update walking the versions before it — so one statement inserting n rows cost
+O(n²) (seeding 1M answer records ran for over 37 minutes; 100k took 106 s, 10k 3 s). The
+triggers now run once per statement over its transition tables and add one grouped delta per
+key."""
+
+SHARDS = 16
+PG_SHARD = f"mod(pg_backend_pid(), {SHARDS})"
+
+
+def upsert(name: str, key: str, delta, *, shard: str | None = None) -> str:
+    """Add ``delta`` to counter (name, key); ``shard`` (SQL) is the sharded form of 0025."""
+    if shard is None:
+        return (
+            f"INSERT INTO goldset_dashboardcounter (name, key, n) VALUES ({name}, {key}, {delta}) "
+            "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n"
+        )
+    return (
+        "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+        f"VALUES ({name}, {key}, {shard}, {delta}) "
+        "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n"
+    )
+
+
+def pg_count_function(*, shard: str | None) -> str:
+    return f"""
+CREATE OR REPLACE FUNCTION goldset_count(p_name text, p_key text, p_delta bigint) RETURNS void AS $$
+BEGIN
+  {upsert("p_name", "p_key", "p_delta", shard=shard)};
+END $$ LANGUAGE plpgsql;
+"""
+
 
 TRIPLE_KEY = "{r}.state || '|' || {r}.tier || '|' || {r}.domain_id || '|' || {r}.source"
 
-POSTGRES = f"""
-CREATE OR REPLACE FUNCTION goldset_count(p_name text, p_key text, p_delta bigint) RETURNS void AS $$
-BEGIN
-  {UPSERT.format(name="p_name", key="p_key", delta="p_delta")};
-END $$ LANGUAGE plpgsql;
-
+POSTGRES = (
+    pg_count_function(shard=None)
+    + f"""
 CREATE OR REPLACE FUNCTION goldset_triple_counter() RETURNS trigger AS $$
 BEGIN
   IF TG_OP IN ('UPDATE', 'DELETE') THEN
@@ -81,6 +115,7 @@ END $$ LANGUAGE plpgsql;
 CREATE TRIGGER goldset_review_counter AFTER INSERT OR DELETE ON goldset_review
   FOR EACH ROW EXECUTE FUNCTION goldset_review_counter();
 """
+)
 
 POSTGRES_DROP = """
 DROP TRIGGER IF EXISTS goldset_review_counter ON goldset_review;
@@ -97,65 +132,69 @@ DROP FUNCTION IF EXISTS goldset_count(text, text, bigint);
 """
 
 
-def _sqlite_count(name: str, key: str, delta: int) -> str:
-    return UPSERT.format(name=f"'{name}'", key=key, delta=delta) + ";"
+def _sqlite_triggers(*, sharded: bool) -> list[str]:
+    shard = "0" if sharded else None
+    target = "(name, key, shard)" if sharded else "(name, key)"
+    conflict = f"ON CONFLICT {target} DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
+
+    def count(name: str, key: str, delta: int) -> str:
+        return upsert(f"'{name}'", key, delta, shard=shard) + ";"
+
+    def review(row: str, delta: int) -> str:
+        day = f"substr({row}.submitted_at, 1, 10)"
+        author = (
+            "(SELECT t.author_id FROM goldset_triplerevision v JOIN goldset_triple t "
+            f"ON t.id = v.triple_id WHERE v.id = {row}.revision_id)"
+        )
+        return (
+            count("reviews_day", day, delta)
+            + "INSERT INTO goldset_dashboardcounter (name, key, n) "
+            f"SELECT 'author_reviews', {author} || '|' || {day}, {delta} WHERE {author} IS NOT NULL "
+            + conflict
+            + "INSERT INTO goldset_dashboardcounter (name, key, n) "
+            f"SELECT 'author_flags', {author} || '|' || {day}, {delta} "
+            f"WHERE {author} IS NOT NULL AND {row}.verdict = 'flag' " + conflict
+        )
+
+    return [
+        "CREATE TRIGGER goldset_triple_counter_insert AFTER INSERT ON goldset_triple BEGIN "
+        + count("triple", TRIPLE_KEY.format(r="NEW"), 1)
+        + " END",
+        "CREATE TRIGGER goldset_triple_counter_delete AFTER DELETE ON goldset_triple BEGIN "
+        + count("triple", TRIPLE_KEY.format(r="OLD"), -1)
+        + " END",
+        "CREATE TRIGGER goldset_triple_counter_update AFTER UPDATE ON goldset_triple "
+        f"WHEN ({TRIPLE_KEY.format(r='OLD')}) IS NOT ({TRIPLE_KEY.format(r='NEW')}) BEGIN "
+        + count("triple", TRIPLE_KEY.format(r="OLD"), -1)
+        + count("triple", TRIPLE_KEY.format(r="NEW"), 1)
+        + " END",
+        "CREATE TRIGGER goldset_record_counter_insert AFTER INSERT ON goldset_answerrecord "
+        "WHEN NOT NEW.is_calibration BEGIN " + count("record", "NEW.tier", 1) + " END",
+        "CREATE TRIGGER goldset_record_counter_delete AFTER DELETE ON goldset_answerrecord "
+        "WHEN NOT OLD.is_calibration BEGIN " + count("record", "OLD.tier", -1) + " END",
+        "CREATE TRIGGER goldset_record_counter_update AFTER UPDATE ON goldset_answerrecord "
+        "WHEN OLD.tier IS NOT NEW.tier OR OLD.is_calibration IS NOT NEW.is_calibration BEGIN "
+        "INSERT INTO goldset_dashboardcounter (name, key, n) SELECT 'record', OLD.tier, -1 "
+        "WHERE NOT OLD.is_calibration " + conflict + "INSERT INTO goldset_dashboardcounter "
+        "(name, key, n) SELECT 'record', NEW.tier, 1 WHERE NOT NEW.is_calibration "
+        + conflict
+        + " END",
+        "CREATE TRIGGER goldset_label_counter_insert AFTER INSERT ON goldset_label BEGIN "
+        + count("labels_day", "substr(NEW.created_at, 1, 10)", 1)
+        + " END",
+        "CREATE TRIGGER goldset_label_counter_delete AFTER DELETE ON goldset_label BEGIN "
+        + count("labels_day", "substr(OLD.created_at, 1, 10)", -1)
+        + " END",
+        "CREATE TRIGGER goldset_review_counter_insert AFTER INSERT ON goldset_review BEGIN "
+        + review("NEW", 1)
+        + " END",
+        "CREATE TRIGGER goldset_review_counter_delete AFTER DELETE ON goldset_review BEGIN "
+        + review("OLD", -1)
+        + " END",
+    ]
 
 
-def _sqlite_review(row: str, delta: int) -> str:
-    day = f"substr({row}.submitted_at, 1, 10)"
-    author = (
-        "(SELECT t.author_id FROM goldset_triplerevision v JOIN goldset_triple t "
-        f"ON t.id = v.triple_id WHERE v.id = {row}.revision_id)"
-    )
-    return (
-        _sqlite_count("reviews_day", day, delta)
-        + "INSERT INTO goldset_dashboardcounter (name, key, n) "
-        f"SELECT 'author_reviews', {author} || '|' || {day}, {delta} WHERE {author} IS NOT NULL "
-        "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
-        "INSERT INTO goldset_dashboardcounter (name, key, n) "
-        f"SELECT 'author_flags', {author} || '|' || {day}, {delta} "
-        f"WHERE {author} IS NOT NULL AND {row}.verdict = 'flag' "
-        "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
-    )
-
-
-SQLITE = [
-    "CREATE TRIGGER goldset_triple_counter_insert AFTER INSERT ON goldset_triple BEGIN "
-    + _sqlite_count("triple", TRIPLE_KEY.format(r="NEW"), 1)
-    + " END",
-    "CREATE TRIGGER goldset_triple_counter_delete AFTER DELETE ON goldset_triple BEGIN "
-    + _sqlite_count("triple", TRIPLE_KEY.format(r="OLD"), -1)
-    + " END",
-    "CREATE TRIGGER goldset_triple_counter_update AFTER UPDATE ON goldset_triple "
-    f"WHEN ({TRIPLE_KEY.format(r='OLD')}) IS NOT ({TRIPLE_KEY.format(r='NEW')}) BEGIN "
-    + _sqlite_count("triple", TRIPLE_KEY.format(r="OLD"), -1)
-    + _sqlite_count("triple", TRIPLE_KEY.format(r="NEW"), 1)
-    + " END",
-    "CREATE TRIGGER goldset_record_counter_insert AFTER INSERT ON goldset_answerrecord "
-    "WHEN NOT NEW.is_calibration BEGIN " + _sqlite_count("record", "NEW.tier", 1) + " END",
-    "CREATE TRIGGER goldset_record_counter_delete AFTER DELETE ON goldset_answerrecord "
-    "WHEN NOT OLD.is_calibration BEGIN " + _sqlite_count("record", "OLD.tier", -1) + " END",
-    "CREATE TRIGGER goldset_record_counter_update AFTER UPDATE ON goldset_answerrecord "
-    "WHEN OLD.tier IS NOT NEW.tier OR OLD.is_calibration IS NOT NEW.is_calibration BEGIN "
-    "INSERT INTO goldset_dashboardcounter (name, key, n) SELECT 'record', OLD.tier, -1 "
-    "WHERE NOT OLD.is_calibration "
-    "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
-    "INSERT INTO goldset_dashboardcounter (name, key, n) SELECT 'record', NEW.tier, 1 "
-    "WHERE NOT NEW.is_calibration "
-    "ON CONFLICT (name, key) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n; END",
-    "CREATE TRIGGER goldset_label_counter_insert AFTER INSERT ON goldset_label BEGIN "
-    + _sqlite_count("labels_day", "substr(NEW.created_at, 1, 10)", 1)
-    + " END",
-    "CREATE TRIGGER goldset_label_counter_delete AFTER DELETE ON goldset_label BEGIN "
-    + _sqlite_count("labels_day", "substr(OLD.created_at, 1, 10)", -1)
-    + " END",
-    "CREATE TRIGGER goldset_review_counter_insert AFTER INSERT ON goldset_review BEGIN "
-    + _sqlite_review("NEW", 1)
-    + " END",
-    "CREATE TRIGGER goldset_review_counter_delete AFTER DELETE ON goldset_review BEGIN "
-    + _sqlite_review("OLD", -1)
-    + " END",
-]
+SQLITE = _sqlite_triggers(sharded=False)
 
 SQLITE_DROP = [
     f"DROP TRIGGER IF EXISTS {name}"
@@ -222,3 +261,131 @@ def uninstall(apps, schema_editor):
     else:
         for sql in SQLITE_DROP:
             schema_editor.execute(sql)
+
+
+FOLD_SHARDS = [
+    "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+    "SELECT name, key, 0, SUM(n) FROM goldset_dashboardcounter WHERE shard <> 0 GROUP BY name, key "
+    "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n",
+    "DELETE FROM goldset_dashboardcounter WHERE shard <> 0",
+]
+
+
+def drop_sqlite_writers(apps, schema_editor):
+    """SQLite remakes a table to change its constraints, which fails while triggers on other
+    tables name it: 0025 drops them first and :func:`shard` creates them again."""
+    if schema_editor.connection.vendor == "sqlite":
+        for sql in SQLITE_DROP:
+            schema_editor.execute(sql)
+
+
+def restore_sqlite_writers(apps, schema_editor):
+    """Reverse of :func:`drop_sqlite_writers`: the 0023 triggers, on the unsharded table."""
+    if schema_editor.connection.vendor == "sqlite":
+        for sql in SQLITE:
+            schema_editor.execute(sql)
+
+
+def shard(apps, schema_editor):
+    """0025: writers spread over :data:`SHARDS` rows per key (runs after the ``shard`` column
+    and the (name, key, shard) constraint exist)."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(POSTGRES_DROP)
+        schema_editor.execute(PG_STATEMENT_TRIGGERS)
+        return
+    for sql in _sqlite_triggers(sharded=True):
+        schema_editor.execute(sql)
+
+
+def unshard(apps, schema_editor):
+    """Reverse of :func:`shard`: shards folded into shard 0 (while the (name, key, shard)
+    constraint still exists), PostgreSQL's writer back to one row per key, SQLite's triggers
+    dropped until :func:`restore_sqlite_writers`."""
+    for sql in FOLD_SHARDS:
+        schema_editor.execute(sql)
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(PG_STATEMENT_DROP)
+        schema_editor.execute(POSTGRES)
+        return
+    for sql in SQLITE_DROP:
+        schema_editor.execute(sql)
+
+
+# ---------------------------------------------------------------- statement-level (0025)
+# Each counted table: (counter name, key SQL, joins, condition) per counter, ``{r}`` the row.
+_REVIEW_AUTHOR = (
+    "JOIN goldset_triplerevision v ON v.id = {r}.revision_id "
+    "JOIN goldset_triple t ON t.id = v.triple_id"
+)
+_REVIEW_DAY = "to_char({r}.submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+COUNTED = {
+    "goldset_triple": [("triple", TRIPLE_KEY, "", "")],
+    "goldset_answerrecord": [("record", "{r}.tier", "", "NOT {r}.is_calibration")],
+    "goldset_label": [
+        ("labels_day", "to_char({r}.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')", "", "")
+    ],
+    "goldset_review": [
+        ("reviews_day", _REVIEW_DAY, "", ""),
+        ("author_reviews", "t.author_id || '|' || " + _REVIEW_DAY, _REVIEW_AUTHOR,
+         "t.author_id IS NOT NULL"),
+        ("author_flags", "t.author_id || '|' || " + _REVIEW_DAY, _REVIEW_AUTHOR,
+         "t.author_id IS NOT NULL AND {r}.verdict = 'flag'"),
+    ],
+}  # fmt: skip
+
+
+def _deltas(counters, rows: str, sign: int) -> str:
+    selects = []
+    for name, key, joins, condition in counters:
+        sql = f"SELECT '{name}' AS name, {key.format(r='r')} AS key, {sign} AS d FROM {rows} r"
+        sql += f" {joins.format(r='r')}" if joins else ""
+        sql += f" WHERE {condition.format(r='r')}" if condition else ""
+        selects.append(sql)
+    return " UNION ALL ".join(selects)
+
+
+def _apply(deltas: str) -> str:
+    """One upsert per key the statement changed (ordered, so writers meeting in a shard lock
+    its rows in the same order)."""
+    return (
+        "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+        f"SELECT name, key, {PG_SHARD}, sum(d) FROM ({deltas}) AS deltas "
+        "GROUP BY name, key HAVING sum(d) <> 0 ORDER BY name, key "
+        "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n"
+    )
+
+
+def _pg_statement_triggers() -> str:
+    sql = [pg_count_function(shard=PG_SHARD)]
+    for table, counters in COUNTED.items():
+        function = f"{table}_counts"
+        both = _deltas(counters, "old_rows", -1) + " UNION ALL " + _deltas(counters, "new_rows", 1)
+        sql.append(f"""
+CREATE OR REPLACE FUNCTION {function}() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {_apply(_deltas(counters, "new_rows", 1))};
+  ELSIF TG_OP = 'DELETE' THEN
+    {_apply(_deltas(counters, "old_rows", -1))};
+  ELSE
+    {_apply(both)};
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER {table}_counts_insert AFTER INSERT ON {table}
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {table}_counts_delete AFTER DELETE ON {table}
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {table}_counts_update AFTER UPDATE ON {table}
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+""")
+    return "".join(sql)
+
+
+PG_STATEMENT_TRIGGERS = _pg_statement_triggers()
+PG_STATEMENT_DROP = "".join(
+    f"DROP TRIGGER IF EXISTS {table}_counts_{event} ON {table};"
+    for table in COUNTED
+    for event in ("insert", "delete", "update")
+) + "".join(f"DROP FUNCTION IF EXISTS {table}_counts();" for table in COUNTED)

@@ -85,11 +85,17 @@ class DashboardCounter(models.Model):
 
     name = models.CharField(max_length=24)
     key = models.CharField(max_length=120)
+    # Writers on PostgreSQL add to one of 16 rows per key, chosen by their connection, so that
+    # concurrent labels and reviews do not queue on one row's lock; readers sum the shards
+    # (migration 0025, ``goldset/migrations/_counter_triggers.py``).
+    shard = models.SmallIntegerField(db_default=0)
     n = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["name", "key"], name="dashboard_counter_unique")
+            models.UniqueConstraint(
+                fields=["name", "key", "shard"], name="dashboard_counter_shard_unique"
+            )
         ]
 
     def __str__(self):

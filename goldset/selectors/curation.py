@@ -19,6 +19,7 @@ from django.db.models import (
     Prefetch,
     Q,
     Subquery,
+    Sum,
 )
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -389,13 +390,19 @@ class AuthorFlagRate:
 
 
 def counter_rows(*names: str) -> dict[str, list[tuple[str, int]]]:
-    """``DashboardCounter`` rows (key, n) by name, zero counts left out. One query, bounded by
-    the number of keys (states × tiers × domains × sources, days, authors × days), never by the
-    number of items."""
+    """``DashboardCounter`` counts (key, n) by name, the shards of a key summed, zero counts left
+    out. One query, bounded by the number of keys (states × tiers × domains × sources, days,
+    authors × days) times the shards, never by the number of items."""
     out: dict[str, list[tuple[str, int]]] = {name: [] for name in names}
-    for name, key, n in DashboardCounter.objects.filter(name__in=names, n__gt=0).values_list(
-        "name", "key", "n"
-    ):
+    rows = (
+        DashboardCounter.objects.filter(name__in=names)
+        .values("name", "key")
+        .annotate(total=Sum("n"))
+        .filter(total__gt=0)
+        .order_by()
+        .values_list("name", "key", "total")
+    )
+    for name, key, n in rows:
         out[name].append((key, n))
     return out
 
