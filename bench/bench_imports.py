@@ -242,7 +242,6 @@ def prepare_evaluator(n: int) -> int:
     """Untimed set-up: ``n`` answer records ``evr-<i>`` (one question each, one run, bulk
     inserts) and the evaluator ``bench-judge 1``; returns the evaluator's pk."""
     from django.contrib.auth import get_user_model
-    from django.db import connection
 
     from goldset.models import AnswerRecord, Domain, Evaluator, Question, Run, System, Tier
     from goldset.services.evaluators import create_evaluator
@@ -251,10 +250,6 @@ def prepare_evaluator(n: int) -> int:
     system, _ = System.objects.get_or_create(system_id="sys-evaluator-bench")
     run, _ = Run.objects.get_or_create(run_id=EVALUATOR_RUN, defaults={"system": system})
     have = AnswerRecord.objects.filter(run=run).count()
-    with connection.cursor() as cursor:
-        # The dashboard-counter triggers (one upsert per record) would make this set-up take
-        # half an hour; the bench database is scratch, so they are off for these inserts only.
-        cursor.execute("SET session_replication_role = replica")
     for start in range(have, n, 5000):
         indices = range(start, min(n, start + 5000))
         questions = Question.objects.bulk_create(
@@ -282,8 +277,6 @@ def prepare_evaluator(n: int) -> int:
             )
             for i, question in zip(indices, questions, strict=True)
         )
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = DEFAULT")
     evaluator = Evaluator.objects.filter(name="bench-judge", version="1").first()
     if evaluator is None:
         admin = get_user_model().objects.get(username="bench-admin")
