@@ -3,7 +3,9 @@ and cursor pagination. Views in :mod:`goldset.views.api` stay thin over selector
 
 from http import HTTPStatus
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.pagination import CursorPagination
@@ -45,6 +47,17 @@ def problem_exception_handler(exc, context):
     if isinstance(exc, Problem):
         return problem_response(
             status_code=exc.status_code, title=exc.title, detail=str(exc.detail), errors=exc.errors
+        )
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return problem_response(
+            status_code=413,
+            title="Request body too large",
+            detail=(
+                f"A JSON body is read into memory, so it may be at most {limit} bytes "
+                "(DATA_UPLOAD_MAX_MEMORY_SIZE). Send a large run as a file "
+                "(multipart/form-data), which is streamed to storage."
+            ),
         )
     if isinstance(exc, GoldsetError):
         return problem_response(

@@ -226,3 +226,23 @@ def test_each_import_endpoint_has_the_roles_of_its_upload_page():
         ("api:jobs", "run"),
     ]:
         assert entry_for(name).roles == entry_for(IMPORT_PAGE[kind]).roles, name
+
+
+def test_a_json_body_over_the_memory_cap_is_a_413_problem_pointing_to_the_file_upload(
+    client_for, admin_user, version, settings
+):
+    """A run sent as a JSON body is parsed in memory, so it is capped by
+    DATA_UPLOAD_MAX_MEMORY_SIZE; a larger body is refused with a problem naming the cap and the
+    streaming multipart upload (it used to be Django's bare HTML 400)."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2_000
+    run = [{"query_id": f"Q-{i}", "doc_id": f"D-{i}", "rank": 1, "score": 1.0} for i in range(99)]
+    response = client_for(admin_user).post(
+        reverse("api:jobs"),
+        {"version": version.number, "run": run},
+        content_type="application/json",
+    )
+    assert response.status_code == 413
+    assert response["Content-Type"] == PROBLEM
+    detail = response.json()["detail"]
+    assert "2000 bytes" in detail and "multipart" in detail
+    assert not ImportJob.objects.exists() and not ScoringJob.objects.exists()
