@@ -28,8 +28,17 @@ CREATE OR REPLACE FUNCTION goldset_pin_superseded(p_revision bigint) RETURNS boo
   SELECT {SUPERSEDED.format(rev="p_revision", false="false")}
 $$ LANGUAGE sql STABLE;
 
+-- A triple pinning a block holds a share lock on the block row until it commits; a new
+-- version of the block waits for those before its second pass (see goldset_blockversion_pins),
+-- and a pin written after the new version's pass waits for it and then sees the new version.
 CREATE OR REPLACE FUNCTION goldset_triple_pin() RETURNS trigger AS $$
 BEGIN
+  IF NEW.current_revision_id IS NOT NULL THEN
+    PERFORM 1 FROM goldset_block b WHERE b.id = (SELECT pinned.block_id
+      FROM goldset_triplerevision rev JOIN goldset_blockversion pinned
+      ON pinned.id = rev.expected_block_version_id WHERE rev.id = NEW.current_revision_id)
+      FOR SHARE;
+  END IF;
   NEW.pin_superseded := goldset_pin_superseded(NEW.current_revision_id);
   RETURN NEW;
 END $$ LANGUAGE plpgsql;
@@ -46,10 +55,16 @@ CREATE TRIGGER goldset_revision_pin AFTER UPDATE OF expected_block_version_id
   WHEN (OLD.expected_block_version_id IS DISTINCT FROM NEW.expected_block_version_id)
   EXECUTE FUNCTION goldset_revision_pin();
 
--- Setting the column to itself is enough: the triple's own trigger recomputes it.
+-- Setting the column to itself is enough: the triple's own trigger recomputes it. A new
+-- version marks the pins it can see, then waits for the transactions still pinning the block
+-- (their share locks) and marks again: a pin committed concurrently is never missed, and the
+-- triples locked by the first pass are never waited for while holding the block.
 CREATE OR REPLACE FUNCTION goldset_blockversion_pins() RETURNS trigger AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
+    UPDATE goldset_triple SET pin_superseded = true
+      WHERE NOT pin_superseded AND {PINNED_TO_BLOCK.format(block="NEW.block_id")};
+    PERFORM 1 FROM goldset_block WHERE id = NEW.block_id FOR NO KEY UPDATE;
     UPDATE goldset_triple SET pin_superseded = true
       WHERE NOT pin_superseded AND {PINNED_TO_BLOCK.format(block="NEW.block_id")};
   ELSE
