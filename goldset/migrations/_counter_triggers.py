@@ -386,7 +386,10 @@ def uninstall_time_counters(apps, schema_editor):
 def sqlite_suspend(apps, schema_editor):
     """SQLite rebuilds a table to add a column, and renaming the rebuilt table fails while a
     trigger names a table that is briefly missing: the dashboard triggers are dropped around
-    such a migration (PostgreSQL alters in place: nothing to do)."""
+    such a migration (PostgreSQL alters in place: nothing to do). SQLite also drops a rebuilt
+    table's own triggers: a later migration that rebuilds goldset_triple, goldset_triplerevision
+    or goldset_blockversion must drop and recreate ``_pin_triggers.SQLITE`` the same way, and one
+    that rebuilds the label, review, adjudication or fast-decision table the time-on-item ones."""
     if schema_editor.connection.vendor == "sqlite":
         for sql in SQLITE_DROP:
             schema_editor.execute(sql)
