@@ -212,6 +212,19 @@ def seed(size: int, users: int) -> dict:
             "UPDATE goldset_triple AS t SET current_revision_id = r.id FROM goldset_triplerevision"
             " AS r WHERE r.triple_id = t.id AND t.external_id LIKE 'bench-t-%%'"
         )
+    # 1 % of the triples pin another block, which then gets a newer version (as a corpus import
+    # would): the re-review list has rows, and the new version's trigger work is timed.
+    superseded = BlockVersionFactory()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE goldset_triplerevision AS r SET expected_block_version_id = %s"
+            " FROM goldset_triple AS t WHERE t.id = r.triple_id"
+            " AND t.external_id LIKE 'bench-t-%%' AND t.id %% 100 = 0",
+            [superseded.pk],
+        )
+    supersede_started = time.perf_counter()
+    BlockVersionFactory(block=superseded.block, version=2)
+    supersede_s = time.perf_counter() - supersede_started
     analyze(Question, Run, AnswerRecord, Triple, TripleRevision)
 
     sessions = {}
@@ -229,6 +242,8 @@ def seed(size: int, users: int) -> dict:
         "seed_s": round(time.perf_counter() - started, 1),
         "records": AnswerRecord.objects.count(),
         "revisions": TripleRevision.objects.count(),
+        "superseded_pins": Triple.objects.filter(pin_superseded=True).count(),
+        "supersede_s": round(supersede_s, 2),
         "sessions": sessions,
     }
 
@@ -392,6 +407,8 @@ IDLE_PAGES = {
     "adjudication_queue": ("lead", "/answers/adjudication/"),
     "agreement_dashboard": ("lead", "/quality/agreement/"),
     "curation_dashboard": ("lead", "/curation/leads/"),
+    "rereview_list": ("lead", "/curation/leads/rereview/"),
+    "fast_decisions": ("lead", "/quality/fast-decisions/"),
     "corpus_documents": ("lead", "/corpus/"),
 }
 

@@ -389,3 +389,187 @@ PG_STATEMENT_DROP = "".join(
     for table in COUNTED
     for event in ("insert", "delete", "update")
 ) + "".join(f"DROP FUNCTION IF EXISTS {table}_counts();" for table in COUNTED)
+
+
+def _sqlite_count(name: str, key: str, delta: int) -> str:
+    """SQLite's sharded upsert (shard 0: one writer at a time)."""
+    return upsert(f"'{name}'", key, delta, shard="0") + ";"
+
+
+# ---------------------------------------------------------------- time on item (migration 0026)
+# ``time_changes`` / ``kind|user_id``: bumped (+1, never −1) whenever a timed decision of that
+# person is inserted, deleted or changes its active time or person, so a stored
+# ``TimeOnItemFigure`` computed at an older value is stale. ``fast`` / ``user_id|kind``: flagged
+# fast decisions.
+
+TIMED = (("goldset_label", "label", "annotator_id"),
+         ("goldset_review", "review", "reviewer_id"),
+         ("goldset_adjudication", "adjudication", "lead_id"))  # fmt: skip
+
+
+def _time_key(kind: str, row: str, who: str) -> str:
+    return f"'{kind}|' || {row}.{who}"
+
+
+def _time_postgres() -> str:
+    sql = []
+    for table, kind, who in TIMED:
+        function = f"goldset_time_changes_{kind}"
+        sql.append(f"""
+CREATE OR REPLACE FUNCTION {function}() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.active_ms IS NOT NULL THEN
+    PERFORM goldset_count('time_changes', {_time_key(kind, "OLD", who)}, 1);
+  END IF;
+  IF TG_OP IN ('UPDATE', 'INSERT') AND NEW.active_ms IS NOT NULL THEN
+    PERFORM goldset_count('time_changes', {_time_key(kind, "NEW", who)}, 1);
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER {function}_write AFTER INSERT OR DELETE ON {table}
+  FOR EACH ROW EXECUTE FUNCTION {function}();
+CREATE TRIGGER {function}_update AFTER UPDATE ON {table} FOR EACH ROW
+  WHEN (OLD.active_ms IS DISTINCT FROM NEW.active_ms OR OLD.{who} IS DISTINCT FROM NEW.{who})
+  EXECUTE FUNCTION {function}();
+""")
+    sql.append("""
+CREATE OR REPLACE FUNCTION goldset_fast_counter() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    PERFORM goldset_count('fast', OLD.annotator_id || '|' || OLD.kind, -1);
+  END IF;
+  IF TG_OP IN ('UPDATE', 'INSERT') THEN
+    PERFORM goldset_count('fast', NEW.annotator_id || '|' || NEW.kind, 1);
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER goldset_fast_counter_write AFTER INSERT OR DELETE ON goldset_fastdecision
+  FOR EACH ROW EXECUTE FUNCTION goldset_fast_counter();
+CREATE TRIGGER goldset_fast_counter_update AFTER UPDATE ON goldset_fastdecision FOR EACH ROW
+  WHEN (OLD.annotator_id IS DISTINCT FROM NEW.annotator_id OR OLD.kind IS DISTINCT FROM NEW.kind)
+  EXECUTE FUNCTION goldset_fast_counter();
+""")
+    return "".join(sql)
+
+
+def _time_postgres_drop() -> str:
+    lines = []
+    for table, kind, _ in TIMED:
+        function = f"goldset_time_changes_{kind}"
+        lines += [
+            f"DROP TRIGGER IF EXISTS {function}_write ON {table};",
+            f"DROP TRIGGER IF EXISTS {function}_update ON {table};",
+            f"DROP FUNCTION IF EXISTS {function}();",
+        ]
+    lines += [
+        "DROP TRIGGER IF EXISTS goldset_fast_counter_write ON goldset_fastdecision;",
+        "DROP TRIGGER IF EXISTS goldset_fast_counter_update ON goldset_fastdecision;",
+        "DROP FUNCTION IF EXISTS goldset_fast_counter();",
+    ]
+    return "\n".join(lines)
+
+
+def _sqlite_bump(kind: str, row: str, who: str) -> str:
+    return (
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'time_changes', {_time_key(kind, row, who)}, 1 WHERE {row}.active_ms IS NOT NULL "
+        "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
+    )
+
+
+def _time_sqlite() -> list[str]:
+    sql = []
+    for table, kind, who in TIMED:
+        name = f"goldset_time_changes_{kind}"
+        sql += [
+            f"CREATE TRIGGER {name}_insert AFTER INSERT ON {table} BEGIN "
+            + _sqlite_bump(kind, "NEW", who)
+            + " END",
+            f"CREATE TRIGGER {name}_delete AFTER DELETE ON {table} BEGIN "
+            + _sqlite_bump(kind, "OLD", who)
+            + " END",
+            f"CREATE TRIGGER {name}_update AFTER UPDATE ON {table} "
+            f"WHEN OLD.active_ms IS NOT NEW.active_ms OR OLD.{who} IS NOT NEW.{who} BEGIN "
+            + _sqlite_bump(kind, "OLD", who)
+            + _sqlite_bump(kind, "NEW", who)
+            + " END",
+        ]
+    fast = {row: f"{row}.annotator_id || '|' || {row}.kind" for row in ("OLD", "NEW")}
+    sql += [
+        "CREATE TRIGGER goldset_fast_counter_insert AFTER INSERT ON goldset_fastdecision BEGIN "
+        + _sqlite_count("fast", fast["NEW"], 1)
+        + " END",
+        "CREATE TRIGGER goldset_fast_counter_delete AFTER DELETE ON goldset_fastdecision BEGIN "
+        + _sqlite_count("fast", fast["OLD"], -1)
+        + " END",
+        "CREATE TRIGGER goldset_fast_counter_update AFTER UPDATE ON goldset_fastdecision "
+        "WHEN OLD.annotator_id IS NOT NEW.annotator_id OR OLD.kind IS NOT NEW.kind BEGIN "
+        + _sqlite_count("fast", fast["OLD"], -1)
+        + _sqlite_count("fast", fast["NEW"], 1)
+        + " END",
+    ]
+    return sql
+
+
+def _time_backfill() -> list[str]:
+    statements = [
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        f"SELECT 'time_changes', {_time_key(kind, 't', who)}, COUNT(*) FROM {table} t "
+        f"WHERE t.active_ms IS NOT NULL GROUP BY t.{who}"
+        for table, kind, who in TIMED
+    ]
+    statements.append(
+        "INSERT INTO goldset_dashboardcounter (name, key, n) "
+        "SELECT 'fast', annotator_id || '|' || kind, COUNT(*) FROM goldset_fastdecision "
+        "GROUP BY annotator_id || '|' || kind"
+    )
+    return statements
+
+
+def install_time_counters(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(_time_postgres())
+    elif vendor == "sqlite":
+        for sql in _time_sqlite():
+            schema_editor.execute(sql)
+    else:
+        raise RuntimeError(f"no time-on-item counter triggers for {vendor}")
+    for sql in _time_backfill():
+        schema_editor.execute(sql)
+
+
+def uninstall_time_counters(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_time_postgres_drop())
+    else:
+        for _, kind, _ in TIMED:
+            for suffix in ("insert", "delete", "update"):
+                schema_editor.execute(
+                    f"DROP TRIGGER IF EXISTS goldset_time_changes_{kind}_{suffix}"
+                )
+        for suffix in ("insert", "delete", "update"):
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS goldset_fast_counter_{suffix}")
+    schema_editor.execute(
+        "DELETE FROM goldset_dashboardcounter WHERE name IN ('time_changes', 'fast')"
+    )
+
+
+def sqlite_suspend(apps, schema_editor):
+    """SQLite rebuilds a table to add a column, and renaming the rebuilt table fails while a
+    trigger names a table that is briefly missing: the dashboard triggers are dropped around
+    such a migration (PostgreSQL alters in place: nothing to do). SQLite also drops a rebuilt
+    table's own triggers: a later migration that rebuilds goldset_triple, goldset_triplerevision
+    or goldset_blockversion must drop and recreate ``_pin_triggers.SQLITE`` the same way, and one
+    that rebuilds the label, review, adjudication or fast-decision table the time-on-item ones."""
+    if schema_editor.connection.vendor == "sqlite":
+        for sql in SQLITE_DROP:
+            schema_editor.execute(sql)
+
+
+def sqlite_resume(apps, schema_editor):
+    """Recreate what :func:`sqlite_suspend` dropped, in their sharded form (0025; the counters
+    themselves are untouched)."""
+    if schema_editor.connection.vendor == "sqlite":
+        for sql in _sqlite_triggers(sharded=True):
+            schema_editor.execute(sql)

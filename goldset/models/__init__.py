@@ -73,6 +73,7 @@ from goldset.models.guidelines import (
     FastDecision,
     GuidelineTask,
     GuidelineVersion,
+    TimeOnItemFigure,
 )
 from goldset.models.imports import (
     FINISHED_IMPORT_STATUSES,
@@ -121,6 +122,7 @@ __all__ = [
     "FastDecision",
     "GuidelineTask",
     "GuidelineVersion",
+    "TimeOnItemFigure",
     "AnnotatorDomainLoad",
     "DomainLabelLoad",
     "CalibrationStatus",

@@ -80,7 +80,10 @@ class DashboardCounter(models.Model):
     * ``record`` / ``tier`` — production (non-calibration) answer records;
     * ``reviews_day`` / ``labels_day`` — ``YYYY-MM-DD`` (UTC) — reviews and labels made that day;
     * ``author_reviews`` / ``author_flags`` — ``author_id|YYYY-MM-DD`` — reviews (flags) an
-      author's triples received that day.
+      author's triples received that day;
+    * ``time_changes`` / ``kind|user_id`` — changes to a person's timed decisions of that kind
+      (only ever grows; a stored ``TimeOnItemFigure`` behind it is stale, migration 0026);
+    * ``fast`` / ``user_id|kind`` — flagged fast decisions.
     """
 
     name = models.CharField(max_length=24)

@@ -157,6 +157,11 @@ class Triple(models.Model):
     added_at = models.DateTimeField()
     gold_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Whether the current revision pins a block version that is no longer its block's newest.
+    # Owned by database triggers (migration 0026_curation_pin_superseded): set when a triple
+    # changes its current revision and when a newer version of the pinned block is inserted;
+    # whatever a save writes here is replaced by the computed value.
+    pin_superseded = models.BooleanField(default=False, editable=False)
 
     class Meta:
         ordering = ["-added_at", "-id"]
@@ -182,7 +187,24 @@ class Triple(models.Model):
                 name="triple_llm_gold_needs_human",
             ),
         ]
-        indexes = [models.Index(fields=["author", "state"])]
+        indexes = [
+            models.Index(fields=["author", "state"]),
+            # The "needs re-review" list in its order, holding only its rows: the condition
+            # mirrors goldset.rules.triple_states.needs_rereview_q (a test holds them equal).
+            models.Index(
+                fields=["updated_at", "id"],
+                condition=~Q(
+                    state__in=[
+                        TripleState.DROPPED,
+                        TripleState.SPLIT,
+                        TripleState.RETIRED,
+                        TripleState.REVOKED,
+                    ]
+                )
+                & (Q(pin_superseded=True) | Q(state=TripleState.NEEDS_REREVIEW)),
+                name="triple_needs_rereview",
+            ),
+        ]
 
     def __str__(self):
         return self.external_id

@@ -107,3 +107,27 @@ class FastDecision(models.Model):
 
     def __str__(self):
         return f"fast {self.kind} by {self.annotator_id}: {self.decision_ms} ms"
+
+
+class TimeOnItemFigure(models.Model):
+    """One person's stored active-time figures for one kind of decision (the agreement
+    dashboard's time-on-item table), computed by the agreement recompute from that person's
+    timed decisions. ``changes_seen`` is the ``time_changes`` counter (``kind|user_id``, kept by
+    database triggers on every timed label, review and adjudication) when they were computed:
+    a counter that has moved on since marks them stale."""
+
+    kind = models.CharField(max_length=16, choices=DecisionKind.choices)
+    user_id = models.BigIntegerField()
+    n = models.PositiveIntegerField(default=0)  # decisions with an active time
+    median_ms = models.FloatField(null=True)
+    p90_ms = models.FloatField(null=True)
+    changes_seen = models.BigIntegerField(default=0)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "user_id"], name="time_on_item_figure_once")
+        ]
+
+    def __str__(self):
+        return f"{self.kind} {self.user_id}: n={self.n} median={self.median_ms}"

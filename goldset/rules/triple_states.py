@@ -1,6 +1,8 @@
 """The triple state machine (DESIGN.md §5, seed 000): every state change of a triple goes through
 :func:`transition`, which refuses any move the table below does not list."""
 
+from django.db.models import Q
+
 from goldset.exceptions import GoldsetError
 from goldset.models import Triple, TripleState
 
@@ -24,6 +26,16 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     S.REVOKED: frozenset(),
 }
 CLOSED = tuple(state for state, targets in TRANSITIONS.items() if not targets)
+
+
+def needs_rereview_q() -> Q:
+    """The triples that need re-review (issue 12, DESIGN.md §4): every live triple (not in a
+    closed state) whose current revision pins a block version that is no longer the block's
+    newest (``Triple.pin_superseded``, kept by database triggers), whether a later corpus
+    import marked it or it was written against superseded text with a reason, plus triples
+    still marked ``needs_rereview``. The ``triple_needs_rereview`` partial index holds exactly
+    these rows."""
+    return ~Q(state__in=CLOSED) & (Q(pin_superseded=True) | Q(state=TripleState.NEEDS_REREVIEW))
 
 
 class TransitionRefused(GoldsetError):

@@ -46,7 +46,8 @@ from goldset.models import (
     Verdict,
     WorkingSlice,
 )
-from goldset.rules.triple_states import CLOSED
+from goldset.rules.triple_states import needs_rereview_q
+from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (
@@ -71,8 +72,8 @@ def newest_version_of(block_path: str):
 
 
 def with_pin_status(qs):
-    """Annotate triples with ``newest_version`` (their pinned block's current version number)
-    and ``superseded_pin`` (their current revision pins an older version)."""
+    """Annotate triples with ``newest_version`` (their pinned block's current version number,
+    for display) and ``superseded_pin`` (their current revision pins an older version)."""
     return qs.annotate(
         newest_version=Subquery(
             newest_version_of("current_revision__expected_block_version__block_id")
@@ -81,8 +82,9 @@ def with_pin_status(qs):
 
 
 def superseded_pin_q() -> Q:
-    """For querysets passed through :func:`with_pin_status`: the pin is superseded."""
-    return Q(current_revision__expected_block_version__version__lt=F("newest_version"))
+    """Triples whose current revision pins a block version that is not the block's newest
+    (the ``pin_superseded`` flag the database triggers keep; an index-friendly column)."""
+    return Q(pin_superseded=True)
 
 
 # ---------------------------------------------------------------- block versions (authoring)
@@ -550,17 +552,25 @@ def recent_quality_entries(limit: int = 10) -> list:
 
 
 def list_needs_rereview():
-    """Every live (not dropped, split, retired or revoked) triple whose current revision pins a
-    block version that is not the block's current version — whether a later corpus import
-    marked it ``needs_rereview``, or it was written, revised or imported against superseded
-    text with a reason — plus triples still marked ``needs_rereview``. Annotated with
-    ``newest_version``; everything the rows show is joined (constant queries)."""
+    """The triples :func:`~goldset.rules.triple_states.needs_rereview_q` names, oldest change
+    first (``updated_at``, ``id``: the ``triple_needs_rereview`` partial index, so a page is an
+    index walk whatever the number of triples). Annotated with ``newest_version``; everything
+    the rows show is joined (constant queries)."""
     return (
-        with_pin_status(Triple.objects.exclude(state__in=CLOSED))
-        .filter(superseded_pin_q() | Q(state=TripleState.NEEDS_REREVIEW))
+        Triple.objects.filter(needs_rereview_q())
+        .annotate(
+            newest_version=Subquery(
+                newest_version_of("current_revision__expected_block_version__block_id")
+            )
+        )
         .select_related(*TRIPLE_JOINS)
         .order_by("updated_at", "id")
     )
+
+
+def page_needs_rereview(*, cursor: str | None, size: int) -> KeysetPage:
+    """One keyset page of :func:`list_needs_rereview` after ``cursor`` (Http404 when bad)."""
+    return keyset_page(list_needs_rereview(), fields=("updated_at", "id"), cursor=cursor, size=size)
 
 
 def list_working_slices():

@@ -1,5 +1,9 @@
 """Reads of time on item (issue 14): per-annotator active-time figures for the lead's dashboard
-and the list of suspiciously fast decisions."""
+and the list of suspiciously fast decisions.
+
+The dashboard never aggregates decisions per request (issue 17): the agreement recompute stores
+each person's figures (:func:`timed_figures`, via ``services.time_on_item``) and the page reads
+those rows and the maintained counters."""
 
 import math
 from collections import defaultdict
@@ -15,9 +19,11 @@ from goldset.models import (
     FastDecision,
     Label,
     Review,
+    TimeOnItemFigure,
 )
 from goldset.rules.labeling import LEAD_VISIBLE
 from goldset.selectors.agreement import display_names
+from goldset.selectors.curation import counter_rows
 from goldset.selectors.keyset import KeysetPage, keyset_page
 
 # Each kind of decision: its model and the field naming who decided.
@@ -55,11 +61,15 @@ class TimeRow:
     median_s: float | None
     p90_s: float | None
     fast: int  # flagged fast decisions
+    stale: bool = False  # the stored figures miss a change (the next recompute brings it)
 
 
-def _figures(model, who: str) -> dict[int, tuple[int, float | None, float | None]]:
-    """{user: (n, median ms, p90 ms)} of the active time (one query)."""
-    rows = model.objects.filter(active_ms__isnull=False)
+def timed_figures(kind: DecisionKind, users) -> dict[int, tuple[int, float | None, float | None]]:
+    """{user: (n, median ms, p90 ms)} of the active time of ``kind`` decisions by ``users``
+    (one query over those people's decisions, by the index on who decided). Nobody in
+    ``users`` without a timed decision is left out."""
+    model, who = _SOURCES[kind]
+    rows = model.objects.filter(active_ms__isnull=False, **{f"{who}__in": list(users)})
     if connection.vendor == "postgresql":
         return {
             row[who]: (row["n"], row["median"], row["p90"])
@@ -80,34 +90,61 @@ def _figures(model, who: str) -> dict[int, tuple[int, float | None, float | None
     }
 
 
-def get_time_on_item_summary() -> list[TimeRow]:
-    """Per annotator and kind of decision: n, median and p90 active time (seconds) and the number
-    of flagged fast decisions; display names. Five queries whatever the data size."""
-    figures = {kind: _figures(model, who) for kind, (model, who) in _SOURCES.items()}
-    fast = {
-        (row["annotator_id"], row["kind"]): row["n"]
-        for row in FastDecision.objects.values("annotator_id", "kind")
-        .order_by()
-        .annotate(n=Count("id"))
+def _counter_pairs(name: str) -> dict[tuple[str, int], int]:
+    """A ``kind|user`` (``time_changes``) or ``user|kind`` (``fast``) counter as
+    {(kind, user): n}, zero rows left out."""
+    out = {}
+    for key, n in counter_rows(name)[name]:
+        first, _, second = key.partition("|")
+        kind, user = (first, second) if name == "time_changes" else (second, first)
+        out[(kind, int(user))] = n
+    return out
+
+
+def stale_time_figures() -> dict[tuple[str, int], int]:
+    """{(kind, user): changes counter} of every stored figure that misses a change (or was
+    never computed): two reads, bounded by people × kinds, never by decisions."""
+    changes = _counter_pairs("time_changes")
+    seen = {
+        (kind, user): n
+        for kind, user, n in TimeOnItemFigure.objects.values_list("kind", "user_id", "changes_seen")
     }
-    users = {u for per_kind in figures.values() for u in per_kind} | {u for u, _ in fast}
-    names = display_names(users) if users else {}
+    return {pair: n for pair, n in changes.items() if seen.get(pair) != n}
+
+
+def get_time_on_item_summary() -> list[TimeRow]:
+    """Per annotator and kind of decision: n, median and p90 active time (seconds) as the
+    agreement recompute last stored them, the number of flagged fast decisions (a maintained
+    counter), display names, and whether the stored figures miss a change (``stale``). Four
+    queries whatever the data size."""
+    changes = _counter_pairs("time_changes")
+    stored = {
+        (f.kind, f.user_id): f
+        for f in TimeOnItemFigure.objects.only(
+            "kind", "user_id", "n", "median_ms", "p90_ms", "changes_seen"
+        )
+    }
+    fast = _counter_pairs("fast")
+    shown = {pair for pair, f in stored.items() if f.n} | set(fast)
+    shown |= {pair for pair, n in changes.items() if pair not in stored}
+    names = display_names({user for _, user in shown}) if shown else {}
     rows = []
-    for kind, per_user in figures.items():
-        for user_id in per_user.keys() | {u for u, k in fast if k == kind}:
-            n, median, p90 = per_user.get(user_id, (0, None, None))
-            rows.append(
-                TimeRow(
-                    user_id=user_id,
-                    name=names.get(user_id, "a former annotator"),
-                    kind=kind.value,
-                    kind_label=kind.label,
-                    n=n,
-                    median_s=None if median is None else median / 1000,
-                    p90_s=None if p90 is None else p90 / 1000,
-                    fast=fast.get((user_id, kind.value), 0),
-                )
+    for kind, user_id in shown:
+        figure = stored.get((kind, user_id))
+        n, median, p90 = (figure.n, figure.median_ms, figure.p90_ms) if figure else (0, None, None)
+        rows.append(
+            TimeRow(
+                user_id=user_id,
+                name=names.get(user_id, "a former annotator"),
+                kind=kind,
+                kind_label=DecisionKind(kind).label,
+                n=n,
+                median_s=None if median is None else median / 1000,
+                p90_s=None if p90 is None else p90 / 1000,
+                fast=fast.get((kind, user_id), 0),
+                stale=changes.get((kind, user_id), 0) != (figure.changes_seen if figure else 0),
             )
+        )
     return sorted(rows, key=lambda r: (r.kind, r.name.lower(), r.user_id))
 
 

@@ -41,6 +41,7 @@ from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
 from goldset.selectors.agreement import list_agreement_alerts
 from goldset.services import outbox, webhooks
 from goldset.services.agreement_sources import FRAME_SOURCES
+from goldset.services.time_on_item import refresh_time_on_item_figures
 from scoring.agreement import (
     cohen_kappa_table,
     fleiss_kappa_counts,
@@ -798,7 +799,9 @@ def recompute_agreement_snapshots(*, full: bool = True, requests=()) -> tuple[st
     every protocol's rows and recompute what changed (:func:`store_agreement_snapshots`).
     Otherwise only the figures the dirty-scope marks name (a label at a million items
     recomputes its scopes, not everything); no marks, nothing to do. The marks taken into
-    account are deleted with the new figures stored."""
+    account are deleted with the new figures stored. The time-on-item figures that miss a
+    change are refreshed on every run (:func:`refresh_time_on_item_figures`)."""
+    refresh_time_on_item_figures()
     full = (
         full
         or OutboxMessage.objects.filter(pk__in=list(requests), payload__full=True).exists()

@@ -2,13 +2,15 @@
 fast-decision flag, in one place for the three services that record decisions.
 
 Rules (what is trusted, caps, thresholds) are in :mod:`goldset.rules.time_on_item`; this module
-only applies them when a decision is stored, inside the caller's transaction."""
+only applies them when a decision is stored, inside the caller's transaction, and stores the
+dashboard's per-person figures when the agreement recompute runs."""
 
 import datetime as dt
 
+from django.db import transaction
 from django.utils import timezone
 
-from goldset.models import DecisionKind, FastDecision
+from goldset.models import DecisionKind, FastDecision, TimeOnItemFigure
 from goldset.rules.time_on_item import (
     NO_TIMING,
     ItemTiming,
@@ -18,6 +20,7 @@ from goldset.rules.time_on_item import (
     measure,
     start_of,
 )
+from goldset.selectors.time_on_item import stale_time_figures, timed_figures
 
 
 def timing_fields(*, claimed_at: dt.datetime | None, timing: ItemTiming | None) -> dict:
@@ -45,3 +48,32 @@ def flag_if_fast(*, decision, kind: DecisionKind, annotator_id: int, tier: str):
         decision_ms=decision_ms(decision.server_ms, decision.active_ms),
         threshold_ms=fast_threshold_ms(tier),
     )
+
+
+def refresh_time_on_item_figures() -> int:
+    """Recompute and store the time-on-item figures of every (kind, person) whose
+    ``time_changes`` counter moved since they were stored (the agreement recompute calls this;
+    idempotent: nothing stale, nothing read). Each person's figures come from their own timed
+    decisions only, so a label recomputes one row, never every decision. The counter is read
+    before the decisions: a decision committed in between may be counted in the figures and
+    still leave them marked stale, never the other way round. Returns the rows refreshed."""
+    stale = stale_time_figures()
+    if not stale:
+        return 0
+    by_kind: dict[str, set[int]] = {}
+    for kind, user in stale:
+        by_kind.setdefault(kind, set()).add(user)
+    computed = {
+        (kind, user): figures
+        for kind, users in by_kind.items()
+        for user, figures in timed_figures(DecisionKind(kind), users).items()
+    }
+    with transaction.atomic():
+        for (kind, user), changes in stale.items():
+            n, median, p90 = computed.get((kind, user), (0, None, None))
+            TimeOnItemFigure.objects.update_or_create(
+                kind=kind,
+                user_id=user,
+                defaults={"n": n, "median_ms": median, "p90_ms": p90, "changes_seen": changes},
+            )
+    return len(stale)

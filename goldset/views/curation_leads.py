@@ -52,7 +52,7 @@ def dashboard(request):
 
 @role_required(*LEADS)
 def rereview(request):
-    page = Paginator(selectors.list_needs_rereview(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = selectors.page_needs_rereview(cursor=request.GET.get("after"), size=PAGE_SIZE)
     return render(request, "curation/rereview.html", {"page": page, "note_form": NoteForm()})
 
 

@@ -42,6 +42,7 @@ def agreement_dashboard(request):
     if not partial:
         context["alerts"] = link_alerts(context["alerts"])
         context["time_on_item"] = get_time_on_item_summary()
+        context["time_on_item_stale"] = any(r.stale for r in context["time_on_item"])
     template = "quality/agreement.html#confusion" if partial else "quality/agreement.html"
     return render(request, template, context)
 

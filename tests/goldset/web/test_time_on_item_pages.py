@@ -23,6 +23,7 @@ from goldset.models import (
 )
 from goldset.rules.time_on_item import ItemTiming
 from goldset.services.adjudication import record_adjudication
+from goldset.services.agreement import recompute_agreement_snapshots
 from goldset.services.freeze import store_frozen_version
 from goldset.services.guidelines import save_guideline
 from goldset.services.labeling import claim_next_item, submit_label
@@ -295,7 +296,13 @@ def test_dashboard_shows_time_on_item_per_annotator_and_links_the_fast_list(
         assignment.claimed_at = timezone.now() - timezone.timedelta(minutes=5)
         assignment.save(update_fields=["claimed_at"])
         submit_label(assignment=assignment, **GOOD, timing=ItemTiming(active_ms=active))
+    # until the agreement recompute stores them, the figures are marked stale (issue 17)
     html = client_for(lead).get(reverse("quality:agreement")).content.decode()
+    assert 'id="time-on-item-stale"' in html
+    assert re.search(r'<tr class="stale"><td>Ada Byron <span class="badge warn">stale', html)
+    recompute_agreement_snapshots(full=False)
+    html = client_for(lead).get(reverse("quality:agreement")).content.decode()
+    assert 'id="time-on-item-stale"' not in html
     section = html[html.index('id="time-on-item"') :]
     section = section[: section.index("</section>")]
     row = re.search(r"<tr><td>Ada Byron</td><td>Answer label</td>(.*?)</tr>", section).group(1)

@@ -1,0 +1,147 @@
+"""Issue 17: the agreement dashboard's time-on-item figures are stored by the agreement
+recompute (per person, from that person's decisions only) and read back with maintained
+counters; they equal what the old per-request aggregation computed, and a change the stored
+figures miss marks them stale until the next recompute."""
+
+import random
+from dataclasses import astuple
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from goldset.models import (
+    Adjudication,
+    DashboardCounter,
+    DecisionKind,
+    FastDecision,
+    Label,
+    Review,
+    TimeOnItemFigure,
+)
+from goldset.rules.time_on_item import ItemTiming
+from goldset.selectors.time_on_item import get_time_on_item_summary, stale_time_figures
+from goldset.services.adjudication import record_adjudication
+from goldset.services.agreement import recompute_agreement_snapshots
+from goldset.services.time_on_item import refresh_time_on_item_figures
+from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.goldset import time_on_item_reference as reference
+from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
+from tests.goldset.curation_support import review, write_triple
+from workbench.roles import Role
+
+pytestmark = pytest.mark.django_db
+
+FINAL = {
+    "acceptability": "unacceptable",
+    "grounding": "partially_grounded",
+    "severe_safety": False,
+    "primary_failure": "missing_governing_exception",
+    "rationale": "The governing exception is omitted.",
+}
+
+
+def _old():
+    return [astuple(r) for r in reference.get_time_on_item_summary()]
+
+
+def _new():
+    rows = get_time_on_item_summary()
+    assert not any(r.stale for r in rows)
+    return [astuple(r)[:-1] for r in rows]
+
+
+@pytest.fixture
+def decisions(make_user, settings):
+    """Labels, reviews and adjudications by several people, some fast, some without a time."""
+    settings.FAST_DECISION_SECONDS_GOLD = 5
+    settings.FAST_DECISION_SECONDS_TRIAGE = 5
+    domain = DomainFactory(slug="supply_chain")
+    annotators = qualified_annotators(domain, 3)
+    lead = make_user(Role.LEAD, username="lead")
+    for _ in range(4):  # three labels each, on items that end without a majority
+        AnswerRecordFactory(question__domain=domain)
+        claim_and_label(annotators[0], **GOOD, timing=ItemTiming(active_ms=1200))
+        claim_and_label(annotators[1], **{**GOOD, "grounding": "partially_grounded"})
+        claim_and_label(annotators[2], **BAD, timing=ItemTiming(active_ms=40_000))
+    for record in {label.record for label in Label.objects.select_related("record")}:
+        if record.status == "needs_adjudication":
+            record_adjudication(lead=lead, record=record, **FINAL)
+    author = make_user(Role.ANNOTATOR, username="author")
+    for _ in range(3):
+        triple = write_triple(author)
+        review(annotators[0], triple, timing=ItemTiming(active_ms=9000))
+        review(annotators[1], triple)
+    return annotators, lead
+
+
+def _scatter(rng, model):
+    """Give the rows varied active times (ties, odd and even counts, a few without a time)."""
+    for pk in model.objects.values_list("pk", flat=True):
+        value = None if rng.random() < 0.2 else rng.choice([0, 1, 999, 7000, 7000, 123_456])
+        model.objects.filter(pk=pk).update(active_ms=value)
+
+
+def test_stored_figures_equal_the_old_aggregation_on_varied_data(decisions):
+    rng = random.Random(14)
+    for model in (Label, Review, Adjudication):
+        _scatter(rng, model)
+    assert Adjudication.objects.filter(active_ms__isnull=False).exists()
+    assert FastDecision.objects.exists()
+    refresh_time_on_item_figures()
+    assert _new() == _old()
+    # a person's last timed decision losing its time: their row goes, as in the old code
+    annotators, _ = decisions
+    Review.objects.filter(reviewer=annotators[0]).update(active_ms=None)
+    FastDecision.objects.filter(kind=DecisionKind.REVIEW).delete()
+    refresh_time_on_item_figures()
+    assert _new() == _old()
+    assert not [r for r in _old() if r[2] == "review" and r[0] == annotators[0].pk]
+
+
+def test_a_change_marks_only_its_person_stale_until_the_recompute_stores_it(decisions):
+    annotators, lead = decisions
+    recompute_agreement_snapshots(full=False)
+    assert stale_time_figures() == {}
+    # every one of their times changes (times capped at the server's clock may all be equal)
+    Label.objects.filter(annotator=annotators[2]).update(active_ms=5)
+    stale = {(r.kind, r.user_id) for r in get_time_on_item_summary() if r.stale}
+    assert stale == {("label", annotators[2].pk)}
+    assert [astuple(r)[:-1] for r in get_time_on_item_summary()] != _old()  # not yet
+    # the recompute reads only the stale person's labels and stores one row
+    with CaptureQueriesContext(connection) as ctx:
+        assert refresh_time_on_item_figures() == 1
+    reads = [q["sql"] for q in ctx.captured_queries if '"goldset_label"' in q["sql"]]
+    assert len(reads) == 1 and "annotator_id" in reads[0]
+    assert _new() == _old()
+    assert refresh_time_on_item_figures() == 0  # idempotent: nothing stale, nothing read
+
+
+def test_fast_counts_follow_inserts_and_deletes(decisions):
+    refresh_time_on_item_figures()
+    assert _new() == _old()
+    FastDecision.objects.filter(kind=DecisionKind.LABEL).first().delete()
+    assert _new() == _old()  # fast counts are live counters, never stale
+    counters = dict(DashboardCounter.objects.filter(name="fast").values_list("key", "n"))
+    assert sum(counters.values()) == FastDecision.objects.count()
+
+
+def test_the_dashboard_reads_the_same_number_of_statements_whatever_the_decisions(
+    decisions, django_assert_max_num_queries
+):
+    refresh_time_on_item_figures()
+    with CaptureQueriesContext(connection) as small:
+        get_time_on_item_summary()
+    annotators, _ = decisions
+    for _ in range(3):
+        AnswerRecordFactory(question__domain=annotators[0].calibration_results.first().domain)
+    for user in annotators:
+        claim_and_label(user, **GOOD, timing=ItemTiming(active_ms=3000))
+    refresh_time_on_item_figures()
+    with CaptureQueriesContext(connection) as large:
+        get_time_on_item_summary()
+    assert len(small.captured_queries) == len(large.captured_queries) == 4
+    for q in large.captured_queries:
+        for table in ("goldset_label", "goldset_review", "goldset_adjudication"):
+            assert f'"{table}"' not in q["sql"]
+    assert TimeOnItemFigure.objects.count() >= 3
