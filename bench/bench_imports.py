@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-WORK = Path("/tmp/bench_imports")
+WORK = Path(os.environ.get("BENCH_WORK", "/tmp/bench_imports"))  # another folder: BENCH_WORK
 PORT = int(os.environ.get("BENCH_PORT", "8793"))
 PASSWORD = "bench-pass-123"
 KINDS = ["corpus", "unrag", "questions", "answers", "triples", "run", "evaluator"]

@@ -195,36 +195,43 @@ def fingerprint(values: pa.Array) -> np.ndarray:
     n = len(values)
     out = np.empty(n, dtype=_U64)
     offsets, data = _layout(values)
+    # A word read near the end of the buffer would run past it: the strings that end in its
+    # last 8 bytes are read from a zero-padded copy of their own bytes, the rest in place (the
+    # padding never reaches a hash: bytes past a string are masked off).
+    tail = int(np.searchsorted(offsets[1:], len(data) - 8, side="right"))
     words = _unaligned_words(data)
-    for lo, hi in chunks(n):
+    for lo, hi in chunks(tail):
         starts = offsets[lo:hi].astype(np.int64)
-        lengths = offsets[lo + 1 : hi + 1] - starts
-        source = words
-        if int(offsets[hi]) + 8 > len(data):
-            # The last strings of the buffer: read from a zero-padded copy of their bytes.
-            first = int(starts[0]) if len(starts) else 0
-            padded = np.zeros(int(offsets[hi]) - first + 16, dtype=np.uint8)
-            padded[: int(offsets[hi]) - first] = data[first : int(offsets[hi])]
-            source = _unaligned_words(padded)
-            starts -= first
-        h = lengths.astype(_U64)
-        h *= _MUL1
-        h ^= source[starts] & _KEEP_BYTES[np.minimum(lengths, 8)]
-        h *= _MUL2
-        h ^= h >> _U64(31)
-        longer = np.flatnonzero(lengths > 8)
-        w = 1
-        while len(longer):
-            step = source[starts[longer] + 8 * w]
-            step &= _KEEP_BYTES[np.minimum(lengths[longer] - 8 * w, 8)]
-            step ^= h[longer]
-            step *= _MUL2
-            step ^= step >> _U64(31)
-            h[longer] = step
-            w += 1
-            longer = longer[lengths[longer] > 8 * w]
-        out[lo:hi] = _mix(h)
+        out[lo:hi] = _hash_rows(words, starts, offsets[lo + 1 : hi + 1] - starts)
+    if tail < n:
+        first, end = int(offsets[tail]), int(offsets[n])
+        padded = np.zeros(end - first + 16, dtype=np.uint8)
+        padded[: end - first] = data[first:end]
+        starts = offsets[tail:n].astype(np.int64)
+        lengths = offsets[tail + 1 : n + 1] - starts
+        out[tail:] = _hash_rows(_unaligned_words(padded), starts - first, lengths)
     return out
+
+
+def _hash_rows(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The 64-bit hash of each string ``source``'s bytes hold at ``starts`` (``lengths``)."""
+    h = lengths.astype(_U64)
+    h *= _MUL1
+    h ^= source[starts] & _KEEP_BYTES[np.minimum(lengths, 8)]
+    h *= _MUL2
+    h ^= h >> _U64(31)
+    longer = np.flatnonzero(lengths > 8)
+    w = 1
+    while len(longer):
+        step = source[starts[longer] + 8 * w]
+        step &= _KEEP_BYTES[np.minimum(lengths[longer] - 8 * w, 8)]
+        step ^= h[longer]
+        step *= _MUL2
+        step ^= step >> _U64(31)
+        h[longer] = step
+        w += 1
+        longer = longer[lengths[longer] > 8 * w]
+    return _mix(h)
 
 
 def _mix(h: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from scoring import _ids
@@ -403,7 +404,8 @@ def _plain_field_values(values: pa.Array) -> bool:
     if np.diff(offsets).min() == 0:
         return False
     used = data[int(offsets[0]) : int(offsets[-1])]
-    return not bool(np.any((used - np.uint8(9)) <= 3))
+    # Slice by slice, so the temporaries stay small whatever the column's size.
+    return not any(np.any((used[lo:hi] - np.uint8(9)) <= 3) for lo, hi in _ids.chunks(len(used)))
 
 
 def _pandas_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> Any:
@@ -780,13 +782,18 @@ def read_qrels(source: Source, *, fmt: str | None = None) -> Qrels:
     return readers[fmt](name, handle)
 
 
-def read_run(source: Source, *, fmt: str | None = None) -> Run:
+def read_run(source: Source, *, fmt: str | None = None, name: str | None = None) -> Run:
     """Read a run in TREC or JSONL format (see the module docstring).
+
+    ``name`` is the file name errors give (default: the path, or the file object's ``name``):
+    a caller reading a temporary copy of an upload names the upload. Pass a path, not a file
+    object, to keep a large TREC run out of memory (a file object is read whole).
 
     Raises :class:`InputError` (file, line, message) for unreadable or inconsistent input,
     including a document listed twice for one query.
     """
-    name, handle = _materialise(source)
+    source_name, handle = _materialise(source)
+    name = name or source_name
     fmt = fmt or _detect(name, handle, "run")
     readers = {"trec": _read_trec_run, "jsonl": _read_jsonl_run}
     if fmt not in readers:
@@ -820,6 +827,16 @@ def select_queries(data: Qrels | Run, query_ids: Iterable[str]) -> Qrels | Run:
     cutoffs = {q: k for q, k in (data.cutoffs or {}).items() if q in wanted}
     part._set(queries=declared, cutoffs=cutoffs or None, default_k=data.default_k, _cache={})
     return part
+
+
+def distinct_query_ids(data: Qrels | Run) -> list[str]:
+    """The distinct query ids of ``data``'s rows, in first-seen order (no object per row)."""
+    return data._query_values.to_pylist()
+
+
+def distinct_doc_ids(data: Qrels | Run) -> list[str]:
+    """The distinct document ids of ``data``'s rows (no object per row)."""
+    return pc.unique(data._doc_ids).to_pylist()
 
 
 def arrow_columns(data: Qrels | Run) -> dict[str, pa.Array]:

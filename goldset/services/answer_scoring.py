@@ -7,13 +7,12 @@ labels (the answer-labeling area's final labels, see :func:`_label_providers`) a
 the ``labels`` argument for the label-derived axes, and stored in the reproducibility bundle.
 """
 
-import io
 import json
 import math
 from collections.abc import Callable
 
 from goldset.imports.errors import Problems
-from goldset.imports.reader import MemorySource, iter_json_lines
+from goldset.imports.reader import ByteSource, iter_json_lines
 from goldset.models import (
     ExportFormat,
     GoldVersion,
@@ -31,7 +30,7 @@ from goldset.services.scoring_runs import (
     RunRejected,
     ValidatedRun,
     known_block_ids,
-    read_run_bytes,
+    stored_run_file,
 )
 from scoring.probe import check_ranks, score_answers
 from scoring.stats import bootstrap_ci
@@ -46,12 +45,12 @@ def _label_providers() -> list[Callable]:
     return [adjudicated_labels]
 
 
-def _records(text: str, name: str):
+def _records(source: ByteSource, name: str):
     """Every answer record with its line, read through the import toolkit (BOM, NUL, NaN,
     nesting depth checked like every importer; latency and cost below). Raises RunRejected."""
     problems = Problems(limit=MAX_ERRORS)
     records = []
-    for lineno, obj in iter_json_lines(MemorySource(text, name), problems, what="answer record"):
+    for lineno, obj in iter_json_lines(source, problems, what="answer record"):
         records.append((lineno, obj))
     if problems:
         raise _rejected(problems, name)
@@ -65,13 +64,14 @@ def _rejected(problems, name: str):
     )
 
 
-def validate_answer_log(*, version: GoldVersion, text: str, name: str):
-    """Validate every answer record: required fields, known question ids (triples of
-    ``version``), known passage ids (corpus blocks), ranks (integers ≥ 1, none tied, no passage
-    twice: ``scoring.probe.check_ranks``), latency and cost finite and ≥ 0, one record per
-    question and system. Raises RunRejected with line-numbered problems."""
+def validate_answer_log(*, version: GoldVersion, source: ByteSource, name: str):
+    """Validate every answer record of the file ``source`` (read line by line): required
+    fields, known question ids (triples of ``version``), known passage ids (corpus blocks),
+    ranks (integers ≥ 1, none tied, no passage twice: ``scoring.probe.check_ranks``), latency
+    and cost finite and ≥ 0, one record per question and system. Raises RunRejected with
+    line-numbered problems."""
 
-    records = _records(text, name)
+    records = _records(source, name)
     packets = version_packets(version)
     known_questions = {p["question_id"] for p in packets}
     packet_passages = {
@@ -152,11 +152,9 @@ def version_packets(version: GoldVersion) -> list[dict]:
 def score_answer_log(*, job: ScoringJob, progress):
 
     progress.enter("load answer log", 5)
-    answers = [
-        json.loads(line)
-        for line in io.StringIO(read_run_bytes(job).decode("utf-8"))
-        if line.strip()
-    ]
+    with stored_run_file(job) as path, path.open(encoding="utf-8", newline="\n") as lines:
+        # newline="\n": lines end at LF only, as when the log's text was split before.
+        answers = [json.loads(line) for line in lines if line.strip()]
     progress.enter("load gold version", 15)
     packets = version_packets(job.version)
     labels = [label for provider in _label_providers() for label in provider(job.version, answers)]

@@ -32,7 +32,7 @@ from goldset.conf import tunable
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports import storage
 from goldset.imports.errors import Problem
-from goldset.imports.runs import checked_run_bytes
+from goldset.imports.runs import checked_run_file
 from goldset.imports.storage import StoredFile, UploadRejected
 from goldset.imports.stored import StoredFileMissing, StoredUpload
 from goldset.models import (
@@ -374,29 +374,31 @@ def _importer(job: ImportJob):
 def _import_run(*, options: dict, source, actor, source_name: str, progress, on_written):
     """A run to score: read through the toolkit first (BOM, UTF-8, NUL, NaN/Infinity, nesting
     depth, with line and field), then validated by the scoring upload rules; a scoring job is
-    created in the same transaction as the import job's result."""
-    data = checked_run_bytes(source)
-    progress("validating", 40)
-    version = GoldVersion.objects.get(number=options["version"], sealed=True)
-    with transaction.atomic():
-        job = create_scoring_job(
-            version=version,
-            name=options.get("name") or source_name,
-            data=data,
-            filename=source_name,
-            actor=actor,
-            k=int(options.get("k") or 10),
-            calibration=_calibration(options),
-            metrics=options.get("metrics"),
-        )
-        summary = {
-            "scoring_job": job.pk,
-            "kind": job.kind,
-            "format": job.run_format,
-            "calibration": job.calibration.label if job.calibration else "",
-            "reused": bool(getattr(job, "reused", False)),
-        }
-        on_written(_Summary(summary))
+    created in the same transaction as the import job's result. The run goes from the stored
+    upload to a temporary file in blocks and is validated and stored from that file (a 200 MiB
+    run is never held whole in memory)."""
+    with checked_run_file(source) as path:
+        progress("validating", 40)
+        version = GoldVersion.objects.get(number=options["version"], sealed=True)
+        with transaction.atomic():
+            job = create_scoring_job(
+                version=version,
+                name=options.get("name") or source_name,
+                path=path,
+                filename=source_name,
+                actor=actor,
+                k=int(options.get("k") or 10),
+                calibration=_calibration(options),
+                metrics=options.get("metrics"),
+            )
+            summary = {
+                "scoring_job": job.pk,
+                "kind": job.kind,
+                "format": job.run_format,
+                "calibration": job.calibration.label if job.calibration else "",
+                "reused": bool(getattr(job, "reused", False)),
+            }
+            on_written(_Summary(summary))
     return summary
 
 

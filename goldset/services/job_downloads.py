@@ -10,13 +10,15 @@ import csv
 import io
 import json
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterator
 
 from goldset.models import ExportFormat, RunKind, ScoringJob
 from goldset.selectors.exports import iter_query_results
 from goldset.services import exports
-from goldset.services.scoring_jobs import read_run_bytes, reproduce_command, strata_csv
+from goldset.services.scoring_jobs import reproduce_command, strata_csv
+from goldset.services.scoring_runs import iter_run_chunks
 from workbench.csv_safety import csv_safe_row
 
 
@@ -103,13 +105,26 @@ def bundle_zip(job: ScoringJob) -> Iterator[bytes]:
             )
         else:
             bundle.writestr("strata.csv", strata_csv(job))
-        bundle.writestr(job.run_filename, read_run_bytes(job))
+        with bundle.open(_entry(job.run_filename), "w") as out:
+            # Checksum verified as the last chunk is read; a mismatch raises before the
+            # bundle is served.
+            for chunk in iter_run_chunks(job):
+                out.write(chunk)
         bundle.writestr("results.json", json.dumps(results_document(job), indent=1, sort_keys=True))
         bundle.writestr("README.txt", _readme(job))
     spool.seek(0)
     while data := spool.read(exports.CHUNK_SIZE):
         yield data
     spool.close()
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    """The entry ``ZipFile.writestr`` would make for ``name`` (date, rw------- mode), for
+    writing it as a stream."""
+    info = zipfile.ZipInfo(name, date_time=time.localtime(time.time())[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o600 << 16
+    return info
 
 
 def _readme(job: ScoringJob) -> str:

@@ -28,12 +28,15 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -41,6 +44,7 @@ from django.utils import timezone
 import scoring
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
+from goldset.imports.reader import PathSource
 from goldset.models import (
     ExportFormat,
     GoldVersion,
@@ -52,7 +56,6 @@ from goldset.models import (
     ScoreAggregate,
     ScoreQueryResult,
     ScoringJob,
-    ScoringRunChunk,
     WebhookEvent,
 )
 from goldset.rules.display import display
@@ -67,17 +70,27 @@ from goldset.services.scoring_runs import (
     QueryRow,
     RunRejected,
     ValidatedRun,
+    inspect_run_file,
     known_block_ids,
-    read_run_bytes,
+    spooled_run,
+    store_run_chunks,
+    stored_run_file,
+    text_lines,
 )
 from scoring.errors import InputError
-from scoring.io import read_qrels, read_run
+from scoring.io import (
+    arrow_columns,
+    distinct_doc_ids,
+    distinct_query_ids,
+    read_qrels,
+    read_run,
+    select_queries,
+)
 from scoring.retrieval import evaluate
 from scoring.stats import bootstrap_ci
 from workbench.services.audit import record_event
 
 MAX_ERRORS = 50
-RUN_CHUNK = exports.CHUNK_SIZE
 DEFAULT_SEED = 8821
 DEFAULT_RESAMPLES = 10_000
 # Bootstrap work grows with resamples x queries; above this many cells per metric the default
@@ -110,21 +123,12 @@ def default_resamples(n_queries: int) -> int:
 # ---------------------------------------------------------------- validating an upload
 
 
-def _decode(data: bytes, name: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise RunRejected([f"{name}, line {line}: not valid UTF-8 text"], source=name) from None
-
-
-def _detect_kind(text: str) -> tuple[str, str]:
-    head = text.lstrip()[:1]
-    if head not in ("{", "["):
+def _detect_kind(first_line: str) -> tuple[str, str]:
+    """Kind and format from the run's first line of text (after leading whitespace)."""
+    if first_line[:1] not in ("{", "["):
         return RunKind.RETRIEVAL, RunFormat.TREC
-    first = text.lstrip().splitlines()[0]
     try:
-        obj = json.loads(first)
+        obj = json.loads(first_line)
     except json.JSONDecodeError:
         return RunKind.RETRIEVAL, RunFormat.JSONL
     if isinstance(obj, dict) and ("retrieved_passages" in obj or "answer" in obj):
@@ -132,9 +136,9 @@ def _detect_kind(text: str) -> tuple[str, str]:
     return RunKind.RETRIEVAL, RunFormat.JSONL
 
 
-def _scan_lines(text: str, fmt: str):
+def _scan_lines(path: Path, fmt: str):
     """(line number, query id, [doc ids]) per record; only used to locate problems."""
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(text_lines(path), start=1):
         if not raw.strip():
             continue
         if fmt == RunFormat.TREC:
@@ -165,24 +169,29 @@ def _known_versions_hint(query_ids: list[str]) -> str:
     return f" (they belong to {', '.join(f'v{n}' for n in numbers)})" if numbers else ""
 
 
-def validate_retrieval_run(*, version: GoldVersion, text: str, name: str) -> ValidatedRun:
-    """Validate the whole run or raise RunRejected listing every problem with its line:
-    malformed lines and scores (via ``scoring.io``), a document twice for one query, a query
-    on two JSONL lines, query ids that are not triples of ``version`` and block ids that are
-    not in the corpus."""
-    kind, fmt = _detect_kind(text)
-    buffer = io.StringIO(text)
-    buffer.name = name
+def validate_retrieval_run(
+    *, version: GoldVersion, path: Path, name: str, fmt: str
+) -> ValidatedRun:
+    """Validate the whole run file (UTF-8, checked by :func:`inspect_run_file`) or raise
+    RunRejected listing every problem with its line: malformed lines and scores (via
+    ``scoring.io``), a document twice for one query, a query on two JSONL lines, query ids that
+    are not triples of ``version`` and block ids that are not in the corpus.
+
+    The run is read from its path by the library's columnar reader and checked on its distinct
+    ids (no Python object per row); the file is read again line by line only to name the lines
+    of problems found."""
     try:
-        run = read_run(buffer, fmt=fmt)
+        run = read_run(path, fmt=fmt, name=name)
     except InputError as exc:
         raise RunRejected([str(exc)], source=name) from None
     known_queries = set(version.rows.values_list("triple_id", flat=True))
-    run_queries = pd.unique(run.query_id)
+    run_queries = distinct_query_ids(run)
     unknown_q = {q for q in run_queries if q not in known_queries}
-    doc_ids = pd.unique(run.doc_id)
-    known_blocks = known_block_ids(list(doc_ids))
+    doc_ids = distinct_doc_ids(run)
+    known_blocks = known_block_ids(doc_ids)
     unknown_d = {d for d in doc_ids if d not in known_blocks}
+    n_rows = len(run)
+    del run, doc_ids, known_blocks
     problems: list[str] = []
     if unknown_q and len(unknown_q) == len(run_queries):
         problems.append(
@@ -190,10 +199,10 @@ def validate_retrieval_run(*, version: GoldVersion, text: str, name: str) -> Val
             f"v{version.number}; was the run made for another version?"
             + _known_versions_hint(sorted(unknown_q))
         )
-    duplicate_lines = fmt == RunFormat.JSONL and len(run_queries) != _count_records(text)
+    duplicate_lines = fmt == RunFormat.JSONL and len(run_queries) != _count_records(path)
     if unknown_q or unknown_d or duplicate_lines:
         first_line: dict[str, int] = {}
-        for lineno, qid, docs in _scan_lines(text, fmt):
+        for lineno, qid, docs in _scan_lines(path, fmt):
             if fmt == RunFormat.JSONL and qid in first_line:
                 problems.append(
                     f"{name}, line {lineno}: query {qid!r} already appears on line "
@@ -218,11 +227,11 @@ def validate_retrieval_run(*, version: GoldVersion, text: str, name: str) -> Val
         extra = len(problems) - MAX_ERRORS
         shown = problems[:MAX_ERRORS] + ([f"… and more ({extra}+)"] if extra > 0 else [])
         raise RunRejected(shown, source=name)
-    return ValidatedRun(kind=kind, fmt=fmt, n_queries=len(run_queries), n_rows=len(run.query_id))
+    return ValidatedRun(kind=RunKind.RETRIEVAL, fmt=fmt, n_queries=len(run_queries), n_rows=n_rows)
 
 
-def _count_records(text: str) -> int:
-    return sum(1 for line in text.splitlines() if line.strip())
+def _count_records(path: Path) -> int:
+    return sum(1 for line in text_lines(path) if line.strip())
 
 
 # ---------------------------------------------------------------- creating, retrying
@@ -233,9 +242,10 @@ def create_scoring_job(
     *,
     version: GoldVersion,
     name: str,
-    data: bytes,
     filename: str,
     actor,
+    data: bytes | None = None,
+    path: Path | None = None,
     k: int = 10,
     resamples: int | None = None,
     seed: int = DEFAULT_SEED,
@@ -243,6 +253,10 @@ def create_scoring_job(
     metrics: list[str] | str | None = None,
 ) -> ScoringJob:
     """Validate the uploaded run whole, store it and queue its scoring after commit.
+
+    The run is a file at ``path`` (what the import job and ``score_run`` pass: it is read in
+    blocks and by the library's columnar reader, never held whole in memory) or ``data``
+    (small runs in scripts and tests; written to a temporary file first).
 
     ``metrics`` names the retrieval measures to compute (``scoring.retrieval`` names, checked by
     ``goldset.rules.measures.check_measures``; BadMeasures for a bad one); none -> the six
@@ -257,13 +271,54 @@ def create_scoring_job(
     with ``reused`` set (uploads are serialised per version with a row lock, so a double click
     makes one job). The scoring task goes through the outbox: the job commits even when the
     broker is down and is dispatched when it returns."""
+    if (data is None) == (path is None):
+        raise TypeError("create_scoring_job takes the run as data or as path, not both")
     if not version.sealed:
         raise GoldsetError(f"gold version v{version.number} is not frozen")
     measures = check_measures(metrics, k=k)
-    text = _decode(data, filename)
-    if not text.strip():
+    with _run_on_disk(data, path) as run_path:
+        return _create_scoring_job(
+            version=version,
+            name=name,
+            path=run_path,
+            filename=filename,
+            actor=actor,
+            k=k,
+            resamples=resamples,
+            seed=seed,
+            calibration=calibration,
+            metrics=metrics,
+            measures=measures,
+        )
+
+
+@contextmanager
+def _run_on_disk(data: bytes | None, path: Path | None) -> Iterator[Path]:
+    if path is not None:
+        yield Path(path)
+        return
+    with spooled_run([data]) as spooled:
+        yield spooled
+
+
+def _create_scoring_job(
+    *,
+    version: GoldVersion,
+    name: str,
+    path: Path,
+    filename: str,
+    actor,
+    k: int,
+    resamples: int | None,
+    seed: int,
+    calibration,
+    metrics,
+    measures: list[str],
+) -> ScoringJob:
+    facts = inspect_run_file(path, filename)
+    if facts.first_line is None:
         raise RunRejected([f"{filename}: the file is empty"], source=filename)
-    kind, _ = _detect_kind(text)
+    kind, fmt = _detect_kind(facts.first_line)
     if calibration is not None:
         if kind != RunKind.ANSWERS:
             raise RunRejected(
@@ -284,10 +339,10 @@ def create_scoring_job(
                 source=filename,
             )
         measures = []
-        checked = validate_answer_log(version=version, text=text, name=filename)
+        checked = validate_answer_log(version=version, source=PathSource(path), name=filename)
     else:
-        checked = validate_retrieval_run(version=version, text=text, name=filename)
-    digest = exports.sha256_bytes(data)
+        checked = validate_retrieval_run(version=version, path=path, name=filename, fmt=fmt)
+    digest = facts.sha256
     GoldVersion.objects.select_for_update().filter(pk=version.pk).first()
     same = ScoringJob.objects.filter(
         version=version, run_sha256=digest, k=k, seed=seed, calibration=calibration
@@ -306,7 +361,7 @@ def create_scoring_job(
         run_format=checked.fmt,
         run_filename=filename,
         run_sha256=digest,
-        run_size=len(data),
+        run_size=facts.size,
         k=k,
         metrics=measures,
         seed=seed,
@@ -317,10 +372,7 @@ def create_scoring_job(
         queued_at=timezone.now(),
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
-    ScoringRunChunk.objects.bulk_create(
-        ScoringRunChunk(job=job, index=i, data=data[start : start + RUN_CHUNK])
-        for i, start in enumerate(range(0, len(data), RUN_CHUNK))
-    )
+    store_run_chunks(job, path)
     record_event(
         actor=actor,
         verb="scoring_job_created",
@@ -761,9 +813,8 @@ def _score_retrieval(*, job: ScoringJob, claim: str, progress: _Progress) -> Out
     """Score a retrieval run: in this process, or split over the workers when the version has
     ``SCORING_SPLIT_MIN_QUERIES`` queries or more (``scoring_chunks``; identical figures)."""
     progress.enter("load run", 5)
-    run_text = read_run_bytes(job).decode("utf-8")
-    run = read_run(io.StringIO(run_text), fmt=job.run_format)
-    del run_text
+    with stored_run_file(job) as run_path:
+        run = read_run(run_path, fmt=job.run_format, name=job.run_filename)
     progress.enter("load gold version", 15)
     qrels = read_qrels(io.BytesIO(gold_jsonl_bytes(job.version)), fmt="gold")
     split = scoring_chunks.should_split(n_queries=len(set(qrels.queries.tolist())))
@@ -838,6 +889,8 @@ def _score_retrieval(*, job: ScoringJob, claim: str, progress: _Progress) -> Out
     order = np.lexsort((np.array(qids, dtype=object), result.per_query[primary]))
     worst = {qids[i] for i in order[:WORST_QUERIES]}
     retrieved = _top_k(run, worst, job.k)
+    run_queries = set(distinct_query_ids(run))
+    del run
     columns = [result.per_query[label].tolist() for label in labels]
     per_query = []
     for i, qid in enumerate(qids):
@@ -861,8 +914,8 @@ def _score_retrieval(*, job: ScoringJob, claim: str, progress: _Progress) -> Out
         "ci": {label: [cis[label].low, cis[label].high] for label in labels},
         "primary_metric": primary,
         "ci_strata": strata_summary(boot_strata),
-        "run_queries": int(len(pd.unique(run.query_id))),
-        "missing_queries": int(result.n_queries - len(set(pd.unique(run.query_id)) & set(qids))),
+        "run_queries": len(run_queries),
+        "missing_queries": int(result.n_queries - len(run_queries & set(qids))),
     }
     if split:
         summary["split"] = scoring_chunks.split_summary(job, claim)
@@ -901,14 +954,28 @@ def strata_csv(job: ScoringJob) -> bytes:
 
 def _top_k(run, wanted: set[str], k: int) -> dict[str, list[str]]:
     """The top k documents of the wanted queries in trec_eval order (score desc at float32,
-    then document id desc), for display next to the expected block."""
-    mask = pd.Series(run.query_id).isin(wanted).to_numpy()
-    rows = defaultdict(list)
-    for qid, did, score in zip(run.query_id[mask], run.doc_id[mask], run.score[mask], strict=True):
-        rows[str(qid)].append((float(np.float32(score)), str(did)))
+    then document id desc), for display next to the expected block.
+
+    Works on integer codes: a query's top k are among its rows scoring at least its k-th best
+    score, so only those rows (k and any ties) become Python objects and are sorted."""
+    columns = arrow_columns(select_queries(run, wanted))
+    codes = columns["query_id"].indices.to_numpy()
+    score = columns["score"].to_numpy().astype(np.float32)
+    if not len(codes):
+        return {}
+    order = np.lexsort((-score, codes))  # by query, best score first
+    counts = np.bincount(codes)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    kth = score[order[starts + np.minimum(counts, k) - 1]]
+    rows = np.flatnonzero(score >= kth[codes])
+    names = columns["query_id"].dictionary.to_pylist()
+    docs = columns["doc_id"].take(pa.array(rows)).to_pylist()
+    found = defaultdict(list)
+    for code, did, value in zip(codes[rows].tolist(), docs, score[rows].tolist(), strict=True):
+        found[names[code]].append((value, did))
     return {
         q: [d for _, d in sorted(items, key=lambda x: (x[0], x[1]), reverse=True)[:k]]
-        for q, items in rows.items()
+        for q, items in found.items()
     }
 
 

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
-from goldset.imports.runs import checked_run_bytes
+from goldset.imports.runs import checked_run_file
 from goldset.models import GoldVersion, ScoringJob
 from goldset.rules.measures import BadMeasures, check_measures
 from goldset.selectors.evaluators import get_calibration_by_label
@@ -62,11 +62,11 @@ class Command(BaseCommand):
         except BadMeasures as exc:
             raise CommandError(f"--metrics: {exc}", returncode=2) from exc
         try:
-            with transaction.atomic():
+            with checked_run_file(PathSource(file)) as path, transaction.atomic():
                 job = create_scoring_job(
                     version=version,
                     name=name or file.name,
-                    data=checked_run_bytes(PathSource(file)),
+                    path=path,
                     filename=file.name,
                     actor=None,
                     k=k,
