@@ -17,7 +17,10 @@ data is a no-op and dashboards never compute.
 """
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+import os
+import pickle
+import signal
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -195,16 +198,22 @@ class _Encoded:
     annotators: np.ndarray
     scope: dict  # column -> (codes, uniques)
 
+    @property
+    def n_items(self) -> int:
+        return int(self.item.max()) + 1 if len(self.item) else 0
+
 
 def _encode(ratings: pd.DataFrame) -> _Encoded:
     scope = {c: _factorize_sorted(ratings[c]) for c in ("tier", "task_type", "domain", "week")}
     annotator, annotators = _factorize_sorted(ratings["annotator"])
-    return _Encoded(
-        item=pd.factorize(ratings["item"])[0].astype(np.int64),
-        annotator=annotator,
-        annotators=annotators,
-        scope=scope,
-    )
+    item = ratings["item"]
+    if isinstance(item.dtype, pd.CategoricalDtype):
+        # Any one-to-one coding of items will do: counts re-code the items of each scope in
+        # order of first appearance, and pair tables and per-item sums do not depend on it.
+        item_codes = item.cat.codes.to_numpy().astype(np.int64)
+    else:
+        item_codes = pd.factorize(item)[0].astype(np.int64)
+    return _Encoded(item=item_codes, annotator=annotator, annotators=annotators, scope=scope)
 
 
 def _scope_key(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...]) -> np.ndarray:
@@ -224,12 +233,36 @@ def _scope_values(enc: _Encoded, dims: tuple[str, ...], key: int) -> tuple[str, 
     return tuple(reversed(values))
 
 
+def _key_of(enc: _Encoded, dims: tuple[str, ...], values: tuple) -> int | None:
+    """The ``_scope_key`` of a scope's values; None when a value does not occur."""
+    key = 0
+    for dim, value in zip(dims, values, strict=True):
+        uniques = enc.scope[dim][1]
+        found = np.flatnonzero(uniques == value)
+        if not len(found):
+            return None
+        key = key * len(uniques) + int(found[0])
+    return key
+
+
 def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted=None):
     """(values, rows) per group of ``rows`` by ``dims``, groups in sorted order, rows in their
     original order (what ``groupby(dims, sort=True)`` yields); only groups in ``wanted``."""
     if not dims:
         if wanted is None or ((), ()) in wanted:
             yield (), rows
+        return
+    if wanted is not None:
+        # A few groups out of millions of rows: pick each out with a mask, no sort.
+        keys = sorted(
+            k for d, values in wanted if d == dims and (k := _key_of(enc, dims, values)) is not None
+        )
+        if keys:
+            key = _scope_key(enc, rows, dims)
+            for k in keys:
+                group = rows[key == k]
+                if len(group):
+                    yield _scope_values(enc, dims, k), group
         return
     key = _scope_key(enc, rows, dims)
     order = np.argsort(key, kind="stable")
@@ -257,15 +290,15 @@ def compute_figures(
     n_resamples: int,
     seed: int = SEED,
     only: dict[str, Selection] | None = None,
-    threads: int | None = None,
+    processes: int | None = None,
 ) -> list[Figure]:
     """Every figure for the given rows (pure: no database); with ``only`` just the figures of
     those protocols that the selection names (and their per-annotator and spot-check figures).
 
     Each figure is computed from exactly the rows and with exactly the calls of the per-scope
     pandas implementation it replaced (a test compares the two), so a figure does not depend on
-    which other figures are computed with it. The independent figures run on ``threads``
-    threads (``AGREEMENT_THREADS``): NumPy's bootstrap sampling releases the GIL."""
+    which other figures are computed with it, nor on which process computes it. The independent
+    figures run on ``processes`` processes (``AGREEMENT_PROCESSES``; see :func:`_run_jobs`)."""
 
     def wanted(protocol) -> Selection | None:
         return EVERYTHING if only is None else only.get(protocol)
@@ -283,8 +316,8 @@ def compute_figures(
         protocols, protocol_names = _factorize_sorted(ratings["protocol"])
         axes, axis_names = _factorize_sorted(ratings["axis"])
         split = protocols * len(axis_names) + axes
-        order = np.argsort(split, kind="stable")
-        for key, start, stop in _runs(split[order]):
+        annotator_ids = ratings["annotator"].to_numpy()
+        for key in np.flatnonzero(np.bincount(split)).tolist():
             protocol, axis = (
                 protocol_names[key // len(axis_names)],
                 axis_names[key % len(axis_names)],
@@ -292,12 +325,10 @@ def compute_figures(
             selection = wanted(protocol)
             if selection is None:
                 continue
-            rows = order[start:stop]
-            sub = ratings.iloc[rows]
-            coded = _coded(protocol, axis, sub)
-            codes = np.zeros(len(ratings), dtype=np.int64)
-            codes[rows] = coded["code"].to_numpy()
+            rows = np.flatnonzero(split == key)  # in their original order
             scale = AXES[axis]
+            codes = np.zeros(len(ratings), dtype=np.int64)
+            codes[rows] = _scale_codes(protocol, axis, ratings["value"], rows)
             jobs += _scope_jobs(
                 enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed
             )
@@ -308,22 +339,101 @@ def compute_figures(
                 slim = pd.DataFrame(
                     {
                         "item": enc.item[rows],
-                        "annotator": sub["annotator"].to_numpy(),
-                        "value": sub["value"].to_numpy(),
+                        "annotator": annotator_ids[rows],
+                        "value": np.asarray(scale.categories, dtype=object)[codes[rows]],
                     }
                 )
                 jobs.append(lambda p=protocol, slim=slim: _severe_rate_gaps(p, slim))
-    n_threads = threads or tunable("AGREEMENT_THREADS")
-    if n_threads > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=n_threads) as pool:
-            results = list(pool.map(lambda job: job(), jobs))
-    else:
-        results = [job() for job in jobs]
+    results = _run_jobs(jobs, processes or tunable("AGREEMENT_PROCESSES"))
     figures += [f for batch in results for f in batch]
     if only is not None:
         spot_checks = spot_checks[spot_checks["protocol"].isin(list(only))]
     figures += _spot_check_figures(spot_checks)
     return figures
+
+
+class AgreementWorkerError(RuntimeError):
+    """A forked process computing agreement figures failed or was lost."""
+
+
+def _run_jobs(jobs: list, processes: int) -> list:
+    """Each job's result, in job order, computed by ``processes`` processes: this one and
+    ``processes - 1`` forked children, all taking chunks of jobs from one shared counter.
+
+    Processes, not threads: ``Generator.multinomial`` holds the GIL while it draws (two threads
+    drawing took as long as one after the other), so a thread pool never overlapped the
+    bootstrap. A job's result depends only on its own inputs and seed, so which process ran it
+    changes nothing. The children inherit the rows copy-on-write, never touch the database
+    connection, send their results pickled through a pipe and end with ``os._exit`` (no exit
+    handlers, nothing of the parent's closed); a child that fails or is lost fails the call."""
+    processes = min(processes, len(jobs))
+    if processes <= 1 or not hasattr(os, "fork"):
+        return [job() for job in jobs]
+    next_job = multiprocessing.get_context("fork").Value("q", 0)
+    chunk = max(1, len(jobs) // (processes * 64))
+
+    def work() -> list:
+        done = []
+        while True:
+            with next_job.get_lock():
+                start = next_job.value
+                next_job.value = start + chunk
+            if start >= len(jobs):
+                return done
+            done += [(i, jobs[i]()) for i in range(start, min(start + chunk, len(jobs)))]
+
+    children: list[tuple[int, int]] = []
+    results: list = [None] * len(jobs)
+    try:
+        for _ in range(processes - 1):
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                _child(work, read, write, [fd for _, fd in children])
+            os.close(write)
+            children.append((pid, read))
+        for i, result in work():
+            results[i] = result
+        while children:
+            pid, read = children.pop(0)
+            try:
+                with os.fdopen(read, "rb") as pipe:
+                    data = pipe.read()
+            finally:
+                os.waitpid(pid, 0)
+            if not data:
+                raise AgreementWorkerError(f"agreement process {pid} was lost")
+            status, payload = pickle.loads(data)
+            if status != "ok":
+                raise AgreementWorkerError(f"agreement process {pid} failed: {payload}")
+            for i, result in payload:
+                results[i] = result
+    finally:
+        for pid, read in children:  # only when this process failed first: stop the others
+            os.close(read)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    return results
+
+
+def _child(work, read: int, write: int, inherited: list[int]) -> None:
+    """A forked child's whole life: run jobs, write ``(status, payload)``, exit at once."""
+    status = 1
+    try:
+        os.close(read)
+        for fd in inherited:
+            os.close(fd)
+        try:
+            payload = ("ok", work())
+        except BaseException:  # noqa: BLE001 - reported to the parent, which raises
+            import traceback
+
+            payload = ("error", traceback.format_exc(limit=5))
+        with os.fdopen(write, "wb") as pipe:
+            pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        status = 0
+    finally:
+        os._exit(status)
 
 
 def _coded(protocol: str, axis: str, rows: pd.DataFrame) -> pd.DataFrame:
@@ -338,6 +448,17 @@ def _coded(protocol: str, axis: str, rows: pd.DataFrame) -> pd.DataFrame:
         )
     codes = pd.Categorical(rows["value"], categories=scale.categories).codes
     return rows.assign(code=codes.astype(np.int64))
+
+
+def _scale_codes(protocol: str, axis: str, values: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """``_coded``'s codes of ``values[rows]``; a categorical column is mapped through its
+    categories (a few strings) instead of value by value."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        positions = pd.Index(AXES[axis].categories).get_indexer(values.cat.categories)
+        mapped = np.append(positions, -1)[values.cat.codes.to_numpy()[rows]]
+        if (mapped >= 0).all():
+            return mapped.astype(np.int64)
+    return _coded(protocol, axis, values.iloc[rows].to_frame("value"))["code"].to_numpy()
 
 
 def _result(result) -> dict:
@@ -472,6 +593,15 @@ def _pair_tables(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, v: int):
     return pair_keys, tables
 
 
+def _rows_of_items_rated_by(enc: _Encoded, rows: np.ndarray, annotators: np.ndarray):
+    """The rows (in their order) of the items any of ``annotators`` (codes) rated: all that the
+    Cohen tables of their pairs count."""
+    theirs = np.zeros(enc.n_items, dtype=bool)
+    items = enc.item[rows]
+    theirs[items[np.isin(enc.annotator[rows], annotators)]] = True
+    return rows[theirs[items]]
+
+
 def _pair_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed):
     """Cohen's κ for every annotator pair (or the pairs of ``selection.annotators``)."""
     jobs = []
@@ -480,6 +610,8 @@ def _pair_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, 
     chosen = None
     if selection.annotators is not None:
         chosen = {i for i, name in enumerate(enc.annotators) if name in selection.annotators}
+    if chosen is not None:
+        rows = _rows_of_items_rated_by(enc, rows, np.fromiter(chosen, dtype=np.int64))
     for dims in PAIR_SCOPES:
         for values, group in _scope_groups(enc, rows, dims, selection.pair_scopes):
             scope = dict(zip(dims, values, strict=True))

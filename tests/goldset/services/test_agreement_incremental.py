@@ -79,10 +79,10 @@ SPOT = spot_check_frame(
 def test_vectorised_figures_equal_the_per_scope_implementation_bit_for_bit(seed):
     rows = random_rows(seed)
     old = reference.compute_figures(rows, SPOT, n_resamples=120)
-    new = compute_figures(rows, SPOT, n_resamples=120, threads=3)
+    new = compute_figures(rows, SPOT, n_resamples=120, processes=3)
     assert len(new) > 300
     assert new == old  # values, CIs, counts, scopes, subjects, order: exactly
-    assert compute_figures(rows, SPOT, n_resamples=120, threads=1) == old
+    assert compute_figures(rows, SPOT, n_resamples=120, processes=1) == old
 
 
 def test_a_selection_computes_exactly_the_figures_a_full_run_computes_for_it():
