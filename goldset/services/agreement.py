@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import traceback
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -45,7 +46,7 @@ from goldset.selectors.agreement import list_agreement_alerts
 from goldset.services import outbox, webhooks
 from goldset.services.agreement_sources import FRAME_SOURCES
 from scoring.agreement import (
-    cohen_kappa_table,
+    cohen_kappa_tables,
     fleiss_kappa_counts,
     krippendorff_alpha_counts,
     percent_agreement_counts,
@@ -425,9 +426,7 @@ def _child(work, read: int, write: int, inherited: list[int]) -> None:
             os.close(fd)
         try:
             payload = ("ok", work())
-        except BaseException:  # noqa: BLE001 - reported to the parent, which raises
-            import traceback
-
+        except BaseException:  # reported to the parent, which raises
             payload = ("error", traceback.format_exc(limit=5))
         with os.fdopen(write, "wb") as pipe:
             pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
@@ -616,37 +615,49 @@ def _pair_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, 
         for values, group in _scope_groups(enc, rows, dims, selection.pair_scopes):
             scope = dict(zip(dims, values, strict=True))
             pair_keys, tables = _pair_tables(enc, group, codes, v)
-            for key, table in zip(pair_keys.tolist(), tables, strict=True):
-                a, b = key // n, key % n
-                if chosen is not None and a not in chosen and b not in chosen:
-                    continue
-                subject = f"{enc.annotators[a]}|{enc.annotators[b]}"
+            wanted = [
+                (i, f"{enc.annotators[key // n]}|{enc.annotators[key % n]}")
+                for i, key in enumerate(pair_keys.tolist())
+                if chosen is None or key // n in chosen or key % n in chosen
+            ]
+            for start in range(0, len(wanted), PAIRS_PER_JOB):
+                batch = wanted[start : start + PAIRS_PER_JOB]
                 jobs.append(
-                    lambda table=table, scope=scope, subject=subject: [
-                        _pair_figure(
-                            protocol, axis, scale, table, scope, subject, n_resamples, seed
-                        )
-                    ]
+                    lambda batch=batch, scope=scope, tables=tables: _pair_figures(
+                        protocol, axis, scale, tables, batch, scope, n_resamples, seed
+                    )
                 )
     return jobs
 
 
-def _pair_figure(protocol, axis, scale, table, scope, subject, n_resamples, seed):
-    kappa = cohen_kappa_table(
-        table, weights=scale.pair_weights, ci=True, n_resamples=n_resamples, seed=seed
+# Cohen figures per job: their bootstrap κ are computed in one NumPy call, and jobs stay small
+# enough to share out evenly between processes.
+PAIRS_PER_JOB = 24
+
+
+def _pair_figures(protocol, axis, scale, tables, batch, scope, n_resamples, seed):
+    kappas = cohen_kappa_tables(
+        tables[[i for i, _ in batch]],
+        weights=scale.pair_weights,
+        ci=True,
+        n_resamples=n_resamples,
+        seed=seed,
     )
-    return Figure(
-        protocol,
-        axis,
-        "cohen_kappa",
-        kappa.value,
-        kappa.reason or "",
-        kappa.n_items,
-        2,
-        kappa.ci,
-        scope,
-        subject=subject,
-    )
+    return [
+        Figure(
+            protocol,
+            axis,
+            "cohen_kappa",
+            kappa.value,
+            kappa.reason or "",
+            kappa.n_items,
+            2,
+            kappa.ci,
+            scope,
+            subject=subject,
+        )
+        for (_, subject), kappa in zip(batch, kappas, strict=True)
+    ]
 
 
 def _severe_rate_gaps(protocol, rows) -> list[Figure]:
@@ -735,12 +746,29 @@ def _protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:
             (spot_checks, SPOT_CHECK_COLUMNS),
             (facts, FACT_COLUMNS),
         ):
-            rows = frame[frame["protocol"] == protocol][columns].astype(str)
-            hashed = pd.util.hash_pandas_object(rows, index=False).to_numpy()
+            rows = frame[frame["protocol"] == protocol]
+            text = pd.DataFrame({c: _as_text(rows[c]) for c in columns})
+            hashed = pd.util.hash_pandas_object(text, index=False).to_numpy()
             digest.update(np.sort(hashed).tobytes())
             digest.update(b"|")
         out[protocol] = digest.hexdigest()
     return out
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """What ``column.astype(str)`` hashes as: a categorical or integer column becomes a
+    categorical of its distinct values' text, which pandas hashes exactly as it hashes the text
+    row by row (through the categories), without building a string per row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, uniques = column.cat.codes.to_numpy(), column.cat.categories
+    elif column.dtype.kind in "iub":
+        codes, uniques = pd.factorize(column)
+    else:
+        return column.astype(str)
+    text = pd.Index(uniques).astype(str)
+    if (codes < 0).any() or text.hasnans or not text.is_unique:
+        return column.astype(str)
+    return pd.Series(pd.Categorical.from_codes(codes, categories=text), index=column.index)
 
 
 def data_version(

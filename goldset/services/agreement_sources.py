@@ -219,7 +219,10 @@ def _frame(protocol, item_prefix, data: pd.DataFrame, axes: dict) -> pd.DataFram
     """Rating rows of one protocol: one block per axis, rows in the source's order (the order
     within each axis is what the figures depend on)."""
     n = len(data)
-    items = item_prefix + data["item"].astype(str)
+    # Items as a categorical: one string per item instead of one per rating row, and the
+    # agreement computation takes its codes as they are.
+    codes, ids = pd.factorize(data["item"])
+    items = pd.Categorical.from_codes(codes, categories=item_prefix + pd.Index(ids).astype(str))
     blocks = []
     for axis, values in axes.items():
         blocks.append(
