@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from django.db import connection, transaction
 from django.utils.module_loading import import_string
+from pandas.api.types import union_categoricals
 
 from goldset.conf import tunable
 from goldset.models import (
@@ -728,16 +729,31 @@ def collect_rows(protocols=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
             FRAME_SOURCES[p]() for p, _ in RATING_SOURCES if protocols is None or p in protocols
         ]
         frames = [f for f in frames if len(f)]
-        ratings = pd.concat(frames, ignore_index=True) if frames else ratings_frame([])
+        ratings = _concat(frames) if frames else ratings_frame([])
     else:
         ratings = ratings_frame(gather(RATING_SOURCES))
     return ratings, spot_check_frame(gather(SPOT_CHECK_SOURCES)), facts
 
 
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one after the other, categorical columns staying categorical (``pd.concat``
+    turns categoricals with different categories into text, one string per row)."""
+    if len(frames) == 1:
+        return frames[0]
+    return pd.DataFrame(
+        {
+            c: union_categoricals([f[c] for f in frames], sort_categories=True)
+            if all(isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames)
+            else pd.concat([f[c] for f in frames], ignore_index=True)
+            for c in frames[0].columns
+        }
+    )
+
+
 def _protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:
     """A data version per protocol: a hash of its rows, whatever their order."""
     facts = facts if facts is not None else facts_frame([])
-    names = set(ratings["protocol"]) | set(spot_checks["protocol"]) | set(facts["protocol"])
+    names = {p for f in (ratings, spot_checks, facts) for p in f["protocol"].unique()}
     out = {}
     for protocol in sorted(names):
         digest = hashlib.sha256()
@@ -746,7 +762,8 @@ def _protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:
             (spot_checks, SPOT_CHECK_COLUMNS),
             (facts, FACT_COLUMNS),
         ):
-            rows = frame[frame["protocol"] == protocol]
+            mine = frame["protocol"] == protocol
+            rows = frame if mine.all() else frame[mine]
             text = pd.DataFrame({c: _as_text(rows[c]) for c in columns})
             hashed = pd.util.hash_pandas_object(text, index=False).to_numpy()
             digest.update(np.sort(hashed).tobytes())

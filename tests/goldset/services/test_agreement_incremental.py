@@ -25,6 +25,7 @@ from goldset.services.agreement import (
     _protocol_versions,
     _run_jobs,
     _selection,
+    collect_rows,
     compute_figures,
     facts_frame,
     ratings_frame,
@@ -218,6 +219,10 @@ def test_columnar_reads_give_the_adapters_rows_in_their_order(
     slow = ratings_frame(chain(triple_review_ratings(), answer_label_ratings()))
     assert len(fast) == len(slow) == 6 * 3 + 2
     assert per_axis_rows(fast) == per_axis_rows(slow)
+    collected = collect_rows()[0]  # both protocols, text columns kept as categoricals
+    assert per_axis_rows(collected) == per_axis_rows(slow)
+    text = ("protocol", "item", "axis", "value", "tier", "task_type", "domain", "week")
+    assert all(isinstance(collected[c].dtype, pd.CategoricalDtype) for c in text)
 
 
 def test_one_and_two_processes_compute_the_same_figures():
