@@ -17,7 +17,6 @@ data is a no-op and dashboards never compute.
 """
 
 import hashlib
-import multiprocessing
 import os
 import pickle
 import signal
@@ -360,7 +359,7 @@ class AgreementWorkerError(RuntimeError):
 
 def _run_jobs(jobs: list, processes: int) -> list:
     """Each job's result, in job order, computed by ``processes`` processes: this one and
-    ``processes - 1`` forked children, all taking chunks of jobs from one shared counter.
+    ``processes - 1`` forked children, each taking every ``processes``-th chunk of jobs.
 
     Processes, not threads: ``Generator.multinomial`` holds the GIL while it draws (two threads
     drawing took as long as one after the other), so a thread pool never overlapped the
@@ -371,30 +370,28 @@ def _run_jobs(jobs: list, processes: int) -> list:
     processes = min(processes, len(jobs))
     if processes <= 1 or not hasattr(os, "fork"):
         return [job() for job in jobs]
-    next_job = multiprocessing.get_context("fork").Value("q", 0)
     chunk = max(1, len(jobs) // (processes * 64))
 
-    def work() -> list:
-        done = []
-        while True:
-            with next_job.get_lock():
-                start = next_job.value
-                next_job.value = start + chunk
-            if start >= len(jobs):
-                return done
-            done += [(i, jobs[i]()) for i in range(start, min(start + chunk, len(jobs)))]
+    def work(worker: int) -> list:
+        # Small chunks dealt round-robin: neighbouring jobs cost about the same, so each
+        # process gets an even share without any state shared between processes.
+        return [
+            (i, jobs[i]())
+            for start in range(worker * chunk, len(jobs), processes * chunk)
+            for i in range(start, min(start + chunk, len(jobs)))
+        ]
 
     children: list[tuple[int, int]] = []
     results: list = [None] * len(jobs)
     try:
-        for _ in range(processes - 1):
+        for worker in range(1, processes):
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:
-                _child(work, read, write, [fd for _, fd in children])
+                _child(lambda worker=worker: work(worker), read, write, [fd for _, fd in children])
             os.close(write)
             children.append((pid, read))
-        for i, result in work():
+        for i, result in work(0):
             results[i] = result
         while children:
             pid, read = children.pop(0)
