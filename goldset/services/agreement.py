@@ -175,8 +175,24 @@ EVERYTHING = Selection()
 
 
 def _factorize_sorted(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(column, sort=True)
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    """``pd.factorize(column, sort=True)``; categoricals and small non-negative integers are
+    coded by counting (no hashing of millions of values)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        raw, values = column.cat.codes.to_numpy(), column.cat.categories
+    elif column.dtype.kind in "iu" and len(column) and 0 <= column.min() < 2**26 > column.max():
+        raw, values = column.to_numpy(), None
+    else:
+        raw = None
+    if raw is None or (raw < 0).any():
+        codes, uniques = pd.factorize(column, sort=True)
+        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    # The values that occur, in code order: a categorical's sort order is its categories'.
+    used = np.flatnonzero(np.bincount(raw))
+    recode = np.zeros(used[-1] + 1, dtype=np.int64)
+    recode[used] = np.arange(len(used))
+    uniques = np.empty(len(used), dtype=object)
+    uniques[:] = used.tolist() if values is None else list(values[used])
+    return recode[raw], uniques
 
 
 def _runs(keys: np.ndarray):
@@ -246,6 +262,14 @@ def _key_of(enc: _Encoded, dims: tuple[str, ...], values: tuple) -> int | None:
     return key
 
 
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` (a stable order is unique), as a radix sort when the
+    keys fit in 16 bits."""
+    if len(keys) and 0 <= keys.min() and keys.max() < 2**16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
 def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted=None):
     """(values, rows) per group of ``rows`` by ``dims``, groups in sorted order, rows in their
     original order (what ``groupby(dims, sort=True)`` yields); only groups in ``wanted``."""
@@ -266,7 +290,7 @@ def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted
                     yield _scope_values(enc, dims, k), group
         return
     key = _scope_key(enc, rows, dims)
-    order = np.argsort(key, kind="stable")
+    order = _stable_order(key)
     ordered = rows[order]
     for k, start, stop in _runs(key[order]):
         values = _scope_values(enc, dims, k)
@@ -509,7 +533,7 @@ def _scope_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples,
                     axis,
                     scale,
                     _counts(enc, group, codes, len(scale.categories)),
-                    len(np.unique(enc.annotator[group])),
+                    int(np.count_nonzero(np.bincount(enc.annotator[group]))),
                     scope,
                     n_resamples,
                     seed,
@@ -566,7 +590,7 @@ def _pair_tables(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, v: int):
     """Cohen tables of every annotator pair over ``rows``: (pair keys a·N + b with a < b in
     sorted annotator order, (pairs, v, v) counts) — one table per pair, counted at once."""
     n = len(enc.annotators)
-    order = np.argsort(enc.item[rows], kind="stable")
+    order = _stable_order(enc.item[rows])
     item, who, code = enc.item[rows][order], enc.annotator[rows][order], codes[rows][order]
     firsts, seconds, cells_a, cells_b = [], [], [], []
     for k in range(1, len(item)):
@@ -584,7 +608,10 @@ def _pair_tables(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, v: int):
     if not firsts:
         return np.zeros(0, dtype=np.int64), np.zeros((0, v, v), dtype=np.int64)
     keys = np.concatenate(firsts) * n + np.concatenate(seconds)
-    pair_keys, pair_index = np.unique(keys, return_inverse=True)
+    # Keys are below n², a few hundred: count them instead of sorting them (np.unique).
+    present = np.bincount(keys, minlength=n * n) > 0
+    pair_keys = np.flatnonzero(present)
+    pair_index = (np.cumsum(present) - 1)[keys]
     cells = pair_index * v * v + np.concatenate(cells_a) * v + np.concatenate(cells_b)
     tables = np.bincount(cells, minlength=len(pair_keys) * v * v).reshape(-1, v, v)
     return pair_keys, tables

@@ -22,6 +22,7 @@ from goldset.services.agreement import (
     AgreementWorkerError,
     Figure,
     Selection,
+    _factorize_sorted,
     _protocol_versions,
     _run_jobs,
     _selection,
@@ -359,3 +360,22 @@ def test_the_data_version_is_hashed_as_before_from_text_or_categorical_columns()
         "unacceptable" if rows.loc[5, "value"] != "unacceptable" else "acceptable"
     )
     assert _protocol_versions(changed, SPOT, facts) != before
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series(pd.Categorical(["b", "a", "c", "a"], categories=["c", "b", "a", "z"])),
+        pd.Series(pd.Categorical(["2026-W41", "2026-W40", "", "2026-W41"])),
+        pd.Series(pd.Categorical(["a", None])),
+        pd.Series([5, 3, 3, 9, 0]),
+        pd.Series([3, -1, 2]),
+        pd.Series(["x", "a", "x"]),
+    ],
+)
+def test_coding_by_counting_gives_what_pandas_sorted_factorize_gives(column):
+    codes, uniques = pd.factorize(column, sort=True)
+    fast_codes, fast_uniques = _factorize_sorted(column)
+    assert fast_codes.tolist() == codes.tolist()
+    assert fast_uniques.tolist() == list(uniques)
+    assert [type(u) for u in fast_uniques] == [type(u) for u in np.asarray(uniques, dtype=object)]
