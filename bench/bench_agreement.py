@@ -5,8 +5,10 @@ incremental refresh after one label (the figures its dirty-scope mark names: its
 and its annotator's pairs, computed from the same rows).
 
 Run: .venv/bin/python bench/bench_agreement.py [--items 100000] [--resamples 1000] [--reference]
-Prints a JSON line with the figures (wall and CPU seconds, the 1-minute load average before each
-step); BENCHMARKS.md records them. Uses no database: it times the computation the Celery task runs
+[--processes 2]
+Prints a JSON line with the figures (wall seconds; CPU seconds of this process and its forked
+children; the 1-minute load average before each step; peak RSS of this process and of the largest
+child); BENCHMARKS.md records them. Uses no database: it times the computation the Celery task runs
 (goldset.services.agreement.compute_figures). ``--reference`` also times the pre-issue-17
 implementation (tests/goldset/agreement_reference.py) on the same rows and checks the figures are
 identical.
@@ -56,7 +58,10 @@ def make_rows(n_items: int, seed: int = 20261121) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     annotators = np.stack([rng.choice(30, size=3, replace=False) for _ in range(n_items)])
     meta = {
-        "item": pd.array(np.arange(n_items).astype(str), dtype="str"),
+        # A categorical, as the database read builds it (agreement_sources._frame).
+        "item": pd.Categorical.from_codes(
+            np.arange(n_items), categories=pd.Index(np.arange(n_items).astype(str))
+        ),
         "tier": np.where(rng.random(n_items) < 0.4, "tier_b", "tier_a"),
         "task_type": rng.choice(TASK_TYPES, n_items),
         "domain": rng.choice(DOMAINS, n_items),
@@ -109,11 +114,18 @@ def one_label_selection(rows: pd.DataFrame, index: int) -> dict:
     return {str(r["protocol"]): Selection(scopes, pairs, frozenset({r["annotator"]}))}
 
 
+def cpu_seconds() -> float:
+    """User + system CPU of this process and of its finished children (the forked processes
+    that compute figures)."""
+    me, children = os.times(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.user + me.system + children.ru_utime + children.ru_stime
+
+
 def timed(fn):
     load = os.getloadavg()[0]
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu = time.perf_counter(), cpu_seconds()
     out = fn()
-    return out, round(time.perf_counter() - wall, 2), round(time.process_time() - cpu, 2), load
+    return out, round(time.perf_counter() - wall, 2), round(cpu_seconds() - cpu, 2), load
 
 
 def main():
@@ -121,15 +133,18 @@ def main():
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--reference", action="store_true")
+    parser.add_argument("--processes", type=int, default=2)
     args = parser.parse_args()
     rows = make_rows(args.items)
     spot = spot_check_frame([])
     figures, recompute, recompute_cpu, load_full = timed(
-        lambda: compute_figures(rows, spot, n_resamples=args.resamples)
+        lambda: compute_figures(rows, spot, n_resamples=args.resamples, processes=args.processes)
     )
     only = one_label_selection(rows, len(rows) // 2)
     part, incremental, incremental_cpu, load_inc = timed(
-        lambda: compute_figures(rows, spot, n_resamples=args.resamples, only=only)
+        lambda: compute_figures(
+            rows, spot, n_resamples=args.resamples, only=only, processes=args.processes
+        )
     )
     assert all(f in figures for f in part)
     reference = {}
@@ -147,13 +162,14 @@ def main():
             "identical_to_reference": old == figures,
         }
 
+    # The baseline's annotators × items matrix, built from the codes (a pivot turned into
+    # strings took minutes at 1M items: 30M cells).
     axis = rows[rows["axis"] == "grounding"]
-    matrix = (
-        axis.pivot(index="annotator", columns="item", values="value")
-        .astype(str)
-        .replace({c: i for i, c in enumerate(AXES["grounding"].categories)})
-        .to_numpy(dtype=float)
-    )
+    order = {c: i for i, c in enumerate(AXES["grounding"].categories)}
+    lookup = np.array([order.get(c, np.nan) for c in axis["value"].cat.categories], dtype=float)
+    annotators = axis["annotator"].to_numpy()
+    matrix = np.full((annotators.max() + 1, len(axis["item"].cat.categories)), np.nan)
+    matrix[annotators, axis["item"].cat.codes.to_numpy()] = lookup[axis["value"].cat.codes]
     started = time.perf_counter()
     krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
     single = time.perf_counter() - started
@@ -172,7 +188,9 @@ def main():
         **reference,
         "single_krippendorff_alpha_s": round(single, 3),
         "ratio_recompute_to_single": round(recompute / single, 1),
+        "processes": args.processes,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_child_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
     }
     print(json.dumps(result))
 

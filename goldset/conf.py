@@ -145,10 +145,10 @@ TUNABLES: dict[str, Tunable] = {
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
         Tunable(
-            "AGREEMENT_THREADS",
+            "AGREEMENT_PROCESSES",
             2,
             int,
-            "Threads computing agreement figures in the recompute task (bootstrap draws run in parallel).",
+            "Processes computing agreement figures in the recompute task (forked; 1 = in the task).",
         ),
         Tunable(
             "AGREEMENT_DEBOUNCE_SECONDS", 30, int, "Changes within this window share a recompute."

@@ -290,12 +290,16 @@ def _pattern_weights(counts: np.ndarray, n: int, seed: int):
     return patterns, draws
 
 
+def _tails(level: float = 0.95) -> list[float]:
+    tail = (1.0 - level) / 2.0
+    return [tail, 1.0 - tail]
+
+
 def _percentile(reps: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
     reps = reps[np.isfinite(reps)]
     if len(reps) == 0:
         return None
-    tail = (1.0 - level) / 2.0
-    lo, hi = np.quantile(reps, [tail, 1.0 - tail])
+    lo, hi = np.quantile(reps, _tails(level))
     return float(lo), float(hi)
 
 
@@ -493,6 +497,50 @@ def cohen_kappa_table(
             )
         interval = _percentile(np.concatenate(reps))
     return replace(result, value=float(kappa), ci=interval)
+
+
+def cohen_kappa_tables(
+    tables: Sequence[Sequence[Sequence[int]]] | np.ndarray,
+    *,
+    weights: str | None = None,
+    ci: bool = False,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> list[AgreementResult]:
+    """:func:`cohen_kappa_table` for each of many tables of one shape, with exactly its results:
+    each table still gets statsmodels' κ and its own ``default_rng(seed)`` draws; only the
+    bootstrap κ of all tables and their percentiles are computed together (element-wise the
+    same arithmetic, in one NumPy call instead of one per table)."""
+    tables = np.asarray(tables, dtype=np.float64)
+    if tables.ndim != 3:
+        raise AgreementError("tables must be a (tables, categories, categories) array")
+    results = [cohen_kappa_table(t, weights=weights) for t in tables]
+    todo = [i for i, r in enumerate(results) if r.value is not None]
+    if not ci or not todo:
+        return results
+    shape = tables.shape[1:]
+    rngs = {i: np.random.default_rng(seed) for i in todo}
+    reps: dict[int, list[np.ndarray]] = {i: [] for i in todo}
+    for start in range(0, n_resamples, 20_000):
+        size = min(20_000, n_resamples - start)
+        draws = []
+        for i in todo:
+            flat = tables[i].ravel()
+            n = results[i].n_items
+            draws.append(rngs[i].multinomial(n, flat / n, size=size).reshape(size, *shape))
+        kappas = _kappa_from_tables(np.concatenate(draws).astype(float), weights)
+        for k, i in enumerate(todo):
+            reps[i].append(kappas[k * size : (k + 1) * size])
+    all_reps = np.stack([np.concatenate(reps[i]) for i in todo])
+    finite = np.isfinite(all_reps).all(axis=1)
+    bounds = {}
+    if finite.any():
+        lo, hi = np.quantile(all_reps[finite], _tails(), axis=1)
+        for i, low, high in zip(np.asarray(todo)[finite].tolist(), lo, hi, strict=True):
+            bounds[i] = (float(low), float(high))
+    for k in np.flatnonzero(~finite).tolist():
+        bounds[todo[k]] = _percentile(all_reps[k])
+    return [replace(r, ci=bounds[i]) if i in bounds else r for i, r in enumerate(results)]
 
 
 def pairwise_cohen_kappa(

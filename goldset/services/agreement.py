@@ -17,7 +17,10 @@ data is a no-op and dashboards never compute.
 """
 
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
+import os
+import pickle
+import signal
+import traceback
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -25,6 +28,7 @@ import numpy as np
 import pandas as pd
 from django.db import connection, transaction
 from django.utils.module_loading import import_string
+from pandas.api.types import union_categoricals
 
 from goldset.conf import tunable
 from goldset.models import (
@@ -43,7 +47,7 @@ from goldset.services import outbox, webhooks
 from goldset.services.agreement_sources import FRAME_SOURCES
 from goldset.services.time_on_item import refresh_time_on_item_figures
 from scoring.agreement import (
-    cohen_kappa_table,
+    cohen_kappa_tables,
     fleiss_kappa_counts,
     krippendorff_alpha_counts,
     percent_agreement_counts,
@@ -172,8 +176,24 @@ EVERYTHING = Selection()
 
 
 def _factorize_sorted(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(column, sort=True)
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    """``pd.factorize(column, sort=True)``; categoricals and small non-negative integers are
+    coded by counting (no hashing of millions of values)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        raw, values = column.cat.codes.to_numpy(), column.cat.categories
+    elif column.dtype.kind in "iu" and len(column) and 0 <= column.min() < 2**26 > column.max():
+        raw, values = column.to_numpy(), None
+    else:
+        raw = None
+    if raw is None or (raw < 0).any():
+        codes, uniques = pd.factorize(column, sort=True)
+        return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    # The values that occur, in code order: a categorical's sort order is its categories'.
+    used = np.flatnonzero(np.bincount(raw))
+    recode = np.zeros(used[-1] + 1, dtype=np.int64)
+    recode[used] = np.arange(len(used))
+    uniques = np.empty(len(used), dtype=object)
+    uniques[:] = used.tolist() if values is None else list(values[used])
+    return recode[raw], uniques
 
 
 def _runs(keys: np.ndarray):
@@ -196,16 +216,22 @@ class _Encoded:
     annotators: np.ndarray
     scope: dict  # column -> (codes, uniques)
 
+    @property
+    def n_items(self) -> int:
+        return int(self.item.max()) + 1 if len(self.item) else 0
+
 
 def _encode(ratings: pd.DataFrame) -> _Encoded:
     scope = {c: _factorize_sorted(ratings[c]) for c in ("tier", "task_type", "domain", "week")}
     annotator, annotators = _factorize_sorted(ratings["annotator"])
-    return _Encoded(
-        item=pd.factorize(ratings["item"])[0].astype(np.int64),
-        annotator=annotator,
-        annotators=annotators,
-        scope=scope,
-    )
+    item = ratings["item"]
+    if isinstance(item.dtype, pd.CategoricalDtype):
+        # Any one-to-one coding of items will do: counts re-code the items of each scope in
+        # order of first appearance, and pair tables and per-item sums do not depend on it.
+        item_codes = item.cat.codes.to_numpy().astype(np.int64)
+    else:
+        item_codes = pd.factorize(item)[0].astype(np.int64)
+    return _Encoded(item=item_codes, annotator=annotator, annotators=annotators, scope=scope)
 
 
 def _scope_key(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...]) -> np.ndarray:
@@ -225,6 +251,26 @@ def _scope_values(enc: _Encoded, dims: tuple[str, ...], key: int) -> tuple[str, 
     return tuple(reversed(values))
 
 
+def _key_of(enc: _Encoded, dims: tuple[str, ...], values: tuple) -> int | None:
+    """The ``_scope_key`` of a scope's values; None when a value does not occur."""
+    key = 0
+    for dim, value in zip(dims, values, strict=True):
+        uniques = enc.scope[dim][1]
+        found = np.flatnonzero(uniques == value)
+        if not len(found):
+            return None
+        key = key * len(uniques) + int(found[0])
+    return key
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` (a stable order is unique), as a radix sort when the
+    keys fit in 16 bits."""
+    if len(keys) and 0 <= keys.min() and keys.max() < 2**16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
 def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted=None):
     """(values, rows) per group of ``rows`` by ``dims``, groups in sorted order, rows in their
     original order (what ``groupby(dims, sort=True)`` yields); only groups in ``wanted``."""
@@ -232,8 +278,20 @@ def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted
         if wanted is None or ((), ()) in wanted:
             yield (), rows
         return
+    if wanted is not None:
+        # A few groups out of millions of rows: pick each out with a mask, no sort.
+        keys = sorted(
+            k for d, values in wanted if d == dims and (k := _key_of(enc, dims, values)) is not None
+        )
+        if keys:
+            key = _scope_key(enc, rows, dims)
+            for k in keys:
+                group = rows[key == k]
+                if len(group):
+                    yield _scope_values(enc, dims, k), group
+        return
     key = _scope_key(enc, rows, dims)
-    order = np.argsort(key, kind="stable")
+    order = _stable_order(key)
     ordered = rows[order]
     for k, start, stop in _runs(key[order]):
         values = _scope_values(enc, dims, k)
@@ -258,15 +316,15 @@ def compute_figures(
     n_resamples: int,
     seed: int = SEED,
     only: dict[str, Selection] | None = None,
-    threads: int | None = None,
+    processes: int | None = None,
 ) -> list[Figure]:
     """Every figure for the given rows (pure: no database); with ``only`` just the figures of
     those protocols that the selection names (and their per-annotator and spot-check figures).
 
     Each figure is computed from exactly the rows and with exactly the calls of the per-scope
     pandas implementation it replaced (a test compares the two), so a figure does not depend on
-    which other figures are computed with it. The independent figures run on ``threads``
-    threads (``AGREEMENT_THREADS``): NumPy's bootstrap sampling releases the GIL."""
+    which other figures are computed with it, nor on which process computes it. The independent
+    figures run on ``processes`` processes (``AGREEMENT_PROCESSES``; see :func:`_run_jobs`)."""
 
     def wanted(protocol) -> Selection | None:
         return EVERYTHING if only is None else only.get(protocol)
@@ -284,8 +342,8 @@ def compute_figures(
         protocols, protocol_names = _factorize_sorted(ratings["protocol"])
         axes, axis_names = _factorize_sorted(ratings["axis"])
         split = protocols * len(axis_names) + axes
-        order = np.argsort(split, kind="stable")
-        for key, start, stop in _runs(split[order]):
+        annotator_ids = ratings["annotator"].to_numpy()
+        for key in np.flatnonzero(np.bincount(split)).tolist():
             protocol, axis = (
                 protocol_names[key // len(axis_names)],
                 axis_names[key % len(axis_names)],
@@ -293,12 +351,10 @@ def compute_figures(
             selection = wanted(protocol)
             if selection is None:
                 continue
-            rows = order[start:stop]
-            sub = ratings.iloc[rows]
-            coded = _coded(protocol, axis, sub)
-            codes = np.zeros(len(ratings), dtype=np.int64)
-            codes[rows] = coded["code"].to_numpy()
+            rows = np.flatnonzero(split == key)  # in their original order
             scale = AXES[axis]
+            codes = np.zeros(len(ratings), dtype=np.int64)
+            codes[rows] = _scale_codes(protocol, axis, ratings["value"], rows)
             jobs += _scope_jobs(
                 enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed
             )
@@ -309,22 +365,97 @@ def compute_figures(
                 slim = pd.DataFrame(
                     {
                         "item": enc.item[rows],
-                        "annotator": sub["annotator"].to_numpy(),
-                        "value": sub["value"].to_numpy(),
+                        "annotator": annotator_ids[rows],
+                        "value": np.asarray(scale.categories, dtype=object)[codes[rows]],
                     }
                 )
                 jobs.append(lambda p=protocol, slim=slim: _severe_rate_gaps(p, slim))
-    n_threads = threads or tunable("AGREEMENT_THREADS")
-    if n_threads > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=n_threads) as pool:
-            results = list(pool.map(lambda job: job(), jobs))
-    else:
-        results = [job() for job in jobs]
+    results = _run_jobs(jobs, processes or tunable("AGREEMENT_PROCESSES"))
     figures += [f for batch in results for f in batch]
     if only is not None:
         spot_checks = spot_checks[spot_checks["protocol"].isin(list(only))]
     figures += _spot_check_figures(spot_checks)
     return figures
+
+
+class AgreementWorkerError(RuntimeError):
+    """A forked process computing agreement figures failed or was lost."""
+
+
+def _run_jobs(jobs: list, processes: int) -> list:
+    """Each job's result, in job order, computed by ``processes`` processes: this one and
+    ``processes - 1`` forked children, each taking every ``processes``-th chunk of jobs.
+
+    Processes, not threads: ``Generator.multinomial`` holds the GIL while it draws (two threads
+    drawing took as long as one after the other), so a thread pool never overlapped the
+    bootstrap. A job's result depends only on its own inputs and seed, so which process ran it
+    changes nothing. The children inherit the rows copy-on-write, never touch the database
+    connection, send their results pickled through a pipe and end with ``os._exit`` (no exit
+    handlers, nothing of the parent's closed); a child that fails or is lost fails the call."""
+    processes = min(processes, len(jobs))
+    if processes <= 1 or not hasattr(os, "fork"):
+        return [job() for job in jobs]
+    chunk = max(1, len(jobs) // (processes * 64))
+
+    def work(worker: int) -> list:
+        # Small chunks dealt round-robin: neighbouring jobs cost about the same, so each
+        # process gets an even share without any state shared between processes.
+        return [
+            (i, jobs[i]())
+            for start in range(worker * chunk, len(jobs), processes * chunk)
+            for i in range(start, min(start + chunk, len(jobs)))
+        ]
+
+    children: list[tuple[int, int]] = []
+    results: list = [None] * len(jobs)
+    try:
+        for worker in range(1, processes):
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                _child(lambda worker=worker: work(worker), read, write, [fd for _, fd in children])
+            os.close(write)
+            children.append((pid, read))
+        for i, result in work(0):
+            results[i] = result
+        while children:
+            pid, read = children.pop(0)
+            try:
+                with os.fdopen(read, "rb") as pipe:
+                    data = pipe.read()
+            finally:
+                os.waitpid(pid, 0)
+            if not data:
+                raise AgreementWorkerError(f"agreement process {pid} was lost")
+            status, payload = pickle.loads(data)
+            if status != "ok":
+                raise AgreementWorkerError(f"agreement process {pid} failed: {payload}")
+            for i, result in payload:
+                results[i] = result
+    finally:
+        for pid, read in children:  # only when this process failed first: stop the others
+            os.close(read)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    return results
+
+
+def _child(work, read: int, write: int, inherited: list[int]) -> None:
+    """A forked child's whole life: run jobs, write ``(status, payload)``, exit at once."""
+    status = 1
+    try:
+        os.close(read)
+        for fd in inherited:
+            os.close(fd)
+        try:
+            payload = ("ok", work())
+        except BaseException:  # reported to the parent, which raises
+            payload = ("error", traceback.format_exc(limit=5))
+        with os.fdopen(write, "wb") as pipe:
+            pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+        status = 0
+    finally:
+        os._exit(status)
 
 
 def _coded(protocol: str, axis: str, rows: pd.DataFrame) -> pd.DataFrame:
@@ -339,6 +470,17 @@ def _coded(protocol: str, axis: str, rows: pd.DataFrame) -> pd.DataFrame:
         )
     codes = pd.Categorical(rows["value"], categories=scale.categories).codes
     return rows.assign(code=codes.astype(np.int64))
+
+
+def _scale_codes(protocol: str, axis: str, values: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """``_coded``'s codes of ``values[rows]``; a categorical column is mapped through its
+    categories (a few strings) instead of value by value."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        positions = pd.Index(AXES[axis].categories).get_indexer(values.cat.categories)
+        mapped = np.append(positions, -1)[values.cat.codes.to_numpy()[rows]]
+        if (mapped >= 0).all():
+            return mapped.astype(np.int64)
+    return _coded(protocol, axis, values.iloc[rows].to_frame("value"))["code"].to_numpy()
 
 
 def _result(result) -> dict:
@@ -392,7 +534,7 @@ def _scope_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples,
                     axis,
                     scale,
                     _counts(enc, group, codes, len(scale.categories)),
-                    len(np.unique(enc.annotator[group])),
+                    int(np.count_nonzero(np.bincount(enc.annotator[group]))),
                     scope,
                     n_resamples,
                     seed,
@@ -449,7 +591,7 @@ def _pair_tables(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, v: int):
     """Cohen tables of every annotator pair over ``rows``: (pair keys a·N + b with a < b in
     sorted annotator order, (pairs, v, v) counts) — one table per pair, counted at once."""
     n = len(enc.annotators)
-    order = np.argsort(enc.item[rows], kind="stable")
+    order = _stable_order(enc.item[rows])
     item, who, code = enc.item[rows][order], enc.annotator[rows][order], codes[rows][order]
     firsts, seconds, cells_a, cells_b = [], [], [], []
     for k in range(1, len(item)):
@@ -467,10 +609,22 @@ def _pair_tables(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, v: int):
     if not firsts:
         return np.zeros(0, dtype=np.int64), np.zeros((0, v, v), dtype=np.int64)
     keys = np.concatenate(firsts) * n + np.concatenate(seconds)
-    pair_keys, pair_index = np.unique(keys, return_inverse=True)
+    # Keys are below n², a few hundred: count them instead of sorting them (np.unique).
+    present = np.bincount(keys, minlength=n * n) > 0
+    pair_keys = np.flatnonzero(present)
+    pair_index = (np.cumsum(present) - 1)[keys]
     cells = pair_index * v * v + np.concatenate(cells_a) * v + np.concatenate(cells_b)
     tables = np.bincount(cells, minlength=len(pair_keys) * v * v).reshape(-1, v, v)
     return pair_keys, tables
+
+
+def _rows_of_items_rated_by(enc: _Encoded, rows: np.ndarray, annotators: np.ndarray):
+    """The rows (in their order) of the items any of ``annotators`` (codes) rated: all that the
+    Cohen tables of their pairs count."""
+    theirs = np.zeros(enc.n_items, dtype=bool)
+    items = enc.item[rows]
+    theirs[items[np.isin(enc.annotator[rows], annotators)]] = True
+    return rows[theirs[items]]
 
 
 def _pair_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed):
@@ -481,41 +635,55 @@ def _pair_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, 
     chosen = None
     if selection.annotators is not None:
         chosen = {i for i, name in enumerate(enc.annotators) if name in selection.annotators}
+    if chosen is not None:
+        rows = _rows_of_items_rated_by(enc, rows, np.fromiter(chosen, dtype=np.int64))
     for dims in PAIR_SCOPES:
         for values, group in _scope_groups(enc, rows, dims, selection.pair_scopes):
             scope = dict(zip(dims, values, strict=True))
             pair_keys, tables = _pair_tables(enc, group, codes, v)
-            for key, table in zip(pair_keys.tolist(), tables, strict=True):
-                a, b = key // n, key % n
-                if chosen is not None and a not in chosen and b not in chosen:
-                    continue
-                subject = f"{enc.annotators[a]}|{enc.annotators[b]}"
+            wanted = [
+                (i, f"{enc.annotators[key // n]}|{enc.annotators[key % n]}")
+                for i, key in enumerate(pair_keys.tolist())
+                if chosen is None or key // n in chosen or key % n in chosen
+            ]
+            for start in range(0, len(wanted), PAIRS_PER_JOB):
+                batch = wanted[start : start + PAIRS_PER_JOB]
                 jobs.append(
-                    lambda table=table, scope=scope, subject=subject: [
-                        _pair_figure(
-                            protocol, axis, scale, table, scope, subject, n_resamples, seed
-                        )
-                    ]
+                    lambda batch=batch, scope=scope, tables=tables: _pair_figures(
+                        protocol, axis, scale, tables, batch, scope, n_resamples, seed
+                    )
                 )
     return jobs
 
 
-def _pair_figure(protocol, axis, scale, table, scope, subject, n_resamples, seed):
-    kappa = cohen_kappa_table(
-        table, weights=scale.pair_weights, ci=True, n_resamples=n_resamples, seed=seed
+# Cohen figures per job: their bootstrap κ are computed in one NumPy call, and jobs stay small
+# enough to share out evenly between processes.
+PAIRS_PER_JOB = 24
+
+
+def _pair_figures(protocol, axis, scale, tables, batch, scope, n_resamples, seed):
+    kappas = cohen_kappa_tables(
+        tables[[i for i, _ in batch]],
+        weights=scale.pair_weights,
+        ci=True,
+        n_resamples=n_resamples,
+        seed=seed,
     )
-    return Figure(
-        protocol,
-        axis,
-        "cohen_kappa",
-        kappa.value,
-        kappa.reason or "",
-        kappa.n_items,
-        2,
-        kappa.ci,
-        scope,
-        subject=subject,
-    )
+    return [
+        Figure(
+            protocol,
+            axis,
+            "cohen_kappa",
+            kappa.value,
+            kappa.reason or "",
+            kappa.n_items,
+            2,
+            kappa.ci,
+            scope,
+            subject=subject,
+        )
+        for (_, subject), kappa in zip(batch, kappas, strict=True)
+    ]
 
 
 def _severe_rate_gaps(protocol, rows) -> list[Figure]:
@@ -586,16 +754,31 @@ def collect_rows(protocols=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
             FRAME_SOURCES[p]() for p, _ in RATING_SOURCES if protocols is None or p in protocols
         ]
         frames = [f for f in frames if len(f)]
-        ratings = pd.concat(frames, ignore_index=True) if frames else ratings_frame([])
+        ratings = _concat(frames) if frames else ratings_frame([])
     else:
         ratings = ratings_frame(gather(RATING_SOURCES))
     return ratings, spot_check_frame(gather(SPOT_CHECK_SOURCES)), facts
 
 
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one after the other, categorical columns staying categorical (``pd.concat``
+    turns categoricals with different categories into text, one string per row)."""
+    if len(frames) == 1:
+        return frames[0]
+    return pd.DataFrame(
+        {
+            c: union_categoricals([f[c] for f in frames], sort_categories=True)
+            if all(isinstance(f[c].dtype, pd.CategoricalDtype) for f in frames)
+            else pd.concat([f[c] for f in frames], ignore_index=True)
+            for c in frames[0].columns
+        }
+    )
+
+
 def _protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:
     """A data version per protocol: a hash of its rows, whatever their order."""
     facts = facts if facts is not None else facts_frame([])
-    names = set(ratings["protocol"]) | set(spot_checks["protocol"]) | set(facts["protocol"])
+    names = {p for f in (ratings, spot_checks, facts) for p in f["protocol"].unique()}
     out = {}
     for protocol in sorted(names):
         digest = hashlib.sha256()
@@ -604,12 +787,30 @@ def _protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:
             (spot_checks, SPOT_CHECK_COLUMNS),
             (facts, FACT_COLUMNS),
         ):
-            rows = frame[frame["protocol"] == protocol][columns].astype(str)
-            hashed = pd.util.hash_pandas_object(rows, index=False).to_numpy()
+            mine = frame["protocol"] == protocol
+            rows = frame if mine.all() else frame[mine]
+            text = pd.DataFrame({c: _as_text(rows[c]) for c in columns})
+            hashed = pd.util.hash_pandas_object(text, index=False).to_numpy()
             digest.update(np.sort(hashed).tobytes())
             digest.update(b"|")
         out[protocol] = digest.hexdigest()
     return out
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """What ``column.astype(str)`` hashes as: a categorical or integer column becomes a
+    categorical of its distinct values' text, which pandas hashes exactly as it hashes the text
+    row by row (through the categories), without building a string per row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes, uniques = column.cat.codes.to_numpy(), column.cat.categories
+    elif column.dtype.kind in "iub":
+        codes, uniques = pd.factorize(column)
+    else:
+        return column.astype(str)
+    text = pd.Index(uniques).astype(str)
+    if (codes < 0).any() or text.hasnans or not text.is_unique:
+        return column.astype(str)
+    return pd.Series(pd.Categorical.from_codes(codes, categories=text), index=column.index)
 
 
 def data_version(

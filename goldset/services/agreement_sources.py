@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 from django.db import connection
 from django.db.models import CharField, Count, F, Func, Q
+from pandas.api.types import union_categoricals
 from pyarrow import csv as pa_csv
 
 from goldset.models import Label, Review, Verdict
@@ -191,6 +192,17 @@ def _iso_week(field: str) -> Func:
     return Func(F(field), template=_ISO_WEEK_SQL, output_field=CharField())
 
 
+# Ids as integers; the few distinct scope values and labels dictionary-encoded (categoricals).
+_ARROW_TYPES = {
+    "item": pa.int64(),
+    "annotator": pa.int64(),
+    **{
+        n: pa.dictionary(pa.int32(), pa.string())
+        for n in ("tier", "task_type", "domain", "week", "verdict", "acceptability", "grounding")
+    },
+}
+
+
 def _copy_frame(queryset, names: list[str]) -> pd.DataFrame:
     """The queryset's rows (``values_list`` in ``names`` order) through ``COPY … TO STDOUT``."""
     sql, params = queryset.query.sql_with_params()
@@ -206,41 +218,57 @@ def _copy_frame(queryset, names: list[str]) -> pd.DataFrame:
         buffer,
         read_options=pa_csv.ReadOptions(column_names=names),
         convert_options=pa_csv.ConvertOptions(
-            column_types={
-                n: pa.int64() if n in ("item", "annotator") else pa.string() for n in names
-            },
+            column_types={n: _ARROW_TYPES.get(n, pa.string()) for n in names},
             strings_can_be_null=False,
         ),
     )
     return table.to_pandas()
 
 
+def _sorted_categorical(values) -> pd.Categorical:
+    """``values`` as a categorical of its distinct values in sorted order (what
+    ``astype("category")`` makes of text)."""
+    values = pd.Categorical(values)
+    return values.set_categories(sorted(values.categories))
+
+
 def _frame(protocol, item_prefix, data: pd.DataFrame, axes: dict) -> pd.DataFrame:
     """Rating rows of one protocol: one block per axis, rows in the source's order (the order
-    within each axis is what the figures depend on)."""
-    n = len(data)
-    items = item_prefix + data["item"].astype(str)
-    blocks = []
-    for axis, values in axes.items():
-        blocks.append(
-            pd.DataFrame(
-                {
-                    "protocol": np.full(n, protocol, dtype=object),
-                    "item": items,
-                    "annotator": data["annotator"].to_numpy(),
-                    "axis": np.full(n, axis, dtype=object),
-                    "value": values,
-                    "tier": data["tier"],
-                    "task_type": data["task_type"],
-                    "domain": data["domain"],
-                    "week": data["week"],
-                }
+    within each axis is what the figures depend on). Every text column is a categorical built
+    from codes (a handful of distinct values over millions of rows)."""
+    n, k = len(data), len(axes)
+
+    def tiled(values: pd.Categorical) -> pd.Categorical:
+        return pd.Categorical.from_codes(np.tile(values.codes, k), categories=values.categories)
+
+    def constant(value: str, count: int) -> pd.Categorical:
+        return pd.Categorical.from_codes(np.zeros(count, dtype=np.int8), categories=[value])
+
+    # Items: one string per item instead of one per rating row.
+    codes, ids = pd.factorize(data["item"])
+    items = pd.Categorical.from_codes(codes, categories=item_prefix + pd.Index(ids).astype(str))
+    names = sorted(axes)
+    frame = pd.DataFrame(
+        {
+            "protocol": constant(protocol, n * k),
+            "item": tiled(items),
+            "annotator": np.tile(data["annotator"].to_numpy(), k),
+            "axis": pd.Categorical.from_codes(
+                np.repeat([names.index(a) for a in axes], n), categories=names
+            ),
+            "value": union_categoricals(
+                [pd.Categorical(v) for v in axes.values()],
+                sort_categories=True,
             )
-        )
-    frame = pd.concat(blocks, ignore_index=True) if blocks else pd.DataFrame()
-    for column in ("protocol", "axis", "value", "tier", "task_type", "domain", "week"):
-        frame[column] = frame[column].astype("category")
+            if n
+            else pd.Categorical([]),
+            **{c: tiled(_sorted_categorical(data[c])) for c in SCOPE_COLUMNS},
+        }
+    )
     return frame
+
+
+SCOPE_COLUMNS = ("tier", "task_type", "domain", "week")
 
 
 def triple_review_frame() -> pd.DataFrame:
@@ -291,7 +319,9 @@ def answer_label_frame() -> pd.DataFrame:
         )
     )
     data = _copy_frame(rows, names)
-    severe = np.where(data["severe"].to_numpy() == "t", "yes", "no")
+    severe = pd.Categorical.from_codes(
+        (data["severe"].to_numpy() == "t").astype(np.int8), categories=["no", "yes"]
+    )
     return _frame(
         ANSWERS,
         "a",

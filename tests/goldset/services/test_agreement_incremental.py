@@ -3,6 +3,9 @@ implementation it replaced bit for bit, a selection computes exactly the same fi
 run, and the recompute task's incremental refresh (dirty-scope marks written by the real label,
 review and undo services) stores exactly what a full recompute stores."""
 
+import hashlib
+import multiprocessing
+import os
 from itertools import chain
 
 import numpy as np
@@ -12,8 +15,20 @@ import pytest
 from goldset.models import AgreementDirtyScope, AgreementSnapshot
 from goldset.services.agreement import (
     AXES,
+    FACT_COLUMNS,
+    PER_PROTOCOL_METRICS,
+    RATING_COLUMNS,
+    SPOT_CHECK_COLUMNS,
+    AgreementWorkerError,
+    Figure,
     Selection,
+    _factorize_sorted,
+    _protocol_versions,
+    _run_jobs,
+    _selection,
+    collect_rows,
     compute_figures,
+    facts_frame,
     ratings_frame,
     recompute_agreement_snapshots,
     spot_check_frame,
@@ -79,10 +94,10 @@ SPOT = spot_check_frame(
 def test_vectorised_figures_equal_the_per_scope_implementation_bit_for_bit(seed):
     rows = random_rows(seed)
     old = reference.compute_figures(rows, SPOT, n_resamples=120)
-    new = compute_figures(rows, SPOT, n_resamples=120, threads=3)
+    new = compute_figures(rows, SPOT, n_resamples=120, processes=3)
     assert len(new) > 300
     assert new == old  # values, CIs, counts, scopes, subjects, order: exactly
-    assert compute_figures(rows, SPOT, n_resamples=120, threads=1) == old
+    assert compute_figures(rows, SPOT, n_resamples=120, processes=1) == old
 
 
 def test_a_selection_computes_exactly_the_figures_a_full_run_computes_for_it():
@@ -205,3 +220,162 @@ def test_columnar_reads_give_the_adapters_rows_in_their_order(
     slow = ratings_frame(chain(triple_review_ratings(), answer_label_ratings()))
     assert len(fast) == len(slow) == 6 * 3 + 2
     assert per_axis_rows(fast) == per_axis_rows(slow)
+    collected = collect_rows()[0]  # both protocols, text columns kept as categoricals
+    assert per_axis_rows(collected) == per_axis_rows(slow)
+    text = ("protocol", "item", "axis", "value", "tier", "task_type", "domain", "week")
+    assert all(isinstance(collected[c].dtype, pd.CategoricalDtype) for c in text)
+
+
+def test_one_and_two_processes_compute_the_same_figures():
+    rows = random_rows(4)
+    selection = {
+        "answer_label": Selection(
+            scopes=frozenset({((), ()), (("tier",), ("tier_b",))}),
+            pair_scopes=frozenset({((), ()), (("tier",), ("tier_b",))}),
+            annotators=frozenset({2, 5}),
+        )
+    }
+    for only in (None, selection):
+        alone = compute_figures(rows, SPOT, n_resamples=90, only=only, processes=1)
+        shared = compute_figures(rows, SPOT, n_resamples=90, only=only, processes=2)
+        assert len(alone) > 20
+        assert shared == alone  # same figures, same order, bit for bit
+
+
+def _fails_in_a_child(parent: int, child_ran):
+    if os.getpid() != parent:
+        child_ran.set()
+        raise ValueError("no such scale")
+    assert child_ran.wait(timeout=60)  # the child has taken a job before this one returns
+    return "ok"
+
+
+def _lost_in_a_child(parent: int, child_ran):
+    if os.getpid() != parent:
+        child_ran.set()
+        os._exit(3)
+    assert child_ran.wait(timeout=60)
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [(_fails_in_a_child, "ValueError: no such scale"), (_lost_in_a_child, "was lost")],
+)
+def test_a_process_that_fails_or_is_lost_fails_the_computation(job, message):
+    parent = os.getpid()
+    child_ran = multiprocessing.get_context("fork").Event()
+    child_ran.set()
+    jobs = [lambda: job(parent, child_ran) for _ in range(400)]
+    assert _run_jobs(jobs, 1) == ["ok"] * 400
+    child_ran.clear()
+    with pytest.raises(AgreementWorkerError, match=message):
+        _run_jobs(jobs, 2)
+
+
+def _random_marks(rows: pd.DataFrame, seed: int, n: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    picked = rows.iloc[rng.choice(len(rows), size=n, replace=False)]
+    return [
+        {
+            "kind": AgreementDirtyScope.RATING,
+            "tier": r.tier,
+            "task_type": r.task_type,
+            "domain": r.domain,
+            "week": r.week,
+            "annotator_id": r.annotator,
+        }
+        for r in picked.itertuples()
+    ]
+
+
+def _touched(figure: Figure, selection: Selection) -> bool:
+    """Whether a full run's figure is one the selection names (scopes by their dims, so an
+    empty scope value is a scope of its own)."""
+    if figure.axis == "annotator" or figure.metric in PER_PROTOCOL_METRICS:
+        return True
+    key = (tuple(figure.scope), tuple(figure.scope.values()))
+    if figure.metric == "cohen_kappa":
+        pair = {int(a) for a in figure.subject.split("|")}
+        return key in selection.pair_scopes and bool(pair & selection.annotators)
+    return key in selection.scopes
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_the_scopes_one_or_two_labels_touch_equal_a_full_recompute_of_those_scopes(seed):
+    rows = random_rows(seed)
+    full = compute_figures(rows, SPOT, n_resamples=70)
+    for n_marks in (1, 2):
+        marks = _random_marks(rows[rows["protocol"] == "answer_label"], seed, n_marks)
+        selection = _selection(marks)
+        part = compute_figures(rows, SPOT, n_resamples=70, only={"answer_label": selection})
+        expected = [f for f in full if f.protocol == "answer_label" and _touched(f, selection)]
+        assert len(expected) > 10
+        assert part == expected  # exactly the full run's figures for those scopes, in its order
+
+
+def test_categorical_items_and_values_give_the_same_figures_as_text():
+    """The database read hands over items and values as categoricals."""
+    rows = random_rows(8)
+    coded = rows.assign(
+        item=rows["item"].astype("category"), value=rows["value"].astype("category")
+    )
+    assert compute_figures(coded, SPOT, n_resamples=50) == compute_figures(
+        rows, SPOT, n_resamples=50
+    )
+
+
+def _old_protocol_versions(ratings, spot_checks, facts) -> dict[str, str]:
+    """The data version as it was hashed before (every column as text, row by row)."""
+    names = set(ratings["protocol"]) | set(spot_checks["protocol"]) | set(facts["protocol"])
+    out = {}
+    for protocol in sorted(names):
+        digest = hashlib.sha256()
+        for frame, columns in (
+            (ratings, RATING_COLUMNS),
+            (spot_checks, SPOT_CHECK_COLUMNS),
+            (facts, FACT_COLUMNS),
+        ):
+            rows = frame[frame["protocol"] == protocol][columns].astype(str)
+            hashed = pd.util.hash_pandas_object(rows, index=False).to_numpy()
+            digest.update(np.sort(hashed).tobytes())
+            digest.update(b"|")
+        out[protocol] = digest.hexdigest()
+    return out
+
+
+def test_the_data_version_is_hashed_as_before_from_text_or_categorical_columns():
+    rows = random_rows(9)
+    facts = facts_frame(
+        [("answer_label", "volume", 3, 12.0, 12), ("triple_review", "x", 1, 0.5, 2)]
+    )
+    coded = rows.assign(
+        **{c: rows[c].astype("category") for c in ("protocol", "item", "axis", "value", "week")}
+    )
+    before = _old_protocol_versions(rows, SPOT, facts)
+    assert _protocol_versions(rows, SPOT, facts) == before
+    assert _protocol_versions(coded, SPOT, facts) == before
+    changed = rows.copy()
+    changed.loc[5, "value"] = (
+        "unacceptable" if rows.loc[5, "value"] != "unacceptable" else "acceptable"
+    )
+    assert _protocol_versions(changed, SPOT, facts) != before
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pd.Series(pd.Categorical(["b", "a", "c", "a"], categories=["c", "b", "a", "z"])),
+        pd.Series(pd.Categorical(["2026-W41", "2026-W40", "", "2026-W41"])),
+        pd.Series(pd.Categorical(["a", None])),
+        pd.Series([5, 3, 3, 9, 0]),
+        pd.Series([3, -1, 2]),
+        pd.Series(["x", "a", "x"]),
+    ],
+)
+def test_coding_by_counting_gives_what_pandas_sorted_factorize_gives(column):
+    codes, uniques = pd.factorize(column, sort=True)
+    fast_codes, fast_uniques = _factorize_sorted(column)
+    assert fast_codes.tolist() == codes.tolist()
+    assert fast_uniques.tolist() == list(uniques)
+    assert [type(u) for u in fast_uniques] == [type(u) for u in np.asarray(uniques, dtype=object)]

@@ -12,6 +12,8 @@ from scoring.agreement import (
     agreement,
     alpha_bootstrap_point,
     cohen_kappa,
+    cohen_kappa_table,
+    cohen_kappa_tables,
     fleiss_kappa,
     fleiss_kappa_counts,
     krippendorff_alpha,
@@ -275,3 +277,29 @@ def test_pairwise_cohen_kappa_reports_every_pair():
     pairs = pairwise_cohen_kappa(table)
     assert set(pairs) == {("x", "y"), ("x", "z"), ("y", "z")}
     assert pairs[("x", "y")].value == pytest.approx(cohen_kappa(list("aaba"), list("abba")).value)
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+@pytest.mark.parametrize("v", [2, 4])
+def test_many_cohen_tables_at_once_give_each_table_exactly_its_own_result(weights, v):
+    rng = np.random.default_rng(v)
+    tables = rng.integers(0, 30, size=(40, v, v))
+    tables[0] = 0  # no item: undefined, no CI
+    tables[1] = 0
+    tables[1][0, 0] = 9  # one category: undefined
+    tables[2] = 0
+    tables[2][0, 1] = 1  # one item
+    tables[3] = 0
+    tables[3][0, 0], tables[3][1, 1] = 2, 1  # resamples of one category are 0/0: left out
+    at_once = cohen_kappa_tables(tables, weights=weights, ci=True, n_resamples=400, seed=8821)
+    one_by_one = [
+        cohen_kappa_table(t, weights=weights, ci=True, n_resamples=400, seed=8821) for t in tables
+    ]
+    assert at_once == one_by_one  # values and CI bounds: ==, not approximately
+    assert at_once[0].value is None and at_once[1].value is None and at_once[0].ci is None
+    assert all(r.ci for r in at_once[2:])
+
+
+def test_many_cohen_tables_need_a_stack_of_square_tables():
+    with pytest.raises(AgreementError):
+        cohen_kappa_tables(np.zeros((3, 3)))
