@@ -20,6 +20,7 @@ import hashlib
 import os
 import pickle
 import signal
+import threading
 import traceback
 from dataclasses import dataclass, field
 from itertools import chain
@@ -370,7 +371,7 @@ def compute_figures(
                     }
                 )
                 jobs.append(lambda p=protocol, slim=slim: _severe_rate_gaps(p, slim))
-    results = _run_jobs(jobs, processes or tunable("AGREEMENT_PROCESSES"))
+    results = _run_jobs(jobs, processes or _default_processes())
     figures += [f for batch in results for f in batch]
     if only is not None:
         spot_checks = spot_checks[spot_checks["protocol"].isin(list(only))]
@@ -380,6 +381,15 @@ def compute_figures(
 
 class AgreementWorkerError(RuntimeError):
     """A forked process computing agreement figures failed or was lost."""
+
+
+def _default_processes() -> int:
+    """``AGREEMENT_PROCESSES``, or 1 while this process runs other threads: forking then can
+    leave a child waiting forever on a lock one of them held (the embedded mode runs the task
+    inside the web server's threads). One process computes the same figures, one after another."""
+    if threading.active_count() > 1:
+        return 1
+    return tunable("AGREEMENT_PROCESSES")
 
 
 def _run_jobs(jobs: list, processes: int) -> list:

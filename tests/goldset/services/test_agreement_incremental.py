@@ -6,6 +6,7 @@ review and undo services) stores exactly what a full recompute stores."""
 import hashlib
 import multiprocessing
 import os
+import threading
 from itertools import chain
 
 import numpy as np
@@ -379,3 +380,25 @@ def test_coding_by_counting_gives_what_pandas_sorted_factorize_gives(column):
     assert fast_codes.tolist() == codes.tolist()
     assert fast_uniques.tolist() == list(uniques)
     assert [type(u) for u in fast_uniques] == [type(u) for u in np.asarray(uniques, dtype=object)]
+
+
+def test_no_fork_while_this_process_runs_other_threads(monkeypatch):
+    """The embedded mode computes figures inside the web server's threads; a fork there could
+    leave the child waiting on a lock another thread held, so the default is one process."""
+    forks = []
+
+    def refuse_fork():
+        forks.append(os.getpid())
+        raise AssertionError("forked while another thread was running")
+
+    monkeypatch.setattr(os, "fork", refuse_fork)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        figures = compute_figures(random_rows(4), SPOT, n_resamples=90)
+    finally:
+        stop.set()
+        other.join()
+    assert not forks
+    assert figures == compute_figures(random_rows(4), SPOT, n_resamples=90, processes=1)
