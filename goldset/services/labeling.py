@@ -12,6 +12,7 @@
 * TRIAGE records need one label; a seeded 10 % per ISO week get a second (spot-check).
 """
 
+import functools
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
@@ -416,6 +417,29 @@ def _open_records(annotator, domain_id: int):
     ).order_by("queue_rank", "id")
 
 
+# Stand-ins for the values of one walk, used once per process to compile its statement.
+_WALK_ANNOTATOR, _WALK_DOMAIN, _WALK_OFFSET = -7_000_000_001, -7_000_000_002, -7_000_000_003
+_WALK_VALUES = ["annotator", "annotator", "domain", "offset"]  # theirs, skipped, domain, offset
+
+
+@functools.cache
+def _walk_statement(vendor: str, direction: str, limit: int) -> tuple[str, tuple]:
+    """One bounded walk of :func:`_open_records` (``direction`` "gte" or "lt" of the offset),
+    compiled by the ORM once per process and database: the SQL and, per parameter, either the
+    name of the value to put there ("annotator", "domain", "offset") or a constant. Building the
+    queryset for every walk of every claim cost more CPU than running it."""
+    rows = _open_records(_WALK_ANNOTATOR, _WALK_DOMAIN).values_list("pk", "queue_rank")
+    walk = rows.filter(**{f"queue_rank__{direction}": _WALK_OFFSET})[:limit]
+    sql, params = walk.query.sql_with_params()
+    names = {_WALK_ANNOTATOR: "annotator", _WALK_DOMAIN: "domain", _WALK_OFFSET: "offset"}
+    slots = tuple(
+        ("value", names[p]) if isinstance(p, int) and p in names else ("const", p) for p in params
+    )
+    if sorted(v for kind, v in slots if kind == "value") != _WALK_VALUES:
+        raise RuntimeError(f"unexpected parameters in the queue walk: {params!r}")
+    return sql, slots
+
+
 def _candidates(annotator, domain_ids, *, limit: int) -> list[tuple[int, int]]:
     """The first ``limit`` (pk, rank) of the annotator's queue in each domain: per domain an
     index walk from their offset to the end of the shuffle and one from its start, all bounded
@@ -423,11 +447,11 @@ def _candidates(annotator, domain_ids, *, limit: int) -> list[tuple[int, int]]:
     offset = queue_offset(annotator_id=annotator.pk)
     parts, params = [], []
     for domain_id in sorted(domain_ids):
-        rows = _open_records(annotator, domain_id).values_list("pk", "queue_rank")
-        for walk in (rows.filter(queue_rank__gte=offset), rows.filter(queue_rank__lt=offset)):
-            sql, walk_params = walk[:limit].query.sql_with_params()
+        values = {"annotator": annotator.pk, "domain": domain_id, "offset": offset}
+        for direction in ("gte", "lt"):
+            sql, slots = _walk_statement(connection.vendor, direction, limit)
             parts.append(f"SELECT * FROM ({sql}) AS walk{len(parts)}")
-            params.extend(walk_params)
+            params.extend(values[v] if kind == "value" else v for kind, v in slots)
     if not parts:
         return []
     with connection.cursor() as cursor:

@@ -72,3 +72,22 @@ def test_review_claim_runs_the_same_statements_at_two_pool_sizes_and_uses_the_in
     assert small is not None and large is not None
     assert len(small_sql) == len(large_sql)
     _assert_index_scans(_plans(large_sql), "revision_open_slots")
+
+
+def test_the_queue_walk_is_compiled_once_and_each_claim_gets_its_own_values(postgres):
+    """The walk's SQL is built by the ORM once per process; every claim fills in its own
+    annotator, domain and offset (two annotators of two domains get items of their domain)."""
+    from goldset.services.labeling import _walk_statement
+
+    domains = [DomainFactory(slug="supply_chain"), DomainFactory(slug="hr_policy")]
+    for domain in domains:
+        grow_answer_pool(AnswerRecordFactory(question__domain=domain), 50, tag=domain.slug)
+    people = [qualified_annotators(d, 1, prefix=d.slug)[0] for d in domains]
+    _walk_statement.cache_clear()
+
+    claims = [claim_next_answer(annotator=person) for person in people * 2]
+
+    assert _walk_statement.cache_info().misses == 2  # the two directions of the walk
+    assert [c.reason for c in claims] == ["claimed", "claimed", "resumed", "resumed"]
+    assert [c.assignment.record.question.domain_id for c in claims[:2]] == [d.pk for d in domains]
+    assert claims[0].assignment.annotator == people[0]
