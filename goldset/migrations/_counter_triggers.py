@@ -19,6 +19,15 @@ key."""
 SHARDS = 16
 PG_SHARD = f"mod(pg_backend_pid(), {SHARDS})"
 
+# 0027: the shard is the writing transaction's id modulo XACT_SHARDS. With one shard per
+# backend, a server with more connections than shards (gunicorn 4 × 8 threads, each with its own
+# connection) always had pairs of connections sharing a row, and the load benchmark still saw
+# ``Lock transactionid`` waits on ``INSERT INTO goldset_label`` behind another submit's commit.
+# Transactions that run at the same time have nearby ids, so they land in different rows unless
+# XACT_SHARDS others started in between; all of one transaction's writes go to one shard.
+XACT_SHARDS = 64
+PG_XACT_SHARD = f"mod(txid_current(), {XACT_SHARDS})"
+
 
 def upsert(name: str, key: str, delta, *, shard: str | None = None) -> str:
     """Add ``delta`` to counter (name, key); ``shard`` (SQL) is the sharded form of 0025."""
@@ -344,19 +353,21 @@ def _deltas(counters, rows: str, sign: int) -> str:
     return " UNION ALL ".join(selects)
 
 
-def _apply(deltas: str) -> str:
+def _apply(deltas: str, shard: str) -> str:
     """One upsert per key the statement changed (ordered, so writers meeting in a shard lock
     its rows in the same order)."""
     return (
         "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
-        f"SELECT name, key, {PG_SHARD}, sum(d) FROM ({deltas}) AS deltas "
+        f"SELECT name, key, {shard}, sum(d) FROM ({deltas}) AS deltas "
         "GROUP BY name, key HAVING sum(d) <> 0 ORDER BY name, key "
         "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n"
     )
 
 
-def _pg_statement_triggers() -> str:
-    sql = [pg_count_function(shard=PG_SHARD)]
+def _pg_statement_functions(shard: str) -> str:
+    """The counting functions (``goldset_count`` and one per counted table), writing to the
+    shard ``shard`` (SQL)."""
+    sql = [pg_count_function(shard=shard)]
     for table, counters in COUNTED.items():
         function = f"{table}_counts"
         both = _deltas(counters, "old_rows", -1) + " UNION ALL " + _deltas(counters, "new_rows", 1)
@@ -364,14 +375,23 @@ def _pg_statement_triggers() -> str:
 CREATE OR REPLACE FUNCTION {function}() RETURNS trigger AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    {_apply(_deltas(counters, "new_rows", 1))};
+    {_apply(_deltas(counters, "new_rows", 1), shard)};
   ELSIF TG_OP = 'DELETE' THEN
-    {_apply(_deltas(counters, "old_rows", -1))};
+    {_apply(_deltas(counters, "old_rows", -1), shard)};
   ELSE
-    {_apply(both)};
+    {_apply(both, shard)};
   END IF;
   RETURN NULL;
 END $$ LANGUAGE plpgsql;
+""")
+    return "".join(sql)
+
+
+def _pg_statement_triggers() -> str:
+    sql = [_pg_statement_functions(PG_SHARD)]
+    for table in COUNTED:
+        function = f"{table}_counts"
+        sql.append(f"""
 CREATE TRIGGER {table}_counts_insert AFTER INSERT ON {table}
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
 CREATE TRIGGER {table}_counts_delete AFTER DELETE ON {table}
@@ -384,6 +404,20 @@ CREATE TRIGGER {table}_counts_update AFTER UPDATE ON {table}
 
 
 PG_STATEMENT_TRIGGERS = _pg_statement_triggers()
+
+
+def shard_by_transaction(apps, schema_editor):
+    """0027: the counting functions write to the transaction's shard (the triggers stay)."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_pg_statement_functions(PG_XACT_SHARD))
+
+
+def shard_by_backend(apps, schema_editor):
+    """Reverse of :func:`shard_by_transaction`: 0025's functions (rows keep their shards)."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_pg_statement_functions(PG_SHARD))
+
+
 PG_STATEMENT_DROP = "".join(
     f"DROP TRIGGER IF EXISTS {table}_counts_{event} ON {table};"
     for table in COUNTED

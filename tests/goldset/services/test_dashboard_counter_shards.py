@@ -3,13 +3,14 @@
 Every label adds to today's ``labels_day`` counter inside the submit's transaction; with a single
 row per key, a second submit waited for the first one's commit (seen in ``bench/bench_load.py``
 as ``Lock transactionid`` waits on ``INSERT INTO goldset_label``). Writers now add to a shard of
-the key chosen by their connection, and readers sum the shards."""
+the key chosen by their transaction's id (0027; by connection in 0025, which still queued when
+more connections than shards were open), and readers sum the shards."""
 
 import psycopg
 import pytest
 from django.db import connection
 
-from goldset.migrations._counter_triggers import SHARDS
+from goldset.migrations._counter_triggers import XACT_SHARDS
 from goldset.models import AnswerRecord, DashboardCounter, Triple
 from goldset.selectors.curation import counter_rows
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
@@ -38,21 +39,13 @@ def _connect():
     )
 
 
-def _pid(conn) -> int:
-    return conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+def _txid(conn) -> int:
+    return conn.execute("SELECT txid_current()").fetchone()[0]
 
 
-def test_two_connections_count_the_same_key_without_waiting_for_each_other(postgres):
-    first = _connect()
-    others = []
+def test_two_transactions_count_the_same_key_without_waiting_for_each_other(postgres):
+    first, second = _connect(), _connect()
     try:
-        # A second connection whose backend falls in another shard (the shard is the backend
-        # pid modulo SHARDS; pids are assigned by the server, so look for one).
-        second = _connect()
-        while _pid(second) % SHARDS == _pid(first) % SHARDS:
-            others.append(second)
-            second = _connect()
-        others.append(second)
         count = "SELECT goldset_count('labels_day', '2099-01-01', 1)"
         first.execute(count)  # first's transaction stays open, holding its row
         second.execute("SET lock_timeout = '2s'")
@@ -60,9 +53,26 @@ def test_two_connections_count_the_same_key_without_waiting_for_each_other(postg
         rows = second.execute(
             "SELECT shard, n FROM goldset_dashboardcounter WHERE key = '2099-01-01'"
         ).fetchall()
-        assert rows == [(_pid(second) % SHARDS, 1)]
+        assert rows == [(_txid(second) % XACT_SHARDS, 1)]
+        assert _txid(first) % XACT_SHARDS != _txid(second) % XACT_SHARDS
     finally:
-        for conn in (first, *others):
+        for conn in (first, second):
+            conn.rollback()
+            conn.close()
+
+
+def test_more_connections_than_shards_do_not_share_a_row(postgres):
+    """With the shard chosen per connection (0025: 16 shards), 17 open connections always had
+    two on one row; transactions started one after another land in distinct rows."""
+    connections = [_connect() for _ in range(20)]
+    try:
+        for conn in connections:
+            conn.execute("SET lock_timeout = '2s'")
+            conn.execute("SELECT goldset_count('labels_day', '2099-01-02', 1)")  # all stay open
+        shards = {_txid(conn) % XACT_SHARDS for conn in connections}
+        assert len(shards) == len(connections)
+    finally:
+        for conn in connections:
             conn.rollback()
             conn.close()
 
