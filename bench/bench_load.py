@@ -274,6 +274,7 @@ class Client:
                     response.getheader("Location") or "",
                     response.read(),
                     int(queries) if queries else None,
+                    server_timing(response.getheader("Server-Timing") or ""),
                 )
             except (http.client.HTTPException, ConnectionError, TimeoutError):
                 self.conn.close()
@@ -283,10 +284,17 @@ class Client:
         raise RuntimeError("unreachable")
 
 
+def server_timing(header: str) -> dict:
+    """``Server-Timing: app;dur=…, db;dur=…, cpu;dur=…`` as seconds per part."""
+    parts = (part.split(";dur=") for part in header.split(", ") if ";dur=" in part)
+    return {name: float(ms) / 1000 for name, ms in parts}
+
+
 class Recorder:
     def __init__(self):
         self.lock = threading.Lock()
         self.times = defaultdict(list)
+        self.server = defaultdict(lambda: defaultdict(list))  # kind -> part -> seconds
         self.errors = defaultdict(int)
         self.items = defaultdict(int)
         self.queries = defaultdict(set)  # X-Query-Count values seen per request kind
@@ -294,7 +302,7 @@ class Recorder:
     def timed(self, kind: str, call, ok=(200, 302)):
         started = time.perf_counter()
         try:
-            status, location, body, queries = call()
+            status, location, body, queries, timing = call()
         except Exception:
             with self.lock:
                 self.errors[kind] += 1
@@ -304,6 +312,8 @@ class Recorder:
             self.times[kind].append(elapsed)
             if queries is not None:
                 self.queries[kind].add(queries)
+            for part, seconds in timing.items():
+                self.server[kind][part].append(seconds)
             if status not in ok:
                 self.errors[kind] += 1
         return status, location, body
@@ -395,6 +405,11 @@ def summarize(rec: Recorder, wall: float, loads) -> dict:
                 "p50_ms": round(pct(t, 50) * 1000, 1),
                 "p95_ms": round(pct(t, 95) * 1000, 1),
                 "p99_ms": round(pct(t, 99) * 1000, 1),
+                # Where the time went on the server (Server-Timing): median and p95 of each part.
+                "server": {
+                    part: [round(pct(v, 50) * 1000, 1), round(pct(v, 95) * 1000, 1)]
+                    for part, v in sorted(rec.server[kind].items())
+                },
             }
             for kind, t in sorted(rec.times.items())
         },
@@ -425,7 +440,7 @@ def run_idle(port, sessions) -> dict:
         times, statuses, queries = [], set(), set()
         for _ in range(10):
             started = time.perf_counter()
-            status, _, _, counted = clients[who].request("GET", path)
+            status, _, _, counted, _ = clients[who].request("GET", path)
             times.append(time.perf_counter() - started)
             statuses.add(status)
             queries.add(counted)
@@ -605,6 +620,18 @@ def markdown(path: str) -> str:
                     f"{q['p50_ms']:.0f} / {q['p95_ms']:.0f} / {q['p99_ms']:.0f}" if q else "–"
                 )
             out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
+        for kind in ("submit_label", "submit_review"):
+            cells = []
+            for r in results:
+                server = r.get(scenario, {}).get("requests", {}).get(kind, {}).get("server")
+                cells.append(
+                    " / ".join(f"{server[part][1]:.0f}" for part in ("app", "db", "cpu"))
+                    if server
+                    else "–"
+                )
+            out.append(
+                f"| {kind} on the server, p95 app / db / cpu | " + " | ".join(cells) + " |\n"
+            )
         for key in ("labels_per_s", "reviews_per_s", "load_avg_1m_max"):
             out.append(
                 f"| {key} | "
