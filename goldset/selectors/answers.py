@@ -273,6 +273,7 @@ def get_assignment_for(*, annotator, public_id: str) -> LabelAssignment:
     )
     if assignment is None:
         raise Http404("No such item in your queue.")
+    assignment.annotator = annotator  # it is theirs: no second read of the user row
     return assignment
 
 
