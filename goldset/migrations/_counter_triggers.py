@@ -607,3 +607,116 @@ def sqlite_resume(apps, schema_editor):
     if schema_editor.connection.vendor == "sqlite":
         for sql in _sqlite_triggers(sharded=True):
             schema_editor.execute(sql)
+
+
+# ---------------------------------------------------------------- statement-level time (0027)
+# 0026's ``time_changes`` and ``fast`` triggers ran once per row, bumping the same person's
+# counter row once per row of a statement: quadratic for a bulk write by one person, as 0023's
+# counters were. On PostgreSQL they now run once per statement over the transition tables, with
+# the same counts: ``time_changes`` +1 per timed row inserted or deleted and +1 for the old and
+# the new person of a row whose active time or person changed; ``fast`` −1/+1 per flag.
+
+
+def _time_bumps(kind: str, who: str, event: str) -> str:
+    """The person key of every bump a statement makes (one row per bump)."""
+    key = _time_key(kind, "r", who)
+    if event == "INSERT":
+        return f"SELECT {key} AS key FROM new_rows r WHERE r.active_ms IS NOT NULL"
+    if event == "DELETE":
+        return f"SELECT {key} AS key FROM old_rows r WHERE r.active_ms IS NOT NULL"
+    changed = (
+        "FROM old_rows o JOIN new_rows n ON n.id = o.id "
+        f"WHERE (o.active_ms IS DISTINCT FROM n.active_ms OR o.{who} IS DISTINCT FROM n.{who})"
+    )
+    return (
+        f"SELECT {_time_key(kind, 'o', who)} AS key {changed} AND o.active_ms IS NOT NULL "
+        f"UNION ALL SELECT {_time_key(kind, 'n', who)} AS key {changed} "
+        "AND n.active_ms IS NOT NULL"
+    )
+
+
+def _time_bump_apply(bumps: str) -> str:
+    return (
+        "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+        f"SELECT 'time_changes', key, {PG_XACT_SHARD}, count(*) FROM ({bumps}) AS bumps "
+        "GROUP BY key ORDER BY key "
+        "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n"
+    )
+
+
+_FAST = [("fast", "{r}.annotator_id || '|' || {r}.kind", "", "")]
+
+
+def _time_statement_postgres() -> str:
+    sql = []
+    for table, kind, who in TIMED:
+        function = f"goldset_time_changes_{kind}"
+        sql.append(f"""
+CREATE OR REPLACE FUNCTION {function}() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {_time_bump_apply(_time_bumps(kind, who, "INSERT"))};
+  ELSIF TG_OP = 'DELETE' THEN
+    {_time_bump_apply(_time_bumps(kind, who, "DELETE"))};
+  ELSE
+    {_time_bump_apply(_time_bumps(kind, who, "UPDATE"))};
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER {function}_insert AFTER INSERT ON {table}
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {function}_delete AFTER DELETE ON {table}
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {function}_update AFTER UPDATE ON {table}
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+""")
+    both = _deltas(_FAST, "old_rows", -1) + " UNION ALL " + _deltas(_FAST, "new_rows", 1)
+    sql.append(f"""
+CREATE OR REPLACE FUNCTION goldset_fast_counter() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {_apply(_deltas(_FAST, "new_rows", 1), PG_XACT_SHARD)};
+  ELSIF TG_OP = 'DELETE' THEN
+    {_apply(_deltas(_FAST, "old_rows", -1), PG_XACT_SHARD)};
+  ELSE
+    {_apply(both, PG_XACT_SHARD)};
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+CREATE TRIGGER goldset_fast_counter_insert AFTER INSERT ON goldset_fastdecision
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION goldset_fast_counter();
+CREATE TRIGGER goldset_fast_counter_delete AFTER DELETE ON goldset_fastdecision
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION goldset_fast_counter();
+CREATE TRIGGER goldset_fast_counter_update AFTER UPDATE ON goldset_fastdecision
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION goldset_fast_counter();
+""")
+    return "".join(sql)
+
+
+def _time_statement_drop() -> str:
+    lines = []
+    for table, kind, _ in TIMED:
+        function = f"goldset_time_changes_{kind}"
+        lines += [f"DROP TRIGGER IF EXISTS {function}_{e} ON {table};" for e in _EVENTS]
+    lines += [f"DROP TRIGGER IF EXISTS goldset_fast_counter_{e} ON goldset_fastdecision;"
+              for e in _EVENTS]  # fmt: skip
+    return "\n".join(lines)
+
+
+_EVENTS = ("insert", "delete", "update")
+
+
+def time_counters_per_statement(apps, schema_editor):
+    """0027 on PostgreSQL: 0026's row triggers replaced by statement triggers (same counts)."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_time_postgres_drop())
+        schema_editor.execute(_time_statement_postgres())
+
+
+def time_counters_per_row(apps, schema_editor):
+    """Reverse of :func:`time_counters_per_statement`: 0026's row triggers."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_time_statement_drop())
+        schema_editor.execute(_time_postgres())

@@ -8,6 +8,7 @@ from dataclasses import astuple
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from goldset.models import (
@@ -122,8 +123,8 @@ def test_fast_counts_follow_inserts_and_deletes(decisions):
     assert _new() == _old()
     FastDecision.objects.filter(kind=DecisionKind.LABEL).first().delete()
     assert _new() == _old()  # fast counts are live counters, never stale
-    counters = dict(DashboardCounter.objects.filter(name="fast").values_list("key", "n"))
-    assert sum(counters.values()) == FastDecision.objects.count()
+    counted = DashboardCounter.objects.filter(name="fast").values_list("n", flat=True)
+    assert sum(counted) == FastDecision.objects.count()  # the shards of every key summed
 
 
 def test_the_dashboard_reads_the_same_number_of_statements_whatever_the_decisions(
@@ -145,3 +146,40 @@ def test_the_dashboard_reads_the_same_number_of_statements_whatever_the_decision
         for table in ("goldset_label", "goldset_review", "goldset_adjudication"):
             assert f'"{table}"' not in q["sql"]
     assert TimeOnItemFigure.objects.count() >= 3
+
+
+def _counter_writes() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_ins + n_tup_upd FROM pg_stat_xact_user_tables "
+            "WHERE relname = 'goldset_dashboardcounter'"
+        )
+        return cursor.fetchone()[0]
+
+
+def _time_changes(key: str) -> int:
+    counted = DashboardCounter.objects.filter(name="time_changes", key=key)
+    return sum(counted.values_list("n", flat=True))
+
+
+def test_one_statement_over_a_persons_decisions_writes_their_counter_once(decisions, postgres):
+    """0026 bumped the counter once per row (quadratic for a bulk write by one person, as the
+    dashboard counters were); 0027 once per statement, with the same totals."""
+    annotators, _ = decisions
+    person = annotators[0]
+    timed = Label.objects.filter(annotator=person, active_ms__isnull=False).count()
+    assert timed >= 4
+    key = f"label|{person.pk}"
+    before, writes = _time_changes(key), _counter_writes()
+
+    Label.objects.filter(annotator=person).update(active_ms=F("active_ms") + 1)
+
+    assert _counter_writes() - writes == 1
+    assert _time_changes(key) - before == 2 * timed  # the old and the new time of each row
+    writes, fast = _counter_writes(), FastDecision.objects.filter(annotator=person).count()
+    assert fast >= 2
+    FastDecision.objects.filter(annotator=person).delete()
+    assert _counter_writes() - writes <= 2  # one per (person, kind) key
+    assert FastDecision.objects.count() == sum(
+        DashboardCounter.objects.filter(name="fast").values_list("n", flat=True)
+    )
