@@ -567,6 +567,7 @@ def one_size(args, size: int) -> dict:
             "--bind", f"127.0.0.1:{args.port}",
             "--worker-class", "gthread", "--workers", str(args.workers),
             "--threads", str(args.threads), "--timeout", "120", "--log-level", "warning",
+            "--keep-alive", str(args.keep_alive),
         ],
         cwd=ROOT,
         env=env,
@@ -653,6 +654,12 @@ def main():
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--keep-alive",
+        type=int,
+        default=2,
+        help="gunicorn --keep-alive seconds (2, gunicorn's default, is what docker-compose runs)",
+    )
     parser.add_argument("--port", type=int, default=8617)
     parser.add_argument("--db-prefix", default="goldset_perf_bench_")
     parser.add_argument(
