@@ -138,6 +138,17 @@ def test_lead_pages_cost_the_same_at_two_sizes(client_for, lead, admin_user, pos
     assert len(rereview) == 2, rereview
     for sql in rereview:
         assert "triple_needs_rereview" in _plan(sql), _plan(sql)
+    # the promotion list and batch walk the promotable indexes, a page and a batch at a time
+    for page, index in (
+        ("promotion:index", "triple_promotable"),
+        ("promotion:index?kind=answer_record", "answer_record_promotable"),
+    ):
+        selects = [sql for sql in large[page] if sql.lstrip().upper().startswith("SELECT")]
+        walks = [sql for sql in selects if index in _plan(sql)]
+        assert len(walks) == 2 and all("LIMIT" in sql for sql in walks), (page, walks)
+    # calibration status finds calibration claims through their own index
+    (claims,) = [s for s in large["answers:calibration_status"] if "goldset_labelassignment" in s]
+    assert "assignment_calibration" in _plan(claims), _plan(claims)
     # the agreement dashboard reads no label or review (time on item is stored)
     assert not [s for s in large["quality:agreement"] if any(t in s for t in DECISION_TABLES)]
     html = clients["curation:dashboard"].get(reverse("curation:dashboard")).content.decode()
