@@ -12,6 +12,7 @@ from goldset.models import (
     Review,
     ReviewAssignment,
     Run,
+    Tier,
     Triple,
     TripleRevision,
 )
@@ -209,7 +210,7 @@ def seed_answer_records(
             "domain_id": "s.domain_id",
             "queue_rank": QUEUE_RANK_SQL.format(public_id=public_id),
             "assigned_count": assigned_count.format(gold=gold),
-            "tier": f"CASE WHEN {gold} THEN 'gold' ELSE 'triage' END",
+            "tier": f"CASE WHEN {gold} THEN '{Tier.GOLD}' ELSE '{Tier.TRIAGE}' END",
             "labels_required": labels_required.format(gold=gold),
             "routing_rule": f"CASE WHEN {gold} THEN 'task_type:rag_synthesis' ELSE 'default' END",
         },
