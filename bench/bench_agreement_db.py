@@ -61,57 +61,23 @@ def seed(items: int) -> float:
 
     from goldset.models import AnswerRecord, Domain, Label, LabelAssignment, Question, Run
     from tests.factories import AnswerRecordFactory, QuestionFactory
-    from tests.goldset.bulk_support import QUEUE_RANK_SQL, analyze, clone_rows
+    from tests.goldset.bulk_support import analyze, seed_answer_records
 
     started = time.perf_counter()
     domains = [Domain.objects.get_or_create(slug=s, defaults={"name": s})[0] for s in DOMAINS]
-    domain_array = "ARRAY[" + ",".join(str(d.pk) for d in domains) + "]"
     users = get_user_model().objects.bulk_create(
         get_user_model()(username=f"agree-ann{i}") for i in range(N_ANNOTATORS)
     )
     user_array = "ARRAY[" + ",".join(str(u.pk) for u in users) + "]"
-    task_array = "ARRAY[" + ",".join(f"'{t}'" for t in TASK_TYPES) + "]"
-    n_questions = min(items, 10_000)
-    n_runs = -(-items // n_questions)
     template = AnswerRecordFactory(question=QuestionFactory(domain=domains[0]))
-    clone_rows(
-        Question,
-        template_pk=template.question_id,
-        source=f"generate_series(1, {n_questions}) AS s(g)",
-        overrides={
-            "question_id": "'agree-q-' || s.g",
-            "content_sha256": "md5('q' || s.g) || md5('qq' || s.g)",
-            "domain_id": f"({domain_array})[1 + s.g %% {len(domains)}]",
-            "task_type": f"({task_array})[1 + (s.g / 5) %% {len(TASK_TYPES)}]",
-        },
-    )
-    clone_rows(
-        Run,
-        template_pk=template.run_id,
-        source=f"generate_series(1, {n_runs}) AS s(g)",
-        overrides={"run_id": "'agree-run-' || s.g"},
-    )
-    public_id = "substr(md5('agree:' || s.run_id || ':' || s.question_id), 1, 16)"
-    gold = "s.question_id %% 5 < 2"
-    clone_rows(
-        AnswerRecord,
-        template_pk=template.pk,
-        source=(
-            "(SELECT r.id AS run_id, q.id AS question_id, q.domain_id FROM goldset_run r"
-            " CROSS JOIN goldset_question q WHERE r.run_id LIKE 'agree-run-%%'"
-            f" AND q.question_id LIKE 'agree-q-%%' LIMIT {items}) AS s"
-        ),
-        overrides={
-            "public_id": public_id,
-            "run_id": "s.run_id",
-            "question_id": "s.question_id",
-            "domain_id": "s.domain_id",
-            "queue_rank": QUEUE_RANK_SQL.format(public_id=public_id),
-            "assigned_count": "3",
-            "tier": f"CASE WHEN {gold} THEN 'gold' ELSE 'triage' END",
-            "labels_required": "3",
-            "routing_rule": f"CASE WHEN {gold} THEN 'task_type:rag_synthesis' ELSE 'default' END",
-        },
+    seed_answer_records(
+        template,
+        items,
+        tag="agree",
+        domain_ids=[d.pk for d in domains],
+        task_types=TASK_TYPES,
+        labels_required="3",
+        assigned_count="3",
     )
     AnswerRecord.objects.filter(pk=template.pk).delete()
     # Raw statements without parameters below: a plain % is the modulo operator.

@@ -102,7 +102,7 @@ def seed(size: int, users: int) -> dict:
     )
     from goldset.services.triples import create_triple
     from tests.factories import AnswerRecordFactory, BlockVersionFactory, QuestionFactory
-    from tests.goldset.bulk_support import QUEUE_RANK_SQL, analyze, clone_rows
+    from tests.goldset.bulk_support import analyze, clone_rows, seed_answer_records
     from workbench.roles import Role
 
     started = time.perf_counter()
@@ -133,46 +133,14 @@ def seed(size: int, users: int) -> dict:
     )
 
     # answer records: Q questions × R runs, GOLD (3 labels) for 2 of 5 questions, else TRIAGE
-    n_questions = min(size, 10_000)
-    n_runs = -(-size // n_questions)
     template = AnswerRecordFactory(question=QuestionFactory(domain=domains[0]))
-    clone_rows(
-        Question,
-        template_pk=template.question_id,
-        source=f"generate_series(1, {n_questions}) AS s(g)",
-        overrides={
-            "question_id": "'bench-q-' || s.g",
-            "content_sha256": "md5('q' || s.g) || md5('qq' || s.g)",
-            "domain_id": f"({domain_array})[1 + s.g %% {len(domains)}]",
-        },
-    )
-    clone_rows(
-        Run,
-        template_pk=template.run_id,
-        source=f"generate_series(1, {n_runs}) AS s(g)",
-        overrides={"run_id": "'bench-run-' || s.g"},
-    )
-    public_id = "substr(md5('bench:' || s.run_id || ':' || s.question_id), 1, 16)"
-    gold = "s.question_id %% 5 < 2"  # %% : the SQL runs with parameters
-    clone_rows(
-        AnswerRecord,
-        template_pk=template.pk,
-        source=(
-            "(SELECT r.id AS run_id, q.id AS question_id, q.domain_id FROM goldset_run r"
-            " CROSS JOIN goldset_question q WHERE r.run_id LIKE 'bench-run-%%'"
-            f" AND q.question_id LIKE 'bench-q-%%' LIMIT {size}) AS s"
-        ),
-        overrides={
-            "public_id": public_id,
-            "run_id": "s.run_id",
-            "question_id": "s.question_id",
-            "domain_id": "s.domain_id",
-            "queue_rank": QUEUE_RANK_SQL.format(public_id=public_id),
-            "assigned_count": "0",
-            "tier": f"CASE WHEN {gold} THEN 'gold' ELSE 'triage' END",
-            "labels_required": f"CASE WHEN {gold} THEN 3 ELSE 1 END",
-            "routing_rule": f"CASE WHEN {gold} THEN 'task_type:rag_synthesis' ELSE 'default' END",
-        },
+    seed_answer_records(
+        template,
+        size,
+        tag="bench",
+        domain_ids=[d.pk for d in domains],
+        labels_required="CASE WHEN {gold} THEN 3 ELSE 1 END",
+        assigned_count="0",
     )
     with connection.cursor() as cursor:
         cursor.execute(

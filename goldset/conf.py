@@ -215,6 +215,13 @@ TUNABLES: dict[str, Tunable] = {
             float,
             "A TRIAGE label, review or adjudication faster than this is flagged (0: off).",
         ),
+        # Promotion (issue 6; goldset.services.promotion).
+        Tunable(
+            "PROMOTION_BATCH_MAX",
+            1000,
+            int,
+            "Cases one batch promotion promotes at most (the first matching by id).",
+        ),
     ]
 }
 

@@ -19,7 +19,7 @@ key."""
 SHARDS = 16
 PG_SHARD = f"mod(pg_backend_pid(), {SHARDS})"
 
-# 0027: the shard is the writing transaction's id modulo XACT_SHARDS. With one shard per
+# 0028: the shard is the writing transaction's id modulo XACT_SHARDS. With one shard per
 # backend, a server with more connections than shards (gunicorn 4 × 8 threads, each with its own
 # connection) always had pairs of connections sharing a row, and the load benchmark still saw
 # ``Lock transactionid`` waits on ``INSERT INTO goldset_label`` behind another submit's commit.
@@ -364,11 +364,11 @@ def _apply(deltas: str, shard: str) -> str:
     )
 
 
-def _pg_statement_functions(shard: str) -> str:
+def _pg_statement_functions(shard: str, counted=None) -> str:
     """The counting functions (``goldset_count`` and one per counted table), writing to the
     shard ``shard`` (SQL)."""
     sql = [pg_count_function(shard=shard)]
-    for table, counters in COUNTED.items():
+    for table, counters in (COUNTED if counted is None else counted).items():
         function = f"{table}_counts"
         both = _deltas(counters, "old_rows", -1) + " UNION ALL " + _deltas(counters, "new_rows", 1)
         sql.append(f"""
@@ -387,9 +387,9 @@ END $$ LANGUAGE plpgsql;
     return "".join(sql)
 
 
-def _pg_statement_triggers() -> str:
-    sql = [_pg_statement_functions(PG_SHARD)]
-    for table in COUNTED:
+def _pg_statement_triggers(counted=COUNTED) -> str:
+    sql = [_pg_statement_functions(PG_SHARD, counted)]
+    for table in counted:
         function = f"{table}_counts"
         sql.append(f"""
 CREATE TRIGGER {table}_counts_insert AFTER INSERT ON {table}
@@ -403,26 +403,29 @@ CREATE TRIGGER {table}_counts_update AFTER UPDATE ON {table}
     return "".join(sql)
 
 
+def _pg_statement_drop(counted=COUNTED) -> str:
+    return "".join(
+        f"DROP TRIGGER IF EXISTS {table}_counts_{event} ON {table};"
+        for table in counted
+        for event in ("insert", "delete", "update")
+    ) + "".join(f"DROP FUNCTION IF EXISTS {table}_counts();" for table in counted)
+
+
 PG_STATEMENT_TRIGGERS = _pg_statement_triggers()
+PG_STATEMENT_DROP = _pg_statement_drop()
 
 
 def shard_by_transaction(apps, schema_editor):
-    """0027: the counting functions write to the transaction's shard (the triggers stay)."""
+    """0028: the counting functions (the dashboard's and 0027's list pages') write to the
+    transaction's shard; the triggers stay."""
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(_pg_statement_functions(PG_XACT_SHARD))
+        schema_editor.execute(_pg_statement_functions(PG_XACT_SHARD, WITH_PAGES))
 
 
 def shard_by_backend(apps, schema_editor):
     """Reverse of :func:`shard_by_transaction`: 0025's functions (rows keep their shards)."""
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(_pg_statement_functions(PG_SHARD))
-
-
-PG_STATEMENT_DROP = "".join(
-    f"DROP TRIGGER IF EXISTS {table}_counts_{event} ON {table};"
-    for table in COUNTED
-    for event in ("insert", "delete", "update")
-) + "".join(f"DROP FUNCTION IF EXISTS {table}_counts();" for table in COUNTED)
+        schema_editor.execute(_pg_statement_functions(PG_SHARD, WITH_PAGES))
 
 
 def _sqlite_count(name: str, key: str, delta: int) -> str:
@@ -595,7 +598,9 @@ def sqlite_suspend(apps, schema_editor):
     such a migration (PostgreSQL alters in place: nothing to do). SQLite also drops a rebuilt
     table's own triggers: a later migration that rebuilds goldset_triple, goldset_triplerevision
     or goldset_blockversion must drop and recreate ``_pin_triggers.SQLITE`` the same way, and one
-    that rebuilds the label, review, adjudication or fast-decision table the time-on-item ones."""
+    that rebuilds the label, review, adjudication or fast-decision table the time-on-item ones,
+    and one that rebuilds the triple, answer record or item-skip table the list pages' ones
+    (``_sqlite_page_triggers``, migration 0027)."""
     if schema_editor.connection.vendor == "sqlite":
         for sql in SQLITE_DROP:
             schema_editor.execute(sql)
@@ -609,7 +614,104 @@ def sqlite_resume(apps, schema_editor):
             schema_editor.execute(sql)
 
 
-# ---------------------------------------------------------------- statement-level time (0027)
+# ---------------------------------------------------------------- list pages (migration 0027)
+# Counts the admin and lead list pages show, so no request groups a growing table:
+# ``record_status`` / ``status`` — production answer records by status (runs and export pages);
+# ``run_status`` / ``run_id|status`` — every record of a run by status (the runs page);
+# ``customer_triples`` / ``customer_id|state`` — a customer's triples by state (customers page);
+# ``skips`` / ``annotator_id`` — records an annotator skipped (calibration status page).
+# Same counter rows, shards and statement-level writers as 0025; SQLite adds row triggers.
+PAGES_COUNTED = {
+    "goldset_triple": [
+        ("customer_triples", "{r}.customer_id || '|' || {r}.state", "",
+         "{r}.customer_id IS NOT NULL"),
+    ],
+    "goldset_answerrecord": [
+        ("record_status", "{r}.status", "", "NOT {r}.is_calibration"),
+        ("run_status", "{r}.run_id || '|' || {r}.status", "", ""),
+    ],
+    "goldset_itemskip": [("skips", "CAST({r}.annotator_id AS text)", "", "")],
+}  # fmt: skip
+WITH_PAGES = {
+    table: COUNTED.get(table, []) + PAGES_COUNTED.get(table, [])
+    for table in (*COUNTED, *PAGES_COUNTED)
+}
+
+
+def _sqlite_page_triggers() -> list[str]:
+    def bump(name, key, condition, row, delta):
+        where = condition.format(r=row) if condition else "1"
+        return (
+            "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+            f"SELECT '{name}', {key.format(r=row)}, 0, {delta} WHERE {where} "
+            "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + "
+            "excluded.n;"
+        )
+
+    sql = []
+    for table, counters in PAGES_COUNTED.items():
+        for name, key, _, condition in counters:
+            trigger = f"{table}_{name}"
+            changed = f"({key.format(r='OLD')}) IS NOT ({key.format(r='NEW')})"
+            if condition:
+                changed += f" OR ({condition.format(r='OLD')}) IS NOT ({condition.format(r='NEW')})"
+            sql += [
+                f"CREATE TRIGGER {trigger}_insert AFTER INSERT ON {table} BEGIN "
+                + bump(name, key, condition, "NEW", 1)
+                + " END",
+                f"CREATE TRIGGER {trigger}_delete AFTER DELETE ON {table} BEGIN "
+                + bump(name, key, condition, "OLD", -1)
+                + " END",
+                f"CREATE TRIGGER {trigger}_update AFTER UPDATE ON {table} WHEN {changed} BEGIN "
+                + bump(name, key, condition, "OLD", -1)
+                + bump(name, key, condition, "NEW", 1)
+                + " END",
+            ]
+    return sql
+
+
+def _page_backfill() -> list[str]:
+    statements = []
+    for table, counters in PAGES_COUNTED.items():
+        for name, key, _, condition in counters:
+            where = f" WHERE {condition.format(r='t')}" if condition else ""
+            statements.append(
+                "INSERT INTO goldset_dashboardcounter (name, key, n) "
+                f"SELECT '{name}', {key.format(r='t')}, COUNT(*) FROM {table} t{where} "
+                f"GROUP BY {key.format(r='t')}"
+            )
+    return statements
+
+
+def install_page_counters(apps, schema_editor):
+    """0027: the list pages' counters, written like the dashboard's, then backfilled."""
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(PG_STATEMENT_DROP)
+        schema_editor.execute(_pg_statement_triggers(WITH_PAGES))
+    elif vendor == "sqlite":
+        for sql in _sqlite_page_triggers():
+            schema_editor.execute(sql)
+    else:
+        raise RuntimeError(f"no list page counter triggers for {vendor}")
+    for sql in _page_backfill():
+        schema_editor.execute(sql)
+
+
+def uninstall_page_counters(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_pg_statement_drop(WITH_PAGES))
+        schema_editor.execute(PG_STATEMENT_TRIGGERS)
+    else:
+        for table, counters in PAGES_COUNTED.items():
+            for name, *_ in counters:
+                for event in ("insert", "delete", "update"):
+                    schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_{name}_{event}")
+    names = ", ".join(f"'{name}'" for c in PAGES_COUNTED.values() for name, *_ in c)
+    schema_editor.execute(f"DELETE FROM goldset_dashboardcounter WHERE name IN ({names})")
+
+
+# ---------------------------------------------------------------- statement-level time (0028)
 # 0026's ``time_changes`` and ``fast`` triggers ran once per row, bumping the same person's
 # counter row once per row of a statement: quadratic for a bulk write by one person, as 0023's
 # counters were. On PostgreSQL they now run once per statement over the transition tables, with
@@ -709,7 +811,7 @@ _EVENTS = ("insert", "delete", "update")
 
 
 def time_counters_per_statement(apps, schema_editor):
-    """0027 on PostgreSQL: 0026's row triggers replaced by statement triggers (same counts)."""
+    """0028 on PostgreSQL: 0026's row triggers replaced by statement triggers (same counts)."""
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(_time_postgres_drop())
         schema_editor.execute(_time_statement_postgres())

@@ -83,7 +83,12 @@ class DashboardCounter(models.Model):
       author's triples received that day;
     * ``time_changes`` / ``kind|user_id`` — changes to a person's timed decisions of that kind
       (only ever grows; a stored ``TimeOnItemFigure`` behind it is stale, migration 0026);
-    * ``fast`` / ``user_id|kind`` — flagged fast decisions.
+    * ``fast`` / ``user_id|kind`` — flagged fast decisions;
+    * ``record_status`` / ``status`` — production answer records (runs and export pages);
+    * ``run_status`` / ``run_id|status`` — every answer record of a run (runs page);
+    * ``customer_triples`` / ``customer_id|state`` — a customer's triples (customers page);
+    * ``skips`` / ``annotator_id`` — records an annotator skipped (calibration status page;
+      these four since migration 0027).
     """
 
     name = models.CharField(max_length=24)

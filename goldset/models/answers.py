@@ -133,6 +133,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-imported_at", "run_id"]
+        # The runs page pages by keyset, newest first.
+        indexes = [models.Index(fields=["imported_at", "id"], name="run_imported")]
 
     def __str__(self):
         return self.run_id
@@ -261,6 +263,18 @@ class AnswerRecord(models.Model):
                 condition=Q(is_calibration=False),
                 name="answer_record_lead_queue",
             ),
+            # The promotion page's list and batch: promotable TRIAGE production records in id
+            # order (mirrors goldset.selectors.promotion.promotable_records_q; a test holds them
+            # equal).
+            models.Index(
+                fields=["id"],
+                condition=Q(
+                    tier=Tier.TRIAGE,
+                    status__in=[RecordStatus.LABELING, RecordStatus.FINAL],
+                    is_calibration=False,
+                ),
+                name="answer_record_promotable",
+            ),
         ]
 
     def __str__(self):
@@ -359,6 +373,15 @@ class LabelAssignment(models.Model):
                 | (Q(is_calibration=False) & Q(slot__gte=1)),
                 name="assignment_slot_iff_production",
             ),
+        ]
+        # The calibration status page reads who started which calibration (few rows among
+        # every production claim).
+        indexes = [
+            models.Index(
+                fields=["annotator", "record"],
+                condition=Q(is_calibration=True),
+                name="assignment_calibration",
+            )
         ]
 
     def __str__(self):

@@ -73,6 +73,8 @@ class Customer(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # The customers page pages by keyset in this order.
+        indexes = [models.Index(fields=["name", "id"], name="customer_name")]
 
     def __str__(self):
         return self.name
@@ -203,6 +205,18 @@ class Triple(models.Model):
                 )
                 & (Q(pin_superseded=True) | Q(state=TripleState.NEEDS_REREVIEW)),
                 name="triple_needs_rereview",
+            ),
+            # The promotion page's list and batch, in id order, holding only promotable TRIAGE
+            # triples: mirrors goldset.selectors.promotion.promotable_triples_q (a test holds
+            # them equal).
+            models.Index(
+                fields=["id"],
+                condition=Q(
+                    tier=Tier.TRIAGE,
+                    state__in=[TripleState.PENDING_REVIEW, TripleState.GOLD],
+                    current_revision__isnull=False,
+                ),
+                name="triple_promotable",
             ),
         ]
 

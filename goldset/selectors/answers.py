@@ -27,7 +27,6 @@ from goldset.models import (
     DomainLabelLoad,
     EvidenceKind,
     EvidencePassage,
-    ItemSkip,
     Label,
     LabelAssignment,
     Question,
@@ -37,8 +36,8 @@ from goldset.models import (
 )
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
-from goldset.selectors.curation import newest_version_of
-from goldset.selectors.keyset import keyset_page
+from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
+from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, roles_of
 
 # ---------------------------------------------------------------- qualification and load
@@ -483,30 +482,39 @@ class StatusRow:
     skips: int = 0  # production items skipped (with a reason)
 
 
-def get_calibration_status() -> tuple[list[Domain], list[StatusRow]]:
-    """Every annotator × every domain with a calibration set: result, in progress or nothing."""
+def get_calibration_status(
+    *, cursor: str | None = None, size: int
+) -> tuple[list[Domain], KeysetPage]:
+    """Every domain with a calibration set, and one keyset page of annotators (by username), each
+    a :class:`StatusRow` per domain: result, in progress or nothing, and their skips (from the
+    maintained counters). Five queries, whatever the number of people, claims and skips. Raises
+    Http404 for a malformed cursor."""
     domains = list(Domain.objects.filter(calibration_set__isnull=False).order_by("slug"))
-    annotators = list(
-        get_user_model().objects.filter(groups__name=Role.ANNOTATOR.value).order_by("username")
+    people = keyset_page(
+        get_user_model().objects.filter(groups__name=Role.ANNOTATOR.value),
+        fields=("username", "id"),
+        cursor=cursor,
+        size=size,
     )
+    ids = [user.pk for user in people.items]
     results = {
         (r.annotator_id, r.domain_id): r
-        for r in CalibrationResult.objects.filter(domain__in=domains)
+        for r in CalibrationResult.objects.filter(domain__in=domains, annotator_id__in=ids)
     }
     started = set(
-        LabelAssignment.objects.filter(is_calibration=True).values_list(
+        LabelAssignment.objects.filter(is_calibration=True, annotator_id__in=ids).values_list(
             "annotator_id", "record__question__domain_id"
         )
     )
-    skips = count_skips_by_annotator(user.pk for user in annotators)
+    skips = count_skips_by_annotator(ids)
     rows = []
-    for user in annotators:
+    for user in people.items:
         cells = []
         for d in domains:
             result = results.get((user.pk, d.pk))
             cells.append(result or ("in_progress" if (user.pk, d.pk) in started else None))
         rows.append(StatusRow(user, cells, skips.get(user.pk, 0)))
-    return domains, rows
+    return domains, KeysetPage(items=rows, next_cursor=people.next_cursor, first=people.first)
 
 
 def list_calibration_sets():
@@ -550,30 +558,33 @@ def get_calibration_item(*, domain_slug: str, public_id: str) -> CalibrationItem
 # ---------------------------------------------------------------- admin
 
 
-def list_runs():
-    """Admin only: runs with their system and record counts per status."""
-    return (
-        Run.objects.select_related("system")
-        .annotate(
-            record_count=Count("records"),
-            final=Count(
-                "records",
-                filter=Q(records__status__in=[RecordStatus.FINAL, RecordStatus.ADJUDICATED]),
-            ),
-            with_lead=Count("records", filter=Q(records__status__in=OPEN_FOR_LEAD)),
-        )
-        .order_by("system__system_id", "run_id")
+def list_runs(*, cursor: str | None = None, size: int) -> KeysetPage:
+    """Admin only: one keyset page of runs, newest first, with their system and their records'
+    counts (all, final or adjudicated, with a lead) from the maintained ``run_status``
+    counters: two queries, whatever the number of runs and records. Raises Http404 for a
+    malformed cursor."""
+    page = keyset_page(
+        Run.objects.select_related("system"),
+        fields=("imported_at", "id"),
+        cursor=cursor,
+        size=size,
+        descending=True,
     )
+    counts = counters_by_row("run_status", [run.pk for run in page.items], RecordStatus.values)
+    final = (RecordStatus.FINAL, RecordStatus.ADJUDICATED)
+    for run in page.items:
+        by_status = counts.get(run.pk, {})
+        run.record_count = sum(by_status.values())
+        run.final = sum(by_status.get(s, 0) for s in final)
+        run.with_lead = sum(by_status.get(s, 0) for s in OPEN_FOR_LEAD)
+    return page
 
 
 def count_records_by_status() -> dict[str, int]:
-    rows = (
-        AnswerRecord.objects.filter(is_calibration=False)
-        .values("status")
-        .annotate(n=Count("id"))
-        .values_list("status", "n")
-    )
-    return dict(rows)
+    """Production records per status (statuses with none left out), in the statuses' order,
+    from the maintained ``record_status`` counters (one query)."""
+    counts = dict(counter_rows("record_status")["record_status"])
+    return {status: counts[status] for status in RecordStatus.values if status in counts}
 
 
 def _export_statuses(include_open: bool) -> list[str]:
@@ -767,10 +778,9 @@ def get_undoable_label(*, annotator) -> Label | None:
 
 
 def count_skips_by_annotator(annotator_ids) -> dict[int, int]:
-    """Skips per annotator (one grouped query)."""
-    rows = (
-        ItemSkip.objects.filter(annotator_id__in=list(annotator_ids))
-        .values("annotator_id")
-        .annotate(n=Count("id"))
-    )
-    return {row["annotator_id"]: row["n"] for row in rows}
+    """Skips per annotator (those with none left out), from the maintained ``skips`` counters
+    (one query, bounded by the number of annotators asked about)."""
+    keys = [str(pk) for pk in annotator_ids]
+    if not keys:
+        return {}
+    return {int(key): n for key, n in counter_rows("skips", keys=keys)["skips"]}

@@ -4,6 +4,7 @@ Blindness is enforced here: reviewer-facing reads never load another reviewer's 
 author's history; reviews of a revision are only shown once that revision is resolved."""
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -391,14 +392,19 @@ class AuthorFlagRate:
         )
 
 
-def counter_rows(*names: str) -> dict[str, list[tuple[str, int]]]:
+def counter_rows(
+    *names: str, keys: Iterable[str] | None = None
+) -> dict[str, list[tuple[str, int]]]:
     """``DashboardCounter`` counts (key, n) by name, the shards of a key summed, zero counts left
-    out. One query, bounded by the number of keys (states × tiers × domains × sources, days,
-    authors × days) times the shards, never by the number of items."""
+    out; only ``keys`` when given (a page's rows). One query, bounded by the number of keys
+    (states × tiers × domains × sources, days, authors × days) times the shards, never by the
+    number of items."""
     out: dict[str, list[tuple[str, int]]] = {name: [] for name in names}
+    rows = DashboardCounter.objects.filter(name__in=names)
+    if keys is not None:
+        rows = rows.filter(key__in=list(keys))
     rows = (
-        DashboardCounter.objects.filter(name__in=names)
-        .values("name", "key")
+        rows.values("name", "key")
         .annotate(total=Sum("n"))
         .filter(total__gt=0)
         .order_by()
@@ -407,6 +413,18 @@ def counter_rows(*names: str) -> dict[str, list[tuple[str, int]]]:
     for name, key, n in rows:
         out[name].append((key, n))
     return out
+
+
+def counters_by_row(name: str, ids, values) -> dict[int, dict[str, int]]:
+    """The ``name`` counters keyed ``<id>|<value>`` for these ids (a page's rows) and values
+    (states, statuses), as ``{id: {value: n}}`` (zero counts left out). One query, none when
+    there is no id."""
+    keys = [f"{pk}|{value}" for pk in ids for value in values]
+    counts: dict[int, dict[str, int]] = {}
+    for key, n in counter_rows(name, keys=keys)[name] if keys else ():
+        pk, _, value = key.partition("|")
+        counts.setdefault(int(pk), {})[value] = n
+    return counts
 
 
 def list_author_flag_rates(*, now: dt.datetime | None = None) -> list[AuthorFlagRate]:
@@ -596,13 +614,24 @@ def list_spot_check_draws():
 # ---------------------------------------------------------------- customers
 
 
-def list_customers():
+def list_customers(*, cursor: str | None = None, size: int) -> KeysetPage:
+    """One keyset page of customers by name, each with whether a permission is active and its
+    triples (``triple_count``, ``gold_count``) from the maintained ``customer_triples``
+    counters: two queries, whatever the number of customers and triples. Raises Http404 for a
+    malformed cursor."""
     active = CustomerPermission.objects.filter(customer=OuterRef("pk"), revoked_at__isnull=True)
-    return Customer.objects.annotate(
-        active=Exists(active),
-        triple_count=Count("triples", distinct=True),
-        gold_count=Count("triples", filter=Q(triples__state=TripleState.GOLD), distinct=True),
-    ).order_by("name")
+    page = keyset_page(
+        Customer.objects.annotate(active=Exists(active)),
+        fields=("name", "id"),
+        cursor=cursor,
+        size=size,
+    )
+    counts = counters_by_row("customer_triples", [c.pk for c in page.items], TripleState.values)
+    for customer in page.items:
+        by_state = counts.get(customer.pk, {})
+        customer.triple_count = sum(by_state.values())
+        customer.gold_count = by_state.get(TripleState.GOLD, 0)
+    return page
 
 
 def get_customer(*, slug: str) -> Customer:

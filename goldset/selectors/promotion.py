@@ -1,12 +1,13 @@
 """Reads for promotion and re-routing pages. Answer records are addressed by ``public_id`` only:
 nothing here loads their system, run or model (blinding holds for leads)."""
 
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from goldset.exceptions import GoldsetError
-from goldset.models import AnswerRecord, Tier, Triple
+from goldset.models import AnswerRecord, Label, Tier, Triple
 from goldset.rules.tiers import (
     KINDS,
     PROMOTABLE_RECORD_STATUSES,
@@ -14,6 +15,7 @@ from goldset.rules.tiers import (
     RECORD,
     TRIPLE,
 )
+from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.models import AuditEvent
 
 HISTORY_VERBS = ("promoted", "rerouted")
@@ -50,25 +52,44 @@ def filter_promotable(*, kind: str, domain: str = "", task_type: str = "", sourc
     raise GoldsetError(f"kind: choose one of {', '.join(KINDS)}.")
 
 
-def list_promotable(*, kind: str, domain: str = "", task_type: str = "", source: str = ""):
-    """Promotable TRIAGE cases matching the filters, with what their rows show (blind for
-    answer records: no run, system or model is loaded)."""
+def list_promotable(
+    *,
+    kind: str,
+    domain: str = "",
+    task_type: str = "",
+    source: str = "",
+    cursor: str | None = None,
+    size: int,
+) -> KeysetPage:
+    """One keyset page (by id) of the promotable TRIAGE cases matching the filters, read from the
+    ``triple_promotable`` / ``answer_record_promotable`` index, with what their rows show (blind
+    for answer records: no run, system or model is loaded; their labels are counted for the
+    page's rows only). Raises Http404 for a malformed cursor."""
     qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
     if kind == TRIPLE:
-        return qs.select_related("domain", "current_revision").order_by("pk")
-    return (
-        qs.select_related("question__domain")
-        .defer("model", "extra", "run_id", "answer")
-        .annotate(n_labels=Count("labels"))
-        .order_by("pk")
-    )
+        qs = qs.select_related("domain", "current_revision")
+    else:
+        labels = (
+            Label.objects.filter(record_id=OuterRef("pk"))
+            .order_by()
+            .values("record_id")
+            .annotate(n=Count("id"))
+            .values("n")
+        )
+        qs = (
+            qs.select_related("question__domain")
+            .defer("model", "extra", "run_id", "answer")
+            .annotate(n_labels=Coalesce(Subquery(labels), 0))
+        )
+    return keyset_page(qs, fields=("id",), cursor=cursor, size=size)
 
 
 def matching_ids(
-    *, kind: str, domain: str = "", task_type: str = "", source: str = ""
+    *, kind: str, domain: str = "", task_type: str = "", source: str = "", limit: int
 ) -> list[int]:
+    """The ids of the first ``limit`` matching cases by id (one read of the promotable index)."""
     qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
-    return list(qs.order_by("pk").values_list("pk", flat=True))
+    return list(qs.order_by("pk").values_list("pk", flat=True)[:limit])
 
 
 def get_triple_for_promotion(*, pk: int) -> Triple:

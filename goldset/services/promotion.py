@@ -43,6 +43,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     AdjudicationReason,
@@ -68,9 +69,7 @@ from goldset.rules.tiers import (
     required_for,
 )
 from goldset.rules.triple_states import transition
-from goldset.selectors.promotion import (
-    filter_promotable,
-)
+from goldset.selectors.promotion import filter_promotable, matching_ids
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.labeling import add_domain_slots, plan_settlement
 from goldset.services.labeling import settle_record as settle_answer_record
@@ -674,6 +673,37 @@ def batch_token(kind: str, ids) -> str:
 
 
 @dataclass(frozen=True)
+class BatchPreview:
+    """The cases one batch promotion of a filter promotes now: the first
+    ``PROMOTION_BATCH_MAX`` matching by id; ``more`` when others match beyond them (the next
+    batch promotes those)."""
+
+    kind: str
+    ids: list[int]
+    more: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+    @property
+    def token(self) -> str:
+        return batch_token(self.kind, self.ids)
+
+
+def preview_batch(
+    *, kind: str, domain: str = "", task_type: str = "", source: str = ""
+) -> BatchPreview:
+    """What :func:`promote_batch` would promote for these filters now (one bounded read: at
+    most one more id than a batch holds, never every matching case)."""
+    limit = int(tunable("PROMOTION_BATCH_MAX"))
+    ids = matching_ids(
+        kind=kind, domain=domain, task_type=task_type, source=source, limit=limit + 1
+    )
+    return BatchPreview(kind, ids[:limit], len(ids) > limit)
+
+
+@dataclass(frozen=True)
 class BatchResult:
     batch: str
     kind: str
@@ -691,15 +721,18 @@ def promote_batch(
     task_type: str = "",
     source: str = "",
 ) -> BatchResult:
-    """Promote every TRIAGE case matching the filters, all or nothing (lead or admin).
+    """Promote the TRIAGE cases matching the filters, all or nothing (lead or admin): every
+    one, or the first ``PROMOTION_BATCH_MAX`` by id when more match (see :func:`preview_batch`;
+    the next batch promotes the rest).
 
-    Locks the matching rows, then checks ``token`` (from :func:`batch_token` over the ids the
-    lead was shown): when the matching set changed, nothing is promoted and BatchChanged is
-    raised. Each case gets its own ``promoted`` event sharing one batch id."""
+    Locks those rows, then checks ``token`` (from :func:`batch_token` over the ids the lead was
+    shown): when that set changed, nothing is promoted and BatchChanged is raised. Each case
+    gets its own ``promoted`` event sharing one batch id."""
     _check_promoter(actor)
     reason = _clean_reason(reason)
     qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
-    locked = list(qs.select_for_update(of=("self",)).order_by("pk"))
+    limit = int(tunable("PROMOTION_BATCH_MAX"))
+    locked = list(qs.select_for_update(of=("self",)).order_by("pk")[:limit])
     if not locked:
         raise BatchChanged("No TRIAGE case matches these filters any more; nothing was promoted.")
     if batch_token(kind, [c.pk for c in locked]) != token:

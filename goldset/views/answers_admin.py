@@ -16,6 +16,7 @@ from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
+PAGE_SIZE = 50
 KINDS = {"questions": ImportKind.QUESTIONS, "answers": ImportKind.ANSWERS}
 
 
@@ -33,7 +34,10 @@ def import_files(request):
 
 @role_required(Role.ADMIN)
 def runs(request):
-    context = {"runs": selectors.list_runs(), "by_status": selectors.count_records_by_status()}
+    context = {
+        "page": selectors.list_runs(cursor=request.GET.get("after"), size=PAGE_SIZE),
+        "by_status": selectors.count_records_by_status(),
+    }
     return render(request, "answers/runs.html", context)
 
 

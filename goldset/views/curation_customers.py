@@ -10,6 +10,8 @@ from goldset.selectors import curation as selectors
 from goldset.services import customers as services
 from workbench.roles import Role, role_required
 
+PAGE_SIZE = 50
+
 
 @role_required(Role.ADMIN)
 def customers(request):
@@ -24,9 +26,8 @@ def customers(request):
                 request, f"{customer.name} added. Grant a permission before using their questions."
             )
             return redirect("curation:customer", slug=customer.slug)
-    return render(
-        request, "curation/customers.html", {"form": form, "customers": selectors.list_customers()}
-    )
+    page = selectors.list_customers(cursor=request.GET.get("after"), size=PAGE_SIZE)
+    return render(request, "curation/customers.html", {"form": form, "page": page})
 
 
 @role_required(Role.ADMIN)

@@ -2,7 +2,6 @@
 ``goldset.services.promotion`` and ``goldset.selectors.promotion``."""
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
 from goldset.exceptions import GoldsetError
@@ -50,16 +49,14 @@ def index(request):
         else:
             messages.success(request, f"Promoted {len(result.cases)} case(s) to GOLD.")
             return redirect(request.get_full_path())
-    ids = selectors.matching_ids(**chosen)
     context = {
         "filters": filters,
         "form": form,
         "kind": chosen["kind"],
-        "page": Paginator(selectors.list_promotable(**chosen), PAGE_SIZE).get_page(
-            request.GET.get("page")
+        "page": selectors.list_promotable(
+            **chosen, cursor=request.GET.get("after"), size=PAGE_SIZE
         ),
-        "count": len(ids),
-        "token": services.batch_token(chosen["kind"], ids),
+        "batch": services.preview_batch(**chosen),
         "recent": selectors.list_recent_promotions(),
     }
     return render(request, "promotion/index.html", context)

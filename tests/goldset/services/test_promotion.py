@@ -19,6 +19,7 @@ from goldset.services.labeling import claim_next_item
 from goldset.services.promotion import (
     BatchChanged,
     batch_token,
+    preview_batch,
     preview_reroute,
     promote_answer_record,
     promote_batch,
@@ -288,3 +289,31 @@ def test_a_record_batch_by_domain(rules, lead):
     )
     assert AnswerRecord.objects.get(pk=a.pk).tier == Tier.GOLD
     assert AnswerRecord.objects.get(pk=b.pk).tier == Tier.TRIAGE
+
+
+def test_a_batch_promotes_at_most_the_batch_size_first_by_id(rules, lead, annotator, settings):
+    """A filter matching more cases than a batch holds promotes the first by id; the preview
+    names them and says more match, and the next batch promotes the rest (issue 17: the page
+    never reads every matching case)."""
+    settings.PROMOTION_BATCH_MAX = 2
+    cases = sorted((triage_triple(annotator) for _ in range(3)), key=lambda t: t.pk)
+    preview = preview_batch(kind="triple")
+    assert (preview.ids, preview.more, preview.count) == ([c.pk for c in cases[:2]], True, 2)
+    result = promote_batch(actor=lead, kind="triple", reason="first", token=preview.token)
+    assert result.cases == [c.external_id for c in cases[:2]]
+    assert Triple.objects.get(pk=cases[2].pk).tier == Tier.TRIAGE
+    rest = preview_batch(kind="triple")
+    assert (rest.ids, rest.more) == ([cases[2].pk], False)
+    promote_batch(actor=lead, kind="triple", reason="rest", token=rest.token)
+    assert not Triple.objects.filter(tier=Tier.TRIAGE).exists()
+
+
+def test_a_stale_capped_batch_promotes_nothing(rules, lead, annotator, settings):
+    settings.PROMOTION_BATCH_MAX = 2
+    first, second = triage_triple(annotator), triage_triple(annotator)
+    token = preview_batch(kind="triple").token
+    Triple.objects.filter(pk=first.pk).update(tier=Tier.GOLD)  # leaves the filter
+    triage_triple(annotator)  # the first two by id are now another pair
+    with pytest.raises(BatchChanged):
+        promote_batch(actor=lead, kind="triple", reason="r", token=token)
+    assert Triple.objects.get(pk=second.pk).tier == Tier.TRIAGE

@@ -164,7 +164,7 @@ def _time_changes(key: str) -> int:
 
 def test_one_statement_over_a_persons_decisions_writes_their_counter_once(decisions, postgres):
     """0026 bumped the counter once per row (quadratic for a bulk write by one person, as the
-    dashboard counters were); 0027 once per statement, with the same totals."""
+    dashboard counters were); 0028 once per statement, with the same totals."""
     annotators, _ = decisions
     person = annotators[0]
     timed = Label.objects.filter(annotator=person, active_ms__isnull=False).count()

@@ -14,7 +14,7 @@ from goldset.migrations._counter_triggers import (
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0026_curation_pin_superseded_time_figures"),
+        ("goldset", "0027_pages_list_counters"),
     ]
 
     operations = [
