@@ -366,8 +366,9 @@ def generate_run_layouts(mb: int, queries: list[str], n_blocks: int) -> dict[str
 
 
 def _write_layout(trec: Path, path: Path, kind: str) -> int:
-    """Rewrite the TREC run ``trec`` as ``kind``; returns the longest line."""
-    longest = 0
+    """Rewrite the TREC run ``trec`` as ``kind``, stopping before the page's 200 MiB cap (JSONL
+    takes a few more bytes a row: its last queries are left out); returns the longest line."""
+    longest, cap = 0, 200 * 1024 * 1024 - 64 * 1024
     with trec.open(encoding="ascii") as lines, path.open("w", encoding="ascii") as out:
         rows = (raw.split() for raw in lines)
         for qid, fields in itertools.groupby(rows, key=lambda f: f[0]):
@@ -378,6 +379,8 @@ def _write_layout(trec: Path, path: Path, kind: str) -> int:
                 results = ", ".join(f'{{"doc_id": "{f[2]}", "score": {f[4]}}}' for f in fields)
                 text = f'{{"query_id": "{qid}", "results": [{results}]}}\n'
                 longest = max(longest, len(text))
+            if out.tell() + len(text) > cap:
+                break
             out.write(text)
     return longest
 

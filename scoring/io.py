@@ -21,9 +21,18 @@ and the problem. A document listed twice for one query is an input error in both
 TREC files are parsed by pyarrow's multi-threaded CSV reader when they are plainly single-space
 separated; any other layout (tabs, runs of spaces, leading or trailing blanks) or any doubt
 (an empty field, an unparsable number, a non-finite score, invalid UTF-8) sends the file to
-pandas' C parser with ``sep=r"\s+"``, and only when that finds a problem is the file re-scanned
-line by line to report the exact line. Duplicate (query, document) pairs are found by sorting
-64-bit hashes; a suspected duplicate is confirmed on the strings before the line is looked up.
+pandas' C parser with ``sep=r"\s+"``, one block of whole lines (``_BLOCK`` bytes) at a time, and
+only when that finds a problem is the file re-scanned line by line to report the exact line.
+JSONL runs are read line by line. The run and TREC qrels readers of a path hold a bounded block
+of the file and a bounded batch of rows as Python objects (``_BATCH``), never the whole text:
+rows become Arrow and NumPy column chunks batch by batch, concatenated at the end (JSONL and gold
+qrels, which are small, keep a Python object per judgement; an Unrag dataset, one JSON document,
+is read whole). The error model is that of reading
+the file whole: text that is not UTF-8 anywhere is reported first, else the first bad line or
+repeated document in file order (on an error the file is read again to find which comes first).
+Duplicate (query, document) pairs are found by sorting 64-bit hashes; a suspected duplicate is
+confirmed on the strings, then the file is re-read tracking only the confirmed pairs to name the
+line. A file object or an iterable of lines is read whole first (pass a path to stream).
 
 ``Qrels`` and ``Run`` keep ids compact: query ids as integer codes into the distinct ids,
 document ids as one Arrow string array (no Python object per row). ``.query_id`` and ``.doc_id``
@@ -1020,7 +1029,8 @@ def read_run(source: Source, *, fmt: str | None = None, name: str | None = None)
 
     ``name`` is the file name errors give (default: the path, or the file object's ``name``):
     a caller reading a temporary copy of an upload names the upload. Pass a path, not a file
-    object, to keep a large TREC run out of memory (a file object is read whole).
+    object, to keep a large run out of memory (a path is read in bounded blocks in every
+    layout; a file object is read whole).
 
     Raises :class:`InputError` (file, line, message) for unreadable or inconsistent input,
     including a document listed twice for one query.

@@ -78,47 +78,31 @@ def raised(read, path):
     return info.value.line, info.value.message
 
 
-@pytest.mark.parametrize("sep", ["\t", "  "])
-def test_a_tab_or_spaces_run_names_the_first_bad_line_in_any_block(write, blocks, sep):
-    lines = trec_lines(40, sep)
-    bad = list(lines)
-    bad[30] = bad[30].replace("1.5", "high")
-    assert raised(read_run, write("r1", "\n".join(bad) + "\n")) == (
-        31,
-        "score must be a number, got 'high'",
-    )
-    # A document listed twice before the bad line is what a line-by-line read meets first.
-    dup = list(bad)
-    dup[20] = dup[20].replace("d20", "d0")  # line 21 is query q0, as line 1
-    assert raised(read_run, write("r2", "\n".join(dup) + "\n")) == (
-        21,
-        "document 'd0' is listed twice for query 'q0'",
-    )
+BAD_SCORE = (30, "1.5", "high")
+TREC_CASES = [
+    # (edits: (0-based line, old, new) ..., expected line, message)
+    ([BAD_SCORE], 31, "score must be a number, got 'high'"),
+    # A document listed twice before the bad line is what a line-by-line read meets first
+    # (line 21 is query q0, as line 1) ...
+    ([BAD_SCORE, (20, "d20", "d0")], 21, "document 'd0' is listed twice for query 'q0'"),
     # ... and after it, the bad line wins.
-    late = list(bad)
-    late[35] = late[35].replace("d35", "d3")
-    assert raised(read_run, write("r3", "\n".join(late) + "\n")) == (
-        31,
-        "score must be a number, got 'high'",
-    )
-    short = list(lines)
-    short[25] = sep.join(short[25].split()[:5])
-    assert raised(read_run, write("r4", "\n".join(short) + "\n")) == (
-        26,
-        "expected 6 fields (qid Q0 docid rank score tag), found 5",
-    )
-    infinite = list(lines)
-    infinite[39] = infinite[39].replace("1.5", "inf")
-    assert raised(read_run, write("r5", "\n".join(infinite) + "\n")) == (
-        40,
-        "score must be a finite number, got 'inf'",
-    )
-    twice = list(lines)
-    twice[33] = twice[33].replace("d33", "d1")
-    assert raised(read_run, write("r6", "\n".join(twice) + "\n")) == (
-        34,
-        "document 'd1' is listed twice for query 'q1'",
-    )
+    ([BAD_SCORE, (35, "d35", "d3")], 31, "score must be a number, got 'high'"),
+    ([(25, "1.5 t", "1.5")], 26, "expected 6 fields (qid Q0 docid rank score tag), found 5"),
+    ([(39, "1.5", "inf")], 40, "score must be a finite number, got 'inf'"),
+    ([(33, "d33", "d1")], 34, "document 'd1' is listed twice for query 'q1'"),
+]
+
+
+@pytest.mark.parametrize("sep", ["\t", "  "])
+@pytest.mark.parametrize(("edits", "line", "message"), TREC_CASES)
+def test_a_tab_or_spaces_run_names_the_first_bad_line_in_any_block(
+    write, blocks, sep, edits, line, message
+):
+    lines = trec_lines(40, " ")
+    for index, old, new in edits:
+        lines[index] = lines[index].replace(old, new)
+    text = "".join(sep.join(x.split(" ")) + "\n" for x in lines)
+    assert raised(read_run, write("run", text)) == (line, message)
 
 
 def test_invalid_utf8_anywhere_is_reported_before_a_bad_line(tmp_path, blocks):
