@@ -189,7 +189,7 @@ def score_answer_log(*, job: ScoringJob, progress):
         report = score_answers(packets, _answers(path), labels=labels or None, config=config)
     progress.enter("bootstrap", 60)
     strata = dict(job.version.rows.values_list("triple_id", "task_type"))
-    aggregates, per_query = [], []
+    aggregates = []
     for system_id, summary in report.systems.items():
         mine = [a for a in report.answers if a.system_id == system_id]
         pcs = [a.final_pcs for a in mine]
@@ -218,29 +218,10 @@ def score_answer_log(*, job: ScoringJob, progress):
                     job=job, stratum=stratum, metric=metric, value=value, n=summary.n_answers
                 )
             )
-    for answer in report.answers:
-        per_query.append(
-            QueryRow(
-                query_id=f"{answer.system_id}/{answer.question_id}",
-                domain=answer.domain or "",
-                task_type=strata.get(answer.question_id, ""),
-                metrics={"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
-                retrieved=[],
-                detail={
-                    "question_id": answer.question_id,
-                    "system_id": answer.system_id,
-                    "caps": answer.caps,
-                    "families": answer.families,
-                    "blocking_failures": answer.blocking_failures,
-                    "passes_gate": answer.passes_gate,
-                    "unsafe_probability": answer.unsafe_probability,
-                },
-                primary=answer.final_pcs,
-            )
-        )
     summary = report.systems_dict()
     return Outcome(
-        per_query=per_query,
+        # Built while they are stored, one at a time: the scores are all the job keeps.
+        per_query=_answer_rows(report, strata),
         aggregates=aggregates,
         summary={
             "systems": summary,
@@ -251,3 +232,25 @@ def score_answer_log(*, job: ScoringJob, progress):
             "configuration": job.calibration.label if job.calibration else "PROBE defaults",
         },
     )
+
+
+def _answer_rows(report, strata: dict[str, str]) -> Iterator[QueryRow]:
+    """One result row per answer, in the report's order."""
+    for answer in report.answers:
+        yield QueryRow(
+            query_id=f"{answer.system_id}/{answer.question_id}",
+            domain=answer.domain or "",
+            task_type=strata.get(answer.question_id, ""),
+            metrics={"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
+            retrieved=[],
+            detail={
+                "question_id": answer.question_id,
+                "system_id": answer.system_id,
+                "caps": answer.caps,
+                "families": answer.families,
+                "blocking_failures": answer.blocking_failures,
+                "passes_gate": answer.passes_gate,
+                "unsafe_probability": answer.unsafe_probability,
+            },
+            primary=answer.final_pcs,
+        )
