@@ -127,46 +127,37 @@ def record(qid, *docs, score=1.0):
     return {"query_id": qid, "results": [{"doc_id": d, "score": score} for d in docs]}
 
 
-def test_a_jsonl_run_names_the_first_bad_line_in_any_block(write, blocks):
-    rows = [record(f"q{i}", "a", "b", "c") for i in range(30)]
-    bad = list(rows)
-    bad[25] = "{oops"
-    assert raised(read_run, write("j1", jsonl_run(bad))) == (
-        26,
-        "invalid JSON: Expecting property name enclosed in double quotes",
-    )
-    dup = list(bad)
-    dup[12] = record("q3", "x")
-    dup[14] = record("q3", "y", "x")
-    assert raised(read_run, write("j2", jsonl_run(dup))) == (
+def results(qid, *items):
+    return {"query_id": qid, "results": [dict(item) for item in items]}
+
+
+A1, A2, Z = {"doc_id": "a", "score": 1}, {"doc_id": "a", "score": 2}, {"doc_id": "z"}
+JSONL_CASES = [
+    # (edits: {0-based line: record}, expected line, message)
+    ({25: "{oops"}, 26, "invalid JSON: Expecting property name enclosed in double quotes"),
+    # A document listed twice before the bad line is what a line-by-line read meets first.
+    (
+        {12: record("q3", "x"), 14: record("q3", "y", "x"), 25: "{oops"},
         15,
         "document 'x' is listed twice for query 'q3'",
-    )
-    # Within one line: results before a bad one come first (here a repeat of "a").
-    same_line = list(rows)
-    same_line[20] = {
-        "query_id": "q20",
-        "results": [{"doc_id": "a", "score": 1}, {"doc_id": "a", "score": 2}, {"doc_id": "z"}],
-    }
-    assert raised(read_run, write("j3", jsonl_run(same_line))) == (
-        21,
-        "document 'a' is listed twice for query 'q20'",
-    )
-    score_first = list(rows)
-    score_first[20] = {
-        "query_id": "q20",
-        "results": [{"doc_id": "a", "score": 1}, {"doc_id": "z"}, {"doc_id": "a", "score": 2}],
-    }
-    assert raised(read_run, write("j4", jsonl_run(score_first))) == (
-        21,
-        "results[1].score must be a finite number, got None",
-    )
-    late_dup = list(rows)
-    late_dup[29] = record("q2", "b")
-    assert raised(read_run, write("j5", jsonl_run(late_dup))) == (
-        30,
-        "document 'b' is listed twice for query 'q2'",
-    )
+    ),
+    # Within one line the results come in order: a repeat of "a" before a bad score ...
+    ({20: results("q20", A1, A2, Z)}, 21, "document 'a' is listed twice for query 'q20'"),
+    # ... and a bad score before the repeat.
+    ({20: results("q20", A1, Z, A2)}, 21, "results[1].score must be a finite number, got None"),
+    ({29: record("q2", "b")}, 30, "document 'b' is listed twice for query 'q2'"),
+]
+
+
+@pytest.mark.parametrize(("edits", "line", "message"), JSONL_CASES)
+def test_a_jsonl_run_names_the_first_bad_line_in_any_block(write, blocks, edits, line, message):
+    rows = [record(f"q{i}", "a", "b", "c") for i in range(30)]
+    for index, value in edits.items():
+        rows[index] = value
+    assert raised(read_run, write("run.jsonl", jsonl_run(rows))) == (line, message)
+
+
+def test_a_jsonl_run_without_results_is_rejected(write, blocks):
     empty = [{"query_id": f"q{i}", "results": []} for i in range(10)]
     assert raised(read_run, write("j6", jsonl_run(empty))) == (None, "the run has no results")
 
