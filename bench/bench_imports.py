@@ -20,9 +20,18 @@ reported separately) → evaluator outputs (needs none of the others: one answer
 is bulk-inserted untimed, the file is uploaded to the evaluator's page; ``--kinds evaluator``
 generates only its own file). ``--keep`` skips the database reset (to run one kind after another
 invocation). Each line printed is one kind's JSON result, with the file's longest line.
+
+``--run-formats run,run-tab,run-jsonl,answer-log`` measures the run upload in each layout the
+scoring page takes, without the 200 MB corpus and triples imports: an untimed set-up bulk-creates
+100,000 blocks and freezes 10,000 gold rows, then the same ~200 MiB run (10,000 queries, 476
+documents each) is written single-space TREC (the columnar reader), tab-separated TREC (the
+streaming pandas blocks) and JSONL (one line per query), plus a ~200 MiB JSONL answer log (the
+version's questions answered by enough systems); each is uploaded and imported and scored by a
+fresh worker, whose peak RSS covers the import and scoring jobs.
 """
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -282,6 +291,153 @@ def prepare_evaluator(n: int) -> int:
         admin = get_user_model().objects.get(username="bench-admin")
         evaluator = create_evaluator(name="bench-judge", version="1", kind="llm_judge", actor=admin)
     return evaluator.pk
+
+
+FORMAT_BLOCKS = 100_000
+
+
+def prepare_formats_version() -> tuple[int, list[str], int]:
+    """Untimed set-up for ``--run-formats``: FORMAT_BLOCKS blocks (``blk-0000000``…) and a
+    frozen version of RUN_QUERIES gold rows (``ft-00000``…), each pinned to one of the first
+    blocks. Returns the version number, the query ids and the number of blocks."""
+    import hashlib
+
+    from django.contrib.auth import get_user_model
+
+    from goldset.models import Block, BlockVersion, Document, Domain
+    from goldset.services.freeze import store_frozen_version
+
+    domain = Domain.objects.get(slug="federal_it")
+    document = Document.objects.create(
+        document_id="doc-formats", title="Formats", domain=domain, authority="0.500"
+    )
+    blocks = Block.objects.bulk_create(
+        (Block(document=document, block_id=f"blk-{i:07d}") for i in range(FORMAT_BLOCKS)),
+        batch_size=10_000,
+    )
+    texts = [f"Clause {i}: data is encrypted at rest." for i in range(RUN_QUERIES)]
+    versions = BlockVersion.objects.bulk_create(
+        BlockVersion(
+            block=block, version=1, text=text, sha256=hashlib.sha256(text.encode()).hexdigest()
+        )
+        for block, text in zip(blocks, texts, strict=False)
+    )
+    queries = [f"ft-{i:05d}" for i in range(RUN_QUERIES)]
+    rows = (
+        {
+            "id": qid,
+            "question": f"What does clause {i} say?",
+            "expected_block": {
+                "block_id": bv.block.block_id,
+                "document_id": document.document_id,
+                "version": 1,
+                "page_range": None,
+                "sha256": bv.sha256,
+            },
+            "expected_answer": "It is encrypted.",
+            "metadata": {
+                "domain": "federal_it",
+                "difficulty": "standard",
+                "task_type": "factual_qa",
+                "tier": "tier_b",
+                "source": "public_rfp",
+                "added_by": "bench-admin",
+                "added_at": "2026-01-05",
+                "reviewed_by": ["ann1", "ann2"],
+                "resolution": "consensus",
+            },
+        }
+        for i, (qid, bv) in enumerate(zip(queries, versions, strict=True))
+    )
+    admin = get_user_model().objects.get(username="bench-admin")
+    version = store_frozen_version(rows=rows, actor=admin, note="bench run formats")
+    return version.number, queries, FORMAT_BLOCKS
+
+
+def generate_run_layouts(mb: int, queries: list[str], n_blocks: int) -> dict[str, Path]:
+    """The ~``mb`` MiB TREC run of :func:`generate_run` again, tab-separated and as JSONL (the
+    same rows and score texts; JSONL has one line per query)."""
+    trec, _, LONGEST[f"run-{mb}.trec"] = generate_run(mb, queries, n_blocks)
+    paths = {"run": trec, "run-tab": WORK / f"run-{mb}.tsv", "run-jsonl": WORK / f"run-{mb}.jsonl"}
+    for kind in ("run-tab", "run-jsonl"):
+        if not paths[kind].exists():
+            LONGEST[paths[kind].name] = _write_layout(trec, paths[kind], kind)
+    return paths
+
+
+def _write_layout(trec: Path, path: Path, kind: str) -> int:
+    """Rewrite the TREC run ``trec`` as ``kind``, stopping before the page's 200 MiB cap (JSONL
+    takes a few more bytes a row: its last queries are left out); returns the longest line."""
+    longest, cap = 0, 200 * 1024 * 1024 - 64 * 1024
+    with trec.open(encoding="ascii") as lines, path.open("w", encoding="ascii") as out:
+        rows = (raw.split() for raw in lines)
+        for qid, fields in itertools.groupby(rows, key=lambda f: f[0]):
+            if kind == "run-tab":
+                text = "".join("\t".join(f) + "\n" for f in fields)
+                longest = max(longest, max(len(x) + 1 for x in text.splitlines()))
+            else:
+                results = ", ".join(f'{{"doc_id": "{f[2]}", "score": {f[4]}}}' for f in fields)
+                text = f'{{"query_id": "{qid}", "results": [{results}]}}\n'
+                longest = max(longest, len(text))
+            if out.tell() + len(text) > cap:
+                break
+            out.write(text)
+    return longest
+
+
+def generate_answer_log(mb: int, queries: list[str], n_blocks: int) -> Path:
+    """A ~``mb`` MiB JSONL answer log (under the page's 200 MiB cap): every question of the
+    version answered by system after system, each record like the answers kind's."""
+    path = WORK / f"answer-log-{mb}.jsonl"
+    if path.exists():
+        return path
+    target = mb * 1024 * 1024 - 64 * 1024
+    longest, i = 0, 0
+    with path.open("w", encoding="utf-8") as out:
+        while True:
+            system, q = divmod(i, len(queries))
+            line = (
+                json.dumps(
+                    {
+                        "run_id": f"run-{system}",
+                        "system_id": f"sys-{system:02d}",
+                        "question_id": queries[q],
+                        "answer": f"Answer {i}: {text_of(i, 600)}",
+                        "citations": [f"blk-{(q + system) % RUN_QUERIES:07d}"],
+                        "retrieved_passages": [
+                            {"passage_id": f"blk-{(q + system + r) % n_blocks:07d}", "rank": r + 1}
+                            for r in range(3)
+                        ],
+                        "latency_ms": 800 + i % 500,
+                        "cost_usd": 0.002,
+                    }
+                )
+                + "\n"
+            )
+            if out.tell() + len(line) > target:
+                break
+            longest = max(longest, len(line))
+            out.write(line)
+            i += 1
+    LONGEST[path.name] = longest
+    return path
+
+
+def run_formats(kinds: list[str], mb: int) -> None:
+    """``--run-formats``: the set-up above, then one upload per layout (see the docstring)."""
+    reset_database()
+    started = time.monotonic()
+    number, queries, n_blocks = prepare_formats_version()
+    files = generate_run_layouts(mb, queries, n_blocks)
+    files["answer-log"] = generate_answer_log(mb, queries, n_blocks)
+    print(json.dumps({"setup_s": round(time.monotonic() - started, 1)}), flush=True)
+    for kind in kinds:
+        path = files[kind]
+        PAGES[kind] = PAGES["run"]
+        result = run_kind(kind, path, {"version": str(number)})
+        result["longest_line_bytes"] = LONGEST.get(path.name)
+        result["load_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
+        print(json.dumps(result), flush=True)
 
 
 def freeze_run_version() -> tuple[int, list[str]]:
@@ -601,9 +757,19 @@ def main():
         help="time the upload requests only: no worker, the jobs stay queued (use a scratch "
         "database; the run kind is left out)",
     )
+    parser.add_argument(
+        "--run-formats",
+        default="",
+        help="comma-separated run,run-tab,run-jsonl,answer-log: upload the run in each layout "
+        "after a light set-up (no corpus or triples import; see the docstring)",
+    )
     args = parser.parse_args()
     setup_django()
     print(json.dumps({"machine": machine(), "load": os.getloadavg()}), flush=True)
+    if args.run_formats:
+        WORK.mkdir(exist_ok=True)
+        run_formats(args.run_formats.split(","), args.mb)
+        return
     kinds = args.kinds.split(",")
     # The evaluator kind's file needs none of the others (its answer records are set up in bulk).
     counts = generate(args.mb) if set(kinds) - {"evaluator"} else {"longest": {}}

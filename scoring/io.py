@@ -21,9 +21,18 @@ and the problem. A document listed twice for one query is an input error in both
 TREC files are parsed by pyarrow's multi-threaded CSV reader when they are plainly single-space
 separated; any other layout (tabs, runs of spaces, leading or trailing blanks) or any doubt
 (an empty field, an unparsable number, a non-finite score, invalid UTF-8) sends the file to
-pandas' C parser with ``sep=r"\s+"``, and only when that finds a problem is the file re-scanned
-line by line to report the exact line. Duplicate (query, document) pairs are found by sorting
-64-bit hashes; a suspected duplicate is confirmed on the strings before the line is looked up.
+pandas' C parser with ``sep=r"\s+"``, one block of whole lines (``_BLOCK`` bytes) at a time, and
+only when that finds a problem is the file re-scanned line by line to report the exact line.
+JSONL runs are read line by line. The run and TREC qrels readers of a path hold a bounded block
+of the file and a bounded batch of rows as Python objects (``_BATCH``), never the whole text:
+rows become Arrow and NumPy column chunks batch by batch, concatenated at the end (JSONL and gold
+qrels, which are small, keep a Python object per judgement; an Unrag dataset, one JSON document,
+is read whole). The error model is that of reading
+the file whole: text that is not UTF-8 anywhere is reported first, else the first bad line or
+repeated document in file order (on an error the file is read again to find which comes first).
+Duplicate (query, document) pairs are found by sorting 64-bit hashes; a suspected duplicate is
+confirmed on the strings, then the file is re-read tracking only the confirmed pairs to name the
+line. A file object or an iterable of lines is read whole first (pass a path to stream).
 
 ``Qrels`` and ``Run`` keep ids compact: query ids as integer codes into the distinct ids,
 document ids as one Arrow string array (no Python object per row). ``.query_id`` and ``.doc_id``
@@ -32,13 +41,15 @@ build NumPy object arrays of ``str`` on first access.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +65,11 @@ QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
 RUN_FORMATS = ("trec", "jsonl")
 
 Source = str | os.PathLike | io.IOBase | Iterable[str]
+
+# Bytes (or characters) read at a time, and rows gathered as Python objects before they become
+# Arrow/NumPy columns: what a reader holds besides the columns it builds.
+_BLOCK = 1 << 18
+_BATCH = 1 << 12
 
 
 class _IdColumns:
@@ -283,21 +299,111 @@ def _decode(name: str, data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputError(name, line, "not valid UTF-8 text") from None
+        raise InputError(name, line, _NOT_UTF8) from None
 
 
 def _read_text(name: str, handle: str | io.StringIO) -> str:
+    """The whole text (only an Unrag dataset, one JSON document, is read this way)."""
     if isinstance(handle, io.StringIO):
         return handle.getvalue()
     with open(handle, "rb") as fh:
         return _decode(name, fh.read())
 
 
-def _peek(handle: str | io.StringIO, size: int = 65536) -> str:
+def _byte_blocks(handle: str | io.StringIO) -> Iterator[bytes]:
+    """The source's UTF-8 bytes, ``_BLOCK`` at a time."""
+    if isinstance(handle, io.StringIO):
+        text = handle.getvalue()
+        for lo in range(0, len(text), _BLOCK):
+            yield text[lo : lo + _BLOCK].encode("utf-8", errors="surrogatepass")
+        return
+    with open(handle, "rb") as fh:
+        while block := fh.read(_BLOCK):
+            yield block
+
+
+def _text_blocks(name: str, handle: str | io.StringIO) -> Iterator[str]:
+    """The source's text, one block at a time. Raises InputError naming the line of the
+    first byte that is not UTF-8, as decoding the file whole would."""
+    if isinstance(handle, io.StringIO):
+        text = handle.getvalue()
+        for lo in range(0, len(text), _BLOCK):
+            yield text[lo : lo + _BLOCK]
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    newlines = 0
+    with open(handle, "rb") as fh:
+        while True:
+            block = fh.read(_BLOCK)
+            pending = decoder.getstate()[0]  # an unfinished character from the last block
+            try:
+                text = decoder.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                # ``pending`` holds no newline (bytes >= 0x80 only).
+                at = max(0, exc.start - len(pending))
+                line = newlines + block[:at].count(b"\n") + 1
+                raise InputError(name, line, _NOT_UTF8) from None
+            newlines += block.count(b"\n")
+            if text:
+                yield text
+            if not block:
+                return
+
+
+def _check_text(name: str, handle: str | io.StringIO) -> None:
+    """Raise InputError if the source is not UTF-8 text (a whole-file read failed first)."""
+    for _ in _text_blocks(name, handle):
+        pass
+
+
+def _lines(name: str, handle: str | io.StringIO) -> Iterator[tuple[int, str]]:
+    """``(1-based line, text)`` exactly as ``enumerate(text.splitlines(), 1)`` gives them
+    (every line boundary ``str`` knows, a CRLF split across blocks included), one block of
+    text in memory at a time."""
+    carry, lineno = "", 0
+    for text in _text_blocks(name, handle):
+        pieces = (carry + text).splitlines(keepends=True)
+        # The last piece may continue in the next block (or be a CR before its LF).
+        carry = pieces.pop() if pieces else ""
+        for piece in pieces:
+            lineno += 1
+            yield lineno, piece[:-2] if piece.endswith("\r\n") else piece[:-1]
+    for piece in carry.splitlines():
+        lineno += 1
+        yield lineno, piece
+
+
+def _line_blocks(handle: str | io.StringIO) -> Iterator[bytes]:
+    """The source's bytes in blocks of whole ``\\n``-terminated lines (the last may lack it)."""
+    carry = b""
+    for block in _byte_blocks(handle):
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            carry += block
+            continue
+        yield carry + block[:cut]
+        carry = block[cut:]
+    if carry:
+        yield carry
+
+
+_PEEK = 65536
+
+
+def _peek(handle: str | io.StringIO, size: int = _PEEK) -> str:
     if isinstance(handle, io.StringIO):
         return handle.getvalue()[:size]
     with open(handle, "rb") as fh:
         return fh.read(size).decode("utf-8", errors="replace")
+
+
+def _first_line(name: str, handle: str | io.StringIO) -> str:
+    """The first non-blank line, without its leading whitespace."""
+    lines = _lines(name, handle)
+    try:
+        return next((text for _, text in lines if text.strip()), "").lstrip()
+    finally:
+        lines.close()
 
 
 def _detect(name: str, handle: str | io.StringIO, kind: str) -> str:
@@ -308,6 +414,9 @@ def _detect(name: str, handle: str | io.StringIO, kind: str) -> str:
     if stripped[0] not in "{[":
         return "trec"
     first_line = stripped.splitlines()[0]
+    if first_line == stripped.rstrip("\r\n"):
+        # The first line may go on past the peek (a JSONL run of one long line per query).
+        first_line = _first_line(name, handle)
     try:
         obj = json.loads(first_line)
     except json.JSONDecodeError:
@@ -408,137 +517,258 @@ def _plain_field_values(values: pa.Array) -> bool:
     return not any(np.any((used[lo:hi] - np.uint8(9)) <= 3) for lo, hi in _ids.chunks(len(used)))
 
 
-def _pandas_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> Any:
-    r"""Slow path for any whitespace layout (pandas' C parser, ``sep=r"\s+"``)."""
+# Rows of a file in file order: (line, query id, document id, value), raising InputError for
+# the first malformed line (what a line-by-line read meets first).
+RowReader = Callable[[str, "str | io.StringIO"], Iterator[tuple[int, str, str, Any]]]
+
+_NOT_UTF8 = "not valid UTF-8 text"
+_NON_BLANK = re.compile(rb"\S")
+
+
+class _Rows:
+    """Rows gathered into Arrow/NumPy column chunks, ``_BATCH`` rows at a time: no Python
+    object per row outlives its batch. Query ids are dictionary-encoded chunk by chunk."""
+
+    def __init__(self, dtype: type) -> None:
+        self.dtype = dtype
+        self._batch: tuple[list, list, list] = ([], [], [])
+        self._queries: list[pa.Array] = []
+        self._docs: list[pa.Array] = []
+        self._values: list[np.ndarray] = []
+        self._rows = 0
+
+    def __len__(self) -> int:
+        return self._rows + len(self._batch[1])
+
+    def add(self, qid: str, did: str, value: Any) -> None:
+        qids, dids, values = self._batch
+        qids.append(qid)
+        dids.append(did)
+        values.append(value)
+        if len(dids) >= _BATCH:
+            self._flush()
+
+    def add_columns(self, qids: Any, dids: Any, values: Any) -> None:
+        self._flush()
+        self._append(qids, dids, values)
+
+    def _flush(self) -> None:
+        qids, dids, values = self._batch
+        if dids:
+            self._batch = ([], [], [])
+            self._append(qids, dids, values)
+
+    def _append(self, qids: Any, dids: Any, values: Any) -> None:
+        docs = _ids.as_strings(dids)
+        self._queries.append(pc.dictionary_encode(_ids.as_strings(qids)))
+        self._docs.append(docs)
+        self._values.append(np.asarray(values).astype(self.dtype, copy=False))
+        self._rows += len(docs)
+
+    def columns(self) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
+        """``(query codes, distinct query ids, document ids, values)``; the chunks are let go."""
+        self._flush()
+        queries, docs, values = self._queries, self._docs, self._values
+        self._queries, self._docs, self._values = [], [], []
+        if not docs:
+            empty = pa.array([], type=pa.string())
+            return np.zeros(0, dtype=np.int64), empty, empty, np.zeros(0, dtype=self.dtype)
+        codes, distinct = _ids.factorize(pa.chunked_array(queries))
+        del queries
+        doc_ids = _ids.as_strings(pa.chunked_array(docs))
+        del docs
+        return codes, distinct, doc_ids, np.concatenate(values)
+
+    def table(self, name: str) -> Run:
+        return Run._from_columns(*self.columns(), name)
+
+
+def _duplicate_pairs(table: _IdColumns) -> set[tuple[str, str]]:
+    """The (query, document) pairs listed more than once.
+
+    Sorting 64-bit hashes of (query, document) finds candidate pairs; candidates are confirmed
+    on the strings, so a hash collision never raises a false error.
+    """
+    if len(table) < 2:
+        return set()
+    keys = table._pair_keys()
+    ordered = np.sort(keys)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    del ordered
+    if not len(repeated):
+        return set()
+    rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))
+    qids = _ids.take(table._query_values, table._query_codes[rows]).to_pylist()
+    docs = _ids.take(table._doc_ids, rows).to_pylist()
+    seen: set[tuple[str, str]] = set()
+    twice: set[tuple[str, str]] = set()
+    for pair in zip(qids, docs, strict=True):
+        (twice if pair in seen else seen).add(pair)
+    return twice
+
+
+def _check_no_duplicates(
+    name: str, handle: str | io.StringIO, table: _IdColumns, rows_of: RowReader
+) -> None:
+    """Raise (with the line) if a document is listed twice for one query: the duplicated pairs
+    are found on the columns, then the file is read again, tracking only those pairs, for the
+    first line that repeats one."""
+    pairs = _duplicate_pairs(table)
+    if not pairs:
+        return
+    seen: set[tuple[str, str]] = set()
+    for lineno, qid, did, _ in rows_of(name, handle):
+        if (qid, did) in pairs:
+            if (qid, did) in seen:
+                raise InputError(
+                    name, lineno, f"document {did!r} is listed twice for query {qid!r}"
+                )
+            seen.add((qid, did))
+    raise InputError(name, None, "a document is listed twice for one query")
+
+
+def _raise_problem(name: str, handle: str | io.StringIO, rows_of: RowReader, dtype: type) -> None:
+    """The error path: raise what reading the whole file line by line meets first — text that
+    is not UTF-8 anywhere in it, else the first malformed line or document listed twice, in
+    file order. Reads the file again (twice when a document is listed twice), one batch of rows
+    as Python objects at a time. Returns when it finds nothing wrong."""
+    _check_text(name, handle)
+    rows = _Rows(dtype)
+    error = None
+    try:
+        for _, qid, did, value in rows_of(name, handle):
+            rows.add(qid, did, value)
+    except InputError as exc:
+        error = exc
+    _check_no_duplicates(name, handle, rows.table(name), rows_of)
+    if error is not None:
+        raise error
+
+
+@contextmanager
+def _text_errors_first(name: str, handle: str | io.StringIO) -> Iterator[None]:
+    """A problem met while streaming is raised only once the whole source is known to be UTF-8
+    text: reading the file whole reported text that is not UTF-8 before anything else."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.message != _NOT_UTF8:
+            _check_text(name, handle)
+        raise
+
+
+def _trec_rows(kind: str) -> RowReader:
+    """Reads a TREC file line by line, with the first bad line's problem."""
+    ncols = len(_TREC_LAYOUT[kind])
+    layout = " ".join(_TREC_LAYOUT[kind])
+
+    def rows(name: str, handle: str | io.StringIO) -> Iterator[tuple[int, str, str, Any]]:
+        for lineno, raw in _lines(name, handle):
+            fields = raw.split()
+            if not fields:
+                continue
+            if len(fields) != ncols:
+                raise InputError(
+                    name, lineno, f"expected {ncols} fields ({layout}), found {len(fields)}"
+                )
+            if kind == "qrels":
+                try:
+                    value: Any = int(fields[3])
+                except ValueError:
+                    raise InputError(
+                        name, lineno, f"relevance must be an integer, got {fields[3]!r}"
+                    ) from None
+            else:
+                try:
+                    value = float(fields[4])
+                except ValueError:
+                    raise InputError(
+                        name, lineno, f"score must be a number, got {fields[4]!r}"
+                    ) from None
+                if not math.isfinite(value):
+                    raise InputError(
+                        name, lineno, f"score must be a finite number, got {fields[4]!r}"
+                    )
+            yield lineno, fields[0], fields[2], value
+
+    return rows
+
+
+def _stream_trec(
+    name: str, handle: str | io.StringIO, kind: str
+) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
+    r"""Any whitespace layout: blocks of whole lines (``_BLOCK`` bytes) through pandas' C
+    parser with ``sep=r"\s+"``, each block's rows turned into column chunks before the next
+    is read. A block pandas cannot read, or reads with the wrong number of fields or a
+    non-finite score, sends the file to the line-by-line scan that names the line."""
     import pandas as pd
 
+    ncols = len(_TREC_LAYOUT[kind])
     # Every text column is read as text: a "category" dtype would infer numeric categories and
     # turn the query id ``07`` into ``7`` and ``2`` into ``2.0`` (ids are strings, always).
     dtypes: dict[int, Any] = dict.fromkeys(range(ncols), str)
     numeric_col = 3 if kind == "qrels" else 4
     dtypes[numeric_col] = "int64" if kind == "qrels" else "float64"
-    if isinstance(handle, io.StringIO):
-        handle.seek(0)
-    try:
-        frame = pd.read_csv(
-            handle,
-            sep=r"\s+",
-            header=None,
-            engine="c",
-            dtype=dtypes,
-            keep_default_na=False,
-            na_filter=False,
-            quoting=csv.QUOTE_NONE,
-            skip_blank_lines=True,
+    rows = _Rows(np.int64 if kind == "qrels" else np.float64)
+    rows_of = _trec_rows(kind)
+    for block in _line_blocks(handle):
+        if not _NON_BLANK.search(block):
+            continue
+        try:
+            frame = pd.read_csv(
+                io.BytesIO(block),
+                sep=r"\s+",
+                header=None,
+                engine="c",
+                dtype=dtypes,
+                keep_default_na=False,
+                na_filter=False,
+                quoting=csv.QUOTE_NONE,
+                skip_blank_lines=True,
+                encoding="utf-8",
+            )
+        except (ValueError, pd.errors.ParserError):
+            _raise_problem(name, handle, rows_of, rows.dtype)
+            raise InputError(name, None, f"unreadable TREC {kind} file") from None
+        if frame.shape[1] != ncols or (frame.iloc[:, ncols - 1].astype(object) == "").any():
+            _raise_problem(name, handle, rows_of, rows.dtype)
+        if kind == "run" and not np.isfinite(frame[numeric_col].to_numpy()).all():
+            _raise_problem(name, handle, rows_of, rows.dtype)
+        rows.add_columns(
+            frame[0].to_numpy(dtype=object),
+            frame[2].to_numpy(dtype=object),
+            frame[numeric_col].to_numpy(),
         )
-    except (ValueError, pd.errors.ParserError):
-        _scan_trec(name, handle, ncols, kind)
-        raise InputError(name, None, f"unreadable TREC {kind} file") from None
-    if frame.shape[1] != ncols or (frame.iloc[:, ncols - 1].astype(object) == "").any():
-        _scan_trec(name, handle, ncols, kind)
-    if kind == "run" and not np.isfinite(frame[numeric_col].to_numpy()).all():
-        _scan_trec(name, handle, ncols, kind)
-    return frame
+        del frame
+    return rows.columns()
 
 
 def _trec_columns(
     name: str, handle: str | io.StringIO, kind: str
 ) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
     """``(query codes, distinct query ids, document ids, rel or score)`` of a TREC file."""
-    ncols = len(_TREC_LAYOUT[kind])
     table = _arrow_trec(name, handle, kind)
-    if table is not None:
-        codes, distinct = _ids.factorize(table.column(0))
-        docs = _ids.as_strings(table.column(2))
-        numeric = _ids.numbers(table.column(3 if kind == "qrels" else 4))
-        del table
-    else:
-        frame = _pandas_trec(name, handle, ncols, kind)
-        codes, distinct = _ids.factorize(frame[0].to_numpy(dtype=object))
-        docs = _ids.as_strings(frame[2].to_numpy(dtype=object))
-        numeric = frame[3 if kind == "qrels" else 4].to_numpy()
+    if table is None:
+        return _stream_trec(name, handle, kind)
+    codes, distinct = _ids.factorize(table.column(0))
+    docs = _ids.as_strings(table.column(2))
+    numeric = _ids.numbers(table.column(3 if kind == "qrels" else 4))
+    del table
     numeric = numeric.astype(np.int64 if kind == "qrels" else np.float64, copy=False)
     return codes, distinct, docs, numeric
-
-
-def _check_no_duplicates(
-    name: str, handle: str | io.StringIO, kind: str, table: _IdColumns
-) -> None:
-    """Raise (with the line) if a document is listed twice for one query.
-
-    Sorting 64-bit hashes of (query, document) finds candidate pairs; candidates are confirmed
-    on the strings, so a hash collision never raises a false error.
-    """
-    if len(table) < 2:
-        return
-    keys = table._pair_keys()
-    ordered = np.sort(keys)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    del ordered
-    if not len(repeated):
-        return
-    rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))
-    docs = _ids.take(table._doc_ids, rows).to_pylist()
-    seen: set[tuple[int, str]] = set()
-    for qcode, doc in zip(table._query_codes[rows].tolist(), docs, strict=True):
-        if (qcode, doc) in seen:
-            _first_duplicate_line(name, handle, len(_TREC_LAYOUT[kind]), kind)
-        seen.add((qcode, doc))
-
-
-def _scan_trec(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> None:
-    """Re-read a TREC file line by line and raise an InputError for the first bad line."""
-    layout = "qid iter docid rel" if kind == "qrels" else "qid Q0 docid rank score tag"
-    seen: set[tuple[str, str]] = set()
-    text = _read_text(name, handle)
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        fields = raw.split()
-        if not fields:
-            continue
-        if len(fields) != ncols:
-            raise InputError(
-                name, lineno, f"expected {ncols} fields ({layout}), found {len(fields)}"
-            )
-        if kind == "qrels":
-            try:
-                int(fields[3])
-            except ValueError:
-                raise InputError(
-                    name, lineno, f"relevance must be an integer, got {fields[3]!r}"
-                ) from None
-        else:
-            try:
-                score = float(fields[4])
-            except ValueError:
-                raise InputError(
-                    name, lineno, f"score must be a number, got {fields[4]!r}"
-                ) from None
-            if not math.isfinite(score):
-                raise InputError(name, lineno, f"score must be a finite number, got {fields[4]!r}")
-        key = (fields[0], fields[2])
-        if key in seen:
-            raise InputError(
-                name, lineno, f"document {fields[2]!r} is listed twice for query {fields[0]!r}"
-            )
-        seen.add(key)
-
-
-def _first_duplicate_line(name: str, handle: str | io.StringIO, ncols: int, kind: str) -> None:
-    _scan_trec(name, handle, ncols, kind)
-    raise InputError(name, None, "a document is listed twice for one query")
 
 
 def _read_trec_qrels(name: str, handle: str | io.StringIO) -> Qrels:
     codes, distinct, docs, rel = _trec_columns(name, handle, "qrels")
     qrels = Qrels._from_columns(codes, distinct, docs, rel, name)
-    _check_no_duplicates(name, handle, "qrels", qrels)
+    _check_no_duplicates(name, handle, qrels, _trec_rows("qrels"))
     return qrels
 
 
 def _read_trec_run(name: str, handle: str | io.StringIO) -> Run:
     codes, distinct, docs, score = _trec_columns(name, handle, "run")
     run = Run._from_columns(codes, distinct, docs, score, name)
-    _check_no_duplicates(name, handle, "run", run)
+    _check_no_duplicates(name, handle, run, _trec_rows("run"))
     return run
 
 
@@ -546,9 +776,9 @@ def _read_trec_run(name: str, handle: str | io.StringIO) -> Run:
 # JSON formats
 
 
-def _json_lines(name: str, handle: str | io.StringIO) -> Iterable[tuple[int, dict]]:
-    text = _read_text(name, handle)
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+def _json_lines(name: str, handle: str | io.StringIO) -> Iterator[tuple[int, dict]]:
+    """``(line, object)`` per non-blank line, one line in memory at a time."""
+    for lineno, raw in _lines(name, handle):
         if not raw.strip():
             continue
         try:
@@ -592,29 +822,31 @@ class _Collector:
 
 def _read_jsonl_qrels(name: str, handle: str | io.StringIO) -> Qrels:
     rows = _Collector(name)
-    for lineno, obj in _json_lines(name, handle):
-        qid = _require_str(name, lineno, obj, "query_id")
-        did = _require_str(name, lineno, obj, "doc_id")
-        rel = obj.get("relevance")
-        if isinstance(rel, bool) or not isinstance(rel, int):
-            raise InputError(name, lineno, f"'relevance' must be an integer, got {rel!r}")
-        rows.queries.setdefault(qid)
-        rows.add(lineno, qid, did, rel)
+    with _text_errors_first(name, handle):
+        for lineno, obj in _json_lines(name, handle):
+            qid = _require_str(name, lineno, obj, "query_id")
+            did = _require_str(name, lineno, obj, "doc_id")
+            rel = obj.get("relevance")
+            if isinstance(rel, bool) or not isinstance(rel, int):
+                raise InputError(name, lineno, f"'relevance' must be an integer, got {rel!r}")
+            rows.queries.setdefault(qid)
+            rows.add(lineno, qid, did, rel)
     return _qrels_from(rows)
 
 
 def _read_gold_qrels(name: str, handle: str | io.StringIO) -> Qrels:
     rows = _Collector(name)
-    for lineno, obj in _json_lines(name, handle):
-        qid = _require_str(name, lineno, obj, "id")
-        block = obj.get("expected_block")
-        if not isinstance(block, dict):
-            raise InputError(name, lineno, "'expected_block' must be an object")
-        did = _require_str(name, lineno, block, "block_id", "expected_block.block_id")
-        if qid in rows.queries:
-            raise InputError(name, lineno, f"triple id {qid!r} appears twice")
-        rows.queries.setdefault(qid)
-        rows.add(lineno, qid, did, 1)
+    with _text_errors_first(name, handle):
+        for lineno, obj in _json_lines(name, handle):
+            qid = _require_str(name, lineno, obj, "id")
+            block = obj.get("expected_block")
+            if not isinstance(block, dict):
+                raise InputError(name, lineno, "'expected_block' must be an object")
+            did = _require_str(name, lineno, block, "block_id", "expected_block.block_id")
+            if qid in rows.queries:
+                raise InputError(name, lineno, f"triple id {qid!r} appears twice")
+            rows.queries.setdefault(qid)
+            rows.add(lineno, qid, did, 1)
     return _qrels_from(rows)
 
 
@@ -723,8 +955,9 @@ def _qrels_from(
     )
 
 
-def _read_jsonl_run(name: str, handle: str | io.StringIO) -> Run:
-    rows = _Collector(name)
+def _jsonl_run_rows(name: str, handle: str | io.StringIO) -> Iterator[tuple[int, str, str, Any]]:
+    """Reads a JSONL run line by line: ``(line, query, document, score)`` per result, with the
+    first bad line's problem (the results before a bad one on its line come first)."""
     for lineno, obj in _json_lines(name, handle):
         qid = _require_str(name, lineno, obj, "query_id")
         results = obj.get("results")
@@ -743,15 +976,24 @@ def _read_jsonl_run(name: str, handle: str | io.StringIO) -> Run:
                 raise InputError(
                     name, lineno, f"results[{pos}].score must be a finite number, got {score!r}"
                 )
-            rows.add(lineno, qid, did, float(score))
-    if not rows.qids:
+            yield lineno, qid, did, float(score)
+
+
+def _read_jsonl_run(name: str, handle: str | io.StringIO) -> Run:
+    """One line in memory at a time; the rows become column chunks batch by batch. On a bad
+    line the file is read again for what comes first (see :func:`_raise_problem`)."""
+    rows = _Rows(np.float64)
+    try:
+        for _, qid, did, score in _jsonl_run_rows(name, handle):
+            rows.add(qid, did, score)
+    except InputError:
+        _raise_problem(name, handle, _jsonl_run_rows, np.float64)
+        raise
+    if not len(rows):
         raise InputError(name, None, "the run has no results")
-    return Run(
-        query_id=np.array(rows.qids, dtype=object),
-        doc_id=np.array(rows.dids, dtype=object),
-        score=np.array(rows.values, dtype=np.float64),
-        source=name,
-    )
+    run = rows.table(name)
+    _check_no_duplicates(name, handle, run, _jsonl_run_rows)
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -787,7 +1029,8 @@ def read_run(source: Source, *, fmt: str | None = None, name: str | None = None)
 
     ``name`` is the file name errors give (default: the path, or the file object's ``name``):
     a caller reading a temporary copy of an upload names the upload. Pass a path, not a file
-    object, to keep a large TREC run out of memory (a file object is read whole).
+    object, to keep a large run out of memory (a path is read in bounded blocks in every
+    layout; a file object is read whole).
 
     Raises :class:`InputError` (file, line, message) for unreadable or inconsistent input,
     including a document listed twice for one query.
@@ -837,6 +1080,22 @@ def distinct_query_ids(data: Qrels | Run) -> list[str]:
 def distinct_doc_ids(data: Qrels | Run) -> list[str]:
     """The distinct document ids of ``data``'s rows (no object per row)."""
     return pc.unique(data._doc_ids).to_pylist()
+
+
+def iter_distinct_doc_ids(
+    data: Qrels | Run, size: int = 10_000, max_bytes: int = 1 << 18
+) -> Iterator[list[str]]:
+    """:func:`distinct_doc_ids` in lists of at most ``size`` ids and ``max_bytes`` of text
+    (at least one id): a Python string per distinct id only for one list at a time, for a run
+    whose every row names another document."""
+    distinct = pc.unique(data._doc_ids)
+    offsets = _ids._layout(distinct)[0] if len(distinct) else np.zeros(1, dtype=np.int64)
+    lo = 0
+    while lo < len(distinct):
+        fits = int(np.searchsorted(offsets, offsets[lo] + max_bytes, side="right")) - 1
+        hi = max(lo + 1, min(lo + size, fits))
+        yield distinct.slice(lo, hi - lo).to_pylist()
+        lo = hi
 
 
 def arrow_columns(data: Qrels | Run) -> dict[str, pa.Array]:

@@ -236,10 +236,11 @@ class ProbeReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``answers`` (per answer), ``systems`` (aggregates + release)."""
-        return {
-            "answers": [asdict(a) for a in self.answers],
-            "systems": {k: asdict(v) for k, v in self.systems.items()},
-        }
+        return {"answers": [asdict(a) for a in self.answers], "systems": self.systems_dict()}
+
+    def systems_dict(self) -> dict[str, Any]:
+        """The ``systems`` part of :meth:`to_dict` alone (no copy of every answer)."""
+        return {k: asdict(v) for k, v in self.systems.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -612,13 +613,16 @@ def summarise(
 
 def score_answers(
     questions: Sequence[Mapping[str, Any]],
-    answers: Sequence[Mapping[str, Any]],
+    answers: Iterable[Mapping[str, Any]],
     *,
     labels: Sequence[Mapping[str, Any]] | None = None,
     config: ProbeConfig = DEFAULT_CONFIG,
     answers_source: str = "<answers>",
 ) -> ProbeReport:
     """Score every answer against its question packet; labels match on (question_id, system_id).
+
+    ``answers`` is read once, in order: an iterator that reads records one at a time keeps
+    only their scores in memory.
 
     Raises ``InputError`` when an answer refers to an unknown question.
     """

@@ -9,7 +9,8 @@ the ``labels`` argument for the label-derived axes, and stored in the reproducib
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from goldset.imports.errors import Problems
 from goldset.imports.reader import ByteSource, iter_json_lines
@@ -45,16 +46,28 @@ def _label_providers() -> list[Callable]:
     return [adjudicated_labels]
 
 
-def _records(source: ByteSource, name: str):
-    """Every answer record with its line, read through the import toolkit (BOM, NUL, NaN,
-    nesting depth checked like every importer; latency and cost below). Raises RunRejected."""
+def _records(source: ByteSource) -> Iterator[tuple[int, dict]]:
+    """Every answer record with its line, read through the import toolkit one line at a time
+    (BOM, NUL, NaN, nesting depth checked like every importer). Only read again after
+    :func:`_passage_ids` found no problem."""
+    return iter_json_lines(source, Problems(limit=MAX_ERRORS), what="answer record")
+
+
+def _passage_ids(source: ByteSource, name: str) -> set[str]:
+    """The passage ids the records retrieve or cite (distinct ids only: one record in memory
+    at a time). Raises RunRejected with the toolkit's problems, once the whole file is read."""
     problems = Problems(limit=MAX_ERRORS)
-    records = []
-    for lineno, obj in iter_json_lines(source, problems, what="answer record"):
-        records.append((lineno, obj))
+    passages: set[str] = set()
+    for _, record in iter_json_lines(source, problems, what="answer record"):
+        retrieved = record.get("retrieved_passages")
+        if isinstance(retrieved, list):
+            passages.update(str(p.get("passage_id")) for p in retrieved if isinstance(p, dict))
+        citations = record.get("citations")
+        if isinstance(citations, list):
+            passages.update(str(c) for c in citations)
     if problems:
         raise _rejected(problems, name)
-    return records
+    return passages
 
 
 def _rejected(problems, name: str):
@@ -69,24 +82,24 @@ def validate_answer_log(*, version: GoldVersion, source: ByteSource, name: str):
     fields, known question ids (triples of ``version``), known passage ids (corpus blocks),
     ranks (integers ≥ 1, none tied, no passage twice: ``scoring.probe.check_ranks``), latency
     and cost finite and ≥ 0, one record per question and system. Raises RunRejected with
-    line-numbered problems."""
+    line-numbered problems.
 
-    records = _records(source, name)
+    The file is read twice, one record in memory at a time: for the passage ids it names
+    (looked up at once), then record by record for the checks above."""
+
+    passages = _passage_ids(source, name)
     packets = version_packets(version)
     known_questions = {p["question_id"] for p in packets}
     packet_passages = {
         g["passage_id"] for p in packets for g in [*p["gold_evidence"], *p.get("near_miss", [])]
     }
-    passages = {
-        str(p.get("passage_id"))
-        for _, r in records
-        for p in (r.get("retrieved_passages") or [])
-        if isinstance(p, dict)
-    } | {str(c) for _, r in records for c in (r.get("citations") or [])}
     known_passages = known_block_ids(sorted(passages - packet_passages)) | packet_passages
+    del passages, packets
     problems: list[str] = []
     seen: dict[tuple[str, str], int] = {}
-    for lineno, rec in records:
+    n_records = 0
+    for lineno, rec in _records(source):
+        n_records += 1
         where = f"{name}, line {lineno}"
         qid = rec.get("question_id")
         if not isinstance(qid, str) or not qid:
@@ -138,8 +151,8 @@ def validate_answer_log(*, version: GoldVersion, source: ByteSource, name: str):
     return ValidatedRun(
         kind=RunKind.ANSWERS,
         fmt=RunFormat.ANSWERS,
-        n_queries=len(records),
-        n_rows=len(records),
+        n_queries=n_records,
+        n_rows=n_records,
     )
 
 
@@ -149,21 +162,34 @@ def version_packets(version: GoldVersion) -> list[dict]:
     return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
-def score_answer_log(*, job: ScoringJob, progress):
+def _answers(path: Path) -> Iterator[dict]:
+    """The stored log's records, one line in memory at a time."""
+    # newline="\n": lines end at LF only, as when the log's text was split before.
+    with path.open(encoding="utf-8", newline="\n") as lines:
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
 
+
+def score_answer_log(*, job: ScoringJob, progress):
+    """Score the job's stored answer log with PROBE. The log is read from a temporary copy,
+    once per label provider and once to score it, one record at a time: what is kept is each
+    answer's score, never the records (their answer text and passages)."""
     progress.enter("load answer log", 5)
-    with stored_run_file(job) as path, path.open(encoding="utf-8", newline="\n") as lines:
-        # newline="\n": lines end at LF only, as when the log's text was split before.
-        answers = [json.loads(line) for line in lines if line.strip()]
-    progress.enter("load gold version", 15)
-    packets = version_packets(job.version)
-    labels = [label for provider in _label_providers() for label in provider(job.version, answers)]
-    progress.enter("PROBE scoring", 30)
-    config = probe_config_for(job.calibration)
-    report = score_answers(packets, answers, labels=labels or None, config=config)
+    with stored_run_file(job) as path:
+        progress.enter("load gold version", 15)
+        packets = version_packets(job.version)
+        labels = [
+            label
+            for provider in _label_providers()
+            for label in provider(job.version, _answers(path))
+        ]
+        progress.enter("PROBE scoring", 30)
+        config = probe_config_for(job.calibration)
+        report = score_answers(packets, _answers(path), labels=labels or None, config=config)
     progress.enter("bootstrap", 60)
     strata = dict(job.version.rows.values_list("triple_id", "task_type"))
-    aggregates, per_query = [], []
+    aggregates = []
     for system_id, summary in report.systems.items():
         mine = [a for a in report.answers if a.system_id == system_id]
         pcs = [a.final_pcs for a in mine]
@@ -192,29 +218,10 @@ def score_answer_log(*, job: ScoringJob, progress):
                     job=job, stratum=stratum, metric=metric, value=value, n=summary.n_answers
                 )
             )
-    for answer in report.answers:
-        per_query.append(
-            QueryRow(
-                query_id=f"{answer.system_id}/{answer.question_id}",
-                domain=answer.domain or "",
-                task_type=strata.get(answer.question_id, ""),
-                metrics={"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
-                retrieved=[],
-                detail={
-                    "question_id": answer.question_id,
-                    "system_id": answer.system_id,
-                    "caps": answer.caps,
-                    "families": answer.families,
-                    "blocking_failures": answer.blocking_failures,
-                    "passes_gate": answer.passes_gate,
-                    "unsafe_probability": answer.unsafe_probability,
-                },
-                primary=answer.final_pcs,
-            )
-        )
-    summary = report.to_dict()["systems"]
+    summary = report.systems_dict()
     return Outcome(
-        per_query=per_query,
+        # Built while they are stored, one at a time: the scores are all the job keeps.
+        per_query=_answer_rows(report, strata),
         aggregates=aggregates,
         summary={
             "systems": summary,
@@ -225,3 +232,25 @@ def score_answer_log(*, job: ScoringJob, progress):
             "configuration": job.calibration.label if job.calibration else "PROBE defaults",
         },
     )
+
+
+def _answer_rows(report, strata: dict[str, str]) -> Iterator[QueryRow]:
+    """One result row per answer, in the report's order."""
+    for answer in report.answers:
+        yield QueryRow(
+            query_id=f"{answer.system_id}/{answer.question_id}",
+            domain=answer.domain or "",
+            task_type=strata.get(answer.question_id, ""),
+            metrics={"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
+            retrieved=[],
+            detail={
+                "question_id": answer.question_id,
+                "system_id": answer.system_id,
+                "caps": answer.caps,
+                "families": answer.families,
+                "blocking_failures": answer.blocking_failures,
+                "passes_gate": answer.passes_gate,
+                "unsafe_probability": answer.unsafe_probability,
+            },
+            primary=answer.final_pcs,
+        )

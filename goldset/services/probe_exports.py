@@ -1,7 +1,7 @@
 """The PROBE artifacts of a frozen version that come from the answer-labeling area (seed 004
 §6.4 / Table 9): the adjudication export and the adjudicated labels answer-log scoring uses for the label-derived PCS axes."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from goldset.models import AnswerRecord, RecordStatus
 from goldset.selectors.answers import iter_adjudication_export, list_adjudication_export_people
@@ -24,7 +24,7 @@ def render_adjudication_export(version) -> Iterator[bytes]:
         yield (canonical_json(item) + "\n").encode("utf-8")
 
 
-def adjudicated_labels(version, answers: list[dict]) -> list[dict]:
+def adjudicated_labels(version, answers: Iterable[dict]) -> list[dict]:
     """Final (majority or adjudicated) labels for the answer records whose question and system
     match the uploaded log, keyed by question_id + system_id for ``scoring.probe``."""
     wanted = {(str(a.get("question_id")), str(a.get("system_id", ""))) for a in answers}

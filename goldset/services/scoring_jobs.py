@@ -80,8 +80,8 @@ from goldset.services.scoring_runs import (
 from scoring.errors import InputError
 from scoring.io import (
     arrow_columns,
-    distinct_doc_ids,
     distinct_query_ids,
+    iter_distinct_doc_ids,
     read_qrels,
     read_run,
     select_queries,
@@ -187,11 +187,13 @@ def validate_retrieval_run(
     known_queries = set(version.rows.values_list("triple_id", flat=True))
     run_queries = distinct_query_ids(run)
     unknown_q = {q for q in run_queries if q not in known_queries}
-    doc_ids = distinct_doc_ids(run)
-    known_blocks = known_block_ids(doc_ids)
-    unknown_d = {d for d in doc_ids if d not in known_blocks}
+    unknown_d: set[str] = set()
+    # Looked up a batch of distinct ids at a time, so only one batch is Python strings.
+    for doc_ids in iter_distinct_doc_ids(run):
+        known_blocks = known_block_ids(doc_ids)
+        unknown_d.update(d for d in doc_ids if d not in known_blocks)
     n_rows = len(run)
-    del run, doc_ids, known_blocks
+    del run
     problems: list[str] = []
     if unknown_q and len(unknown_q) == len(run_queries):
         problems.append(

@@ -204,6 +204,8 @@ class QueryRow:
 
 @dataclass
 class Outcome:
-    per_query: list[QueryRow]
+    """A job's results; ``per_query`` is iterated once, when the results are stored."""
+
+    per_query: Iterable[QueryRow]
     aggregates: list[ScoreAggregate]
     summary: dict

@@ -6,19 +6,27 @@ The bound is on what Python and NumPy allocate (``tracemalloc``; Arrow's buffers
 traced): importing or scoring an 8 MB run of long lines must allocate less than the run's own
 size at any moment (it takes about half: the library's per-row arrays, 1 MiB chunks, the
 bootstrap). Holding the run whole as bytes, as text or as a Python object per row (what the
-job path did before: about three times its size) breaks the bound."""
+job path did before: about three times its size) breaks the bound.
 
+The same holds for every layout a run or an answer log comes in: a JSONL run, a TREC run
+separated by tabs or by runs of spaces (read in bounded blocks, not by the single-space
+columnar reader), and a JSONL answer log (validated and scored one record at a time); and the
+same run in every layout gives the same figures to the bit."""
+
+import json
 import tracemalloc
 
 import pytest
 from django.core.files import File
 
 from goldset.models import Block, ImportStatus, JobStatus, ScoreAggregate, ScoreQueryResult
+from goldset.services.answer_scoring import version_packets
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job, submit_import
 from goldset.services.scoring_jobs import run_scoring_job
 from goldset.services.scoring_runs import text_lines
 from scoring.io import read_qrels, read_run
+from scoring.probe import score_answers
 from scoring.retrieval import default_metrics, evaluate
 from tests.factories import gold_row_for, make_gold_corpus
 
@@ -40,20 +48,60 @@ def version(admin_user):
     return frozen
 
 
+def other_blocks(q, depth, distinct):
+    if distinct:  # every query ranks its own documents
+        return [f"{BLOCK_PREFIX[:-2]}{q:02d}{i:05d}" for i in range(depth)]
+    return [f"{BLOCK_PREFIX}{i:05d}" for i in range(depth)]
+
+
+def ranked_rows(version, depth, distinct):
+    """(query, [(document, score text)]) of the test run, best first."""
+    for q, expected in enumerate(version.blocks):
+        others = other_blocks(q, depth, distinct)
+        # The expected block lands at a different rank per query, so the figures vary.
+        ranked = others[: q * 7] + [expected] + others[q * 7 : depth - 1]
+        yield f"Q-{q:03d}", [(doc, f"{1 / rank:.6f}") for rank, doc in enumerate(ranked, 1)]
+
+
+def write_run(version, path, layout, depth=DEPTH, distinct=False):
+    """The test run in ``layout``: TREC separated by one space (``trec``), by a tab
+    (``tab``) or by runs of spaces (``spaces``), or JSONL (one line per query). ``distinct``:
+    no document is ranked for two queries (pandas' parser shares the Python string of a value
+    it meets again, so repeated ids would hide a reader holding a string per row)."""
+    sep = {"trec": " ", "tab": "\t", "spaces": "   "}.get(layout)
+    with path.open("w", encoding="utf-8") as out:
+        for qid, ranked in ranked_rows(version, depth, distinct):
+            if sep is None:
+                results = ", ".join(f'{{"doc_id": "{d}", "score": {s}}}' for d, s in ranked)
+                out.write(f'{{"query_id": "{qid}", "results": [{results}]}}\n')
+                continue
+            for rank, (doc, score) in enumerate(ranked, start=1):
+                out.write(sep.join([qid, "Q0", doc, str(rank), score, TAG]) + "\n")
+    assert depth < DEPTH or path.stat().st_size > 6_000_000
+    return path
+
+
 @pytest.fixture
-def run_file(version, tmp_path):
+def run_blocks(version):
     document = Block.objects.get(block_id=version.blocks[0]).document
     others = [f"{BLOCK_PREFIX}{i:05d}" for i in range(DEPTH)]
     Block.objects.bulk_create(Block(document=document, block_id=b) for b in others)
-    path = tmp_path / "long-lines.trec"
-    with path.open("w", encoding="utf-8") as out:
-        for q, expected in enumerate(version.blocks):
-            # The expected block lands at a different rank per query, so the figures vary.
-            ranked = others[: q * 7] + [expected] + others[q * 7 : DEPTH - 1]
-            for rank, doc in enumerate(ranked, start=1):
-                out.write(f"Q-{q:03d} Q0 {doc} {rank} {1 / rank:.6f} {TAG}\n")
-    assert path.stat().st_size > 8_000_000
-    return path
+    return others
+
+
+@pytest.fixture
+def distinct_blocks(version):
+    document = Block.objects.get(block_id=version.blocks[0]).document
+    Block.objects.bulk_create(
+        Block(document=document, block_id=b)
+        for q in range(QUERIES)
+        for b in other_blocks(q, DEPTH, distinct=True)
+    )
+
+
+@pytest.fixture
+def run_file(version, run_blocks, tmp_path):
+    return write_run(version, tmp_path / "long-lines.trec", "trec")
 
 
 def traced_peak(work):
@@ -127,3 +175,128 @@ def test_an_unknown_block_deep_in_a_large_run_is_named_without_reading_it_whole(
         "long-lines.trec, line 30001: unknown block id 'unknown-block-id': not in the corpus"
     ]
     assert peak < run_file.stat().st_size
+
+
+def import_and_score(path, version, actor, capture):
+    """Upload ``path`` as a run to score, run the import job, then the scoring job; returns
+    (scoring job, import peak, scoring peak)."""
+    with path.open("rb") as handle, capture(execute=False):
+        queued = submit_import(
+            kind="run",
+            upload=File(handle, name=path.name),
+            actor=actor,
+            options={"version": version.number, "name": path.name, "k": 10},
+        ).job
+    with capture(execute=False):
+        imported, import_peak = traced_peak(lambda: run_import_job(job_id=queued.pk))
+    assert imported.status == ImportStatus.SUCCEEDED, (imported.message, imported.errors)
+    scored, scoring_peak = traced_peak(
+        lambda: run_scoring_job(job_id=imported.summary["scoring_job"])
+    )
+    assert scored.status == JobStatus.SUCCEEDED, scored.error
+    return scored, import_peak, scoring_peak
+
+
+def stored_figures(job):
+    aggregates = {
+        (a.stratum, a.metric): (a.value, a.ci_low, a.ci_high, a.n)
+        for a in ScoreAggregate.objects.filter(job=job)
+    }
+    per_query = {
+        r.query_id: (r.metrics, r.retrieved) for r in ScoreQueryResult.objects.filter(job=job)
+    }
+    return aggregates, per_query
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "tab", "spaces"])
+def test_a_run_in_any_layout_is_imported_and_scored_in_memory_well_under_its_size(
+    layout, version, distinct_blocks, admin_user, tmp_path, django_capture_on_commit_callbacks
+):
+    path = write_run(version, tmp_path / f"long-lines.{layout}", layout, distinct=True)
+    size = path.stat().st_size
+    scored, import_peak, scoring_peak = import_and_score(
+        path, version, admin_user, django_capture_on_commit_callbacks
+    )
+    assert scored.run_format == ("jsonl" if layout == "jsonl" else "trec")
+    # Read in bounded blocks: a whole copy of the run (or a Python object per row) would
+    # exceed the run's size on its own.
+    assert import_peak < size, (import_peak, size)
+    assert scoring_peak < size, (scoring_peak, size)
+    per_query = stored_figures(scored)[1]
+    assert per_query["Q-001"][0]["mrr@10"] == 1 / 8 and per_query["Q-002"][0]["mrr@10"] == 0.0
+
+
+def test_the_same_run_in_every_layout_gives_the_same_figures(
+    version, run_blocks, admin_user, tmp_path, django_capture_on_commit_callbacks
+):
+    figures = {}
+    for layout in ("trec", "tab", "spaces", "jsonl"):
+        path = write_run(version, tmp_path / f"same.{layout}", layout, depth=40)
+        scored = import_and_score(path, version, admin_user, django_capture_on_commit_callbacks)[0]
+        figures[layout] = stored_figures(scored)
+    aggregates, per_query = figures["trec"]
+    assert len(per_query) == QUERIES and aggregates[("all", "mrr@10")][1] is not None
+    assert per_query["Q-001"][0]["mrr@10"] == 1 / 8
+    # Per-query values, aggregates and bootstrap intervals, to the bit.
+    assert figures["tab"] == figures["trec"]
+    assert figures["spaces"] == figures["trec"]
+    assert figures["jsonl"] == figures["trec"]
+
+
+ANSWER_SYSTEMS = 40
+
+
+def write_answer_log(version, passages, path):
+    """An answer log of ~8 MB: every question of ``version`` answered by ANSWER_SYSTEMS
+    systems, each record with a long answer and the text of its 20 retrieved passages."""
+    with path.open("w", encoding="utf-8") as out:
+        for s in range(ANSWER_SYSTEMS):
+            for q, expected in enumerate(version.blocks):
+                # Systems find the expected block for more or fewer questions.
+                retrieved = [expected, *passages[s : s + 19]] if q % (s % 5 + 2) else passages[:20]
+                record = {
+                    "question_id": f"Q-{q:03d}",
+                    "system_id": f"sys-{s:02d}",
+                    "answer": f"Answer {q}/{s}: " + "the lane needs approval. " * 160,
+                    "citations": [retrieved[0]],
+                    "retrieved_passages": [
+                        {"passage_id": p, "rank": r, "text": f"passage {p}: " + "x" * 600}
+                        for r, p in enumerate(retrieved, start=1)
+                    ],
+                    "latency_ms": 800 + 10 * s + q,
+                    "cost_usd": 0.002,
+                }
+                out.write(json.dumps(record) + "\n")
+    assert path.stat().st_size > 8_000_000
+    return path
+
+
+def test_an_answer_log_is_imported_and_scored_in_memory_well_under_its_size(
+    version, run_blocks, admin_user, tmp_path, django_capture_on_commit_callbacks
+):
+    path = write_answer_log(version, run_blocks, tmp_path / "answers.jsonl")
+    size = path.stat().st_size
+    scored, import_peak, scoring_peak = import_and_score(
+        path, version, admin_user, django_capture_on_commit_callbacks
+    )
+    assert scored.kind == "answers"
+    # Validated and scored one record at a time: the per-answer results are kept, never the
+    # records (the answers' text and passages).
+    assert import_peak < size, (import_peak, size)
+    assert scoring_peak < size, (scoring_peak, size)
+
+    # The same figures as the library scoring the records held in memory.
+    packets = version_packets(version)
+    with path.open(encoding="utf-8") as lines:
+        report = score_answers(packets, [json.loads(line) for line in lines])
+    per_answer = {r.query_id: r.metrics for r in ScoreQueryResult.objects.filter(job=scored)}
+    assert len(per_answer) == QUERIES * ANSWER_SYSTEMS
+    assert per_answer == {
+        f"{a.system_id}/{a.question_id}": {"final_pcs": a.final_pcs, "raw_pcs": a.raw_pcs}
+        for a in report.answers
+    }
+    means = {
+        a.stratum: a.value for a in ScoreAggregate.objects.filter(job=scored, metric="mean_pcs")
+    }
+    assert means == {f"system:{k}": v.mean_pcs for k, v in report.systems.items()}
+    assert len(set(means.values())) > 1
