@@ -5,9 +5,16 @@ answer records and ``size`` pending triples with ``INSERT … SELECT generate_se
 factory-made row, see tests/goldset/bulk_support.py), starts gunicorn and runs:
 
 * ``idle``: one user, each page 10 times in a row (median per page) — the issue's first table;
-* ``think50`` / ``think200``: 50 / 200 annotators, each with their own session, alternating
-  answer labeling and triple review with a uniform 5–30 s think time per item;
-* ``closed50``: 50 annotators without think time (capacity).
+* ``think50`` / ``think200``: 50 / 200 annotators, each with their own session, half of them
+  labeling answers and half reviewing triples, with a uniform 5–30 s think time per item;
+* ``closed50``: the same 50 without think time (capacity), and ``closed50-labels`` /
+  ``closed50-reviews``: all 50 on one queue (the capacity of each).
+
+Each annotator works as the browser does (see ``work_queue``): the queue page, "Next item" (the
+claim and the item's page), then per item a think and one htmx submit whose answer is the next
+item (the submit records the decision and claims the next item in the same request); every 10
+items they open the queue page again. A user whose think would end after the measured window
+stops there, unmeasured (cutting every pause at the deadline made all users submit at once).
 
 It reports p50/p95/p99 per request type, items per second, errors, duplicate assignments (read
 back from the database: must be 0) and the load average, as one JSON line per size. The server
@@ -18,7 +25,7 @@ identical at 10k and 1M", measured on the real pages.
 Run (PostgreSQL and Redis as in the README; figures go to BENCHMARKS.md):
     .venv/bin/python bench/bench_load.py --sizes 10000,100000,1000000 --duration 60
 
-The think-time scenarios are bounded by ``--duration`` (a user's think is cut at the end).
+The scenarios are bounded by ``--duration``.
 """
 
 import argparse
@@ -59,7 +66,6 @@ LABEL = {
     "severe_safety": "no",
     "rationale": "",
 }
-PAGES = [("review_queue_page", "/curation/reviews/"), ("label_queue_page", "/answers/")]
 CSRF = "b" * 32  # an unmasked secret: Django accepts it when cookie and header carry the same
 
 
@@ -225,21 +231,32 @@ class Client:
         self.cookie = f"sessionid={session_key}; csrftoken={CSRF}"
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
 
-    def request(self, method: str, path: str, form: dict | None = None):
+    def request(self, method: str, path: str, form: dict | None = None, *, htmx: str = ""):
+        """One request on this user's connection; ``htmx`` names the element an htmx request
+        targets (the browser's ``HX-Target``). The location returned is the redirect's, or the
+        URL htmx is told to push (the next item) or to load (``HX-Redirect``)."""
         body = urlencode(form or {}, doseq=True) if method == "POST" else None
         headers = {"Cookie": self.cookie, "Host": "127.0.0.1"}
         if method == "POST":
             headers.update(
                 {"Content-Type": "application/x-www-form-urlencoded", "X-CSRFToken": CSRF}
             )
+        if htmx:
+            headers.update({"HX-Request": "true", "HX-Target": htmx})
         for attempt in range(2):
             try:
                 self.conn.request(method, path, body=body, headers=headers)
                 response = self.conn.getresponse()
                 queries = response.getheader("X-Query-Count")
+                location = (
+                    response.getheader("Location")
+                    or response.getheader("HX-Push-Url")
+                    or response.getheader("HX-Redirect")
+                    or ""
+                )
                 return (
                     response.status,
-                    response.getheader("Location") or "",
+                    location,
                     response.read(),
                     int(queries) if queries else None,
                     server_timing(response.getheader("Server-Timing") or ""),
@@ -287,35 +304,65 @@ class Recorder:
         return status, location, body
 
 
-def label_one(client: Client, rec: Recorder, think) -> bool:
-    got = rec.timed("claim_answer", lambda: client.request("POST", "/answers/claim/"))
-    if not got or "/answers/items/" not in got[1]:
+# The two queues as the browser works them (templates/answers/item.html, curation/review.html).
+QUEUES = {
+    "labels": {
+        "page": ("label_queue_page", "/answers/"),
+        "claim": ("claim_answer", "/answers/claim/"),
+        "item": re.compile(r"/answers/items/"),
+        "item_page": "answer_item_page",
+        "submit": "submit_label",
+        "form": LABEL,
+        "target": "label-item",
+    },
+    "reviews": {
+        "page": ("review_queue_page", "/curation/reviews/"),
+        "claim": ("claim_review", "/curation/reviews/next/"),
+        "item": re.compile(r"/curation/reviews/\d+/"),
+        "item_page": "review_page",
+        "submit": "submit_review",
+        "form": {"verdict": "confirm"},
+        "target": "review-item",
+    },
+}
+STINT = 10  # items between two visits of the queue page
+
+
+def work_queue(client: Client, rec: Recorder, think, kind: str, *, stint: int = STINT) -> bool:
+    """One stint in a queue, as an annotator's browser does it: the queue page, "Next item"
+    (the claim, redirected to the item's page), then think and submit. htmx answers each submit
+    with the next item (its URL pushed), so an item costs one request: the submit, which
+    records the decision and claims the next item. ``think`` raises TimeoutError when the
+    pause would end after the measured window: the user stops there, as people stop at
+    different moments (cutting every pause at the deadline made them all submit at once)."""
+    queue = QUEUES[kind]
+    rec.timed(queue["page"][0], lambda: client.request("GET", queue["page"][1]))
+    got = rec.timed(queue["claim"][0], lambda: client.request("POST", queue["claim"][1]))
+    if not got or not queue["item"].search(got[1]):
         return False
-    item = got[1]
-    rec.timed("answer_item_page", lambda: client.request("GET", item))
-    think()
-    done = rec.timed("submit_label", lambda: client.request("POST", item, LABEL))
-    if done and done[0] == 302:
+    url = got[1]
+    rec.timed(queue["item_page"], lambda: client.request("GET", url))
+    for _ in range(stint):
+        think()
+        done = rec.timed(
+            queue["submit"],
+            lambda url=url: client.request("POST", url, queue["form"], htmx=queue["target"]),
+            ok=(200,),
+        )
+        if not done:
+            return False
+        if not queue["item"].search(done[1]):  # a form error, or the queue is empty
+            with rec.lock:
+                rec.errors[f"{queue['submit']}_no_next_item"] += 1
+            return False
         with rec.lock:
-            rec.items["labels"] += 1
+            rec.items[kind] += 1
+        url = done[1]
     return True
 
 
-def review_one(client: Client, rec: Recorder, think) -> bool:
-    got = rec.timed("claim_review", lambda: client.request("POST", "/curation/reviews/next/"))
-    if not got or not re.search(r"/curation/reviews/\d+/", got[1]):
-        return False
-    page = got[1]
-    rec.timed("review_page", lambda: client.request("GET", page))
-    think()
-    done = rec.timed("submit_review", lambda: client.request("POST", page, {"verdict": "confirm"}))
-    if done and done[0] in (200, 302):
-        with rec.lock:
-            rec.items["reviews"] += 1
-    return True
-
-
-def run_users(port, sessions, *, n_users, duration, think_range, seed=17) -> dict:
+def run_users(port, sessions, *, n_users, duration, think_range, queues, seed=17) -> dict:
+    """``n_users`` annotators for ``duration`` seconds; user i works ``queues[i % len(queues)]``."""
     rec = Recorder()
     deadline = time.monotonic() + duration
     names = [f"bench-ann{i}" for i in range(n_users)]
@@ -327,17 +374,21 @@ def run_users(port, sessions, *, n_users, duration, think_range, seed=17) -> dic
 
         def think():
             if think_range:
-                time.sleep(max(0.0, min(rng.uniform(*think_range), deadline - time.monotonic())))
+                pause = rng.uniform(*think_range)
+                if time.monotonic() + pause >= deadline:
+                    raise TimeoutError
+                time.sleep(pause)
+            elif time.monotonic() >= deadline:
+                raise TimeoutError
 
         if think_range:  # spread the arrivals over the first think time
             time.sleep(rng.uniform(0, think_range[0]))
-        turn = i % 2
-        while time.monotonic() < deadline:
-            (label_one if turn == 0 else review_one)(client, rec, think)
-            turn ^= 1
-            if time.monotonic() < deadline:
-                kind, path = PAGES[turn]
-                rec.timed(kind, lambda path=path: client.request("GET", path))
+        try:
+            while time.monotonic() < deadline:
+                if not work_queue(client, rec, think, queues[i % len(queues)]):
+                    time.sleep(1)  # nothing to claim, or an error: do not spin
+        except TimeoutError:
+            return
 
     def sample_load():
         while time.monotonic() < deadline:
@@ -353,6 +404,9 @@ def run_users(port, sessions, *, n_users, duration, think_range, seed=17) -> dic
         t.join()
     wall = time.monotonic() - started
     return summarize(rec, wall, loads)
+
+
+SCENARIO = re.compile(r"(think|closed)(\d+)(?:-(labels|reviews))?")
 
 
 def pct(values, q):
@@ -417,21 +471,15 @@ def run_idle(port, sessions) -> dict:
             "status": sorted(statuses),
             "queries": sorted(q for q in queries if q is not None),
         }
-    for kind, call in (("claim_answer", label_one), ("claim_review", review_one)):
+    for kind in QUEUES:  # ten short stints per queue: claim, item page, one submit
         rec = Recorder()
-        client = clients["annotator"]
         for _ in range(10):
-            call(client, rec, lambda: None)
-        out[kind] = {
-            "median_ms": round(statistics.median(rec.times[kind]) * 1000, 1),
-            "queries": sorted(rec.queries[kind]),
-        }
-        for step in ("answer_item_page", "submit_label", "review_page", "submit_review"):
-            if step in rec.times:
-                out[step] = {
-                    "median_ms": round(statistics.median(rec.times[step]) * 1000, 1),
-                    "queries": sorted(rec.queries[step]),
-                }
+            work_queue(clients["annotator"], rec, lambda: None, kind, stint=1)
+        for step in (QUEUES[kind]["claim"][0], QUEUES[kind]["item_page"], QUEUES[kind]["submit"]):
+            out[step] = {
+                "median_ms": round(statistics.median(rec.times[step]) * 1000, 1),
+                "queries": sorted(rec.queries[step]),
+            }
     return out
 
 
@@ -546,10 +594,14 @@ def one_size(args, size: int) -> dict:
         warm_up(args.port, sessions, args.workers * args.threads)
         result["idle"] = run_idle(args.port, sessions)
         for scenario in filter(None, args.scenarios.split(",")):
-            n_users = int(re.sub(r"\D", "", scenario))
-            think = (5.0, 30.0) if scenario.startswith("think") else None
+            pace, n_users, only = SCENARIO.fullmatch(scenario).groups()
             result[scenario] = run_users(
-                args.port, sessions, n_users=n_users, duration=args.duration, think_range=think
+                args.port,
+                sessions,
+                n_users=int(n_users),
+                duration=args.duration,
+                think_range=(5.0, 30.0) if pace == "think" else None,
+                queues=[only] if only else ["labels", "reviews"],
             )
             print(json.dumps({"size": size, scenario: result[scenario]}), file=sys.stderr)
     finally:
@@ -576,7 +628,7 @@ def markdown(path: str) -> str:
             seen = r["idle"].get(kind, {}).get("queries")
             cells.append("/".join(map(str, seen)) if seen else "–")
         out.append(f"| {kind} | " + " | ".join(cells) + " |\n")
-    scenarios = [k for k in results[0] if re.fullmatch(r"(think|closed)\d+", k)]
+    scenarios = [k for k in results[0] if SCENARIO.fullmatch(k)]
     kinds = ["claim_answer", "submit_label", "claim_review", "submit_review",
              "answer_item_page", "review_page", "label_queue_page", "review_queue_page"]  # fmt: skip
     for scenario in scenarios:
@@ -617,7 +669,9 @@ def markdown(path: str) -> str:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000,1000000")
-    parser.add_argument("--scenarios", default="think50,think200,closed50")
+    parser.add_argument(
+        "--scenarios", default="think50,think200,closed50,closed50-labels,closed50-reviews"
+    )
     parser.add_argument("--duration", type=float, default=60)
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--workers", type=int, default=4)
