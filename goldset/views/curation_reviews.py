@@ -100,6 +100,13 @@ def review(request, pk):
     return render(request, f"curation/review.html{partial}", context)
 
 
+def _as_on_its_page(request, assignment):
+    """The assignment as the review page reads it (its revision, pinned text and the block's
+    newest version), for cards that htmx brings without a page load: a claim's bare row has no
+    ``newest_version``, and the superseded badge would silently go missing."""
+    return selectors.get_assignment_for(user=request.user, pk=assignment.pk)
+
+
 def _next_review(request, *, done, own):
     """One motion per item: a submitted review answers with the next revision to review (its
     URL pushed), or with the recorded review when nothing else is waiting."""
@@ -110,9 +117,8 @@ def _next_review(request, *, done, own):
         return render(
             request, "curation/review.html#review-item", _review_context(request, done, own=own)
         )
-    response = render(
-        request, "curation/review.html#review-item", _review_context(request, following)
-    )
+    context = _review_context(request, _as_on_its_page(request, following))
+    response = render(request, "curation/review.html#review-item", context)
     return push_url(response, redirect("curation:review", pk=following.pk).url)
 
 
@@ -142,12 +148,8 @@ def skip(request, pk):
         return _queue_redirect(request)
     url = redirect("curation:review", pk=following.pk).url
     if request.htmx:
-        return push_url(
-            render(
-                request, "curation/review.html#review-item", _review_context(request, following)
-            ),
-            url,
-        )
+        context = _review_context(request, _as_on_its_page(request, following))
+        return push_url(render(request, "curation/review.html#review-item", context), url)
     return redirect(url)
 
 
@@ -163,7 +165,9 @@ def undo(request):
         messages.error(request, str(exc))
         return _queue_redirect(request)
     messages.info(request, "Your last review was withdrawn; change it and submit again.")
-    context = _review_context(request, assignment, form=ReviewForm(initial=assignment.withdrawn))
+    context = _review_context(
+        request, _as_on_its_page(request, assignment), form=ReviewForm(initial=assignment.withdrawn)
+    )
     if request.htmx:
         response = render(request, "curation/review.html#review-item", context)
         return push_url(response, redirect("curation:review", pk=assignment.pk).url)

@@ -227,3 +227,39 @@ def test_freeze_page_access(client, client_for, team):
     assert client_for(team["author"]).get(url).status_code == 403
     assert client_for(team["lead"]).get(url).status_code == 403
     assert client_for(team["admin"]).get(url).status_code == 200
+
+
+@pytest.mark.parametrize("motion", ["submit", "skip"])
+def test_the_next_review_that_htmx_brings_badges_its_superseded_text(client_for, team, motion):
+    """A submit or skip answers with the next revision's card: it reads the review page's own
+    selector, so a superseded pin is badged there as on a reload of the page."""
+    current = write_triple(team["author"])
+    write_triple(team["author"], version=_superseded(), superseded_reason=REASON)
+    first = claim_next_assignment(reviewer=team["r1"])
+    assert first.revision.triple_id == current.pk
+    url = reverse(f"curation:{'review' if motion == 'submit' else 'review_skip'}", args=[first.pk])
+    form = {"verdict": "confirm"} if motion == "submit" else {"reason": "Not my field."}
+    response = client_for(team["r1"]).post(
+        url, form, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="review-item"
+    )
+    assert response.status_code == 200 and "HX-Push-Url" in response
+    page = response.content.decode()
+    assert "superseded-badge" in page and REASON in page and "Version 2 is the block" in page
+
+
+def _superseded():
+    v1 = block_version()
+    BlockVersionFactory(block=v1.block, version=2, text="Newer wording of the clause.")
+    return v1
+
+
+def test_the_review_that_undo_brings_back_badges_its_superseded_text(client_for, team):
+    write_triple(team["author"], version=_superseded(), superseded_reason=REASON)
+    assignment = claim_next_assignment(reviewer=team["r1"])
+    c = client_for(team["r1"])
+    c.post(reverse("curation:review", args=[assignment.pk]), {"verdict": "confirm"})
+    response = c.post(
+        reverse("curation:review_undo"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="review-item"
+    )
+    assert response.status_code == 200 and "withdrawn" in response.content.decode()
+    assert "superseded-badge" in response.content.decode()
