@@ -336,7 +336,7 @@ def get_assignment_for(*, user, pk) -> ReviewAssignment:
     """The reviewer's own assignment with what the review page shows — the revision and its
     pinned block version, and ``newest_version`` (the block's current version number, so a
     superseded pin is badged). 404 for anyone else's assignment."""
-    return get_object_or_404(
+    assignment = get_object_or_404(
         ReviewAssignment.objects.select_related(
             "revision__triple__domain",
             "revision__expected_block_version__block__document__domain",
@@ -346,6 +346,8 @@ def get_assignment_for(*, user, pk) -> ReviewAssignment:
         pk=pk,
         reviewer=user,
     )
+    assignment.reviewer = user  # it is theirs: no second read of the user row
+    return assignment
 
 
 def get_own_review(*, assignment: ReviewAssignment) -> Review | None:

@@ -468,20 +468,18 @@ def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | No
     if record is None:
         return None
     slot = record.assigned_count + 1
-    try:
-        with transaction.atomic():
-            assignment = LabelAssignment.objects.create(
-                record=record,
-                annotator=annotator,
-                slot=slot,
-                is_calibration=False,
-                shuffle_seed=QUEUE_SHUFFLE_SEED,
-                shuffle_key=shuffle_key(
-                    seed=QUEUE_SHUFFLE_SEED, annotator_id=annotator.pk, public_id=record.public_id
-                ),
-            )
-    except IntegrityError:
-        return None
+    # A unique violation (the slot taken where rows are not locked: SQLite) propagates to
+    # _claim_or_release, whose savepoint rolls this attempt back.
+    assignment = LabelAssignment.objects.create(
+        record=record,
+        annotator=annotator,
+        slot=slot,
+        is_calibration=False,
+        shuffle_seed=QUEUE_SHUFFLE_SEED,
+        shuffle_key=shuffle_key(
+            seed=QUEUE_SHUFFLE_SEED, annotator_id=annotator.pk, public_id=record.public_id
+        ),
+    )
     AnswerRecord.objects.filter(pk=record.pk).update(assigned_count=slot)
     record.assigned_count = slot
     updated = AnnotatorDomainLoad.objects.filter(
@@ -509,7 +507,7 @@ def _claim_or_release(annotator, pk: int, *, skip_locked: bool) -> LabelAssignme
             if assignment is None:
                 raise _NotClaimed
             return assignment
-    except _NotClaimed:
+    except (_NotClaimed, IntegrityError):
         return None
 
 

@@ -148,9 +148,11 @@ def _next_item(request, message_if_none: str | None = None):
         messages.info(request, message_if_none or result.message)
         target = redirect("answers:queue")
         return HttpResponseClientRedirect(target.url) if request.htmx else target
-    assignment = result.assignment
-    url = redirect("answers:item", public_id=assignment.record.public_id).url
+    public_id = result.assignment.record.public_id
+    url = redirect("answers:item", public_id=public_id).url
     if request.htmx:
+        # As the item's page reads it (record, question and domain in one statement).
+        assignment = selectors.get_assignment_for(annotator=request.user, public_id=public_id)
         response = _render_item(request, assignment)
         return push_url(response, url)
     return redirect(url)

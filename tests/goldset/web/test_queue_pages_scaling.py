@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from goldset.models import AnswerRecord, TripleRevision
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
-from tests.goldset.answers_helpers import qualified_annotators
+from tests.goldset.answers_helpers import GOOD, qualified_annotators
 from tests.goldset.bulk_support import analyze, grow_answer_pool, grow_revision_pool
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
@@ -89,3 +89,46 @@ def test_adjudication_queue_pages_by_keyset_at_the_same_cost_at_two_sizes(
     assert len(small) == len(large) == len(deep)
     _assert_no_pool_scans(large + deep)
     assert client.get(url, {"after": "not-a-cursor"}).status_code == 404
+
+
+# One motion per item: the htmx submit stores the decision, claims the next item and renders it.
+# Its statement count is pinned so that a change adding statements to the hot path is noticed.
+LABEL_SUBMIT_STATEMENTS = 39
+REVIEW_SUBMIT_STATEMENTS = 34
+
+
+def _submit(client, url, data, target) -> tuple[str, list[str]]:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.post(url, data, HTTP_HX_REQUEST="true", HTTP_HX_TARGET=target)
+    assert response.status_code == 200 and "HX-Push-Url" in response
+    return response["HX-Push-Url"], [q["sql"] for q in ctx.captured_queries]
+
+
+def test_label_submit_with_the_next_item_costs_the_same_at_two_pool_sizes(client_for, postgres):
+    domain = DomainFactory(slug="supply_chain")
+    template = AnswerRecordFactory(question__domain=domain)
+    grow_answer_pool(template, 200, tag="small")
+    (annotator,) = qualified_annotators(domain, 1)
+    client = client_for(annotator)
+    label = {**GOOD, "severe_safety": "no", "secondary_failures": []}
+    url = client.post(reverse("answers:claim"))["Location"]
+    url, _ = _submit(client, url, label, "label-item")  # warms per-process caches
+    url, small = _submit(client, url, label, "label-item")
+    grow_answer_pool(template, 20_000, tag="large")
+    url, large = _submit(client, url, label, "label-item")
+    assert len(small) == len(large) <= LABEL_SUBMIT_STATEMENTS, (len(small), len(large))
+    _assert_no_pool_scans(large)
+
+
+def test_review_submit_with_the_next_item_costs_the_same_at_two_pool_sizes(client_for, postgres):
+    template = write_triple(UserFactory(role=Role.ANNOTATOR, username="author"))
+    grow_revision_pool(template, 200, tag="small")
+    client = client_for(UserFactory(role=Role.ANNOTATOR, username="rev1"))
+    verdict = {"verdict": "confirm"}
+    url = client.post(reverse("curation:next"))["Location"]
+    url, _ = _submit(client, url, verdict, "review-item")
+    url, small = _submit(client, url, verdict, "review-item")
+    grow_revision_pool(template, 20_000, tag="large")
+    url, large = _submit(client, url, verdict, "review-item")
+    assert len(small) == len(large) <= REVIEW_SUBMIT_STATEMENTS, (len(small), len(large))
+    _assert_no_pool_scans(large)
