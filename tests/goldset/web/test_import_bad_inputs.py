@@ -363,3 +363,42 @@ def test_a_command_given_a_directory_exits_2_without_a_traceback(command, tmp_pa
     with pytest.raises(CommandError) as refused:
         call_command(command, str(tmp_path))
     assert refused.value.returncode == 2 and "not a file" in str(refused.value)
+
+
+@pytest.fixture
+def frozen_and_judge(admin_user, corpus):
+    from goldset.services.evaluators import create_evaluator
+    from goldset.services.freeze import store_frozen_version
+    from tests.factories import gold_row_for
+
+    store_frozen_version(rows=[gold_row_for(corpus, triple_id="Q-0")], actor=admin_user)
+    return create_evaluator(name="judge", version="1", kind="llm_judge")
+
+
+def empty_upload_targets(judge):
+    run = {"version": 1, "name": "r", "k": 10}
+    return [
+        ("page", reverse("corpus:import"), {}),
+        ("page", reverse("curation:import"), {}),
+        ("page", reverse("answers:import"), {"kind": "questions"}),
+        ("page", reverse("exports:jobs"), run),
+        ("page", reverse("evaluators:detail", args=[judge.pk]), {}),
+        ("api", reverse("api:imports"), {"kind": "corpus"}),
+        ("api", reverse("api:triples_import"), {}),
+        ("api", reverse("api:jobs"), run),
+        ("api", reverse("api:evaluator_outputs_import", args=[judge.pk]), {}),
+    ]
+
+
+def test_an_empty_file_is_refused_with_422_by_every_upload_page_and_the_api(
+    client_for, admin_user, frozen_and_judge
+):
+    """A 0-byte file was a form error answered 200 (a script could not tell) while a file of
+    only a BOM got the upload service's 422; both are the service's now."""
+    client = client_for(admin_user)
+    for where, url, fields in empty_upload_targets(frozen_and_judge):
+        response = client.post(url, {**fields, "file": SimpleUploadedFile("e.jsonl", b"")})
+        assert response.status_code == 422, (url, response.status_code)
+        text = response.json()["detail"] if where == "api" else response.content.decode()
+        assert "e.jsonl is empty." in text, (url, text[:300])
+    assert not ImportJob.objects.exists()
