@@ -423,8 +423,10 @@ def generate_answer_log(mb: int, queries: list[str], n_blocks: int) -> Path:
     return path
 
 
-def run_formats(kinds: list[str], mb: int) -> None:
-    """``--run-formats``: the set-up above, then one upload per layout (see the docstring)."""
+def run_formats(kinds: list[str], mb: int, *, request_only: bool = False) -> None:
+    """``--run-formats``: the set-up above, then one upload per layout (see the docstring);
+    with ``--request-only`` only the upload requests are timed (no worker: the jobs stay
+    queued), as for the other kinds."""
     reset_database()
     started = time.monotonic()
     number, queries, n_blocks = prepare_formats_version()
@@ -434,7 +436,7 @@ def run_formats(kinds: list[str], mb: int) -> None:
     for kind in kinds:
         path = files[kind]
         PAGES[kind] = PAGES["run"]
-        result = run_kind(kind, path, {"version": str(number)})
+        result = run_kind(kind, path, {"version": str(number)}, request_only=request_only)
         result["longest_line_bytes"] = LONGEST.get(path.name)
         result["load_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
         print(json.dumps(result), flush=True)
@@ -755,7 +757,8 @@ def main():
         "--request-only",
         action="store_true",
         help="time the upload requests only: no worker, the jobs stay queued (use a scratch "
-        "database; the run kind is left out)",
+        "database; leave the run kind out of --kinds, it needs the triples imported; "
+        "with --run-formats each layout's request is timed)",
     )
     parser.add_argument(
         "--run-formats",
@@ -768,7 +771,7 @@ def main():
     print(json.dumps({"machine": machine(), "load": os.getloadavg()}), flush=True)
     if args.run_formats:
         WORK.mkdir(exist_ok=True)
-        run_formats(args.run_formats.split(","), args.mb)
+        run_formats(args.run_formats.split(","), args.mb, request_only=args.request_only)
         return
     kinds = args.kinds.split(",")
     # The evaluator kind's file needs none of the others (its answer records are set up in bulk).

@@ -84,6 +84,13 @@ TUNABLES: dict[str, Tunable] = {
             "Workers beat this often (unset: min(10, JOB_STALE_SECONDS / 4)).",
         ),
         Tunable("JOB_MAX_ATTEMPTS", 3, int, "Attempts before a job fails with a message."),
+        Tunable(
+            "JOB_TIME_LIMIT_SECONDS",
+            6 * 3600,
+            int,
+            "Celery soft time limit of import, scoring and calibration tasks (hard: a minute "
+            "later); their liveness is the heartbeat, not CELERY_TASK_SOFT_TIME_LIMIT.",
+        ),
         # Scoring spread over workers (goldset.services.scoring_chunks).
         Tunable(
             "SCORING_SPLIT_MIN_QUERIES",

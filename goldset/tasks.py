@@ -5,7 +5,12 @@ import logging
 from celery import shared_task
 from celery.signals import worker_ready
 
-from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND, NOTIFICATION_EMAIL_TASK, RECONCILE_TASK
+from goldset.rules.jobs import (
+    AGREEMENT_OUTBOX_KIND,
+    NOTIFICATION_EMAIL_TASK,
+    RECONCILE_TASK,
+    job_time_limits,
+)
 from goldset.rules.webhooks import DELIVER_TASK
 from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
 from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
@@ -39,6 +44,7 @@ def recompute_agreement_task(outbox_id: int | None = None) -> dict:
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
+    **job_time_limits(),
 )
 def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Score one job. A duplicate or re-delivered message is harmless: the job is claimed first
@@ -50,7 +56,7 @@ def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     return job.status
 
 
-@shared_task(name=SCORE_CHUNK_TASK, bind=True, ignore_result=True)
+@shared_task(name=SCORE_CHUNK_TASK, bind=True, ignore_result=True, **job_time_limits())
 def score_chunk_task(self, job_id: int, claim: str, kind: str, index: int) -> bool:
     """Do one piece of a split scoring job (offered as a group by the job's worker). A lost or
     duplicate message is harmless: the piece is claimed in the database first, and the job's
@@ -71,6 +77,7 @@ def score_chunk_task(self, job_id: int, claim: str, kind: str, index: int) -> bo
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
+    **job_time_limits(),
 )
 def run_pcs_calibration_task(self, calibration_id: int, outbox_id: int | None = None) -> str:
     """Run one PCS calibration grid; a re-delivered message finds it claimed and does nothing;
@@ -101,7 +108,9 @@ def reconcile_on_start(sender=None, **kwargs):
     logger.info("reconciler pass at worker start: %s", summary)
 
 
-@shared_task(name=RUN_IMPORT_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(
+    name=RUN_IMPORT_TASK, bind=True, acks_late=True, reject_on_worker_lost=True, **job_time_limits()
+)
 def run_import_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Run one import job. A duplicate or re-delivered message does nothing (the job is claimed
     first); a lost attempt is requeued by the reconciler from the job's heartbeat."""

@@ -84,7 +84,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
@@ -544,71 +545,180 @@ def _label_key(record: Mapping[str, Any]) -> tuple[str, str]:
     return str(record.get("question_id")), str(record.get("system_id", ""))
 
 
+class _Numbers:
+    """Numbers appended one at a time and given back as the same Python values in the same
+    order: 8 bytes and a type tag each (float, int or bool), instead of a Python object, so a
+    system's figures can be summed over hundreds of thousands of answers without keeping their
+    scores. ``sum()`` over them is ``sum()`` over the original values, to the bit (ints and
+    floats add differently in ``sum``; the tag keeps which was which)."""
+
+    __slots__ = ("_doubles", "_tags", "_objects")
+    _FLOAT, _INT, _BOOL = 0, 1, 2
+
+    def __init__(self) -> None:
+        self._doubles: array | None = array("d")
+        self._tags: bytearray | None = bytearray()
+        self._objects: list | None = None  # any other type: kept as given
+
+    def append(self, value: Any) -> None:
+        if self._objects is not None:
+            self._objects.append(value)
+            return
+        kind = type(value)
+        if kind is float:
+            tag = self._FLOAT
+        elif kind is bool:
+            tag = self._BOOL
+        elif kind is int and -(2**53) <= value <= 2**53:
+            tag = self._INT
+        else:
+            self._objects = [*self, value]
+            self._doubles = self._tags = None
+            return
+        self._doubles.append(value)
+        self._tags.append(tag)
+
+    def __len__(self) -> int:
+        return len(self._objects) if self._objects is not None else len(self._tags)
+
+    def __iter__(self):
+        if self._objects is not None:
+            yield from self._objects
+            return
+        for value, tag in zip(self._doubles, self._tags, strict=True):
+            yield value if tag == self._FLOAT else (int(value) if tag == self._INT else bool(value))
+
+
+class _SystemTally:
+    __slots__ = ("n", "pcs", "unsafe", "components", "cap_counts", "blocking", "passes", "capped")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.n = 0
+        self.pcs, self.unsafe, self.passes = _Numbers(), _Numbers(), _Numbers()
+        self.components = {name: _Numbers() for name in names}
+        self.cap_counts: dict[str, int] = {}
+        self.blocking = 0
+        self.capped: dict[str, list[int]] = {}  # task family -> [capped answers, answers]
+
+
+class Summariser:
+    """Per-system aggregates and release decision (A.6 plus the A.7 minimum gates), fed one
+    :class:`AnswerScore` at a time: :func:`summarise` is this over a list, so a caller that
+    streams answers gets the same figures to the bit while keeping, per answer, only the
+    numbers the figures are computed from (no components, families or caps dicts)."""
+
+    def __init__(self, config: ProbeConfig = DEFAULT_CONFIG) -> None:
+        self.config = config
+        self.systems: dict[str, _SystemTally] = {}
+
+    def add(self, s: AnswerScore) -> None:
+        tally = self.systems.get(s.system_id)
+        if tally is None:
+            # The first answer of a system names its components, as in a list of its answers.
+            tally = self.systems[s.system_id] = _SystemTally(s.components)
+        tally.n += 1
+        tally.pcs.append(s.final_pcs)
+        tally.unsafe.append(s.unsafe_probability)
+        for name, values in tally.components.items():
+            value = s.components[name]
+            if value is not None:
+                values.append(value)
+        for cap in s.caps:
+            tally.cap_counts[cap] = tally.cap_counts.get(cap, 0) + 1
+        tally.blocking += bool(s.blocking_failures)
+        tally.passes.append(s.passes_gate)
+        family = tally.capped.setdefault(s.task_family, [0, 0])
+        family[0] += bool(s.caps)
+        family[1] += 1
+
+    def final_pcs(self, system_id: str) -> list[float]:
+        """The system's final PCS values in answer order (for its bootstrap interval)."""
+        return list(self.systems[system_id].pcs)
+
+    def result(self) -> dict[str, SystemSummary]:
+        config = self.config
+        out = {}
+        for system_id, tally in self.systems.items():
+            n = tally.n
+            mean_pcs = sum(tally.pcs) / n
+            unsafe = sum(tally.unsafe) / n
+            means: dict[str, float | None] = {}
+            for name, vals in tally.components.items():
+                means[name] = sum(vals) / len(vals) if len(vals) else None
+            reasons = []
+            if mean_pcs < config.pcs_threshold:
+                reasons.append(f"mean PCS {mean_pcs:.1f} < {config.pcs_threshold:g}")
+            if unsafe > config.unsafe_threshold:
+                reasons.append(f"unsafe-answer rate {unsafe:.3f} > {config.unsafe_threshold:g}")
+            if tally.blocking:
+                reasons.append(f"{tally.blocking} answer(s) with a blocking failure")
+            gates = [
+                ("citation_precision", config.min_citation_precision, "citation precision"),
+                (
+                    "authority_weighted_recall_at_10",
+                    config.min_authority_recall,
+                    "authority-weighted recall@10",
+                ),
+                ("conflict_coverage_at_10", config.min_conflict_coverage, "conflict coverage@10"),
+            ]
+            for name, minimum, label in gates:
+                if means.get(name) is not None and means[name] < minimum:
+                    reasons.append(f"mean {label} {means[name]:.3f} < {minimum:g}")
+            by_family = dict(sorted(tally.capped.items()))
+            shares = {f: capped / total for f, (capped, total) in by_family.items()}
+            for fam, share in shares.items():
+                if share > config.unsafe_threshold:
+                    capped, total = by_family[fam]
+                    reasons.append(
+                        f"capped answers cluster in task family {fam!r}: {capped}/"
+                        f"{total} = {share:.3f} > {config.unsafe_threshold:g}"
+                    )
+            out[system_id] = SystemSummary(
+                system_id=system_id,
+                n_answers=n,
+                mean_pcs=mean_pcs,
+                unsafe_rate=unsafe,
+                component_means=means,
+                cap_counts=dict(tally.cap_counts),
+                gate_pass_rate=sum(tally.passes) / n,
+                release=not reasons,
+                reasons=reasons,
+                capped_share_by_task_family=shares,
+            )
+        return out
+
+
 def summarise(
     scores: Sequence[AnswerScore], config: ProbeConfig = DEFAULT_CONFIG
 ) -> dict[str, SystemSummary]:
     """Per-system aggregates and release decision (A.6 plus the A.7 minimum gates)."""
-    systems: dict[str, list[AnswerScore]] = {}
+    summariser = Summariser(config)
     for s in scores:
-        systems.setdefault(s.system_id, []).append(s)
-    out = {}
-    for system_id, items in systems.items():
-        n = len(items)
-        mean_pcs = sum(s.final_pcs for s in items) / n
-        unsafe = sum(s.unsafe_probability for s in items) / n
-        names = list(items[0].components)
-        means: dict[str, float | None] = {}
-        for name in names:
-            vals = [s.components[name] for s in items if s.components[name] is not None]
-            means[name] = sum(vals) / len(vals) if vals else None
-        cap_counts: dict[str, int] = {}
-        for s in items:
-            for cap in s.caps:
-                cap_counts[cap] = cap_counts.get(cap, 0) + 1
-        reasons = []
-        if mean_pcs < config.pcs_threshold:
-            reasons.append(f"mean PCS {mean_pcs:.1f} < {config.pcs_threshold:g}")
-        if unsafe > config.unsafe_threshold:
-            reasons.append(f"unsafe-answer rate {unsafe:.3f} > {config.unsafe_threshold:g}")
-        blocking = sum(bool(s.blocking_failures) for s in items)
-        if blocking:
-            reasons.append(f"{blocking} answer(s) with a blocking failure")
-        gates = [
-            ("citation_precision", config.min_citation_precision, "citation precision"),
-            (
-                "authority_weighted_recall_at_10",
-                config.min_authority_recall,
-                "authority-weighted recall@10",
-            ),
-            ("conflict_coverage_at_10", config.min_conflict_coverage, "conflict coverage@10"),
-        ]
-        for name, minimum, label in gates:
-            if means.get(name) is not None and means[name] < minimum:
-                reasons.append(f"mean {label} {means[name]:.3f} < {minimum:g}")
-        by_family: dict[str, list[bool]] = {}
-        for s in items:
-            by_family.setdefault(s.task_family, []).append(bool(s.caps))
-        shares = {f: sum(c) / len(c) for f, c in sorted(by_family.items())}
-        for fam, share in shares.items():
-            if share > config.unsafe_threshold:
-                capped = sum(by_family[fam])
-                reasons.append(
-                    f"capped answers cluster in task family {fam!r}: {capped}/"
-                    f"{len(by_family[fam])} = {share:.3f} > {config.unsafe_threshold:g}"
-                )
-        out[system_id] = SystemSummary(
-            system_id=system_id,
-            n_answers=n,
-            mean_pcs=mean_pcs,
-            unsafe_rate=unsafe,
-            component_means=means,
-            cap_counts=cap_counts,
-            gate_pass_rate=sum(s.passes_gate for s in items) / n,
-            release=not reasons,
-            reasons=reasons,
-            capped_share_by_task_family=shares,
-        )
-    return out
+        summariser.add(s)
+    return summariser.result()
+
+
+def iter_answer_scores(
+    questions: Sequence[Mapping[str, Any]],
+    answers: Iterable[Mapping[str, Any]],
+    *,
+    labels: Sequence[Mapping[str, Any]] | None = None,
+    config: ProbeConfig = DEFAULT_CONFIG,
+    answers_source: str = "<answers>",
+) -> Iterator[AnswerScore]:
+    """Each answer's score, in order, as :func:`score_answers` computes them (one answer in
+    memory at a time when ``answers`` is an iterator); feed them to a :class:`Summariser`
+    for the systems' figures. Raises ``InputError`` when an answer refers to an unknown
+    question."""
+    packets = {str(q["question_id"]): q for q in questions}
+    label_map = {_label_key(rec): rec for rec in labels or []}
+    for index, answer in enumerate(answers):
+        qid = str(answer.get("question_id"))
+        if qid not in packets:
+            raise InputError(
+                answers_source, index + 1, f"question_id {qid!r} is not in the questions file"
+            )
+        yield score_answer(packets[qid], answer, label_map.get(_label_key(answer)), config)
 
 
 def score_answers(
@@ -626,16 +736,11 @@ def score_answers(
 
     Raises ``InputError`` when an answer refers to an unknown question.
     """
-    packets = {str(q["question_id"]): q for q in questions}
-    label_map = {_label_key(rec): rec for rec in labels or []}
-    scores = []
-    for index, answer in enumerate(answers):
-        qid = str(answer.get("question_id"))
-        if qid not in packets:
-            raise InputError(
-                answers_source, index + 1, f"question_id {qid!r} is not in the questions file"
-            )
-        scores.append(score_answer(packets[qid], answer, label_map.get(_label_key(answer)), config))
+    scores = list(
+        iter_answer_scores(
+            questions, answers, labels=labels, config=config, answers_source=answers_source
+        )
+    )
     return ProbeReport(scores, summarise(scores, config))
 
 

@@ -76,4 +76,4 @@ class ReferenceLabelForm(forms.Form):
 
 
 class JsonlUploadForm(forms.Form):
-    file = forms.FileField()
+    file = forms.FileField(allow_empty_file=True)  # refused by the upload service: 422

@@ -4,7 +4,10 @@ from goldset.models import Domain
 
 
 class CorpusImportForm(forms.Form):
-    file = forms.FileField(help_text="A JSONL document manifest or an Unrag dataset JSON v1 file.")
+    file = forms.FileField(
+        help_text="A JSONL document manifest or an Unrag dataset JSON v1 file.",
+        allow_empty_file=True,  # refused by the upload service: 422 with the file's name
+    )
     domain = forms.ModelChoiceField(
         queryset=Domain.objects.order_by("slug"),
         to_field_name="slug",

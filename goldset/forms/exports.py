@@ -62,7 +62,8 @@ class RunUploadForm(forms.Form):
     name = forms.CharField(max_length=120, help_text="A name for this run, e.g. bm25-baseline.")
     file = forms.FileField(
         help_text="TREC run, JSONL run {query_id, results: [{doc_id, score}]}, "
-        "or a RAG answer log (JSONL answer records)."
+        "or a RAG answer log (JSONL answer records).",
+        allow_empty_file=True,  # refused by the upload service: 422 with the file's name
     )
     k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Cut-off k")
     calibration = forms.ModelChoiceField(

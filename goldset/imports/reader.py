@@ -12,8 +12,10 @@ validated in one streaming pass and written in a second without ever being held 
 
 Treated the same everywhere: a UTF-8 byte order mark is accepted and stripped; bytes that are not
 UTF-8 are rejected with their line; NUL characters (raw or ``\\u0000``) are rejected with the
-field that holds them; ``NaN``/``Infinity`` are rejected with their field; nesting deeper than
-:data:`MAX_DEPTH` is rejected before the parser could recurse that deep.
+field that holds them, as are unpaired surrogate escapes (``"\\ud800"``, not UTF-8 text);
+``NaN``/``Infinity``, and numbers too large to be finite (``1e400``), are rejected with their
+field; nesting deeper than :data:`MAX_DEPTH` is rejected before the parser could recurse that
+deep.
 """
 
 import hashlib
@@ -140,6 +142,20 @@ def nesting_depth(line: str) -> int:
     return deepest
 
 
+def _encodable(text: str) -> bool:
+    """False for a string holding a lone surrogate (JSON's ``"\\ud800"``): not text in UTF-8,
+    and PostgreSQL would refuse it when the rows are written."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _may_hold_surrogate(line: str) -> bool:
+    return "\\ud" in line or "\\uD" in line
+
+
 def find_bad_values(value, path: str = "") -> Iterator[tuple[str, str]]:
     """(field path, message) for every NUL character and NaN/Infinity inside ``value``
     (iteratively: the depth is bounded before this runs, but a stack costs nothing)."""
@@ -151,15 +167,35 @@ def find_bad_values(value, path: str = "") -> Iterator[tuple[str, str]]:
                 child_path = f"{where}.{key}" if where else str(key)
                 if "\x00" in key:
                     yield where or "(object key)", "a key contains a NUL character"
+                elif not _encodable(key):
+                    yield where or "(object key)", "a key contains an unpaired surrogate escape"
                 stack.append((child_path, child))
         elif isinstance(item, list):
             stack.extend((f"{where}[{i}]", child) for i, child in enumerate(item))
         elif isinstance(item, str) and "\x00" in item:
             yield where, "contains a NUL character"
+        elif isinstance(item, str) and not _encodable(item):
+            yield where, "contains an unpaired surrogate escape (\\ud800–\\udfff), not text"
         elif isinstance(item, NonFinite) or (
             isinstance(item, float) and (item != item or item in (float("inf"), float("-inf")))
         ):
             yield where, f"{item!r} is not allowed (expected a finite number)"
+
+
+_INFINITE = (float("inf"), float("-inf"))
+_MAX_INT_DIGITS = 4000
+
+
+def _number_token(token: str) -> str:
+    """A number as a problem names it (a literal of thousands of digits by its length)."""
+    return token if len(token) <= 40 else f"a number of {len(token)} characters"
+
+
+def _int_or_flagged(flag):
+    def parse(token: str):
+        return flag(_number_token(token)) if len(token) > _MAX_INT_DIGITS else int(token)
+
+    return parse
 
 
 def parse_json_line(line: str, lineno: int, problems: Problems):
@@ -176,15 +212,29 @@ def parse_json_line(line: str, lineno: int, problems: Problems):
         flagged.append(token)
         return NonFinite(token)
 
+    def number(token):
+        # A finite literal such as 1e400 parses to inf without a NaN/Infinity token: it is
+        # flagged here, or it would reach a JSON column (PostgreSQL refuses Infinity) or a score.
+        value = float(token)
+        if value in _INFINITE:
+            return constant(_number_token(token))
+        return value
+
     try:
-        value = json.loads(line, parse_constant=constant)
+        value = json.loads(line, parse_constant=constant, parse_float=number)
     except json.JSONDecodeError as exc:
         problems.add(lineno, "", f"not valid JSON ({exc.msg} at column {exc.colno})")
         return None
     except RecursionError:
         problems.add(lineno, "", f"nested deeper than {MAX_DEPTH} levels")
         return None
-    if flagged or "\\u0000" in line:
+    except ValueError:
+        # An integer longer than Python converts (sys.int_info.default_max_str_digits): parsed
+        # again with such integers flagged, so the field holding one is named.
+        value = json.loads(
+            line, parse_constant=constant, parse_float=number, parse_int=_int_or_flagged(constant)
+        )
+    if flagged or "\\u0000" in line or _may_hold_surrogate(line):
         bad = list(find_bad_values(value))
         for field, message in bad:
             problems.add(lineno, field, message)
@@ -262,6 +312,7 @@ def iter_json_array_items(
     with source.open() as raw:
         stream = open_text_stream(raw)
         index, depth, builder = -1, 0, None
+        prefix, event, value = "", "", None
         try:
             for prefix, event, value in ijson.parse(stream, use_float=True):
                 if event in ("start_map", "start_array"):
@@ -289,11 +340,24 @@ def iter_json_array_items(
                 elif depth == 1 and "." not in prefix and prefix and event not in ("map_key",):
                     header[prefix] = value
         except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:
-            where = f"{array}[{index}]" if index >= 0 else ""
+            # NaN, 1e400 or a too long integer stop the parser at a value: the member whose key
+            # was read last is the field, as a JSONL importer would name it.
+            where = _position(array, index, prefix, event, value) if index >= 0 else ""
             problems.add(None, where, f"not valid JSON ({_short(exc)})")
             return
         if progress is not None:
             progress(raw.tell() if hasattr(raw, "tell") else 0)
+
+
+def _position(array: str, index: int, prefix: str, event: str, value) -> str:
+    """``documents[3].metadata.authority`` from ijson's last event (prefix and map key) inside
+    item ``index``; items of inner arrays have no index in ijson's prefix (``[]``)."""
+    path = f"{prefix}.{value}" if event == "map_key" else prefix
+    head = f"{array}.item"
+    if not (path == head or path.startswith(head + ".")):
+        return f"{array}[{index}]"
+    parts = path[len(head) :].split(".")[1:]
+    return f"{array}[{index}]" + "".join("[]" if part == "item" else f".{part}" for part in parts)
 
 
 def _checked(value, where: str, problems: Problems):
@@ -319,7 +383,7 @@ def sniff_single_document(source: ByteSource, *, key: str, unless: str) -> bool:
         return False
     try:
         value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not JSON, or an integer too long to convert
         return text == "{" or f'"{key}"' in text and f'"{unless}"' not in text
     return isinstance(value, dict) and key in value and unless not in value
 

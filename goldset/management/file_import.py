@@ -22,6 +22,8 @@ class FileImportCommand(BaseCommand):
             source = PathSource(file)
         except OSError as exc:
             raise CommandError(f"{file}: cannot read ({exc})", returncode=EXIT_REJECTED) from exc
+        if not file.is_file():
+            raise CommandError(f"{file}: not a file", returncode=EXIT_REJECTED)
         try:
             summary = service(source=source, source_name=file.name, **kwargs)
         except ImportRejected as exc:

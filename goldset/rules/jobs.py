@@ -1,6 +1,8 @@
 """Names shared by the services that queue background work, the reconciler, the tasks and the
 pages that read it: outbox message kinds and the tasks they publish."""
 
+from goldset.conf import tunable
+
 # Outbox message kinds (goldset.services.outbox); each kind registers how it is published.
 SCORING_OUTBOX_KIND = "scoring.run"
 AGREEMENT_OUTBOX_KIND = "agreement.recompute"
@@ -29,3 +31,14 @@ def calibration_dedupe_key(calibration_id: int) -> str:
 # Notification e-mails (goldset.services.notifications): one message per batch of notifications.
 NOTIFICATION_EMAIL_OUTBOX_KIND = "notifications.email"
 NOTIFICATION_EMAIL_TASK = "goldset.send_notification_emails"
+
+
+def job_time_limits() -> dict[str, int]:
+    """Celery time limits of the tasks that run heartbeat-watched jobs (imports, scoring and its
+    pieces, PCS calibrations). A lost worker is found by the heartbeat; Celery's generic limit
+    (``CELERY_TASK_SOFT_TIME_LIMIT``, 10 minutes) would fail every such job that legitimately
+    runs longer (a 200 MB questions import took 26 minutes in BENCHMARKS.md). Their own limit,
+    ``JOB_TIME_LIMIT_SECONDS``, only ends a job whose worker is alive but stuck; the hard
+    limit follows a minute later. The limits travel in each message, set by the publisher."""
+    soft = tunable("JOB_TIME_LIMIT_SECONDS")
+    return {"soft_time_limit": soft, "time_limit": soft + 60}

@@ -9,6 +9,8 @@ the ``labels`` argument for the label-derived axes, and stored in the reproducib
 
 import json
 import math
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,7 +35,13 @@ from goldset.services.scoring_runs import (
     known_block_ids,
     stored_run_file,
 )
-from scoring.probe import check_ranks, score_answers
+from scoring.probe import (
+    AnswerScore,
+    ProbeReport,
+    Summariser,
+    check_ranks,
+    iter_answer_scores,
+)
 from scoring.stats import bootstrap_ci
 
 MAX_ERRORS = 50
@@ -173,8 +181,11 @@ def _answers(path: Path) -> Iterator[dict]:
 
 def score_answer_log(*, job: ScoringJob, progress):
     """Score the job's stored answer log with PROBE. The log is read from a temporary copy,
-    once per label provider and once to score it, one record at a time: what is kept is each
-    answer's score, never the records (their answer text and passages)."""
+    once per label provider and once to score it, one record at a time. Per answer the job
+    keeps only the numbers the system figures and intervals are computed from
+    (``scoring.probe.Summariser``: PCS, unsafe probability, components, 8 bytes each, and the
+    bootstrap stratum); each answer's result row goes to a temporary file and is read back
+    when the results are stored. The figures are ``score_answers``' to the bit."""
     progress.enter("load answer log", 5)
     with stored_run_file(job) as path:
         progress.enter("load gold version", 15)
@@ -186,16 +197,37 @@ def score_answer_log(*, job: ScoringJob, progress):
         ]
         progress.enter("PROBE scoring", 30)
         config = probe_config_for(job.calibration)
-        report = score_answers(packets, _answers(path), labels=labels or None, config=config)
+        strata = dict(job.version.rows.values_list("triple_id", "task_type"))
+        summariser = Summariser(config)
+        boot_strata: dict[str, list[str]] = {}
+        spool = tempfile.TemporaryFile("w+", encoding="utf-8")  # closed by _spooled_rows
+        try:
+            n_answers = 0
+            for answer in iter_answer_scores(
+                packets, _answers(path), labels=labels or None, config=config
+            ):
+                summariser.add(answer)
+                # Seed 004 §5.1/A.1: resample within domain x task family (a few distinct
+                # strings, shared by every answer of a stratum).
+                boot_strata.setdefault(answer.system_id, []).append(
+                    sys.intern(f"{answer.domain or ''}|{answer.task_family}")
+                )
+                spool.write(json.dumps(_answer_row(answer, strata)) + "\n")
+                n_answers += 1
+            del packets
+        except BaseException:
+            spool.close()
+            raise
     progress.enter("bootstrap", 60)
-    strata = dict(job.version.rows.values_list("triple_id", "task_type"))
+    systems = summariser.result()
     aggregates = []
-    for system_id, summary in report.systems.items():
-        mine = [a for a in report.answers if a.system_id == system_id]
-        pcs = [a.final_pcs for a in mine]
-        # Seed 004 §5.1/A.1: resample within domain x task family.
-        boot_strata = [f"{a.domain or ''}|{a.task_family}" for a in mine]
-        ci = bootstrap_ci(pcs, n=job.resamples, seed=job.seed, strata=boot_strata)
+    for system_id, summary in systems.items():
+        ci = bootstrap_ci(
+            summariser.final_pcs(system_id),
+            n=job.resamples,
+            seed=job.seed,
+            strata=boot_strata[system_id],
+        )
         stratum = f"system:{system_id}"
         aggregates.append(
             ScoreAggregate(
@@ -218,14 +250,13 @@ def score_answer_log(*, job: ScoringJob, progress):
                     job=job, stratum=stratum, metric=metric, value=value, n=summary.n_answers
                 )
             )
-    summary = report.systems_dict()
     return Outcome(
-        # Built while they are stored, one at a time: the scores are all the job keeps.
-        per_query=_answer_rows(report, strata),
+        # Read back from the temporary file while they are stored, one at a time.
+        per_query=_spooled_rows(spool),
         aggregates=aggregates,
         summary={
-            "systems": summary,
-            "n_answers": len(report.answers),
+            "systems": ProbeReport([], systems).systems_dict(),
+            "n_answers": n_answers,
             "ci_strata": {"by": ["domain", "task_family"]},
             "labels": len(labels),
             "label_records": labels,
@@ -234,23 +265,39 @@ def score_answer_log(*, job: ScoringJob, progress):
     )
 
 
-def _answer_rows(report, strata: dict[str, str]) -> Iterator[QueryRow]:
-    """One result row per answer, in the report's order."""
-    for answer in report.answers:
-        yield QueryRow(
-            query_id=f"{answer.system_id}/{answer.question_id}",
-            domain=answer.domain or "",
-            task_type=strata.get(answer.question_id, ""),
-            metrics={"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
-            retrieved=[],
-            detail={
-                "question_id": answer.question_id,
-                "system_id": answer.system_id,
-                "caps": answer.caps,
-                "families": answer.families,
-                "blocking_failures": answer.blocking_failures,
-                "passes_gate": answer.passes_gate,
-                "unsafe_probability": answer.unsafe_probability,
-            },
-            primary=answer.final_pcs,
-        )
+def _answer_row(answer: AnswerScore, strata: dict[str, str]) -> list:
+    """One answer's result row as JSON-ready values (floats round-trip JSON exactly)."""
+    return [
+        f"{answer.system_id}/{answer.question_id}",
+        answer.domain or "",
+        strata.get(answer.question_id, ""),
+        {"final_pcs": answer.final_pcs, "raw_pcs": answer.raw_pcs},
+        {
+            "question_id": answer.question_id,
+            "system_id": answer.system_id,
+            "caps": answer.caps,
+            "families": answer.families,
+            "blocking_failures": answer.blocking_failures,
+            "passes_gate": answer.passes_gate,
+            "unsafe_probability": answer.unsafe_probability,
+        },
+        answer.final_pcs,
+    ]
+
+
+def _spooled_rows(spool) -> Iterator[QueryRow]:
+    """The answers' result rows in the report's order, from the temporary file (closed, and
+    so deleted, when the rows are read or the generator is dropped)."""
+    with spool:
+        spool.seek(0)
+        for line in spool:
+            query_id, domain, task_type, metrics, detail, primary = json.loads(line)
+            yield QueryRow(
+                query_id=query_id,
+                domain=domain,
+                task_type=task_type,
+                metrics=metrics,
+                retrieved=[],
+                detail=detail,
+                primary=primary,
+            )

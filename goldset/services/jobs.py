@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db.models import Min
+from django.db.models import Min, Q
 from django.utils import timezone
 
 from goldset.conf import tunable
@@ -112,23 +112,32 @@ def last_reconciler_run(*, trigger: str = "beat") -> ReconcilerRun | None:
 
 
 def count_stale_jobs(*, now: dt.datetime | None = None) -> dict:
-    """Scoring jobs, import jobs and PCS calibrations running without a heartbeat for longer than the staleness window, and
-    queued jobs nobody picked up within the redispatch window (for /health/)."""
+    """Scoring jobs, import jobs and PCS calibrations running without a heartbeat for longer
+    than the staleness window (or with none at all, as the reconcilers count them), and queued
+    ones nobody picked up within the redispatch window (for /health/). An import or a
+    calibration has no queueing time: it counts as waiting once it was created and last beat
+    (a requeued one) more than the window ago."""
     now = now or timezone.now()
     stale_before = now - dt.timedelta(seconds=stale_seconds())
     waiting_before = now - dt.timedelta(seconds=outbox.redispatch_seconds())
+    silent = Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True)
     running = (
-        ScoringJob.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=stale_before).count()
-        + ImportJob.objects.filter(
-            status=ImportStatus.RUNNING, heartbeat_at__lt=stale_before
-        ).count()
-        + PcsCalibration.objects.filter(
-            status=CalibrationStatus.RUNNING, heartbeat_at__lt=stale_before
-        ).count()
+        ScoringJob.objects.filter(silent, status=JobStatus.RUNNING).count()
+        + ImportJob.objects.filter(silent, status=ImportStatus.RUNNING).count()
+        + PcsCalibration.objects.filter(silent, status=CalibrationStatus.RUNNING).count()
     )
-    queued = ScoringJob.objects.filter(
-        status=JobStatus.QUEUED, queued_at__lt=waiting_before
-    ).count()
+    untouched = Q(created_at__lt=waiting_before) & (
+        Q(heartbeat_at__lt=waiting_before) | Q(heartbeat_at__isnull=True)
+    )
+    queued = (
+        ScoringJob.objects.filter(
+            Q(queued_at__lt=waiting_before)
+            | Q(queued_at__isnull=True, created_at__lt=waiting_before),  # as is_stuck reads it
+            status=JobStatus.QUEUED,
+        ).count()
+        + ImportJob.objects.filter(untouched, status=ImportStatus.QUEUED).count()
+        + PcsCalibration.objects.filter(untouched, status=CalibrationStatus.QUEUED).count()
+    )
     oldest = OutboxMessage.objects.filter(
         done_at__isnull=True, dispatched_at__isnull=True, created_at__lt=waiting_before
     ).aggregate(oldest=Min("created_at"))["oldest"]

@@ -90,7 +90,8 @@ class ImportRequestSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
         choices=[c for c in ImportKind.choices if c[0] != ImportKind.EVALUATOR]
     )
-    file = serializers.FileField()
+    # An empty file is refused by the upload service (422 with its name), as on the pages.
+    file = serializers.FileField(allow_empty_file=True)
     domain = serializers.CharField(required=False, allow_blank=True)
     on_behalf = serializers.BooleanField(required=False, default=False)
     version = serializers.IntegerField(required=False, min_value=1)
@@ -304,7 +305,8 @@ class TripleSerializer(serializers.ModelSerializer):
 
 
 class FileUploadSerializer(serializers.Serializer):
-    file = serializers.FileField()
+    # An empty file is refused by the upload service (422 with its name), as on the pages.
+    file = serializers.FileField(allow_empty_file=True)
 
 
 class TripleImportRequestSerializer(FileUploadSerializer):
@@ -364,7 +366,8 @@ class RunUploadRequestSerializer(serializers.Serializer):
     """A run file (JSONL, TREC or an answer log) uploaded as multipart/form-data."""
 
     version = serializers.IntegerField(min_value=1)
-    file = serializers.FileField()
+    # An empty file is refused by the upload service (422 with its name), as on the pages.
+    file = serializers.FileField(allow_empty_file=True)
     name = serializers.CharField(required=False, allow_blank=True, max_length=120)
     k = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=10)
 

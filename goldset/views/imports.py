@@ -9,6 +9,7 @@ from goldset.exceptions import GoldsetError
 from goldset.models import ImportStatus
 from goldset.selectors.imports import get_import_job_for, get_run_calibration
 from goldset.services.import_jobs import UploadRejected, submit_import
+from goldset.services.scoring_jobs import heartbeat_age, stale_seconds
 from workbench.roles import ALL_ROLES, role_required
 from workbench.services.audit import record_event
 
@@ -45,7 +46,14 @@ def _problem_text(problem: dict) -> str:
 @vary_on_headers("HX-Request")
 def import_job(request, pk):
     job = get_import_job_for(user=request.user, pk=pk)
-    context = {"job": job, "problems": [_problem_text(p) for p in job.errors]}
+    age = heartbeat_age(job)
+    context = {
+        "job": job,
+        "problems": [_problem_text(p) for p in job.errors],
+        "heartbeat_age": age,
+        "stale_seconds": stale_seconds(),
+        "stuck": job.status == ImportStatus.RUNNING and (age is None or age > stale_seconds()),
+    }
     if request.htmx and request.htmx.target == "import-progress":
         return render(request, "imports/job.html#import-progress", context)
     context["calibration"] = get_run_calibration(job=job)

@@ -161,3 +161,51 @@ def test_a_double_clicked_freeze_page_makes_one_version_and_says_so(team, corpus
     assert second.status_code == 200
     assert "nothing to freeze: the selection is identical to v1" in second.content.decode()
     assert list(GoldVersion.objects.values_list("number", flat=True)) == [1]
+
+
+def test_a_freeze_commits_with_the_broker_and_the_cache_down_and_its_webhook_waits(
+    team, corpus, client_for, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Issue 10: a freeze is one of the actions that must commit when Redis is down; the work
+    it triggers (the version.frozen webhook) waits in the outbox for the broker."""
+    from celery.app.task import Task
+    from django.urls import reverse
+    from kombu.exceptions import OperationalError
+
+    from goldset.models import GoldVersion, OutboxMessage, WebhookEvent
+    from goldset.services import webhooks
+    from workbench.celery import app
+
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
+    webhooks.create_webhook_endpoint(
+        actor=team["admin"],
+        url="http://127.0.0.1:9/hook",
+        events=[WebhookEvent.GOLD_VERSION_FROZEN],
+    )
+    for bv in corpus[:2]:
+        gold(team, version=bv)
+    admin = client_for(team["admin"])
+    settings.CACHES = {  # a Redis cache nobody answers
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+
+    def broker_down(*args, **kwargs):  # the boundary: Redis refusing connections
+        raise OperationalError("Error 111 connecting to redis:6379. Connection refused.")
+
+    monkeypatch.setattr(Task, "apply_async", broker_down)
+    eager, app.conf.task_always_eager = app.conf.task_always_eager, False
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin.post(reverse("exports:freeze"), {"action": "freeze"})
+    finally:
+        app.conf.task_always_eager = eager
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "exports:version", args=[1]
+    )
+    assert GoldVersion.objects.get().sealed
+    waiting = OutboxMessage.objects.get(done_at__isnull=True, kind="webhooks.deliver")
+    assert waiting.dispatched_at is None and "Connection refused" in waiting.last_error

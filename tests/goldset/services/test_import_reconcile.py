@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
 from django.utils import timezone
 
 from goldset.models import Document, ImportJob, ImportStatus, OutboxMessage
@@ -109,3 +110,26 @@ def test_an_attempt_that_was_taken_over_stores_nothing(queued, monkeypatch):
     queued.refresh_from_db()
     assert queued.status == ImportStatus.RUNNING  # left to the attempt that holds it
     assert Document.objects.count() == 0
+
+
+def test_the_job_page_shows_the_heartbeat_and_says_when_a_worker_was_lost(
+    queued, settings, client_for, admin_user
+):
+    settings.JOB_STALE_SECONDS = 60
+    client = client_for(admin_user)
+    url = reverse("imports:job", args=[queued.pk])
+    lose_worker(queued, attempts=1, heartbeat_age=12)
+    page = client.get(url).content.decode()
+    assert "Last heartbeat 12 s ago from w1@host" in page and "presumed lost" not in page
+    lose_worker(queued, attempts=1, heartbeat_age=300)
+    assert "presumed lost" in client.get(url, headers={"HX-Request": "true"}).content.decode()
+    reconcile_imports()
+    # Requeued, then claimed by another worker: the page still says what happened.
+    ImportJob.objects.filter(pk=queued.pk).update(
+        status=ImportStatus.RUNNING, worker="w2@host", attempts=2, heartbeat_at=ago(1)
+    )
+    fragment = client.get(
+        url, headers={"HX-Request": "true", "HX-Target": "import-progress"}
+    ).content.decode()
+    assert "Attempt 1 on worker w1@host was lost" in fragment
+    assert "Requeued by the reconciler" in fragment and "from w2@host" in fragment

@@ -19,7 +19,14 @@ import tracemalloc
 import pytest
 from django.core.files import File
 
-from goldset.models import Block, ImportStatus, JobStatus, ScoreAggregate, ScoreQueryResult
+from goldset.models import (
+    Block,
+    ImportStatus,
+    JobStatus,
+    ScoreAggregate,
+    ScoreQueryResult,
+    ScoringJob,
+)
 from goldset.services.answer_scoring import version_packets
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job, submit_import
@@ -177,9 +184,10 @@ def test_an_unknown_block_deep_in_a_large_run_is_named_without_reading_it_whole(
     assert peak < run_file.stat().st_size
 
 
-def import_and_score(path, version, actor, capture):
-    """Upload ``path`` as a run to score, run the import job, then the scoring job; returns
-    (scoring job, import peak, scoring peak)."""
+def import_and_score(path, version, actor, capture, *, resamples=None):
+    """Upload ``path`` as a run to score, run the import job, then the scoring job (with
+    ``resamples`` bootstrap resamples instead of the job's default); returns (scoring job,
+    import peak, scoring peak)."""
     with path.open("rb") as handle, capture(execute=False):
         queued = submit_import(
             kind="run",
@@ -190,6 +198,8 @@ def import_and_score(path, version, actor, capture):
     with capture(execute=False):
         imported, import_peak = traced_peak(lambda: run_import_job(job_id=queued.pk))
     assert imported.status == ImportStatus.SUCCEEDED, (imported.message, imported.errors)
+    if resamples is not None:
+        ScoringJob.objects.filter(pk=imported.summary["scoring_job"]).update(resamples=resamples)
     scored, scoring_peak = traced_peak(
         lambda: run_scoring_job(job_id=imported.summary["scoring_job"])
     )
@@ -300,3 +310,88 @@ def test_an_answer_log_is_imported_and_scored_in_memory_well_under_its_size(
     }
     assert means == {f"system:{k}": v.mean_pcs for k, v in report.systems.items()}
     assert len(set(means.values())) > 1
+
+
+WIDE_QUESTIONS, WIDE_SYSTEMS = 400, 30
+
+
+@pytest.fixture
+def wide_version(admin_user):
+    """A gold version of WIDE_QUESTIONS questions (an answer log's usual shape: a few systems,
+    many questions)."""
+    versions = make_gold_corpus(WIDE_QUESTIONS)
+    rows = [gold_row_for(bv, triple_id=f"W-{i:04d}") for i, bv in enumerate(versions)]
+    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen.blocks = [bv.block.block_id for bv in versions]
+    return frozen
+
+
+def write_many_answers(version, path):
+    """~10 MB of short answer records, 12,000 answers: a score per answer (components,
+    families, caps: about 2.5 KB as Python objects) held until the end would outweigh the
+    file."""
+    blocks = version.blocks
+    with path.open("w", encoding="utf-8") as out:
+        for s in range(WIDE_SYSTEMS):
+            for q, expected in enumerate(blocks):
+                other = blocks[(q + s + 1) % len(blocks)]
+                retrieved = [expected, other] if (q + s) % 3 else [other, expected]
+                record = {
+                    "question_id": f"W-{q:04d}",
+                    "system_id": f"sys-{s:02d}",
+                    "answer": f"Answer {q}/{s}: " + "approval is needed. " * 30,
+                    "citations": [retrieved[0]],
+                    "retrieved_passages": [
+                        {"passage_id": p, "rank": r} for r, p in enumerate(retrieved, start=1)
+                    ],
+                    "latency_ms": 800 + 37 * s + q,
+                    "cost_usd": 0.002,
+                }
+                out.write(json.dumps(record) + "\n")
+    assert path.stat().st_size > 8_000_000
+    return path
+
+
+def test_an_answer_log_of_many_answers_is_scored_without_keeping_each_answers_score(
+    wide_version, admin_user, tmp_path, django_capture_on_commit_callbacks
+):
+    """Per answer the job keeps only the numbers the system figures are computed from (PCS,
+    unsafe probability, components: 8 bytes each) and writes each answer's result row to a
+    temporary file until it is stored; the figures equal the library's to the bit."""
+    version = wide_version
+    path = write_many_answers(version, tmp_path / "many.jsonl")
+    size = path.stat().st_size
+    # Few resamples: the bootstrap's own working set is bounded by its chunk (scoring.stats),
+    # not by the log, and at 10,000 resamples of 400 answers it would hide what is kept.
+    scored, import_peak, scoring_peak = import_and_score(
+        path, version, admin_user, django_capture_on_commit_callbacks, resamples=200
+    )
+    assert scored.kind == "answers"
+    # Kept per answer: about 200 bytes (before: the whole score, about 1.5 KB, 60 MB here).
+    assert scoring_peak < size / 2, (scoring_peak, size)
+
+    packets = version_packets(version)
+    with path.open(encoding="utf-8") as lines:
+        report = score_answers(packets, [json.loads(line) for line in lines])
+    stored = {r.query_id: r for r in ScoreQueryResult.objects.filter(job=scored)}
+    assert len(stored) == WIDE_QUESTIONS * WIDE_SYSTEMS
+    assert {k: r.metrics for k, r in stored.items()} == {
+        f"{a.system_id}/{a.question_id}": {"final_pcs": a.final_pcs, "raw_pcs": a.raw_pcs}
+        for a in report.answers
+    }
+    first = report.answers[0]
+    assert stored[f"{first.system_id}/{first.question_id}"].detail["caps"] == first.caps
+    aggregates = {
+        (a.stratum, a.metric): a.value
+        for a in ScoreAggregate.objects.filter(job=scored).exclude(metric="mean_pcs")
+    }
+    expected = {}
+    for system_id, summary in report.systems.items():
+        stratum = f"system:{system_id}"
+        expected[(stratum, "unsafe_rate")] = summary.unsafe_rate
+        expected[(stratum, "gate_pass_rate")] = summary.gate_pass_rate
+        for name, value in summary.component_means.items():
+            expected[(stratum, f"mean {name}")] = value
+    assert aggregates == expected
+    assert scored.summary["systems"] == report.systems_dict()
+    assert scored.summary["n_answers"] == len(report.answers)

@@ -102,6 +102,7 @@ KINDS = {
         text="title",
         id="document_id",
         long=("title", 501, "500"),
+        free="metadata",
     ),
     "triples": dict(
         row=triple_row,
@@ -114,6 +115,7 @@ KINDS = {
         text="question",
         id="id",
         long=("id", 101, "100"),
+        free="metadata.note",
     ),
     "questions": dict(
         row=question_row,
@@ -126,6 +128,7 @@ KINDS = {
         text="question",
         id="question_id",
         long=("question_id", 201, "200"),
+        free="metadata",
     ),
     "answers": dict(
         row=answer_row,
@@ -138,6 +141,7 @@ KINDS = {
         text="answer",
         id="run_id",
         long=("run_id", 201, "200"),
+        free="metadata",
     ),
 }
 
@@ -185,6 +189,29 @@ def cases(kind: str):
             f"line 2: {spec['id']}: ",
         ),
         ("id-tab", line_with(kind, spec["id"], '"a\\tb"'), f"line 2: {spec['id']}: "),
+        # Finite literals too large for a float parse to inf without a NaN/Infinity token; in
+        # free-form metadata PostgreSQL refused the row (a failed job, not a rejected file).
+        (
+            "overflow",
+            line_with(kind, spec["number"], "1e400"),
+            f"line 2: {spec['number']}: 1e400 is not allowed",
+        ),
+        (
+            "overflow-in-metadata",
+            line_with(kind, spec["free"], '{"x": -1e999}'),
+            f"line 2: {spec['free']}.x: -1e999 is not allowed",
+        ),
+        (
+            "long-integer",
+            line_with(kind, spec["number"], "1" + "0" * 5000),
+            f"line 2: {spec['number']}: a number of 5001 characters is not allowed",
+        ),
+        # A lone surrogate escape is not UTF-8 text: the database refused it when writing.
+        (
+            "surrogate",
+            line_with(kind, spec["text"], '"a\\ud800b"'),
+            f"line 2: {spec['text']}: contains an unpaired surrogate",
+        ),
     ]
 
 
@@ -289,3 +316,89 @@ def test_answer_log_rows_are_not_stored_when_a_later_line_is_bad(tmp_path, corpu
     with pytest.raises(CommandError, match="line 2: cost_usd: NaN is not allowed"):
         call_command("import_answers", str(path))
     assert (AnswerRecord.objects.count(), Run.objects.count()) == (0, 0)
+
+
+def unrag_file(raw_authority: str, *, content: str = '"hello"') -> bytes:
+    document = (
+        f'{{"sourceId": "u-1", "content": {content}, "metadata": {{"domain": "federal_it", '
+        f'"authority": {raw_authority}}}}}'
+    )
+    return f'{{"version": "1", "documents": [{document}], "queries": []}}'.encode()
+
+
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        (unrag_file("NaN"), "documents[0].metadata.authority: not valid JSON"),
+        (unrag_file("1e400"), "documents[0].metadata.authority: not valid JSON"),
+        (unrag_file("1" + "0" * 5000), "documents[0].metadata.authority: not valid JSON"),
+        (unrag_file("0.5", content='"a\\u0000b"'), "documents[0].content: contains a NUL"),
+    ],
+    ids=["nan", "overflow", "long-integer", "nul"],
+)
+def test_an_unrag_file_names_the_member_of_a_bad_value_on_the_page_and_the_command(
+    data, expected, client_for, admin_user, corpus, tmp_path, django_capture_on_commit_callbacks
+):
+    """A single JSON document has no lines: the position and member name the place. ijson
+    stops at NaN or an overflowing number; the key it read last is the member."""
+    client = client_for(admin_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            reverse("corpus:import"), {"file": SimpleUploadedFile("u.json", data)}
+        )
+    assert client.get(response.url).status_code == 422
+    job = ImportJob.objects.get()
+    assert job.status == ImportStatus.REJECTED
+    assert any(expected in _text(p) for p in job.errors), job.errors
+    path = tmp_path / "u.json"
+    path.write_bytes(data)
+    with pytest.raises(CommandError) as refused:
+        call_command("import_corpus", str(path))
+    assert refused.value.returncode == 2 and expected in str(refused.value)
+    assert not Document.objects.exclude(pk=corpus.block.document_id).exists()
+
+
+@pytest.mark.parametrize("command", ["import_corpus", "import_questions", "import_answers"])
+def test_a_command_given_a_directory_exits_2_without_a_traceback(command, tmp_path):
+    with pytest.raises(CommandError) as refused:
+        call_command(command, str(tmp_path))
+    assert refused.value.returncode == 2 and "not a file" in str(refused.value)
+
+
+@pytest.fixture
+def frozen_and_judge(admin_user, corpus):
+    from goldset.services.evaluators import create_evaluator
+    from goldset.services.freeze import store_frozen_version
+    from tests.factories import gold_row_for
+
+    store_frozen_version(rows=[gold_row_for(corpus, triple_id="Q-0")], actor=admin_user)
+    return create_evaluator(name="judge", version="1", kind="llm_judge")
+
+
+def empty_upload_targets(judge):
+    run = {"version": 1, "name": "r", "k": 10}
+    return [
+        ("page", reverse("corpus:import"), {}),
+        ("page", reverse("curation:import"), {}),
+        ("page", reverse("answers:import"), {"kind": "questions"}),
+        ("page", reverse("exports:jobs"), run),
+        ("page", reverse("evaluators:detail", args=[judge.pk]), {}),
+        ("api", reverse("api:imports"), {"kind": "corpus"}),
+        ("api", reverse("api:triples_import"), {}),
+        ("api", reverse("api:jobs"), run),
+        ("api", reverse("api:evaluator_outputs_import", args=[judge.pk]), {}),
+    ]
+
+
+def test_an_empty_file_is_refused_with_422_by_every_upload_page_and_the_api(
+    client_for, admin_user, frozen_and_judge
+):
+    """A 0-byte file was a form error answered 200 (a script could not tell) while a file of
+    only a BOM got the upload service's 422; both are the service's now."""
+    client = client_for(admin_user)
+    for where, url, fields in empty_upload_targets(frozen_and_judge):
+        response = client.post(url, {**fields, "file": SimpleUploadedFile("e.jsonl", b"")})
+        assert response.status_code == 422, (url, response.status_code)
+        text = response.json()["detail"] if where == "api" else response.content.decode()
+        assert "e.jsonl is empty." in text, (url, text[:300])
+    assert not ImportJob.objects.exists()

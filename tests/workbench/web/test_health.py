@@ -172,3 +172,44 @@ def test_health_reports_stale_jobs_and_a_missing_beat(client_for, admin_user, se
         assert check_beat().ok
     finally:
         app.conf.task_always_eager = previous
+
+
+def test_health_counts_queued_and_heartbeatless_imports_and_calibrations(db, settings, admin_user):
+    """Imports are what users submit most: one whose message is gone (or whose worker never
+    beat) is background work that is not moving, like a scoring job."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from goldset.models import ImportJob, ImportStatus, PcsCalibration
+    from goldset.services.jobs import count_stale_jobs
+
+    settings.JOB_STALE_SECONDS = 60
+    settings.OUTBOX_REDISPATCH_SECONDS = 120
+    now = timezone.now()
+
+    def job(n, **fields):
+        made = ImportJob.objects.create(
+            kind="corpus", dedupe_key=f"k{n}", filename="f", sha256="0", size=1, **fields
+        )
+        ImportJob.objects.filter(pk=made.pk).update(created_at=now - dt.timedelta(seconds=600))
+        return made
+
+    waiting = job(1)  # queued ten minutes ago, never picked up
+    job(2, heartbeat_at=now - dt.timedelta(seconds=70))  # requeued a moment ago
+    silent = job(3, status=ImportStatus.RUNNING)  # claimed, never beat
+    assert count_stale_jobs(now=now) == {
+        "running_stale": 1,
+        "queued_waiting": 1,
+        "outbox_oldest_pending": None,
+    }
+    ImportJob.objects.filter(pk=silent.pk).update(heartbeat_at=now)
+    ImportJob.objects.filter(pk=waiting.pk).update(status=ImportStatus.SUCCEEDED)
+    assert count_stale_jobs(now=now)["running_stale"] == 0
+    assert count_stale_jobs(now=now)["queued_waiting"] == 0
+    assert count_stale_jobs(now=now + dt.timedelta(seconds=60))["queued_waiting"] == 1  # requeued
+    calibration = PcsCalibration.objects.create(name="c", version=1, created_by=admin_user)
+    PcsCalibration.objects.filter(pk=calibration.pk).update(
+        created_at=now - dt.timedelta(seconds=600)
+    )
+    assert count_stale_jobs(now=now)["queued_waiting"] == 1
