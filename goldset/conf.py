@@ -125,6 +125,12 @@ TUNABLES: dict[str, Tunable] = {
             int,
             "Stored upload files no unfinished import refers to are deleted once this old (s).",
         ),
+        Tunable(
+            "IMPORT_RETRY_KEEP_SECONDS",
+            24 * 3600,
+            int,
+            "A failed or cancelled import keeps its file this long for a retry (s).",
+        ),
         # Webhooks (goldset.services.webhooks).
         Tunable(
             "WEBHOOKS_ALLOW_PRIVATE_TARGETS",

@@ -226,6 +226,10 @@ ENTRIES: list[Entry] = [
     Entry("inbox:retake_decide", Kind.ACTION, LEADS),
     # background imports: the uploader's own job (object scope in the selector)
     Entry("imports:job", Kind.PAGE, EVERYONE, fragments=("import-progress",)),
+    # cancel / retry: the roles that can start an import; the user who started it, or an admin
+    # (object scope in the selector, as for the page)
+    Entry("imports:cancel", Kind.ACTION, LEADS, fragments=("import-progress",)),
+    Entry("imports:retry", Kind.ACTION, LEADS, fragments=("import-progress",)),
     # routing and promotion
     Entry("routing:rules", Kind.PAGE, ADMINS),
     Entry("routing:reroute", Kind.PAGE, ADMINS),
@@ -301,6 +305,8 @@ ENTRIES: list[Entry] = [
     # each import kind further needs the roles of its upload page (goldset.views.api.IMPORT_PAGE)
     Entry("api:imports", Kind.API, EVERYONE),
     Entry("api:import", Kind.API, EVERYONE),
+    Entry("api:import_cancel", Kind.API, LEADS),  # imports:cancel
+    Entry("api:import_retry", Kind.API, LEADS),  # imports:retry
     Entry("api:versions", Kind.API, LEADS),
     Entry("api:version", Kind.API, LEADS),
     Entry("api:version_diff", Kind.API, LEADS),

@@ -77,6 +77,7 @@ from goldset.models.guidelines import (
 )
 from goldset.models.imports import (
     FINISHED_IMPORT_STATUSES,
+    RETRYABLE_IMPORT_STATUSES,
     ImportChunk,
     ImportJob,
     ImportKind,
@@ -169,6 +170,7 @@ __all__ = [
     "GoldVersionFileChunk",
     "GoldVersionRow",
     "FINISHED_IMPORT_STATUSES",
+    "RETRYABLE_IMPORT_STATUSES",
     "ImportChunk",
     "ImportJob",
     "ImportKind",

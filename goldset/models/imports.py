@@ -25,9 +25,17 @@ class ImportStatus(models.TextChoices):
     SUCCEEDED = "succeeded", "Imported"
     REJECTED = "rejected", "Rejected"
     FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
 
 
-FINISHED_IMPORT_STATUSES = (ImportStatus.SUCCEEDED, ImportStatus.REJECTED, ImportStatus.FAILED)
+FINISHED_IMPORT_STATUSES = (
+    ImportStatus.SUCCEEDED,
+    ImportStatus.REJECTED,
+    ImportStatus.FAILED,
+    ImportStatus.CANCELLED,
+)
+# Ended imports a user may retry (their file is kept for IMPORT_RETRY_KEEP_SECONDS).
+RETRYABLE_IMPORT_STATUSES = (ImportStatus.FAILED, ImportStatus.CANCELLED)
 
 
 class ImportJob(models.Model):
@@ -52,6 +60,9 @@ class ImportJob(models.Model):
     error_count = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    # Attempts this job may use before it fails (JOB_MAX_ATTEMPTS at submission; a retry by a
+    # user grants that many more).
+    max_attempts = models.PositiveIntegerField(default=3)
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(

@@ -22,6 +22,9 @@ class OutboxMessage(models.Model):
     available_at = models.DateTimeField(default=timezone.now)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    # Stamped while a worker does the message's work (agreement recomputes): a started message
+    # is presumed lost only when this (or started_at) is older than JOB_STALE_SECONDS.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     done_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)

@@ -13,8 +13,17 @@
   conditional UPDATE, so a duplicate message does nothing), streams the stored file through the
   kind's importer (validate everything, then write all or nothing) and records the result in the
   same transaction as the rows. A rejected file ends ``rejected`` with its problems (line, field,
-  message, expected); an unexpected error ends ``failed`` with a message. When a job ends its
-  file is deleted (after commit); a requeued job keeps it.
+  message, expected); an unexpected error ends ``failed`` with a message. A lost database
+  connection (a failover, a terminated backend) is survived like a scoring job's: the worker
+  reconnects and requeues the import while it has attempts left (``max_attempts``), then fails
+  it with a message. When a job is imported or rejected its file is deleted (after commit); a
+  requeued job keeps it, and so does a failed or cancelled one, for
+  ``IMPORT_RETRY_KEEP_SECONDS``, so its user can retry it.
+* :func:`cancel_import_job` / :func:`retry_import_job` (the job page and the API): a queued or
+  running import is cancelled (a running attempt stops at its next batch or progress write and
+  stores nothing: the rows and the result commit together, under the job row's lock); a failed
+  or cancelled one is queued again while its file is kept, else the user is told to upload it
+  again.
 * ``import_*`` commands call the same importers synchronously on a file (no job).
 """
 
@@ -22,9 +31,17 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import threading
 from dataclasses import dataclass
 
-from django.db import IntegrityError, close_old_connections, transaction
+from django.db import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -37,6 +54,7 @@ from goldset.imports.storage import StoredFile, UploadRejected
 from goldset.imports.stored import StoredFileMissing, StoredUpload
 from goldset.models import (
     FINISHED_IMPORT_STATUSES,
+    RETRYABLE_IMPORT_STATUSES,
     Evaluator,
     GoldVersion,
     ImportChunk,
@@ -62,7 +80,16 @@ from workbench.services.audit import record_event
 
 logger = logging.getLogger(__name__)
 RUN_IMPORT_TASK = "goldset.run_import"
-__all__ = ["UploadRejected", "submit_import", "run_import_job", "reconcile_imports"]
+__all__ = [
+    "UploadRejected",
+    "submit_import",
+    "run_import_job",
+    "reconcile_imports",
+    "cancel_import_job",
+    "retry_import_job",
+]
+# A lost connection (the backend terminated, a failover): the import is requeued, not failed.
+TRANSIENT = (OperationalError, InterfaceError)
 
 
 @dataclass(frozen=True)
@@ -168,6 +195,7 @@ def _submit(*, kind: str, stored: StoredFile, name: str, actor, options: dict) -
                 file_name=stored.name,
                 options=options,
                 on_behalf=bool(options.get("on_behalf")),
+                max_attempts=tunable("JOB_MAX_ATTEMPTS"),
                 created_by=actor if getattr(actor, "is_authenticated", False) else None,
             )
     except IntegrityError:
@@ -206,10 +234,13 @@ def _resubmitted(job: ImportJob, actor, stored: StoredFile) -> Submission:
     return Submission(job=job, created=False, message=message)
 
 
-def _reset(job: ImportJob) -> None:
+def _reset(job: ImportJob, *, message: str = "") -> None:
+    """Queue an ended job again, with a fresh allowance of ``JOB_MAX_ATTEMPTS`` attempts
+    (its ``attempts`` keep counting, so an earlier attempt still running never matches)."""
     job.status, job.stage, job.progress = ImportStatus.QUEUED, "", 0
-    job.errors, job.error_count, job.message, job.summary = [], 0, "", {}
+    job.errors, job.error_count, job.message, job.summary = [], 0, message, {}
     job.finished_at = None
+    job.max_attempts = job.attempts + tunable("JOB_MAX_ATTEMPTS")
     job.save(
         update_fields=[
             "file_name",
@@ -221,8 +252,70 @@ def _reset(job: ImportJob) -> None:
             "message",
             "summary",
             "finished_at",
+            "max_attempts",
         ]
     )
+
+
+def _who(actor) -> str:
+    return getattr(actor, "username", "") or "a script"
+
+
+def _when(moment: dt.datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def file_kept(job: ImportJob) -> bool:
+    """Whether the job's file can still be read (a retry needs it)."""
+    if job.chunk_count:
+        return True
+    return bool(job.file_name) and storage.path_of(job.file_name).is_file()
+
+
+@transaction.atomic
+def cancel_import_job(*, job: ImportJob, actor) -> ImportJob:
+    """Cancel a queued or running import (under the row's lock). A running attempt stops at
+    its next batch or progress write and stores nothing: its rows and its result commit in one
+    transaction that locks this row first, so it either committed before (then the job is
+    imported and cannot be cancelled) or rolls back. The file is kept for a retry. Raises
+    GoldsetError for an import that has ended. Idempotent in effect: cancelling twice says so."""
+    locked = ImportJob.objects.select_for_update().get(pk=job.pk)
+    if locked.finished:
+        raise GoldsetError(f"Import #{job.pk} is already {locked.get_status_display().lower()}.")
+    now = timezone.now()
+    was = locked.get_status_display().lower()
+    locked.status, locked.stage, locked.finished_at = ImportStatus.CANCELLED, "", now
+    locked.message = f"Cancelled by {_who(actor)} at {_when(now)} (was {was}); nothing imported."
+    locked.save(update_fields=["status", "stage", "finished_at", "message"])
+    record_event(actor=actor, verb="import_cancelled", obj=locked, detail={"was": was})
+    webhooks.emit(
+        WebhookEvent.IMPORT_FINISHED, webhooks.import_data(locked, status=ImportStatus.CANCELLED)
+    )
+    return locked
+
+
+@transaction.atomic
+def retry_import_job(*, job: ImportJob, actor) -> ImportJob:
+    """Queue a failed or cancelled import again from its kept file (the whole file is checked
+    and written again, all or nothing). Raises GoldsetError for any other status, and, with a
+    plain message asking for the file again, when the file is no longer stored (deleted after
+    ``IMPORT_RETRY_KEEP_SECONDS``, or another volume)."""
+    locked = ImportJob.objects.select_for_update().get(pk=job.pk)
+    if locked.status not in RETRYABLE_IMPORT_STATUSES:
+        raise GoldsetError(
+            f"Only a failed or cancelled import can be retried; import #{job.pk} is "
+            f"{locked.get_status_display().lower()}."
+        )
+    if not file_kept(locked):
+        raise GoldsetError(
+            f"The file of import #{job.pk} ({locked.filename}) is no longer stored; "
+            "upload it again to import it."
+        )
+    was = locked.get_status_display().lower()
+    _reset(locked, message=f"Retried by {_who(actor)} at {_when(timezone.now())} (was {was}).")
+    record_event(actor=actor, verb="import_retried", obj=locked, detail={"was": was})
+    _queue(locked.pk)
+    return locked
 
 
 def _queue(job_id: int) -> None:
@@ -257,12 +350,12 @@ def reconcile_imports(*, now: dt.datetime | None = None) -> dict:
                 f"Attempt {job.attempts} on worker {job.worker or '?'} was lost: "
                 f"no heartbeat since {since}."
             )
-            if job.attempts >= tunable("JOB_MAX_ATTEMPTS"):
+            if job.attempts >= job.max_attempts:
                 _finish(
                     job,
                     ImportStatus.FAILED,
                     message=f"{lost_text} All {job.attempts} attempts are used; "
-                    "submit the file again to retry.",
+                    "retry the import to try again.",
                     problems=[],
                 )
                 failed.append(pk)
@@ -303,16 +396,31 @@ def reconcile_imports(*, now: dt.datetime | None = None) -> dict:
         "requeued": requeued,
         "failed": failed,
         "redispatched": redispatched,
-        "files_swept": _sweep_files(),
+        "files_swept": _sweep_files(now=now),
     }
 
 
-def _sweep_files() -> int:
-    """Delete stored files no unfinished job refers to, once older than IMPORT_ORPHAN_SECONDS
-    (a request that died after storing its file, a submission that rolled back). Files of
-    ended jobs are deleted as they end; this only catches what was left behind."""
+def _sweep_files(*, now: dt.datetime | None = None) -> int:
+    """Delete the files of failed or cancelled jobs once ``IMPORT_RETRY_KEEP_SECONDS`` after
+    they ended (a retry then asks for the file again), and stored files no job refers to, once
+    older than IMPORT_ORPHAN_SECONDS (a request that died after storing its file, a submission
+    that rolled back). Files of imported or rejected jobs are deleted as they end."""
+    now = now or timezone.now()
+    expired = ImportJob.objects.filter(
+        status__in=RETRYABLE_IMPORT_STATUSES,
+        finished_at__lt=now - dt.timedelta(seconds=tunable("IMPORT_RETRY_KEEP_SECONDS")),
+    ).exclude(file_name="")
+    for pk in expired.values_list("pk", flat=True):
+        with transaction.atomic():
+            job = ImportJob.objects.select_for_update().get(pk=pk)
+            if job.status in RETRYABLE_IMPORT_STATUSES and job.file_name:
+                _drop_file(job)
+                job.file_name = ""
+                job.save(update_fields=["file_name"])
     keep = set(
-        ImportJob.objects.exclude(status__in=FINISHED_IMPORT_STATUSES)
+        ImportJob.objects.exclude(
+            status__in=[s for s in FINISHED_IMPORT_STATUSES if s not in RETRYABLE_IMPORT_STATUSES]
+        )
         .exclude(file_name="")
         .values_list("file_name", flat=True)
     )
@@ -343,15 +451,22 @@ def _claim(job_id: int, worker: str) -> ImportJob | None:
     return ImportJob.objects.select_related("created_by").get(pk=job_id)
 
 
-def _progress_writer(job_id: int):
+def _progress_writer(job_id: int, attempt: int):
+    """Progress of one attempt, written at each batch boundary; raises :class:`_TakenOver` once
+    the job is no longer this attempt's (cancelled, or taken over by the reconciler), so the
+    attempt stops there and stores nothing."""
+    mine = ImportJob.objects.filter(pk=job_id, status=ImportStatus.RUNNING, attempts=attempt)
+
     def write(stage: str, percent: int) -> None:
         # Inside the write transaction an update would stay invisible until commit and hold the
-        # job row locked: the page then shows the stage reached when writing began.
+        # job row locked: the page then shows the stage reached when writing began. A read
+        # still sees a cancellation committed meanwhile (read committed).
         if transaction.get_connection().in_atomic_block:
+            if not mine.exists():
+                raise _TakenOver(job_id)
             return
-        ImportJob.objects.filter(pk=job_id, status=ImportStatus.RUNNING).update(
-            stage=stage, progress=min(percent, 99), heartbeat_at=timezone.now()
-        )
+        if not mine.update(stage=stage, progress=min(percent, 99), heartbeat_at=timezone.now()):
+            raise _TakenOver(job_id)
 
     return write
 
@@ -411,7 +526,8 @@ class _Summary:
 
 
 class _TakenOver(Exception):
-    """This attempt lost its job to the reconciler: nothing it wrote may commit."""
+    """This attempt lost its job (cancelled, or taken over by the reconciler): nothing it wrote
+    may commit."""
 
 
 def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -> ImportJob | None:
@@ -429,9 +545,11 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
     beat = Heartbeat(f"import-{job.pk}", lambda: this_attempt.all()) if heartbeat else None
 
     def succeeded(summary) -> None:
-        # Only this attempt may record the result, in the rows' own transaction: an attempt the
-        # reconciler gave up on rolls its rows back instead of importing the file twice.
-        if not this_attempt.all().exists():
+        # Only this attempt may record the result, in the rows' own transaction, holding the
+        # job row's lock until commit: an attempt cancelled or given up on by the reconciler
+        # rolls its rows back instead of importing the file twice, and a cancellation waits
+        # for this commit and then finds the job imported.
+        if not list(this_attempt.select_for_update().values_list("pk", flat=True)):
             raise _TakenOver(job.pk)
         this_attempt.all().update(
             status=ImportStatus.SUCCEEDED,
@@ -461,12 +579,14 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
             source=source,
             actor=actor,
             source_name=job.filename,
-            progress=_progress_writer(job.pk),
+            progress=_progress_writer(job.pk, job.attempts),
             on_written=succeeded,
         )
     except _TakenOver:
         logger.warning(
-            "import job %s: attempt %s was taken over; its rows rolled back", job.pk, job.attempts
+            "import job %s: attempt %s was cancelled or taken over; its rows rolled back",
+            job.pk,
+            job.attempts,
         )
     except StoredFileMissing as exc:
         _finish(job, ImportStatus.FAILED, message=str(exc), problems=[], attempt=job.attempts)
@@ -487,6 +607,9 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
             problems=[Problem(None, "", str(exc))],
             attempt=job.attempts,
         )
+    except TRANSIENT as exc:
+        logger.warning("import job %s lost its database connection: %s", job.pk, exc)
+        _record_lost_connection(job, exc)
     except Exception as exc:
         logger.exception("import job %s failed", job.pk)
         close_old_connections()
@@ -503,13 +626,71 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
     return ImportJob.objects.get(pk=job.pk)
 
 
+def _record_lost_connection(job: ImportJob, exc: Exception) -> None:
+    """A lost database connection ends this attempt, not the job: reconnect first (the error
+    handler must not fail on the connection that failed the import), then requeue it while it
+    has attempts left, else fail it with a message. Its write transaction died with the
+    connection, so nothing of it is stored."""
+    for attempt in range(3):
+        if not connection.in_atomic_block:
+            connection.close()  # the next query opens a fresh connection
+        try:
+            _requeue_or_fail(job, exc)
+            return
+        except TRANSIENT:
+            if connection.in_atomic_block or attempt == 2:
+                raise
+            threading.Event().wait(0.5 * (attempt + 1))
+
+
+@transaction.atomic
+def _requeue_or_fail(job: ImportJob, exc: Exception) -> None:
+    locked = (
+        ImportJob.objects.select_for_update()
+        .filter(pk=job.pk, status=ImportStatus.RUNNING, attempts=job.attempts)
+        .first()
+    )
+    if locked is None:
+        return  # cancelled or taken over meanwhile: that decision stands
+    reason = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [""])[0][:300]
+    lost = (
+        f"Attempt {locked.attempts} on {locked.worker or '?'} lost its database connection at "
+        f"{_when(timezone.now())} ({reason})."
+    )
+    if locked.attempts >= locked.max_attempts:
+        _finish(
+            locked,
+            ImportStatus.FAILED,
+            message=f"{lost} All {locked.max_attempts} attempts are used; nothing was "
+            "imported. Retry the import to try again.",
+            problems=[],
+            attempt=locked.attempts,
+        )
+        return
+    ImportJob.objects.filter(pk=locked.pk).update(
+        status=ImportStatus.QUEUED,
+        stage="re-queued: database connection lost",
+        progress=0,
+        message=f"{lost} Requeued automatically; nothing of that attempt was stored.",
+    )
+    record_event(
+        actor=None,
+        verb="import_requeued",
+        obj=locked,
+        detail={"error": reason, "attempt": locked.attempts},
+    )
+    _queue(locked.pk)
+
+
 @transaction.atomic
 def _finish(
     job: ImportJob, status: str, *, message: str, problems, attempt: int | None = None
 ) -> None:
     """Record a rejected or failed import, its audit event and its webhook event together.
     With ``attempt``, only while that attempt still holds the job (an attempt the reconciler
-    took over must not overwrite what the reconciler decided)."""
+    took over must not overwrite what the reconciler decided). A rejected file is deleted
+    (after commit); a failed job keeps its file for a retry (see :func:`_sweep_files`)."""
+    keep_file = status == ImportStatus.FAILED and file_kept(job)
     ending = ImportJob.objects.filter(pk=job.pk)
     if attempt is not None:
         ending = ending.filter(status=ImportStatus.RUNNING, attempts=attempt)
@@ -520,10 +701,11 @@ def _finish(
         error_count=len(problems),
         message=message,
         finished_at=timezone.now(),
-        file_name="",
+        file_name=job.file_name if keep_file else "",
     ):
         return
-    _drop_file(job)
+    if not keep_file:
+        _drop_file(job)
     record_event(
         actor=job.created_by,
         verb=f"import_{status}",

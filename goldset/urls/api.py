@@ -32,6 +32,8 @@ urlpatterns = [
     ),
     path("imports/", api.import_create, name="imports"),
     path("imports/<int:pk>/", api.ImportDetail.as_view(), name="import"),
+    path("imports/<int:pk>/cancel/", api.import_cancel, name="import_cancel"),
+    path("imports/<int:pk>/retry/", api.import_retry, name="import_retry"),
     path("versions/", api.VersionList.as_view(), name="versions"),
     path("versions/diff/", api.version_diff, name="version_diff"),
     path("versions/freeze/", api.version_freeze, name="version_freeze"),

@@ -15,6 +15,7 @@ from rest_framework.decorators import api_view, parser_classes
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from goldset.exceptions import GoldsetError
 from goldset.imports.errors import problem_from_text
 from goldset.models import ImportKind, ScoringJob, TripleState
 from goldset.rules.exports import pick_file
@@ -27,7 +28,12 @@ from goldset.selectors.imports import get_import_job_for
 from goldset.services import exports as export_files
 from goldset.services.blinded_downloads import project_jsonl
 from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
-from goldset.services.import_jobs import UploadRejected, submit_import
+from goldset.services.import_jobs import (
+    UploadRejected,
+    cancel_import_job,
+    retry_import_job,
+    submit_import,
+)
 from goldset.views import api_serializers as s
 from goldset.views.api_support import Cursor, Problem
 from workbench.access import ALL_FIELDS, entry_for, fields_for
@@ -246,6 +252,38 @@ class ImportDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         return get_import_job_for(user=self.request.user, pk=self.kwargs["pk"])
+
+
+def _import_action(service, *, doc: str, name: str):
+    """POST on an import job the caller may see (the page's selector: 404 otherwise), through
+    the job page's service; 409 with the reason when the job's status does not allow it."""
+
+    @extend_schema(request=None, responses={200: s.ImportJobSerializer}, description=doc)
+    @api_view(["POST"])
+    def act(request, pk: int):
+        job = get_import_job_for(user=request.user, pk=pk)
+        try:
+            job = service(job=job, actor=request.user)
+        except GoldsetError as exc:
+            raise Problem(status_code=409, title="Conflict", detail=str(exc)) from exc
+        return Response(s.ImportJobSerializer(job).data)
+
+    act.__name__ = name
+    return act
+
+
+import_cancel = _import_action(
+    cancel_import_job,
+    name="import_cancel",
+    doc="Cancel a queued or running import: a running one stops at its next batch and stores "
+    "nothing. 409 when it has already ended.",
+)
+import_retry = _import_action(
+    retry_import_job,
+    name="import_retry",
+    doc="Queue a failed or cancelled import again from its kept file. 409 when it is not "
+    "failed or cancelled, or when its file is no longer stored (upload it again).",
+)
 
 
 class VersionList(generics.ListAPIView):

@@ -3,14 +3,22 @@ htmx polling, then the summary or every problem with its line and field)."""
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from goldset.exceptions import GoldsetError
-from goldset.models import ImportStatus
+from goldset.models import RETRYABLE_IMPORT_STATUSES, ImportStatus
 from goldset.selectors.imports import get_import_job_for, get_run_calibration
-from goldset.services.import_jobs import UploadRejected, submit_import
+from goldset.services.import_jobs import (
+    UploadRejected,
+    cancel_import_job,
+    file_kept,
+    retry_import_job,
+    submit_import,
+)
 from goldset.services.scoring_jobs import heartbeat_age, stale_seconds
-from workbench.roles import ALL_ROLES, role_required
+from workbench.access import entry_for
+from workbench.roles import ALL_ROLES, Role, role_required, roles_of
 from workbench.services.audit import record_event
 
 
@@ -42,21 +50,70 @@ def _problem_text(problem: dict) -> str:
     return ": ".join([*parts, text])
 
 
-@role_required(*ALL_ROLES)
-@vary_on_headers("HX-Request")
-def import_job(request, pk):
-    job = get_import_job_for(user=request.user, pk=pk)
+def _job_context(request, job, *, errors=()) -> dict:
     age = heartbeat_age(job)
-    context = {
+    may_act = bool(roles_of(request.user) & entry_for("imports:cancel").roles)
+    retryable = job.status in RETRYABLE_IMPORT_STATUSES
+    return {
         "job": job,
         "problems": [_problem_text(p) for p in job.errors],
         "heartbeat_age": age,
         "stale_seconds": stale_seconds(),
         "stuck": job.status == ImportStatus.RUNNING and (age is None or age > stale_seconds()),
+        "can_cancel": may_act and not job.finished,
+        "can_retry": may_act and retryable and file_kept(job),
+        "file_gone": retryable and not file_kept(job),
+        "action_errors": list(errors),
     }
-    if request.htmx and request.htmx.target == "import-progress":
+
+
+def _aimed_at_progress(request) -> bool:
+    return (
+        bool(request.htmx) and not request.htmx.boosted and request.htmx.target == "import-progress"
+    )
+
+
+@role_required(*ALL_ROLES)
+@vary_on_headers("HX-Request")
+def import_job(request, pk):
+    job = get_import_job_for(user=request.user, pk=pk)
+    context = _job_context(request, job)
+    if _aimed_at_progress(request):
         return render(request, "imports/job.html#import-progress", context)
     context["calibration"] = get_run_calibration(job=job)
     record_event(actor=request.user, verb="import_viewed", obj=job)
     status = 422 if job.status == ImportStatus.REJECTED else 200
     return render(request, "imports/job.html", context, status=status)
+
+
+def _act(request, pk, service, done: str):
+    """Cancel or retry through the service; the job's progress card again for htmx (the error
+    shown in it), else back to the job page with a message."""
+    job = get_import_job_for(user=request.user, pk=pk)
+    errors = []
+    try:
+        job = service(job=job, actor=request.user)
+    except GoldsetError as exc:
+        errors.append(str(exc))
+    if _aimed_at_progress(request):
+        context = _job_context(request, job, errors=errors)
+        return render(request, "imports/job.html#import-progress", context)
+    if errors:
+        messages.error(request, errors[0])
+    else:
+        messages.info(request, done.format(pk=job.pk))
+    return redirect("imports:job", pk=job.pk)
+
+
+@require_POST
+@role_required(Role.LEAD, Role.ADMIN)
+@vary_on_headers("HX-Request")
+def import_cancel(request, pk):
+    return _act(request, pk, cancel_import_job, "Import #{pk} is cancelled; nothing was imported.")
+
+
+@require_POST
+@role_required(Role.LEAD, Role.ADMIN)
+@vary_on_headers("HX-Request")
+def import_retry(request, pk):
+    return _act(request, pk, retry_import_job, "Import #{pk} is queued again.")

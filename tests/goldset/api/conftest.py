@@ -40,8 +40,9 @@ def api_objects(admin_user, annotator, version, job):
     document = DocumentFactory()
     block = BlockVersionFactory(block=BlockFactory(document=document)).block
     imported = ImportJob.objects.create(
-        kind="run", dedupe_key="k", filename="f", sha256="0" * 64, size=1, created_by=admin_user
-    )
+        kind="run", dedupe_key="k", filename="f", sha256="0" * 64, size=1, created_by=admin_user,
+        status="failed",
+    )  # fmt: skip
     done = [
         ScoringJob.objects.create(
             version=version,

@@ -51,6 +51,10 @@ WRITE_ENDPOINTS = [
     ("api:evaluator_outputs_import", ["EVALUATOR"], 401, 403, 403, 400),
     ("api:version_freeze", [], 401, 403, 403, 422),  # no gold triples: nothing to freeze
     ("api:jobs", [], 401, 403, 403, 400),
+    # the import is the admin's and failed with its file gone: leads 404 (not theirs), the
+    # admin 409 (cannot cancel an ended import; cannot retry without its file)
+    ("api:import_cancel", ["IMPORT"], 401, 403, 404, 409),
+    ("api:import_retry", ["IMPORT"], 401, 403, 404, 409),
 ]
 
 
