@@ -35,7 +35,7 @@ NOTIFICATION_EMAIL_TASK = "goldset.send_notification_emails"
 
 def job_time_limits() -> dict[str, int]:
     """Celery time limits of the tasks that run heartbeat-watched jobs (imports, scoring and its
-    pieces, PCS calibrations). A lost worker is found by the heartbeat; Celery's generic limit
+    pieces, PCS calibrations, agreement recomputes). A lost worker is found by the heartbeat; Celery's generic limit
     (``CELERY_TASK_SOFT_TIME_LIMIT``, 10 minutes) would fail every such job that legitimately
     runs longer (a 200 MB questions import took 26 minutes in BENCHMARKS.md). Their own limit,
     ``JOB_TIME_LIMIT_SECONDS``, only ends a job whose worker is alive but stuck; the hard

@@ -20,16 +20,18 @@ finished (:func:`mark_done`).
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.db.models import Value
+from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.models import OutboxMessage
+from goldset.services.heartbeat import Heartbeat
 
 logger = logging.getLogger(__name__)
 RELAY_BATCH = 200
@@ -172,6 +174,27 @@ def start_all_of_kind(*, kind: str, message_id: int | None = None) -> list[int]:
     return sorted(set(ids) | ({message_id} if message_id else set()))
 
 
+@contextmanager
+def beating(message_ids: list[int], *, heartbeat: bool = True) -> Iterator[None]:
+    """While the work of started messages runs, a heartbeat thread stamps their
+    ``heartbeat_at`` every ``JOB_HEARTBEAT_SECONDS`` (see :mod:`goldset.services.heartbeat`),
+    so :func:`reconcile_outbox` does not request a slow but live piece of work again; when
+    the worker dies the stamps stop and the work is requested again after
+    ``JOB_STALE_SECONDS``. The thread stops once the messages are done."""
+    beat = None
+    if heartbeat and message_ids:
+        beat = Heartbeat(
+            f"outbox-{message_ids[0]}",
+            lambda: OutboxMessage.objects.filter(pk__in=message_ids, done_at__isnull=True),
+        )
+        beat.start()
+    try:
+        yield
+    finally:
+        if beat is not None:
+            beat.stop()
+
+
 def mark_done(message_id: int | list[int] | None) -> None:
     """The message's work is finished (whatever its outcome). Idempotent."""
     ids = message_id if isinstance(message_id, list) else [message_id] if message_id else []
@@ -187,10 +210,12 @@ def reconcile_outbox(*, now: dt.datetime | None = None) -> dict:
 
     * published, never started, and older than its window plus ``OUTBOX_REDISPATCH_SECONDS``:
       the broker lost it (e.g. Redis restarted without persistence) → pending again;
-    * started, not done, for longer than ``JOB_STALE_SECONDS``: the worker died mid-task → the
-      old message is closed and an equal one is requested (its ``created_at`` kept, so "stale
-      since" stays truthful). Scoring jobs are not affected: their task closes the message as
-      soon as it starts and the job row's heartbeat takes over.
+    * started, not done, and neither started nor beating (``heartbeat_at``, see
+      :func:`beating`) within ``JOB_STALE_SECONDS``: the worker died mid-task → the old message
+      is closed and an equal one is requested (its ``created_at`` kept, so "stale since" stays
+      truthful). A slow piece of work whose worker is alive keeps beating and is left alone.
+      Scoring jobs are not affected: their task closes the message as soon as it starts and
+      the job row's heartbeat takes over.
     """
     now = now or timezone.now()
     lost_after = dt.timedelta(seconds=redispatch_seconds())
@@ -203,12 +228,15 @@ def reconcile_outbox(*, now: dt.datetime | None = None) -> dict:
     ).update(dispatched_at=None, last_error="published but never picked up; published again")
     stale_before = now - dt.timedelta(seconds=tunable("JOB_STALE_SECONDS"))
     abandoned = 0
+    silent = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale_before)
     for message in OutboxMessage.objects.filter(
-        done_at__isnull=True, started_at__lt=stale_before
+        silent, done_at__isnull=True, started_at__lt=stale_before
     ).order_by("id"):
         with transaction.atomic():
-            closed = OutboxMessage.objects.filter(pk=message.pk, done_at__isnull=True).update(
-                done_at=now, last_error="the worker was lost mid-task; requested again"
+            closed = (
+                OutboxMessage.objects.filter(silent, pk=message.pk, done_at__isnull=True)
+                .filter(started_at__lt=stale_before)
+                .update(done_at=now, last_error="the worker was lost mid-task; requested again")
             )
             if closed and not (message.dedupe_key and _open_duplicate(message.dedupe_key)):
                 OutboxMessage.objects.create(

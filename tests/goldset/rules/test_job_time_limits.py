@@ -6,13 +6,16 @@ import pytest
 from celery.app.task import extract_exec_options
 from django.conf import settings
 
+from goldset.services.agreement import RECOMPUTE_TASK
 from goldset.services.import_jobs import RUN_IMPORT_TASK
 from goldset.services.pcs_calibrations import CALIBRATION_TASK
 from goldset.services.scoring_chunks import SCORE_CHUNK_TASK
 from goldset.services.scoring_jobs import SCORE_RUN_TASK
 from workbench.celery import app
 
-JOB_TASKS = [RUN_IMPORT_TASK, SCORE_RUN_TASK, SCORE_CHUNK_TASK, CALIBRATION_TASK]
+# An agreement recompute of a large team outlasts the generic limit too (a full recompute);
+# its liveness is the outbox message's heartbeat (tests/goldset/services/test_outbox_liveness.py).
+JOB_TASKS = [RUN_IMPORT_TASK, SCORE_RUN_TASK, SCORE_CHUNK_TASK, CALIBRATION_TASK, RECOMPUTE_TASK]
 
 
 @pytest.mark.parametrize("name", JOB_TASKS)
