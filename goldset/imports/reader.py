@@ -7,7 +7,12 @@ validated in one streaming pass and written in a second without ever being held 
 * :func:`iter_json_lines` yields ``(line number, object)`` per non-blank JSONL line, holding one
   line at a time;
 * :func:`iter_json_array_items` yields ``(index, item)`` from one array of a single JSON document
-  (the Unrag dataset file's ``documents``), holding one item at a time (ijson);
+  (the Unrag dataset file's ``documents``), holding one item at a time (ijson). Where ijson
+  stops (``NaN``, ``Infinity``, ``1e400``, an integer beyond 64 bits) the rest of the document
+  is read by a splitter that cuts each item's text out and parses it with
+  :func:`parse_json_line`, so an Unrag file gets the JSONL importers' answer for the same
+  value (refused with the same message, or, for a big integer, accepted), naming the member
+  (``documents[3].metadata.authority``) and its line;
 * :func:`iter_text_lines` yields ``(line number, text)`` (TREC runs).
 
 Treated the same everywhere: a UTF-8 byte order mark is accepted and stripped; bytes that are not
@@ -311,7 +316,7 @@ def iter_json_array_items(
     item_prefix = f"{array}.item"
     with source.open() as raw:
         stream = open_text_stream(raw)
-        index, depth, builder = -1, 0, None
+        index, depth, builder, yielded = -1, 0, None, 0
         prefix, event, value = "", "", None
         try:
             for prefix, event, value in ijson.parse(stream, use_float=True):
@@ -326,6 +331,7 @@ def iter_json_array_items(
                 if builder is not None:
                     builder.event(event, value)
                     if depth == 2 and event in ("end_map", "end_array"):
+                        yielded += 1
                         yield index, _checked(builder.value, f"{array}[{index}]", problems)
                         builder = None
                         if progress is not None and index % PROGRESS_EVERY == 0:
@@ -336,17 +342,182 @@ def iter_json_array_items(
                         builder = ObjectBuilder()
                         builder.event(event, value)
                     else:
+                        yielded += 1
                         yield index, _checked(value, f"{array}[{index}]", problems)
                 elif depth == 1 and "." not in prefix and prefix and event not in ("map_key",):
                     header[prefix] = value
         except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:
-            # NaN, 1e400 or a too long integer stop the parser at a value: the member whose key
-            # was read last is the field, as a JSONL importer would name it.
+            failure = exc
             where = _position(array, index, prefix, event, value) if index >= 0 else ""
-            problems.add(None, where, f"not valid JSON ({_short(exc)})")
+        else:
+            if progress is not None:
+                progress(raw.tell() if hasattr(raw, "tell") else 0)
             return
+    # ijson stopped at a value (NaN, Infinity, 1e400, an integer beyond 64 bits) or at broken
+    # JSON: the rest is read item by item through the JSONL reader's parser, which gives the
+    # same answer as a JSONL importer for the same value, with the member's line.
+    before = problems.total
+    yield from _split_items(
+        source, problems, array=array, header=header, skip=yielded, progress=progress
+    )
+    if problems.total == before and "integer overflow" not in str(failure):
+        # Broken in a way the splitter does not look for: ijson's own words.
+        problems.add(None, where, f"not valid JSON ({_short(failure)})")
+
+
+_SPECIAL = re.compile(r'["\\{}\[\],:]')
+
+
+class _Capture:
+    """The text of one value of a document read line by line, from a start to an end mark."""
+
+    def __init__(self, lineno: int, line: str, at: int):
+        self.lineno, self.pieces, self.line, self.start = lineno, [], line, at
+
+    def next_line(self, line: str) -> None:
+        self.pieces.append(self.line[self.start :])
+        self.line, self.start = line, 0
+
+    def end(self, at: int) -> str:
+        return "".join([*self.pieces, self.line[self.start : at]])
+
+
+def _split_items(
+    source: ByteSource,
+    problems: Problems,
+    *,
+    array: str,
+    header: dict,
+    skip: int,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, object]]:
+    """(index, item) for the items of the top-level ``array`` from ``skip`` on, each item's
+    text cut out of the document (strings and nesting tracked line by line) and parsed by
+    :func:`parse_json_line`; top-level scalar members go into ``header``. Memory: one item's
+    text and one line."""
+    depth, in_string, escaped, last_line = 0, False, -1, 0
+    key, expecting_key, in_array, index = None, False, False, -1
+    key_text = value = item = None
+
+    def emit(text: str, start_line: int):
+        nonlocal index
+        if not text.strip():
+            return None
+        index += 1
+        if index < skip:
+            return None  # already read by the fast pass
+        return index, _parse_item(text, start_line, f"{array}[{index}]", problems)
+
+    with source.open() as raw:
+        for lineno, data in enumerate(_lines(open_text_stream(raw)), start=1):
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.add(lineno, "", f"not valid UTF-8 text (byte {exc.start + 1} of the line)")
+                return
+            for capture in (key_text, value, item):
+                if capture is not None and capture.lineno != lineno:
+                    capture.next_line(line)
+            if escaped >= 0:
+                escaped = 0  # a backslash ended the previous line: this line's first character
+            for match in _SPECIAL.finditer(line):
+                char, at = match.group(), match.start()
+                if in_string:
+                    if at == escaped:
+                        escaped = -1
+                    elif char == "\\":
+                        escaped = at + 1
+                    elif char == '"':
+                        in_string = False
+                        if key_text is not None:
+                            key = json.loads(key_text.end(at + 1) or '""')
+                            key_text = None
+                    continue
+                if char == '"':
+                    in_string = True
+                    if depth == 1 and expecting_key:
+                        key_text = _Capture(lineno, line, at)
+                elif depth == 0:
+                    if char != "{":
+                        problems.add(lineno, "", f"not valid JSON (unexpected {char!r})")
+                        return
+                    depth, expecting_key = 1, True
+                elif depth == 1 and char == ":":
+                    expecting_key, value = False, _Capture(lineno, line, at + 1)
+                elif depth == 1 and char == "[" and key == array and value is not None:
+                    value, in_array, depth = None, True, 2
+                    item = _Capture(lineno, line, at + 1)
+                elif depth == 1 and char in ",}":
+                    if value is not None:
+                        _header_value(header, key, value.end(at), value.lineno, problems)
+                    value, expecting_key = None, char == ","
+                    if char == "}":
+                        depth = 0
+                elif char in "[{":
+                    depth += 1
+                elif char in "]}":
+                    depth -= 1
+                    if in_array and depth == 1:
+                        got = emit(item.end(at), item.lineno)
+                        item, in_array = None, False
+                        if got is not None:
+                            yield got
+                elif char == "," and in_array and depth == 2:
+                    got = emit(item.end(at), item.lineno)
+                    item = _Capture(lineno, line, at + 1)
+                    if got is not None:
+                        yield got
+                        if progress is not None and index % PROGRESS_EVERY == 0:
+                            progress(raw.tell() if hasattr(raw, "tell") else 0)
+            last_line = lineno
+            if escaped >= len(line):
+                escaped = len(line)  # carried to the next line's first character
+            elif escaped >= 0 and not in_string:
+                escaped = -1
+        if depth or in_string:
+            problems.add(last_line, "", "not valid JSON (the document ends before it is closed)")
         if progress is not None:
             progress(raw.tell() if hasattr(raw, "tell") else 0)
+
+
+def _header_value(header: dict, key, text: str, lineno: int, problems: Problems) -> None:
+    text = text.strip()
+    if not text or text[0] in "[{" or key is None:
+        return
+    found = Problems()
+    value = parse_json_line(text, lineno, found)
+    for problem in found.items:
+        problems.add(problem.line, str(key), problem.message, problem.expected)
+    if not found:
+        header[key] = value
+
+
+def _parse_item(text: str, start_line: int, where: str, problems: Problems):
+    """One item's text parsed as a JSONL line would be; its problems named by the member path
+    under ``where`` and the line of the document they are on."""
+    found = Problems()
+    value = parse_json_line(text, start_line, found)
+    for problem in found.items:
+        field = where + (
+            problem.field
+            if problem.field.startswith("[") or not problem.field
+            else "." + problem.field
+        )
+        problems.add(
+            _line_of(text, start_line, problem.field), field, problem.message, problem.expected
+        )
+    if found:
+        return None
+    return value
+
+
+def _line_of(text: str, start_line: int, field: str) -> int:
+    """The line of the document holding ``field`` of an item whose text began on
+    ``start_line``: where its last key is written (the item's first line without one)."""
+    last = re.sub(r"\[\d+\]$", "", field.rsplit(".", 1)[-1]) if field else ""
+    found = re.search(re.escape(json.dumps(last)) + r"\s*:", text) if last else None
+    position = found.start() if found else len(text) - len(text.lstrip())
+    return start_line + text.count("\n", 0, position)
 
 
 def _position(array: str, index: int, prefix: str, event: str, value) -> str:

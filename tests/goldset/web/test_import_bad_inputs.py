@@ -329,18 +329,29 @@ def unrag_file(raw_authority: str, *, content: str = '"hello"') -> bytes:
 @pytest.mark.parametrize(
     "data,expected",
     [
-        (unrag_file("NaN"), "documents[0].metadata.authority: not valid JSON"),
-        (unrag_file("1e400"), "documents[0].metadata.authority: not valid JSON"),
-        (unrag_file("1" + "0" * 5000), "documents[0].metadata.authority: not valid JSON"),
+        (
+            unrag_file("NaN"),
+            "line 1: documents[0].metadata.authority: NaN is not allowed (expected a finite number)",
+        ),
+        (
+            unrag_file("-Infinity"),
+            "line 1: documents[0].metadata.authority: -Infinity is not allowed",
+        ),
+        (unrag_file("1e400"), "line 1: documents[0].metadata.authority: 1e400 is not allowed"),
+        (
+            unrag_file("1" + "0" * 5000),
+            "line 1: documents[0].metadata.authority: a number of 5001 characters is not allowed",
+        ),
         (unrag_file("0.5", content='"a\\u0000b"'), "documents[0].content: contains a NUL"),
     ],
-    ids=["nan", "overflow", "long-integer", "nul"],
+    ids=["nan", "infinity", "overflow", "long-integer", "nul"],
 )
 def test_an_unrag_file_names_the_member_of_a_bad_value_on_the_page_and_the_command(
     data, expected, client_for, admin_user, corpus, tmp_path, django_capture_on_commit_callbacks
 ):
-    """A single JSON document has no lines: the position and member name the place. ijson
-    stops at NaN or an overflowing number; the key it read last is the member."""
+    """Where ijson stops (NaN, Infinity, 1e400, a huge integer) the rest of the document is
+    parsed item by item by the JSONL reader's parser: the JSONL message, the member and its
+    line."""
     client = client_for(admin_user)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
@@ -356,6 +367,97 @@ def test_an_unrag_file_names_the_member_of_a_bad_value_on_the_page_and_the_comma
         call_command("import_corpus", str(path))
     assert refused.value.returncode == 2 and expected in str(refused.value)
     assert not Document.objects.exclude(pk=corpus.block.document_id).exists()
+
+
+def _message(problem: dict) -> str:
+    return problem["message"] + (
+        f" (expected {problem['expected']})" if problem["expected"] else ""
+    )
+
+
+def _located(text: str) -> str:
+    """A problem without its place (``line N: field: ``), to compare the two formats' words."""
+    return text.split(": ", 2)[-1]
+
+
+def unrag_pretty(raw_authority: str) -> bytes:
+    """An Unrag file written over several lines; the bad value is on line 5."""
+    return (
+        '{"version": "1", "documents": [\n  {"sourceId": "u-0", "content": "a"},\n'
+        '  {"sourceId": "u-1", "content": "b",\n   "metadata": {"domain": "federal_it",\n'
+        f'    "authority": {raw_authority}}}}}\n ],\n "queries": []}}\n'
+    ).encode()
+
+
+def manifest_line(raw_authority: str) -> bytes:
+    return line_with("corpus", "authority", raw_authority).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    "raw", ["NaN", "Infinity", "-1e999", "1" + "0" * 5000, str(2**70)], ids=str.__len__
+)
+def test_an_unrag_file_gets_the_jsonl_answer_for_the_same_value_on_page_api_and_command(
+    raw, client_for, admin_user, corpus, tmp_path, django_capture_on_commit_callbacks
+):
+    """The same bad value refused with the same words by both corpus formats, through the
+    page (422), the API (the job rejected) and the command (exit 2), naming line and member;
+    nothing stored. An integer beyond 64 bits is not "invalid JSON" in either: it reaches the
+    authority check, which refuses it the same way."""
+    answers = {}
+    for name, data in [("jsonl", manifest_line(raw)), ("unrag", unrag_pretty(raw))]:
+        path = tmp_path / f"c.{name}"
+        path.write_bytes(data)
+        with pytest.raises(CommandError) as refused:
+            call_command("import_corpus", str(path))
+        assert refused.value.returncode == 2
+        answers[name] = str(refused.value)
+        with django_capture_on_commit_callbacks(execute=True):
+            page = client_for(admin_user).post(
+                reverse("corpus:import"), {"file": SimpleUploadedFile(f"c-{name}", data)}
+            )
+        assert client_for(admin_user).get(page.url).status_code == 422
+        job = ImportJob.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[-1]))
+        ImportJob.objects.filter(pk=job.pk).delete()  # the API submits the same file again
+        with django_capture_on_commit_callbacks(execute=True):
+            api = client_for(admin_user).post(
+                reverse("api:imports"),
+                {"kind": "corpus", "file": SimpleUploadedFile(f"c-{name}", data)},
+            )
+        assert api.status_code == 202
+        polled = client_for(admin_user).get(api["Location"]).json()
+        assert polled["status"] == "rejected"
+        (problem,) = [p for p in polled["errors"] if "authority" in p["field"]] or [polled]
+        answers[f"{name}-api"] = problem
+    jsonl_text = next(line for line in answers["jsonl"].splitlines() if "authority" in line)
+    unrag_text = next(line for line in answers["unrag"].splitlines() if "authority" in line)
+    assert "line 1: authority: " in jsonl_text
+    # The reader's refusals name the line; a field check (the big integer's range) names the
+    # member only: an Unrag item read by ijson has no line.
+    reader_refusal = raw != str(2**70)
+    where = "line 5: " if reader_refusal else ""
+    assert f"{where}documents[1].metadata.authority: " in unrag_text, unrag_text
+    assert _located(unrag_text) == _located(jsonl_text)
+    assert "not valid JSON" not in unrag_text
+    jsonl_api, unrag_api = answers["jsonl-api"], answers["unrag-api"]
+    assert (jsonl_api["line"], jsonl_api["field"]) == (1, "authority")
+    assert unrag_api["field"] == "documents[1].metadata.authority"
+    assert unrag_api["line"] == (5 if reader_refusal else None)
+    assert _message(unrag_api) == _message(jsonl_api)
+    assert not Document.objects.exclude(pk=corpus.block.document_id).exists()
+
+
+def test_an_integer_beyond_64_bits_in_unrag_metadata_is_accepted_as_in_jsonl(
+    admin_user, corpus, tmp_path
+):
+    big = str(2**70)
+    data = (
+        '{"version": "1", "documents": [{"sourceId": "u-big", "content": "x", '
+        f'"metadata": {{"domain": "federal_it", "authority": 0.5, "pages": {big}}}}}]}}'
+    ).encode()
+    path = tmp_path / "big.json"
+    path.write_bytes(data)
+    call_command("import_corpus", str(path))
+    assert Document.objects.filter(document_id="u-big").exists()
 
 
 @pytest.mark.parametrize("command", ["import_corpus", "import_questions", "import_answers"])
