@@ -38,6 +38,7 @@ import secrets
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -91,10 +92,8 @@ def seed(size: int, users: int) -> dict:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
     django.setup()
     # Django must be set up before models, services and factories are imported.
-    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
-    from django.contrib.sessions.backends.db import SessionStore
     from django.db import connection
 
     from goldset.models import (
@@ -201,8 +200,31 @@ def seed(size: int, users: int) -> dict:
     supersede_s = time.perf_counter() - supersede_started
     analyze(Question, Run, AnswerRecord, Triple, TripleRevision)
 
+    sessions = make_sessions()
+    return {
+        "seed_s": round(time.perf_counter() - started, 1),
+        "records": AnswerRecord.objects.count(),
+        "revisions": TripleRevision.objects.count(),
+        "superseded_pins": Triple.objects.filter(pin_superseded=True).count(),
+        "supersede_s": round(supersede_s, 2),
+        "sessions": sessions,
+    }
+
+
+def make_sessions() -> dict:
+    """A signed-in session for every bench annotator and the lead (in the seeding child, or in
+    a child of its own for a database seeded earlier with ``--prepare``)."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "workbench.settings")
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.contrib.sessions.backends.db import SessionStore
+
     sessions = {}
-    for user in [*people, lead]:
+    people = get_user_model().objects.filter(username__startswith="bench-").order_by("pk")
+    for user in people.exclude(username="bench-author"):
         store = SessionStore()
         store["_auth_user_id"] = str(user.pk)
         # The backend that signs people in here (a session naming another is not accepted).
@@ -212,14 +234,7 @@ def seed(size: int, users: int) -> dict:
         store["_wb_started_at"] = store["_wb_last_seen"] = int(time.time())
         store.create()
         sessions[user.username] = store.session_key
-    return {
-        "seed_s": round(time.perf_counter() - started, 1),
-        "records": AnswerRecord.objects.count(),
-        "revisions": TripleRevision.objects.count(),
-        "superseded_pins": Triple.objects.filter(pin_superseded=True).count(),
-        "supersede_s": round(supersede_s, 2),
-        "sessions": sessions,
-    }
+    return sessions
 
 
 # ---------------------------------------------------------------- HTTP users
@@ -537,10 +552,11 @@ def wait_for(port: int, deadline_s: float = 60):
 
 
 def one_size(args, size: int) -> dict:
-    db_url = create_database(args.database_url, f"{args.db_prefix}{size}")
+    name = f"{args.db_prefix}{size}"
+    prepared = Path(tempfile.gettempdir()) / f"{name}.seed.json"
     env = {
         **os.environ,
-        "DATABASE_URL": db_url,
+        "DATABASE_URL": admin_url(args.database_url, name),
         "REDIS_URL": args.redis_url,
         "SECRET_KEY": secrets.token_hex(32),
         "DEBUG": "false",
@@ -552,28 +568,45 @@ def one_size(args, size: int) -> dict:
         "QUERY_COUNT_HEADER": "true",
     }
     python = sys.executable
-    subprocess.run(
-        [python, "manage.py", "migrate", "--no-input", "-v", "0"],
-        cwd=ROOT,
-        env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
-        check=True,
-    )
+    if args.use_prepared:  # seeded earlier by --prepare (and not used since): fresh sessions
+        info = json.loads(prepared.read_text())
+        made = subprocess.run(
+            [python, __file__, "--sessions-only"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        sessions = json.loads(made.stdout.strip().splitlines()[-1])
+        prepared.unlink()
+    else:
+        create_database(args.database_url, name)
+        subprocess.run(
+            [python, "manage.py", "migrate", "--no-input", "-v", "0"],
+            cwd=ROOT,
+            env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
+            check=True,
+        )
+        seeded = subprocess.run(
+            [python, __file__, "--seed-only", str(size), "--users", str(args.users)],
+            cwd=ROOT,
+            env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        info = json.loads(seeded.stdout.strip().splitlines()[-1])
+        sessions = info.pop("sessions")
+        if args.prepare:
+            prepared.write_text(json.dumps(info))
+            return {"size": size, "prepared": str(prepared), **info}
     subprocess.run(
         [python, "manage.py", "collectstatic", "--no-input", "-v", "0"],
         cwd=ROOT,
         env=env,
         check=True,
     )
-    seeded = subprocess.run(
-        [python, __file__, "--seed-only", str(size), "--users", str(args.users)],
-        cwd=ROOT,
-        env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
-        check=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    info = json.loads(seeded.stdout.strip().splitlines()[-1])
-    sessions = info.pop("sessions")
     import redis  # only the orchestrating process talks to Redis (to empty the bench queue)
 
     redis.Redis.from_url(args.redis_url).flushdb()
@@ -607,7 +640,7 @@ def one_size(args, size: int) -> dict:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    result["duplicates"] = duplicates(db_url)
+    result["duplicates"] = duplicates(env["DATABASE_URL"])
     return result
 
 
@@ -692,6 +725,17 @@ def main():
         "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/12")
     )
     parser.add_argument("--seed-only", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--sessions-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="create, migrate and seed each size's database, then stop (no server, no scenario)",
+    )
+    parser.add_argument(
+        "--use-prepared",
+        action="store_true",
+        help="run on the databases --prepare seeded (each once: its seed note is then removed)",
+    )
     parser.add_argument(
         "--markdown", metavar="RESULTS_JSONL", help="print the BENCHMARKS.md tables"
     )
@@ -701,6 +745,9 @@ def main():
         return
     if args.seed_only:
         print(json.dumps(seed(args.seed_only, args.users)))
+        return
+    if args.sessions_only:
+        print(json.dumps(make_sessions()))
         return
     for size in (int(s) for s in args.sizes.split(",")):
         print(json.dumps(one_size(args, size)))
