@@ -89,6 +89,16 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=dropped.pop("_items"))
         items[:] = kept
         config._service_deselections = dropped
+        if hasattr(config, "workeroutput"):  # a pytest-xdist worker: the main process reports
+            config.workeroutput["service_deselections"] = dropped
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist: every worker deselects the same tests; keep one worker's counts."""
+    counts = getattr(node, "workeroutput", {}).get("service_deselections")
+    if counts:
+        node.config._service_deselections = counts
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -160,6 +170,15 @@ def client_for(client):
 
 
 # ---------------------------------------------------------------- real services
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (parallel test processes must not share fixed ports)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _require(condition: bool, why: str):
