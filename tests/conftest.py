@@ -70,7 +70,29 @@ FIXTURE_NEEDS = {
 }
 
 
+# Tests that wait on real processes (workers, browsers, servers) run first: in parallel runs
+# (pytest-xdist hands out tests in this order) the short tests then fill the end evenly, instead
+# of one process finishing a long test while the other waits.
+SLOW_FIXTURES = {
+    "celery_worker_process",
+    "start_worker",
+    "processes",
+    "browser",
+    "browser_login",
+    "live_server",
+}
+
+
+def _runs_long(item) -> bool:
+    return bool(
+        SLOW_FIXTURES.intersection(item.fixturenames)
+        or item.get_closest_marker("worker")
+        or item.get_closest_marker("browser")
+    )
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not _runs_long(item))  # stable: file order is kept otherwise
     if IN_CI:
         return
     missing = {name for name, present in SERVICES.items() if not present()}
