@@ -10,10 +10,11 @@ import shutil
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from tests.factories import TEST_PASSWORD, UserFactory
 from workbench.roles import Role
@@ -189,6 +190,31 @@ def client_for(client):
         return c
 
     return make
+
+
+# ---------------------------------------------------------------- data shared by several tests
+
+
+@contextmanager
+def shared_test_data(django_db_blocker):
+    """For a module- or class-scoped fixture that builds data once for several tests (e.g. the
+    seeded demo, 8-12 s each time): the data is written in a transaction that stays open while
+    those tests run and is rolled back after the last. Each test runs in a savepoint of it
+    (pytest-django's ``db`` fixture nests), so what one test changes is gone before the next,
+    as if the data had been built for it alone.
+
+    Only for tests on the ``db`` fixture: a live server or a worker uses other connections,
+    which never see uncommitted data (those tests build their own). Build the data inside
+    ``django_db_blocker.unblock()``; the tests keep their own database access rules."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
 # ---------------------------------------------------------------- real services
