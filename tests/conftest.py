@@ -10,10 +10,11 @@ import shutil
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from tests.factories import TEST_PASSWORD, UserFactory
 from workbench.roles import Role
@@ -70,7 +71,29 @@ FIXTURE_NEEDS = {
 }
 
 
+# Tests that wait on real processes (workers, browsers, servers) run first: in parallel runs
+# (pytest-xdist hands out tests in this order) the short tests then fill the end evenly, instead
+# of one process finishing a long test while the other waits.
+SLOW_FIXTURES = {
+    "celery_worker_process",
+    "start_worker",
+    "processes",
+    "browser",
+    "browser_login",
+    "live_server",
+}
+
+
+def _runs_long(item) -> bool:
+    return bool(
+        SLOW_FIXTURES.intersection(item.fixturenames)
+        or item.get_closest_marker("worker")
+        or item.get_closest_marker("browser")
+    )
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not _runs_long(item))  # stable: file order is kept otherwise
     if IN_CI:
         return
     missing = {name for name, present in SERVICES.items() if not present()}
@@ -89,6 +112,16 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=dropped.pop("_items"))
         items[:] = kept
         config._service_deselections = dropped
+        if hasattr(config, "workeroutput"):  # a pytest-xdist worker: the main process reports
+            config.workeroutput["service_deselections"] = dropped
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist: every worker deselects the same tests; keep one worker's counts."""
+    counts = getattr(node, "workeroutput", {}).get("service_deselections")
+    if counts:
+        node.config._service_deselections = counts
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -159,7 +192,41 @@ def client_for(client):
     return make
 
 
+# ---------------------------------------------------------------- data shared by several tests
+
+
+@contextmanager
+def shared_test_data(django_db_blocker):
+    """For a module- or class-scoped fixture that builds data once for several tests (e.g. the
+    seeded demo, 8-12 s each time): the data is written in a transaction that stays open while
+    those tests run and is rolled back after the last. Each test runs in a savepoint of it
+    (pytest-django's ``db`` fixture nests), so what one test changes is gone before the next,
+    as if the data had been built for it alone.
+
+    Only for tests on the ``db`` fixture: a live server or a worker uses other connections,
+    which never see uncommitted data (those tests build their own). Build the data inside
+    ``django_db_blocker.unblock()``; the tests keep their own database access rules."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+    try:
+        yield
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
 # ---------------------------------------------------------------- real services
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (parallel test processes must not share fixed ports)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _require(condition: bool, why: str):

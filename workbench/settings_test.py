@@ -4,6 +4,8 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 # Uploads wait in a directory of this test run (removed at exit), not in var/; set in the
@@ -11,6 +13,26 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 if not os.environ.get("IMPORT_STORAGE_DIR"):
     os.environ["IMPORT_STORAGE_DIR"] = tempfile.mkdtemp(prefix="goldset-test-imports-")
     atexit.register(shutil.rmtree, os.environ["IMPORT_STORAGE_DIR"], ignore_errors=True)
+
+# Under pytest-xdist (worker ``gw<N>``) each test process gets its own Redis database (the base
+# URL's number plus N) and its own import directory (a ``gw<N>`` folder in the one above, which
+# the xdist workers inherit from the main process), set in the environment before the settings
+# below read them: the Celery workers a test starts consume that database's queues (two test
+# processes on one queue would take each other's tasks), and the orphan sweep deletes every
+# stored file its own database does not know. pytest-django gives each its own test database.
+# Done once: a subprocess that loads these settings again inherits the environment (marked).
+if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw") and os.environ.get(
+    "WORKBENCH_TEST_WORKER"
+) != os.environ.get("PYTEST_XDIST_WORKER"):
+    _xdist_worker = os.environ["WORKBENCH_TEST_WORKER"] = os.environ["PYTEST_XDIST_WORKER"]
+    _index = int(_xdist_worker.removeprefix("gw"))
+    _imports = Path(os.environ["IMPORT_STORAGE_DIR"]) / _xdist_worker
+    _imports.mkdir(parents=True, exist_ok=True)
+    os.environ["IMPORT_STORAGE_DIR"] = str(_imports)
+    if os.environ.get("REDIS_URL"):
+        _redis = urlsplit(os.environ["REDIS_URL"])
+        _redis_db = int(_redis.path.strip("/") or 0) + _index
+        os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_redis_db}"))
 
 from .settings import *  # noqa: F403
 

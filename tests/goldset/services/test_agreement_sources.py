@@ -5,18 +5,34 @@ import krippendorff
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.test import TestCase
 
 from goldset.models import AgreementSnapshot, Label, Review
 from goldset.services.agreement import AXES, recompute_agreement_snapshots
 from goldset.tasks import recompute_agreement_task
+from tests.conftest import shared_test_data
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def demo(tmp_path, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=False):
+def seed(tmp_path):
+    with TestCase.captureOnCommitCallbacks(execute=False):
         call_command("seed_demo", password="agreement-demo-1", credentials_file=tmp_path / "c.txt")
+
+
+@pytest.fixture
+def demo(tmp_path):
+    seed(tmp_path)
+
+
+# Seeded once for the class's tests (each in a savepoint, rolled back after it): they only
+# compute and compare figures, and seeding costs more than that.
+@pytest.fixture(scope="class")
+def seeded_once(django_db_setup, django_db_blocker, tmp_path_factory):
+    with shared_test_data(django_db_blocker):
+        with django_db_blocker.unblock():
+            seed(tmp_path_factory.mktemp("agreement-demo"))
+        yield
 
 
 def matrix(rows, categories):
@@ -41,59 +57,62 @@ def stored(protocol, axis):
     )
 
 
-def test_review_verdict_alpha_equals_krippendorff_on_the_review_rows(demo):
-    recompute_agreement_snapshots()
-    rows = list(Review.objects.values_list("revision_id", "reviewer_id", "verdict"))
-    expected = krippendorff.alpha(
-        reliability_data=matrix(rows, list(AXES["verdict"].categories)),
-        level_of_measurement="nominal",
-        value_domain=[0, 1],
-    )
-    assert stored("triple_review", "verdict").value == pytest.approx(expected, abs=1e-12)
+@pytest.mark.usefixtures("seeded_once")
+class TestOnTheSeededDemo:
+    def test_review_verdict_alpha_equals_krippendorff_on_the_review_rows(self):
+        recompute_agreement_snapshots()
+        rows = list(Review.objects.values_list("revision_id", "reviewer_id", "verdict"))
+        expected = krippendorff.alpha(
+            reliability_data=matrix(rows, list(AXES["verdict"].categories)),
+            level_of_measurement="nominal",
+            value_domain=[0, 1],
+        )
+        assert stored("triple_review", "verdict").value == pytest.approx(expected, abs=1e-12)
 
+    def test_label_grounding_alpha_equals_krippendorff_without_calibration_labels(self):
+        recompute_agreement_snapshots()
+        production = Label.objects.filter(
+            record__is_calibration=False, assignment__is_calibration=False
+        )
+        rows = list(production.values_list("record_id", "annotator_id", "grounding"))
+        assert Label.objects.count() > len(
+            rows
+        )  # the demo has calibration labels, and they are left out
+        expected = krippendorff.alpha(
+            reliability_data=matrix(rows, list(AXES["grounding"].categories)),
+            level_of_measurement="ordinal",
+            value_domain=[0, 1, 2, 3],
+        )
+        figure = stored("answer_label", "grounding")
+        assert figure.value == pytest.approx(expected, abs=1e-12)
+        assert figure.n_items == len(
+            {r for r, p, _ in rows if sum(1 for x, _, _ in rows if x == r) >= 2}
+        )
 
-def test_label_grounding_alpha_equals_krippendorff_without_calibration_labels(demo):
-    recompute_agreement_snapshots()
-    production = Label.objects.filter(
-        record__is_calibration=False, assignment__is_calibration=False
-    )
-    rows = list(production.values_list("record_id", "annotator_id", "grounding"))
-    assert Label.objects.count() > len(
-        rows
-    )  # the demo has calibration labels, and they are left out
-    expected = krippendorff.alpha(
-        reliability_data=matrix(rows, list(AXES["grounding"].categories)),
-        level_of_measurement="ordinal",
-        value_domain=[0, 1, 2, 3],
-    )
-    figure = stored("answer_label", "grounding")
-    assert figure.value == pytest.approx(expected, abs=1e-12)
-    assert figure.n_items == len(
-        {r for r, p, _ in rows if sum(1 for x, _, _ in rows if x == r) >= 2}
-    )
+    def test_per_annotator_facts_are_stored(self):
+        recompute_agreement_snapshots()
+        volumes = {
+            s.subject: s.value
+            for s in AgreementSnapshot.objects.filter(protocol="answer_label", metric="volume")
+        }
+        counted = Label.objects.filter(
+            record__is_calibration=False, assignment__is_calibration=False
+        ).values_list("annotator_id", flat=True)
+        assert volumes == {str(a): float(list(counted).count(a)) for a in set(counted)}
+        assert AgreementSnapshot.objects.filter(
+            protocol="triple_review", metric="flag_rate"
+        ).exists()
+        assert AgreementSnapshot.objects.filter(
+            protocol="answer_label", metric="rationale_coverage"
+        ).exists()
 
-
-def test_per_annotator_facts_are_stored(demo):
-    recompute_agreement_snapshots()
-    volumes = {
-        s.subject: s.value
-        for s in AgreementSnapshot.objects.filter(protocol="answer_label", metric="volume")
-    }
-    counted = Label.objects.filter(
-        record__is_calibration=False, assignment__is_calibration=False
-    ).values_list("annotator_id", flat=True)
-    assert volumes == {str(a): float(list(counted).count(a)) for a in set(counted)}
-    assert AgreementSnapshot.objects.filter(protocol="triple_review", metric="flag_rate").exists()
-    assert AgreementSnapshot.objects.filter(
-        protocol="answer_label", metric="rationale_coverage"
-    ).exists()
-
-
-def test_the_task_recomputes_and_a_second_run_changes_nothing(demo):
-    first = recompute_agreement_task.delay().get()
-    ids = set(AgreementSnapshot.objects.values_list("id", flat=True))
-    second = recompute_agreement_task.delay().get()
-    assert first == second and set(AgreementSnapshot.objects.values_list("id", flat=True)) == ids
+    def test_the_task_recomputes_and_a_second_run_changes_nothing(self):
+        first = recompute_agreement_task.delay().get()
+        ids = set(AgreementSnapshot.objects.values_list("id", flat=True))
+        second = recompute_agreement_task.delay().get()
+        assert (
+            first == second and set(AgreementSnapshot.objects.values_list("id", flat=True)) == ids
+        )
 
 
 def test_a_label_schedules_one_debounced_recompute(settings, django_capture_on_commit_callbacks):

@@ -84,71 +84,6 @@ def test_the_json_download_and_an_unknown_format(client_for, admin_user):
     assert c.get("/quality/agreement.xml").status_code == 404
 
 
-@pytest.fixture
-def demo_with_figures(tmp_path, django_capture_on_commit_callbacks):
-    from django.core.management import call_command
-
-    from goldset.services.agreement import recompute_agreement_snapshots
-
-    with django_capture_on_commit_callbacks(execute=False):
-        call_command("seed_demo", password="dash-demo-pass-1", credentials_file=tmp_path / "c.txt")
-    recompute_agreement_snapshots()
-
-
-def test_dashboard_shows_annotator_bars_tiers_cost_and_throughput(client_for, demo_with_figures):
-    from django.contrib.auth import get_user_model
-
-    from goldset.models import AnswerRecord, Triple
-
-    lead = get_user_model().objects.get(username="lead")
-    html = (
-        client_for(lead)
-        .get(reverse("quality:agreement"), {"protocol": "answer_label", "axis": "acceptability"})
-        .content.decode()
-    )
-    assert "Agreement with adjudicated label" in html and "ann1" in html
-    gold = (
-        Triple.objects.filter(tier="tier_b").count()
-        + AnswerRecord.objects.filter(tier="tier_b", is_calibration=False).count()
-    )
-    triage = (
-        Triple.objects.filter(tier="tier_a").count()
-        + AnswerRecord.objects.filter(tier="tier_a", is_calibration=False).count()
-    )
-    assert f"{gold} GOLD × $0.40 + {triage} TRIAGE × $0.16" in html
-    assert f"${gold * 0.40 + triage * 0.16:.2f}" in html
-
-
-def test_confusion_matrix_is_a_partial_for_htmx_and_part_of_the_page_otherwise(
-    client_for, demo_with_figures
-):
-    from django.contrib.auth import get_user_model
-
-    from goldset.models import Label
-
-    users = get_user_model().objects
-    lead, a, b = users.get(username="lead"), users.get(username="ann1"), users.get(username="ann2")
-    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.username, "b": b.username}
-    c = client_for(lead)
-    fragment = c.get(
-        reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"
-    )
-    body = fragment.content.decode()
-    assert body.lstrip().startswith('<div id="confusion">') and "<html" not in body
-    shared = Label.objects.filter(
-        annotator=a,
-        record__is_calibration=False,
-        assignment__is_calibration=False,
-        record__labels__annotator=b,
-    ).count()
-    assert f"{shared} items rated by both on acceptability" in body
-    assert fragment["Vary"] and "HX-Request" in fragment["Vary"]
-    full = c.get(reverse("quality:agreement"), params).content.decode()
-    assert "<html" in full and f"{shared} items rated by both" in full
-    assert f'<option value="{a.username}"' in full and f'<option value="{a.pk}"' not in full
-    assert f"{a.pk}|" not in full and f"|{b.pk}" not in full  # pairs by name, not "pair 4|5"
-
-
 def test_recompute_button_needs_post_and_a_lead(
     client_for, lead, annotator, django_capture_on_commit_callbacks
 ):
@@ -160,27 +95,124 @@ def test_recompute_button_needs_post_and_a_lead(
     assert response.status_code == 302 and len(callbacks) == 1
 
 
-def test_confusion_and_workload_downloads(client_for, demo_with_figures, annotator):
-    from django.contrib.auth import get_user_model
+# Seeded and computed once for the class's tests (each in a savepoint, rolled back after it):
+# they only read the pages and downloads, and seeding costs more than that.
+@pytest.fixture(scope="class")
+def demo_with_figures(django_db_setup, django_db_blocker, tmp_path_factory):
+    from django.core.management import call_command
+    from django.test import TestCase
 
-    users = get_user_model().objects
-    lead, a, b = users.get(username="lead"), users.get(username="ann1"), users.get(username="ann2")
-    c = client_for(lead)
-    params = {"protocol": "answer_label", "axis": "acceptability", "a": a.username, "b": b.username}
-    rows = c.get(reverse("quality:table-download", args=["confusion", "json"]), params).json()
-    shown = c.get(
-        reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"
-    ).content.decode()
-    total = sum(r["count"] for r in rows)
-    assert {(r["first"], r["second"]) for r in rows} == {
-        (x, y) for x in ("acceptable", "unacceptable") for y in ("acceptable", "unacceptable")
-    }
-    assert f"{total} items rated by both" in shown
-    workload = c.get(reverse("quality:table-download", args=["workload", "csv"])).content.decode()
-    assert workload.startswith("figure,what,tier,value") and "estimated_cost_usd" in workload
-    assert (
-        client_for(annotator)
-        .get(reverse("quality:table-download", args=["workload", "csv"]))
-        .status_code
-        == 403
-    )
+    from goldset.services.agreement import recompute_agreement_snapshots
+    from tests.conftest import shared_test_data
+
+    tmp_path = tmp_path_factory.mktemp("dash-demo")
+    with shared_test_data(django_db_blocker):
+        with django_db_blocker.unblock():
+            with TestCase.captureOnCommitCallbacks(execute=False):
+                call_command(
+                    "seed_demo", password="dash-demo-pass-1", credentials_file=tmp_path / "c.txt"
+                )
+            recompute_agreement_snapshots()
+        yield
+
+
+@pytest.mark.usefixtures("demo_with_figures")
+class TestOnTheDemoWithFigures:
+    def test_dashboard_shows_annotator_bars_tiers_cost_and_throughput(self, client_for):
+        from django.contrib.auth import get_user_model
+
+        from goldset.models import AnswerRecord, Triple
+
+        lead = get_user_model().objects.get(username="lead")
+        html = (
+            client_for(lead)
+            .get(
+                reverse("quality:agreement"), {"protocol": "answer_label", "axis": "acceptability"}
+            )
+            .content.decode()
+        )
+        assert "Agreement with adjudicated label" in html and "ann1" in html
+        gold = (
+            Triple.objects.filter(tier="tier_b").count()
+            + AnswerRecord.objects.filter(tier="tier_b", is_calibration=False).count()
+        )
+        triage = (
+            Triple.objects.filter(tier="tier_a").count()
+            + AnswerRecord.objects.filter(tier="tier_a", is_calibration=False).count()
+        )
+        assert f"{gold} GOLD × $0.40 + {triage} TRIAGE × $0.16" in html
+        assert f"${gold * 0.40 + triage * 0.16:.2f}" in html
+
+    def test_confusion_matrix_is_a_partial_for_htmx_and_part_of_the_page_otherwise(
+        self, client_for
+    ):
+        from django.contrib.auth import get_user_model
+
+        from goldset.models import Label
+
+        users = get_user_model().objects
+        lead, a, b = (
+            users.get(username="lead"),
+            users.get(username="ann1"),
+            users.get(username="ann2"),
+        )
+        params = {
+            "protocol": "answer_label",
+            "axis": "acceptability",
+            "a": a.username,
+            "b": b.username,
+        }
+        c = client_for(lead)
+        fragment = c.get(
+            reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"
+        )
+        body = fragment.content.decode()
+        assert body.lstrip().startswith('<div id="confusion">') and "<html" not in body
+        shared = Label.objects.filter(
+            annotator=a,
+            record__is_calibration=False,
+            assignment__is_calibration=False,
+            record__labels__annotator=b,
+        ).count()
+        assert f"{shared} items rated by both on acceptability" in body
+        assert fragment["Vary"] and "HX-Request" in fragment["Vary"]
+        full = c.get(reverse("quality:agreement"), params).content.decode()
+        assert "<html" in full and f"{shared} items rated by both" in full
+        assert f'<option value="{a.username}"' in full and f'<option value="{a.pk}"' not in full
+        assert f"{a.pk}|" not in full and f"|{b.pk}" not in full  # pairs by name, not "pair 4|5"
+
+    def test_confusion_and_workload_downloads(self, client_for, annotator):
+        from django.contrib.auth import get_user_model
+
+        users = get_user_model().objects
+        lead, a, b = (
+            users.get(username="lead"),
+            users.get(username="ann1"),
+            users.get(username="ann2"),
+        )
+        c = client_for(lead)
+        params = {
+            "protocol": "answer_label",
+            "axis": "acceptability",
+            "a": a.username,
+            "b": b.username,
+        }
+        rows = c.get(reverse("quality:table-download", args=["confusion", "json"]), params).json()
+        shown = c.get(
+            reverse("quality:agreement"), params, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="confusion"
+        ).content.decode()
+        total = sum(r["count"] for r in rows)
+        assert {(r["first"], r["second"]) for r in rows} == {
+            (x, y) for x in ("acceptable", "unacceptable") for y in ("acceptable", "unacceptable")
+        }
+        assert f"{total} items rated by both" in shown
+        workload = c.get(
+            reverse("quality:table-download", args=["workload", "csv"])
+        ).content.decode()
+        assert workload.startswith("figure,what,tier,value") and "estimated_cost_usd" in workload
+        assert (
+            client_for(annotator)
+            .get(reverse("quality:table-download", args=["workload", "csv"]))
+            .status_code
+            == 403
+        )

@@ -24,7 +24,7 @@ from django.urls import reverse
 
 from goldset.models import AgreementSnapshot, ImportJob, JobStatus, OutboxMessage, ScoringJob
 from goldset.services.scoring_jobs import create_scoring_job
-from tests.conftest import ROOT, _stop
+from tests.conftest import ROOT, _stop, free_port
 from tests.goldset.worker.test_scoring_jobs_worker import (
     assert_equals_cli,
     big_version,
@@ -36,7 +36,6 @@ from workbench.celery import app
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres]
 
-PORT = 6392
 STALE = 6  # seconds without a heartbeat before a job counts as lost
 FAST = {
     "JOB_STALE_SECONDS": str(STALE),
@@ -81,7 +80,8 @@ class RedisServer:
 
 @pytest.fixture
 def private_redis(tmp_path, redis_url):
-    server = RedisServer(PORT, tmp_path)
+    # A free port, kept for the test: a restarted server comes back on the same one.
+    server = RedisServer(free_port(), tmp_path)
     server.start()
     yield server
     server.stop()

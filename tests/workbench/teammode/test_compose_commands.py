@@ -18,8 +18,9 @@ import pytest
 import yaml
 from django.db import connection
 
+from tests.conftest import free_port
+
 ROOT = Path(__file__).resolve().parents[3]
-WEB_PORT = 8401
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
@@ -49,13 +50,13 @@ def _command(service):
     return command if isinstance(command, list) else shlex.split(command)
 
 
-def _wait_for_health(deadline_seconds):
+def _wait_for_health(port, deadline_seconds):
     deadline = time.monotonic() + deadline_seconds
     last = None
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(
-                f"http://127.0.0.1:{WEB_PORT}/health/?format=json", timeout=5
+                f"http://127.0.0.1:{port}/health/?format=json", timeout=5
             ) as response:
                 return response.status
         except urllib.error.HTTPError as exc:
@@ -107,12 +108,13 @@ def test_compose_commands_start_and_pass_their_healthchecks(
     transactional_db, postgres, redis_url, tmp_path
 ):
     env = _app_env(tmp_path, redis_url)
+    web_port = free_port()  # not a fixed one: other test processes run alongside
     web = _command("web")
     assert web[:2] == ["sh", "-c"]
     # This machine's port, and one small worker (two cores are shared by the whole team).
     web_command = re.sub(r"--workers \d+", "--workers 1", web[2])
     web_command = re.sub(r"--threads \d+", "--threads 2", web_command)
-    web_command = web_command.replace("0.0.0.0:8000", f"127.0.0.1:{WEB_PORT}")
+    web_command = web_command.replace("0.0.0.0:8000", f"127.0.0.1:{web_port}")
     worker = [
         part.replace("%h", f"teammode-{os.getpid()}") if "%h" in part else part
         for part in _command("worker")
@@ -134,15 +136,15 @@ def test_compose_commands_start_and_pass_their_healthchecks(
                     start_new_session=True,
                 )
             )
-        assert _wait_for_health(180) == 200
+        assert _wait_for_health(web_port, 180) == 200
         # The compose healthchecks themselves, as written (the web one on this test's port).
         web_check = COMPOSE["services"]["web"]["healthcheck"]["test"][1:]
-        web_check = [part.replace("127.0.0.1:8000", f"127.0.0.1:{WEB_PORT}") for part in web_check]
+        web_check = [part.replace("127.0.0.1:8000", f"127.0.0.1:{web_port}") for part in web_check]
         assert subprocess.run(web_check, cwd=ROOT, env=env, timeout=60).returncode == 0
         beat_check = COMPOSE["services"]["beat"]["healthcheck"]["test"][1:]
         assert subprocess.run(beat_check, cwd=ROOT, env=env, timeout=60).returncode == 0
         # Pages other than /health/ still go to HTTPS with the example's settings.
-        request = urllib.request.Request(f"http://127.0.0.1:{WEB_PORT}/login/")
+        request = urllib.request.Request(f"http://127.0.0.1:{web_port}/login/")
         opener = urllib.request.build_opener(_NoRedirect)
         with pytest.raises(urllib.error.HTTPError) as redirect:
             opener.open(request, timeout=10)

@@ -13,10 +13,11 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.test import Client
+from django.test import Client, TestCase
 from django.urls import Resolver404, resolve
 
 from goldset.models import AnswerRecord, Run, System
+from tests.conftest import shared_test_data
 from workbench.access import ACCESS, Kind
 from workbench.roles import roles_of
 
@@ -29,9 +30,18 @@ CANARY_LATENCY = 987_654_3
 CANARY_COST = Decimal("0.918273")
 
 
-@pytest.fixture
-def canary_demo(tmp_path, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
+# Seeded once for the module's tests (each crawls in a savepoint, rolled back after it): the
+# seeding costs more than a crawl, and the tests only read.
+@pytest.fixture(scope="module")
+def canary_demo(django_db_setup, django_db_blocker, tmp_path_factory):
+    with shared_test_data(django_db_blocker):
+        with django_db_blocker.unblock():
+            canaries = _plant_canaries(tmp_path_factory.mktemp("crawl"))
+        yield canaries
+
+
+def _plant_canaries(tmp_path):
+    with TestCase.captureOnCommitCallbacks(execute=True):
         call_command("seed_demo", password="crawl-demo-pass-1", credentials_file=tmp_path / "c.txt")
     original = set(System.objects.values_list("system_id", flat=True)) | set(
         Run.objects.values_list("run_id", flat=True)
