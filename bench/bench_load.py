@@ -396,8 +396,8 @@ def run_users(port, sessions, *, n_users, duration, think_range, queues, seed=17
             elif time.monotonic() >= deadline:
                 raise TimeoutError
 
-        if think_range:  # spread the arrivals over the first think time
-            time.sleep(rng.uniform(0, think_range[0]))
+        if think_range:  # arrivals spread over the longest think, as people start their day
+            time.sleep(rng.uniform(0, think_range[1]))
         try:
             while time.monotonic() < deadline:
                 if not work_queue(client, rec, think, queues[i % len(queues)]):
