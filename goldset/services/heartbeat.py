@@ -14,6 +14,26 @@ from django.utils import timezone
 
 from goldset.conf import tunable
 
+# Errors of a database connection that died (terminated, network), not of a statement.
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+def record_despite_lost_connection(write: Callable[[], None], *, reconnect: bool) -> None:
+    """Run ``write``, the transaction that records how a job's attempt ended, even when the
+    connection that failed the attempt is dead: reconnect first when ``reconnect`` (or when the
+    connection is unusable), and again after a transient error; three tries, 0.5 s and 1 s
+    apart. Inside an outer transaction nothing is reconnected and the error propagates."""
+    for attempt in range(3):
+        if not connection.in_atomic_block and (reconnect or attempt or not connection.is_usable()):
+            connection.close()  # the next query opens a fresh connection
+        try:
+            write()
+            return
+        except TRANSIENT:
+            if connection.in_atomic_block or attempt == 2:
+                raise
+            threading.Event().wait(0.5 * (attempt + 1))
+
 
 class Heartbeat(threading.Thread):
     def __init__(self, name: str, rows: Callable[[], QuerySet]):

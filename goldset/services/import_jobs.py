@@ -31,15 +31,11 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import threading
 from dataclasses import dataclass
 
 from django.db import (
     IntegrityError,
-    InterfaceError,
-    OperationalError,
     close_old_connections,
-    connection,
     transaction,
 )
 from django.db.models import F, Q
@@ -71,7 +67,7 @@ from goldset.services import outbox, webhooks
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from goldset.services.corpus import import_corpus
 from goldset.services.evaluators import import_evaluator_outputs
-from goldset.services.heartbeat import Heartbeat
+from goldset.services.heartbeat import TRANSIENT, Heartbeat, record_despite_lost_connection
 from goldset.services.pcs_calibrations import probe_config_for
 from goldset.services.scoring_jobs import create_scoring_job
 from goldset.services.triples import import_triples
@@ -89,7 +85,6 @@ __all__ = [
     "retry_import_job",
 ]
 # A lost connection (the backend terminated, a failover): the import is requeued, not failed.
-TRANSIENT = (OperationalError, InterfaceError)
 
 
 @dataclass(frozen=True)
@@ -631,16 +626,7 @@ def _record_lost_connection(job: ImportJob, exc: Exception) -> None:
     handler must not fail on the connection that failed the import), then requeue it while it
     has attempts left, else fail it with a message. Its write transaction died with the
     connection, so nothing of it is stored."""
-    for attempt in range(3):
-        if not connection.in_atomic_block:
-            connection.close()  # the next query opens a fresh connection
-        try:
-            _requeue_or_fail(job, exc)
-            return
-        except TRANSIENT:
-            if connection.in_atomic_block or attempt == 2:
-                raise
-            threading.Event().wait(0.5 * (attempt + 1))
+    record_despite_lost_connection(lambda: _requeue_or_fail(job, exc), reconnect=True)
 
 
 @transaction.atomic

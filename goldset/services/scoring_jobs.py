@@ -24,7 +24,6 @@ import hashlib
 import io
 import json
 import shlex
-import threading
 import time
 import uuid
 from collections import defaultdict
@@ -37,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -63,7 +62,7 @@ from goldset.rules.jobs import SCORING_OUTBOX_KIND, scoring_dedupe_key
 from goldset.rules.measures import check_measures, job_measures, same_measures
 from goldset.services import exports, outbox, scoring_chunks, webhooks
 from goldset.services.answer_scoring import score_answer_log, validate_answer_log
-from goldset.services.heartbeat import Heartbeat
+from goldset.services.heartbeat import TRANSIENT, Heartbeat, record_despite_lost_connection
 from goldset.services.pcs_calibrations import probe_config_for
 from goldset.services.scoring_runs import (
     Outcome,
@@ -744,24 +743,13 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
     return ScoringJob.objects.select_related("version").get(pk=job_id)
 
 
-TRANSIENT = (OperationalError, InterfaceError)
-
-
 def _record_failure(*, job_id: int, claim: str, exc: Exception, progress: _Progress) -> None:
     """Record a failed attempt, reconnecting first when the connection is dead (the error
     handler must not fail on the connection that failed the job)."""
-    for attempt in range(3):
-        if not connection.in_atomic_block and (
-            isinstance(exc, TRANSIENT) or attempt or not connection.is_usable()
-        ):
-            connection.close()  # the next query opens a fresh connection
-        try:
-            _finish_failed_attempt(job_id=job_id, claim=claim, exc=exc, progress=progress)
-            return
-        except TRANSIENT:
-            if connection.in_atomic_block or attempt == 2:
-                raise
-            threading.Event().wait(0.5 * (attempt + 1))
+    record_despite_lost_connection(
+        lambda: _finish_failed_attempt(job_id=job_id, claim=claim, exc=exc, progress=progress),
+        reconnect=isinstance(exc, TRANSIENT),
+    )
 
 
 @transaction.atomic
