@@ -3,7 +3,6 @@ its worker is alive the requests it covers are stamped by a heartbeat; once the 
 (no stamps for JOB_STALE_SECONDS) the reconciler requests the work again, exactly once."""
 
 import datetime as dt
-import time
 
 import pytest
 from django.utils import timezone
@@ -11,6 +10,7 @@ from django.utils import timezone
 from goldset.models import OutboxMessage
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
 from goldset.services.outbox import beating, reconcile_outbox, start_all_of_kind
+from tests.waiting import wait_until
 
 STALE = 120
 
@@ -71,6 +71,11 @@ def test_a_request_started_and_never_beating_is_requested_again(quick_beats):
     assert reconcile_outbox()["abandoned_messages"] == 1 and requested_again(message) == 1
 
 
+def stamp(message):
+    message.refresh_from_db()
+    return message.heartbeat_at
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_the_recompute_heartbeat_keeps_a_slow_live_recompute_from_being_requested_again(
@@ -78,17 +83,10 @@ def test_the_recompute_heartbeat_keeps_a_slow_live_recompute_from_being_requeste
 ):
     message = started_request(started_ago=STALE * 5)
     with beating([message.pk]):
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            message.refresh_from_db()
-            if message.heartbeat_at is not None:
-                break
-            time.sleep(0.05)
-        assert message.heartbeat_at is not None, "the heartbeat thread never stamped"
+        wait_until(lambda: stamp(message) is not None, timeout=5, what="the first beat")
         first = message.heartbeat_at
-        time.sleep(0.3)
-        message.refresh_from_db()
-        assert message.heartbeat_at > first  # it keeps beating while the work runs
+        # It keeps beating while the work runs.
+        wait_until(lambda: stamp(message) > first, timeout=5, what="a second beat")
         assert reconcile_outbox()["abandoned_messages"] == 0
         assert requested_again(message) == 0
     # The work ended without closing its message (its worker died): once the beat is older

@@ -3,7 +3,6 @@ returns at once with a queued job, the worker imports it, and the page then show
 
 import datetime as dt
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,9 @@ from goldset.models import Document, Domain, ImportJob, ImportStatus, OutboxMess
 from goldset.rules.jobs import import_dedupe_key
 from goldset.services import outbox
 from goldset.services.import_jobs import reconcile_imports, submit_import
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.worker
-
-
-def wait_until(predicate, *, timeout, what):
-    pause = threading.Event()
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        pause.wait(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def test_a_corpus_upload_is_imported_by_the_worker(

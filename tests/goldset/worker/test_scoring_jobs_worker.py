@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 from django.db import connection
@@ -22,19 +21,10 @@ from goldset.models import (
 from goldset.services.freeze import store_frozen_version
 from goldset.services.scoring_jobs import create_scoring_job, strata_csv
 from tests.conftest import ROOT, _stop
+from tests.waiting import wait_until
 from workbench.celery import app
 
 pytestmark = pytest.mark.worker
-
-
-def wait_until(predicate, *, timeout, what):
-    """Wait on a condition (checked every 50 ms), failing with ``what`` after ``timeout``."""
-    pause = threading.Event()
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        pause.wait(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def big_version(n_queries, n_blocks, admin_user):

@@ -2,25 +2,15 @@
 emits ``gold_version.frozen``; the worker posts it to a loopback receiver, which answers 500
 once, and the retry (after its backoff) is delivered and verifies with ``standardwebhooks``."""
 
-import threading
-
 import pytest
 
 from goldset.models import DeliveryStatus, OutboxMessage, WebhookDelivery, WebhookEvent
 from goldset.services import webhooks
 from goldset.services.freeze import store_frozen_version
 from tests.factories import gold_row_for, make_gold_corpus
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.worker
-
-
-def wait_until(predicate, *, timeout, what):
-    pause = threading.Event()
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        pause.wait(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
 
 
 @pytest.fixture
