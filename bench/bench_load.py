@@ -380,6 +380,7 @@ def run_users(port, sessions, *, n_users, duration, think_range, queues, seed=17
     """``n_users`` annotators for ``duration`` seconds; user i works ``queues[i % len(queues)]``."""
     rec = Recorder()
     deadline = time.monotonic() + duration
+    over = threading.Event()  # set when the measured window ends: every wait below ends with it
     names = [f"bench-ann{i}" for i in range(n_users)]
     loads = []
 
@@ -388,32 +389,32 @@ def run_users(port, sessions, *, n_users, duration, think_range, queues, seed=17
         client = Client(port, sessions[name])
 
         def think():
-            if think_range:
-                pause = rng.uniform(*think_range)
-                if time.monotonic() + pause >= deadline:
-                    raise TimeoutError
-                time.sleep(pause)
-            elif time.monotonic() >= deadline:
+            """The simulated person's pause: a pause that would outlast the window ends the
+            user there (TimeoutError), unmeasured."""
+            pause = rng.uniform(*think_range) if think_range else 0.0
+            if time.monotonic() + pause >= deadline or over.wait(pause):
                 raise TimeoutError
 
-        if think_range:  # arrivals spread over the longest think, as people start their day
-            time.sleep(rng.uniform(0, think_range[1]))
+        # Arrivals spread over the longest think, as people start their day.
+        if think_range and over.wait(rng.uniform(0, think_range[1])):
+            return
         try:
-            while time.monotonic() < deadline:
+            while not over.is_set():
                 if not work_queue(client, rec, think, queues[i % len(queues)]):
-                    time.sleep(1)  # nothing to claim, or an error: do not spin
+                    over.wait(1)  # nothing to claim, or an error: a person looks again later
         except TimeoutError:
             return
 
     def sample_load():
-        while time.monotonic() < deadline:
+        loads.append(os.getloadavg()[0])
+        while not over.wait(5):
             loads.append(os.getloadavg()[0])
-            time.sleep(5)
 
     threads = [threading.Thread(target=user, args=(i, n)) for i, n in enumerate(names)]
     sampler = threading.Thread(target=sample_load)
+    window = threading.Timer(duration, over.set)
     started = time.monotonic()
-    for t in (*threads, sampler):
+    for t in (*threads, sampler, window):
         t.start()
     for t in (*threads, sampler):
         t.join()
