@@ -69,7 +69,7 @@ from goldset.services.corpus import import_corpus
 from goldset.services.evaluators import import_evaluator_outputs
 from goldset.services.heartbeat import TRANSIENT, Heartbeat, record_despite_lost_connection
 from goldset.services.pcs_calibrations import probe_config_for
-from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.scoring_jobs import create_scoring_job, heartbeat_age, stale_seconds
 from goldset.services.triples import import_triples
 from workbench.roles import Role, has_role
 from workbench.services.audit import record_event
@@ -265,6 +265,34 @@ def file_kept(job: ImportJob) -> bool:
     if job.chunk_count:
         return True
     return bool(job.file_name) and storage.path_of(job.file_name).is_file()
+
+
+@dataclass(frozen=True)
+class ImportLiveness:
+    """What the import's page says about its worker and what may be done with the job (who
+    may do it is the access table's): the heartbeat's age, whether a running import has gone
+    quiet past the staleness window, and whether it can be cancelled or retried from its file."""
+
+    heartbeat_age: float | None
+    stuck: bool
+    stale_seconds: int
+    can_cancel: bool
+    can_retry: bool
+    file_gone: bool
+
+
+def import_liveness(job: ImportJob) -> ImportLiveness:
+    age = heartbeat_age(job)
+    retryable = job.status in RETRYABLE_IMPORT_STATUSES
+    kept = retryable and file_kept(job)
+    return ImportLiveness(
+        heartbeat_age=age,
+        stuck=job.status == ImportStatus.RUNNING and (age is None or age > stale_seconds()),
+        stale_seconds=stale_seconds(),
+        can_cancel=not job.finished,
+        can_retry=kept,
+        file_gone=retryable and not kept,
+    )
 
 
 @transaction.atomic

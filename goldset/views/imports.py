@@ -7,16 +7,15 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from goldset.exceptions import GoldsetError
-from goldset.models import RETRYABLE_IMPORT_STATUSES, ImportStatus
+from goldset.models import ImportStatus
 from goldset.selectors.imports import get_import_job_for, get_run_calibration
 from goldset.services.import_jobs import (
     UploadRejected,
     cancel_import_job,
-    file_kept,
+    import_liveness,
     retry_import_job,
     submit_import,
 )
-from goldset.services.scoring_jobs import heartbeat_age, stale_seconds
 from workbench.access import entry_for
 from workbench.roles import ALL_ROLES, Role, role_required, roles_of
 from workbench.services.audit import record_event
@@ -51,18 +50,17 @@ def _problem_text(problem: dict) -> str:
 
 
 def _job_context(request, job, *, errors=()) -> dict:
-    age = heartbeat_age(job)
+    live = import_liveness(job)
     may_act = bool(roles_of(request.user) & entry_for("imports:cancel").roles)
-    retryable = job.status in RETRYABLE_IMPORT_STATUSES
     return {
         "job": job,
         "problems": [_problem_text(p) for p in job.errors],
-        "heartbeat_age": age,
-        "stale_seconds": stale_seconds(),
-        "stuck": job.status == ImportStatus.RUNNING and (age is None or age > stale_seconds()),
-        "can_cancel": may_act and not job.finished,
-        "can_retry": may_act and retryable and file_kept(job),
-        "file_gone": retryable and not file_kept(job),
+        "heartbeat_age": live.heartbeat_age,
+        "stale_seconds": live.stale_seconds,
+        "stuck": live.stuck,
+        "can_cancel": may_act and live.can_cancel,
+        "can_retry": may_act and live.can_retry,
+        "file_gone": live.file_gone,
         "action_errors": list(errors),
     }
 
