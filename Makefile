@@ -10,25 +10,29 @@ PYTEST_ARGS ?=
 
 .PHONY: run test lint lock worker bench clean
 
-$(BIN)/.installed: pyproject.toml client/pyproject.toml requirements.lock
+$(BIN)/.installed: pyproject.toml client/pyproject.toml requirements-dev.lock
 	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is required (Django 6)."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# The locked set (requirements.lock, with hashes) is installed by uv when it can be had (a
+	# The locked set (requirements-dev.lock, with hashes) is installed by uv when it can be had (a
 	# plain PyPI package: seconds instead of minutes), else by pip; both check every hash.
 	command -v uv >/dev/null || test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv || true
 	if uv=$$(command -v uv || echo $(BIN)/uv) && test -x "$$uv"; then \
-	  "$$uv" pip install --quiet --python $(BIN)/python --require-hashes -r requirements.lock && \
+	  "$$uv" pip install --quiet --python $(BIN)/python --require-hashes -r requirements-dev.lock && \
 	  "$$uv" pip install --quiet --python $(BIN)/python --no-deps -e . -e client; \
 	else \
-	  $(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock && \
+	  $(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.lock && \
 	  $(BIN)/python -m pip install --quiet --no-deps -e . -e client; \
 	fi
 	touch $@
 
-# After changing a dependency in pyproject.toml: rewrite the lock (needs uv, see above).
+# After changing a dependency in pyproject.toml: rewrite both locks (needs uv, see above). The
+# runtime lock (the compose image's) is constrained by the development one: the same versions.
 lock: $(BIN)/.installed
-	$$(command -v uv || echo $(BIN)/uv) pip compile pyproject.toml --extra dev --generate-hashes \
-	  --python-version 3.12 --universal --quiet -o requirements.lock
+	uv=$$(command -v uv || echo $(BIN)/uv); \
+	"$$uv" pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.12 \
+	  --universal --quiet -o requirements-dev.lock && \
+	"$$uv" pip compile pyproject.toml --generate-hashes --python-version 3.12 --universal \
+	  --quiet -c requirements-dev.lock -o requirements.lock
 
 run: $(BIN)/.installed
 	DEBUG=true $(BIN)/python manage.py migrate --no-input
