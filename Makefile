@@ -8,21 +8,35 @@ PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 $$HOME/.pyen
 NIST ?= ../shared/data/nist-800-53/controls.jsonl
 PYTEST_ARGS ?=
 
-.PHONY: run test lint worker bench clean
+.PHONY: run test lint lock worker bench clean
 
-$(BIN)/.installed: pyproject.toml client/pyproject.toml
+$(BIN)/.installed: pyproject.toml client/pyproject.toml requirements-dev.lock
 	@test -n "$(PYTHON)" || { echo "Python 3.12 or newer is required (Django 6)."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	# The API client (client/, package goldset_client): its only dependency, httpx, is above.
-	$(BIN)/python -m pip install --quiet --no-deps -e client
+	# The locked set (requirements-dev.lock, with hashes) is installed by uv when it can be had (a
+	# plain PyPI package: seconds instead of minutes), else by pip; both check every hash.
+	command -v uv >/dev/null || test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv || true
+	if uv=$$(command -v uv || echo $(BIN)/uv) && test -x "$$uv"; then \
+	  "$$uv" pip install --quiet --python $(BIN)/python --require-hashes -r requirements-dev.lock && \
+	  "$$uv" pip install --quiet --python $(BIN)/python --no-deps -e . -e client; \
+	else \
+	  $(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.lock && \
+	  $(BIN)/python -m pip install --quiet --no-deps -e . -e client; \
+	fi
 	touch $@
+
+# After changing a dependency in pyproject.toml: rewrite both locks (needs uv, see above). The
+# runtime lock (the compose image's) is constrained by the development one: the same versions.
+lock: $(BIN)/.installed
+	uv=$$(command -v uv || echo $(BIN)/uv); \
+	"$$uv" pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.12 \
+	  --universal --quiet -o requirements-dev.lock && \
+	"$$uv" pip compile pyproject.toml --generate-hashes --python-version 3.12 --universal \
+	  --quiet -c requirements-dev.lock -o requirements.lock
 
 run: $(BIN)/.installed
 	DEBUG=true $(BIN)/python manage.py migrate --no-input
 	DEBUG=true $(BIN)/python manage.py seed_demo $(if $(wildcard $(NIST)),--nist $(NIST))
-	@echo "Demo users (username, role, password):"; cat var/demo-credentials.txt
 	@echo "Serving on http://127.0.0.1:8000"
 	DEBUG=true $(BIN)/python manage.py runserver 127.0.0.1:8000
 

@@ -40,7 +40,11 @@ class Command(BaseCommand):
             os.chmod(credentials_file, 0o600)
             self.stdout.write(f"Demo users (also in {credentials_file}):")
             self.stdout.write("\n".join(lines))
+        elif credentials_file.exists():
+            self.stdout.write(f"Demo users (already loaded; from {credentials_file}):")
+            self.stdout.write(credentials_file.read_text().rstrip("\n"))
         else:
             self.stdout.write(
-                f"Demo users already exist; their credentials are in {credentials_file}."
+                f"Demo users already exist; {credentials_file} is gone (run with --password to "
+                "set a new password for every demo user)."
             )
