@@ -15,8 +15,8 @@ from goldset.selectors.guidelines import ADJUDICATION
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation
-from goldset.views.answers import _wants
 from goldset.views.guidelines import task_panel
+from goldset.views.htmx import wants_fragment
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -33,7 +33,7 @@ def adjudication_queue(request):
     )
     context = {"page": page, "show_done": show_done}
     template = "answers/adjudication_queue.html"
-    if _wants(request, "adjudication-items"):
+    if wants_fragment(request, "adjudication-items"):
         template += "#adjudication-items"
     return render(request, template, context)
 
@@ -89,7 +89,7 @@ def adjudicate(request, public_id):
     context = _adjudication_context(request, record, form)
     template = "answers/adjudicate.html"
     for name in ("adjudication-form", "adjudication-item"):
-        if _wants(request, name):
+        if wants_fragment(request, name):
             template += f"#{name}"
     return render(request, template, context)
 
@@ -98,7 +98,7 @@ def _next_adjudication(request):
     """One motion per item: the response to a recorded adjudication is the next open item of
     the queue (its URL pushed); the queue page when none is left."""
     following = selectors.next_item_for_lead()
-    if following is None or not _wants(request, "adjudication-item"):
+    if following is None or not wants_fragment(request, "adjudication-item"):
         target = (
             redirect("answers:adjudicate", public_id=following.public_id)
             if following

@@ -18,6 +18,7 @@ from goldset.selectors import evaluators as selectors
 from goldset.services.evaluators import compute_evaluator_report, create_evaluator
 from goldset.services.pcs_calibrations import start_pcs_calibration
 from goldset.services.release_reports import create_release_report
+from goldset.views.htmx import wants_fragment
 from goldset.views.imports import submit_upload
 from workbench.roles import Role, role_required
 
@@ -105,7 +106,7 @@ def calibration_list(request):
 @vary_on_headers("HX-Request")
 def calibration_detail(request, pk):
     calibration = selectors.get_calibration(pk=pk)
-    if request.htmx and request.htmx.target == "calibration-progress":
+    if wants_fragment(request, "calibration-progress"):
         response = render(
             request, "evaluators/calibration.html#calibration-progress", {"c": calibration}
         )

@@ -22,6 +22,7 @@ from goldset.services.scoring_jobs import (
     job_liveness,
     retry_scoring_job,
 )
+from goldset.views.htmx import wants_fragment
 from goldset.views.imports import submit_upload
 from workbench.access import ALL_FIELDS, entry_for, fields_for
 from workbench.roles import Role, role_required, roles_of
@@ -69,7 +70,7 @@ def version_freeze(request):
         except GoldsetError as exc:
             error = str(exc)
     context = {"form": form, "preview": preview, "error": error}
-    if request.htmx and request.htmx.target == "freeze-preview":
+    if wants_fragment(request, "freeze-preview"):
         return render(request, "exports/freeze.html#freeze-preview", context)
     return render(request, "exports/freeze.html", context)
 
@@ -169,7 +170,7 @@ def job_list(request):
 def job_detail(request, pk):
     job = selectors.get_job(pk=pk)
     live = job_liveness(job)
-    if request.htmx and request.htmx.target == "job-progress":
+    if wants_fragment(request, "job-progress"):
         response = render(
             request, "exports/job_detail.html#job-progress", {"job": job, "live": live}
         )
