@@ -35,7 +35,7 @@ from goldset.models import (
     Run,
 )
 from goldset.rules.calibration import offer_for
-from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
+from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
 from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
 from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, roles_of
@@ -68,7 +68,7 @@ class DomainLoad:
 def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
     """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
 
-    The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
+    The cap is the fair share (slots ÷ qualified annotators) plus ``LABEL_LOAD_TOLERANCE`` (10 %), never below the fair
     share rounded up: nobody's load exceeds the others' by more than the tolerance. Slots and
     claims come from the maintained counters, so this costs three indexed reads at any size.
     """
@@ -88,10 +88,11 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
         ).values_list("domain_id", "claimed")
     )
     loads = {}
+    tolerance = tunable("LABEL_LOAD_TOLERANCE")
     for domain_id in domain_ids:
         total, people = slots.get(domain_id, 0), max(qualified.get(domain_id, 0), 1)
         fair = total / people
-        cap = max(math.ceil(fair), math.floor(fair * (1 + LOAD_TOLERANCE)))
+        cap = max(math.ceil(fair), math.floor(fair * (1 + tolerance)))
         loads[domain_id] = DomainLoad(
             domain_id, total, qualified.get(domain_id, 0), mine.get(domain_id, 0), cap
         )
