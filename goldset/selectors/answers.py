@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -281,12 +281,35 @@ def get_own_label(assignment: LabelAssignment) -> Label | None:
     return Label.objects.filter(assignment=assignment).first()
 
 
-def get_record_for_lead(*, public_id: str) -> BlindRecord:
-    """An item a lead may open (in the adjudication queue, the audit sample or adjudicated), as
-    a blinded read model; Http404 otherwise."""
-    record = _record_qs().filter(public_id=public_id, status__in=LEAD_VISIBLE).first()
+# ---------------------------------------------------------------- who may adjudicate
+
+# The roles that adjudicate (the access table's and the views' LEADS say the same).
+ADJUDICATORS = frozenset({Role.LEAD.value, Role.ADMIN.value})
+
+
+def adjudicable_records(*, user, statuses=LEAD_VISIBLE):
+    """The one home of "who may adjudicate what": the records in ``statuses`` that ``user`` may
+    open as a lead — a lead or admin role, and none of the record's labels is theirs (a person
+    who is annotator and lead never adjudicates their own label). No records for anyone else.
+    The queue, the page, the next-item step and :func:`record_adjudication` all filter with it."""
+    if not roles_of(user) & ADJUDICATORS:
+        return AnswerRecord.objects.none()
+    own_label = Label.objects.filter(record_id=OuterRef("pk"), annotator_id=user.pk)
+    return AnswerRecord.objects.filter(status__in=statuses).exclude(Exists(own_label))
+
+
+def access_record_for_adjudication(*, user, public_id: str) -> BlindRecord:
+    """Fetch and authorize in one call: the item ``user`` may open as a lead (in the
+    adjudication queue, the audit sample or adjudicated; see :func:`adjudicable_records`), as a
+    blinded read model; Http404 otherwise, whatever the reason."""
+    record = (
+        adjudicable_records(user=user)
+        .select_related("question__domain")
+        .filter(public_id=public_id)
+        .first()
+    )
     if record is None:
-        raise Http404("No such item in the adjudication queue.")
+        raise Http404("No such item in your adjudication queue.")
     return BlindRecord.of(record)
 
 
@@ -371,8 +394,11 @@ def list_my_done_assignments(*, annotator):
 ADJUDICATION_ORDER = ("status", "created_at", "id")
 
 
-def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = None, size: int):
-    """One keyset page of the lead's queue in (status, created_at, id) order, read from the
+def list_adjudication_queue(
+    *, user, include_done: bool = False, cursor: str | None = None, size: int
+):
+    """One keyset page of ``user``'s adjudication queue (:func:`adjudicable_records`: never an
+    item they labeled) in (status, created_at, id) order, read from the
     ``answer_record_lead_queue`` index; each row carries its number of severe labels (counted for
     the page's rows only). Raises Http404 for a malformed cursor."""
     statuses = LEAD_VISIBLE if include_done else OPEN_FOR_LEAD
@@ -384,16 +410,17 @@ def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = 
         .values("n")
     )
     rows = (
-        _record_qs()
-        .filter(status__in=statuses, is_calibration=False)
+        adjudicable_records(user=user, statuses=statuses)
+        .select_related("question__domain")
+        .filter(is_calibration=False)
         .annotate(severe=Coalesce(Subquery(severe), 0))
     )
     return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
-def next_item_for_lead() -> AnswerRecord | None:
-    """The first open item of the adjudication queue (the queue's own order and index)."""
-    page = list_adjudication_queue(size=1)
+def next_item_for_lead(*, user) -> AnswerRecord | None:
+    """The first open item of ``user``'s adjudication queue (the queue's own order and index)."""
+    page = list_adjudication_queue(user=user, size=1)
     return page.items[0] if page.items else None
 
 

@@ -29,7 +29,7 @@ LEADS = (Role.LEAD, Role.ADMIN)
 def adjudication_queue(request):
     show_done = request.GET.get("show") == "all"
     page = selectors.list_adjudication_queue(
-        include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
+        user=request.user, include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
     context = {"page": page, "show_done": show_done}
     template = "answers/adjudication_queue.html"
@@ -59,7 +59,7 @@ def _adjudication_context(request, record, form=None) -> dict:
 @role_required(*LEADS)
 @vary_on_headers("HX-Request")
 def adjudicate(request, public_id):
-    record = selectors.get_record_for_lead(public_id=public_id)
+    record = selectors.access_record_for_adjudication(user=request.user, public_id=public_id)
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -97,7 +97,7 @@ def adjudicate(request, public_id):
 def _next_adjudication(request):
     """One motion per item: the response to a recorded adjudication is the next open item of
     the queue (its URL pushed); the queue page when none is left."""
-    following = selectors.next_item_for_lead()
+    following = selectors.next_item_for_lead(user=request.user)
     if following is None or not wants_fragment(request, "adjudication-item"):
         target = (
             redirect("answers:adjudicate", public_id=following.public_id)
@@ -109,7 +109,10 @@ def _next_adjudication(request):
         request,
         "answers/adjudicate.html#adjudication-item",
         _adjudication_context(
-            request, selectors.get_record_for_lead(public_id=following.public_id)
+            request,
+            selectors.access_record_for_adjudication(
+                user=request.user, public_id=following.public_id
+            ),
         ),
     )
     return push_url(response, redirect("answers:adjudicate", public_id=following.public_id).url)
