@@ -49,7 +49,7 @@ class Download:
 def serve_version_file(*, user, version: GoldVersion, fmt: str, via: str) -> Download:
     """The file of ``version`` in ``fmt`` as ``user`` may download it, audited.
 
-    The role's field spec for the format (``exports:download`` in the access table; none: 
+    The role's field spec for the format (``exports:download`` in the access table; none:
     :class:`NoSuchDownload`), the variant the user may have (:func:`pick_file`), the stored bytes
     verified against the freeze checksum (:class:`ChecksumMismatch` before anything is sent),
     projected to the role's fields when they are fewer (spooled, so the audit event and the
@@ -95,6 +95,7 @@ def serve_version_file(*, user, version: GoldVersion, fmt: str, via: str) -> Dow
         sha256=sha256,
         size=size,
     )
+
 
 _LEGACY_REVIEWER = re.compile(r"^reviewer-(\d+)$")  # files frozen before pseudonyms existed
 
