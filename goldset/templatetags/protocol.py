@@ -1,4 +1,6 @@
-"""``{% protocol "NAME" %}``: the value in force of a protocol tunable (:mod:`goldset.conf`), so
+"""Protocol rules for templates (loaded as a template builtin).
+
+``{% protocol "NAME" %}``: the value in force of a protocol tunable (:mod:`goldset.conf`), so
 a page says what the code does (loaded as a template builtin). Rates print as percentages with
 ``"percent"`` (``{% protocol "AUDIT_SAMPLE_RATE" "percent" %}`` → "5 %"), thresholds to two
 decimals ("0.70"), seeds and counts as they are. Templates hold no protocol number of their own
@@ -9,6 +11,7 @@ from decimal import Decimal
 from django import template
 
 from goldset.conf import tunable
+from goldset.rules.versions import is_superseded
 
 register = template.Library()
 
@@ -27,3 +30,10 @@ def protocol_text(name: str, style: str = "") -> str:
 @register.simple_tag
 def protocol(name: str, style: str = "") -> str:
     return protocol_text(name, style)
+
+
+@register.filter
+def superseded_by(pinned, newest) -> bool:
+    """``{% if v.version|superseded_by:newest %}``: the pin rule
+    (:func:`goldset.rules.versions.is_superseded`), so no template compares versions itself."""
+    return pinned is not None and is_superseded(pinned=pinned, newest=newest)
