@@ -34,6 +34,7 @@ from goldset.models import (
     RetakeStatus,
     Run,
 )
+from goldset.rules.blinding import sees_labelers, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
 from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
@@ -324,8 +325,9 @@ class Provenance:
 
 
 def get_provenance_for_admin(*, user, record: BlindRecord) -> Provenance | None:
-    """The run and system behind an item — for admins only (None for anyone else)."""
-    if Role.ADMIN not in roles_of(user):
+    """The run and system behind an item — for the roles that see systems (admins; None for
+    anyone else)."""
+    if not sees_systems(roles_of(user)):
         return None
     run_id, system_id = (
         AnswerRecord.objects.filter(pk=record.pk)
@@ -335,13 +337,19 @@ def get_provenance_for_admin(*, user, record: BlindRecord) -> Provenance | None:
     return Provenance(run_id=run_id, system_id=system_id)
 
 
-def list_blind_labels(record: AnswerRecord | BlindRecord) -> list[Label]:
-    """The record's labels by slot; templates show them as Annotator 1/2/3 (admins also see who)."""
-    return list(
+def list_blind_labels(record: AnswerRecord | BlindRecord, *, user) -> list[Label]:
+    """The record's labels by slot; templates show them as Annotator 1/2/3, and each label's
+    ``labeler_name`` is who labeled it for the roles that see labelers (admins), "" otherwise
+    (:mod:`goldset.rules.blinding`)."""
+    show = sees_labelers(roles_of(user))
+    labels = list(
         Label.objects.filter(record_id=record.pk)
-        .select_related("assignment", "annotator")
+        .select_related("assignment", *(["annotator"] if show else []))
         .order_by("assignment__slot", "id")
     )
+    for label in labels:
+        label.labeler_name = label.annotator.username if show else ""
+    return labels
 
 
 # ---------------------------------------------------------------- queues

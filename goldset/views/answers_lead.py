@@ -42,7 +42,7 @@ def _adjudication_context(request, record, form=None) -> dict:
     return {
         "record": record,
         "packet": selectors.get_item_packet(record),
-        "labels": selectors.list_blind_labels(record),
+        "labels": selectors.list_blind_labels(record, user=request.user),
         "adjudication": selectors.get_adjudication_of(record),
         "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
         "form": form or AdjudicationForm(),
