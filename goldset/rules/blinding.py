@@ -7,8 +7,9 @@ characterises a system (on answer records, runs and systems, and in files and pa
 from them). Every surface asks here: the blind read models and their selectors
 (``BlindRecord``, promotion, disagreements), the adjudication page (``labeler_name``), the
 role-reduced downloads (``workbench.access`` whitelists; a test checks none holds a system
-field), webhook payloads (:func:`without_system_fields`) and notification texts (which name
-items by public id only). The blinding tests read the list from here."""
+field), webhook payloads (:func:`without_system_fields`). Notification texts carry no record data at
+all (counts and links: ``goldset.services.notifications``). The blinding tests read the list
+from here."""
 
 from collections.abc import Iterable
 

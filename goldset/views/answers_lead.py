@@ -17,11 +17,11 @@ from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation
 from goldset.views.guidelines import task_panel
 from goldset.views.htmx import wants_fragment
-from workbench.roles import Role, role_required
+from workbench.roles import role_required
 from workbench.services.audit import record_event
 
 PAGE_SIZE = 25
-LEADS = (Role.LEAD, Role.ADMIN)
+LEADS = tuple(selectors.ADJUDICATORS)  # the roles that adjudicate (one home: the selector)
 
 
 @role_required(*LEADS)

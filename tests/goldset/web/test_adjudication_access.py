@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from goldset.models import RecordStatus
 from goldset.selectors.answers import (
+    ADJUDICATORS,
     access_record_for_adjudication,
     list_adjudication_queue,
     next_item_for_lead,
@@ -17,6 +18,7 @@ from goldset.selectors.inbox import get_inbox
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
+from workbench.access import ACCESS
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -69,6 +71,11 @@ def test_an_annotator_lead_is_never_sent_an_item_they_labeled(split, lead, clien
         record.public_id
         in client_for(lead).get(reverse("answers:adjudication_queue")).content.decode()
     )
+
+
+def test_the_access_table_gives_the_adjudication_pages_to_the_adjudicating_roles():
+    for name in ("answers:adjudication_queue", "answers:adjudicate"):
+        assert ACCESS[name].roles == ADJUDICATORS
 
 
 def test_the_service_refuses_anyone_without_a_lead_role(split):
