@@ -14,7 +14,14 @@ from goldset.rules.blinding import (
     sees_systems,
     without_system_fields,
 )
-from goldset.selectors.answers import BlindQuestion, BlindRecord, list_blind_labels
+from goldset.selectors.answers import (
+    BlindAssignment,
+    BlindLabel,
+    BlindQuestion,
+    BlindRecord,
+    BlindRef,
+    list_blind_labels,
+)
 from goldset.selectors.promotion import get_record_for_promotion
 from goldset.services import webhooks
 from tests.factories import AnswerRecordFactory, DomainFactory
@@ -36,9 +43,10 @@ def test_only_admins_see_systems_and_labelers():
 
 
 def test_the_blind_read_models_have_no_system_field():
-    fields = {f.name for f in dataclasses.fields(BlindRecord)}
-    fields |= {f.name for f in dataclasses.fields(BlindQuestion)}
-    assert fields and not fields & SYSTEM_FIELDS
+    models = [BlindRecord, BlindQuestion, BlindAssignment, BlindLabel, BlindRef]
+    for model in models:
+        fields = {f.name for f in dataclasses.fields(model)}
+        assert fields and not fields & SYSTEM_FIELDS, model.__name__
 
 
 def test_the_deferred_record_columns_are_the_record_system_fields():
