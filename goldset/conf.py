@@ -157,6 +157,7 @@ TUNABLES: dict[str, Tunable] = {
         ),
         # Agreement (seed 003, DESIGN.md §8).
         Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
+        Tunable("AGREEMENT_BOOTSTRAP_SEED", 8821, int, "Seed of every agreement bootstrap CI."),
         Tunable(
             "AGREEMENT_PROCESSES",
             2,
@@ -168,7 +169,13 @@ TUNABLES: dict[str, Tunable] = {
         ),
         Tunable("AGREEMENT_MIN_ITEMS", 10, int, "Items a figure needs before it can alert."),
         Tunable("AGREEMENT_ALPHA_TARGET", 0.75, float, "Gold Krippendorff's alpha target."),
-        Tunable("AGREEMENT_KAPPA_TARGET", 0.70, float, "Gold annotator pair Cohen's kappa target."),
+        Tunable(
+            "KAPPA_GATE",
+            0.70,
+            float,
+            "The protocol's Cohen kappa gate: an annotator qualifies for a domain at it "
+            "(calibration), a gold annotator pair alerts below it, an evaluator is trusted at it.",
+        ),
         Tunable(
             "SPOT_CHECK_DISAGREEMENT_LIMIT",
             0.12,
@@ -186,6 +193,31 @@ TUNABLES: dict[str, Tunable] = {
             0.10,
             float,
             "Gap in severe-safety label rate from the others that alerts.",
+        ),
+        # Answer labeling (seed 004 §3.5, A.2; goldset.services.labeling).
+        Tunable(
+            "AUDIT_SAMPLE_RATE",
+            0.05,
+            float,
+            "Share of majority-settled answer records drawn into the lead's audit sample.",
+        ),
+        Tunable(
+            "AUDIT_SAMPLE_SEED", 9314, int, "Seed of the audit-sample draw (recorded per item)."
+        ),
+        Tunable(
+            "ANSWER_SPOT_CHECK_RATE",
+            0.10,
+            float,
+            "Share of the week's TRIAGE answer records drawn for a second label (spot check).",
+        ),
+        Tunable(
+            "ANSWER_SPOT_CHECK_SEED", 1003, int, "Seed of the spot-check draw (recorded per item)."
+        ),
+        Tunable(
+            "LABEL_LOAD_TOLERANCE",
+            0.10,
+            float,
+            "An annotator's cap in a domain: the fair share of its label slots plus this share.",
         ),
         Tunable("LABELING_COST_GOLD", 0.40, float, "Estimated labeling cost of a GOLD case ($)."),
         Tunable(

@@ -28,6 +28,8 @@ from statsmodels.stats.multitest import multipletests
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 8821
+# The family-wise error rate of every Holm-corrected comparison (pages print it from here).
+FAMILYWISE_ALPHA = 0.05
 _CHUNK_CELLS = 4_000_000
 
 
@@ -240,7 +242,7 @@ def wilcoxon(x: Sequence[float], y: Sequence[float], *, method: str = "auto") ->
     return TestResult(float(res.statistic), float(res.pvalue), len(a), method="asymptotic")
 
 
-def holm_bonferroni(pvalues: Sequence[float], *, alpha: float = 0.05) -> HolmResult:
+def holm_bonferroni(pvalues: Sequence[float], *, alpha: float = FAMILYWISE_ALPHA) -> HolmResult:
     """Holm's step-down correction (statsmodels ``multipletests(method="holm")``)."""
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1 or len(p) == 0:
@@ -322,7 +324,7 @@ class PairedComparison:
 def compare_paired(
     scores: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]],
     *,
-    alpha: float = 0.05,
+    alpha: float = FAMILYWISE_ALPHA,
     wilcoxon_method: str = "auto",
 ) -> list[PairedComparison]:
     """Every pair of systems on every metric they share, Holm-corrected over all tests.

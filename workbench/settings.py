@@ -93,7 +93,7 @@ TEMPLATES = [
                 "goldset.context_processors.protocol",
             ],
             # ``{{ code|display }}`` in every template: one source of display names
-            "builtins": ["goldset.templatetags.display"],
+            "builtins": ["goldset.templatetags.display", "goldset.templatetags.protocol"],
         },
     },
 ]
@@ -331,9 +331,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=50 
 IMPORT_STORAGE_DIR = Path(env.str("IMPORT_STORAGE_DIR", default="") or VAR_DIR / "imports")
 FILE_UPLOAD_HANDLERS = ["goldset.imports.uploads.ImportUploadHandler"]
 
-# Evaluators against the gold tier (seed 004 A.1: 10,000 bootstrap resamples; trust at κ ≥ 0.70).
+# Evaluators against the gold tier (seed 004 A.1: 10,000 bootstrap resamples; trust at the κ gate,
+# KAPPA_GATE in goldset.conf).
 GOLDSET_EVALUATOR_RESAMPLES = env.int("GOLDSET_EVALUATOR_RESAMPLES", default=10_000)
-GOLDSET_EVALUATOR_TRUST_KAPPA = env.float("GOLDSET_EVALUATOR_TRUST_KAPPA", default=0.70)
 
 # Security: strict by default, relaxed only with DEBUG on (local development).
 SECURE_CSP = {

@@ -8,9 +8,6 @@ from goldset.models import RecordStatus
 # Every annotator sees the records in an order of their own, fixed by this seed.
 QUEUE_SHUFFLE_SEED = 6601
 
-# An annotator's cap in a domain is the fair share of its label slots plus this tolerance.
-LOAD_TOLERANCE = 0.10
-
 # Records a lead may adjudicate, and those a lead's list shows once adjudicated too.
 OPEN_FOR_LEAD = (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT)
 LEAD_VISIBLE = (*OPEN_FOR_LEAD, RecordStatus.ADJUDICATED)

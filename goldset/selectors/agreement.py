@@ -1,7 +1,7 @@
 """Reads of stored agreement figures, and the alerts they trigger (DESIGN.md §7, seed 003).
 
 Thresholds are settings with the seed's defaults: gold α < ``AGREEMENT_ALPHA_TARGET`` (0.75) for a
-task type; a gold annotator pair's Cohen κ < ``AGREEMENT_KAPPA_TARGET`` (0.70); TRIAGE spot-check
+task type; a gold annotator pair's Cohen κ < ``KAPPA_GATE`` (0.70); TRIAGE spot-check
 disagreement > ``SPOT_CHECK_DISAGREEMENT_LIMIT`` (12 %) in two consecutive ISO weeks. A figure
 fires only when it rests on at least ``AGREEMENT_MIN_ITEMS`` items (default 10).
 """
@@ -62,7 +62,7 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
     )
     min_items = tunable("AGREEMENT_MIN_ITEMS")
     alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
-    kappa_target = tunable("AGREEMENT_KAPPA_TARGET")
+    kappa_target = tunable("KAPPA_GATE")
     limit = tunable("SPOT_CHECK_DISAGREEMENT_LIMIT")
     alerts: list[Alert] = []
     for s in rows:
@@ -388,7 +388,7 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
             (r.week, r.value, r.ci_low, r.ci_high)
         )
     alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
-    kappa_target = tunable("AGREEMENT_KAPPA_TARGET")
+    kappa_target = tunable("KAPPA_GATE")
     fleiss = [
         r
         for r in rows

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -34,8 +34,9 @@ from goldset.models import (
     RetakeStatus,
     Run,
 )
+from goldset.rules.blinding import sees_labelers, sees_systems
 from goldset.rules.calibration import offer_for
-from goldset.rules.labeling import LEAD_VISIBLE, LOAD_TOLERANCE, OPEN_FOR_LEAD
+from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
 from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
 from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, roles_of
@@ -68,7 +69,7 @@ class DomainLoad:
 def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
     """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
 
-    The cap is the fair share (slots ÷ qualified annotators) plus 10 %, never below the fair
+    The cap is the fair share (slots ÷ qualified annotators) plus ``LABEL_LOAD_TOLERANCE`` (10 %), never below the fair
     share rounded up: nobody's load exceeds the others' by more than the tolerance. Slots and
     claims come from the maintained counters, so this costs three indexed reads at any size.
     """
@@ -88,10 +89,11 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
         ).values_list("domain_id", "claimed")
     )
     loads = {}
+    tolerance = tunable("LABEL_LOAD_TOLERANCE")
     for domain_id in domain_ids:
         total, people = slots.get(domain_id, 0), max(qualified.get(domain_id, 0), 1)
         fair = total / people
-        cap = max(math.ceil(fair), math.floor(fair * (1 + LOAD_TOLERANCE)))
+        cap = max(math.ceil(fair), math.floor(fair * (1 + tolerance)))
         loads[domain_id] = DomainLoad(
             domain_id, total, qualified.get(domain_id, 0), mine.get(domain_id, 0), cap
         )
@@ -280,12 +282,35 @@ def get_own_label(assignment: LabelAssignment) -> Label | None:
     return Label.objects.filter(assignment=assignment).first()
 
 
-def get_record_for_lead(*, public_id: str) -> BlindRecord:
-    """An item a lead may open (in the adjudication queue, the audit sample or adjudicated), as
-    a blinded read model; Http404 otherwise."""
-    record = _record_qs().filter(public_id=public_id, status__in=LEAD_VISIBLE).first()
+# ---------------------------------------------------------------- who may adjudicate
+
+# The roles that adjudicate (the access table's and the views' LEADS say the same).
+ADJUDICATORS = frozenset({Role.LEAD.value, Role.ADMIN.value})
+
+
+def adjudicable_records(*, user, statuses=LEAD_VISIBLE):
+    """The one home of "who may adjudicate what": the records in ``statuses`` that ``user`` may
+    open as a lead — a lead or admin role, and none of the record's labels is theirs (a person
+    who is annotator and lead never adjudicates their own label). No records for anyone else.
+    The queue, the page, the next-item step and :func:`record_adjudication` all filter with it."""
+    if not roles_of(user) & ADJUDICATORS:
+        return AnswerRecord.objects.none()
+    own_label = Label.objects.filter(record_id=OuterRef("pk"), annotator_id=user.pk)
+    return AnswerRecord.objects.filter(status__in=statuses).exclude(Exists(own_label))
+
+
+def access_record_for_adjudication(*, user, public_id: str) -> BlindRecord:
+    """Fetch and authorize in one call: the item ``user`` may open as a lead (in the
+    adjudication queue, the audit sample or adjudicated; see :func:`adjudicable_records`), as a
+    blinded read model; Http404 otherwise, whatever the reason."""
+    record = (
+        adjudicable_records(user=user)
+        .select_related("question__domain")
+        .filter(public_id=public_id)
+        .first()
+    )
     if record is None:
-        raise Http404("No such item in the adjudication queue.")
+        raise Http404("No such item in your adjudication queue.")
     return BlindRecord.of(record)
 
 
@@ -300,8 +325,9 @@ class Provenance:
 
 
 def get_provenance_for_admin(*, user, record: BlindRecord) -> Provenance | None:
-    """The run and system behind an item — for admins only (None for anyone else)."""
-    if Role.ADMIN not in roles_of(user):
+    """The run and system behind an item — for the roles that see systems (admins; None for
+    anyone else)."""
+    if not sees_systems(roles_of(user)):
         return None
     run_id, system_id = (
         AnswerRecord.objects.filter(pk=record.pk)
@@ -311,13 +337,19 @@ def get_provenance_for_admin(*, user, record: BlindRecord) -> Provenance | None:
     return Provenance(run_id=run_id, system_id=system_id)
 
 
-def list_blind_labels(record: AnswerRecord | BlindRecord) -> list[Label]:
-    """The record's labels by slot; templates show them as Annotator 1/2/3 (admins also see who)."""
-    return list(
+def list_blind_labels(record: AnswerRecord | BlindRecord, *, user) -> list[Label]:
+    """The record's labels by slot; templates show them as Annotator 1/2/3, and each label's
+    ``labeler_name`` is who labeled it for the roles that see labelers (admins), "" otherwise
+    (:mod:`goldset.rules.blinding`)."""
+    show = sees_labelers(roles_of(user))
+    labels = list(
         Label.objects.filter(record_id=record.pk)
-        .select_related("assignment", "annotator")
+        .select_related("assignment", *(["annotator"] if show else []))
         .order_by("assignment__slot", "id")
     )
+    for label in labels:
+        label.labeler_name = label.annotator.username if show else ""
+    return labels
 
 
 # ---------------------------------------------------------------- queues
@@ -370,8 +402,11 @@ def list_my_done_assignments(*, annotator):
 ADJUDICATION_ORDER = ("status", "created_at", "id")
 
 
-def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = None, size: int):
-    """One keyset page of the lead's queue in (status, created_at, id) order, read from the
+def list_adjudication_queue(
+    *, user, include_done: bool = False, cursor: str | None = None, size: int
+):
+    """One keyset page of ``user``'s adjudication queue (:func:`adjudicable_records`: never an
+    item they labeled) in (status, created_at, id) order, read from the
     ``answer_record_lead_queue`` index; each row carries its number of severe labels (counted for
     the page's rows only). Raises Http404 for a malformed cursor."""
     statuses = LEAD_VISIBLE if include_done else OPEN_FOR_LEAD
@@ -383,16 +418,17 @@ def list_adjudication_queue(*, include_done: bool = False, cursor: str | None = 
         .values("n")
     )
     rows = (
-        _record_qs()
-        .filter(status__in=statuses, is_calibration=False)
+        adjudicable_records(user=user, statuses=statuses)
+        .select_related("question__domain")
+        .filter(is_calibration=False)
         .annotate(severe=Coalesce(Subquery(severe), 0))
     )
     return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
-def next_item_for_lead() -> AnswerRecord | None:
-    """The first open item of the adjudication queue (the queue's own order and index)."""
-    page = list_adjudication_queue(size=1)
+def next_item_for_lead(*, user) -> AnswerRecord | None:
+    """The first open item of ``user``'s adjudication queue (the queue's own order and index)."""
+    page = list_adjudication_queue(user=user, size=1)
     return page.items[0] if page.items else None
 
 

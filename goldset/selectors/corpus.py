@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.db import connection
-from django.db.models import Count, Max, Prefetch, Q
+from django.db.models import Count, Prefetch, Q, Subquery
 from django.shortcuts import get_object_or_404
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from goldset.models import Block, BlockVersion, Document, Domain
+from goldset.selectors.curation import newest_version_of
 from goldset.selectors.keyset import keyset_page
 
 
@@ -56,7 +57,7 @@ def list_blocks_of(*, document: Document):
     """A document's blocks, each with its latest version prefetched (as ``latest``) and a count."""
     return (
         Block.objects.filter(document=document)
-        .annotate(version_count=Count("versions"), latest_version=Max("versions__version"))
+        .annotate(version_count=Count("versions"), latest_version=Subquery(newest_version_of("pk")))
         .order_by("position", "block_id")
     )
 

@@ -16,6 +16,7 @@ from django.db.models import (
     Exists,
     ExpressionWrapper,
     F,
+    Max,
     OuterRef,
     Prefetch,
     Q,
@@ -64,12 +65,28 @@ TRIPLE_JOINS = (
 
 def newest_version_of(block_path: str):
     """A subquery: the newest version number of the block at ``block_path`` (an OuterRef path
-    to a block id)."""
+    to a block id). With :func:`newest_versions` and :func:`newest_block_version`, the one
+    home of "a block's newest version"."""
     return (
         BlockVersion.objects.filter(block_id=OuterRef(block_path))
         .order_by("-version")
         .values("version")[:1]
     )
+
+
+def newest_versions(block_ids) -> dict[int, int]:
+    """The current (newest) version number of each block (by primary key); one query."""
+    return dict(
+        BlockVersion.objects.filter(block_id__in=set(block_ids))
+        .values("block_id")
+        .annotate(newest=Max("version"))
+        .values_list("block_id", "newest")
+    )
+
+
+def newest_block_version(block_id: int) -> BlockVersion | None:
+    """The block's current (newest) version row."""
+    return BlockVersion.objects.filter(block_id=block_id).order_by("-version").first()
 
 
 def with_pin_status(qs):
@@ -97,11 +114,6 @@ def search_block_versions(*, query: str, limit: int = 20):
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
-    latest = (
-        BlockVersion.objects.filter(block_id=OuterRef("block_id"))
-        .order_by("-version")
-        .values("version")[:1]
-    )
     return (
         BlockVersion.objects.filter(
             Q(text__icontains=query)
@@ -110,7 +122,7 @@ def search_block_versions(*, query: str, limit: int = 20):
             | Q(block__document__title__icontains=query)
         )
         .select_related("block__document__domain")
-        .annotate(latest=Subquery(latest))
+        .annotate(latest=Subquery(newest_version_of("block_id")))
         .order_by("block__document__document_id", "block__block_id", "-version")[:limit]
     )
 

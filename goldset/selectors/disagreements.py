@@ -11,8 +11,9 @@ from urllib.parse import urlencode
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 
-from goldset.models import AnswerRecord, Label, RecordStatus, Review, Tier, TripleRevision
+from goldset.models import AnswerRecord, Label, Review, Tier, TripleRevision
 from goldset.rules.axes import AXES
+from goldset.rules.blinding import LABELERS_HIDDEN_WHILE
 from goldset.rules.display import display
 from goldset.selectors.agreement import PROTOCOL_LABELS, Alert, display_names
 
@@ -151,7 +152,7 @@ def _rows(protocol: str, item_ids: list[int], values, names, order) -> list[Disa
         ]
     records = AnswerRecord.objects.filter(pk__in=item_ids).select_related("question")
     found = {r.pk: r for r in records}
-    blind = (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT)
+    blind = LABELERS_HIDDEN_WHILE
     return [
         DisagreementRow(
             "answer_record",

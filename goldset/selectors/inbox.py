@@ -26,7 +26,7 @@ from goldset.models import (
     TripleState,
 )
 from goldset.rules.labeling import OPEN_FOR_LEAD
-from goldset.selectors.answers import domain_loads, qualified_domain_ids
+from goldset.selectors.answers import adjudicable_records, domain_loads, qualified_domain_ids
 from goldset.selectors.curation import (
     claimable_revisions,
     count_claimable_revisions,
@@ -106,7 +106,7 @@ def get_inbox(*, user) -> Inbox:
     if Role.ANNOTATOR in roles:
         _annotator_entries(inbox, user)
     if roles & {Role.LEAD, Role.ADMIN}:
-        _lead_entries(inbox)
+        _lead_entries(inbox, user)
     return inbox
 
 
@@ -197,9 +197,9 @@ def _annotator_entries(inbox: Inbox, user) -> None:
         ]
 
 
-def _lead_entries(inbox: Inbox) -> None:
-    count, at_least = _bounded(
-        AnswerRecord.objects.filter(status__in=OPEN_FOR_LEAD, is_calibration=False)
+def _lead_entries(inbox: Inbox, user) -> None:
+    count, at_least = _bounded(  # the items of the lead's own queue (never one they labeled)
+        adjudicable_records(user=user, statuses=OPEN_FOR_LEAD).filter(is_calibration=False)
     )
     inbox.add(
         InboxEntry(

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404
 
 from goldset.exceptions import GoldsetError
 from goldset.models import AnswerRecord, Label, Tier, Triple
+from goldset.rules.blinding import RECORD_SYSTEM_COLUMNS
 from goldset.rules.tiers import (
     KINDS,
     PROMOTABLE_RECORD_STATUSES,
@@ -78,7 +79,7 @@ def list_promotable(
         )
         qs = (
             qs.select_related("question__domain")
-            .defer("model", "extra", "run_id", "answer")
+            .defer(*RECORD_SYSTEM_COLUMNS, "answer")
             .annotate(n_labels=Coalesce(Subquery(labels), 0))
         )
     return keyset_page(qs, fields=("id",), cursor=cursor, size=size)
@@ -105,7 +106,7 @@ def get_record_for_promotion(*, public_id: str) -> AnswerRecord:
     record = (
         AnswerRecord.objects.filter(public_id=public_id, is_calibration=False)
         .select_related("question__domain")
-        .defer("model", "extra", "run_id")
+        .defer(*RECORD_SYSTEM_COLUMNS)
         .annotate(n_labels=Count("labels", distinct=True))
         .first()
     )

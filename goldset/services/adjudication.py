@@ -20,6 +20,7 @@ from goldset.models import (
 )
 from goldset.rules.labeling import OPEN_FOR_LEAD
 from goldset.rules.time_on_item import ItemTiming
+from goldset.selectors.answers import adjudicable_records
 from goldset.selectors.guidelines import ADJUDICATION, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.agreement_sources import ANSWERS
@@ -30,6 +31,18 @@ from workbench.services.audit import record_event
 
 class AdjudicationRejected(GoldsetError):
     """The item cannot be adjudicated by this user now; the message says why."""
+
+
+def _refusal(*, lead, record: AnswerRecord) -> str:
+    """Why :func:`adjudicable_records` left the record out for ``lead`` (the message only; the
+    decision is the rule's)."""
+    if record.status == RecordStatus.ADJUDICATED:
+        return "This item has already been adjudicated."
+    if record.status not in OPEN_FOR_LEAD:
+        return "This item is not in the adjudication queue."
+    if record.labels.filter(annotator=lead).exists():
+        return "You labeled this item; another lead must adjudicate it."
+    return "Your role does not adjudicate items."
 
 
 @transaction.atomic
@@ -46,17 +59,14 @@ def record_adjudication(
     timing: ItemTiming | None = None,
 ) -> Adjudication:
     """Record the lead's final label. Locks the record; one adjudication per item (a second one
-    is rejected, not merged); a lead who labeled the item cannot adjudicate it. Rationale is
+    is rejected, not merged); who may adjudicate is :func:`adjudicable_records`, the rule the
+    queue and the page filter with (a lead or admin, never on an item they labeled). Rationale is
     always required; the failure-taxonomy rules of labels apply. Records the time on item (from
     ``timing.opened_at``, the signed opening of the page: nothing is claimed), the adjudication
     guideline in force, and a FastDecision when it was faster than the tier's threshold."""
     record = AnswerRecord.objects.select_for_update().select_related("question").get(pk=record.pk)
-    if record.status == RecordStatus.ADJUDICATED:
-        raise AdjudicationRejected("This item has already been adjudicated.")
-    if record.status not in OPEN_FOR_LEAD:
-        raise AdjudicationRejected("This item is not in the adjudication queue.")
-    if record.labels.filter(annotator=lead).exists():
-        raise AdjudicationRejected("You labeled this item; another lead must adjudicate it.")
+    if not adjudicable_records(user=lead, statuses=OPEN_FOR_LEAD).filter(pk=record.pk).exists():
+        raise AdjudicationRejected(_refusal(lead=lead, record=record))
     secondary = check_label_rules(
         question=record.question,
         acceptability=acceptability,

@@ -54,7 +54,6 @@ from scoring.agreement import (
     percent_agreement_counts,
 )
 
-SEED = 8821
 RATING_COLUMNS = [
     "protocol",
     "item",
@@ -99,6 +98,10 @@ FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
 def bootstrap_resamples() -> int:
     return tunable("AGREEMENT_BOOTSTRAP_RESAMPLES")
+
+
+def bootstrap_seed() -> int:
+    return tunable("AGREEMENT_BOOTSTRAP_SEED")
 
 
 # ---------------------------------------------------------------- computing (no database)
@@ -315,7 +318,7 @@ def compute_figures(
     facts: pd.DataFrame | None = None,
     *,
     n_resamples: int,
-    seed: int = SEED,
+    seed: int | None = None,
     only: dict[str, Selection] | None = None,
     processes: int | None = None,
 ) -> list[Figure]:
@@ -326,6 +329,8 @@ def compute_figures(
     pandas implementation it replaced (a test compares the two), so a figure does not depend on
     which other figures are computed with it, nor on which process computes it. The independent
     figures run on ``processes`` processes (``AGREEMENT_PROCESSES``; see :func:`_run_jobs`)."""
+
+    seed = bootstrap_seed() if seed is None else seed
 
     def wanted(protocol) -> Selection | None:
         return EVERYTHING if only is None else only.get(protocol)
@@ -503,13 +508,14 @@ def _result(result) -> dict:
 
 
 def summary_figures(
-    ratings: pd.DataFrame, *, n_resamples: int | None = None, seed: int = SEED
+    ratings: pd.DataFrame, *, n_resamples: int | None = None, seed: int | None = None
 ) -> dict:
     """Overall (unscoped) agreement of these rating rows per protocol and axis — Krippendorff's
     α at the axis' level of measurement and percent agreement (share of agreeing rating pairs
-    per item), each with a percentile bootstrap 95 % CI resampling items (``seed``, 8821) — as a
+    per item), each with a percentile bootstrap 95 % CI resampling items (``seed``, else ``AGREEMENT_BOOTSTRAP_SEED``) — as a
     JSON-ready dict ``{protocol: {axis: {...}}}``. Pure; ``scoring.agreement`` computes."""
     n = n_resamples or bootstrap_resamples()
+    seed = bootstrap_seed() if seed is None else seed
     out: dict = {}
     for (protocol, axis), rows in ratings.groupby(["protocol", "axis"], sort=True):
         scale = AXES[axis]

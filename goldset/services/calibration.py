@@ -39,6 +39,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import (
     Acceptability,
@@ -71,8 +72,6 @@ from goldset.services.notifications import (
 from goldset.services.text_limits import check_text_length
 from scoring.agreement import cohen_kappa
 from workbench.services.audit import record_event
-
-KAPPA_THRESHOLD = 0.70
 
 
 class CalibrationError(GoldsetError):
@@ -225,7 +224,8 @@ def score_calibration(*, annotator, domain: Domain) -> CalibrationResult:
         [item.reference_severe_safety for item, _ in pairs],
         categories=[False, True],
     )
-    passed = all(r.value is not None and r.value >= KAPPA_THRESHOLD for r in (grounding, severe))
+    gate = tunable("KAPPA_GATE")
+    passed = all(r.value is not None and r.value >= gate for r in (grounding, severe))
     disagreements = []
     for item, label in pairs:
         for axis, yours, reference in (
@@ -253,7 +253,7 @@ def score_calibration(*, annotator, domain: Domain) -> CalibrationResult:
                 "grounding": grounding.reason or "",
                 "severe_safety": severe.reason or "",
             },
-            "threshold": KAPPA_THRESHOLD,
+            "threshold": gate,
             "passed": passed,
             "disagreements": disagreements,
             "set_version": max((i.set_version or 0 for i, _ in pairs), default=0) or None,
@@ -276,7 +276,7 @@ def score_calibration(*, annotator, domain: Domain) -> CalibrationResult:
             recipients=[annotator],
             kind=NotificationKind.CALIBRATION_FAILED,
             text=(
-                f"Your {domain.name} calibration did not reach κ {KAPPA_THRESHOLD:.2f}. "
+                f"Your {domain.name} calibration did not reach κ {gate:.2f}. "
                 "See where you differed from the reference, and ask a lead for a retake."
             ),
             link=reverse("answers:calibration") + f"#calibration-{domain.slug}",

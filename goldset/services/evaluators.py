@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
@@ -370,8 +371,8 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
     """Compute the evaluator report on the gold tier now and store it as a snapshot.
 
     Raises GoldsetError when the gold tier is empty or no evaluator has outputs on it.
-    Resamples and the trust threshold come from settings (``GOLDSET_EVALUATOR_RESAMPLES``,
-    ``GOLDSET_EVALUATOR_TRUST_KAPPA``) unless ``trust_kappa`` is given.
+    Resamples come from settings (``GOLDSET_EVALUATOR_RESAMPLES``); an evaluator is trusted at
+    the protocol's κ gate (the ``KAPPA_GATE`` tunable) unless ``trust_kappa`` is given.
     """
     items = gold_tier_items()
     if not items:
@@ -379,7 +380,7 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
     outputs = evaluator_outputs([it["record_id"] for it in items])
     if not outputs:
         raise GoldsetError("no evaluator has outputs on the gold tier yet: import some first")
-    kappa = settings.GOLDSET_EVALUATOR_TRUST_KAPPA if trust_kappa is None else trust_kappa
+    kappa = tunable("KAPPA_GATE") if trust_kappa is None else trust_kappa
     config = EvaluatorConfig(trust_kappa=kappa, resamples=settings.GOLDSET_EVALUATOR_RESAMPLES)
     report = evaluator_report(items, outputs, scores=score_rows(items), config=config)
     snapshot = EvaluatorReportSnapshot.objects.create(

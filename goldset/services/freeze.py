@@ -24,7 +24,12 @@ from goldset.selectors.curation import (
     with_pin_status,
 )
 from goldset.services import exports, webhooks
-from goldset.services.agreement import SEED, bootstrap_resamples, ratings_frame, summary_figures
+from goldset.services.agreement import (
+    bootstrap_resamples,
+    bootstrap_seed,
+    ratings_frame,
+    summary_figures,
+)
 from goldset.services.agreement_sources import (
     ANSWERS,
     TRIPLES,
@@ -447,16 +452,18 @@ def agreement_summary(filters: FreezeFilters) -> dict:
       severe safety). Answer records are not rows of a gold version, so this is the labelling
       team's agreement when the version was frozen, stated as such.
 
-    Bootstrap seed 8821 (``goldset.services.agreement.SEED``)."""
+    Bootstrap seed: the ``AGREEMENT_BOOTSTRAP_SEED`` tunable (8821), recorded in the summary."""
     triples = selected_triples(filters).values("pk")
-    n_resamples = bootstrap_resamples()
+    n_resamples, seed = bootstrap_resamples(), bootstrap_seed()
     reviews = summary_figures(
-        ratings_frame(triple_review_ratings(triples=triples)), n_resamples=n_resamples
+        ratings_frame(triple_review_ratings(triples=triples)), n_resamples=n_resamples, seed=seed
     )
-    labels = summary_figures(ratings_frame(answer_label_ratings()), n_resamples=n_resamples)
+    labels = summary_figures(
+        ratings_frame(answer_label_ratings()), n_resamples=n_resamples, seed=seed
+    )
     return {
         "method": AGREEMENT_METHOD,
-        "bootstrap": {"seed": SEED, "resamples": n_resamples, "level": 0.95},
+        "bootstrap": {"seed": seed, "resamples": n_resamples, "level": 0.95},
         "triple_reviews": {
             "scope": "every review of every revision of this version's triples, before "
             "resolution (spot checks included); one item per revision",

@@ -63,10 +63,6 @@ from goldset.services.notifications import notify_adjudication_waiting
 from goldset.services.time_on_item import flag_if_fast, timing_fields
 from workbench.services.audit import record_event
 
-AUDIT_SAMPLE_SEED = 9314
-AUDIT_SAMPLE_RATE = 0.05
-SPOT_CHECK_SEED = 1003
-SPOT_CHECK_RATE = 0.10
 MAX_SECONDARY_FAILURES = 2
 
 
@@ -131,9 +127,11 @@ def seeded_draw(*, seed: int, key: str) -> float:
     return int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:13], 16) / 16**13
 
 
-def in_audit_sample(public_id: str, *, seed: int = AUDIT_SAMPLE_SEED) -> tuple[bool, float]:
-    draw = seeded_draw(seed=seed, key=public_id)
-    return draw < AUDIT_SAMPLE_RATE, draw
+def in_audit_sample(public_id: str, *, seed: int | None = None) -> tuple[bool, float]:
+    """Whether a majority-settled record is drawn into the audit sample (``AUDIT_SAMPLE_RATE``,
+    seed ``AUDIT_SAMPLE_SEED`` unless given), and its draw."""
+    draw = seeded_draw(seed=tunable("AUDIT_SAMPLE_SEED") if seed is None else seed, key=public_id)
+    return draw < tunable("AUDIT_SAMPLE_RATE"), draw
 
 
 # ---------------------------------------------------------------- rules
@@ -282,7 +280,7 @@ class SettlementPlan:
     """What :func:`settle_record` does with a record's production labels now.
 
     ``spot_check_week`` is set when a TRIAGE record's first label triggers the weekly spot-check
-    draw (seed 6601 family, :data:`SPOT_CHECK_SEED`); ``drawn`` means it was drawn and now waits
+    draw (``ANSWER_SPOT_CHECK_RATE``, seed ``ANSWER_SPOT_CHECK_SEED``); ``drawn`` means it was drawn and now waits
     for a second label. Otherwise ``outcome`` is the settled outcome (``None`` while labels are
     missing) and ``audit`` the audit-sample draw of a majority outcome."""
 
@@ -309,7 +307,8 @@ def plan_settlement(
     week = ""
     if tier == Tier.TRIAGE and spot_check_seed is None and len(labels) == 1:
         week = _iso_week(now)
-        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{public_id}") < SPOT_CHECK_RATE:
+        draw = seeded_draw(seed=tunable("ANSWER_SPOT_CHECK_SEED"), key=f"{week}:{public_id}")
+        if draw < tunable("ANSWER_SPOT_CHECK_RATE"):
             return SettlementPlan(spot_check_week=week, drawn=True)
     if len(labels) < labels_required:
         return SettlementPlan(spot_check_week=week)
@@ -332,7 +331,7 @@ def settle_record(record: AnswerRecord) -> None:
         now=now,
     )
     if plan.spot_check_week:
-        record.spot_check_seed = SPOT_CHECK_SEED
+        record.spot_check_seed = tunable("ANSWER_SPOT_CHECK_SEED")
         record.spot_check_week = plan.spot_check_week
     if plan.drawn:
         record.spot_check = True
@@ -356,7 +355,7 @@ def settle_record(record: AnswerRecord) -> None:
     if plan.audit is not None:
         sampled, draw = plan.audit
         record.audit_seed, record.audit_draw, record.in_audit_sample = (
-            AUDIT_SAMPLE_SEED,
+            tunable("AUDIT_SAMPLE_SEED"),
             draw,
             sampled,
         )

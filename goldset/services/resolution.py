@@ -34,7 +34,13 @@ from goldset.models import (
 )
 from goldset.rules.tiers import TRIPLE, required_for
 from goldset.rules.triple_states import transition
-from goldset.selectors.curation import is_author_or_lead, may_discuss
+from goldset.rules.versions import is_superseded
+from goldset.selectors.curation import (
+    is_author_or_lead,
+    may_discuss,
+    newest_block_version,
+    newest_versions,
+)
 from goldset.services.notifications import (
     notify_discussion_opened,
     notify_discussion_reply,
@@ -378,11 +384,11 @@ def mark_superseded_pins(*, superseding_version_ids: list[int], actor=None) -> l
     Called inside :func:`goldset.services.corpus.import_corpus`'s transaction."""
     if not superseding_version_ids:
         return []
-    newest: dict[int, int] = {}
-    for block_id, version in BlockVersion.objects.filter(
-        pk__in=superseding_version_ids
-    ).values_list("block_id", "version"):
-        newest[block_id] = max(version, newest.get(block_id, 0))
+    newest = newest_versions(
+        BlockVersion.objects.filter(pk__in=superseding_version_ids).values_list(
+            "block_id", flat=True
+        )
+    )
     candidates = (
         Triple.objects.select_for_update(of=("self",))
         .filter(
@@ -395,7 +401,7 @@ def mark_superseded_pins(*, superseding_version_ids: list[int], actor=None) -> l
     marked = []
     for triple in candidates:
         pinned = triple.current_revision.expected_block_version
-        if pinned.version >= newest[pinned.block_id]:
+        if not is_superseded(pinned=pinned.version, newest=newest[pinned.block_id]):
             continue
         _set_state(
             triple,
@@ -410,22 +416,16 @@ def mark_superseded_pins(*, superseding_version_ids: list[int], actor=None) -> l
     return marked
 
 
-def _newest_version(revision: TripleRevision) -> BlockVersion:
-    return (
-        BlockVersion.objects.filter(block_id=revision.expected_block_version.block_id)
-        .order_by("-version")
-        .first()
-    )
-
-
 def _require_rereviewable(triple: Triple) -> BlockVersion:
     """``needs_rereview``, or ``gold`` while pinned to a superseded version (a reasoned
     superseded pin, or a block version added without a corpus import). Returns the newest
     version of the pinned block."""
     _require_state(triple, TripleState.NEEDS_REREVIEW, TripleState.GOLD)
-    newest = _newest_version(triple.current_revision)
     pinned = triple.current_revision.expected_block_version
-    if triple.state == TripleState.GOLD and pinned.version >= newest.version:
+    newest = newest_block_version(pinned.block_id)
+    if triple.state == TripleState.GOLD and not is_superseded(
+        pinned=pinned.version, newest=newest.version
+    ):
         raise GoldsetError(
             f"{triple.external_id} is pinned to the current version of its block; "
             "there is nothing to re-review."

@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Max, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError, ImportRejected
@@ -40,6 +40,8 @@ from goldset.models import (
     TripleState,
 )
 from goldset.rules.tiers import TRIPLE, required_for
+from goldset.rules.versions import is_superseded
+from goldset.selectors.curation import newest_versions
 from goldset.services.customers import _lock_customer, active_permission
 from goldset.services.routing import decide_tier, get_active_rules, route_case
 from goldset.services.text_limits import TextTooLong, check_text_length
@@ -60,16 +62,6 @@ class SupersededPin(GoldsetError):
         self.newest = newest
 
 
-def newest_versions(block_ids) -> dict[int, int]:
-    """The current (newest) version number of each block (by primary key); one query."""
-    return dict(
-        BlockVersion.objects.filter(block_id__in=set(block_ids))
-        .values("block_id")
-        .annotate(newest=Max("version"))
-        .values_list("block_id", "newest")
-    )
-
-
 def check_pin(
     *, block_version: BlockVersion, superseded_reason: str = "", newest: int | None = None
 ) -> str:
@@ -84,7 +76,7 @@ def check_pin(
     Reads only; no locks."""
     if newest is None:
         newest = newest_versions([block_version.block_id]).get(block_version.block_id, 0)
-    if block_version.version >= newest:
+    if not is_superseded(pinned=block_version.version, newest=newest):
         return ""
     reason = (superseded_reason or "").strip()
     label = f"{block_version.block.block_id}@{block_version.version}"

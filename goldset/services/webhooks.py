@@ -48,6 +48,7 @@ from goldset.models import (
     WebhookEndpoint,
     WebhookEvent,
 )
+from goldset.rules.blinding import without_system_fields
 from goldset.rules.webhooks import (
     RESPONSE_SNIPPET_CHARS,
     WEBHOOK_OUTBOX_KIND,
@@ -273,7 +274,8 @@ def emit(event_type: str, data: dict, *, now: dt.datetime | None = None) -> list
     if not endpoint_ids:
         return []
     now = now or timezone.now()
-    payload = {"type": str(event_type), "timestamp": _iso(now), "data": data}
+    # blind whatever the builder put in: no system field leaves the application
+    payload = {"type": str(event_type), "timestamp": _iso(now), "data": without_system_fields(data)}
     message_id = new_message_id()
     return [
         _new_delivery(

@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from goldset.forms.answers import LabelForm
 from goldset.forms.time_on_item import timing_from
 from goldset.models import DecisionKind, Domain
+from goldset.rules.labeling import QUEUE_SHUFFLE_SEED
 from goldset.selectors import answers as selectors
 from goldset.selectors.guidelines import ANSWER_LABELING
 from goldset.services.calibration import CalibrationError, start_calibration
@@ -30,12 +31,9 @@ from goldset.services.labeling import (
     undo_last_label,
 )
 from goldset.views.guidelines import task_panel
+from goldset.views.htmx import wants_fragment
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
-
-
-def _wants(request, target: str) -> bool:
-    return bool(request.htmx) and not request.htmx.boosted and request.htmx.target == target
 
 
 @role_required(Role.ANNOTATOR)
@@ -43,10 +41,10 @@ def _wants(request, target: str) -> bool:
 def queue(request):
     overview = selectors.get_queue_overview(annotator=request.user)
     done = selectors.list_my_done_assignments(annotator=request.user)[:20]
-    context = {"overview": overview, "done": done}
+    context = {"overview": overview, "done": done, "shuffle_seed": QUEUE_SHUFFLE_SEED}
     template = (
         "answers/queue.html#queue-summary"
-        if _wants(request, "queue-summary")
+        if wants_fragment(request, "queue-summary")
         else "answers/queue.html"
     )
     return render(request, template, context)
@@ -107,9 +105,9 @@ def _render_item(request, assignment, form=None, *, status=200):
             domain_id=record.domain_id,
         ),
     }
-    if _wants(request, "label-item"):
+    if wants_fragment(request, "label-item"):
         return render(request, "answers/item.html#label-item", context, status=status)
-    if _wants(request, "label-form"):
+    if wants_fragment(request, "label-form"):
         return render(request, "answers/item.html#label-form", context, status=status)
     return render(request, "answers/item.html", context, status=status)
 

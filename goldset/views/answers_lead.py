@@ -15,13 +15,13 @@ from goldset.selectors.guidelines import ADJUDICATION
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation
-from goldset.views.answers import _wants
 from goldset.views.guidelines import task_panel
-from workbench.roles import Role, role_required
+from goldset.views.htmx import wants_fragment
+from workbench.roles import role_required
 from workbench.services.audit import record_event
 
 PAGE_SIZE = 25
-LEADS = (Role.LEAD, Role.ADMIN)
+LEADS = tuple(selectors.ADJUDICATORS)  # the roles that adjudicate (one home: the selector)
 
 
 @role_required(*LEADS)
@@ -29,11 +29,11 @@ LEADS = (Role.LEAD, Role.ADMIN)
 def adjudication_queue(request):
     show_done = request.GET.get("show") == "all"
     page = selectors.list_adjudication_queue(
-        include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
+        user=request.user, include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
     context = {"page": page, "show_done": show_done}
     template = "answers/adjudication_queue.html"
-    if _wants(request, "adjudication-items"):
+    if wants_fragment(request, "adjudication-items"):
         template += "#adjudication-items"
     return render(request, template, context)
 
@@ -42,7 +42,7 @@ def _adjudication_context(request, record, form=None) -> dict:
     return {
         "record": record,
         "packet": selectors.get_item_packet(record),
-        "labels": selectors.list_blind_labels(record),
+        "labels": selectors.list_blind_labels(record, user=request.user),
         "adjudication": selectors.get_adjudication_of(record),
         "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
         "form": form or AdjudicationForm(),
@@ -59,7 +59,7 @@ def _adjudication_context(request, record, form=None) -> dict:
 @role_required(*LEADS)
 @vary_on_headers("HX-Request")
 def adjudicate(request, public_id):
-    record = selectors.get_record_for_lead(public_id=public_id)
+    record = selectors.access_record_for_adjudication(user=request.user, public_id=public_id)
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -89,7 +89,7 @@ def adjudicate(request, public_id):
     context = _adjudication_context(request, record, form)
     template = "answers/adjudicate.html"
     for name in ("adjudication-form", "adjudication-item"):
-        if _wants(request, name):
+        if wants_fragment(request, name):
             template += f"#{name}"
     return render(request, template, context)
 
@@ -97,8 +97,8 @@ def adjudicate(request, public_id):
 def _next_adjudication(request):
     """One motion per item: the response to a recorded adjudication is the next open item of
     the queue (its URL pushed); the queue page when none is left."""
-    following = selectors.next_item_for_lead()
-    if following is None or not _wants(request, "adjudication-item"):
+    following = selectors.next_item_for_lead(user=request.user)
+    if following is None or not wants_fragment(request, "adjudication-item"):
         target = (
             redirect("answers:adjudicate", public_id=following.public_id)
             if following
@@ -109,7 +109,10 @@ def _next_adjudication(request):
         request,
         "answers/adjudicate.html#adjudication-item",
         _adjudication_context(
-            request, selectors.get_record_for_lead(public_id=following.public_id)
+            request,
+            selectors.access_record_for_adjudication(
+                user=request.user, public_id=following.public_id
+            ),
         ),
     )
     return push_url(response, redirect("answers:adjudicate", public_id=following.public_id).url)

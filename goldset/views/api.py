@@ -2,12 +2,10 @@
 the access table's (``workbench.access``, entries ``api:*``) through
 :class:`~goldset.views.api_support.AccessTablePermission`; object scope is the selectors'."""
 
-import hashlib
 import json
 import math
 
 from django.core.files.base import ContentFile
-from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -18,7 +16,6 @@ from rest_framework.response import Response
 from goldset.exceptions import GoldsetError
 from goldset.imports.errors import problem_from_text
 from goldset.models import ImportKind, ScoringJob, TripleState
-from goldset.rules.exports import pick_file
 from goldset.selectors import agreement as agreement_selectors
 from goldset.selectors import corpus as corpus_selectors
 from goldset.selectors import curation as curation_selectors
@@ -26,7 +23,7 @@ from goldset.selectors import evaluators as evaluator_selectors
 from goldset.selectors import exports as export_selectors
 from goldset.selectors.imports import get_import_job_for
 from goldset.services import exports as export_files
-from goldset.services.blinded_downloads import project_jsonl
+from goldset.services.blinded_downloads import ChecksumMismatch, NoSuchDownload, serve_version_file
 from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
 from goldset.services.import_jobs import (
     UploadRejected,
@@ -36,9 +33,9 @@ from goldset.services.import_jobs import (
 )
 from goldset.views import api_serializers as s
 from goldset.views.api_support import Cursor, Problem
-from workbench.access import ALL_FIELDS, entry_for, fields_for
+from goldset.views.downloads import file_response
+from workbench.access import entry_for
 from workbench.roles import roles_of
-from workbench.services.audit import record_event
 
 MAX_ID = 2**63 - 1  # the largest id the database stores (bigint)
 ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
@@ -379,29 +376,16 @@ def version_diff(request):
 @api_view(["GET"])
 def version_download(request, number, fmt):
     """A version's file in ``fmt`` (gold_jsonl, unrag_json, probe_questions, probe_packets,
-    adjudication, manifest), reduced to the fields the caller's role gets (the page's rule)."""
+    adjudication, manifest), reduced to the fields the caller's role gets: the page's path
+    (:func:`serve_version_file`) and status codes (404 no such file, 500 failed integrity)."""
     version = export_selectors.get_version(number=number)
-    spec = fields_for(entry_for("exports:download"), roles_of(request.user), variant=fmt)
-    if spec is None:
-        raise Problem(status_code=404, title="Not Found", detail=f"no {fmt} download")
-    stored = pick_file(version, fmt=fmt, user=request.user)
-    content = export_files.verified_chunks(stored)
-    digest = stored.sha256
-    if spec != ALL_FIELDS:
-        # The lead's variant differs from the stored file: hash what is actually sent.
-        body = b"".join(project_jsonl(content, spec=spec, version_number=version.number))
-        digest = hashlib.sha256(body).hexdigest()
-        content = iter([body])
-    record_event(
-        actor=request.user,
-        verb="gold_version_downloaded",
-        obj=version,
-        detail={"format": fmt, "sha256": digest, "via": "api", "redacted": stored.redacted},
-    )
-    response = StreamingHttpResponse(content, content_type=stored.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{stored.filename}"'
-    response["X-Checksum-SHA256"] = digest
-    return response
+    try:
+        download = serve_version_file(user=request.user, version=version, fmt=fmt, via="api")
+    except ChecksumMismatch as exc:
+        raise Problem(status_code=500, title="Integrity check failed", detail=str(exc)) from exc
+    except NoSuchDownload as exc:
+        raise Problem(status_code=404, title="Not Found", detail=str(exc)) from exc
+    return file_response(download)
 
 
 class JobList(generics.ListCreateAPIView):

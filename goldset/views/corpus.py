@@ -4,6 +4,7 @@ from django.shortcuts import render
 from goldset.forms.corpus import CorpusImportForm
 from goldset.models import ImportKind
 from goldset.selectors import corpus as selectors
+from goldset.selectors.curation import newest_versions
 from goldset.views.imports import submit_upload
 from workbench.roles import ALL_ROLES, Role, role_required
 
@@ -54,7 +55,8 @@ def block_detail(request, block_id):
         old = by_number.get(_int(request.GET.get("a")), versions[-2])
         new = by_number.get(_int(request.GET.get("b")), versions[-1])
         diff = selectors.diff_versions(old, new)
-    context = {"blk": block, "versions": versions, "diff": diff}
+    newest = newest_versions([block.pk]).get(block.pk)
+    context = {"blk": block, "versions": versions, "diff": diff, "newest": newest}
     return render(request, "corpus/block_detail.html", context)
 
 

@@ -23,17 +23,12 @@ from goldset.selectors import curation as selectors
 from goldset.services import resolution
 from goldset.services.notifications import mark_discussion_read
 from goldset.services.triples import SupersededPin, create_triple
+from goldset.views.htmx import wants_fragment
 from workbench.roles import ALL_ROLES, Role, role_required
 from workbench.services.audit import record_event
 
 PAGE_SIZE = 25
 TARGET_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
-
-
-def htmx_target(request, name: str) -> bool:
-    """A non-boosted htmx request aimed at the element ``name`` gets only that partial."""
-    htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.boosted and htmx.target == name
 
 
 @role_required(Role.ANNOTATOR)
@@ -55,7 +50,7 @@ def block_search(request):
         "target": target if TARGET_ID.match(target) else "id_block_version",
         "results": list(selectors.search_block_versions(query=query)),
     }
-    partial = "#block-results" if htmx_target(request, "block-results") else ""
+    partial = "#block-results" if wants_fragment(request, "block-results") else ""
     return render(request, f"curation/blocks.html{partial}", context)
 
 
@@ -119,7 +114,7 @@ def post_message(request, pk):
             form.add_error(None, str(exc))
         else:
             form = None
-    if htmx_target(request, "discussion"):
+    if wants_fragment(request, "discussion"):
         context = detail_context(request, triple, message_form=form)
         return render(request, "curation/triple_detail.html#discussion", context)
     if form is not None:

@@ -20,8 +20,8 @@ from goldset.services.reviews import (
     submit_review,
     undo_last_review,
 )
-from goldset.views.curation_authoring import htmx_target
 from goldset.views.guidelines import task_panel
+from goldset.views.htmx import wants_fragment
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -89,13 +89,13 @@ def review(request, pk):
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
-            if htmx_target(request, "review-item"):
+            if wants_fragment(request, "review-item"):
                 return _next_review(request, done=assignment, own=own)
     elif request.method == "GET":
         record_event(actor=request.user, verb="revision_viewed", obj=assignment.revision)
     context = _review_context(request, assignment, own=own, form=form)
     partial = next(
-        (f"#{name}" for name in ("review-card", "review-item") if htmx_target(request, name)), ""
+        (f"#{name}" for name in ("review-card", "review-item") if wants_fragment(request, name)), ""
     )
     return render(request, f"curation/review.html{partial}", context)
 
@@ -138,7 +138,7 @@ def skip(request, pk):
     except ReviewSkipRefused as exc:
         messages.error(request, str(exc))
         own = selectors.get_own_review(assignment=assignment)
-        partial = "#review-item" if htmx_target(request, "review-item") else ""
+        partial = "#review-item" if wants_fragment(request, "review-item") else ""
         context = _review_context(request, assignment, own=own)
         return render(request, f"curation/review.html{partial}", context, status=422)
     messages.info(request, "Review skipped; the revision went back to the pool.")

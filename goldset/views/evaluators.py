@@ -18,7 +18,10 @@ from goldset.selectors import evaluators as selectors
 from goldset.services.evaluators import compute_evaluator_report, create_evaluator
 from goldset.services.pcs_calibrations import start_pcs_calibration
 from goldset.services.release_reports import create_release_report
+from goldset.views.htmx import wants_fragment
 from goldset.views.imports import submit_upload
+from scoring import calibration as pcs_calibration
+from scoring.stats import FAMILYWISE_ALPHA
 from workbench.roles import Role, role_required
 
 PAGE_SIZE = 25
@@ -87,6 +90,15 @@ def evaluator_report_json(request):
     return response
 
 
+def _pcs_split() -> dict:
+    """The PCS calibration split the pages describe: the scoring library's (seed 004 A.7)."""
+    return {
+        "fractions": [f"{f * 100:g} %" for f in pcs_calibration.FRACTIONS],
+        "seed": pcs_calibration.SPLIT_SEED,
+        "group_seed": pcs_calibration.GROUP_SEED,
+    }
+
+
 @role_required(Role.ADMIN)
 def calibration_list(request):
     form = CalibrationStartForm(request.POST or None)
@@ -98,21 +110,22 @@ def calibration_list(request):
         else:
             return redirect("evaluators:calibration", pk=calibration.pk)
     page = Paginator(selectors.list_calibrations(), PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "evaluators/calibrations.html", {"page": page, "form": form})
+    context = {"page": page, "form": form, "split": _pcs_split()}
+    return render(request, "evaluators/calibrations.html", context)
 
 
 @role_required(Role.ADMIN)
 @vary_on_headers("HX-Request")
 def calibration_detail(request, pk):
     calibration = selectors.get_calibration(pk=pk)
-    if request.htmx and request.htmx.target == "calibration-progress":
+    if wants_fragment(request, "calibration-progress"):
         response = render(
             request, "evaluators/calibration.html#calibration-progress", {"c": calibration}
         )
         if calibration.status in ("succeeded", "failed"):
             response["HX-Refresh"] = "true"
         return response
-    return render(request, "evaluators/calibration.html", {"c": calibration})
+    return render(request, "evaluators/calibration.html", {"c": calibration, "split": _pcs_split()})
 
 
 @role_required(Role.ADMIN)
@@ -138,7 +151,12 @@ def release_list(request):
 def release_detail(request, pk):
     report = selectors.get_release_report(pk=pk)
     charts = selectors.release_report_charts(report=report)
-    context = {"r": report, "data": report.report, "charts": charts}
+    context = {
+        "r": report,
+        "data": report.report,
+        "charts": charts,
+        "familywise_alpha": FAMILYWISE_ALPHA,
+    }
     return render(request, "evaluators/release.html", context)
 
 

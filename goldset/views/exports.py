@@ -11,20 +11,25 @@ from django.views.decorators.vary import vary_on_headers
 from goldset.exceptions import GoldsetError
 from goldset.forms.exports import FreezeForm, RunUploadForm
 from goldset.models import ImportKind
-from goldset.rules.exports import SNIPPET_PERMISSION, pick_file
+from goldset.rules.exports import SNIPPET_PERMISSION
 from goldset.selectors import exports as selectors
 from goldset.services import exports as export_files
 from goldset.services import job_downloads
-from goldset.services.blinded_downloads import project_jsonl
+from goldset.services.blinded_downloads import (
+    ChecksumMismatch,
+    NoSuchDownload,
+    serve_version_file,
+)
 from goldset.services.freeze import NothingToFreeze, freeze_gold_version, preview_freeze
 from goldset.services.scoring_jobs import (
     cancel_scoring_job,
     job_liveness,
     retry_scoring_job,
 )
+from goldset.views.downloads import file_response
+from goldset.views.htmx import wants_fragment
 from goldset.views.imports import submit_upload
-from workbench.access import ALL_FIELDS, entry_for, fields_for
-from workbench.roles import Role, role_required, roles_of
+from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
 PAGE_SIZE = 25
@@ -69,7 +74,7 @@ def version_freeze(request):
         except GoldsetError as exc:
             error = str(exc)
     context = {"form": form, "preview": preview, "error": error}
-    if request.htmx and request.htmx.target == "freeze-preview":
+    if wants_fragment(request, "freeze-preview"):
         return render(request, "exports/freeze.html#freeze-preview", context)
     return render(request, "exports/freeze.html", context)
 
@@ -95,38 +100,17 @@ def version_detail(request, number):
 @role_required(*VIEWERS)
 def version_download(request, number, fmt):
     """The stored file, reduced to the fields the user's role is declared to get for this format
-    (``workbench.access.VERSION_FILE_FIELDS``): a lead's adjudication file names no system, run
-    or model, and people appear as the version's pseudonyms."""
+    (``workbench.access.VERSION_FILE_FIELDS``): one path with the API
+    (:func:`serve_version_file`); 404 when there is no such file for them, the integrity page
+    (500) when the stored bytes fail their checksum."""
     version = selectors.get_version(number=number)
-    spec = fields_for(entry_for("exports:download"), roles_of(request.user), variant=fmt)
-    if spec is None:
-        raise Http404("no such download")
     try:
-        stored = pick_file(version, fmt=fmt, user=request.user)
-        content = export_files.verified_chunks(stored)
-    except export_files.ChecksumMismatch as exc:
+        download = serve_version_file(user=request.user, version=version, fmt=fmt, via="page")
+    except ChecksumMismatch as exc:
         return _integrity_error(request, exc)
-    except GoldsetError as exc:
+    except NoSuchDownload as exc:
         raise Http404(str(exc)) from exc
-    projected = spec != ALL_FIELDS
-    if projected:
-        content = project_jsonl(content, spec=spec, version_number=version.number)
-    record_event(
-        actor=request.user,
-        verb="gold_version_downloaded",
-        obj=version,
-        detail={
-            "format": fmt,
-            "redacted": stored.redacted,
-            "sha256": stored.sha256,
-            "fields": "role" if projected else "all",
-        },
-    )
-    filename = stored.filename
-    if projected:  # the lead's variant says so: goldset-vN-blinded-adjudication.jsonl
-        prefix = f"goldset-v{version.number}-"
-        filename = filename.replace(prefix, f"{prefix}blinded-", 1)
-    return _stream(content, filename=filename, content_type=stored.content_type)
+    return file_response(download)
 
 
 @role_required(*VIEWERS)
@@ -169,7 +153,7 @@ def job_list(request):
 def job_detail(request, pk):
     job = selectors.get_job(pk=pk)
     live = job_liveness(job)
-    if request.htmx and request.htmx.target == "job-progress":
+    if wants_fragment(request, "job-progress"):
         response = render(
             request, "exports/job_detail.html#job-progress", {"job": job, "live": live}
         )

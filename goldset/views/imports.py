@@ -16,6 +16,7 @@ from goldset.services.import_jobs import (
     retry_import_job,
     submit_import,
 )
+from goldset.views.htmx import wants_fragment
 from workbench.access import entry_for
 from workbench.roles import ALL_ROLES, Role, role_required, roles_of
 from workbench.services.audit import record_event
@@ -65,18 +66,12 @@ def _job_context(request, job, *, errors=()) -> dict:
     }
 
 
-def _aimed_at_progress(request) -> bool:
-    return (
-        bool(request.htmx) and not request.htmx.boosted and request.htmx.target == "import-progress"
-    )
-
-
 @role_required(*ALL_ROLES)
 @vary_on_headers("HX-Request")
 def import_job(request, pk):
     job = get_import_job_for(user=request.user, pk=pk)
     context = _job_context(request, job)
-    if _aimed_at_progress(request):
+    if wants_fragment(request, "import-progress"):
         return render(request, "imports/job.html#import-progress", context)
     context["calibration"] = get_run_calibration(job=job)
     record_event(actor=request.user, verb="import_viewed", obj=job)
@@ -93,7 +88,7 @@ def _act(request, pk, service, done: str):
         job = service(job=job, actor=request.user)
     except GoldsetError as exc:
         errors.append(str(exc))
-    if _aimed_at_progress(request):
+    if wants_fragment(request, "import-progress"):
         context = _job_context(request, job, errors=errors)
         return render(request, "imports/job.html#import-progress", context)
     if errors:

@@ -15,14 +15,11 @@ from goldset.models import Domain
 from goldset.selectors import inbox as selectors
 from goldset.services import calibration as calibration_services
 from goldset.services import notifications as services
+from goldset.views.htmx import wants_fragment
 from workbench.roles import ALL_ROLES, Role, role_required
 
 PAGE_SIZE = 25
 LEADS = (Role.LEAD, Role.ADMIN)
-
-
-def _wants(request, target: str) -> bool:
-    return bool(request.htmx) and not request.htmx.boosted and request.htmx.target == target
 
 
 @role_required(*ALL_ROLES)
@@ -37,7 +34,7 @@ def notifications(request):
         kind=request.GET.get("kind", ""),
     )
     template = "inbox/notifications.html"
-    if _wants(request, "notification-list"):
+    if wants_fragment(request, "notification-list"):
         template += "#notification-list"
     return render(request, template, {"page": page, "unread_only": unread_only})
 

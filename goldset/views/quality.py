@@ -23,6 +23,7 @@ from goldset.selectors.time_on_item import (
     time_on_item_rows,
 )
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.views.htmx import wants_fragment
 from workbench.csv_safety import csv_safe_row
 from workbench.roles import Role, role_required
 
@@ -31,7 +32,7 @@ from workbench.roles import Role, role_required
 @vary_on_headers("HX-Request")
 def agreement_dashboard(request):
     q = request.GET
-    partial = bool(request.htmx and request.htmx.target == "confusion" and not request.htmx.boosted)
+    partial = wants_fragment(request, "confusion")
     context = get_dashboard(
         protocol=q.get("protocol", ""),
         axis=q.get("axis", ""),

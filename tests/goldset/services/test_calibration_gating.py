@@ -84,11 +84,11 @@ def test_kappa_below_threshold_blocks_production_items_and_lists_disagreements(c
     assert claim_next_item(annotator=annotator).reason == "not_qualified"
 
 
-def test_kappa_exactly_at_threshold_passes(calibration, monkeypatch):
+def test_kappa_exactly_at_threshold_passes(calibration, settings):
     domain, items = calibration
     annotator = UserFactory(role=Role.ANNOTATOR, username="edge")
     _label_calibration(annotator, domain, zip(items, REFERENCE, strict=True))
-    monkeypatch.setattr("goldset.services.calibration.KAPPA_THRESHOLD", 1.0)
+    settings.KAPPA_GATE = 1.0
     assert score_calibration(annotator=annotator, domain=domain).passed
 
 

@@ -125,13 +125,13 @@ def test_report_trusts_a_copying_judge_and_not_a_lenient_one(fast):
     assert snapshot.n_items == 24 and EvaluatorReportSnapshot.objects.count() == 1
 
 
-def test_trust_threshold_comes_from_settings(fast, settings):
+def test_trust_threshold_is_the_kappa_gate_in_conf(fast, settings):
     records = build_gold_tier(12)
     judge = _judge()
     import_evaluator_outputs(
         evaluator=judge, source=copying_outputs(records), source_name="c.jsonl"
     )
-    settings.GOLDSET_EVALUATOR_TRUST_KAPPA = 0.95
+    settings.KAPPA_GATE = 0.95
     snapshot = compute_evaluator_report()
     assert snapshot.trust_kappa == 0.95 and snapshot.report["settings"]["trust_kappa"] == 0.95
 

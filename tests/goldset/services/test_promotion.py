@@ -188,13 +188,15 @@ def _not_spot_checked_public_id() -> str:
     """A public id whose seeded TRIAGE spot-check draw this week says no (so one label is final)."""
     from django.utils import timezone
 
-    from goldset.services.labeling import SPOT_CHECK_RATE, SPOT_CHECK_SEED, _iso_week, seeded_draw
+    from goldset.conf import tunable
+    from goldset.services.labeling import _iso_week, seeded_draw
 
+    seed, rate = tunable("ANSWER_SPOT_CHECK_SEED"), tunable("ANSWER_SPOT_CHECK_RATE")
     week = _iso_week(timezone.now())
     return next(
         pid
         for pid in (f"{n:016x}" for n in range(1000))
-        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{pid}") >= SPOT_CHECK_RATE
+        if seeded_draw(seed=seed, key=f"{week}:{pid}") >= rate
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.models import Triple, TripleRevision, TripleState
+from goldset.selectors.curation import newest_versions
 from goldset.services.resolution import (
     SplitPart,
     mark_superseded_pins,
@@ -21,7 +22,6 @@ from goldset.services.triples import (
     SupersededPin,
     check_pin,
     import_triples,
-    newest_versions,
 )
 from tests.factories import BlockVersionFactory
 from tests.goldset.curation_support import block_version, review, write_triple

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from goldset.models import ExportFormat, Pseudonym
+from goldset.rules.blinding import SYSTEM_FIELDS
 from goldset.services.adjudication import record_adjudication
 from goldset.services.freeze import store_frozen_version
 from goldset.services.probe_exports import render_adjudication_export
@@ -16,8 +17,6 @@ from tests.factories import AnswerRecordFactory, DomainFactory, gold_row_for, ma
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 
 pytestmark = pytest.mark.django_db
-
-SYSTEM_FIELDS = {"system_id", "run_id", "model", "config", "prompt_hash", "latency_ms", "cost"}
 
 
 def _legacy_adjudication(version):

@@ -17,6 +17,7 @@ from django.test import Client, TestCase
 from django.urls import Resolver404, resolve
 
 from goldset.models import AnswerRecord, Run, System
+from goldset.rules.blinding import SYSTEM_FIELDS
 from tests.conftest import shared_test_data
 from workbench.access import ACCESS, Kind
 from workbench.roles import roles_of
@@ -59,6 +60,19 @@ def _plant_canaries(tmp_path):
         latency_ms=CANARY_LATENCY,
         cost_usd=CANARY_COST,
     )
+    # every system field of these models (the list in goldset.rules.blinding) carries a canary
+    planted = {
+        System: {"system_id", "config"},
+        Run: {"run_id"},
+        AnswerRecord: {"model", "extra", "latency_ms", "cost_usd"},
+    }
+    for model, fields in planted.items():
+        declared = {
+            f.name
+            for f in model._meta.concrete_fields
+            if f.name in SYSTEM_FIELDS and not f.is_relation
+        }
+        assert declared == fields, model
     canaries = {"CANARYSYS", "CANARYRUN", "CANARYCONFIG", "CANARYMODEL", "CANARYHASH"}
     canaries |= {str(CANARY_LATENCY), str(CANARY_COST)}
     # identifiers frozen into the demo's gold versions before the canaries were planted
