@@ -195,7 +195,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["goldset.views.api_access.PerTokenRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "goldset.views.api_support.Cursor",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["goldset.views.api_parsers.DepthLimitedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "goldset.views.api_support.problem_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.decorators import api_view, parser_classes
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from goldset.exceptions import GoldsetError
@@ -35,6 +35,7 @@ from goldset.services.import_jobs import (
     submit_import,
 )
 from goldset.views import api_serializers as s
+from goldset.views.api_parsers import DepthLimitedJSONParser
 from goldset.views.api_support import Cursor, Problem
 from workbench.access import ALL_FIELDS, entry_for, fields_for
 from workbench.roles import roles_of
@@ -411,7 +412,7 @@ class JobList(generics.ListCreateAPIView):
     the scoring job once the file is validated)."""
 
     serializer_class = s.ScoringJobSerializer
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [DepthLimitedJSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
         return export_selectors.list_jobs().select_related("version")
