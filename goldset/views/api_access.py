@@ -10,9 +10,11 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.throttling import SimpleRateThrottle
 
 from workbench.access import entry_for
+from workbench.client_address import client_address
 from workbench.models import ApiToken, TokenScope
 from workbench.roles import roles_of
 from workbench.services.api_tokens import authenticate_api_token
+from workbench.services.rate_limits import hit_rate_limit
 
 
 class AccessTablePermission(BasePermission):
@@ -68,7 +70,10 @@ class TokenScopePermission(BasePermission):
 
 
 class PerTokenRateThrottle(SimpleRateThrottle):
-    """Requests per token (``API_TOKEN_RATE``, e.g. ``600/min``); session callers per user."""
+    """Requests per token (``API_TOKEN_RATE``, e.g. ``600/min``); session callers per user,
+    anonymous callers per address. Counted atomically by
+    :func:`workbench.services.rate_limits.hit_rate_limit`, which lets requests through when the
+    cache is down (never a 500)."""
 
     scope = "api"
 
@@ -77,12 +82,24 @@ class PerTokenRateThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request, view):
         if isinstance(request.auth, ApiToken):
-            ident = f"token-{request.auth.pk}"
-        elif request.user and request.user.is_authenticated:
-            ident = f"user-{request.user.pk}"
-        else:
-            ident = self.get_ident(request)
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+            return f"token-{request.auth.pk}"
+        if request.user and request.user.is_authenticated:
+            return f"user-{request.user.pk}"
+        return f"address-{client_address(request)}"
+
+    def allow_request(self, request, view):
+        if self.rate is None:
+            return True
+        decision = hit_rate_limit(
+            key=self.get_cache_key(request, view),
+            limit=self.num_requests,
+            window_seconds=self.duration,
+        )
+        self._retry_after = decision.retry_after
+        return decision.allowed
+
+    def wait(self):
+        return max(1.0, self._retry_after)
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
