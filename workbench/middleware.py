@@ -15,13 +15,16 @@ from workbench import request_context
 from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
 from workbench.roles import roles_of
+from workbench.services.audit import record_event
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+USER_AGENT_CHARS = 300  # what the audit log keeps of a User-Agent header
 
 
 class RequestIdMiddleware:
     """Gives every request an id (a proxy's ``X-Request-ID`` when well-formed) and makes it, with
-    the client address, the current :mod:`workbench.request_context` for the audit log."""
+    the client address and user agent, the current :mod:`workbench.request_context` for the
+    audit log."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -30,11 +33,44 @@ class RequestIdMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request.request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
         context = request_context.RequestContext(
-            request_id=request.request_id, client_address=client_address(request)
+            request_id=request.request_id,
+            client_address=client_address(request),
+            user_agent=request.headers.get("User-Agent", "")[:USER_AGENT_CHARS],
         )
         with request_context.bound(context):
             response = self.get_response(request)
         response["X-Request-ID"] = request.request_id
+        return response
+
+
+class ApiWriteAuditMiddleware:
+    """Every API call that may change data (POST, PUT, PATCH, DELETE) by an authenticated caller
+    leaves an ``api_write`` audit event: who (and through which token), the method, the path and
+    the answer's status, with the address and user agent every event carries. The services
+    audit the change itself; this records the call, refused or not. Calls without valid
+    credentials are audited by the token authentication (rate-limited per address)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.method in ("GET", "HEAD", "OPTIONS") or not request.path.startswith("/api/"):
+            return response
+        user = getattr(request, "user", None)  # DRF sets it here once it authenticated
+        if user is None or not user.is_authenticated:
+            return response
+        token = getattr(request, "auth", None)
+        record_event(
+            actor=user,
+            verb="api_write",
+            detail={
+                "method": request.method,
+                "path": request.get_full_path()[:300],
+                "status": response.status_code,
+                "token": getattr(token, "prefix", ""),
+            },
+        )
         return response
 
 

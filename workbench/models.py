@@ -32,13 +32,16 @@ class ThrottleScope(models.TextChoices):
     ACCOUNT = "account", "Account"
     ACCOUNT_ADDRESS = "account_address", "Account and address"
     ADDRESS = "address", "Address"
+    TOKEN_ADDRESS = "token_address", "Refused API tokens from an address"
 
 
 class LoginThrottle(models.Model):
     """Failed password attempts in the current window for one account, one (account, address)
     pair or one address. Kept in the database, not the cache, so the lockout neither fails nor
     opens up when Redis is down. ``blocked_until`` is a lock for the account scopes and the
-    earliest next attempt (a slowdown) for the address scope."""
+    earliest next attempt (a slowdown) for the address scope. The token-address scope counts
+    refused API tokens from an address between two audit events (``blocked_until``: the next
+    event's earliest time; workbench.services.api_tokens)."""
 
     scope = models.CharField(max_length=16, choices=ThrottleScope.choices)
     key = models.CharField(max_length=160)

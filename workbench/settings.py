@@ -59,6 +59,7 @@ MIDDLEWARE = [
     "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "workbench.middleware.RequestIdMiddleware",
+    "workbench.middleware.ApiWriteAuditMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -13,7 +13,7 @@ from workbench.access import entry_for
 from workbench.client_address import client_address
 from workbench.models import ApiToken, TokenScope
 from workbench.roles import roles_of
-from workbench.services.api_tokens import authenticate_api_token
+from workbench.services.api_tokens import authenticate_api_token, record_token_refusal
 from workbench.services.rate_limits import hit_rate_limit
 
 
@@ -50,6 +50,12 @@ class ApiTokenAuthentication(BaseAuthentication):
             raw=raw.strip(), method=request.method, path=request.get_full_path()
         )
         if token is None:
+            record_token_refusal(
+                address=client_address(request),
+                raw=raw.strip(),
+                method=request.method,
+                path=request.get_full_path(),
+            )
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         return token.user, token
 

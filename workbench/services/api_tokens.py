@@ -9,12 +9,15 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
-from workbench.models import ApiToken, TokenScope
+from workbench.models import ApiToken, ThrottleScope, TokenScope
 from workbench.services.audit import record_event
+from workbench.services.login_throttle import lock_counter
 
 TOKEN_PREFIX = "gst_"
 # last_used_at is written at most this often per token: an active token costs no write per call.
 LAST_USED_RESOLUTION = dt.timedelta(seconds=60)
+# Refused tokens are audited at most once per address this often, with the count since the last.
+REFUSAL_EVENT_INTERVAL = dt.timedelta(seconds=60)
 
 
 def _digest(raw: str) -> str:
@@ -91,3 +94,35 @@ def authenticate_api_token(*, raw: str, method: str, path: str) -> ApiToken | No
 
 def list_api_tokens(*, user):
     return ApiToken.objects.filter(user=user).order_by("-created_at", "-id")
+
+
+@transaction.atomic
+def record_token_refusal(*, address: str, raw: str, method: str, path: str) -> bool:
+    """Audit an API call whose token was refused (unknown, revoked, expired, owner inactive):
+    at most one ``api_token_refused`` event per address per ``REFUSAL_EVENT_INTERVAL``, whose
+    ``refusals`` counts the refusals from that address since its previous event (this one
+    included), so 300 bad tokens leave a trace without flooding the log. Counted in the
+    database (a locked row per address), like the lockout. Returns whether an event was written.
+    Only the token's public prefix is kept, never the token."""
+    now = timezone.now()
+    row = lock_counter(scope=ThrottleScope.TOKEN_ADDRESS, key=address[:160], now=now)
+    row.failures += 1
+    written = row.blocked_until is None or row.blocked_until <= now
+    if written:
+        parts = raw.split("_")
+        record_event(
+            actor=None,
+            verb="api_token_refused",
+            detail={
+                "address": address,
+                "refusals": row.failures,
+                "since": row.window_started_at.isoformat(),
+                "prefix": parts[1][:16] if raw.startswith(TOKEN_PREFIX) and len(parts) > 2 else "",
+                "method": method,
+                "path": path[:300],
+            },
+        )
+        row.failures, row.window_started_at = 0, now
+        row.blocked_until = now + REFUSAL_EVENT_INTERVAL
+    row.save(update_fields=["failures", "window_started_at", "blocked_until"])
+    return written

@@ -79,14 +79,15 @@ def check_login_allowed(*, username: str, address: str) -> None:
         raise LoginThrottled(until=rows[(addr.scope, addr.key)].blocked_until)
 
 
-def _locked_row(k: _Key, now: datetime) -> LoginThrottle:
+def lock_counter(*, scope: str, key: str, now: datetime) -> LoginThrottle:
+    """The counter row of (scope, key), created if absent, locked until the transaction ends."""
     try:
         with transaction.atomic():
             row, _ = LoginThrottle.objects.select_for_update().get_or_create(
-                scope=k.scope, key=k.key, defaults={"window_started_at": now}
+                scope=scope, key=key, defaults={"window_started_at": now}
             )
     except IntegrityError:  # a concurrent first failure created it
-        row = LoginThrottle.objects.select_for_update().get(scope=k.scope, key=k.key)
+        row = LoginThrottle.objects.select_for_update().get(scope=scope, key=key)
     return row
 
 
@@ -100,7 +101,7 @@ def record_login_failure(*, username: str, address: str) -> None:
         ThrottleScope.ACCOUNT_ADDRESS: settings.LOGIN_MAX_FAILURES,
     }
     for k in _keys(username, address):
-        row = _locked_row(k, now)
+        row = lock_counter(scope=k.scope, key=k.key, now=now)
         if now - row.window_started_at > window and not (
             row.blocked_until and row.blocked_until > now
         ):
