@@ -260,10 +260,12 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 # Brute-force protection for every password form (see workbench.services.login_throttle):
-# per (account, address) and per account a lock, per address a growing delay; in the database.
+# per (account, address) a lock, per account a growing delay for the addresses that failed on it
+# (never for a fresh one: no one locks the owner out), per address a growing delay; in the database.
 AUTHENTICATION_BACKENDS = ["workbench.auth.ThrottledModelBackend"]
 LOGIN_MAX_FAILURES = env.int("LOGIN_MAX_FAILURES", default=5)
 LOGIN_ACCOUNT_MAX_FAILURES = env.int("LOGIN_ACCOUNT_MAX_FAILURES", default=20)
+LOGIN_ACCOUNT_MAX_DELAY_SECONDS = env.int("LOGIN_ACCOUNT_MAX_DELAY_SECONDS", default=300)
 LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=900)
 LOGIN_ADDRESS_SLOWDOWN_AFTER = env.int("LOGIN_ADDRESS_SLOWDOWN_AFTER", default=10)
 LOGIN_ADDRESS_MAX_DELAY_SECONDS = env.int("LOGIN_ADDRESS_MAX_DELAY_SECONDS", default=60)

@@ -22,7 +22,7 @@ from workbench.services.api_tokens import create_api_token, list_api_tokens, rev
 from workbench.services.audit import record_event
 from workbench.services.health import run_health_checks
 from workbench.services.liveness import check_liveness
-from workbench.services.login_throttle import LoginLocked, LoginRefused
+from workbench.services.login_throttle import AccountThrottled, LoginLocked, LoginRefused
 
 
 @never_cache
@@ -61,6 +61,8 @@ def _refusal_message(exc: LoginRefused) -> str:
     if isinstance(exc, LoginLocked):
         minutes = max(1, round(exc.retry_after / 60))
         return f"Too many failed attempts. Wait {minutes} minute(s) before trying again."
+    if isinstance(exc, AccountThrottled):
+        return f"Too many failed attempts on this account. Wait {exc.retry_after} s before trying again."
     return f"Too many attempts from your network. Wait {exc.retry_after} s before trying again."
 
 
