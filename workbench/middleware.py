@@ -1,4 +1,5 @@
 import re
+import socket
 import time
 import uuid
 from urllib.parse import unquote
@@ -6,11 +7,12 @@ from urllib.parse import unquote
 from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.db import connections
-from django.http import Http404, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 
+from goldset.conf import tunable
 from workbench import request_context
 from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
@@ -142,6 +144,118 @@ class AccessMiddleware:
         if not roles_of(request.user) & entry.roles:
             raise PermissionDenied("Your role does not give access to this page.")
         return None
+
+
+class BodyReadTimeout(BadRequest):
+    """The client stopped sending its request body (``REQUEST_BODY_TIMEOUT_SECONDS``)."""
+
+
+# Room for a multipart form's other fields and boundaries beside its file.
+MULTIPART_OVERHEAD_BYTES = 1 << 20
+
+
+class _TimedBody:
+    """The request's body stream: a read that times out becomes :class:`BodyReadTimeout`."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def read(self, *args, **kwargs):
+        try:
+            return self._stream.read(*args, **kwargs)
+        except TimeoutError as exc:
+            raise BodyReadTimeout(_TIMEOUT_DETAIL) from exc
+
+    def readline(self, *args, **kwargs):
+        try:
+            return self._stream.readline(*args, **kwargs)
+        except TimeoutError as exc:
+            raise BodyReadTimeout(_TIMEOUT_DETAIL) from exc
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+_TIMEOUT_DETAIL = "The request body stopped arriving (REQUEST_BODY_TIMEOUT_SECONDS)."
+
+
+def body_cap(request) -> int:
+    """The largest body ``request`` may announce: a file upload's cap (plus room for the form's
+    other fields) for multipart bodies, ``DATA_UPLOAD_MAX_MEMORY_SIZE`` for any other."""
+    if request.META.get("CONTENT_TYPE", "").lower().startswith("multipart/"):
+        return tunable("IMPORT_MAX_UPLOAD_BYTES") + MULTIPART_OVERHEAD_BYTES
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+class RequestBodyGuardMiddleware:
+    """Bad request bodies end before they hold a thread, on every page and API endpoint:
+
+    * a ``Content-Length`` above :func:`body_cap` is answered 413 before any byte of the body is
+      read (a 2 GiB announcement with a 15-byte body used to hold a thread for minutes), one that
+      is not a byte count 400; the connection's reading side is shut so the server does not
+      drain the rest either;
+    * under gunicorn (which hands the socket over as ``gunicorn.socket``) each read of the body
+      waits at most ``REQUEST_BODY_TIMEOUT_SECONDS``: a client that stops sending ends the
+      request with 408 (API) or 400 (pages) instead of holding the thread.
+
+    It runs before anything reads the body (CSRF reads forms): second in the middleware list."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        announced = request.META.get("CONTENT_LENGTH") or ""
+        if announced:
+            try:
+                length = int(announced)
+            except ValueError:
+                length = -1
+            if length < 0:
+                return _refuse(request, 400, "Bad Request", "Content-Length is not a byte count.")
+            cap = body_cap(request)
+            if length > cap:
+                _stop_reading(request)
+                return _refuse(
+                    request,
+                    413,
+                    "Content Too Large",
+                    f"The request announces {length} bytes; at most {cap} are accepted here "
+                    "(IMPORT_MAX_UPLOAD_BYTES for files, DATA_UPLOAD_MAX_MEMORY_SIZE otherwise).",
+                )
+        sock = request.META.get("gunicorn.socket")
+        if sock is None:
+            return self.get_response(request)
+        previous = sock.gettimeout()
+        sock.settimeout(float(tunable("REQUEST_BODY_TIMEOUT_SECONDS")))
+        request._stream = _TimedBody(request._stream)
+        try:
+            return self.get_response(request)
+        finally:
+            try:
+                sock.settimeout(previous)
+            except OSError:  # the connection is gone
+                pass
+
+
+def _stop_reading(request) -> None:
+    """Shut the reading side of the client's connection (under gunicorn): the server then sees
+    the end of the body at once instead of draining gigabytes before the next request."""
+    sock = request.META.get("gunicorn.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
+
+
+def _refuse(request, status: int, title: str, detail: str):
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"type": "about:blank", "title": title, "status": status, "detail": detail},
+            status=status,
+            content_type="application/problem+json",
+        )
+    return HttpResponse(f"{title}: {detail}", status=status, content_type="text/plain")
 
 
 class RejectNulBytesMiddleware:

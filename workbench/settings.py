@@ -55,6 +55,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "workbench.middleware.QueryCountMiddleware",
+    "workbench.middleware.RequestBodyGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

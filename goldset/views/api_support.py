@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from goldset.exceptions import GoldsetError
+from workbench.middleware import BodyReadTimeout
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -59,6 +60,8 @@ def problem_exception_handler(exc, context):
                 "(multipart/form-data), which is streamed to storage."
             ),
         )
+    if isinstance(exc, BodyReadTimeout):
+        return problem_response(status_code=408, title="Request Timeout", detail=str(exc))
     if isinstance(exc, GoldsetError):
         return problem_response(
             status_code=422, title="Unprocessable request", detail=str(exc), errors=None
