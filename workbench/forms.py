@@ -1,3 +1,5 @@
+import secrets
+
 from django import forms
 
 INVALID_LOGIN = (
@@ -15,7 +17,20 @@ class LoginForm(forms.Form):
     password = forms.CharField(strip=False, widget=forms.PasswordInput)
 
 
-class ApiTokenForm(forms.Form):
+def new_form_token() -> str:
+    return secrets.token_urlsafe(18)
+
+
+class FormTokenForm(forms.Form):
+    """A create form with a hidden token, new at every render: submitting the same rendered form
+    twice (a double-click) creates once (workbench.services.idempotency.claim_form_token)."""
+
+    form_token = forms.CharField(
+        widget=forms.HiddenInput, required=False, max_length=64, initial=new_form_token
+    )
+
+
+class ApiTokenForm(FormTokenForm):
     name = forms.CharField(max_length=80)
     scope = forms.ChoiceField(choices=[("read", "Read (GET only)"), ("write", "Read and write")])
     expires_in_days = forms.TypedChoiceField(

@@ -18,6 +18,7 @@ from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
 from workbench.roles import roles_of
 from workbench.services.audit import record_event
+from workbench.services.idempotency import record_api_answer
 
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 USER_AGENT_CHARS = 300  # what the audit log keeps of a User-Agent header
@@ -46,8 +47,9 @@ class RequestIdMiddleware:
 
 
 class ApiWriteAuditMiddleware:
-    """Every API call that may change data (POST, PUT, PATCH, DELETE) by an authenticated caller
-    leaves an ``api_write`` audit event: who (and through which token), the method, the path and
+    """The answer to the first API request with an ``Idempotency-Key`` is kept for its repeats
+    (workbench.services.idempotency). Every API call that may change data (POST, PUT, PATCH,
+    DELETE) by an authenticated caller leaves an ``api_write`` audit event: who (and through which token), the method, the path and
     the answer's status, with the address and user agent every event carries. The services
     audit the change itself; this records the call, refused or not. Calls without valid
     credentials are audited by the token authentication (rate-limited per address)."""
@@ -59,6 +61,9 @@ class ApiWriteAuditMiddleware:
         response = self.get_response(request)
         if request.method in ("GET", "HEAD", "OPTIONS") or not request.path.startswith("/api/"):
             return response
+        row = getattr(request, "idempotency_row", None)
+        if row is not None:  # the first request with an Idempotency-Key: keep its answer
+            record_api_answer(row=row, response=response)
         user = getattr(request, "user", None)  # DRF sets it here once it authenticated
         if user is None or not user.is_authenticated:
             return response
@@ -215,13 +220,7 @@ class RequestBodyGuardMiddleware:
             cap = body_cap(request)
             if length > cap:
                 _stop_reading(request)
-                return _refuse(
-                    request,
-                    413,
-                    "Content Too Large",
-                    f"The request announces {length} bytes; at most {cap} are accepted here "
-                    "(IMPORT_MAX_UPLOAD_BYTES for files, DATA_UPLOAD_MAX_MEMORY_SIZE otherwise).",
-                )
+                return _refuse(request, 413, "Content Too Large", _too_large(request, length, cap))
         sock = request.META.get("gunicorn.socket")
         if sock is None:
             return self.get_response(request)
@@ -235,6 +234,19 @@ class RequestBodyGuardMiddleware:
                 sock.settimeout(previous)
             except OSError:  # the connection is gone
                 pass
+
+
+def _too_large(request, length: int, cap: int) -> str:
+    if request.META.get("CONTENT_TYPE", "").lower().startswith("multipart/"):
+        return (
+            f"The request announces {length} bytes; a file upload may be at most {cap} bytes "
+            "with its form (IMPORT_MAX_UPLOAD_BYTES)."
+        )
+    return (
+        f"The request announces {length} bytes. A body that is not a file upload is read into "
+        f"memory, so it may be at most {cap} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE). Send a large "
+        "run as a file (multipart/form-data), which is streamed to storage."
+    )
 
 
 def _stop_reading(request) -> None:

@@ -193,6 +193,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [
         "goldset.views.api_access.AccessTablePermission",
         "goldset.views.api_access.TokenScopePermission",
+        "goldset.views.api_access.IdempotencyKeyPermission",
     ],
     "DEFAULT_THROTTLE_CLASSES": ["goldset.views.api_access.PerTokenRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "goldset.views.api_support.Cursor",

@@ -111,15 +111,20 @@ def health(request):
 def api_tokens(request):
     """The user's API tokens; POST creates one and shows it once (never stored in clear)."""
     form = ApiTokenForm(request.POST or None)
-    created = None
+    token, created = None, None
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            _, created = create_api_token(user=request.user, **form.cleaned_data)
+            token, created = create_api_token(user=request.user, **form.cleaned_data)
             form = ApiTokenForm()
         else:
             status = 422
-    context = {"form": form, "created": created, "tokens": list_api_tokens(user=request.user)}
+    context = {
+        "form": form,
+        "created": created,
+        "repeated": token if token is not None and created is None else None,
+        "tokens": list_api_tokens(user=request.user),
+    }
     return render(request, "workbench/api_tokens.html", context, status=status)
 
 

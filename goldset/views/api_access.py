@@ -14,6 +14,7 @@ from workbench.client_address import client_address
 from workbench.models import ApiToken, TokenScope
 from workbench.roles import roles_of
 from workbench.services.api_tokens import authenticate_api_token, record_token_refusal
+from workbench.services.idempotency import MAX_KEY_CHARS, claim_api_key
 from workbench.services.rate_limits import hit_rate_limit
 
 
@@ -73,6 +74,49 @@ class TokenScopePermission(BasePermission):
         if isinstance(token, ApiToken) and token.scope != TokenScope.WRITE:
             return request.method in SAFE_METHODS
         return True
+
+
+class IdempotentReplay(exceptions.APIException):
+    """A repeated request with an ``Idempotency-Key``: its first answer is sent again
+    (goldset.views.api_support turns this into that answer)."""
+
+    def __init__(self, row):
+        super().__init__("replayed")
+        self.row = row
+
+
+class KeyConflict(exceptions.APIException):
+    status_code = 409
+
+
+class KeyReused(exceptions.APIException):
+    status_code = 422
+
+
+class IdempotencyKeyPermission(BasePermission):
+    """``Idempotency-Key`` on a POST by an authenticated caller (after the role and scope checks,
+    so a refused caller claims nothing): the first request runs, a repeat gets the first answer
+    (workbench.services.idempotency; the answer is kept by workbench.middleware)."""
+
+    def has_permission(self, request, view):
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if request.method != "POST" or not key or not request.user.is_authenticated:
+            return True
+        if len(key) > MAX_KEY_CHARS:
+            raise exceptions.ValidationError(
+                {"Idempotency-Key": f"at most {MAX_KEY_CHARS} characters"}
+            )
+        claim = claim_api_key(
+            user=request.user, key=key, method=request.method, path=request.get_full_path()
+        )
+        if claim.outcome == "first":
+            request._request.idempotency_row = claim.row
+            return True
+        if claim.outcome == "replay":
+            raise IdempotentReplay(claim.row)
+        if claim.outcome == "running":
+            raise KeyConflict("A request with this Idempotency-Key is still running; retry later.")
+        raise KeyReused("This Idempotency-Key was used for another request (method or path).")
 
 
 class PerTokenRateThrottle(SimpleRateThrottle):

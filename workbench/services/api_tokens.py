@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from workbench.models import ApiToken, ThrottleScope, TokenScope
 from workbench.services.audit import record_event
+from workbench.services.idempotency import claim_form_token
 from workbench.services.login_throttle import lock_counter
 
 TOKEN_PREFIX = "gst_"
@@ -26,12 +27,22 @@ def _digest(raw: str) -> str:
 
 @transaction.atomic
 def create_api_token(
-    *, user, name: str, scope: str = TokenScope.READ, expires_in_days: int | None = None
-) -> tuple[ApiToken, str]:
+    *,
+    user,
+    name: str,
+    scope: str = TokenScope.READ,
+    expires_in_days: int | None = None,
+    form_token: str | None = None,
+) -> tuple[ApiToken, str | None]:
     """A new token for ``user``; returns it and the plaintext, which is never stored or shown
-    again. ``expires_in_days=None`` means no expiry."""
+    again. ``expires_in_days=None`` means no expiry. A ``form_token`` already used by ``user``
+    (a double-submitted form) creates nothing: the first submit's token and ``None`` (its
+    plaintext was in the first answer only)."""
     if scope not in TokenScope.values:
         raise ValueError(f"unknown scope {scope!r}")
+    claim = claim_form_token(user=user, token=form_token, kind="api_token")
+    if claim is not None and not claim.first:
+        return ApiToken.objects.get(pk=claim.row.object_id), None
     prefix = secrets.token_hex(4)
     raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     expires_at = timezone.now() + dt.timedelta(days=expires_in_days) if expires_in_days else None
@@ -49,6 +60,8 @@ def create_api_token(
         obj=token,
         detail={"prefix": prefix, "scope": scope, "expires_at": str(expires_at or "")},
     )
+    if claim is not None:
+        claim.record(token)
     return token, raw
 
 
