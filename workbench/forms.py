@@ -40,3 +40,16 @@ class ApiTokenForm(FormTokenForm):
         choices=[(30, "30 days"), (90, "90 days"), (365, "1 year"), ("", "Never")],
         initial=90,
     )
+
+    def __init__(self, *args, max_days: int = 0, **kwargs):
+        """``max_days`` (API_TOKEN_MAX_LIFETIME_DAYS; 0: none) removes the longer choices and
+        "Never", offering the maximum itself instead."""
+        super().__init__(*args, **kwargs)
+        if max_days:
+            field = self.fields["expires_in_days"]
+            kept = [(v, label) for v, label in field.choices if v != "" and int(v) <= max_days]
+            if not any(int(v) == max_days for v, _ in kept):
+                kept.append((max_days, f"{max_days} days (the longest allowed)"))
+            field.choices = kept
+            field.required = True
+            field.initial = min(90, max_days) if any(int(v) == 90 for v, _ in kept) else max_days

@@ -1,5 +1,8 @@
 """Personal API tokens: created (shown once) and revoked by their owner, stored as a sha256,
-scoped read or write, with an optional expiry; every use is audited."""
+scoped read or write, with an optional expiry (at most ``API_TOKEN_MAX_LIFETIME_DAYS`` when that
+is set, which also ends older tokens that long after their creation); every use is audited. A
+user whose sign-in through the identity provider is refused loses every token
+(:func:`revoke_all_api_tokens`)."""
 
 import datetime as dt
 import hashlib
@@ -9,6 +12,7 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
+from goldset.conf import tunable
 from workbench.models import ApiToken, ThrottleScope, TokenScope
 from workbench.services.audit import record_event
 from workbench.services.idempotency import claim_form_token
@@ -19,6 +23,11 @@ TOKEN_PREFIX = "gst_"
 LAST_USED_RESOLUTION = dt.timedelta(seconds=60)
 # Refused tokens are audited at most once per address this often, with the count since the last.
 REFUSAL_EVENT_INTERVAL = dt.timedelta(seconds=60)
+
+
+def max_lifetime_days() -> int:
+    """The longest lifetime of a token in days (0: no limit)."""
+    return int(tunable("API_TOKEN_MAX_LIFETIME_DAYS") or 0)
 
 
 def _digest(raw: str) -> str:
@@ -43,6 +52,9 @@ def create_api_token(
     claim = claim_form_token(user=user, token=form_token, kind="api_token")
     if claim is not None and not claim.first:
         return ApiToken.objects.get(pk=claim.row.object_id), None
+    longest = max_lifetime_days()
+    if longest:
+        expires_in_days = min(expires_in_days or longest, longest)
     prefix = secrets.token_hex(4)
     raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     expires_at = timezone.now() + dt.timedelta(days=expires_in_days) if expires_in_days else None
@@ -93,6 +105,9 @@ def authenticate_api_token(*, raw: str, method: str, path: str) -> ApiToken | No
         return None
     if token.expires_at is not None and token.expires_at <= now:
         return None
+    longest = max_lifetime_days()
+    if longest and token.created_at + dt.timedelta(days=longest) <= now:
+        return None
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
@@ -105,8 +120,33 @@ def authenticate_api_token(*, raw: str, method: str, path: str) -> ApiToken | No
     return token
 
 
-def list_api_tokens(*, user):
-    return ApiToken.objects.filter(user=user).order_by("-created_at", "-id")
+def revoke_all_api_tokens(*, user, reason: str) -> int:
+    """Revoke every live token of ``user`` (inside the caller's transaction), with one audit
+    event naming them and ``reason``. Returns how many were revoked."""
+    live = list(ApiToken.objects.select_for_update().filter(user=user, revoked_at=None))
+    if not live:
+        return 0
+    ApiToken.objects.filter(pk__in=[t.pk for t in live]).update(revoked_at=timezone.now())
+    record_event(
+        actor=user,
+        verb="api_tokens_revoked",
+        obj=user,
+        detail={"reason": reason, "prefixes": [t.prefix for t in live]},
+    )
+    return len(live)
+
+
+def list_api_tokens(*, user) -> list[ApiToken]:
+    """``user``'s tokens, newest first, each with ``ends_at``: when it stops working (its expiry,
+    or earlier the maximum lifetime; None: never)."""
+    tokens = list(ApiToken.objects.filter(user=user).order_by("-created_at", "-id"))
+    longest = max_lifetime_days()
+    for token in tokens:
+        ends = [token.expires_at] if token.expires_at else []
+        if longest:
+            ends.append(token.created_at + dt.timedelta(days=longest))
+        token.ends_at = min(ends) if ends else None
+    return tokens
 
 
 @transaction.atomic
