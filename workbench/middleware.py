@@ -1,3 +1,4 @@
+import logging
 import re
 import socket
 import time
@@ -8,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 
@@ -20,6 +21,7 @@ from workbench.roles import roles_of
 from workbench.services.audit import record_event
 from workbench.services.idempotency import record_api_answer
 
+logger = logging.getLogger(__name__)
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 USER_AGENT_CHARS = 300  # what the audit log keeps of a User-Agent header
 
@@ -49,10 +51,11 @@ class RequestIdMiddleware:
 class ApiWriteAuditMiddleware:
     """The answer to the first API request with an ``Idempotency-Key`` is kept for its repeats
     (workbench.services.idempotency). Every API call that may change data (POST, PUT, PATCH,
-    DELETE) by an authenticated caller leaves an ``api_write`` audit event: who (and through which token), the method, the path and
-    the answer's status, with the address and user agent every event carries. The services
-    audit the change itself; this records the call, refused or not. Calls without valid
-    credentials are audited by the token authentication (rate-limited per address)."""
+    DELETE) by an authenticated caller leaves an ``api_write`` audit event: who (and through
+    which token), the method, the path and the answer's status, with the address and user agent
+    every event carries. The services audit the change itself; this records the call, refused or
+    not. Calls without valid credentials are audited by the token authentication (rate-limited
+    per address)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -61,12 +64,20 @@ class ApiWriteAuditMiddleware:
         response = self.get_response(request)
         if request.method in ("GET", "HEAD", "OPTIONS") or not request.path.startswith("/api/"):
             return response
+        try:
+            self._record(request, response)
+        except DatabaseError:  # the change is done: a lost audit row must not turn it into a 500
+            logger.exception("Could not record the API call %s %s", request.method, request.path)
+        return response
+
+    @staticmethod
+    def _record(request, response) -> None:
         row = getattr(request, "idempotency_row", None)
         if row is not None:  # the first request with an Idempotency-Key: keep its answer
             record_api_answer(row=row, response=response)
         user = getattr(request, "user", None)  # DRF sets it here once it authenticated
         if user is None or not user.is_authenticated:
-            return response
+            return
         token = getattr(request, "auth", None)
         record_event(
             actor=user,
@@ -78,7 +89,6 @@ class ApiWriteAuditMiddleware:
                 "token": getattr(token, "prefix", ""),
             },
         )
-        return response
 
 
 class QueryCountMiddleware:

@@ -6,7 +6,8 @@ first create; the repeat gets the object the first made. API clients send an
 ``Idempotency-Key`` header (draft-ietf-httpapi-idempotency-key-header): the first request with a
 key runs and its answer is kept; a repeat with the same method and path gets that answer again
 (``Idempotent-Replayed: true``), one still running gets 409, the key reused for another request
-422. Keys are per user and kept ``IDEMPOTENCY_KEY_HOURS``; a 5xx answer frees its key for a retry.
+422. Keys are per user and kept ``IDEMPOTENCY_KEY_HOURS``; a 5xx answer frees its key for a retry,
+and so does a first request that never answered (``ABANDONED_AFTER``: its process died).
 
 A key is claimed by inserting its row (unique per user and key): a concurrent repeat waits on
 the first's transaction and then finds its row, so two simultaneous submits still create one.
@@ -22,6 +23,9 @@ from workbench.models import IdempotencyKey
 
 IDEMPOTENCY_KEY_HOURS = 24
 MAX_KEY_CHARS = 255
+# A first API request that has not answered after this long died with its process: its key is
+# free again (a live request is long answered: gunicorn and the statement timeout end it).
+ABANDONED_AFTER = dt.timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ def claim_api_key(*, user, key: str, method: str, path: str) -> ApiClaim:
         return ApiClaim(row=row, outcome="first")
     if (row.method, row.path) != (method, path[:300]):
         return ApiClaim(row=row, outcome="mismatch")
+    if row.status_code is None and row.created_at < timezone.now() - ABANDONED_AFTER:
+        IdempotencyKey.objects.filter(pk=row.pk, status_code=None).delete()
+        return claim_api_key(user=user, key=key, method=method, path=path)
     if row.status_code is None:
         return ApiClaim(row=row, outcome="running")
     return ApiClaim(row=row, outcome="replay")

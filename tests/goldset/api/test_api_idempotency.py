@@ -85,3 +85,22 @@ def test_a_caller_refused_by_role_or_scope_claims_no_key(client, lead, version):
     reset_cache_outage()
     assert post_run(client, version, read, "k3").status_code == 403
     assert not IdempotencyKey.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_key_whose_first_request_never_answered_is_free_again(
+    client, admin_user, version, write_token, django_capture_on_commit_callbacks
+):
+    """A process that died mid-request left its key running: after ABANDONED_AFTER it is free."""
+    from django.utils import timezone
+
+    from workbench.services.idempotency import ABANDONED_AFTER
+
+    claim = claim_api_key(user=admin_user, key="k4", method="POST", path="/api/v1/jobs/")
+    IdempotencyKey.objects.filter(pk=claim.row.pk).update(
+        created_at=timezone.now() - ABANDONED_AFTER - ABANDONED_AFTER
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post_run(client, version, write_token, "k4")
+    assert response.status_code == 202 and "Idempotent-Replayed" not in response
+    assert IdempotencyKey.objects.get(key="api:k4").status_code == 202
