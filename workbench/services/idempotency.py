@@ -6,8 +6,8 @@ first create; the repeat gets the object the first made. API clients send an
 ``Idempotency-Key`` header (draft-ietf-httpapi-idempotency-key-header): the first request with a
 key runs and its answer is kept; a repeat with the same method and path gets that answer again
 (``Idempotent-Replayed: true``), one still running gets 409, the key reused for another request
-422. Keys are per user and kept ``IDEMPOTENCY_KEY_HOURS``; a 5xx answer frees its key for a retry,
-and so does a first request that never answered (``ABANDONED_AFTER``: its process died).
+422. Keys are per user and kept ``IDEMPOTENCY_KEY_HOURS``; a 5xx or 429 answer frees its key for a
+retry, and so does a first request that never answered (``ABANDONED_AFTER``: its process died).
 
 A key is claimed by inserting its row (unique per user and key): a concurrent repeat waits on
 the first's transaction and then finds its row, so two simultaneous submits still create one.
@@ -94,8 +94,9 @@ def claim_api_key(*, user, key: str, method: str, path: str) -> ApiClaim:
 
 
 def record_api_answer(*, row: IdempotencyKey, response) -> None:
-    """Keep the first request's answer for repeats; a server error frees the key instead."""
-    if response.status_code >= 500:
+    """Keep the first request's answer for repeats; a server error or a rate limit refusal (429:
+    DRF checks the limit after the key was claimed) frees the key for the retry instead."""
+    if response.status_code >= 500 or response.status_code == 429:
         IdempotencyKey.objects.filter(pk=row.pk).delete()
         return
     IdempotencyKey.objects.filter(pk=row.pk).update(

@@ -104,3 +104,21 @@ def test_a_key_whose_first_request_never_answered_is_free_again(
         response = post_run(client, version, write_token, "k4")
     assert response.status_code == 202 and "Idempotent-Replayed" not in response
     assert IdempotencyKey.objects.get(key="api:k4").status_code == 202
+
+
+@pytest.mark.django_db
+def test_a_rate_limited_first_request_frees_its_key_for_the_retry(
+    client, version, write_token, settings, django_capture_on_commit_callbacks
+):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.API_TOKEN_RATE = "1/min"
+    assert client.get(reverse("api:versions"), **bearer(write_token)).status_code == 200
+    limited = post_run(client, version, write_token, "k5")
+    assert limited.status_code == 429
+    assert not IdempotencyKey.objects.filter(key="api:k5").exists()
+    cache.clear()  # the window has passed
+    with django_capture_on_commit_callbacks(execute=True):
+        retried = post_run(client, version, write_token, "k5")
+    assert retried.status_code == 202 and "Idempotent-Replayed" not in retried
