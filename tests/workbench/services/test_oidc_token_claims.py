@@ -136,3 +136,48 @@ def test_a_maximum_lifetime_bounds_new_and_old_tokens(settings, lead, client_for
     old.refresh_from_db()
     ends = timezone.localtime(old.created_at + dt.timedelta(days=30))
     assert f"{ends:%Y-%m-%d %H:%M} (expired)" in html
+
+
+# ---------------------------------------------------------------- a real sign-in, no browser
+
+
+@pytest.mark.django_db
+def test_a_real_sign_in_passes_the_checks_and_is_audited_with_address_and_user_agent(
+    provider, oidc_provider, settings
+):
+    """The whole authorization-code flow against the test provider, scripted: its ID token
+    carries iss and exp, and the sign-in's audit event names the browser's address and agent."""
+    settings.AUTHENTICATION_BACKENDS = [
+        "workbench.auth.ThrottledModelBackend",
+        "workbench.auth.RoleMappingOIDCBackend",
+    ]
+    oidc_provider.register_client("http://testserver/oidc/callback/")
+    oidc_provider.set_user("wendy", "idp-pass-1", groups=["goldset-leads"])
+    browser = Client(REMOTE_ADDR="203.0.113.61", HTTP_USER_AGENT="Firefox/140 (edges)")
+    start = browser.get(reverse("oidc_authentication_init"))
+    assert start.status_code == 302
+    with httpx.Client(follow_redirects=False, timeout=30) as idp:
+        to_login = idp.get(start["Location"])
+        login_url = httpx.URL(start["Location"]).join(to_login.headers["location"])
+        form = idp.get(login_url)
+        token = form.cookies.get("idp_csrftoken") or idp.cookies.get("idp_csrftoken")
+        back = idp.post(
+            login_url,
+            data={
+                "username": "wendy",
+                "password": "idp-pass-1",
+                "csrfmiddlewaretoken": token,
+                "next": login_url.params["next"],
+            },
+            headers={"Referer": str(login_url)},
+        )
+        authorize = idp.get(login_url.join(back.headers["location"]))
+        callback = httpx.URL(authorize.headers["location"])
+    assert str(callback).startswith("http://testserver/oidc/callback/?")
+    done = browser.get(f"{callback.path}?{callback.query.decode()}")
+    assert done.status_code == 302, done.content[:500]
+    login = AuditEvent.objects.get(verb="login")
+    assert login.actor.username == "wendy" and login.detail["method"] == "oidc"
+    assert login.detail["issuer"] == provider.issuer
+    assert login.detail["address"] == "203.0.113.61"
+    assert login.detail["user_agent"] == "Firefox/140 (edges)"
