@@ -120,6 +120,18 @@ TUNABLES: dict[str, Tunable] = {
             "Largest file any upload page accepts (bytes).",
         ),
         Tunable(
+            "API_TOKEN_MAX_LIFETIME_DAYS",
+            0,
+            int,
+            "Longest lifetime of an API token (days; 0: a token may never expire).",
+        ),
+        Tunable(
+            "REQUEST_BODY_TIMEOUT_SECONDS",
+            30.0,
+            float,
+            "Longest wait for the next bytes of a request body under gunicorn (s): 408/400.",
+        ),
+        Tunable(
             "IMPORT_ORPHAN_SECONDS",
             3600,
             int,

@@ -80,8 +80,9 @@ class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
 
     Users are found by the ID token's issuer and subject (``OidcIdentity``), never by e-mail.
     The ID token must be signed with ``OIDC_RP_SIGN_ALGO`` by a key of the provider's JWKS, be
-    addressed to our client id (``aud``) and, when ``OIDC_OP_ISSUER`` is set, come from it; the
-    user info must be about the same subject. The role claim is read from the user info and the
+    addressed to our client id (``aud``), name ``OIDC_OP_ISSUER`` as its issuer (``iss``: a
+    required setting, printed by ``manage.py oidc_discover`` from the discovery document) and
+    carry an expiry (``exp``, checked by PyJWT); the user info must be about the same subject. The role claim is read from the user info and the
     ID token (user info wins)."""
 
     def __init__(self, *args, **kwargs):
@@ -128,8 +129,15 @@ class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
         audiences = audience if isinstance(audience, list) else [audience]
         if self.OIDC_RP_CLIENT_ID not in audiences:
             raise OidcSignInFailed("token", "the ID token is not addressed to this application")
-        if settings.OIDC_OP_ISSUER and payload.get("iss") != settings.OIDC_OP_ISSUER:
+        if not settings.OIDC_OP_ISSUER:
+            raise OidcSignInFailed("configuration", "OIDC_OP_ISSUER is not set")
+        if "iss" not in payload:
+            raise OidcSignInFailed("token", "the ID token names no issuer")
+        if payload["iss"] != settings.OIDC_OP_ISSUER:
             raise OidcSignInFailed("token", "the ID token comes from another issuer")
+        exp = payload.get("exp")
+        if not isinstance(exp, int | float) or isinstance(exp, bool):
+            raise OidcSignInFailed("token", "the ID token has no expiry")
         if not isinstance(payload.get("sub"), str) or not payload["sub"]:
             raise OidcSignInFailed("token", "the ID token names no subject")
         return payload

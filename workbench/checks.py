@@ -10,6 +10,7 @@ from workbench.roles import parse_role_map
 REQUIRED_FOR_OIDC = (
     "OIDC_RP_CLIENT_ID",
     "OIDC_RP_CLIENT_SECRET",
+    "OIDC_OP_ISSUER",  # every ID token's iss must equal it
     "OIDC_OP_AUTHORIZATION_ENDPOINT",
     "OIDC_OP_TOKEN_ENDPOINT",
     "OIDC_OP_USER_ENDPOINT",

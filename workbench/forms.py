@@ -1,3 +1,5 @@
+import secrets
+
 from django import forms
 
 INVALID_LOGIN = (
@@ -15,7 +17,20 @@ class LoginForm(forms.Form):
     password = forms.CharField(strip=False, widget=forms.PasswordInput)
 
 
-class ApiTokenForm(forms.Form):
+def new_form_token() -> str:
+    return secrets.token_urlsafe(18)
+
+
+class FormTokenForm(forms.Form):
+    """A create form with a hidden token, new at every render: submitting the same rendered form
+    twice (a double-click) creates once (workbench.services.idempotency.claim_form_token)."""
+
+    form_token = forms.CharField(
+        widget=forms.HiddenInput, required=False, max_length=64, initial=new_form_token
+    )
+
+
+class ApiTokenForm(FormTokenForm):
     name = forms.CharField(max_length=80)
     scope = forms.ChoiceField(choices=[("read", "Read (GET only)"), ("write", "Read and write")])
     expires_in_days = forms.TypedChoiceField(
@@ -25,3 +40,16 @@ class ApiTokenForm(forms.Form):
         choices=[(30, "30 days"), (90, "90 days"), (365, "1 year"), ("", "Never")],
         initial=90,
     )
+
+    def __init__(self, *args, max_days: int = 0, **kwargs):
+        """``max_days`` (API_TOKEN_MAX_LIFETIME_DAYS; 0: none) removes the longer choices and
+        "Never", offering the maximum itself instead."""
+        super().__init__(*args, **kwargs)
+        if max_days:
+            field = self.fields["expires_in_days"]
+            kept = [(v, label) for v, label in field.choices if v != "" and int(v) <= max_days]
+            if not any(int(v) == max_days for v, _ in kept):
+                kept.append((max_days, f"{max_days} days (the longest allowed)"))
+            field.choices = kept
+            field.required = True
+            field.initial = min(90, max_days) if any(int(v) == 90 for v, _ in kept) else max_days

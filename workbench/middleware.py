@@ -1,4 +1,6 @@
+import logging
 import re
+import socket
 import time
 import uuid
 from urllib.parse import unquote
@@ -6,22 +8,28 @@ from urllib.parse import unquote
 from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
-from django.db import connections
-from django.http import Http404, HttpResponseBadRequest, JsonResponse
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.db import DatabaseError, connections
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.cache import patch_cache_control
 
+from goldset.conf import tunable
 from workbench import request_context
 from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
 from workbench.roles import roles_of
+from workbench.services.audit import record_event
+from workbench.services.idempotency import record_api_answer
 
+logger = logging.getLogger(__name__)
 _VALID_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+USER_AGENT_CHARS = 300  # what the audit log keeps of a User-Agent header
 
 
 class RequestIdMiddleware:
     """Gives every request an id (a proxy's ``X-Request-ID`` when well-formed) and makes it, with
-    the client address, the current :mod:`workbench.request_context` for the audit log."""
+    the client address and user agent, the current :mod:`workbench.request_context` for the
+    audit log."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -30,12 +38,57 @@ class RequestIdMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request.request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
         context = request_context.RequestContext(
-            request_id=request.request_id, client_address=client_address(request)
+            request_id=request.request_id,
+            client_address=client_address(request),
+            user_agent=request.headers.get("User-Agent", "")[:USER_AGENT_CHARS],
         )
         with request_context.bound(context):
             response = self.get_response(request)
         response["X-Request-ID"] = request.request_id
         return response
+
+
+class ApiWriteAuditMiddleware:
+    """The answer to the first API request with an ``Idempotency-Key`` is kept for its repeats
+    (workbench.services.idempotency). Every API call that may change data (POST, PUT, PATCH,
+    DELETE) by an authenticated caller leaves an ``api_write`` audit event: who (and through
+    which token), the method, the path and the answer's status, with the address and user agent
+    every event carries. The services audit the change itself; this records the call, refused or
+    not. Calls without valid credentials are audited by the token authentication (rate-limited
+    per address)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.method in ("GET", "HEAD", "OPTIONS") or not request.path.startswith("/api/"):
+            return response
+        try:
+            self._record(request, response)
+        except DatabaseError:  # the change is done: a lost audit row must not turn it into a 500
+            logger.exception("Could not record the API call %s %s", request.method, request.path)
+        return response
+
+    @staticmethod
+    def _record(request, response) -> None:
+        row = getattr(request, "idempotency_row", None)
+        if row is not None:  # the first request with an Idempotency-Key: keep its answer
+            record_api_answer(row=row, response=response)
+        user = getattr(request, "user", None)  # DRF sets it here once it authenticated
+        if user is None or not user.is_authenticated:
+            return
+        token = getattr(request, "auth", None)
+        record_event(
+            actor=user,
+            verb="api_write",
+            detail={
+                "method": request.method,
+                "path": request.get_full_path()[:300],
+                "status": response.status_code,
+                "token": getattr(token, "prefix", ""),
+            },
+        )
 
 
 class QueryCountMiddleware:
@@ -106,6 +159,125 @@ class AccessMiddleware:
         if not roles_of(request.user) & entry.roles:
             raise PermissionDenied("Your role does not give access to this page.")
         return None
+
+
+class BodyReadTimeout(BadRequest):
+    """The client stopped sending its request body (``REQUEST_BODY_TIMEOUT_SECONDS``)."""
+
+
+# Room for a multipart form's other fields and boundaries beside its file.
+MULTIPART_OVERHEAD_BYTES = 1 << 20
+
+
+class _TimedBody:
+    """The request's body stream: a read that times out becomes :class:`BodyReadTimeout`."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def read(self, *args, **kwargs):
+        try:
+            return self._stream.read(*args, **kwargs)
+        except TimeoutError as exc:
+            raise BodyReadTimeout(_TIMEOUT_DETAIL) from exc
+
+    def readline(self, *args, **kwargs):
+        try:
+            return self._stream.readline(*args, **kwargs)
+        except TimeoutError as exc:
+            raise BodyReadTimeout(_TIMEOUT_DETAIL) from exc
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+_TIMEOUT_DETAIL = "The request body stopped arriving (REQUEST_BODY_TIMEOUT_SECONDS)."
+
+
+def body_cap(request) -> int:
+    """The largest body ``request`` may announce: a file upload's cap (plus room for the form's
+    other fields) for multipart bodies, ``DATA_UPLOAD_MAX_MEMORY_SIZE`` for any other."""
+    if request.META.get("CONTENT_TYPE", "").lower().startswith("multipart/"):
+        return tunable("IMPORT_MAX_UPLOAD_BYTES") + MULTIPART_OVERHEAD_BYTES
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+class RequestBodyGuardMiddleware:
+    """Bad request bodies end before they hold a thread, on every page and API endpoint:
+
+    * a ``Content-Length`` above :func:`body_cap` is answered 413 before any byte of the body is
+      read (a 2 GiB announcement with a 15-byte body used to hold a thread for minutes), one that
+      is not a byte count 400; the connection's reading side is shut so the server does not
+      drain the rest either;
+    * under gunicorn (which hands the socket over as ``gunicorn.socket``) each read of the body
+      waits at most ``REQUEST_BODY_TIMEOUT_SECONDS``: a client that stops sending ends the
+      request with 408 (API) or 400 (pages) instead of holding the thread.
+
+    It runs before anything reads the body (CSRF reads forms): second in the middleware list."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        announced = request.META.get("CONTENT_LENGTH") or ""
+        if announced:
+            try:
+                length = int(announced)
+            except ValueError:
+                length = -1
+            if length < 0:
+                return _refuse(request, 400, "Bad Request", "Content-Length is not a byte count.")
+            cap = body_cap(request)
+            if length > cap:
+                _stop_reading(request)
+                return _refuse(request, 413, "Content Too Large", _too_large(request, length, cap))
+        sock = request.META.get("gunicorn.socket")
+        if sock is None:
+            return self.get_response(request)
+        previous = sock.gettimeout()
+        sock.settimeout(float(tunable("REQUEST_BODY_TIMEOUT_SECONDS")))
+        request._stream = _TimedBody(request._stream)
+        try:
+            return self.get_response(request)
+        finally:
+            try:
+                sock.settimeout(previous)
+            except OSError:  # the connection is gone
+                pass
+
+
+def _too_large(request, length: int, cap: int) -> str:
+    if request.META.get("CONTENT_TYPE", "").lower().startswith("multipart/"):
+        return (
+            f"The request announces {length} bytes; a file upload may be at most {cap} bytes "
+            "with its form (IMPORT_MAX_UPLOAD_BYTES)."
+        )
+    return (
+        f"The request announces {length} bytes. A body that is not a file upload is read into "
+        f"memory, so it may be at most {cap} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE). Send a large "
+        "run as a file (multipart/form-data), which is streamed to storage."
+    )
+
+
+def _stop_reading(request) -> None:
+    """Shut the reading side of the client's connection (under gunicorn): the server then sees
+    the end of the body at once instead of draining gigabytes before the next request."""
+    sock = request.META.get("gunicorn.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
+
+
+def _refuse(request, status: int, title: str, detail: str):
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"type": "about:blank", "title": title, "status": status, "detail": detail},
+            status=status,
+            content_type="application/problem+json",
+        )
+    return HttpResponse(f"{title}: {detail}", status=status, content_type="text/plain")
 
 
 class RejectNulBytesMiddleware:

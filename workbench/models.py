@@ -32,13 +32,16 @@ class ThrottleScope(models.TextChoices):
     ACCOUNT = "account", "Account"
     ACCOUNT_ADDRESS = "account_address", "Account and address"
     ADDRESS = "address", "Address"
+    TOKEN_ADDRESS = "token_address", "Refused API tokens from an address"
 
 
 class LoginThrottle(models.Model):
     """Failed password attempts in the current window for one account, one (account, address)
     pair or one address. Kept in the database, not the cache, so the lockout neither fails nor
     opens up when Redis is down. ``blocked_until`` is a lock for the account scopes and the
-    earliest next attempt (a slowdown) for the address scope."""
+    earliest next attempt (a slowdown) for the address scope. The token-address scope counts
+    refused API tokens from an address between two audit events (``blocked_until``: the next
+    event's earliest time; workbench.services.api_tokens)."""
 
     scope = models.CharField(max_length=16, choices=ThrottleScope.choices)
     key = models.CharField(max_length=160)
@@ -105,3 +108,30 @@ class OidcIdentity(models.Model):
 
     def __str__(self):
         return f"{self.issuer} {self.subject}"
+
+
+class IdempotencyKey(models.Model):
+    """A create request's key, so a repeat creates nothing: a page form's hidden token (``form:``
+    keys, naming the object the first submit created) or an API ``Idempotency-Key`` header
+    (``api:`` keys, keeping the first answer to replay). ``status_code`` is null while the first
+    request is still running (workbench.services.idempotency)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=300)
+    method = models.CharField(max_length=8, blank=True)
+    path = models.CharField(max_length=300, blank=True)
+    object_type = models.CharField(max_length=64, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    content_type = models.CharField(max_length=100, blank=True)
+    body = models.BinaryField(default=b"", blank=True)
+    location = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique_per_user")
+        ]
+
+    def __str__(self):
+        return f"{self.user_id} {self.key}"

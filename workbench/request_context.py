@@ -18,6 +18,7 @@ REQUEST_ID_HEADER = "goldset_request_id"
 class RequestContext:
     request_id: str = ""
     client_address: str = ""
+    user_agent: str = ""
 
 
 _NONE = RequestContext()

@@ -55,10 +55,12 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "workbench.middleware.QueryCountMiddleware",
+    "workbench.middleware.RequestBodyGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "workbench.middleware.RequestIdMiddleware",
+    "workbench.middleware.ApiWriteAuditMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -191,11 +193,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [
         "goldset.views.api_access.AccessTablePermission",
         "goldset.views.api_access.TokenScopePermission",
+        "goldset.views.api_access.IdempotencyKeyPermission",
     ],
     "DEFAULT_THROTTLE_CLASSES": ["goldset.views.api_access.PerTokenRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "goldset.views.api_support.Cursor",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["goldset.views.api_parsers.DepthLimitedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "goldset.views.api_support.problem_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -259,10 +262,12 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 # Brute-force protection for every password form (see workbench.services.login_throttle):
-# per (account, address) and per account a lock, per address a growing delay; in the database.
+# per (account, address) a lock, per account a growing delay for the addresses that failed on it
+# (never for a fresh one: no one locks the owner out), per address a growing delay; in the database.
 AUTHENTICATION_BACKENDS = ["workbench.auth.ThrottledModelBackend"]
 LOGIN_MAX_FAILURES = env.int("LOGIN_MAX_FAILURES", default=5)
 LOGIN_ACCOUNT_MAX_FAILURES = env.int("LOGIN_ACCOUNT_MAX_FAILURES", default=20)
+LOGIN_ACCOUNT_MAX_DELAY_SECONDS = env.int("LOGIN_ACCOUNT_MAX_DELAY_SECONDS", default=300)
 LOGIN_LOCKOUT_SECONDS = env.int("LOGIN_LOCKOUT_SECONDS", default=900)
 LOGIN_ADDRESS_SLOWDOWN_AFTER = env.int("LOGIN_ADDRESS_SLOWDOWN_AFTER", default=10)
 LOGIN_ADDRESS_MAX_DELAY_SECONDS = env.int("LOGIN_ADDRESS_MAX_DELAY_SECONDS", default=60)

@@ -7,6 +7,7 @@ from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
@@ -18,11 +19,16 @@ from workbench.access import entry_for
 from workbench.forms import INVALID_LOGIN, PASSWORDS_OFF, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
 from workbench.services.accounts import log_in
-from workbench.services.api_tokens import create_api_token, list_api_tokens, revoke_api_token
+from workbench.services.api_tokens import (
+    create_api_token,
+    list_api_tokens,
+    max_lifetime_days,
+    revoke_api_token,
+)
 from workbench.services.audit import record_event
 from workbench.services.health import run_health_checks
 from workbench.services.liveness import check_liveness
-from workbench.services.login_throttle import LoginLocked, LoginRefused
+from workbench.services.login_throttle import AccountThrottled, LoginLocked, LoginRefused
 
 
 @never_cache
@@ -61,6 +67,8 @@ def _refusal_message(exc: LoginRefused) -> str:
     if isinstance(exc, LoginLocked):
         minutes = max(1, round(exc.retry_after / 60))
         return f"Too many failed attempts. Wait {minutes} minute(s) before trying again."
+    if isinstance(exc, AccountThrottled):
+        return f"Too many failed attempts on this account. Wait {exc.retry_after} s before trying again."
     return f"Too many attempts from your network. Wait {exc.retry_after} s before trying again."
 
 
@@ -108,16 +116,24 @@ def health(request):
 @role_required(*ALL_ROLES)
 def api_tokens(request):
     """The user's API tokens; POST creates one and shows it once (never stored in clear)."""
-    form = ApiTokenForm(request.POST or None)
-    created = None
+    max_days = max_lifetime_days()
+    form = ApiTokenForm(request.POST or None, max_days=max_days)
+    token, created = None, None
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            _, created = create_api_token(user=request.user, **form.cleaned_data)
-            form = ApiTokenForm()
+            token, created = create_api_token(user=request.user, **form.cleaned_data)
+            form = ApiTokenForm(max_days=max_days)
         else:
             status = 422
-    context = {"form": form, "created": created, "tokens": list_api_tokens(user=request.user)}
+    context = {
+        "form": form,
+        "created": created,
+        "repeated": token if token is not None and created is None else None,
+        "tokens": list_api_tokens(user=request.user),
+        "max_days": max_days,
+        "now": timezone.now(),
+    }
     return render(request, "workbench/api_tokens.html", context, status=status)
 
 

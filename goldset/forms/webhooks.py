@@ -1,6 +1,7 @@
 from django import forms
 
 from goldset.models import WebhookEvent
+from workbench.forms import FormTokenForm
 
 
 class WebhookEndpointForm(forms.Form):
@@ -28,3 +29,7 @@ class WebhookEndpointForm(forms.Form):
             "enabled": endpoint.enabled,
         }
         return cls(data=data, initial=initial)
+
+
+class NewWebhookEndpointForm(FormTokenForm, WebhookEndpointForm):
+    """Registering an endpoint: a double-submitted form registers it once."""

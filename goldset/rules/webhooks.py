@@ -68,12 +68,28 @@ def retry_delay(
     return delay + (rng or random).uniform(0, delay / 4)
 
 
-def address_refusal(address: str) -> str | None:
-    """Why a delivery may not connect to ``address`` (an IP address), or None when it is a
-    public (globally routable) address. An IPv4-mapped IPv6 address is judged as its IPv4."""
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+# IPv6 forms that carry an IPv4 address a gateway will connect to: the well-known NAT64 prefix
+# (RFC 6052; the IPv4 is the last 32 bits), 6to4 (RFC 3056, 2002::/16) and Teredo (RFC 4380,
+# 2001::/32, client and server). The local-use NAT64 prefix (RFC 8215) is never public.
+NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")
+NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address hands to a translator or tunnel, with the form's name."""
+    if ip.ipv4_mapped is not None:
+        return [("IPv4-mapped", ip.ipv4_mapped)]
+    if ip.sixtofour is not None:
+        return [("6to4", ip.sixtofour)]
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        return [("Teredo", client), ("Teredo", server)]
+    if ip in NAT64_WELL_KNOWN:
+        return [("NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))]
+    return []
+
+
+def _refusal(ip) -> str | None:
     for check, what in (
         ("is_unspecified", "unspecified"),
         ("is_loopback", "loopback"),
@@ -87,6 +103,27 @@ def address_refusal(address: str) -> str | None:
     if not ip.is_global:
         return f"{ip} is not a public address"
     return None
+
+
+def address_refusal(address: str) -> str | None:
+    """Why a delivery may not connect to ``address`` (an IP address), or None when it is a
+    public (globally routable) address. An IPv6 address that embeds an IPv4 address (IPv4-mapped,
+    6to4, Teredo, NAT64) is judged as that IPv4 address too, since the network delivers it there
+    (a well-known NAT64 address of a public IPv4 passes, as a DNS64 resolver would hand it out);
+    the local-use NAT64 prefix 64:ff9b:1::/48 is always refused."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:  # judged as its IPv4 alone
+            return _refusal(ip.ipv4_mapped)
+        if ip in NAT64_LOCAL_USE:
+            return f"{ip} is a local-use NAT64 address (64:ff9b:1::/48)"
+        for form, embedded in _embedded_ipv4(ip):
+            refusal = _refusal(embedded)
+            if refusal is not None:
+                return f"{ip} is a {form} address embedding {embedded}: {refusal}"
+        if ip in NAT64_WELL_KNOWN:  # Python counts it reserved; DNS64 networks deliver through it
+            return None
+    return _refusal(ip)
 
 
 LOCAL_NAMES = ("localhost", "localhost.localdomain")

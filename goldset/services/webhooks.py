@@ -63,6 +63,7 @@ from goldset.rules.webhooks import (
 )
 from goldset.services import outbox
 from workbench.services.audit import record_event
+from workbench.services.idempotency import claim_form_token
 
 logger = logging.getLogger(__name__)
 USER_AGENT = "goldset-workbench-webhooks/1"
@@ -155,11 +156,22 @@ def _check_events(events) -> list[str]:
 
 @transaction.atomic
 def create_webhook_endpoint(
-    *, actor, url: str, events, description: str = "", enabled: bool = True
+    *,
+    actor,
+    url: str,
+    events,
+    description: str = "",
+    enabled: bool = True,
+    form_token: str | None = None,
 ) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint; returns it and its signing secret (show it once: pages never
     display it again). Raises :class:`TargetRefused` for a refused URL, GoldsetError for
-    unknown events. Audited."""
+    unknown events. Audited. A ``form_token`` already used by ``actor`` (a double-submitted
+    form) registers nothing and returns the endpoint its first submit registered."""
+    claim = claim_form_token(user=actor, token=form_token, kind="webhook_endpoint")
+    if claim is not None and not claim.first:
+        endpoint = WebhookEndpoint.objects.get(pk=claim.row.object_id)
+        return endpoint, endpoint.secret
     check_target(url)
     secret = new_secret()
     endpoint = WebhookEndpoint.objects.create(
@@ -176,6 +188,8 @@ def create_webhook_endpoint(
         obj=endpoint,
         detail={"url": endpoint.url, "events": endpoint.events, "enabled": enabled},
     )
+    if claim is not None:
+        claim.record(endpoint)
     return endpoint, secret
 
 

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.decorators import api_view, parser_classes
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from goldset.exceptions import GoldsetError
@@ -32,6 +32,7 @@ from goldset.services.import_jobs import (
     submit_import,
 )
 from goldset.views import api_serializers as s
+from goldset.views.api_parsers import DepthLimitedJSONParser
 from goldset.views.api_support import Cursor, Problem
 from goldset.views.downloads import file_response
 from workbench.access import entry_for
@@ -395,7 +396,7 @@ class JobList(generics.ListCreateAPIView):
     the scoring job once the file is validated)."""
 
     serializer_class = s.ScoringJobSerializer
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [DepthLimitedJSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
         return export_selectors.list_jobs().select_related("version")

@@ -10,9 +10,12 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.throttling import SimpleRateThrottle
 
 from workbench.access import entry_for
+from workbench.client_address import client_address
 from workbench.models import ApiToken, TokenScope
 from workbench.roles import roles_of
-from workbench.services.api_tokens import authenticate_api_token
+from workbench.services.api_tokens import authenticate_api_token, record_token_refusal
+from workbench.services.idempotency import MAX_KEY_CHARS, claim_api_key
+from workbench.services.rate_limits import hit_rate_limit
 
 
 class AccessTablePermission(BasePermission):
@@ -48,6 +51,12 @@ class ApiTokenAuthentication(BaseAuthentication):
             raw=raw.strip(), method=request.method, path=request.get_full_path()
         )
         if token is None:
+            record_token_refusal(
+                address=client_address(request),
+                raw=raw.strip(),
+                method=request.method,
+                path=request.get_full_path(),
+            )
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         return token.user, token
 
@@ -67,8 +76,54 @@ class TokenScopePermission(BasePermission):
         return True
 
 
+class IdempotentReplay(exceptions.APIException):
+    """A repeated request with an ``Idempotency-Key``: its first answer is sent again
+    (goldset.views.api_support turns this into that answer)."""
+
+    def __init__(self, row):
+        super().__init__("replayed")
+        self.row = row
+
+
+class KeyConflict(exceptions.APIException):
+    status_code = 409
+
+
+class KeyReused(exceptions.APIException):
+    status_code = 422
+
+
+class IdempotencyKeyPermission(BasePermission):
+    """``Idempotency-Key`` on a POST by an authenticated caller (after the role and scope checks,
+    so a refused caller claims nothing): the first request runs, a repeat gets the first answer
+    (workbench.services.idempotency; the answer is kept by workbench.middleware)."""
+
+    def has_permission(self, request, view):
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if request.method != "POST" or not key or not request.user.is_authenticated:
+            return True
+        if len(key) > MAX_KEY_CHARS:
+            raise exceptions.ValidationError(
+                {"Idempotency-Key": f"at most {MAX_KEY_CHARS} characters"}
+            )
+        claim = claim_api_key(
+            user=request.user, key=key, method=request.method, path=request.get_full_path()
+        )
+        if claim.outcome == "first":
+            request._request.idempotency_row = claim.row
+            return True
+        if claim.outcome == "replay":
+            raise IdempotentReplay(claim.row)
+        if claim.outcome == "running":
+            raise KeyConflict("A request with this Idempotency-Key is still running; retry later.")
+        raise KeyReused("This Idempotency-Key was used for another request (method or path).")
+
+
 class PerTokenRateThrottle(SimpleRateThrottle):
-    """Requests per token (``API_TOKEN_RATE``, e.g. ``600/min``); session callers per user."""
+    """Requests per token (``API_TOKEN_RATE``, e.g. ``600/min``); session callers per user,
+    anonymous callers per address. Counted atomically by
+    :func:`workbench.services.rate_limits.hit_rate_limit`, which lets requests through when the
+    cache is down (never a 500)."""
 
     scope = "api"
 
@@ -77,12 +132,24 @@ class PerTokenRateThrottle(SimpleRateThrottle):
 
     def get_cache_key(self, request, view):
         if isinstance(request.auth, ApiToken):
-            ident = f"token-{request.auth.pk}"
-        elif request.user and request.user.is_authenticated:
-            ident = f"user-{request.user.pk}"
-        else:
-            ident = self.get_ident(request)
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+            return f"token-{request.auth.pk}"
+        if request.user and request.user.is_authenticated:
+            return f"user-{request.user.pk}"
+        return f"address-{client_address(request)}"
+
+    def allow_request(self, request, view):
+        if self.rate is None:
+            return True
+        decision = hit_rate_limit(
+            key=self.get_cache_key(request, view),
+            limit=self.num_requests,
+            window_seconds=self.duration,
+        )
+        self._retry_after = decision.retry_after
+        return decision.allowed
+
+    def wait(self):
+        return max(1.0, self._retry_after)
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):

@@ -6,13 +6,15 @@ from http import HTTPStatus
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from goldset.exceptions import GoldsetError
+from goldset.views.api_access import IdempotentReplay
+from workbench.middleware import BodyReadTimeout
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -44,6 +46,15 @@ def problem_response(*, status_code: int, title: str, detail: str, errors=None, 
 def problem_exception_handler(exc, context):
     """Every API error as problem+json: DRF's own, Http404/PermissionDenied from selectors, and
     GoldsetError (a domain rule refused the request: 422)."""
+    if isinstance(exc, IdempotentReplay):
+        row = exc.row
+        replay = HttpResponse(
+            bytes(row.body), status=row.status_code, content_type=row.content_type
+        )
+        replay["Idempotent-Replayed"] = "true"
+        if row.location:
+            replay["Location"] = row.location
+        return replay
     if isinstance(exc, Problem):
         return problem_response(
             status_code=exc.status_code, title=exc.title, detail=str(exc.detail), errors=exc.errors
@@ -59,6 +70,8 @@ def problem_exception_handler(exc, context):
                 "(multipart/form-data), which is streamed to storage."
             ),
         )
+    if isinstance(exc, BodyReadTimeout):
+        return problem_response(status_code=408, title="Request Timeout", detail=str(exc))
     if isinstance(exc, GoldsetError):
         return problem_response(
             status_code=422, title="Unprocessable request", detail=str(exc), errors=None

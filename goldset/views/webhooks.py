@@ -7,7 +7,7 @@ from django.views.decorators.http import require_POST
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
-from goldset.forms.webhooks import WebhookEndpointForm
+from goldset.forms.webhooks import NewWebhookEndpointForm, WebhookEndpointForm
 from goldset.selectors import webhooks as selectors
 from goldset.services import webhooks as service
 from workbench.roles import Role, role_required
@@ -27,14 +27,14 @@ def _save(form, call):
 @role_required(Role.ADMIN)
 def endpoint_list(request):
     """Endpoints; POST registers one and shows its signing secret this once."""
-    form = WebhookEndpointForm(request.POST or None)
+    form = NewWebhookEndpointForm(request.POST or None)
     created, secret, status = None, "", 200
     if request.method == "POST":
         saved = form.is_valid() and _save(
             form, lambda **data: service.create_webhook_endpoint(actor=request.user, **data)
         )
         if saved:
-            (created, secret), form = saved, WebhookEndpointForm()
+            (created, secret), form = saved, NewWebhookEndpointForm()
         else:
             status = 422
     context = {

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from workbench.models import OidcIdentity
 from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, Role
+from workbench.services.api_tokens import revoke_all_api_tokens
 from workbench.services.audit import record_event
 
 
@@ -105,7 +106,9 @@ def sign_in_with_provider(
 
     Without a role the sign-in is refused (:class:`SignInRefused`, raised after the refusal
     committed): a user who had signed in before loses every role at once, since the provider has
-    withdrawn them. A user deactivated here is refused too (roles kept). Every sign-in and every refusal is audited; a role change is its own event.
+    withdrawn them. A user deactivated here is refused too (roles kept). Either refusal revokes
+    every API token of the user, so someone removed at the provider does not keep calling the
+    API. Every sign-in and every refusal is audited; a role change is its own event.
     Atomic; locks the identity row, so simultaneous first sign-ins make one user."""
     detail = {"method": "oidc", "provider": provider, "issuer": issuer, "subject": subject}
     inactive = OidcIdentity.objects.filter(
@@ -131,6 +134,8 @@ def _refuse_sign_in(
     user = identity.user if identity else None
     if user is not None and reason == "no_role":
         _set_role(user, None)
+    if user is not None:  # the provider no longer vouches for them: their tokens end too
+        revoke_all_api_tokens(user=user, reason=f"oidc_sign_in_refused:{reason}")
     record_event(
         actor=user,
         verb="login_refused",

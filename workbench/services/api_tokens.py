@@ -1,5 +1,8 @@
 """Personal API tokens: created (shown once) and revoked by their owner, stored as a sha256,
-scoped read or write, with an optional expiry; every use is audited."""
+scoped read or write, with an optional expiry (at most ``API_TOKEN_MAX_LIFETIME_DAYS`` when that
+is set, which also ends older tokens that long after their creation); every use is audited. A
+user whose sign-in through the identity provider is refused loses every token
+(:func:`revoke_all_api_tokens`)."""
 
 import datetime as dt
 import hashlib
@@ -9,12 +12,22 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
-from workbench.models import ApiToken, TokenScope
+from goldset.conf import tunable
+from workbench.models import ApiToken, ThrottleScope, TokenScope
 from workbench.services.audit import record_event
+from workbench.services.idempotency import claim_form_token
+from workbench.services.login_throttle import lock_counter
 
 TOKEN_PREFIX = "gst_"
 # last_used_at is written at most this often per token: an active token costs no write per call.
 LAST_USED_RESOLUTION = dt.timedelta(seconds=60)
+# Refused tokens are audited at most once per address this often, with the count since the last.
+REFUSAL_EVENT_INTERVAL = dt.timedelta(seconds=60)
+
+
+def max_lifetime_days() -> int:
+    """The longest lifetime of a token in days (0: no limit)."""
+    return int(tunable("API_TOKEN_MAX_LIFETIME_DAYS") or 0)
 
 
 def _digest(raw: str) -> str:
@@ -23,12 +36,25 @@ def _digest(raw: str) -> str:
 
 @transaction.atomic
 def create_api_token(
-    *, user, name: str, scope: str = TokenScope.READ, expires_in_days: int | None = None
-) -> tuple[ApiToken, str]:
+    *,
+    user,
+    name: str,
+    scope: str = TokenScope.READ,
+    expires_in_days: int | None = None,
+    form_token: str | None = None,
+) -> tuple[ApiToken, str | None]:
     """A new token for ``user``; returns it and the plaintext, which is never stored or shown
-    again. ``expires_in_days=None`` means no expiry."""
+    again. ``expires_in_days=None`` means no expiry. A ``form_token`` already used by ``user``
+    (a double-submitted form) creates nothing: the first submit's token and ``None`` (its
+    plaintext was in the first answer only)."""
     if scope not in TokenScope.values:
         raise ValueError(f"unknown scope {scope!r}")
+    claim = claim_form_token(user=user, token=form_token, kind="api_token")
+    if claim is not None and not claim.first:
+        return ApiToken.objects.get(pk=claim.row.object_id), None
+    longest = max_lifetime_days()
+    if longest:
+        expires_in_days = min(expires_in_days or longest, longest)
     prefix = secrets.token_hex(4)
     raw = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     expires_at = timezone.now() + dt.timedelta(days=expires_in_days) if expires_in_days else None
@@ -46,6 +72,8 @@ def create_api_token(
         obj=token,
         detail={"prefix": prefix, "scope": scope, "expires_at": str(expires_at or "")},
     )
+    if claim is not None:
+        claim.record(token)
     return token, raw
 
 
@@ -77,6 +105,9 @@ def authenticate_api_token(*, raw: str, method: str, path: str) -> ApiToken | No
         return None
     if token.expires_at is not None and token.expires_at <= now:
         return None
+    longest = max_lifetime_days()
+    if longest and token.created_at + dt.timedelta(days=longest) <= now:
+        return None
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
@@ -89,5 +120,62 @@ def authenticate_api_token(*, raw: str, method: str, path: str) -> ApiToken | No
     return token
 
 
-def list_api_tokens(*, user):
-    return ApiToken.objects.filter(user=user).order_by("-created_at", "-id")
+def revoke_all_api_tokens(*, user, reason: str) -> int:
+    """Revoke every live token of ``user`` (inside the caller's transaction), with one audit
+    event naming them and ``reason``. Returns how many were revoked."""
+    live = list(ApiToken.objects.select_for_update().filter(user=user, revoked_at=None))
+    if not live:
+        return 0
+    ApiToken.objects.filter(pk__in=[t.pk for t in live]).update(revoked_at=timezone.now())
+    record_event(
+        actor=user,
+        verb="api_tokens_revoked",
+        obj=user,
+        detail={"reason": reason, "prefixes": [t.prefix for t in live]},
+    )
+    return len(live)
+
+
+def list_api_tokens(*, user) -> list[ApiToken]:
+    """``user``'s tokens, newest first, each with ``ends_at``: when it stops working (its expiry,
+    or earlier the maximum lifetime; None: never)."""
+    tokens = list(ApiToken.objects.filter(user=user).order_by("-created_at", "-id"))
+    longest = max_lifetime_days()
+    for token in tokens:
+        ends = [token.expires_at] if token.expires_at else []
+        if longest:
+            ends.append(token.created_at + dt.timedelta(days=longest))
+        token.ends_at = min(ends) if ends else None
+    return tokens
+
+
+@transaction.atomic
+def record_token_refusal(*, address: str, raw: str, method: str, path: str) -> bool:
+    """Audit an API call whose token was refused (unknown, revoked, expired, owner inactive):
+    at most one ``api_token_refused`` event per address per ``REFUSAL_EVENT_INTERVAL``, whose
+    ``refusals`` counts the refusals from that address since its previous event (this one
+    included), so 300 bad tokens leave a trace without flooding the log. Counted in the
+    database (a locked row per address), like the lockout. Returns whether an event was written.
+    Only the token's public prefix is kept, never the token."""
+    now = timezone.now()
+    row = lock_counter(scope=ThrottleScope.TOKEN_ADDRESS, key=address[:160], now=now)
+    row.failures += 1
+    written = row.blocked_until is None or row.blocked_until <= now
+    if written:
+        parts = raw.split("_")
+        record_event(
+            actor=None,
+            verb="api_token_refused",
+            detail={
+                "address": address,
+                "refusals": row.failures,
+                "since": row.window_started_at.isoformat(),
+                "prefix": parts[1][:16] if raw.startswith(TOKEN_PREFIX) and len(parts) > 2 else "",
+                "method": method,
+                "path": path[:300],
+            },
+        )
+        row.failures, row.window_started_at = 0, now
+        row.blocked_until = now + REFUSAL_EVENT_INTERVAL
+    row.save(update_fields=["failures", "window_started_at", "blocked_until"])
+    return written

@@ -3,9 +3,15 @@ admin's login both authenticate through :class:`workbench.auth.ThrottledModelBac
 
 Failures are counted in the database, in a window of ``LOGIN_LOCKOUT_SECONDS``:
 
-* per (account, address): ``LOGIN_MAX_FAILURES`` failures lock that account *from that address*;
-* per account, from any address: ``LOGIN_ACCOUNT_MAX_FAILURES`` failures lock the account
-  (a guess spread over many addresses);
+* per (account, address): ``LOGIN_MAX_FAILURES`` failures lock that account *from that address*
+  (the per-address limit on one account);
+* per account, from any address: after ``LOGIN_ACCOUNT_MAX_FAILURES`` failures each further
+  attempt must wait an exponentially growing delay (at most ``LOGIN_ACCOUNT_MAX_DELAY_SECONDS``),
+  but only from addresses that have themselves failed on this account in the window. A guess
+  spread over many addresses is slowed down, yet an attacker with a few addresses cannot lock
+  the owner (an admin included) out: a fresh address is never delayed by the account's count
+  (OWASP ASVS 2.2.1, a soft lockout without CAPTCHA). A hard per-account lock, which four
+  addresses could trigger, no longer exists;
 * per address: after ``LOGIN_ADDRESS_SLOWDOWN_AFTER`` failures each further attempt from the
   address must wait an exponentially growing delay (at most ``LOGIN_ADDRESS_MAX_DELAY_SECONDS``).
   One address never locks accounts out: it is only slowed down, so a noisy neighbour behind the
@@ -38,11 +44,16 @@ class LoginRefused(Exception):
 
 
 class LoginLocked(LoginRefused):
-    """Too many failures for this account (from this address, or from everywhere)."""
+    """Too many failures for this account from this address."""
 
 
 class LoginThrottled(LoginRefused):
-    """Too many failures from this address: wait before the next attempt."""
+    """Too many failures from this address, or on this account from addresses that failed on
+    it: wait before the next attempt."""
+
+
+class AccountThrottled(LoginThrottled):
+    """Too many failures on this account, this address among them: wait before the next one."""
 
 
 @dataclass(frozen=True)
@@ -69,24 +80,44 @@ def check_login_allowed(*, username: str, address: str) -> None:
         for r in LoginThrottle.objects.filter(
             scope__in=[account.scope, pair.scope, addr.scope],
             key__in=[account.key, pair.key, addr.key],
-            blocked_until__gt=now,
         )
     }
-    for k in (pair, account):
-        if (k.scope, k.key) in rows:
-            raise LoginLocked(until=rows[(k.scope, k.key)].blocked_until)
-    if (addr.scope, addr.key) in rows:
-        raise LoginThrottled(until=rows[(addr.scope, addr.key)].blocked_until)
+    pair_row = rows.get((pair.scope, pair.key))
+    if pair_row and pair_row.blocked_until and pair_row.blocked_until > now:
+        raise LoginLocked(until=pair_row.blocked_until)
+    account_row = rows.get((account.scope, account.key))
+    window = timedelta(seconds=settings.LOGIN_LOCKOUT_SECONDS)
+    failed_here = (
+        pair_row is not None
+        and pair_row.failures > 0
+        and now - pair_row.window_started_at <= window
+    )
+    if (
+        failed_here
+        and account_row
+        and account_row.blocked_until
+        and account_row.blocked_until > now
+    ):
+        raise AccountThrottled(until=account_row.blocked_until)
+    addr_row = rows.get((addr.scope, addr.key))
+    if addr_row and addr_row.blocked_until and addr_row.blocked_until > now:
+        raise LoginThrottled(until=addr_row.blocked_until)
 
 
-def _locked_row(k: _Key, now: datetime) -> LoginThrottle:
+def _delay(failures: int, after: int, cap: int) -> int:
+    """Seconds to wait after the ``failures``-th failure once ``after`` were allowed: 1, 2, 4…"""
+    return min(2 ** min(failures - after, 16), cap)
+
+
+def lock_counter(*, scope: str, key: str, now: datetime) -> LoginThrottle:
+    """The counter row of (scope, key), created if absent, locked until the transaction ends."""
     try:
         with transaction.atomic():
             row, _ = LoginThrottle.objects.select_for_update().get_or_create(
-                scope=k.scope, key=k.key, defaults={"window_started_at": now}
+                scope=scope, key=key, defaults={"window_started_at": now}
             )
     except IntegrityError:  # a concurrent first failure created it
-        row = LoginThrottle.objects.select_for_update().get(scope=k.scope, key=k.key)
+        row = LoginThrottle.objects.select_for_update().get(scope=scope, key=key)
     return row
 
 
@@ -95,23 +126,30 @@ def record_login_failure(*, username: str, address: str) -> None:
     """Count one failed attempt in the three scopes (row locks make concurrent failures count)."""
     now = timezone.now()
     window = timedelta(seconds=settings.LOGIN_LOCKOUT_SECONDS)
-    limits = {
-        ThrottleScope.ACCOUNT: settings.LOGIN_ACCOUNT_MAX_FAILURES,
-        ThrottleScope.ACCOUNT_ADDRESS: settings.LOGIN_MAX_FAILURES,
-    }
     for k in _keys(username, address):
-        row = _locked_row(k, now)
+        row = lock_counter(scope=k.scope, key=k.key, now=now)
         if now - row.window_started_at > window and not (
             row.blocked_until and row.blocked_until > now
         ):
             row.failures, row.window_started_at, row.blocked_until = 0, now, None
         row.failures += 1
-        if k.scope in limits:
-            if row.failures >= limits[k.scope]:
+        if k.scope == ThrottleScope.ACCOUNT_ADDRESS:
+            if row.failures >= settings.LOGIN_MAX_FAILURES:
                 row.blocked_until = now + window
+        elif k.scope == ThrottleScope.ACCOUNT:
+            if row.failures >= settings.LOGIN_ACCOUNT_MAX_FAILURES:
+                delay = _delay(
+                    row.failures,
+                    settings.LOGIN_ACCOUNT_MAX_FAILURES,
+                    settings.LOGIN_ACCOUNT_MAX_DELAY_SECONDS,
+                )
+                row.blocked_until = now + timedelta(seconds=delay)
         elif row.failures >= settings.LOGIN_ADDRESS_SLOWDOWN_AFTER:
-            excess = row.failures - settings.LOGIN_ADDRESS_SLOWDOWN_AFTER
-            delay = min(2 ** min(excess, 16), settings.LOGIN_ADDRESS_MAX_DELAY_SECONDS)
+            delay = _delay(
+                row.failures,
+                settings.LOGIN_ADDRESS_SLOWDOWN_AFTER,
+                settings.LOGIN_ADDRESS_MAX_DELAY_SECONDS,
+            )
             row.blocked_until = now + timedelta(seconds=delay)
         row.save(update_fields=["failures", "window_started_at", "blocked_until"])
 

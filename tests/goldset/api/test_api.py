@@ -250,3 +250,50 @@ def test_a_json_body_over_the_memory_cap_is_a_413_problem_pointing_to_the_file_u
     detail = response.json()["detail"]
     assert "2000 bytes" in detail and "multipart" in detail
     assert not ImportJob.objects.exists() and not ScoringJob.objects.exists()
+
+
+def nested_json(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("name,args,anon,ann,lead_status,admin_status", WRITE_ENDPOINTS)
+def test_a_100000_deep_json_body_is_a_problem_never_a_500(
+    client_for, admin_user, api_objects, name, args, anon, ann, lead_status, admin_status
+):
+    """Issue 24: a freeze with 100,000 nested lists answered 500 (HTML). Endpoints that read
+    JSON answer 400; those that read only files refuse the content type (415); those that read
+    no body answer as they do to an empty one."""
+    url = url_for(name, args, api_objects)
+    response = client_for(admin_user).post(
+        url, data=nested_json(100_000), content_type="application/json"
+    )
+    assert response.status_code in (400, 415, admin_status), response.content[:300]
+    assert response["Content-Type"] == PROBLEM
+    if name in ("api:version_freeze", "api:jobs"):
+        assert response.status_code == 400
+        assert "nests more than" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("name", ["api:version_freeze", "api:jobs"])
+def test_a_json_body_deeper_than_the_limit_is_refused_even_when_it_parses(
+    client_for, admin_user, name
+):
+    from goldset.views.api_parsers import JSON_MAX_DEPTH
+
+    body = '{"filters": ' + nested_json(JSON_MAX_DEPTH + 1) + "}"
+    response = client_for(admin_user).post(
+        reverse(name), data=body, content_type="application/json"
+    )
+    assert response.status_code == 400 and response["Content-Type"] == PROBLEM
+    assert "nests more than" in response.json()["detail"]
+
+
+def test_json_depth_is_measured_without_recursion():
+    from goldset.views.api_parsers import json_depth_exceeds
+
+    deep = []
+    for _ in range(200_000):  # far deeper than the interpreter's recursion limit
+        deep = [deep]
+    assert json_depth_exceeds(deep, 64)
+    assert not json_depth_exceeds({"a": [{"b": [1, 2]}]}, 4)
+    assert json_depth_exceeds({"a": [{"b": [1, 2]}]}, 3)

@@ -17,6 +17,7 @@ from tests.goldset.api.test_api import (
 )
 from workbench.models import ApiToken, AuditEvent
 from workbench.services.api_tokens import create_api_token
+from workbench.services.rate_limits import reset_cache_outage
 
 pytestmark = pytest.mark.django_db
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def fresh_rate_limits():
     cache.clear()
+    reset_cache_outage()
     yield
     cache.clear()
 

@@ -91,6 +91,40 @@ def test_public_addresses_pass(address):
     assert address_refusal(address) is None
 
 
+@pytest.mark.parametrize(
+    "address,embedded,what",
+    [
+        ("2002:7f00:1::", "127.0.0.1", "loopback"),  # 6to4 of 127.0.0.1 (the case)
+        ("2002:a00:1::1", "10.0.0.1", "private"),  # 6to4 of 10.0.0.1
+        ("2002:a9fe:a9fe::", "169.254.169.254", "link-local"),
+        # Teredo: client 127.0.0.1 (stored XOR-ed: 80ff:fffe), server 65.54.227.120
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "127.0.0.1", "loopback"),
+        # Teredo with a private server (10.0.0.1) and a public client (93.184.216.34)
+        ("2001:0:a00:1::a247:27dd", "10.0.0.1", "private"),
+        ("64:ff9b::7f00:1", "127.0.0.1", "loopback"),  # NAT64 well-known prefix
+        ("64:ff9b::c0a8:101", "192.168.1.1", "private"),
+    ],
+)
+def test_ipv6_forms_embedding_a_non_public_ipv4_are_refused(address, embedded, what):
+    refusal = address_refusal(address)
+    assert refusal is not None and embedded in refusal and what in refusal
+
+
+def test_the_local_use_nat64_prefix_is_refused_whatever_it_embeds():
+    assert "local-use NAT64" in address_refusal("64:ff9b:1::5db8:d822")
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "2002:5db8:d822::1",  # 6to4 of 93.184.216.34
+        "64:ff9b::5db8:d822",  # NAT64 of 93.184.216.34
+    ],
+)
+def test_ipv6_forms_embedding_a_public_ipv4_pass(address):
+    assert address_refusal(address) is None
+
+
 def test_localhost_names_are_local_whatever_dns_says():
     assert (
         is_local_name("localhost") and is_local_name("LOCALHOST.") and is_local_name("a.localhost")

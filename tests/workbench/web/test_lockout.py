@@ -83,13 +83,56 @@ def test_the_lock_is_per_account_and_address_another_address_still_gets_in(annot
     assert main_login(owner, annotator.username, TEST_PASSWORD).status_code == 302
 
 
-def test_failures_spread_over_addresses_lock_the_account_everywhere(annotator, settings):
+def test_failures_spread_over_addresses_slow_those_addresses_down_on_the_account(
+    annotator, settings
+):
     settings.LOGIN_ACCOUNT_MAX_FAILURES = 6
-    for n in range(6):
-        main_login(Client(REMOTE_ADDR=f"203.0.113.{n + 1}"), annotator.username, "wrong")
-    fresh = Client(REMOTE_ADDR="198.51.100.9")
-    assert main_login(fresh, annotator.username, TEST_PASSWORD).status_code == 429
-    assert not logged_in(fresh)
+    guessers = [Client(REMOTE_ADDR=f"203.0.113.{n + 1}") for n in range(6)]
+    for guesser in guessers:
+        assert main_login(guesser, annotator.username, "wrong").status_code == 200
+    # each address failed only once (below the per-address lock), yet the account's count
+    # makes the next attempt from any of them wait, with the right password too
+    slowed = main_login(guessers[0], annotator.username, TEST_PASSWORD)
+    assert slowed.status_code == 429 and not logged_in(guessers[0])
+    assert "Too many failed attempts on this account" in slowed.content.decode()
+    assert AuditEvent.objects.filter(verb="login_throttled").count() == 1
+    # once the delay has run out (moved into the past here), they may try again
+    LoginThrottle.objects.filter(scope=ThrottleScope.ACCOUNT).update(
+        blocked_until=timezone.now() - dt.timedelta(seconds=1)
+    )
+    assert main_login(guessers[0], annotator.username, TEST_PASSWORD).status_code == 302
+
+
+def test_an_attacker_with_four_addresses_cannot_lock_an_admin_out(admin_user):
+    """Issue 24: four addresses reached the per-account lock (20 failures) and locked any account,
+    admins included, for 15 minutes. Now each attacker address is locked and the account slowed
+    down for them, while the owner signs in from a fresh address."""
+    attackers = [Client(REMOTE_ADDR=f"203.0.113.{n + 10}") for n in range(4)]
+    for _ in range(8):  # past both the per-address lock (5) and the account's count (20)
+        for attacker in attackers:
+            main_login(attacker, admin_user.username, "wrong")
+    assert LoginThrottle.objects.get(scope=ThrottleScope.ACCOUNT).failures >= 20
+    for attacker in attackers:
+        refused = main_login(attacker, admin_user.username, TEST_PASSWORD)
+        assert refused.status_code == 429 and not logged_in(attacker)
+    owner = Client(REMOTE_ADDR="198.51.100.77")
+    assert main_login(owner, admin_user.username, TEST_PASSWORD).status_code == 302
+    assert logged_in(owner)
+    owner_admin = Client(REMOTE_ADDR="198.51.100.78")  # the admin's own form too
+    assert admin_login(owner_admin, admin_user.username, TEST_PASSWORD).status_code == 302
+
+
+def test_the_account_delay_grows_with_each_failure_up_to_its_maximum(annotator, settings):
+    settings.LOGIN_ACCOUNT_MAX_FAILURES = 2
+    settings.LOGIN_ACCOUNT_MAX_DELAY_SECONDS = 4
+    delays = []
+    for n in range(6):  # a fresh address each time: never refused, every failure counts
+        main_login(Client(REMOTE_ADDR=f"192.0.2.{n + 1}"), annotator.username, "wrong")
+        row = LoginThrottle.objects.get(scope=ThrottleScope.ACCOUNT)
+        delays.append(
+            round((row.blocked_until - timezone.now()).total_seconds()) if row.blocked_until else 0
+        )
+    assert delays == [0, 1, 2, 4, 4, 4]
 
 
 def test_one_address_is_slowed_down_and_never_locks_other_accounts_out(
