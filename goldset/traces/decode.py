@@ -468,9 +468,9 @@ def _decode_json(data: bytes) -> tuple[list[Span], list[SpanRejection]]:
 
 
 def _json_span(obj: dict, path: str, resource: dict, scope: Scope) -> Span:
-    start = _json_uint(_get(obj, "startTimeUnixNano", "start_time_unix_nano"), "start time")
-    end = _json_uint(_get(obj, "endTimeUnixNano", "end_time_unix_nano"), "end time")
-    start, end = _times(start, end)
+    # The nested lists first: a wrong shape there refuses the body even when the span also has
+    # a bad id or time.
+    attributes = _json_attributes(obj, path, "attribute")
     events = []
     for e, event in enumerate(_list(obj, "events", "events", path)):
         event_path = f"{path}.events[{e}]"
@@ -483,6 +483,9 @@ def _json_span(obj: dict, path: str, resource: dict, scope: Scope) -> Span:
             )
         )
     status = _object(obj, "status", "status", path)
+    start = _json_uint(_get(obj, "startTimeUnixNano", "start_time_unix_nano"), "start time")
+    end = _json_uint(_get(obj, "endTimeUnixNano", "end_time_unix_nano"), "end time")
+    start, end = _times(start, end)
     flags = _json_uint(obj.get("flags"), "flags")
     return Span(
         trace_id=_json_hex_id(_get(obj, "traceId", "trace_id"), 16, "trace id", required=True),
@@ -494,7 +497,7 @@ def _json_span(obj: dict, path: str, resource: dict, scope: Scope) -> Span:
         kind=_enum_name(obj.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"),
         start_ns=start,
         end_ns=end,
-        attributes=_json_attributes(obj, path, "attribute"),
+        attributes=attributes,
         events=tuple(events),
         resource=resource,
         scope=scope,
