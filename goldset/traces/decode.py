@@ -22,6 +22,7 @@ What the receiver answers, decided here:
 | corrupt gzip, corrupt protobuf, JSON that does not parse or has the wrong shape (`resourceSpans` not a list, an attribute not an object…) | `DecodeError` (400) |
 | one span with a missing or malformed trace/span id, a missing start or end time, an end before its start, a NUL character or invalid UTF-8 in its name, an attribute key or value, an event or its resource, attributes nested deeper than `MAX_VALUE_DEPTH` | that span rejected (`SpanRejection`), the others kept: 200 with `partial_success` |
 | the same (trace id, span id) twice in one request | identical copies collapse into one; differing copies are all rejected |
+| a span rejected (above) whose trace id is valid | every span of that trace in the request rejected with it, and the trace id listed in `Decoded.rejected_trace_ids` so the receiver drops spans of it stored from earlier requests: nothing partial is mapped |
 
 Invalid UTF-8 is found per span because the protobuf message is parsed with a copy of the OTLP
 descriptors whose `string` fields are `bytes` (the wire format is the same); the strict parser
@@ -141,6 +142,12 @@ class Decoded:
     def rejected_spans(self) -> int:
         return len(self.rejections)
 
+    @property
+    def rejected_trace_ids(self) -> set[str]:
+        """Traces with a span rejected here: none of their spans is kept, and spans of theirs
+        from other requests must not be mapped either (nothing partial is stored)."""
+        return {r.trace_id for r in self.rejections if _is_hex(r.trace_id, 32)}
+
     def error_message(self) -> str:
         reasons = [str(r) for r in self.rejections[:MAX_REASONS_IN_MESSAGE]]
         more = len(self.rejections) - len(reasons)
@@ -190,7 +197,8 @@ def decode_export_request(
     else:
         spans, rejections = _decode_json(data)
     kept, duplicates = _drop_duplicates(spans)
-    return Decoded(spans=kept, rejections=rejections + duplicates)
+    kept, whole_traces = _reject_whole_traces(kept, rejections + duplicates)
+    return Decoded(spans=kept, rejections=rejections + duplicates + whole_traces)
 
 
 def _read_bounded(body: bytes | BinaryIO, limit: int) -> bytes:
@@ -295,6 +303,30 @@ def _drop_duplicates(spans: list[Span]) -> tuple[list[Span], list[SpanRejection]
         reason = f"span id sent {len(copies)} times in this request with different content"
         rejections.extend(SpanRejection(trace_id, span_id, reason) for _ in copies)
     return kept, rejections
+
+
+def _is_hex(value: str, digits: int) -> bool:
+    return len(value) == digits and all(c in "0123456789abcdef" for c in value)
+
+
+def _reject_whole_traces(
+    spans: list[Span], rejections: list[SpanRejection]
+) -> tuple[list[Span], list[SpanRejection]]:
+    """A trace with one span rejected is rejected whole: mapping it without that span would store
+    a partial record (a retriever span dropped for a NUL would leave an answer without passages)."""
+    first_reason: dict[str, SpanRejection] = {}
+    for rejection in rejections:
+        if _is_hex(rejection.trace_id, 32):
+            first_reason.setdefault(rejection.trace_id, rejection)
+    kept, more = [], []
+    for span in spans:
+        cause = first_reason.get(span.trace_id)
+        if cause is None:
+            kept.append(span)
+        else:
+            reason = f"trace rejected with its span {cause.span_id or '?'} ({cause.reason})"
+            more.append(SpanRejection(span.trace_id, span.span_id, reason))
+    return kept, more
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,8 +488,8 @@ def _decode_json(data: bytes) -> tuple[list[Span], list[SpanRejection]]:
             for n, json_span in enumerate(_list(scope_spans, "spans", "spans", scope_path)):
                 span_path = f"{scope_path}.spans[{n}]"
                 _expect(json_span, dict, span_path)
-                trace_id = _as_str(_get(json_span, "traceId", "trace_id"))
-                span_id = _as_str(_get(json_span, "spanId", "span_id"))
+                trace_id = _as_str(_get(json_span, "traceId", "trace_id")).lower()
+                span_id = _as_str(_get(json_span, "spanId", "span_id")).lower()
                 try:
                     if resource_problem or scope_problem:
                         raise _SpanProblem(resource_problem or scope_problem)

@@ -36,20 +36,30 @@ from tests.goldset.rules.traces_support import (
 )
 
 
-def pipeline_spans():
+def pipeline_spans(runs: int = 1):
+    """`runs` traces of four spans each (retrieve, rerank, llm, rag: the order they end)."""
     tracer_provider, exporter = provider()
-    run_openinference(tracer_provider.get_tracer("policy-bot", "1.0"))
+    for _ in range(runs):
+        run_openinference(tracer_provider.get_tracer("policy-bot", "1.0"))
     return exporter.get_finished_spans()
 
 
-def two_spans(**root_attributes):
-    """A root with `root_attributes` and one clean child, from the real SDK."""
+def two_traces(**root_attributes):
+    """From the real SDK: trace A, a root with `root_attributes` and a clean child; trace B,
+    one clean span named "other"."""
     tracer_provider, exporter = provider()
     tracer = tracer_provider.get_tracer("policy-bot")
     with tracer.start_as_current_span("root", attributes=root_attributes):
         with tracer.start_as_current_span("child", attributes={"ok": "yes"}):
             pass
+    with tracer.start_as_current_span("other", attributes={"ok": "yes"}):
+        pass
     return exporter.get_finished_spans()
+
+
+def hex_ids(sdk_span) -> tuple[str, str]:
+    context = sdk_span.get_span_context()
+    return otel_trace.format_trace_id(context.trace_id), otel_trace.format_span_id(context.span_id)
 
 
 def decode(body, content_type=PROTOBUF, **kwargs) -> Decoded:
@@ -198,108 +208,124 @@ def test_an_empty_protobuf_request_is_valid_and_empty():
 
 
 @pytest.mark.parametrize("content_type", [PROTOBUF, JSON])
-def test_a_nul_in_an_attribute_rejects_only_its_span(content_type):
-    sdk_spans = two_spans(note="before\x00after")
-    decoded = decode(BODIES[content_type](sdk_spans), content_type)
-    assert [s.name for s in decoded.spans] == ["child"]
-    (rejection,) = decoded.rejections
-    assert rejection.reason == "attribute 'note': contains a NUL character"
+def test_a_nul_in_an_attribute_rejects_its_span_and_trace_and_keeps_the_others(content_type):
+    sdk_spans = two_traces(note="before\x00after")
     root = next(s for s in sdk_spans if s.name == "root")
-    assert rejection.span_id == otel_trace.format_span_id(root.context.span_id)
+    child = next(s for s in sdk_spans if s.name == "child")
+    trace_id, root_id = hex_ids(root)
+    reason = "attribute 'note': contains a NUL character"
+
+    decoded = decode(BODIES[content_type](sdk_spans), content_type)
+
+    assert [s.name for s in decoded.spans] == ["other"]
+    assert decoded.rejections == [
+        SpanRejection(trace_id, root_id, reason),
+        SpanRejection(
+            trace_id, hex_ids(child)[1], f"trace rejected with its span {root_id} ({reason})"
+        ),
+    ]
+    assert decoded.rejected_trace_ids == {trace_id}
     assert decoded.partial_success() == {
-        "rejected_spans": 1,
-        "error_message": str(rejection),
+        "rejected_spans": 2,
+        "error_message": "; ".join(str(r) for r in decoded.rejections),
     }
 
 
-def test_invalid_utf8_in_a_protobuf_attribute_rejects_only_its_span():
-    body = protobuf_body(two_spans(note="PLACEHOLDER"))
+def test_invalid_utf8_in_a_protobuf_attribute_rejects_its_span_and_trace_only():
+    body = protobuf_body(two_traces(note="PLACEHOLDER"))
     assert body.count(b"PLACEHOLDER") == 1
     broken = body.replace(b"PLACEHOLDER", b"PLACE\xff\xfeHOLD")  # same length: still valid wire
     with pytest.raises(Exception, match="UTF-8"):
         ExportTraceServiceRequest.FromString(broken)  # the strict parser refuses everything
     decoded = decode(broken)
-    assert [s.name for s in decoded.spans] == ["child"]
-    assert [r.reason for r in decoded.rejections] == ["attribute 'note': invalid UTF-8"]
+    assert [s.name for s in decoded.spans] == ["other"]
+    assert decoded.rejections[0].reason == "attribute 'note': invalid UTF-8"
+    assert decoded.rejected_spans == 2
 
 
 def test_invalid_utf8_in_a_protobuf_resource_rejects_the_spans_of_that_resource():
-    body = protobuf_body(two_spans())
+    body = protobuf_body(two_traces())
     marker = SERVICE["service.name"].encode()
     broken = body.replace(marker, b"\xc3" + marker[1:])
     decoded = decode(broken)
     assert decoded.spans == []
     assert [r.reason for r in decoded.rejections] == [
         "resource attribute 'service.name': invalid UTF-8"
-    ] * 2
+    ] * 3
 
 
-def test_invalid_utf8_in_json_rejects_only_its_span():
-    body = json_body(two_spans(note="PLACEHOLDER"))
+def test_invalid_utf8_in_json_rejects_its_span_and_trace_only():
+    body = json_body(two_traces(note="PLACEHOLDER"))
     raw_bytes = body.replace(b"PLACEHOLDER", b"PLACE\xff\xfeHOLD")
     escaped = body.replace(b"PLACEHOLDER", b"PLACE\\udc80HOLD")  # a lone surrogate escape
     for broken in (raw_bytes, escaped):
         decoded = decode(broken, JSON)
-        assert [s.name for s in decoded.spans] == ["child"]
-        assert [r.reason for r in decoded.rejections] == ["attribute 'note': invalid UTF-8"]
+        assert [s.name for s in decoded.spans] == ["other"]
+        assert decoded.rejections[0].reason == "attribute 'note': invalid UTF-8"
+        assert decoded.rejected_spans == 2
         json.dumps(decoded.partial_success())  # the message itself is safe to send back
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "reason"),
+    ("field", "value", "reason", "kept"),
     [
-        ("span_id", b"", "missing span id"),
-        ("trace_id", b"", "missing trace id"),
-        ("trace_id", bytes(16), "missing trace id"),
-        ("span_id", b"\x01\x02\x03", "span id must be 8 bytes, got 3"),
-        ("parent_span_id", b"\x01", "parent span id must be 8 bytes, got 1"),
-        ("start_time_unix_nano", 0, "missing start time"),
-        ("end_time_unix_nano", 0, "missing end time"),
-        ("end_time_unix_nano", 1, "ends before it starts"),
+        # Without a usable trace id the span belongs to no trace: it alone is rejected.
+        ("trace_id", b"", "missing trace id", 7),
+        ("trace_id", bytes(16), "missing trace id", 7),
+        # Otherwise its whole trace goes with it; the other trace stays.
+        ("span_id", b"", "missing span id", 4),
+        ("span_id", b"\x01\x02\x03", "span id must be 8 bytes, got 3", 4),
+        ("parent_span_id", b"\x01", "parent span id must be 8 bytes, got 1", 4),
+        ("start_time_unix_nano", 0, "missing start time", 4),
+        ("end_time_unix_nano", 0, "missing end time", 4),
+        ("end_time_unix_nano", 1, "ends before it starts", 4),
     ],
 )
-def test_a_protobuf_span_missing_ids_or_times_is_rejected_alone(field, value, reason):
-    request = encode_spans(pipeline_spans())
+def test_a_protobuf_span_missing_ids_or_times_is_rejected(field, value, reason, kept):
+    sdk_spans = pipeline_spans(runs=2)
+    request = encode_spans(sdk_spans)
     spans = request.resource_spans[0].scope_spans[0].spans
     setattr(spans[1], field, value)
     decoded = decode(request.SerializeToString())
-    assert len(decoded.spans) == 3
-    (rejection,) = decoded.rejections
-    assert rejection.reason.startswith(reason)
+    assert len(decoded.spans) == kept
+    assert decoded.rejected_spans == 8 - kept
+    assert decoded.rejections[0].reason.startswith(reason)
+    second_trace = hex_ids(sdk_spans[4])[0]
+    assert {s.trace_id for s in decoded.spans} >= {second_trace}
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "reason"),
+    ("field", "value", "reason", "kept"),
     [
-        ("traceId", None, "missing trace id"),
-        ("spanId", "", "missing span id"),
-        ("spanId", "zz" * 8, "span id must be 16 hex digits"),
-        ("traceId", "AAAAAAAAAAAAAAAAAAAAAA==", "trace id must be 32 hex digits"),  # base64
-        ("startTimeUnixNano", "soon", "start time: 'soon' is not an integer"),
-        ("endTimeUnixNano", "-5", "end time: -5 is out of range"),
+        ("traceId", None, "missing trace id", 7),
+        ("traceId", "AAAAAAAAAAAAAAAAAAAAAA==", "trace id must be 32 hex digits", 7),  # base64
+        ("spanId", "", "missing span id", 4),
+        ("spanId", "zz" * 8, "span id must be 16 hex digits", 4),
+        ("startTimeUnixNano", "soon", "start time: 'soon' is not an integer", 4),
+        ("endTimeUnixNano", "-5", "end time: -5 is out of range", 4),
     ],
 )
-def test_a_json_span_with_bad_ids_or_times_is_rejected_alone(field, value, reason):
-    request = json.loads(json_body(pipeline_spans()))
+def test_a_json_span_with_bad_ids_or_times_is_rejected(field, value, reason, kept):
+    request = json.loads(json_body(pipeline_spans(runs=2)))
     span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
     if value is None:
         del span[field]
     else:
         span[field] = value
     decoded = decode(json.dumps(request).encode(), JSON)
-    assert len(decoded.spans) == 3
-    (rejection,) = decoded.rejections
-    assert rejection.reason.startswith(reason)
+    assert len(decoded.spans) == kept
+    assert decoded.rejected_spans == 8 - kept
+    assert decoded.rejections[0].reason.startswith(reason)
 
 
 @pytest.mark.parametrize("content_type", [PROTOBUF, JSON])
 def test_duplicate_span_ids_in_one_request(content_type):
-    sdk_spans = pipeline_spans()
+    sdk_spans = pipeline_spans(runs=2)
     # The same span twice, identical (an exporter that batched it twice): kept once.
     decoded = decode(BODIES[content_type]([*sdk_spans, sdk_spans[0]]), content_type)
-    assert len(decoded.spans) == 4 and decoded.rejections == []
+    assert len(decoded.spans) == 8 and decoded.rejections == []
 
-    # The same ids with different content: every copy rejected, the rest kept.
+    # The same ids with different content: every copy rejected with its trace; the other kept.
     request = encode_spans([*sdk_spans, sdk_spans[0]])
     copies = request.resource_spans[0].scope_spans[0].spans
     copies[-1].name = "something else"
@@ -310,11 +336,15 @@ def test_duplicate_span_ids_in_one_request(content_type):
         as_json["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]["name"] = "something else"
         body = json.dumps(as_json).encode()
     decoded = decode(body, content_type)
-    assert len(decoded.spans) == 3
-    span_id = otel_trace.format_span_id(sdk_spans[0].context.span_id)
-    assert [(r.span_id, r.reason) for r in decoded.rejections] == [
-        (span_id, "span id sent 2 times in this request with different content")
-    ] * 2
+    trace_id, span_id = hex_ids(sdk_spans[0])
+    assert {s.trace_id for s in decoded.spans} == {hex_ids(sdk_spans[4])[0]}
+    assert len(decoded.spans) == 4
+    reason = "span id sent 2 times in this request with different content"
+    assert [(r.span_id, r.reason) for r in decoded.rejections[:2]] == [(span_id, reason)] * 2
+    assert [r.reason for r in decoded.rejections[2:]] == [
+        f"trace rejected with its span {span_id} ({reason})"
+    ] * 3
+    assert decoded.rejected_trace_ids == {trace_id}
 
 
 def test_otlp_json_value_encodings_are_read():
