@@ -4,7 +4,11 @@ encodings; every kind of bad input is a refusal with its HTTP status or a per-sp
 import gzip
 import io
 import json
+import os
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from opentelemetry import trace as otel_trace
@@ -34,6 +38,8 @@ from tests.goldset.rules.traces_support import (
     provider,
     run_openinference,
 )
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def pipeline_spans(runs: int = 1):
@@ -444,3 +450,16 @@ def test_the_response_carries_partial_success_only_when_spans_were_rejected(cont
         rejected_spans, message = int(partial["rejectedSpans"]), partial["errorMessage"]
     assert rejected_spans == 12
     assert message.count("missing start time") == 10 and message.endswith("and 2 more")
+
+
+def test_the_traces_package_imports_without_django():
+    """The receiver's pure part: decoding and mapping load neither Django nor the app."""
+    code = (
+        "import sys, goldset.traces.decode, goldset.traces.mapping; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'workbench')))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True
+    )
+    assert done.stdout.strip() == "[]"
