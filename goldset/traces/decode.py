@@ -55,6 +55,7 @@ DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_VALUE_DEPTH = 16
 # How many rejection reasons `Decoded.error_message` spells out before "and N more".
 MAX_REASONS_IN_MESSAGE = 10
+MAX_KEY_IN_REASON = 80
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -261,6 +262,11 @@ def _text(value: str | bytes, where: str) -> str:
     return value
 
 
+def _short(key: str) -> str:
+    """A key as named in a rejection reason: long keys are cut, so `error_message` stays small."""
+    return key if len(key) <= MAX_KEY_IN_REASON else key[:MAX_KEY_IN_REASON] + "…"
+
+
 def _hex_id(raw: bytes, size: int, what: str, *, required: bool) -> str:
     if not raw or raw == bytes(len(raw)):
         if required:
@@ -429,7 +435,7 @@ def _pb_attributes(key_values, what: str, depth: int = 0) -> dict:
     result = {}
     for key_value in key_values:
         key = _text(key_value.key, f"{what} key")
-        result[key] = _pb_value(key_value.value, f"{what} {key!r}", depth)
+        result[key] = _pb_value(key_value.value, f"{what} {_short(key)!r}", depth)
     return result
 
 
@@ -617,7 +623,7 @@ def _json_attributes(obj: dict, path: str, what: str, depth: int = 0) -> dict:
     for index, key_value in enumerate(_list(obj, "attributes", "attributes", path)):
         _expect(key_value, dict, f"{path}.attributes[{index}]")
         key = _json_text(key_value.get("key", ""), f"{what} key")
-        result[key] = _json_value(key_value.get("value"), f"{what} {key!r}", depth)
+        result[key] = _json_value(key_value.get("value"), f"{what} {_short(key)!r}", depth)
     return result
 
 
@@ -660,7 +666,7 @@ def _json_value(value, where: str, depth: int):
             if not isinstance(key_value, dict):
                 raise _SpanProblem(f"{where}: kvlistValue entries must be objects")
             key = _json_text(key_value.get("key", ""), f"{where} key")
-            result[key] = _json_value(key_value.get("value"), f"{where}.{key}", depth + 1)
+            result[key] = _json_value(key_value.get("value"), f"{where}.{_short(key)}", depth + 1)
         return result
     return None  # an AnyValue with only unknown fields is an empty value
 

@@ -68,6 +68,24 @@ def hex_ids(sdk_span) -> tuple[str, str]:
     return otel_trace.format_trace_id(context.trace_id), otel_trace.format_span_id(context.span_id)
 
 
+class Upload(io.RawIOBase):
+    """A request body of `total` bytes (`head`, then zeros) that exists only as it is read."""
+
+    def __init__(self, head: bytes, *, total: int):
+        self.head, self.total, self.position = head, total, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        size = min(len(buffer), self.total - self.position)
+        chunk = self.head[self.position : self.position + size]
+        chunk += bytes(size - len(chunk))
+        buffer[:size] = chunk
+        self.position += size
+        return size
+
+
 def decode(body, content_type=PROTOBUF, **kwargs) -> Decoded:
     return decode_export_request(body, content_type=content_type, **kwargs)
 
@@ -158,10 +176,10 @@ def test_a_body_over_the_limit_is_refused_413_bytes_or_stream():
     with pytest.raises(BodyTooLarge) as refused:
         decode(body, max_body_bytes=len(body) - 1)
     assert refused.value.status == 413
-    stream = io.BytesIO(body + b"\0" * (100 * 1024 * 1024))  # a 100 MB upload
+    stream = Upload(body, total=100 * 1024 * 1024)  # a 100 MB upload, produced as it is read
     with pytest.raises(BodyTooLarge):
         decode(stream, max_body_bytes=len(body))
-    assert stream.tell() <= len(body) + 1  # read only one byte past the limit
+    assert stream.position == len(body) + 1  # read only one byte past the limit
     assert len(decode(io.BytesIO(body), max_body_bytes=len(body)).spans) == 4
 
 
@@ -191,6 +209,8 @@ def test_a_wrong_content_type_or_encoding_is_refused_415(content_type, content_e
             "spans[0].attributes: expected a list",
         ),
         (b"", JSON, "", "not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, JSON, "", "not valid JSON"),  # nesting past recursion
+        (b'{"resourceSpans": ' + b"9" * 5000 + b"}", JSON, "", "not valid JSON"),  # huge int
         (b"not gzip", PROTOBUF, "gzip", "not valid gzip"),
     ],
 )
@@ -247,6 +267,12 @@ def test_invalid_utf8_in_a_protobuf_attribute_rejects_its_span_and_trace_only():
     assert [s.name for s in decoded.spans] == ["other"]
     assert decoded.rejections[0].reason == "attribute 'note': invalid UTF-8"
     assert decoded.rejected_spans == 2
+
+
+def test_a_rejection_names_a_long_key_shortly():
+    decoded = decode(json_body(two_traces(**{"k" * 5000: "a\x00"})), JSON)
+    reason = decoded.rejections[0].reason
+    assert reason == f"attribute '{'k' * 80}…': contains a NUL character"
 
 
 def test_invalid_utf8_in_a_protobuf_resource_rejects_the_spans_of_that_resource():
