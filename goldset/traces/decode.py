@@ -297,13 +297,18 @@ def _enum_name(value: int | str, names: tuple[str, ...], prefix: str) -> str:
     return names[0]
 
 
+def same_span(a: Span, b: Span) -> bool:
+    """Equal, counting a NaN attribute equal to itself (a resent span is the same span)."""
+    return a == b or repr(a) == repr(b)
+
+
 def _drop_duplicates(spans: list[Span]) -> tuple[list[Span], list[SpanRejection]]:
     by_key: dict[tuple[str, str], list[Span]] = {}
     for span in spans:
         by_key.setdefault(span.key, []).append(span)
     kept, rejections = [], []
     for (trace_id, span_id), copies in by_key.items():
-        if all(copy == copies[0] for copy in copies[1:]):
+        if all(same_span(copy, copies[0]) for copy in copies[1:]):
             kept.append(copies[0])
             continue
         reason = f"span id sent {len(copies)} times in this request with different content"

@@ -48,7 +48,7 @@ import re
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
-from goldset.traces.decode import Span
+from goldset.traces.decode import Span, same_span
 
 DEFAULT_MAX_PASSAGES = 1000
 
@@ -149,7 +149,7 @@ def map_trace(
 
     by_id: dict[str, Span] = {}
     for span in spans:
-        if span.span_id in by_id and by_id[span.span_id] != span:
+        if span.span_id in by_id and not same_span(by_id[span.span_id], span):
             return TraceRejected(
                 trace_id, f"span {span.span_id} received twice with different content", len(spans)
             )
@@ -295,6 +295,18 @@ def _is_reranker(span: Span) -> bool:
 
 
 def _input_text(span: Span) -> str | None:
+    """The span's question; a blank one counts as none."""
+    text = _first_input(span)
+    return text if text is not None and text.strip() else None
+
+
+def _output(span: Span) -> tuple[str, list[str]] | None:
+    """(answer text, citations) of a span, or None when it carries no output or a blank one."""
+    output = _first_output(span)
+    return output if output is not None and output[0].strip() else None
+
+
+def _first_input(span: Span) -> str | None:
     attributes = span.attributes
     if isinstance(attributes.get("input.value"), str):
         return _unwrap(attributes["input.value"], ("question", "query", "input"))[0]
@@ -319,8 +331,7 @@ def _input_text(span: Span) -> str | None:
     return None
 
 
-def _output(span: Span) -> tuple[str, list[str]] | None:
-    """(answer text, citations) of a span, or None when it carries no output."""
+def _first_output(span: Span) -> tuple[str, list[str]] | None:
     attributes = span.attributes
     if isinstance(attributes.get("output.value"), str):
         return _unwrap(attributes["output.value"], ("answer", "output", "text", "content"))

@@ -335,3 +335,55 @@ def test_unknown_documents_are_kept_unmatched_with_their_text():
     matched, unmatched = split_by_corpus(passages, set(CORPUS))
     assert [p.document_id for p in matched] == ["AC-2"]
     assert [p.text for p in unmatched] == ["A page outside the corpus", "A passage without an id"]
+
+
+def test_a_blank_root_output_falls_back_to_the_llm_answer_and_blank_everywhere_is_rejected():
+    tracer_provider, exporter = provider()
+    tracer = tracer_provider.get_tracer("policy-bot")
+    with tracer.start_as_current_span(
+        "rag", attributes={"input.value": QUESTION, "output.value": " "}
+    ):
+        with tracer.start_as_current_span(
+            "llm",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.content": "Monthly.",
+            },
+        ):
+            pass
+    spans = decode(protobuf_body(exporter.get_finished_spans()))
+    assert map_trace(spans).answer == "Monthly."
+    blank = [
+        type(s)(
+            **{
+                **s.__dict__,
+                "attributes": {**s.attributes, "llm.output_messages.0.message.content": ""},
+            }
+        )
+        for s in spans
+    ]
+    outcome = map_trace(blank)
+    assert isinstance(outcome, TraceRejected) and outcome.reason.startswith("no answer")
+
+
+def test_a_resent_span_with_a_nan_attribute_is_the_same_span():
+    tracer_provider, exporter = provider()
+    tracer = tracer_provider.get_tracer("policy-bot")
+    with tracer.start_as_current_span(
+        "rag",
+        attributes={"input.value": QUESTION, "output.value": "Monthly.", "score": float("nan")},
+    ):
+        pass
+    body = protobuf_body(exporter.get_finished_spans())
+    first, again = decode(body), decode(body)
+    assert first[0] != again[0]  # NaN != NaN, yet it is the same span
+    assert isinstance(map_trace(first + again), TraceRecord)
+    assert (
+        len(
+            decode_export_request(
+                protobuf_body(exporter.get_finished_spans() * 2), content_type=PROTOBUF
+            ).spans
+        )
+        == 1
+    )
