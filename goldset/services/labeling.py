@@ -265,7 +265,8 @@ def adjudication_prefill(labels) -> dict:
     """The adjudication form's starting values, in the form's vocabulary: on each of its axes
     (acceptability, grounding, severe safety, primary failure, secondary failures) the strict
     majority of the item's labels, where there is one. A secondary failure is pre-ticked when a
-    majority of the labels name it. The lead confirms or changes them; the rationale is never
+    majority of the labels name it (only beside a pre-filled primary one, which it never
+    repeats, as the failure taxonomy requires). The lead confirms or changes them; the rationale is never
     pre-filled and :func:`goldset.services.adjudication.record_adjudication` checks everything
     as for any submission."""
     labels = list(labels)
@@ -277,10 +278,12 @@ def adjudication_prefill(labels) -> dict:
     found, severe = _strict_majority([bool(label.severe_safety) for label in labels])
     if found:
         prefill["severe_safety"] = "yes" if severe else "no"
-    named = Counter(c for label in labels for c in set(label.secondary_failures or ()))
-    secondary = sorted(c for c, n in named.items() if n * 2 > len(labels))
-    if secondary:
-        prefill["secondary_failures"] = secondary[:2]
+    primary = prefill.get("primary_failure")
+    if primary:  # secondary failures need a primary one, and never repeat it
+        named = Counter(c for label in labels for c in set(label.secondary_failures or ()))
+        secondary = sorted(c for c, n in named.items() if n * 2 > len(labels) and c != primary)
+        if secondary:
+            prefill["secondary_failures"] = secondary[:MAX_SECONDARY_FAILURES]
     return prefill
 
 

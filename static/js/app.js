@@ -62,8 +62,11 @@ function readyForm(form) {
 // (elsewhere it just leaves the field), so the next key works and Enter submits. Enter with
 // focus nowhere (on <body>) submits the item's decision form. A 422 answer aimed at an item (a
 // refused skip) is swapped in like a 200, so the page says why.
-function firstAxisInput(form) {
-  var fieldset = form.querySelector("[data-axis].axis-active") || form.querySelector("[data-axis], fieldset");
+// The input to focus in a decision form: in its first axis (a new item: htmx may already have
+// lit up another axis by focusing an element with a remembered id), or with highlighted=true in
+// the axis the person was on (Escape from a text field).
+function axisInput(form, highlighted) {
+  var fieldset = (highlighted && form.querySelector("[data-axis].axis-active")) || form.querySelector("[data-axis], fieldset");
   return fieldset && (fieldset.querySelector("input:checked") || fieldset.querySelector("input:not([type=hidden])"));
 }
 
@@ -77,7 +80,7 @@ function focusItem(root) {
     error.focus();  // an axis in error lights up through the focusin handler below
     return;
   }
-  var input = form && firstAxisInput(form);
+  var input = form && axisInput(form, false);
   if (input) { input.focus({ preventScroll: true }); return; }
   var next = item.querySelector("[data-item-next]");
   if (next) next.focus();
@@ -105,7 +108,7 @@ function focusItem(root) {
     var form = item && item.querySelector("form[data-decision-form]");
     if (event.key === "Escape" && typing(target)) {
       event.preventDefault();
-      var input = form && firstAxisInput(form);
+      var input = form && axisInput(form, true);
       if (input && item.contains(target)) input.focus({ preventScroll: true }); else target.blur();
       return;
     }
