@@ -6,6 +6,7 @@ counter costs a few indexed reads whatever the size of the pools."""
 from dataclasses import dataclass
 from datetime import datetime, time
 
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from goldset.models import Adjudication, AnswerRecord, LabelAssignment, ReviewAssignment
@@ -59,10 +60,12 @@ def get_review_position(*, assignment) -> QueuePosition | None:
     if assignment.completed_at is not None:
         return None
     reviewer = assignment.reviewer
-    done = ReviewAssignment.objects.filter(
-        reviewer=reviewer, completed_at__gte=start_of_today()
-    ).count()
-    held = open_assignments(reviewer=reviewer).exclude(pk=assignment.pk).count()
+    held = open_assignments(reviewer=reviewer).exclude(pk=assignment.pk).values("pk")
+    counts = ReviewAssignment.objects.filter(reviewer=reviewer).aggregate(
+        done=Count("pk", filter=Q(completed_at__gte=start_of_today())),
+        held=Count("pk", filter=Q(pk__in=held)),
+    )
+    done, held = counts["done"], counts["held"]
     claimable, more = count_claimable_revisions(reviewer=reviewer, cap=WAITING_CAP)
     return QueuePosition.of(done=done, waiting=held + claimable, more=more, what="reviews today")
 
