@@ -246,9 +246,43 @@ class Outcome:
     grounding: str = ""
 
 
-def _majority(values: list[str]) -> str:
+def _strict_majority(values: list) -> tuple[bool, object]:
+    """(found, value): the value more than half of ``values`` share, where one does."""
+    if not values:
+        return False, None
     value, count = Counter(values).most_common(1)[0]
-    return value if count * 2 > len(values) else ""
+    return count * 2 > len(values), value
+
+
+def _majority(values: list[str]) -> str:
+    found, value = _strict_majority(values)
+    return value if found else ""
+
+
+def adjudication_prefill(labels) -> dict:
+    """The adjudication form's starting values, in the form's vocabulary: on each of its axes
+    (acceptability, grounding, severe safety, primary failure, secondary failures) the strict
+    majority of the item's labels, where there is one. A secondary failure is pre-ticked when a
+    majority of the labels name it (only beside a pre-filled primary one, which it never
+    repeats, as the failure taxonomy requires). The lead confirms or changes them; the rationale is never
+    pre-filled and :func:`goldset.services.adjudication.record_adjudication` checks everything
+    as for any submission."""
+    labels = list(labels)
+    prefill = {}
+    for axis in ("acceptability", "grounding", "primary_failure"):
+        found, value = _strict_majority([getattr(label, axis) or "" for label in labels])
+        if found:
+            prefill[axis] = value
+    found, severe = _strict_majority([bool(label.severe_safety) for label in labels])
+    if found:
+        prefill["severe_safety"] = "yes" if severe else "no"
+    primary = prefill.get("primary_failure")
+    if primary:  # secondary failures need a primary one, and never repeat it
+        named = Counter(c for label in labels for c in set(label.secondary_failures or ()))
+        secondary = sorted(c for c, n in named.items() if n * 2 > len(labels) and c != primary)
+        if secondary:
+            prefill["secondary_failures"] = secondary[:MAX_SECONDARY_FAILURES]
+    return prefill
 
 
 def decide_outcome(labels: list[tuple[str, str, bool]]) -> Outcome:
@@ -456,6 +490,25 @@ def _candidates(annotator, domain_ids, *, limit: int) -> list[tuple[int, int]]:
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(parts), params)
         return [(pk, rank) for pk, rank in cursor.fetchall()]
+
+
+def count_waiting_items(*, annotator, cap: int) -> tuple[int, bool]:
+    """How many more production items the annotator could claim after their open one, for the
+    label page's position counter: per domain where they are under their share, the open
+    records they do not hold (the claim's own bounded walks), at most their remaining share;
+    counted up to ``cap``. Returns (count, at_least). Reads only, takes no lock."""
+    domain_ids = qualified_domain_ids(annotator)
+    if not domain_ids:
+        return 0, False
+    count, more = 0, False
+    for domain_id, load in sorted(domain_loads(annotator, domain_ids).items()):
+        room = load.cap - load.mine
+        if room <= 0:
+            continue
+        found = len({pk for pk, _ in _candidates(annotator, [domain_id], limit=cap)})
+        count += min(found, room)
+        more = more or (found >= cap and room > cap)
+    return min(count, cap), more or count > cap
 
 
 def _try_claim(annotator, pk: int, *, skip_locked: bool) -> LabelAssignment | None:

@@ -17,6 +17,12 @@ from goldset.models import DecisionKind, Domain
 from goldset.rules.labeling import QUEUE_SHUFFLE_SEED
 from goldset.selectors import answers as selectors
 from goldset.selectors.guidelines import ANSWER_LABELING
+from goldset.selectors.positions import (
+    WAITING_CAP,
+    QueuePosition,
+    count_labels_today,
+    get_calibration_position,
+)
 from goldset.services.calibration import CalibrationError, start_calibration
 from goldset.services.labeling import (
     ALL_CLEAR,
@@ -26,6 +32,7 @@ from goldset.services.labeling import (
     UndoRefused,
     all_clear_rationale_required,
     claim_next_item,
+    count_waiting_items,
     skip_item,
     submit_label,
     undo_last_label,
@@ -82,6 +89,17 @@ def _label_data(request):
     return data
 
 
+def _position(assignment) -> QueuePosition | None:
+    """The item's "5 of 16" (see goldset.selectors.positions)."""
+    if assignment.is_calibration:
+        return get_calibration_position(assignment=assignment)
+    if assignment.completed_at is not None:
+        return None
+    waiting, more = count_waiting_items(annotator=assignment.annotator, cap=WAITING_CAP)
+    done = count_labels_today(annotator=assignment.annotator)
+    return QueuePosition.of(done=done, waiting=waiting, more=more, what="labels today")
+
+
 def _render_item(request, assignment, form=None, *, status=200):
     record = assignment.record
     undoable = selectors.get_undoable_label(annotator=request.user)
@@ -97,6 +115,7 @@ def _render_item(request, assignment, form=None, *, status=200):
         and selectors.BlindLabel.of(undoable, public_id=undoable.record.public_id),
         "all_clear_needs_rationale": all_clear_rationale_required(record.question),
         "all_clear": json.dumps(_preset_fields()),
+        "position": _position(assignment),
         **task_panel(
             request,
             kind=DecisionKind.LABEL,

@@ -2,6 +2,7 @@
 Annotator 1/2/3, never the system), calibration sets and everyone's calibration status."""
 
 from django.contrib import messages
+from django.forms.utils import pretty_name
 from django.shortcuts import redirect, render
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
@@ -12,9 +13,10 @@ from goldset.models import DecisionKind
 from goldset.rules.calibration import check_set_ready, offer_for
 from goldset.selectors import answers as selectors
 from goldset.selectors.guidelines import ADJUDICATION
+from goldset.selectors.positions import get_adjudication_position
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.calibration import CalibrationError, set_reference_label
-from goldset.services.labeling import LabelRuleViolation
+from goldset.services.labeling import LabelRuleViolation, adjudication_prefill
 from goldset.views.guidelines import task_panel
 from goldset.views.htmx import wants_fragment
 from workbench.roles import role_required
@@ -31,7 +33,11 @@ def adjudication_queue(request):
     page = selectors.list_adjudication_queue(
         user=request.user, include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
-    context = {"page": page, "show_done": show_done}
+    context = {
+        "page": page,
+        "show_done": show_done,
+        "first_open": selectors.next_item_for_lead(user=request.user),
+    }
     template = "answers/adjudication_queue.html"
     if wants_fragment(request, "adjudication-items"):
         template += "#adjudication-items"
@@ -39,13 +45,20 @@ def adjudication_queue(request):
 
 
 def _adjudication_context(request, record, form=None) -> dict:
+    """The item with its labels; an unsubmitted form starts from the labels' majority."""
+    labels = selectors.list_blind_labels(record, user=request.user)
+    prefill = adjudication_prefill(labels)
+    if form is None or not form.is_bound:
+        form = AdjudicationForm(initial=prefill)
     return {
         "record": record,
         "packet": selectors.get_item_packet(record),
-        "labels": selectors.list_blind_labels(record, user=request.user),
+        "labels": labels,
         "adjudication": selectors.get_adjudication_of(record),
         "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
-        "form": form or AdjudicationForm(),
+        "form": form,
+        "prefilled": [] if form.is_bound else [pretty_name(name).lower() for name in prefill],
+        "position": get_adjudication_position(lead=request.user, record=record),
         **task_panel(
             request,
             kind=DecisionKind.ADJUDICATION,

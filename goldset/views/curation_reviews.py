@@ -12,6 +12,7 @@ from goldset.forms.time_on_item import timing_from
 from goldset.models import DecisionKind
 from goldset.selectors import curation as selectors
 from goldset.selectors.guidelines import TRIPLE_REVIEW
+from goldset.selectors.positions import get_review_position
 from goldset.services.reviews import (
     ReviewSkipRefused,
     ReviewUndoRefused,
@@ -57,6 +58,7 @@ def _review_context(request, assignment, *, own=None, form=None) -> dict:
         "review": own,
         "form": form or ReviewForm(),
         "takes_reviews": own is None and selectors.takes_reviews(assignment=assignment),
+        "position": None if own else get_review_position(assignment=assignment),
         **task_panel(
             request,
             kind=DecisionKind.REVIEW,

@@ -16,6 +16,7 @@ from goldset.selectors.agreement import (
     list_agreement_alerts,
     workload_rows,
 )
+from goldset.selectors.alert_groups import group_alerts
 from goldset.selectors.disagreements import link_alerts, list_disagreements
 from goldset.selectors.time_on_item import (
     get_time_on_item_summary,
@@ -42,6 +43,7 @@ def agreement_dashboard(request):
     )
     if not partial:
         context["alerts"] = link_alerts(context["alerts"])
+        context["alert_groups"] = group_alerts(context["alerts"])
         context["time_on_item"] = get_time_on_item_summary()
         context["time_on_item_stale"] = any(r.stale for r in context["time_on_item"])
     template = "quality/agreement.html#confusion" if partial else "quality/agreement.html"
@@ -72,7 +74,12 @@ def recompute(request):
 
 @role_required(Role.LEAD, Role.ADMIN)
 def alerts(request):
-    return render(request, "quality/alerts.html", {"alerts": link_alerts(list_agreement_alerts())})
+    alerts = link_alerts(list_agreement_alerts())
+    return render(
+        request,
+        "quality/alerts.html",
+        {"alerts": alerts, "alert_groups": group_alerts(alerts), "open_groups": True},
+    )
 
 
 @role_required(Role.LEAD, Role.ADMIN)

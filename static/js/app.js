@@ -50,13 +50,115 @@ function readyForm(form) {
   });
 })();
 
+// Item pages (label, review, adjudication): the element [data-item] (#label-item, #review-item,
+// #adjudication-item) is what htmx swaps for the next item, and holds one decision form
+// [data-decision-form]. Focus follows the item: after every swap (submit, skip, undo, error) it
+// lands on the new item's first axis (the first fieldset of the decision form), or on the error
+// the server gave (the fieldset or alert, made focusable), or on the item's "next" button when
+// the item is decided — never in a text field, so the next key is a key, not text. htmx would
+// otherwise move focus to the element with the id that had it (the next item's skip box or
+// comment box), which turned a reviewer's "1" Enter into a skip with reason "1".
+// Escape in a text field of an item page goes back to the decision form's highlighted axis
+// (elsewhere it just leaves the field), so the next key works and Enter submits. Enter with
+// focus nowhere (on <body>) submits the item's decision form. A 422 answer aimed at an item (a
+// refused skip) is swapped in like a 200, so the page says why.
+// The input to focus in a decision form: in its first axis (a new item: htmx may already have
+// lit up another axis by focusing an element with a remembered id), or with highlighted=true in
+// the axis the person was on (Escape from a text field).
+function axisInput(form, highlighted) {
+  var fieldset = (highlighted && form.querySelector("[data-axis].axis-active")) || form.querySelector("[data-axis], fieldset");
+  return fieldset && (fieldset.querySelector("input:checked") || fieldset.querySelector("input:not([type=hidden])"));
+}
+
+function focusItem(root) {
+  var item = root.matches && root.matches("[data-item]") ? root : root.querySelector("[data-item]");
+  if (!item) return;
+  var form = item.querySelector("form[data-decision-form]");
+  var error = item.querySelector(".axis-error, [role=alert]:not([hidden])");
+  if (error) {
+    if (!error.hasAttribute("tabindex")) error.setAttribute("tabindex", "-1");
+    error.focus();  // an axis in error lights up through the focusin handler below
+    return;
+  }
+  var input = form && axisInput(form, false);
+  if (input) { input.focus({ preventScroll: true }); return; }
+  var next = item.querySelector("[data-item-next]");
+  if (next) next.focus();
+}
+
+(function () {
+  function typing(target) {
+    return target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && /^(text|search|number|password)$/.test(target.type)) || target.isContentEditable);
+  }
+  document.addEventListener("DOMContentLoaded", function () { focusItem(document); });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (elt && elt.isConnected && elt.matches && elt.matches("[data-item]")) focusItem(elt);
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (event.detail.xhr && event.detail.xhr.status === 422 && target && target.matches && target.matches("[data-item]")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    var item = document.querySelector("[data-item]");
+    var form = item && item.querySelector("form[data-decision-form]");
+    if (event.key === "Escape" && typing(target)) {
+      event.preventDefault();
+      var input = form && axisInput(form, true);
+      if (input && item.contains(target)) input.focus({ preventScroll: true }); else target.blur();
+      return;
+    }
+    if (event.key === "Enter" && form && (target === document.body || target === document.documentElement)) {
+      event.preventDefault();
+      readyForm(form).requestSubmit();
+      return;
+    }
+    if (event.key === "g" && !event.ctrlKey && !event.metaKey && !event.altKey && !typing(target)) {
+      var panel = document.getElementById("guideline-panel");
+      if (!panel) return;
+      event.preventDefault();
+      panel.open = !panel.open;
+      if (panel.open && panel.scrollIntoView) panel.scrollIntoView({ block: "nearest" });
+    }
+  });
+})();
+
+// "All clear" on an answer that cites nothing ([data-cites-nothing] on the button) asks first:
+// the first press (the a key or a click) shows #all-clear-confirm, a second press goes ahead;
+// Escape or any other key takes the question back. Without JS the button submits as it says.
+(function () {
+  function confirmBox() { return document.getElementById("all-clear-confirm"); }
+  function disarm() {
+    var button = document.querySelector("#all-clear[data-armed]");
+    if (!button) return;
+    button.removeAttribute("data-armed");
+    var box = confirmBox();
+    if (box) box.hidden = true;
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("#all-clear[data-cites-nothing]") : null;
+    if (!button || button.hasAttribute("data-armed")) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    button.setAttribute("data-armed", "");
+    var box = confirmBox();
+    if (box) box.hidden = false;
+  }, true);
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "a") disarm();
+  }, true);
+})();
+
 // Label and adjudication forms (form[data-axis-form]): each axis is a fieldset [data-axis].
 // Number keys pick the option with that [data-option] in the highlighted axis (a radio choice
 // then moves on to the next axis; focus follows, so it stays inside the form); ArrowDown/ArrowUp
 // or j/k change the axis; "r" or "c" jumps to the rationale (the comment) and Escape leaves it;
 // "a" presses the all-clear preset. Enter (outside text areas) and Ctrl+Enter submit only while
-// focus is inside the form. After an htmx swap focus goes to the first field with an error, or to
-// the new form, never to <body>.
+// focus is inside the form.
 (function () {
   function axes(form) { return Array.prototype.slice.call(form.querySelectorAll("[data-axis]")); }
   function activate(form, fieldset) {
@@ -66,7 +168,7 @@ function readyForm(form) {
   function active(form) {
     var current = form.querySelector("[data-axis].axis-active");
     if (!current) {
-      current = axes(form).filter(function (f) { return !f.querySelector("input:checked"); })[0] || axes(form)[0];
+      current = axes(form)[0];
       activate(form, current);
     }
     return current;
@@ -87,27 +189,6 @@ function readyForm(form) {
       if (input) input.checked = true;
     });
   }
-  function focusForm(root) {
-    var error = root.querySelector(".axis-error, [role=alert]");
-    var form = root.querySelector("form[data-axis-form]");
-    if (error) {
-      var field = error.querySelector("textarea, input") || error;
-      if (!field.hasAttribute("tabindex") && field === error) field.setAttribute("tabindex", "-1");
-      field.focus();
-      if (form && error.hasAttribute("data-axis")) activate(form, error);
-    } else if (form) {
-      var fieldset = active(form);
-      var input = fieldset && (fieldset.querySelector("input:checked") || fieldset.querySelector("input"));
-      if (input) input.focus({ preventScroll: true });
-    }
-  }
-  document.addEventListener("DOMContentLoaded", function () {
-    if (document.querySelector("form[data-axis-form]")) focusForm(document);
-  });
-  document.addEventListener("htmx:afterSwap", function (event) {
-    var root = event.detail && event.detail.elt && event.detail.elt.isConnected ? event.detail.elt : document;
-    focusForm(root.querySelector("form[data-axis-form], .axis-error, [role=alert]") ? root : document);
-  });
   document.addEventListener("focusin", function (event) {
     var fieldset = event.target.closest && event.target.closest("form[data-axis-form] [data-axis]");
     if (fieldset) activate(fieldset.closest("form"), fieldset);
@@ -124,7 +205,7 @@ function readyForm(form) {
       event.preventDefault(); readyForm(form).requestSubmit();
       return;
     }
-    if (target && target.tagName === "TEXTAREA") { if (event.key === "Escape") target.blur(); return; }
+    if (target && target.tagName === "TEXTAREA") return;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (target && target.tagName === "INPUT" && /^(text|search|number|password|file)$/.test(target.type)) return;
     if (/^[0-9]$/.test(event.key)) {
@@ -146,7 +227,9 @@ function readyForm(form) {
       var button = form.querySelector("button[data-preset]");
       if (!button) return;
       event.preventDefault();
-      if (button.hasAttribute("data-needs-rationale") && !form.querySelector("textarea").value.trim()) {
+      if (button.hasAttribute("data-cites-nothing") && !button.hasAttribute("data-armed")) {
+        button.click();  // asks first (see above); a second "a" goes ahead
+      } else if (button.hasAttribute("data-needs-rationale") && !form.querySelector("textarea").value.trim()) {
         applyPreset(form, button);
         form.querySelector("textarea").focus();
       } else {

@@ -33,7 +33,29 @@ def test_lead_sees_alpha_chart_low_agreement_alert_and_downloads_csv(demo, brows
     assert chart.is_visible()
     assert f"Gold Krippendorff α by ISO week — {display(axis)}" in chart.get_attribute("aria-label")
     assert page.locator("#alpha-chart circle").count() >= 1
+    # the charts come first, on the first screen; the alerts follow them, one line per kind
+    # (worst kind first) until the lead opens one
+    viewport = page.viewport_size["height"]
+    chart_box = page.locator("#alpha-chart").bounding_box()
+    alerts_box = page.locator("#alerts").bounding_box()
+    print(f"\nalpha chart top {chart_box['y']:.0f} px, alerts top {alerts_box['y']:.0f} px")
+    assert chart_box["y"] + 240 <= viewport  # the chart's title and most of its plot on screen 1
+    assert chart_box["y"] + chart_box["height"] <= alerts_box["y"]
+    if page.locator("#fleiss-chart").count():
+        fleiss = page.locator("#fleiss-chart").bounding_box()
+        assert fleiss["y"] + fleiss["height"] <= alerts_box["y"]
+    kinds = page.eval_on_selector_all(
+        "#alerts details.alert-group", "els => els.map(e => [e.dataset.kind, e.open])"
+    )
+    shown_kinds = [k for k, _ in kinds]
+    assert shown_kinds[0] == "gold_alpha_low" and len(set(shown_kinds)) == len(shown_kinds)
+    assert not any(is_open for _, is_open in kinds)
+    count = page.inner_text("#alerts details[data-kind='gold_alpha_low'] .alert-count")
+    assert int(count) == len(low)
+    assert page.locator("#alerts .alert[data-kind='gold_alpha_low']").first.is_hidden()
+    page.click("#alerts details[data-kind='gold_alpha_low'] > summary")
     alert = page.locator("#alerts .alert[data-kind='gold_alpha_low']", has_text=shown).first
+    assert alert.is_visible()
     assert f"Gold α below 0.75 for task type {display(task_type)}" in alert.inner_text()
 
     with page.expect_download() as download_info:

@@ -38,8 +38,13 @@ def test_three_keyboard_labels_split_then_lead_adjudicates_and_admin_exports(
     page.keyboard.press("Enter")  # the conflict flag makes the rationale required
     page.wait_for_selector("#rationale-errors")
     assert "rule: acceptable despite a conflict flag" in page.inner_text("#rationale-errors")
-    # after the htmx error swap focus lands on the field in error, never on <body>
-    assert page.evaluate("document.activeElement.id") == "id_rationale"
+    # after the htmx error swap focus lands on the axis in error (never on <body>, never in a
+    # text field: keys stay keys), and r opens its rationale
+    focused = page.evaluate(
+        "[document.activeElement.tagName, !!document.activeElement.querySelector('#id_rationale')]"
+    )
+    assert focused == ["FIELDSET", True]
+    page.keyboard.press("r")
     page.keyboard.type("The regional memo is cited and governs the lane.")
     page.keyboard.press("Control+Enter")
     page.wait_for_url(re.compile(r"/answers/$"))

@@ -25,6 +25,7 @@ def test_an_alert_leads_to_its_matrix_and_items_and_compare_needs_two_same_versi
 ):
     page = browser_login(demo["lead"], password=PASSWORD)
     page.click("nav >> text=Agreement")
+    page.click("#alerts details[data-kind='gold_kappa_low'] > summary")  # the kind's alerts
     alert = page.locator("#alerts .alert[data-kind='gold_kappa_low']").first
     alert.locator("a.alert-matrix").click()
     page.wait_for_url("**/quality/agreement/?*a=*")
@@ -34,6 +35,9 @@ def test_an_alert_leads_to_its_matrix_and_items_and_compare_needs_two_same_versi
     # the other list never offers the annotator chosen in this one
     assert page.locator(f"#pair-b option[value='{first}']").is_disabled()
     page.go_back()
+    group = page.locator("#alerts details[data-kind='gold_kappa_low']")
+    if group.get_attribute("open") is None:
+        group.locator("summary").click()
     page.locator("#alerts .alert[data-kind='gold_kappa_low']").first.locator(
         "a.alert-items"
     ).click()

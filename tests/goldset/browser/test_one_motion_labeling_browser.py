@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from goldset.models import GuidelineTask, ItemSkip, Label, LabelAssignment
+from goldset.models import AnswerCitation, GuidelineTask, ItemSkip, Label, LabelAssignment
 from goldset.services.guidelines import save_guideline
-from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.factories import AnswerRecordFactory, BlockVersionFactory, DomainFactory
 from tests.goldset.answers_helpers import qualified_annotators
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -54,7 +54,11 @@ def _wait_for_other_item(page, public_id):
 def test_five_routine_labels_by_keys_then_undo_skip_help_and_link(browser_login):
     domain = DomainFactory(slug="supply_chain")
     for _ in range(9):
-        AnswerRecordFactory(question__domain=domain, question__conflict_flag=False)
+        record = AnswerRecordFactory(question__domain=domain, question__conflict_flag=False)
+        # answers that cite something: "all clear" on one that cites nothing asks first
+        AnswerCitation.objects.create(
+            record=record, block_version=BlockVersionFactory(), passage_ref="p", position=0
+        )
     (annotator,) = qualified_annotators(domain, 1)
     save_guideline(
         actor=annotator,

@@ -34,7 +34,7 @@ def test_adjudication_answers_with_the_next_open_item_then_the_queue(client_for,
     first, second = sorted(records, key=lambda r: (r.created_at, r.pk))
     response = client.post(reverse("answers:adjudicate", args=[first.public_id]), FINAL, **HX_ITEM)
     html = response.content.decode()
-    assert response.status_code == 200 and html.lstrip().startswith('<div id="adjudication-item">')
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="adjudication-item"')
     assert response["HX-Push-Url"] == reverse("answers:adjudicate", args=[second.public_id])
     assert second.public_id in html and f"Item {first.public_id} adjudicated." in html
     last = client.post(reverse("answers:adjudicate", args=[second.public_id]), FINAL, **HX_ITEM)

@@ -39,7 +39,7 @@ def test_htmx_submit_answers_with_the_next_item_and_pushes_its_url(client_for, d
     html = response.content.decode()
     assert response.status_code == 200
     assert response["HX-Push-Url"] == reverse("answers:item", args=[following.record.public_id])
-    assert html.lstrip().startswith('<div id="label-item">')
+    assert html.lstrip().startswith('<div id="label-item"')
     assert following.record.public_id in html and following.record.answer in html
     assert "Label saved." in html and 'id="undo-last"' in html
     assert Label.objects.get().record_id == first.record_id

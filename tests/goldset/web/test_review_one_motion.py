@@ -25,7 +25,7 @@ def test_review_submit_returns_the_next_revision_then_the_recorded_review(make_u
     )
     following = ReviewAssignment.objects.exclude(pk=first.pk).get(reviewer=reviewer)
     html = response.content.decode()
-    assert response.status_code == 200 and html.lstrip().startswith('<div id="review-item">')
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="review-item"')
     assert response["HX-Push-Url"] == reverse("curation:review", args=[following.pk])
     assert following.revision.question in html and "Review saved." in html
     last = client.post(

@@ -1,0 +1,41 @@
+"""The "5 of 16" counters: decided today + this item, of that plus what waits after it, the
+waiting part counted up to a cap ("16+")."""
+
+import pytest
+
+from goldset.selectors.positions import get_review_position
+from goldset.services.labeling import claim_next_item, count_waiting_items
+from goldset.services.reviews import claim_next_assignment, submit_review
+from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.goldset.answers_helpers import qualified_annotators
+from tests.goldset.curation_support import write_triple
+
+pytestmark = pytest.mark.django_db
+
+
+def test_label_waiting_counts_the_open_records_not_held_and_says_when_it_stopped_counting():
+    domain = DomainFactory(slug="supply_chain")
+    for _ in range(5):
+        AnswerRecordFactory(question__domain=domain)
+    (annotator,) = qualified_annotators(domain, 1)
+    assert count_waiting_items(annotator=annotator, cap=100) == (5, False)
+    claim_next_item(annotator=annotator)  # the open one is not waiting
+    assert count_waiting_items(annotator=annotator, cap=100) == (4, False)
+    assert count_waiting_items(annotator=annotator, cap=2) == (2, True)
+    (stranger,) = qualified_annotators(DomainFactory(slug="federal_it"), 1, prefix="other")
+    assert count_waiting_items(annotator=stranger, cap=100) == (0, False)
+
+
+def test_review_position_moves_on_with_each_review_today(team):
+    for n in range(4):
+        write_triple(team["author"], question=f"Case {n}?")
+    reviewer = team["r1"]
+    first = claim_next_assignment(reviewer=reviewer)
+    position = get_review_position(assignment=first)
+    assert (position.number, position.total, position.more) == (1, 4, False)
+    submit_review(reviewer=reviewer, revision=first.revision, verdict="confirm")
+    first.refresh_from_db()
+    assert get_review_position(assignment=first) is None  # decided: no counter
+    second = claim_next_assignment(reviewer=reviewer)
+    position = get_review_position(assignment=second)
+    assert (position.number, position.total) == (2, 4)
