@@ -93,7 +93,7 @@ class Judgment:
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} must be a non-empty string")
         if self.system_a == self.system_b:
-            raise ValueError("system_a and system_b must differ")
+            raise ValueError("system_b must differ from system_a")
         if self.left not in (self.system_a, self.system_b):
             raise ValueError(f"left must be system_a or system_b, not {self.left!r}")
         if self.preference not in PREFERENCES:
@@ -301,7 +301,7 @@ def _field_of(message: str) -> str:
     for key in _FIELDS + _OPTIONAL:
         if message.startswith(key):
             return key
-    return "system_b" if "must differ" in message else "preference"
+    return "preference"
 
 
 def read_judgments(source: str | Iterable[str]) -> list[Judgment]:
