@@ -369,14 +369,15 @@ def _objective(theta: np.ndarray, wins: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def fit_bradley_terry_batch(
-    wins: np.ndarray, *, alpha: float = DEFAULT_ALPHA, max_iter: int = 200, tol: float = 1e-11
+    wins: np.ndarray, *, alpha: float = DEFAULT_ALPHA, max_iter: int = 200, tol: float = 1e-10
 ) -> np.ndarray:
     """Bradley–Terry log-strengths for each of a batch of win matrices ``(B, K, K)``.
 
     ``wins[b, i, j]`` is the (possibly fractional) number of wins of i over j. Returns ``(B, K)``
     mean-centred θ minimising ``alpha·Σθ² − Σ W_ij log σ(θ_i − θ_j)`` (choix's objective), by
-    damped Newton steps run together for the whole batch. ``alpha = 0`` needs a strongly
-    connected comparison graph in every matrix (the caller checks).
+    damped Newton steps run together for the whole batch, until no coordinate of a matrix's Newton
+    step exceeds ``tol``. ``alpha = 0`` needs a strongly connected comparison graph in every
+    matrix (the caller checks).
     """
     w = np.asarray(wins, dtype=np.float64)
     if w.ndim != 3 or w.shape[1] != w.shape[2]:
@@ -386,6 +387,10 @@ def fit_bradley_terry_batch(
     b, k, _ = w.shape
     n = w + w.transpose(0, 2, 1)
     theta = np.zeros((b, k))
+    # The likelihood ignores a common shift of θ, and the penalty's optimum has Σθ = 0, so the
+    # iterates stay mean-zero: each Newton system gets the constant direction pinned (+ 1/k),
+    # which otherwise has curvature 2·alpha only and would turn rounding noise into steps.
+    pin = np.full((k, k), 1.0 / k)
     eye = np.eye(k)
     active = np.ones(b, dtype=bool)
     current = _objective(theta, w, alpha)
@@ -396,35 +401,36 @@ def fit_bradley_terry_batch(
         th, wa, na = theta[idx], w[idx], n[idx]
         p = expit(th[:, :, None] - th[:, None, :])
         grad = 2 * alpha * th - (wa - na * p).sum(axis=2)
+        grad -= grad.mean(axis=1, keepdims=True)
         curv = na * p * (1.0 - p)
-        hess = -curv + eye * (curv.sum(axis=2)[:, :, None] + 2 * alpha)
-        if alpha > 0:
-            step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
-        else:
-            # The constant vector is in the null space: shift it to a regular system.
-            step = np.linalg.solve(hess + 1.0 / k, grad[:, :, None])[:, :, 0]
-            step -= step.mean(axis=1, keepdims=True)
+        hess = -curv + eye * (curv.sum(axis=2)[:, :, None] + 2 * alpha) + pin
+        step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        step -= step.mean(axis=1, keepdims=True)
+        done = np.abs(step).max(axis=1) <= tol
+        active[idx[done]] = False
+        keep = ~done
+        idx, th, wa, step, grad = idx[keep], th[keep], wa[keep], step[keep], grad[keep]
         decrement = (grad * step).sum(axis=1)
+        base = current[idx]
+        # Armijo backtracking; the slack absorbs rounding in objectives of large counts.
+        slack = 1e-13 * np.maximum(1.0, np.abs(base))
         t = np.ones(len(idx))
-        accepted = np.zeros(len(idx), dtype=bool)
         new = th.copy()
-        new_obj = current[idx].copy()
+        new_obj = base.copy()
+        todo = np.ones(len(idx), dtype=bool)
         for _ in range(60):
-            todo = ~accepted
             if not todo.any():
                 break
-            cand = th[todo] - t[todo, None] * step[todo]
-            obj = _objective(cand, wa[todo], alpha)
-            ok = obj <= current[idx][todo] - 1e-4 * t[todo] * decrement[todo]
-            ok |= t[todo] < 1e-12
-            where = np.flatnonzero(todo)[ok]
-            new[where] = cand[ok]
-            new_obj[where] = obj[ok]
-            accepted[where] = True
-            t[todo & ~accepted] /= 2
-        moved = np.abs(new - th).max(axis=1)
+            rows = np.flatnonzero(todo)
+            cand = th[rows] - t[rows, None] * step[rows]
+            obj = _objective(cand, wa[rows], alpha)
+            ok = obj <= base[rows] - 1e-4 * t[rows] * decrement[rows] + slack[rows]
+            new[rows[ok]], new_obj[rows[ok]] = cand[ok], obj[ok]
+            todo[rows[ok]] = False
+            t[rows[~ok]] /= 2
+        # A step no fraction of which decreases the objective: already at the optimum.
+        active[idx[todo]] = False
         theta[idx], current[idx] = new, new_obj
-        active[idx] = moved > tol
     return theta - theta.mean(axis=1, keepdims=True)
 
 

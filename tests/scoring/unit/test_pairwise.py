@@ -122,6 +122,16 @@ def test_batch_fit_equals_one_fit_per_matrix():
         assert np.abs(together[b] - alone).max() < 1e-9
 
 
+def test_large_counts_converge_to_the_same_strengths():
+    """Scaling every count and alpha by 10^6 leaves the optimum unchanged; the fit must still
+    find it (objectives near 10^9, where rounding defeats a naive line search)."""
+    rng = np.random.default_rng(6)
+    w = rng.poisson(40.0, size=(5, 5)).astype(float) * (1 - np.eye(5))
+    small = pw.bradley_terry(w, alpha=1e-3)
+    large = pw.bradley_terry(w * 1e6, alpha=1e3)
+    assert np.abs(small - large).max() < 1e-8
+
+
 # ---------------------------------------------------------------------------------------------
 # Simulated reviewers
 
