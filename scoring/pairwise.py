@@ -46,6 +46,7 @@ win rates and P(B beats A); also the share of resamples where B's strength excee
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
@@ -573,10 +574,16 @@ def analyse(
     """Every figure of the pairwise analysis (see the module docstring for the rules)."""
     if not judgments:
         raise PairwiseError("no judgments")
-    if alpha <= 0:
-        raise PairwiseError("the bootstrap refits every resample, so alpha must be > 0")
+    if not (alpha > 0 and math.isfinite(alpha)):
+        raise PairwiseError("alpha must be a finite number > 0 (the bootstrap refits resamples)")
     if n_resamples < 1:
         raise PairwiseError("n_resamples must be a positive integer")
+    if seed < 0:
+        raise PairwiseError("seed must be 0 or more")
+    strata_seen: dict[str, str | None] = {}
+    for j in judgments:
+        if strata_seen.setdefault(j.question_id, j.stratum) != j.stratum:
+            raise PairwiseError(f"question {j.question_id!r} has two strata")
     systems = sorted({s for j in judgments for s in (j.system_a, j.system_b)})
     if len(systems) < 2:
         raise PairwiseError("need at least two systems")

@@ -451,6 +451,24 @@ def test_cli_pairwise_bad_input_exits_2_naming_line_and_field(write):
     assert _cli("pairwise", empty).returncode == 2
     usage = _cli("pairwise", path, "--resamples", "0")
     assert usage.returncode == 2 and "--resamples" in usage.stderr
+    good = write("good.jsonl", json.dumps(GOOD) + "\n")
+    for option, value, message in (
+        ("--alpha", "nan", "alpha must be a finite number > 0"),
+        ("--alpha", "0", "alpha must be a finite number > 0"),
+        ("--seed", "-1", "seed must be 0 or more"),
+    ):
+        proc = _cli("pairwise", good, "--resamples", "5", option, value)
+        assert proc.returncode == 2, (option, value)
+        assert proc.stdout == "" and message in proc.stderr
+
+
+def test_analyse_refuses_a_question_with_two_strata():
+    judged = [
+        pw.Judgment("q1", "x", "y", "x", "a", "r1", stratum="legal"),
+        pw.Judgment("q1", "x", "y", "x", "a", "r2", stratum="tax"),
+    ]
+    with pytest.raises(pw.PairwiseError, match="two strata"):
+        pw.analyse(judged, n_resamples=5)
 
 
 def test_cli_help_lists_pairwise():
