@@ -320,6 +320,8 @@ def read_judgments(source: str | Iterable[str]) -> list[Judgment]:
             raise InputError(name, None, "file not found") from None
         except UnicodeDecodeError:
             raise InputError(name, None, "not valid UTF-8 text") from None
+        except OSError as exc:
+            raise InputError(name, None, f"cannot read the file: {exc.strerror}") from None
     else:
         lines = list(source)
     out: list[Judgment] = []
@@ -332,6 +334,8 @@ def read_judgments(source: str | Iterable[str]) -> list[Judgment]:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InputError(name, lineno, f"invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InputError(name, lineno, "invalid JSON: nested too deeply") from None
         try:
             judgment = judgment_from_dict(record)
         except ValueError as exc:

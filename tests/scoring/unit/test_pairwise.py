@@ -397,6 +397,13 @@ def test_missing_field_bad_json_duplicates_and_empty_input():
         pw.read_judgments("/nonexistent/judgments.jsonl")
 
 
+def test_unreadable_paths_and_deep_json_are_input_errors(tmp_path):
+    with pytest.raises(InputError, match="cannot read the file"):
+        pw.read_judgments(str(tmp_path))
+    with pytest.raises(InputError, match="line 1: invalid JSON: nested too deeply"):
+        pw.read_judgments(["[" * 100_000 + "]" * 100_000])
+
+
 def test_reads_integer_question_ids_and_optional_fields():
     (j,) = pw.read_judgments(
         _lines(
