@@ -135,6 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--html", help="also write the self-contained HTML report here")
             cmd.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
             cmd.add_argument("--seed", type=int, default=DEFAULT_SEED)
+
+    pw = sub.add_parser(
+        "pairwise", help="pairwise review: Bradley-Terry, win rates, agreement, position bias"
+    )
+    pw.add_argument("file", metavar="FILE.jsonl", help="one judgment per line (scoring.pairwise)")
+    pw.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    pw.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
+    pw.add_argument("--alpha", type=float, default=1e-6, help="L2 regularisation (choix's alpha)")
+    pw.add_argument("--format", choices=["json", "text"], default="json")
     return parser
 
 
@@ -513,6 +522,19 @@ def run_report(args: argparse.Namespace) -> dict[str, Any]:
     return result.to_dict()
 
 
+def run_pairwise(args: argparse.Namespace) -> dict[str, Any] | str:
+    from scoring import pairwise
+
+    judgments = pairwise.read_judgments(args.file)
+    try:
+        report = pairwise.analyse(
+            judgments, alpha=args.alpha, n_resamples=args.resamples, seed=args.seed
+        )
+    except pairwise.PairwiseError as exc:
+        raise InputError(args.file, None, str(exc)) from None
+    return report.text() if args.format == "text" else report.to_dict()
+
+
 def _default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
@@ -531,6 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "evaluators": run_evaluators,
         "calibrate": run_calibrate,
         "report": run_report,
+        "pairwise": run_pairwise,
     }
     try:
         payload = handlers[args.command](args)
