@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
@@ -371,7 +372,8 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
 
     Raises GoldsetError when the gold tier is empty or no evaluator has outputs on it.
     Resamples and the trust threshold come from settings (``GOLDSET_EVALUATOR_RESAMPLES``,
-    ``GOLDSET_EVALUATOR_TRUST_KAPPA``) unless ``trust_kappa`` is given.
+    ``GOLDSET_EVALUATOR_TRUST_KAPPA``) unless ``trust_kappa`` is given; the coverage a judge
+    needs to be trusted is the ``EVALUATOR_MIN_COVERAGE`` tunable.
     """
     items = gold_tier_items()
     if not items:
@@ -380,7 +382,11 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
     if not outputs:
         raise GoldsetError("no evaluator has outputs on the gold tier yet: import some first")
     kappa = settings.GOLDSET_EVALUATOR_TRUST_KAPPA if trust_kappa is None else trust_kappa
-    config = EvaluatorConfig(trust_kappa=kappa, resamples=settings.GOLDSET_EVALUATOR_RESAMPLES)
+    config = EvaluatorConfig(
+        trust_kappa=kappa,
+        min_coverage=tunable("EVALUATOR_MIN_COVERAGE"),
+        resamples=settings.GOLDSET_EVALUATOR_RESAMPLES,
+    )
     report = evaluator_report(items, outputs, scores=score_rows(items), config=config)
     snapshot = EvaluatorReportSnapshot.objects.create(
         report=report.to_dict(), trust_kappa=kappa, n_items=report.n_items, created_by=actor
