@@ -1065,7 +1065,22 @@ def _insert_query_results(job: ScoringJob, results: list[QueryRow]) -> None:
 # ---------------------------------------------------------------- reproducibility
 
 
+def ci_description(job: ScoringJob) -> str:
+    """How the job's intervals are computed, in words (the job page and ``score_run``)."""
+    strata = (job.summary or {}).get("ci_strata") or {}
+    by = " × ".join(strata.get("by") or ["domain", "task_type"])
+    sizes = strata.get("sizes") or {}
+    counted = f": {len(sizes)} strata" if sizes else ""
+    return (
+        f"95 % percentile bootstrap, {job.resamples} resamples, seed {job.seed}, resampled "
+        f"within {by} strata{counted}"
+        + (" (strata.csv in the reproducibility bundle)" if job.kind != RunKind.ANSWERS else "")
+    )
+
+
 def reproduce_command(job: ScoringJob) -> str:
+    """The ``python -m scoring`` command that recomputes the job's figures — values, per-query
+    measures and the stratified intervals — on the files of its reproducibility bundle."""
     if job.kind == RunKind.ANSWERS:
         return (
             "python -m scoring probe --questions probe-questions-packets.jsonl "
