@@ -12,7 +12,9 @@ never as NumPy object arrays of 10 M Python strings. Two tools work on them:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,26 @@ def memory_pool() -> pa.MemoryPool:
         return pa.jemalloc_memory_pool()
     except NotImplementedError:
         return pa.default_memory_pool()
+
+
+def release_unused_memory() -> None:
+    """Give memory freed by a finished computation back to the operating system.
+
+    Arrow's jemalloc pool and glibc's malloc both keep freed pages for reuse, so a long-lived
+    process (a Celery pool child) that scored a large job would keep its peak resident size
+    for the next, unrelated task. Called when a scoring job or piece ends; a no-op where the
+    calls do not exist."""
+    for pool in {memory_pool(), pa.default_memory_pool()}:
+        try:
+            pool.release_unused()
+        except (AttributeError, NotImplementedError):
+            pass
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def as_strings(values: Any) -> pa.Array:
@@ -149,6 +171,14 @@ def _compact(codes: np.ndarray, dictionary: pa.Array) -> tuple[np.ndarray, pa.Ar
 #: temporaries small (a few MB, reused by the allocator and cache-resident) instead of allocating
 #: and page-faulting several fresh 80 MB arrays per pass over 10 M rows.
 CHUNK = 1 << 18
+#: Threads hashing id slices (:func:`string_pair_keys`): the machine's cores, at most 4.
+HASH_THREADS = max(
+    1,
+    min(
+        4,
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+    ),
+)
 
 
 def chunks(n: int, size: int = CHUNK) -> Iterator[tuple[int, int]]:
@@ -256,14 +286,30 @@ def pair_keys(codes: np.ndarray, fingerprints: np.ndarray) -> np.ndarray:
 
 
 def string_pair_keys(codes: np.ndarray, values: pa.Array) -> np.ndarray:
-    """``pair_keys(codes, fingerprint(values))`` in one pass of small slices (no 80 MB temporary)."""
+    """``pair_keys(codes, fingerprint(values))`` in one pass of small slices (no 80 MB temporary).
+
+    Slices are hashed by up to :data:`HASH_THREADS` threads (NumPy releases the GIL in its
+    loops): each writes its own slice of the output, so the keys are the same whatever the
+    number of threads."""
     values = as_strings(values)
     out = np.empty(len(values), dtype=_U64)
-    for lo, hi in chunks(len(values)):
+
+    def one(span: tuple[int, int]) -> None:
+        lo, hi = span
         key = codes[lo:hi].astype(_U64)
         key *= _MUL1
         key ^= fingerprint(values.slice(lo, hi - lo))
         out[lo:hi] = _mix(key)
+
+    spans = list(chunks(len(values)))
+    threads = min(HASH_THREADS, len(spans))
+    if threads <= 1:
+        for span in spans:
+            one(span)
+        return out
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for _ in pool.map(one, spans):
+            pass
     return out
 
 

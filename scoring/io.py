@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from scoring import _ids
+from scoring._ids import release_unused_memory  # noqa: F401  (public: scoring jobs call it)
 from scoring.errors import InputError
 
 QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")

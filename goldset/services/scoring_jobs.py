@@ -83,6 +83,7 @@ from scoring.io import (
     iter_distinct_doc_ids,
     read_qrels,
     read_run,
+    release_unused_memory,
     select_queries,
 )
 from scoring.retrieval import evaluate
@@ -727,12 +728,7 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
         beat.start()
     progress = _Progress(job_id, claim)
     try:
-        if job.kind == RunKind.ANSWERS:
-            outcome = score_answer_log(job=job, progress=progress)
-        else:
-            outcome = _score_retrieval(job=job, claim=claim, progress=progress)
-        progress.enter("store", 90)
-        _store(job=job, claim=claim, outcome=outcome, progress=progress)
+        _score_and_store(job=job, claim=claim, progress=progress)
     except JobAbandoned:
         pass
     except Exception as exc:  # any failure is reported on the job page
@@ -740,7 +736,19 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
     finally:
         if beat is not None:
             beat.stop()
+        # The job's arrays are gone with _score_and_store's frame: hand their pages back, so
+        # the pool child does not keep the job's peak for the next task (issue 24).
+        release_unused_memory()
     return ScoringJob.objects.select_related("version").get(pk=job_id)
+
+
+def _score_and_store(*, job: ScoringJob, claim: str, progress: "_Progress") -> None:
+    if job.kind == RunKind.ANSWERS:
+        outcome = score_answer_log(job=job, progress=progress)
+    else:
+        outcome = _score_retrieval(job=job, claim=claim, progress=progress)
+    progress.enter("store", 90)
+    _store(job=job, claim=claim, outcome=outcome, progress=progress)
 
 
 def _record_failure(*, job_id: int, claim: str, exc: Exception, progress: _Progress) -> None:
