@@ -13,7 +13,7 @@ never as NumPy object arrays of 10 M Python strings. Two tools work on them:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -301,16 +301,20 @@ def string_pair_keys(codes: np.ndarray, values: pa.Array) -> np.ndarray:
         key ^= fingerprint(values.slice(lo, hi - lo))
         out[lo:hi] = _mix(key)
 
-    spans = list(chunks(len(values)))
+    in_threads(one, list(chunks(len(values))))
+    return out
+
+
+def in_threads(work: Callable[[Any], Any], spans: list) -> list:
+    """``[work(span) for span in spans]``, the spans shared by up to :data:`HASH_THREADS`
+    threads (NumPy and Arrow release the GIL in their loops, so slices run on every core).
+    ``work`` must only write its own span's part of any output: results do not depend on the
+    number of threads."""
     threads = min(HASH_THREADS, len(spans))
     if threads <= 1:
-        for span in spans:
-            one(span)
-        return out
+        return [work(span) for span in spans]
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for _ in pool.map(one, spans):
-            pass
-    return out
+        return list(pool.map(work, spans))
 
 
 class KeyFilter:

@@ -350,7 +350,9 @@ def _sort_keys(run_query: np.ndarray, score: np.ndarray) -> np.ndarray:
     into +0.0 because the two compare equal.
     """
     out = np.empty(len(run_query), dtype=np.int64)
-    for lo, hi in _ids.chunks(len(run_query)):
+
+    def one(span: tuple[int, int]) -> None:
+        lo, hi = span
         single = score[lo:hi].astype(np.float32)
         single += np.float32(0.0)
         bits = single.view(np.uint32)
@@ -365,6 +367,8 @@ def _sort_keys(run_query: np.ndarray, score: np.ndarray) -> np.ndarray:
         key |= bits
         key[query < 0] = np.iinfo(np.int64).max
         out[lo:hi] = key
+
+    _ids.in_threads(one, list(_ids.chunks(len(run_query))))
     return out
 
 
@@ -399,13 +403,17 @@ def _match_judged(
     # A bit table of the judged pairs drops almost every other row cheaply.
     judged = _ids.KeyFilter(qrel_keys)
     run_keys = run._pair_keys()
-    found_rows, found_keys = [], []
-    for lo, hi in _ids.chunks(len(run_query)):
+
+    def one(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = span
         keys = run_keys[lo:hi]
         hit = judged(keys)
         hit &= run_query[lo:hi] >= 0
-        found_rows.append(np.flatnonzero(hit) + lo)
-        found_keys.append(keys[hit])
+        return np.flatnonzero(hit) + lo, keys[hit]
+
+    found = _ids.in_threads(one, list(_ids.chunks(len(run_query))))
+    found_rows = [rows for rows, _ in found]
+    found_keys = [keys for _, keys in found]
     candidates = np.concatenate(found_rows) if found_rows else np.zeros(0, dtype=np.int64)
     ckeys = np.concatenate(found_keys) if found_keys else np.zeros(0, dtype=np.uint64)
     key_order = np.argsort(qrel_keys, kind="stable")
@@ -452,7 +460,12 @@ def _ranks(
     with a smaller key, plus the rows with an equal key (a tied score) whose document id is
     greater in string order: trec_eval's order, without sorting 10 M rows by document id.
     """
-    ordered = np.sort(keys)
+    # np.sort(keys), as two halves split at a key value sorted on two threads: every key of
+    # the lower half is smaller than every key of the upper one, so they simply join.
+    middle = np.int64(n_queries // 2) << 32
+    lower = keys < middle
+    ordered = np.concatenate(_ids.in_threads(np.sort, [keys[lower], keys[~lower]]))
+    del lower
     query_start = np.searchsorted(ordered, np.arange(n_queries, dtype=np.int64) << 32)
     own = keys[rows]
     first = np.searchsorted(ordered, own, side="left")
@@ -464,7 +477,10 @@ def _ranks(
     tie_keys = np.unique(own[tied])
     maybe = _ids.KeyFilter(tie_keys)
     members = np.concatenate(
-        [np.flatnonzero(maybe(keys[lo:hi])) + lo for lo, hi in _ids.chunks(len(keys))]
+        _ids.in_threads(
+            lambda span: np.flatnonzero(maybe(keys[span[0] : span[1]])) + span[0],
+            list(_ids.chunks(len(keys))),
+        )
     )
     members = members[_in_sorted(keys[members], tie_keys)]
     group = np.searchsorted(tie_keys, keys[members])
