@@ -171,7 +171,7 @@ def _compact(codes: np.ndarray, dictionary: pa.Array) -> tuple[np.ndarray, pa.Ar
 #: temporaries small (a few MB, reused by the allocator and cache-resident) instead of allocating
 #: and page-faulting several fresh 80 MB arrays per pass over 10 M rows.
 CHUNK = 1 << 18
-#: Threads hashing id slices (:func:`string_pair_keys`): the machine's cores, at most 4.
+#: Most threads the row-wise passes use (:func:`in_threads`): the machine's cores, at most 4.
 HASH_THREADS = max(
     1,
     min(
@@ -179,6 +179,19 @@ HASH_THREADS = max(
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
     ),
 )
+
+
+def idle_threads() -> int:
+    """Threads worth using now: the cores the load average leaves idle (at least 1, at most
+    :data:`HASH_THREADS`). On a saturated machine extra threads only queue for a core and
+    add contention (measured: BENCHMARKS.md), so the passes then run on one thread."""
+    if HASH_THREADS <= 1:
+        return 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        return 1
+    return max(1, min(HASH_THREADS, int(HASH_THREADS - busy + 0.5)))
 
 
 def chunks(n: int, size: int = CHUNK) -> Iterator[tuple[int, int]]:
@@ -288,9 +301,8 @@ def pair_keys(codes: np.ndarray, fingerprints: np.ndarray) -> np.ndarray:
 def string_pair_keys(codes: np.ndarray, values: pa.Array) -> np.ndarray:
     """``pair_keys(codes, fingerprint(values))`` in one pass of small slices (no 80 MB temporary).
 
-    Slices are hashed by up to :data:`HASH_THREADS` threads (NumPy releases the GIL in its
-    loops): each writes its own slice of the output, so the keys are the same whatever the
-    number of threads."""
+    Slices are hashed by :func:`in_threads`: each writes its own slice of the output, so the
+    keys are the same whatever the number of threads."""
     values = as_strings(values)
     out = np.empty(len(values), dtype=_U64)
 
@@ -306,11 +318,11 @@ def string_pair_keys(codes: np.ndarray, values: pa.Array) -> np.ndarray:
 
 
 def in_threads(work: Callable[[Any], Any], spans: list) -> list:
-    """``[work(span) for span in spans]``, the spans shared by up to :data:`HASH_THREADS`
-    threads (NumPy and Arrow release the GIL in their loops, so slices run on every core).
+    """``[work(span) for span in spans]``, the spans shared by :func:`idle_threads` threads
+    (NumPy and Arrow release the GIL in their loops, so slices run on the idle cores).
     ``work`` must only write its own span's part of any output: results do not depend on the
     number of threads."""
-    threads = min(HASH_THREADS, len(spans))
+    threads = min(idle_threads(), len(spans))
     if threads <= 1:
         return [work(span) for span in spans]
     with ThreadPoolExecutor(max_workers=threads) as pool:

@@ -596,11 +596,14 @@ def _duplicate_pairs(table: _IdColumns) -> set[tuple[str, str]]:
     if len(table) < 2:
         return set()
     keys = table._pair_keys()
-    # Equal keys fall in the same half (split on the top bit): the halves are sorted and
-    # scanned on two threads.
-    high = keys >= np.uint64(1 << 63)
-    repeated = np.concatenate(_ids.in_threads(_repeated_keys, [keys[~high], keys[high]]))
-    del high
+    if _ids.idle_threads() > 1:
+        # Equal keys fall in the same half (split on the top bit): the halves are sorted and
+        # scanned on two threads.
+        high = keys >= np.uint64(1 << 63)
+        repeated = np.concatenate(_ids.in_threads(_repeated_keys, [keys[~high], keys[high]]))
+        del high
+    else:
+        repeated = _repeated_keys(keys)
     if not len(repeated):
         return set()
     rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))

@@ -460,12 +460,15 @@ def _ranks(
     with a smaller key, plus the rows with an equal key (a tied score) whose document id is
     greater in string order: trec_eval's order, without sorting 10 M rows by document id.
     """
-    # np.sort(keys), as two halves split at a key value sorted on two threads: every key of
-    # the lower half is smaller than every key of the upper one, so they simply join.
-    middle = np.int64(n_queries // 2) << 32
-    lower = keys < middle
-    ordered = np.concatenate(_ids.in_threads(np.sort, [keys[lower], keys[~lower]]))
-    del lower
+    if _ids.idle_threads() > 1:
+        # np.sort(keys), as two halves split at a key value sorted on two threads: every key
+        # of the lower half is smaller than every key of the upper one, so they simply join.
+        middle = np.int64(n_queries // 2) << 32
+        lower = keys < middle
+        ordered = np.concatenate(_ids.in_threads(np.sort, [keys[lower], keys[~lower]]))
+        del lower
+    else:
+        ordered = np.sort(keys)
     query_start = np.searchsorted(ordered, np.arange(n_queries, dtype=np.int64) << 32)
     own = keys[rows]
     first = np.searchsorted(ordered, own, side="left")
