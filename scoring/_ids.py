@@ -228,7 +228,7 @@ def _buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return offsets[:-1], np.diff(offsets), data
 
 
-def fingerprint(values: pa.Array) -> np.ndarray:
+def fingerprint(values: pa.Array, *, finish: bool = True) -> np.ndarray:
     """A 64-bit hash of each string (uint64), equal for equal strings.
 
     Different strings can collide; callers confirm candidates with :func:`same_strings`. The
@@ -245,19 +245,22 @@ def fingerprint(values: pa.Array) -> np.ndarray:
     words = _unaligned_words(data)
     for lo, hi in chunks(tail):
         starts = offsets[lo:hi].astype(np.int64)
-        out[lo:hi] = _hash_rows(words, starts, offsets[lo + 1 : hi + 1] - starts)
+        out[lo:hi] = _hash_rows(words, starts, offsets[lo + 1 : hi + 1] - starts, finish)
     if tail < n:
         first, end = int(offsets[tail]), int(offsets[n])
         padded = np.zeros(end - first + 16, dtype=np.uint8)
         padded[: end - first] = data[first:end]
         starts = offsets[tail:n].astype(np.int64)
         lengths = offsets[tail + 1 : n + 1] - starts
-        out[tail:] = _hash_rows(_unaligned_words(padded), starts - first, lengths)
+        out[tail:] = _hash_rows(_unaligned_words(padded), starts - first, lengths, finish)
     return out
 
 
-def _hash_rows(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The 64-bit hash of each string ``source``'s bytes hold at ``starts`` (``lengths``)."""
+def _hash_rows(
+    source: np.ndarray, starts: np.ndarray, lengths: np.ndarray, finish: bool = True
+) -> np.ndarray:
+    """The 64-bit hash of each string ``source``'s bytes hold at ``starts`` (``lengths``);
+    without ``finish`` the last avalanche step is left to the caller (one mix, not two)."""
     h = lengths.astype(_U64)
     h *= _MUL1
     h ^= source[starts] & _KEEP_BYTES[np.minimum(lengths, 8)]
@@ -274,7 +277,7 @@ def _hash_rows(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> n
         h[longer] = step
         w += 1
         longer = longer[lengths[longer] > 8 * w]
-    return _mix(h)
+    return _mix(h) if finish else h
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -310,7 +313,8 @@ def string_pair_keys(codes: np.ndarray, values: pa.Array) -> np.ndarray:
         lo, hi = span
         key = codes[lo:hi].astype(_U64)
         key *= _MUL1
-        key ^= fingerprint(values.slice(lo, hi - lo))
+        # The string hash is not finished on its own: the pair's one mix finishes both.
+        key ^= fingerprint(values.slice(lo, hi - lo), finish=False)
         out[lo:hi] = _mix(key)
 
     in_threads(one, list(chunks(len(values))))
