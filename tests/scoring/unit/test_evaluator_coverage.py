@@ -82,23 +82,22 @@ def test_with_no_trusted_judge_there_is_no_vote():
 
 def test_trusted_judge_outside_the_human_alpha_bounds_is_deweighted_not_dropped():
     items = _items()
-    judge = _copying_judge(items)
-    # Trusted (κ stays above 0.70) but noisier than the humans: outside the α bounds.
-    rng = np.random.default_rng(4)
-    scale = ("ungrounded", "misgrounded", "partially_grounded", "fully_grounded")
+    # The humans agree with each other and with the gold on grounding: their α is 1, bounds [1, 1].
     for it in items:
-        if rng.random() < 0.12:
-            judge[it["record_id"]]["labels"]["grounding"] = scale[rng.integers(0, 4)]
+        it["human_labels"]["grounding"] = [it["labels"]["grounding"]] * 3
+    judge = _copying_judge(items)
+    scale = ("ungrounded", "misgrounded", "partially_grounded", "fully_grounded")
+    for it in items[::10]:  # one record in ten a grade off: κ stays high, α with humans drops
+        grade = scale.index(it["labels"]["grounding"])
+        judge[it["record_id"]]["labels"]["grounding"] = scale[grade - 1 if grade else 1]
     rep = report(items, {"j": judge}, config=FAST)
     axis = {a.axis: a for a in rep.row("j").axes}["grounding"]
     bounds = {h.axis: h for h in rep.human_alpha}["grounding"]
-    assert axis.trusted
-    if axis.within_alpha_bounds:
-        assert axis.vote_weight == 1.0
-    else:
-        assert axis.alpha_pooled < bounds.low
-        assert axis.vote_weight == pytest.approx(max(0.0, axis.alpha_pooled) / bounds.value)
-        assert 0.0 < axis.vote_weight < 1.0
+    assert bounds.value == pytest.approx(1.0) and bounds.low == pytest.approx(1.0)
+    assert axis.trusted and axis.kappa.value >= 0.70
+    assert axis.within_alpha_bounds is False and axis.alpha_pooled < bounds.low
+    assert axis.vote_weight == pytest.approx(axis.alpha_pooled / bounds.value)
+    assert 0.0 < axis.vote_weight < 1.0
 
 
 def test_weighted_vote_ignores_a_zero_weight_judge():
