@@ -237,13 +237,11 @@ def run_retrieval(args: argparse.Namespace) -> dict[str, Any] | str:
         return result.trec_text(per_query=args.per_query, runid=_runid(args))
     ci = None
     if args.ci:
-        from scoring.stats import bootstrap_ci
+        from scoring.stats import bootstrap_cis
 
         strata = _read_strata(args.strata, result.query_ids.tolist()) if args.strata else None
-        ci = {}
-        for label, values in result.per_query.items():
-            boot = bootstrap_ci(values, n=args.resamples, seed=args.seed, strata=strata)
-            ci[label] = [boot.low, boot.high]
+        boots = bootstrap_cis(result.per_query, n=args.resamples, seed=args.seed, strata=strata)
+        ci = {label: [boot.low, boot.high] for label, boot in boots.items()}
     return {
         "n_queries": result.n_queries,
         "k": result.k,
