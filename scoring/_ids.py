@@ -182,16 +182,17 @@ HASH_THREADS = max(
 
 
 def idle_threads() -> int:
-    """Threads worth using now: the cores the load average leaves idle (at least 1, at most
-    :data:`HASH_THREADS`). On a saturated machine extra threads only queue for a core and
-    add contention (measured: BENCHMARKS.md), so the passes then run on one thread."""
+    """Threads worth using now: :data:`HASH_THREADS` less the whole cores the 1-minute load
+    average keeps busy (at least 1): two cores at load 0.9 → 2, at 1.4 → 1. On a saturated
+    machine extra threads only queue for a core and add contention (measured: BENCHMARKS.md),
+    so the passes then run on one thread."""
     if HASH_THREADS <= 1:
         return 1
     try:
         busy = os.getloadavg()[0]
     except OSError:
         return 1
-    return max(1, min(HASH_THREADS, int(HASH_THREADS - busy + 0.5)))
+    return max(1, min(HASH_THREADS, HASH_THREADS - int(busy)))
 
 
 def chunks(n: int, size: int = CHUNK) -> Iterator[tuple[int, int]]:

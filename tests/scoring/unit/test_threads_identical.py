@@ -56,3 +56,10 @@ def test_a_duplicate_is_found_on_any_number_of_threads(tmp_path, threads):
     rpath.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=r"line 3001: document .* is listed twice"):
         read_run(rpath)
+
+
+@pytest.mark.parametrize("load,expected", [(0.2, 2), (0.9, 2), (1.4, 1), (15.0, 1)])
+def test_threads_are_the_cores_the_load_leaves_idle(monkeypatch, load, expected):
+    monkeypatch.setattr(_ids, "HASH_THREADS", 2)
+    monkeypatch.setattr(_ids.os, "getloadavg", lambda: (load, load, load))
+    assert _ids.idle_threads() == expected
