@@ -98,6 +98,13 @@ def _non_negative_int(value: str) -> int:
     return number
 
 
+def _share(value: str) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return number
+
+
 def _positive_int(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -163,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated names in each item's 'scores' to rank as rows",
     )
     ev.add_argument("--trust-kappa", type=float, default=0.70)
+    ev.add_argument(
+        "--min-coverage",
+        type=_share,
+        default=0.90,
+        help="share of the items a judge must have judged to be trusted (default 0.90)",
+    )
     ev.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
     ev.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
@@ -485,7 +498,10 @@ def run_evaluators(args: argparse.Namespace) -> dict[str, Any]:
     for _, rec in records:
         outputs.setdefault(rec["evaluator"], {})[rec["record_id"]] = rec
     cfg = evaluators.EvaluatorConfig(
-        trust_kappa=args.trust_kappa, resamples=args.resamples, seed=args.seed
+        trust_kappa=args.trust_kappa,
+        min_coverage=args.min_coverage,
+        resamples=args.resamples,
+        seed=args.seed,
     )
     return evaluators.evaluator_report(items, outputs, scores=args.scores, config=cfg).to_dict()
 
