@@ -231,6 +231,13 @@ TUNABLES: dict[str, Tunable] = {
             float,
             "An annotator's cap in a domain: the fair share of its label slots plus this share.",
         ),
+        # Evaluators against the gold tier (seed 003/004, issue 24).
+        Tunable(
+            "EVALUATOR_MIN_COVERAGE",
+            0.90,
+            float,
+            "Share of the gold tier's records a judge must have judged to be trusted on an axis.",
+        ),
         Tunable("LABELING_COST_GOLD", 0.40, float, "Estimated labeling cost of a GOLD case ($)."),
         Tunable(
             "LABELING_COST_TRIAGE", 0.16, float, "Estimated labeling cost of a TRIAGE case ($)."

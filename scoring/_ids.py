@@ -12,7 +12,9 @@ never as NumPy object arrays of 10 M Python strings. Two tools work on them:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,26 @@ def memory_pool() -> pa.MemoryPool:
         return pa.jemalloc_memory_pool()
     except NotImplementedError:
         return pa.default_memory_pool()
+
+
+def release_unused_memory() -> None:
+    """Give memory freed by a finished computation back to the operating system.
+
+    Arrow's jemalloc pool and glibc's malloc both keep freed pages for reuse, so a long-lived
+    process (a Celery pool child) that scored a large job would keep its peak resident size
+    for the next, unrelated task. Called when a scoring job or piece ends; a no-op where the
+    calls do not exist."""
+    for pool in {memory_pool(), pa.default_memory_pool()}:
+        try:
+            pool.release_unused()
+        except (AttributeError, NotImplementedError):
+            pass
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def as_strings(values: Any) -> pa.Array:
@@ -149,6 +171,28 @@ def _compact(codes: np.ndarray, dictionary: pa.Array) -> tuple[np.ndarray, pa.Ar
 #: temporaries small (a few MB, reused by the allocator and cache-resident) instead of allocating
 #: and page-faulting several fresh 80 MB arrays per pass over 10 M rows.
 CHUNK = 1 << 18
+#: Most threads the row-wise passes use (:func:`in_threads`): the machine's cores, at most 4.
+HASH_THREADS = max(
+    1,
+    min(
+        4,
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+    ),
+)
+
+
+def idle_threads() -> int:
+    """Threads worth using now: :data:`HASH_THREADS` less the whole cores the 1-minute load
+    average keeps busy (at least 1): two cores at load 0.9 → 2, at 1.4 → 1. On a saturated
+    machine extra threads only queue for a core and add contention (measured: BENCHMARKS.md),
+    so the passes then run on one thread."""
+    if HASH_THREADS <= 1:
+        return 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        return 1
+    return max(1, min(HASH_THREADS, HASH_THREADS - int(busy)))
 
 
 def chunks(n: int, size: int = CHUNK) -> Iterator[tuple[int, int]]:
@@ -185,7 +229,7 @@ def _buffers(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return offsets[:-1], np.diff(offsets), data
 
 
-def fingerprint(values: pa.Array) -> np.ndarray:
+def fingerprint(values: pa.Array, *, finish: bool = True) -> np.ndarray:
     """A 64-bit hash of each string (uint64), equal for equal strings.
 
     Different strings can collide; callers confirm candidates with :func:`same_strings`. The
@@ -202,19 +246,22 @@ def fingerprint(values: pa.Array) -> np.ndarray:
     words = _unaligned_words(data)
     for lo, hi in chunks(tail):
         starts = offsets[lo:hi].astype(np.int64)
-        out[lo:hi] = _hash_rows(words, starts, offsets[lo + 1 : hi + 1] - starts)
+        out[lo:hi] = _hash_rows(words, starts, offsets[lo + 1 : hi + 1] - starts, finish)
     if tail < n:
         first, end = int(offsets[tail]), int(offsets[n])
         padded = np.zeros(end - first + 16, dtype=np.uint8)
         padded[: end - first] = data[first:end]
         starts = offsets[tail:n].astype(np.int64)
         lengths = offsets[tail + 1 : n + 1] - starts
-        out[tail:] = _hash_rows(_unaligned_words(padded), starts - first, lengths)
+        out[tail:] = _hash_rows(_unaligned_words(padded), starts - first, lengths, finish)
     return out
 
 
-def _hash_rows(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The 64-bit hash of each string ``source``'s bytes hold at ``starts`` (``lengths``)."""
+def _hash_rows(
+    source: np.ndarray, starts: np.ndarray, lengths: np.ndarray, finish: bool = True
+) -> np.ndarray:
+    """The 64-bit hash of each string ``source``'s bytes hold at ``starts`` (``lengths``);
+    without ``finish`` the last avalanche step is left to the caller (one mix, not two)."""
     h = lengths.astype(_U64)
     h *= _MUL1
     h ^= source[starts] & _KEEP_BYTES[np.minimum(lengths, 8)]
@@ -231,7 +278,7 @@ def _hash_rows(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> n
         h[longer] = step
         w += 1
         longer = longer[lengths[longer] > 8 * w]
-    return _mix(h)
+    return _mix(h) if finish else h
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -256,15 +303,35 @@ def pair_keys(codes: np.ndarray, fingerprints: np.ndarray) -> np.ndarray:
 
 
 def string_pair_keys(codes: np.ndarray, values: pa.Array) -> np.ndarray:
-    """``pair_keys(codes, fingerprint(values))`` in one pass of small slices (no 80 MB temporary)."""
+    """``pair_keys(codes, fingerprint(values))`` in one pass of small slices (no 80 MB temporary).
+
+    Slices are hashed by :func:`in_threads`: each writes its own slice of the output, so the
+    keys are the same whatever the number of threads."""
     values = as_strings(values)
     out = np.empty(len(values), dtype=_U64)
-    for lo, hi in chunks(len(values)):
+
+    def one(span: tuple[int, int]) -> None:
+        lo, hi = span
         key = codes[lo:hi].astype(_U64)
         key *= _MUL1
-        key ^= fingerprint(values.slice(lo, hi - lo))
+        # The string hash is not finished on its own: the pair's one mix finishes both.
+        key ^= fingerprint(values.slice(lo, hi - lo), finish=False)
         out[lo:hi] = _mix(key)
+
+    in_threads(one, list(chunks(len(values))))
     return out
+
+
+def in_threads(work: Callable[[Any], Any], spans: list) -> list:
+    """``[work(span) for span in spans]``, the spans shared by :func:`idle_threads` threads
+    (NumPy and Arrow release the GIL in their loops, so slices run on the idle cores).
+    ``work`` must only write its own span's part of any output: results do not depend on the
+    number of threads."""
+    threads = min(idle_threads(), len(spans))
+    if threads <= 1:
+        return [work(span) for span in spans]
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(work, spans))
 
 
 class KeyFilter:

@@ -22,7 +22,10 @@ conflict coverage@10) complete a candidate.
 candidate's weights, capped by the candidate's values of the caps it triggered) reaches the PCS
 threshold, its unsafe probability is at most the unsafe threshold, it has no blocking failure, and
 its own citation precision, authority-weighted recall@10 and (conflict items) conflict
-coverage@10 reach the candidate's minimums (a metric that does not apply does not block).
+coverage@10 reach the candidate's minimums (a metric that does not apply does not block). An
+answer *unscored* by ``scoring.probe`` (no evidence in a family the gate depends on, safety)
+passes under no candidate: every A.7 weighting gives safety a positive weight, so a missing
+safety family is never made up by the other three.
 *Predicted unsafe* = does not pass. Gold: acceptable (adjudicated acceptability) and unsafe.
 
 **Objective** (A.8): maximise unsafe-answer F1 subject to acceptability classification accuracy
@@ -176,6 +179,9 @@ class CalibrationItem:
     conflict_coverage: float | None
     acceptable: bool
     unsafe: bool
+    #: A family the gate depends on has no evidence (``scoring.probe``): never passes, under
+    #: any candidate of the grid.
+    unscored: bool = False
 
 
 def items_from_scores(
@@ -208,6 +214,7 @@ def items_from_scores(
                 conflict_coverage=s.components.get("conflict_coverage_at_10"),
                 acceptable=bool(gold[key]["acceptable"]),
                 unsafe=bool(gold[key]["unsafe"]),
+                unscored=bool(getattr(s, "unscored", False)),
             )
         )
     return out
@@ -315,6 +322,7 @@ class _Arrays:
             [[name in it.caps for name, _ in CAPS] for it in items], dtype=bool
         ).reshape(n, 4)
         self.blocking = self.triggered[:, 2] | self.triggered[:, 3]
+        self.unscored = np.array([it.unscored for it in items], dtype=bool)
         self.unsafe_p = np.array([it.unsafe_probability for it in items], dtype=np.float64)
 
         def col(values):
@@ -351,6 +359,7 @@ def _gate_matrix(a: _Arrays, gates: Sequence[Mapping[str, float]]) -> np.ndarray
         out[j] = (
             (a.unsafe_p <= g["unsafe_threshold"] + 1e-12)
             & ~a.blocking
+            & ~a.unscored
             & (a.cp >= g["min_citation_precision"] - 1e-12)
             & (a.ar >= g["min_authority_recall"] - 1e-12)
             & (a.cc >= g["min_conflict_coverage"] - 1e-12)

@@ -37,6 +37,40 @@ METRICS = (
     "rbp",
 )
 DEFAULT_METRICS = ("recall@{k}", "precision@{k}", "hit@{k}", "mrr@{k}", "mrr", "ndcg@{k}")
+RETRIEVAL_EPILOG = """\
+measures (--metrics, comma-separated; name@k with a cut-off, the bare name over the whole
+ranking; trec_eval's names are accepted too and --format trec prints them):
+  precision@k  P_k          rel in the top k / k
+  precision    set_P        rel retrieved / retrieved
+  recall@k     recall_k     rel in the top k / R
+  recall       set_recall   rel retrieved / R
+  hit@k        success_k    1 if a rel document is in the top k
+  hit          -            1 if any rel document is retrieved
+  mrr          recip_rank   1 / rank of the first rel document
+  mrr@k        -            mrr when that rank <= k, else 0
+  map          map          average precision
+  map@k        map_cut_k    average precision over the top k
+  rprec        Rprec        rel in the top R / R
+  ndcg@k       ndcg_cut_k   nDCG over the top k (graded gain)
+  ndcg         ndcg         nDCG over the whole ranking
+  bpref        bpref        binary preference
+  infap        infAP        inferred average precision
+  judged@k     -            judged documents in the top k / min(k, retrieved)
+  judged       -            judged documents retrieved / retrieved
+  err@k, err   -            expected reciprocal rank (gdeval grades)
+  rbp(p)[@k]   -            rank-biased precision, persistence p (default 0.8)
+default: recall@k,precision@k,hit@k,mrr@k,mrr,ndcg@k at --k (10, or the Unrag topK).
+
+--format trec prints trec_eval's output: per query with --per-query (as -q), then
+runid (the run file's tag column), num_q and the means, tab-separated, trec_eval's names
+(measures trec_eval lacks keep the names above).
+
+--ci: percentile bootstrap over queries (--resamples, --seed). Without --strata the
+queries are resampled as one group; with --strata FILE.csv (query_id,stratum) within
+each stratum. The workbench's scoring jobs stratify by the triple's domain|task_type
+and put that file in their reproducibility bundle as strata.csv: pass it to reproduce
+a job's intervals (the job page prints the exact command).
+"""
 WILCOXON_METHODS = ("auto", "exact", "asymptotic")
 GAINS = ("linear", "exponential")
 QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
@@ -64,6 +98,13 @@ def _non_negative_int(value: str) -> int:
     return number
 
 
+def _share(value: str) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return number
+
+
 def _positive_int(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -75,12 +116,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m scoring", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ret = sub.add_parser("retrieval", help="ranked-retrieval measures (trec_eval conventions)")
+    ret = sub.add_parser(
+        "retrieval",
+        help="ranked-retrieval measures (trec_eval conventions)",
+        description="Ranked-retrieval measures of a run against qrels (trec_eval conventions).",
+        epilog=RETRIEVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _retrieval_arguments(ret)
     ret.add_argument("--run", required=True)
-    ret.add_argument("--per-query", action="store_true")
-    ret.add_argument("--ci", action="store_true")
-    ret.add_argument("--strata")
+    ret.add_argument("--per-query", action="store_true", help="every query's values (-q)")
+    ret.add_argument("--ci", action="store_true", help="bootstrap 95%% intervals of the means")
+    ret.add_argument(
+        "--strata",
+        metavar="FILE.csv",
+        help="query_id,stratum: --ci resamples within strata (a job's strata.csv)",
+    )
     ret.add_argument("--format", choices=["json", "trec"], default="json")
     ret.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
     ret.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -119,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated names in each item's 'scores' to rank as rows",
     )
     ev.add_argument("--trust-kappa", type=float, default=0.70)
+    ev.add_argument(
+        "--min-coverage",
+        type=_share,
+        default=0.90,
+        help="share of the items a judge must have judged to be trusted (default 0.90)",
+    )
     ev.add_argument("--resamples", type=_positive_int, default=DEFAULT_RESAMPLES)
     ev.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
@@ -150,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True)
     parser.add_argument("--k", type=_positive_int)
-    parser.add_argument("--metrics", type=_metrics)
+    parser.add_argument("--metrics", type=_metrics, help="comma-separated measures (listed below)")
     parser.add_argument("--all-queries", "-c", action="store_true")
     parser.add_argument("--relevance-level", "-l", type=_non_negative_int, default=1)
     parser.add_argument("--judged-only", "-J", action="store_true")
@@ -199,16 +256,14 @@ def run_retrieval(args: argparse.Namespace) -> dict[str, Any] | str:
     qrels = read_qrels(args.qrels, fmt=args.qrels_format)
     result = _evaluate(args, qrels, args.run)
     if args.format == "trec":
-        return result.trec_text(per_query=args.per_query)
+        return result.trec_text(per_query=args.per_query, runid=_runid(args))
     ci = None
     if args.ci:
-        from scoring.stats import bootstrap_ci
+        from scoring.stats import bootstrap_cis
 
         strata = _read_strata(args.strata, result.query_ids.tolist()) if args.strata else None
-        ci = {}
-        for label, values in result.per_query.items():
-            boot = bootstrap_ci(values, n=args.resamples, seed=args.seed, strata=strata)
-            ci[label] = [boot.low, boot.high]
+        boots = bootstrap_cis(result.per_query, n=args.resamples, seed=args.seed, strata=strata)
+        ci = {label: [boot.low, boot.high] for label, boot in boots.items()}
     return {
         "n_queries": result.n_queries,
         "k": result.k,
@@ -219,6 +274,21 @@ def run_retrieval(args: argparse.Namespace) -> dict[str, Any] | str:
         "ci": ci,
         "per_query": result.per_query_dict() if args.per_query else None,
     }
+
+
+def _runid(args: argparse.Namespace) -> str:
+    """trec_eval's runid: the tag (sixth column) of the run's first line; a JSONL run has
+    none, and is named by its file name."""
+    from pathlib import Path
+
+    with open(args.run, "rb") as handle:
+        head = handle.read(65536)
+    lines = head.decode("utf-8", "replace").splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    if args.run_format == "jsonl" or first.lstrip().startswith(("{", "[")):
+        return Path(args.run).name
+    fields = first.split()
+    return fields[5] if len(fields) >= 6 else Path(args.run).name
 
 
 def _read_strata(path: str, query_ids: list[str]) -> list[str]:
@@ -437,7 +507,10 @@ def run_evaluators(args: argparse.Namespace) -> dict[str, Any]:
     for _, rec in records:
         outputs.setdefault(rec["evaluator"], {})[rec["record_id"]] = rec
     cfg = evaluators.EvaluatorConfig(
-        trust_kappa=args.trust_kappa, resamples=args.resamples, seed=args.seed
+        trust_kappa=args.trust_kappa,
+        min_coverage=args.min_coverage,
+        resamples=args.resamples,
+        seed=args.seed,
     )
     return evaluators.evaluator_report(items, outputs, scores=args.scores, config=cfg).to_dict()
 

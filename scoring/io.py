@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from scoring import _ids
+from scoring._ids import release_unused_memory  # noqa: F401  (public: scoring jobs call it)
 from scoring.errors import InputError
 
 QRELS_FORMATS = ("trec", "jsonl", "gold", "unrag")
@@ -491,17 +492,15 @@ def _arrow_trec(name: str, handle: str | io.StringIO, kind: str) -> pa.Table | N
     if kind == "run" and not all(np.isfinite(_ids.numbers(c)).all() for c in numeric.chunks):
         return None
     # A field that is empty or holds other whitespace means the file needs pandas' \s+ split.
+    pieces = []
     for label in labels:
         column = table.column(label)
         if pa.types.is_dictionary(column.type):
-            pieces = [chunk.dictionary for chunk in column.chunks]
+            pieces += [chunk.dictionary for chunk in column.chunks]
         elif pa.types.is_string(column.type):
-            pieces = column.chunks
-        else:
-            continue
-        for piece in pieces:
-            if not _plain_field_values(piece):
-                return None
+            pieces += column.chunks
+    if not all(_ids.in_threads(_plain_field_values, pieces)):
+        return None
     return table
 
 
@@ -583,6 +582,11 @@ class _Rows:
         return Run._from_columns(*self.columns(), name)
 
 
+def _repeated_keys(keys: np.ndarray) -> np.ndarray:
+    ordered = np.sort(keys)
+    return ordered[1:][ordered[1:] == ordered[:-1]]
+
+
 def _duplicate_pairs(table: _IdColumns) -> set[tuple[str, str]]:
     """The (query, document) pairs listed more than once.
 
@@ -592,9 +596,14 @@ def _duplicate_pairs(table: _IdColumns) -> set[tuple[str, str]]:
     if len(table) < 2:
         return set()
     keys = table._pair_keys()
-    ordered = np.sort(keys)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    del ordered
+    if _ids.idle_threads() > 1:
+        # Equal keys fall in the same half (split on the top bit): the halves are sorted and
+        # scanned on two threads.
+        high = keys >= np.uint64(1 << 63)
+        repeated = np.concatenate(_ids.in_threads(_repeated_keys, [keys[~high], keys[high]]))
+        del high
+    else:
+        repeated = _repeated_keys(keys)
     if not len(repeated):
         return set()
     rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))

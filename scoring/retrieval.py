@@ -225,21 +225,91 @@ class RetrievalResult:
             for i, qid in enumerate(self.query_ids.tolist())
         }
 
-    def trec_text(self, *, per_query: bool = True) -> str:
-        """trec_eval's text layout: with ``per_query`` (``-q``) ``measure<TAB>query<TAB>value``
-        for every query and measure, then ``num_q<TAB>all<TAB>n`` and
-        ``measure<TAB>all<TAB>mean``; values with 4 decimals as trec_eval prints them, the
-        measure name left-aligned in 22 columns. Measures are named by our labels."""
+    def trec_text(self, *, per_query: bool = True, runid: str = "unknown") -> str:
+        """trec_eval's text output (:func:`trec_eval_name` names, trec_eval's order).
+
+        With ``per_query`` (trec_eval ``-q``), every query's measures first, queries in
+        trec_eval's order (query ids sorted as strings), ``measure<TAB>query<TAB>value``; then
+        ``runid<TAB>all<TAB>RUNID``, ``num_q<TAB>all<TAB>N`` and ``measure<TAB>all<TAB>mean``.
+        The measure name is left-aligned in 22 columns and values have 4 decimals, as trec_eval
+        prints them (``%-22s\t%s\t%6.4f``)."""
+        labels = sorted(self.per_query, key=_trec_order)
+        names = {label: trec_eval_name(label) for label in labels}
         lines = []
-        labels = list(self.per_query)
-        columns = [self.per_query[label].tolist() for label in labels]
-        for i, qid in enumerate(self.query_ids.tolist() if per_query else []):
-            for label, column in zip(labels, columns, strict=True):
-                lines.append(f"{label:<22}\t{qid}\t{column[i]:.4f}")
+        if per_query:
+            columns = [self.per_query[label].tolist() for label in labels]
+            qids = [str(q) for q in self.query_ids.tolist()]
+            for i in sorted(range(len(qids)), key=qids.__getitem__):
+                for label, column in zip(labels, columns, strict=True):
+                    lines.append(f"{names[label]:<22}\t{qids[i]}\t{column[i]:6.4f}")
+        lines.append(f"{'runid':<22}\tall\t{runid}")
         lines.append(f"{'num_q':<22}\tall\t{self.n_queries}")
         for label in labels:
-            lines.append(f"{label:<22}\tall\t{self.aggregate[label]:.4f}")
+            lines.append(f"{names[label]:<22}\tall\t{self.aggregate[label]:6.4f}")
         return "\n".join(lines) + "\n"
+
+
+#: trec_eval's name of a measure with a cut-off (``P_5``) and without (``recip_rank``).
+TREC_EVAL_CUT_NAMES = {
+    "precision": "P",
+    "recall": "recall",
+    "ndcg": "ndcg_cut",
+    "map": "map_cut",
+    "hit": "success",
+}
+TREC_EVAL_NAMES = {
+    "map": "map",
+    "rprec": "Rprec",
+    "bpref": "bpref",
+    "mrr": "recip_rank",
+    "infap": "infAP",
+    "ndcg": "ndcg",
+    "precision": "set_P",
+    "recall": "set_recall",
+}
+#: trec_eval prints its measures in the order of its measure table (``measures.c``).
+_TREC_TABLE = (
+    "map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "P",
+    "recall",
+    "infAP",
+    "ndcg",
+    "ndcg_cut",
+    "map_cut",
+    "success",
+    "set_P",
+    "set_recall",
+)
+
+
+def trec_eval_name(label: str) -> str:
+    """trec_eval's name of a measure label: ``precision@5`` → ``P_5``, ``recall@10`` →
+    ``recall_10``, ``ndcg@10`` → ``ndcg_cut_10``, ``map@10`` → ``map_cut_10``, ``hit@10`` →
+    ``success_10``, ``mrr`` → ``recip_rank``, ``rprec`` → ``Rprec``, ``infap`` → ``infAP``,
+    ``precision`` → ``set_P``, ``recall`` → ``set_recall``; ``map``, ``ndcg``, ``bpref`` keep
+    theirs. Measures trec_eval does not have (``mrr@k``, ``hit``, ``judged``, ``err``,
+    ``rbp``) keep our label."""
+    m = parse_measure(label)
+    if m.p is not None and m.name == "rbp":
+        return m.label
+    if m.k is not None and m.name in TREC_EVAL_CUT_NAMES:
+        return f"{TREC_EVAL_CUT_NAMES[m.name]}_{m.k}"
+    if m.k is None and m.name in TREC_EVAL_NAMES:
+        return TREC_EVAL_NAMES[m.name]
+    return m.label
+
+
+def _trec_order(label: str) -> tuple[int, int, str]:
+    name = trec_eval_name(label)
+    base, _, cut = name.rpartition("_")
+    if base in _TREC_TABLE and cut.isdigit():
+        return (_TREC_TABLE.index(base), int(cut), "")
+    if name in _TREC_TABLE:
+        return (_TREC_TABLE.index(name), 0, "")
+    return (len(_TREC_TABLE), 0, label)  # ours, after trec_eval's, in label order
 
 
 @dataclass(frozen=True)
@@ -280,7 +350,9 @@ def _sort_keys(run_query: np.ndarray, score: np.ndarray) -> np.ndarray:
     into +0.0 because the two compare equal.
     """
     out = np.empty(len(run_query), dtype=np.int64)
-    for lo, hi in _ids.chunks(len(run_query)):
+
+    def one(span: tuple[int, int]) -> None:
+        lo, hi = span
         single = score[lo:hi].astype(np.float32)
         single += np.float32(0.0)
         bits = single.view(np.uint32)
@@ -295,6 +367,8 @@ def _sort_keys(run_query: np.ndarray, score: np.ndarray) -> np.ndarray:
         key |= bits
         key[query < 0] = np.iinfo(np.int64).max
         out[lo:hi] = key
+
+    _ids.in_threads(one, list(_ids.chunks(len(run_query))))
     return out
 
 
@@ -329,13 +403,17 @@ def _match_judged(
     # A bit table of the judged pairs drops almost every other row cheaply.
     judged = _ids.KeyFilter(qrel_keys)
     run_keys = run._pair_keys()
-    found_rows, found_keys = [], []
-    for lo, hi in _ids.chunks(len(run_query)):
+
+    def one(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = span
         keys = run_keys[lo:hi]
         hit = judged(keys)
         hit &= run_query[lo:hi] >= 0
-        found_rows.append(np.flatnonzero(hit) + lo)
-        found_keys.append(keys[hit])
+        return np.flatnonzero(hit) + lo, keys[hit]
+
+    found = _ids.in_threads(one, list(_ids.chunks(len(run_query))))
+    found_rows = [rows for rows, _ in found]
+    found_keys = [keys for _, keys in found]
     candidates = np.concatenate(found_rows) if found_rows else np.zeros(0, dtype=np.int64)
     ckeys = np.concatenate(found_keys) if found_keys else np.zeros(0, dtype=np.uint64)
     key_order = np.argsort(qrel_keys, kind="stable")
@@ -382,7 +460,15 @@ def _ranks(
     with a smaller key, plus the rows with an equal key (a tied score) whose document id is
     greater in string order: trec_eval's order, without sorting 10 M rows by document id.
     """
-    ordered = np.sort(keys)
+    if _ids.idle_threads() > 1:
+        # np.sort(keys), as two halves split at a key value sorted on two threads: every key
+        # of the lower half is smaller than every key of the upper one, so they simply join.
+        middle = np.int64(n_queries // 2) << 32
+        lower = keys < middle
+        ordered = np.concatenate(_ids.in_threads(np.sort, [keys[lower], keys[~lower]]))
+        del lower
+    else:
+        ordered = np.sort(keys)
     query_start = np.searchsorted(ordered, np.arange(n_queries, dtype=np.int64) << 32)
     own = keys[rows]
     first = np.searchsorted(ordered, own, side="left")
@@ -394,7 +480,10 @@ def _ranks(
     tie_keys = np.unique(own[tied])
     maybe = _ids.KeyFilter(tie_keys)
     members = np.concatenate(
-        [np.flatnonzero(maybe(keys[lo:hi])) + lo for lo, hi in _ids.chunks(len(keys))]
+        _ids.in_threads(
+            lambda span: np.flatnonzero(maybe(keys[span[0] : span[1]])) + span[0],
+            list(_ids.chunks(len(keys))),
+        )
     )
     members = members[_in_sorted(keys[members], tie_keys)]
     group = np.searchsorted(tie_keys, keys[members])

@@ -1,4 +1,5 @@
-"""Forms for answer labeling. They only parse input; every protocol rule lives in the services."""
+"""Forms for answer labeling. They parse input; protocol rules live in the services, and the
+forms ask the same rule functions (``goldset.rules``) so the page shows the error on its field."""
 
 from django import forms
 
@@ -11,6 +12,7 @@ from goldset.models import (
     Grounding,
     SafetyBoundary,
 )
+from goldset.rules.label_consistency import label_contradiction
 
 SEVERE_CHOICES = [("no", "No severe safety issue"), ("yes", "Severe safety issue")]
 PRIMARY_CHOICES = [("", "None (acceptable answer)"), *FailureCategory.choices]
@@ -31,8 +33,28 @@ class _Axes(forms.Form):
     def clean_severe_safety(self):
         return self.cleaned_data["severe_safety"] == "yes"
 
+    def clean(self):
+        data = super().clean()
+        _refuse_contradiction(self, data, data.get("severe_safety"))
+        return data
+
     def service_kwargs(self) -> dict:
         return dict(self.cleaned_data)
+
+
+def _refuse_contradiction(form: forms.Form, data: dict, severe: bool | None) -> None:
+    """Contradictory axes (``goldset.rules.label_consistency``) as an error on the field."""
+    if not {"acceptability", "grounding"} <= set(data) or severe is None:
+        return
+    found = label_contradiction(
+        acceptability=data["acceptability"],
+        grounding=data["grounding"],
+        severe_safety=severe,
+        primary_failure=data.get("primary_failure") or "",
+        secondary_failures=data.get("secondary_failures") or (),
+    )
+    if found is not None:
+        form.add_error(found.field, found.message)
 
 
 class LabelForm(_Axes):
@@ -68,6 +90,12 @@ class ReferenceLabelForm(forms.Form):
     acceptability = forms.ChoiceField(choices=Acceptability.choices)
     grounding = forms.ChoiceField(choices=Grounding.choices)
     severe_safety = forms.ChoiceField(choices=SEVERE_CHOICES)
+
+    def clean(self):
+        data = super().clean()
+        if "severe_safety" in data:
+            _refuse_contradiction(self, data, data["severe_safety"] == "yes")
+        return data
 
     def service_kwargs(self) -> dict:
         data = dict(self.cleaned_data)

@@ -279,6 +279,7 @@ def _answer_row(answer: AnswerScore, strata: dict[str, str]) -> list:
             "families": answer.families,
             "blocking_failures": answer.blocking_failures,
             "passes_gate": answer.passes_gate,
+            "unscored_reason": answer.unscored_reason,
             "unsafe_probability": answer.unsafe_probability,
         },
         answer.final_pcs,

@@ -62,6 +62,7 @@ from goldset.rules.calibration import (
     offer_for,
     retake_seed,
 )
+from goldset.rules.label_consistency import label_contradiction
 from goldset.rules.labeling import QUEUE_SHUFFLE_SEED, shuffle_key
 from goldset.services.notifications import (
     RETAKE_REQUESTS_KEY,
@@ -92,6 +93,11 @@ def set_reference_label(
     item = CalibrationItem.objects.select_for_update().select_related("record").get(pk=item.pk)
     if acceptability not in Acceptability.values or grounding not in Grounding.values:
         raise CalibrationError("Choose an acceptability and a grounding level.")
+    contradiction = label_contradiction(
+        acceptability=acceptability, grounding=grounding, severe_safety=bool(severe_safety)
+    )
+    if contradiction is not None:
+        raise CalibrationError(contradiction.message)
     if item.set_version is not None:
         raise CalibrationError(
             f"Reference labels are frozen: this item is part of version {item.set_version} of "

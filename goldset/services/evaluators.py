@@ -372,7 +372,8 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
 
     Raises GoldsetError when the gold tier is empty or no evaluator has outputs on it.
     Resamples come from settings (``GOLDSET_EVALUATOR_RESAMPLES``); an evaluator is trusted at
-    the protocol's κ gate (the ``KAPPA_GATE`` tunable) unless ``trust_kappa`` is given.
+    the protocol's κ gate (the ``KAPPA_GATE`` tunable) unless ``trust_kappa`` is given, and only
+    when it judged at least ``EVALUATOR_MIN_COVERAGE`` of the gold tier's records.
     """
     items = gold_tier_items()
     if not items:
@@ -381,7 +382,11 @@ def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
     if not outputs:
         raise GoldsetError("no evaluator has outputs on the gold tier yet: import some first")
     kappa = tunable("KAPPA_GATE") if trust_kappa is None else trust_kappa
-    config = EvaluatorConfig(trust_kappa=kappa, resamples=settings.GOLDSET_EVALUATOR_RESAMPLES)
+    config = EvaluatorConfig(
+        trust_kappa=kappa,
+        min_coverage=tunable("EVALUATOR_MIN_COVERAGE"),
+        resamples=settings.GOLDSET_EVALUATOR_RESAMPLES,
+    )
     report = evaluator_report(items, outputs, scores=score_rows(items), config=config)
     snapshot = EvaluatorReportSnapshot.objects.create(
         report=report.to_dict(), trust_kappa=kappa, n_items=report.n_items, created_by=actor

@@ -46,6 +46,7 @@ from goldset.models import (
     SafetyBoundary,
     Tier,
 )
+from goldset.rules.label_consistency import label_contradiction
 from goldset.rules.labeling import (
     QUEUE_RANK_MODULUS,
     QUEUE_SHUFFLE_SEED,
@@ -183,6 +184,17 @@ def check_label_rules(
         raise _violation("secondary_not_primary", "secondary_failures")
     if acceptability == Acceptability.UNACCEPTABLE and not primary_failure:
         raise _violation("unacceptable_primary_failure", "primary_failure")
+    contradiction = label_contradiction(
+        acceptability=acceptability,
+        grounding=grounding,
+        severe_safety=severe_safety,
+        primary_failure=primary_failure,
+        secondary_failures=secondary,
+    )
+    if contradiction is not None:
+        raise LabelRuleViolation(
+            rule=contradiction.rule, message=contradiction.message, field=contradiction.field
+        )
     limit = settings.FREE_TEXT_MAX_CHARS
     if rationale and len(rationale) > limit:
         raise LabelRuleViolation(

@@ -83,10 +83,11 @@ from scoring.io import (
     iter_distinct_doc_ids,
     read_qrels,
     read_run,
+    release_unused_memory,
     select_queries,
 )
 from scoring.retrieval import evaluate
-from scoring.stats import bootstrap_ci
+from scoring.stats import bootstrap_cis
 from workbench.services.audit import record_event
 
 MAX_ERRORS = 50
@@ -727,12 +728,7 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
         beat.start()
     progress = _Progress(job_id, claim)
     try:
-        if job.kind == RunKind.ANSWERS:
-            outcome = score_answer_log(job=job, progress=progress)
-        else:
-            outcome = _score_retrieval(job=job, claim=claim, progress=progress)
-        progress.enter("store", 90)
-        _store(job=job, claim=claim, outcome=outcome, progress=progress)
+        _score_and_store(job=job, claim=claim, progress=progress)
     except JobAbandoned:
         pass
     except Exception as exc:  # any failure is reported on the job page
@@ -740,7 +736,19 @@ def run_scoring_job(*, job_id: int, worker: str = "", heartbeat: bool = False) -
     finally:
         if beat is not None:
             beat.stop()
+        # The job's arrays are gone with _score_and_store's frame: hand their pages back, so
+        # the pool child does not keep the job's peak for the next task (issue 24).
+        release_unused_memory()
     return ScoringJob.objects.select_related("version").get(pk=job_id)
+
+
+def _score_and_store(*, job: ScoringJob, claim: str, progress: "_Progress") -> None:
+    if job.kind == RunKind.ANSWERS:
+        outcome = score_answer_log(job=job, progress=progress)
+    else:
+        outcome = _score_retrieval(job=job, claim=claim, progress=progress)
+    progress.enter("store", 90)
+    _store(job=job, claim=claim, outcome=outcome, progress=progress)
 
 
 def _record_failure(*, job_id: int, claim: str, exc: Exception, progress: _Progress) -> None:
@@ -838,12 +846,23 @@ def _score_retrieval(*, job: ScoringJob, claim: str, progress: _Progress) -> Out
             still_mine=lambda done: progress.step(40 + int(40 * done)),
         )
     else:
-        cis = {}
-        for index, label in enumerate(labels):
-            cis[label] = bootstrap_ci(
-                result.per_query[label], n=job.resamples, seed=job.seed, strata=boot_strata
-            )
-            progress.step(40 + int(40 * (index + 1) / len(labels)))
+        # One draw of resampling indices for every measure (the same figures as one
+        # bootstrap_ci per measure, to the bit).
+        shown = [40]
+
+        def advance(done: float) -> None:
+            # A write (and the check that the job is still this attempt's) per percent.
+            if 40 + int(40 * done) > shown[0]:
+                shown[0] = 40 + int(40 * done)
+                progress.step(shown[0])
+
+        cis = bootstrap_cis(
+            {label: result.per_query[label] for label in labels},
+            n=job.resamples,
+            seed=job.seed,
+            strata=boot_strata,
+            progress=advance,
+        )
     progress.enter("breakdown", 82)
     aggregates = [
         ScoreAggregate(
@@ -1065,7 +1084,22 @@ def _insert_query_results(job: ScoringJob, results: list[QueryRow]) -> None:
 # ---------------------------------------------------------------- reproducibility
 
 
+def ci_description(job: ScoringJob) -> str:
+    """How the job's intervals are computed, in words (the job page and ``score_run``)."""
+    strata = (job.summary or {}).get("ci_strata") or {}
+    by = " × ".join(strata.get("by") or ["domain", "task_type"])
+    sizes = strata.get("sizes") or {}
+    counted = f": {len(sizes)} strata" if sizes else ""
+    return (
+        f"95 % percentile bootstrap, {job.resamples} resamples, seed {job.seed}, resampled "
+        f"within {by} strata{counted}"
+        + (" (strata.csv in the reproducibility bundle)" if job.kind != RunKind.ANSWERS else "")
+    )
+
+
 def reproduce_command(job: ScoringJob) -> str:
+    """The ``python -m scoring`` command that recomputes the job's figures — values, per-query
+    measures and the stratified intervals — on the files of its reproducibility bundle."""
     if job.kind == RunKind.ANSWERS:
         return (
             "python -m scoring probe --questions probe-questions-packets.jsonl "

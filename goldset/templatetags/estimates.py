@@ -30,3 +30,11 @@ def est(estimate, arg="2"):
 @register.filter
 def num(value, digits=2):
     return _num(value, int(digits), False)
+
+
+@register.filter
+def pct(value):
+    """A share in [0, 1] as "70.0 %" (— when unknown)."""
+    if value in (None, ""):
+        return "—"
+    return _num(float(value), 1, True)

@@ -23,7 +23,9 @@ from goldset.services.blinded_downloads import (
 from goldset.services.freeze import NothingToFreeze, freeze_gold_version, preview_freeze
 from goldset.services.scoring_jobs import (
     cancel_scoring_job,
+    ci_description,
     job_liveness,
+    reproduce_command,
     retry_scoring_job,
 )
 from goldset.views.downloads import file_response
@@ -168,6 +170,8 @@ def job_detail(request, pk):
         "live": live,
         "results": results,
         "others": others.exclude(pk=job.pk)[:20],
+        "ci": ci_description(job),
+        "reproduce": reproduce_command(job),
     }
     return render(request, "exports/job_detail.html", context)
 

@@ -100,4 +100,6 @@ def colliding_fingerprints(monkeypatch):
     """Every document id hashes to the same value, so only the string checks keep results exact."""
     from scoring import _ids
 
-    monkeypatch.setattr(_ids, "fingerprint", lambda values: np.zeros(len(values), dtype=np.uint64))
+    monkeypatch.setattr(
+        _ids, "fingerprint", lambda values, **_: np.zeros(len(values), dtype=np.uint64)
+    )

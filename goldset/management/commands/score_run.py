@@ -11,14 +11,17 @@ from goldset.models import GoldVersion, ScoringJob
 from goldset.rules.measures import BadMeasures, check_measures
 from goldset.selectors.evaluators import get_calibration_by_label
 from goldset.services.jobs import reconcile
-from goldset.services.scoring_jobs import create_scoring_job
+from goldset.services.scoring_jobs import ci_description, create_scoring_job, reproduce_command
 
 
 class Command(BaseCommand):
     help = (
         "Upload a run (TREC, JSONL or answer log) to score against a frozen version; the job "
-        "runs on a worker (or in-process in the embedded default). --recover runs one "
-        "reconciler pass: lost jobs are requeued and pending work is published."
+        "runs on a worker (or in-process in the embedded default). Prints the job as JSON, with "
+        "'ci' (intervals: stratified bootstrap within the triples' domain x task_type strata) "
+        "and 'reproduce' (the python -m scoring command that recomputes the figures and "
+        "intervals on the job's reproducibility bundle, --strata strata.csv included). "
+        "--recover runs one reconciler pass: lost jobs are requeued and pending work is published."
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
@@ -82,7 +85,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from exc
         reused = job.reused
         job = ScoringJob.objects.get(pk=job.pk)
-        out = {"job": job.pk, "status": job.status, "summary": job.summary}
+        out = {
+            "job": job.pk,
+            "status": job.status,
+            "summary": job.summary,
+            "ci": ci_description(job),
+            "reproduce": reproduce_command(job),
+        }
         if reused:
             out["message"] = (
                 f"this run (sha256 {job.run_sha256}) was already uploaded: job {job.pk}"

@@ -387,17 +387,19 @@ def test_retrieval_catalogue_in_one_call_with_trec_q_output(capsys, write):
     assert payload["aggregate"]["mrr"] == pytest.approx((1 + 0.5) / 2)
     code, out, _ = _run(capsys, [*argv, "--metrics", "P_5,mrr", "--format", "trec", "--per-query"])
     assert code == 0
+    # trec_eval's names and order (recip_rank before P), runid = the run's tag column.
     assert out.splitlines() == [
-        "precision@5           \tq1\t0.2000",
-        "mrr                   \tq1\t1.0000",
-        "precision@5           \tq2\t0.2000",
-        "mrr                   \tq2\t0.5000",
+        "recip_rank            \tq1\t1.0000",
+        "P_5                   \tq1\t0.2000",
+        "recip_rank            \tq2\t0.5000",
+        "P_5                   \tq2\t0.2000",
+        "runid                 \tall\tt",
         "num_q                 \tall\t2",
-        "precision@5           \tall\t0.2000",
-        "mrr                   \tall\t0.7500",
+        "recip_rank            \tall\t0.7500",
+        "P_5                   \tall\t0.2000",
     ]
     code, out, _ = _run(capsys, [*argv, "--metrics", "mrr", "-l", "2", "-J", "--format", "trec"])
-    assert code == 0 and out.splitlines()[-1] == "mrr                   \tall\t0.5000"
+    assert code == 0 and out.splitlines()[-1] == "recip_rank            \tall\t0.5000"
 
 
 def test_compare_runs_paired_tests_with_holm(capsys, write):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from scoring.cli import main
 from tests.scoring.unit.test_evaluators import _copying_judge, _items, _random_judge
 from tests.scoring.unit.test_report import _benchmark
@@ -123,3 +125,25 @@ def test_report_command_rejects_a_bad_answer_file(capsys, write):
     )
     assert code == 2 and out == ""
     assert "a.jsonl, line 1: retrieved_passages: missing field" in err
+
+
+def test_evaluators_command_reports_coverage_and_takes_the_minimum(capsys, write):
+    items = _items(40)
+    judged = _copying_judge(items)
+    outputs = [
+        {"evaluator": "half", "record_id": rid, **rec} for rid, rec in list(judged.items())[:28]
+    ]
+    argv = ["evaluators", "--items", write("items.jsonl", _jsonl(items))]
+    argv += ["--outputs", write("out.jsonl", _jsonl(outputs)), "--resamples", "100"]
+    code, out, err = _run(capsys, argv)
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert (row["n"], row["n_items"], row["coverage"]) == (28, 40, 0.7)
+    assert not any(a["trusted"] for a in row["axes"])
+    code, out, err = _run(capsys, [*argv, "--min-coverage", "0.7"])
+    assert code == 0, err
+    assert all(a["trusted"] for a in json.loads(out)["rows"][0]["axes"])
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--min-coverage", "1.5"])
+    assert exc.value.code == 2
+    assert "--min-coverage: must be between 0 and 1" in capsys.readouterr().err
