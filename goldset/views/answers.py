@@ -29,6 +29,8 @@ from goldset.services.labeling import (
     submit_label,
     undo_last_label,
 )
+from goldset.services.locking import SubmitBusy
+from goldset.views.busy import as_busy
 from goldset.views.guidelines import task_panel
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
@@ -132,6 +134,9 @@ def item(request, public_id):
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except LabelingClosed as exc:
             form.add_error(None, str(exc))
+        except SubmitBusy as exc:
+            form.add_error(None, str(exc))
+            return as_busy(_render_item(request, assignment, form), exc)
         else:
             messages.success(request, "Label saved.")
             return _after_label(request, assignment)

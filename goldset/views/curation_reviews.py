@@ -12,6 +12,7 @@ from goldset.forms.time_on_item import timing_from
 from goldset.models import DecisionKind
 from goldset.selectors import curation as selectors
 from goldset.selectors.guidelines import TRIPLE_REVIEW
+from goldset.services.locking import SubmitBusy
 from goldset.services.reviews import (
     ReviewSkipRefused,
     ReviewUndoRefused,
@@ -20,6 +21,7 @@ from goldset.services.reviews import (
     submit_review,
     undo_last_review,
 )
+from goldset.views.busy import as_busy
 from goldset.views.curation_authoring import htmx_target
 from goldset.views.guidelines import task_panel
 from workbench.roles import Role, role_required
@@ -73,6 +75,7 @@ def review(request, pk):
     assignment = selectors.get_assignment_for(user=request.user, pk=pk)
     own = selectors.get_own_review(assignment=assignment)
     form = ReviewForm(request.POST or None)
+    busy = None
     if request.method == "POST" and own is None and form.is_valid():
         try:
             own = submit_review(
@@ -88,6 +91,9 @@ def review(request, pk):
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
+        except SubmitBusy as exc:
+            form.add_error(None, str(exc))
+            busy = exc
         else:
             if htmx_target(request, "review-item"):
                 return _next_review(request, done=assignment, own=own)
@@ -97,7 +103,8 @@ def review(request, pk):
     partial = next(
         (f"#{name}" for name in ("review-card", "review-item") if htmx_target(request, name)), ""
     )
-    return render(request, f"curation/review.html{partial}", context)
+    response = render(request, f"curation/review.html{partial}", context)
+    return as_busy(response, busy) if busy else response
 
 
 def _as_on_its_page(request, assignment):
