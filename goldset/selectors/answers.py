@@ -606,14 +606,59 @@ def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
     return set(labelers) | set(leads)
 
 
-def _decision_timing(decision) -> dict:
-    """Time on item and the guideline version a label or adjudication was made under (None for
-    decisions recorded before they were kept)."""
-    return {
-        "server_ms": decision.server_ms,
-        "active_ms": decision.active_ms,
-        "guideline_version": decision.guideline.version if decision.guideline_id else None,
-    }
+EXPORT_RECORD_COLUMNS = (
+    "id",
+    "public_id",
+    "question__question_id",
+    "question__domain__slug",
+    "question__task_family",
+    "run__run_id",
+    "run__system__system_id",
+    "tier",
+    "routing_rule",
+    "rules_version",
+    "status",
+    "audit_seed",
+    "audit_draw",
+    "in_audit_sample",
+    "final_acceptability",
+    "final_grounding",
+    "final_source",
+    "adjudication__id",
+    "adjudication__lead_id",
+    "adjudication__reason",
+    "adjudication__acceptability",
+    "adjudication__grounding",
+    "adjudication__severe_safety",
+    "adjudication__primary_failure",
+    "adjudication__secondary_failures",
+    "adjudication__rationale",
+    "adjudication__changed_outcome",
+    "adjudication__created_at",
+    "adjudication__server_ms",
+    "adjudication__active_ms",
+    "adjudication__guideline__version",
+)
+EXPORT_LABEL_COLUMNS = (
+    "record_id",
+    "assignment__slot",
+    "annotator_id",
+    "acceptability",
+    "grounding",
+    "evidence_sufficiency",
+    "citation_correctness",
+    "conflict_handling",
+    "safety_boundary",
+    "severe_safety",
+    "primary_failure",
+    "secondary_failures",
+    "rationale",
+    "created_at",
+    "server_ms",
+    "active_ms",
+    "guideline__version",
+)
+EXPORT_CHUNK = 2000
 
 
 def iter_adjudication_export(
@@ -624,84 +669,102 @@ def iter_adjudication_export(
 
     Reviewers appear as the ``pseudonyms`` given (``{user_id: label}``, see
     ``services.pseudonyms``: random per gold version or per export), never names or keys. Items
-    still collecting labels are left out unless ``include_open``. Streams in chunks.
+    still collecting labels are left out unless ``include_open``. Streams plain columns (no
+    model objects: issue 26), records by id with one query of their labels per chunk; the
+    guideline version of a decision is None when none was recorded.
     """
-    statuses = _export_statuses(include_open)
     records = (
-        AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
-        .select_related("question__domain", "run__system", "adjudication__guideline")
-        .prefetch_related(
-            Prefetch(
-                "labels",
-                queryset=Label.objects.select_related("assignment", "guideline").order_by(
-                    "assignment__slot", "id"
-                ),
-            )
-        )
+        AnswerRecord.objects.filter(is_calibration=False, status__in=_export_statuses(include_open))
         .order_by("id")
+        .values_list(*EXPORT_RECORD_COLUMNS)
     )
-    for record in records.iterator(chunk_size=500):
-        adjudication = getattr(record, "adjudication", None)
-        yield {
-            "item_id": record.public_id,
-            "question_id": record.question.question_id,
-            "domain": record.question.domain.slug,
-            "task_family": record.question.task_family,
-            "run_id": record.run.run_id,
-            "system_id": record.run.system.system_id,
-            "tier": record.tier,
-            "routing_rule": record.routing_rule,
-            "rules_version": record.rules_version,
-            "status": record.status,
-            "labels": [
-                {
-                    "slot": label.assignment.slot,
-                    "reviewer": pseudonyms[label.annotator_id],
-                    "reviewer_role": Role.ANNOTATOR.value,
-                    "acceptability": label.acceptability,
-                    "grounding": label.grounding,
-                    "evidence_sufficiency": label.evidence_sufficiency,
-                    "citation_correctness": label.citation_correctness,
-                    "conflict_handling": label.conflict_handling,
-                    "safety_boundary": label.safety_boundary,
-                    "severe_safety": label.severe_safety,
-                    "primary_failure": label.primary_failure or None,
-                    "secondary_failures": label.secondary_failures,
-                    "rationale": label.rationale,
-                    "labeled_at": label.created_at.isoformat(),
-                    **_decision_timing(label),
-                }
-                for label in record.labels.all()
-            ],
-            "adjudication": None
-            if adjudication is None
-            else {
-                "reviewer": pseudonyms[adjudication.lead_id],
-                "reviewer_role": Role.LEAD.value,
-                "reason": adjudication.reason,
-                "acceptability": adjudication.acceptability,
-                "grounding": adjudication.grounding,
-                "severe_safety": adjudication.severe_safety,
-                "primary_failure": adjudication.primary_failure or None,
-                "secondary_failures": adjudication.secondary_failures,
-                "rationale": adjudication.rationale,
-                "changed_outcome": adjudication.changed_outcome,
-                "adjudicated_at": adjudication.created_at.isoformat(),
-                **_decision_timing(adjudication),
-            },
-            "audit_sample": {
-                "seed": record.audit_seed,
-                "draw": record.audit_draw,
-                "selected": record.in_audit_sample,
+    chunk: list[dict] = []
+    for row in records.iterator(chunk_size=EXPORT_CHUNK):
+        chunk.append(dict(zip(EXPORT_RECORD_COLUMNS, row, strict=True)))
+        if len(chunk) >= EXPORT_CHUNK:
+            yield from _export_items(chunk, pseudonyms)
+            chunk = []
+    yield from _export_items(chunk, pseudonyms)
+
+
+def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[dict]:
+    labels: dict[int, list[dict]] = {}
+    rows = (
+        Label.objects.filter(record_id__in=[r["id"] for r in chunk])
+        .order_by("record_id", "assignment__slot", "id")
+        .values_list(*EXPORT_LABEL_COLUMNS)
+    )
+    for row in rows:
+        label = dict(zip(EXPORT_LABEL_COLUMNS, row, strict=True))
+        labels.setdefault(label["record_id"], []).append(
+            {
+                "slot": label["assignment__slot"],
+                "reviewer": pseudonyms[label["annotator_id"]],
+                "reviewer_role": Role.ANNOTATOR.value,
+                "acceptability": label["acceptability"],
+                "grounding": label["grounding"],
+                "evidence_sufficiency": label["evidence_sufficiency"],
+                "citation_correctness": label["citation_correctness"],
+                "conflict_handling": label["conflict_handling"],
+                "safety_boundary": label["safety_boundary"],
+                "severe_safety": label["severe_safety"],
+                "primary_failure": label["primary_failure"] or None,
+                "secondary_failures": label["secondary_failures"],
+                "rationale": label["rationale"],
+                "labeled_at": label["created_at"].isoformat(),
+                "server_ms": label["server_ms"],
+                "active_ms": label["active_ms"],
+                "guideline_version": label["guideline__version"],
             }
-            if record.audit_seed is not None
+        )
+    for r in chunk:
+        yield {
+            "item_id": r["public_id"],
+            "question_id": r["question__question_id"],
+            "domain": r["question__domain__slug"],
+            "task_family": r["question__task_family"],
+            "run_id": r["run__run_id"],
+            "system_id": r["run__system__system_id"],
+            "tier": r["tier"],
+            "routing_rule": r["routing_rule"],
+            "rules_version": r["rules_version"],
+            "status": r["status"],
+            "labels": labels.get(r["id"], []),
+            "adjudication": None
+            if r["adjudication__id"] is None
+            else _export_adjudication(r, pseudonyms),
+            "audit_sample": {
+                "seed": r["audit_seed"],
+                "draw": r["audit_draw"],
+                "selected": r["in_audit_sample"],
+            }
+            if r["audit_seed"] is not None
             else None,
             "final": {
-                "acceptability": record.final_acceptability or None,
-                "grounding": record.final_grounding or None,
-                "source": record.final_source or None,
+                "acceptability": r["final_acceptability"] or None,
+                "grounding": r["final_grounding"] or None,
+                "source": r["final_source"] or None,
             },
         }
+
+
+def _export_adjudication(r: dict, pseudonyms: Mapping[int, str]) -> dict:
+    return {
+        "reviewer": pseudonyms[r["adjudication__lead_id"]],
+        "reviewer_role": Role.LEAD.value,
+        "reason": r["adjudication__reason"],
+        "acceptability": r["adjudication__acceptability"],
+        "grounding": r["adjudication__grounding"],
+        "severe_safety": r["adjudication__severe_safety"],
+        "primary_failure": r["adjudication__primary_failure"] or None,
+        "secondary_failures": r["adjudication__secondary_failures"],
+        "rationale": r["adjudication__rationale"],
+        "changed_outcome": r["adjudication__changed_outcome"],
+        "adjudicated_at": r["adjudication__created_at"].isoformat(),
+        "server_ms": r["adjudication__server_ms"],
+        "active_ms": r["adjudication__active_ms"],
+        "guideline_version": r["adjudication__guideline__version"],
+    }
 
 
 # ---------------------------------------------------------------- PROBE question packets

@@ -18,7 +18,7 @@ from goldset.exceptions import GoldsetError
 from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WebhookEvent, WorkingSlice
 from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
 from goldset.selectors.curation import (
-    gold_row,
+    iter_gold_rows,
     list_gold_triples,
     superseded_pin_q,
     with_pin_status,
@@ -413,8 +413,9 @@ def superseded_manifest(filters: FreezeFilters) -> dict:
 
 
 def selected_rows(filters: FreezeFilters):
-    for triple in selected_triples(filters).iterator(chunk_size=ROW_BATCH):
-        yield gold_row(triple)
+    """The gold rows of the selected triples, streamed from plain columns (issue 26: no model
+    objects for a hundred thousand triples and their joins)."""
+    return iter_gold_rows(selected_triples(filters), batch=ROW_BATCH)
 
 
 def freeze_seeds(filters: FreezeFilters) -> dict:
