@@ -277,6 +277,10 @@ def get_assignment_for(*, annotator, public_id: str) -> LabelAssignment:
 
 
 def get_own_label(assignment: LabelAssignment) -> Label | None:
+    """The assignment's label; an assignment has one exactly when it is completed (the labeling
+    service sets both in one transaction, undo clears both), so an open one costs no query."""
+    if assignment.completed_at is None:
+        return None
     return Label.objects.filter(assignment=assignment).first()
 
 

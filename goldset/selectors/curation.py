@@ -352,6 +352,10 @@ def get_assignment_for(*, user, pk) -> ReviewAssignment:
 
 
 def get_own_review(*, assignment: ReviewAssignment) -> Review | None:
+    """The assignment's review; an assignment has one exactly when it is completed (the review
+    service sets both in one transaction, undo clears both), so an open one costs no query."""
+    if assignment.completed_at is None:
+        return None
     return Review.objects.filter(assignment=assignment).first()
 
 

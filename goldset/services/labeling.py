@@ -346,7 +346,8 @@ def settle_record(record: AnswerRecord) -> None:
         )
         return
     if plan.outcome is None:
-        record.save(update_fields=["spot_check_seed", "spot_check_week"])
+        if plan.spot_check_week:  # otherwise nothing changed: no statement (issue 26)
+            record.save(update_fields=["spot_check_seed", "spot_check_week"])
         return
     outcome = plan.outcome
     record.status = outcome.status

@@ -95,8 +95,8 @@ def test_adjudication_queue_pages_by_keyset_at_the_same_cost_at_two_sizes(
 # Its statement count is pinned so that a change adding statements to the hot path is noticed
 # (counted inside the test's transaction: in production the submit's own transaction adds its
 # lock-wait bound, and BEGIN/COMMIT, instead of the savepoints).
-LABEL_SUBMIT_STATEMENTS = 38
-REVIEW_SUBMIT_STATEMENTS = 33
+LABEL_SUBMIT_STATEMENTS = 36
+REVIEW_SUBMIT_STATEMENTS = 32
 
 
 @pytest.fixture
