@@ -28,7 +28,9 @@ from goldset.services.agreement import SEED, bootstrap_resamples, ratings_frame,
 from goldset.services.agreement_sources import (
     ANSWERS,
     TRIPLES,
+    answer_label_frame,
     answer_label_ratings,
+    triple_review_frame,
     triple_review_ratings,
 )
 from goldset.services.probe_exports import render_adjudication_export
@@ -451,10 +453,15 @@ def agreement_summary(filters: FreezeFilters) -> dict:
     Bootstrap seed 8821 (``goldset.services.agreement.SEED``)."""
     triples = selected_triples(filters).values("pk")
     n_resamples = bootstrap_resamples()
-    reviews = summary_figures(
-        ratings_frame(triple_review_ratings(triples=triples)), n_resamples=n_resamples
-    )
-    labels = summary_figures(ratings_frame(answer_label_ratings()), n_resamples=n_resamples)
+    if connection.vendor == "postgresql":
+        # Columnar COPY reads (issue 26): categorical columns instead of a tuple per rating.
+        review_rows = triple_review_frame(triples=triples)
+        label_rows = answer_label_frame()
+    else:
+        review_rows = ratings_frame(triple_review_ratings(triples=triples))
+        label_rows = ratings_frame(answer_label_ratings())
+    reviews = summary_figures(review_rows, n_resamples=n_resamples)
+    labels = summary_figures(label_rows, n_resamples=n_resamples)
     return {
         "method": AGREEMENT_METHOD,
         "bootstrap": {"seed": SEED, "resamples": n_resamples, "level": 0.95},

@@ -23,6 +23,13 @@ from goldset.selectors.answers import (
     list_adjudication_export_people,
 )
 from goldset.selectors.curation import iter_gold_rows, list_gold_triples
+from goldset.services.agreement import ratings_frame, summary_figures
+from goldset.services.agreement_sources import (
+    answer_label_frame,
+    answer_label_ratings,
+    triple_review_frame,
+    triple_review_ratings,
+)
 from goldset.services.exports import canonical_json
 from goldset.services.freeze import FreezeFilters, freeze_gold_version, selected_triples
 from tests.factories import CustomerPermissionFactory
@@ -96,3 +103,15 @@ def test_a_freeze_stores_the_rows_and_files_the_object_built_rows_give(demo, adm
     gold_file = version.files.get(format="gold_jsonl", redacted=False)
     assert gold_file.size == sum(len(line.encode()) + 1 for line in expected)
     assert GoldVersion.objects.get(pk=version.pk).sealed
+
+
+@pytest.mark.postgres
+def test_the_freeze_agreement_summary_reads_columns_with_the_same_figures(demo, settings):
+    settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 200
+    triples = selected_triples(FreezeFilters(include_superseded=True)).values("pk")
+    for columns, tuples in (
+        (triple_review_frame(triples=triples), triple_review_ratings(triples=triples)),
+        (answer_label_frame(), answer_label_ratings()),
+    ):
+        expected = summary_figures(ratings_frame(tuples), n_resamples=200)
+        assert expected and summary_figures(columns, n_resamples=200) == expected
