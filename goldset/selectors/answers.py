@@ -774,58 +774,115 @@ def _export_adjudication(r: dict, pseudonyms: Mapping[int, str]) -> dict:
 # ---------------------------------------------------------------- PROBE question packets
 
 
-def _questions():
-    return (
-        Question.objects.select_related("domain")
-        .prefetch_related(
-            Prefetch("evidence", queryset=EvidencePassage.objects.order_by("position", "pk"))
-        )
-        .order_by("question_id")
-    )
+QUESTION_COLUMNS = (
+    "question_id",
+    "text",
+    "domain__slug",
+    "task_family",
+    "variant",
+    "conflict_flag",
+    "freshness_flag",
+    "required_behavior",
+    "safety_flags",
+    "prohibited_behaviors",
+)
+EVIDENCE_COLUMNS = ("kind", "passage_ref", "role", "effective", "label", "authority", "reason")
+
+
+def _question_values(q: Question) -> dict:
+    return {
+        "question_id": q.question_id,
+        "text": q.text,
+        "domain__slug": q.domain.slug,
+        "task_family": q.task_family,
+        "variant": q.variant,
+        "conflict_flag": q.conflict_flag,
+        "freshness_flag": q.freshness_flag,
+        "required_behavior": q.required_behavior,
+        "safety_flags": q.safety_flags,
+        "prohibited_behaviors": q.prohibited_behaviors,
+    }
 
 
 def question_record(q: Question) -> dict:
-    flags = [f for f, on in (("conflict", q.conflict_flag), ("freshness", q.freshness_flag)) if on]
+    return _question_record(_question_values(q))
+
+
+def _question_record(q: dict) -> dict:
+    flags = [
+        f for f, on in (("conflict", q["conflict_flag"]), ("freshness", q["freshness_flag"])) if on
+    ]
     return {
-        "question_id": q.question_id,
-        "question": q.text,
-        "domain": q.domain.slug,
-        "task_family": q.task_family,
-        "variant": q.variant,
+        "question_id": q["question_id"],
+        "question": q["text"],
+        "domain": q["domain__slug"],
+        "task_family": q["task_family"],
+        "variant": q["variant"],
         "flags": flags,
-        "required_behavior": q.required_behavior,
-        "safety_flags": q.safety_flags,
+        "required_behavior": q["required_behavior"],
+        "safety_flags": q["safety_flags"],
     }
 
 
 def packet_record(q: Question) -> dict:
     """Seed 004 A.4: gold passages with role, authority, effective window and label; near
     misses with their reason; prohibited behaviours."""
+    evidence = [{c: getattr(e, c) for c in EVIDENCE_COLUMNS} for e in q.evidence.all()]
+    return _packet_record(_question_values(q), evidence)
+
+
+def _packet_record(q: dict, evidence: list[dict]) -> dict:
     gold, near = [], []
-    for e in q.evidence.all():
-        if e.kind == EvidenceKind.NEAR_MISS:
-            near.append({"passage_id": e.passage_ref, "reason": e.reason})
+    for e in evidence:
+        if e["kind"] == EvidenceKind.NEAR_MISS:
+            near.append({"passage_id": e["passage_ref"], "reason": e["reason"]})
         else:
             passage = {
-                "passage_id": e.passage_ref,
-                "role": e.role,
-                "effective": e.effective,
-                "label": e.label,
+                "passage_id": e["passage_ref"],
+                "role": e["role"],
+                "effective": e["effective"],
+                "label": e["label"],
             }
-            if e.authority is not None:  # absent: scoring.probe's default authority applies
-                passage["authority"] = float(e.authority)
+            if e["authority"] is not None:  # absent: scoring.probe's default authority applies
+                passage["authority"] = float(e["authority"])
             gold.append(passage)
     return {
-        **question_record(q),
+        **_question_record(q),
         "gold_evidence": gold,
         "near_miss": near,
-        "prohibited_answer_behavior": q.prohibited_behaviors,
+        "prohibited_answer_behavior": q["prohibited_behaviors"],
     }
 
 
+PACKET_CHUNK = 2000
+
+
 def iter_answer_question_packets() -> Iterator[dict]:
-    for q in _questions().iterator(chunk_size=500):
-        yield packet_record(q)
+    """:func:`packet_record` of every question, by question id, streamed from plain columns
+    (issue 26: no model objects): one query of evidence per chunk of questions."""
+    rows = Question.objects.order_by("question_id").values_list("pk", *QUESTION_COLUMNS)
+    chunk: list[tuple] = []
+    for row in rows.iterator(chunk_size=PACKET_CHUNK):
+        chunk.append(row)
+        if len(chunk) >= PACKET_CHUNK:
+            yield from _packets_of(chunk)
+            chunk = []
+    yield from _packets_of(chunk)
+
+
+def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
+    evidence: dict[int, list[dict]] = {}
+    rows = (
+        EvidencePassage.objects.filter(question_id__in=[row[0] for row in chunk])
+        .order_by("question_id", "position", "pk")
+        .values_list("question_id", *EVIDENCE_COLUMNS)
+    )
+    for question_id, *values in rows:
+        evidence.setdefault(question_id, []).append(
+            dict(zip(EVIDENCE_COLUMNS, values, strict=True))
+        )
+    for pk, *values in chunk:
+        yield _packet_record(dict(zip(QUESTION_COLUMNS, values, strict=True)), evidence.get(pk, []))
 
 
 def get_undoable_label(*, annotator) -> Label | None:

@@ -1,11 +1,11 @@
-"""The gold-row and adjudication-export code before issue 26, verbatim (model objects, joins
+"""The gold-row, adjudication-export and question-packet code before issue 26, verbatim (model objects, joins
 and prefetches), kept as the reference the streamed versions must equal byte for byte."""
 
 from collections.abc import Iterator, Mapping
 
 from django.db.models import Prefetch
 
-from goldset.models import AnswerRecord, Label, Triple
+from goldset.models import AnswerRecord, EvidenceKind, EvidencePassage, Label, Question, Triple
 from goldset.selectors.answers import _export_statuses
 from workbench.roles import Role
 
@@ -141,3 +141,57 @@ def iter_adjudication_export(
                 "source": record.final_source or None,
             },
         }
+
+
+def _questions():
+    return (
+        Question.objects.select_related("domain")
+        .prefetch_related(
+            Prefetch("evidence", queryset=EvidencePassage.objects.order_by("position", "pk"))
+        )
+        .order_by("question_id")
+    )
+
+
+def question_record(q: Question) -> dict:
+    flags = [f for f, on in (("conflict", q.conflict_flag), ("freshness", q.freshness_flag)) if on]
+    return {
+        "question_id": q.question_id,
+        "question": q.text,
+        "domain": q.domain.slug,
+        "task_family": q.task_family,
+        "variant": q.variant,
+        "flags": flags,
+        "required_behavior": q.required_behavior,
+        "safety_flags": q.safety_flags,
+    }
+
+
+def packet_record(q: Question) -> dict:
+    """Seed 004 A.4: gold passages with role, authority, effective window and label; near
+    misses with their reason; prohibited behaviours."""
+    gold, near = [], []
+    for e in q.evidence.all():
+        if e.kind == EvidenceKind.NEAR_MISS:
+            near.append({"passage_id": e.passage_ref, "reason": e.reason})
+        else:
+            passage = {
+                "passage_id": e.passage_ref,
+                "role": e.role,
+                "effective": e.effective,
+                "label": e.label,
+            }
+            if e.authority is not None:  # absent: scoring.probe's default authority applies
+                passage["authority"] = float(e.authority)
+            gold.append(passage)
+    return {
+        **question_record(q),
+        "gold_evidence": gold,
+        "near_miss": near,
+        "prohibited_answer_behavior": q.prohibited_behaviors,
+    }
+
+
+def iter_answer_question_packets() -> Iterator[dict]:
+    for q in _questions().iterator(chunk_size=500):
+        yield packet_record(q)

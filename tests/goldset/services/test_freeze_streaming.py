@@ -14,12 +14,14 @@ from goldset.models import (
     GoldVersion,
     GuidelineVersion,
     Label,
+    Question,
     Triple,
     TripleRevision,
 )
 from goldset.selectors.answers import (
     _export_statuses,
     iter_adjudication_export,
+    iter_answer_question_packets,
     list_adjudication_export_people,
 )
 from goldset.selectors.curation import iter_gold_rows, list_gold_triples
@@ -115,3 +117,12 @@ def test_the_freeze_agreement_summary_reads_columns_with_the_same_figures(demo, 
     ):
         expected = summary_figures(ratings_frame(tuples), n_resamples=200)
         assert expected and summary_figures(columns, n_resamples=200) == expected
+
+
+def test_streamed_question_packets_equal_the_object_built_packets(demo):
+    new = _bytes(iter_answer_question_packets())
+    old = _bytes(reference.iter_answer_question_packets())
+    assert len(new) == len(old) == Question.objects.count() > 5
+    assert new == old
+    assert any('"gold_evidence":[{' in line for line in new)
+    assert any('"near_miss":[{' in line for line in new)
