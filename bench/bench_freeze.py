@@ -183,7 +183,8 @@ def phase_freeze(reference: bool) -> dict:
             result = {
                 "triples": version.row_count,
                 "files": {
-                    f.format + ("-r" if f.redacted else ""): f.size for f in version.files.all()
+                    f.format + ("-r" if f.redacted else ""): f"{f.size} {f.sha256[:12]}"
+                    for f in version.files.all()
                 },
             }
             raise Rollback
