@@ -43,9 +43,12 @@ class SubmitBusy(Exception):
 
 def is_lock_wait(exc: BaseException) -> bool:
     """Whether ``exc`` is a statement ended by waiting on a lock (or by the statement timeout,
-    which on a submit is a lock wait in practice: its statements are index lookups)."""
+    which on a submit is a lock wait in practice: its statements are index lookups); on SQLite,
+    the embedded default, a write that outwaited its busy timeout ("database is locked")."""
     cause = getattr(exc, "__cause__", None)
-    return getattr(cause, "sqlstate", None) in LOCK_WAIT_SQLSTATES
+    if getattr(cause, "sqlstate", None) in LOCK_WAIT_SQLSTATES:
+        return True
+    return connection.vendor == "sqlite" and "database is locked" in str(exc)
 
 
 def _bound_lock_waits() -> None:
