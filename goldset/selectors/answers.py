@@ -361,13 +361,15 @@ def get_queue_overview(*, annotator) -> QueueOverview:
     )
 
 
-def list_my_done_assignments(*, annotator):
+def list_my_done_assignments(*, annotator, limit: int = 20):
+    """The annotator's latest ``limit`` completed production claims, newest first: a walk of
+    the ``assignment_annotator_time`` index, whatever the length of their history."""
     return (
         LabelAssignment.objects.filter(
             annotator=annotator, is_calibration=False, completed_at__isnull=False
         )
         .select_related("record__question__domain")
-        .order_by("-completed_at", "-id")
+        .order_by("-completed_at", "-id")[:limit]
     )
 
 

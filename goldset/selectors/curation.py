@@ -326,6 +326,8 @@ def count_claimable_revisions(*, reviewer, cap: int = WAITING_COUNT_CAP) -> tupl
 
 
 def list_recent_reviews(*, reviewer, limit: int = 20):
+    """The reviewer's latest ``limit`` reviews, newest first: a walk of the
+    ``review_reviewer_time`` index, whatever the length of their history."""
     return (
         Review.objects.filter(reviewer=reviewer)
         .select_related("revision__triple__domain")

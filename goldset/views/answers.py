@@ -44,7 +44,7 @@ def _wants(request, target: str) -> bool:
 @vary_on_headers("HX-Request")
 def queue(request):
     overview = selectors.get_queue_overview(annotator=request.user)
-    done = selectors.list_my_done_assignments(annotator=request.user)[:20]
+    done = selectors.list_my_done_assignments(annotator=request.user)
     context = {"overview": overview, "done": done}
     template = (
         "answers/queue.html#queue-summary"
