@@ -739,7 +739,7 @@ def one_size(args, size: int) -> dict:
         ]  # fmt: skip
     result = {"size": size, **info, "worker": args.worker}
     try:
-        wait_for(args.port)
+        wait_for(args.port, deadline_s=300)  # four workers warming up on a busy machine
         warm_up(args.port, sessions, args.workers * args.threads)
         result["idle"] = run_idle(args.port, sessions)
         for scenario in filter(None, args.scenarios.split(",")):
