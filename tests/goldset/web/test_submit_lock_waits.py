@@ -10,18 +10,29 @@ import psycopg
 import pytest
 from django.db import connection
 from django.urls import reverse
+from django.utils import timezone
 
 from goldset.models import (
     Adjudication,
     AgreementDirtyScope,
     AnswerRecord,
+    DomainLabelLoad,
     Label,
     LabelAssignment,
     RecordStatus,
     Review,
     ReviewAssignment,
+    Tier,
+    Triple,
 )
-from goldset.services.labeling import claim_next_item
+from goldset.services.labeling import (
+    SPOT_CHECK_RATE,
+    SPOT_CHECK_SEED,
+    _iso_week,
+    add_domain_slots,
+    claim_next_item,
+    seeded_draw,
+)
 from goldset.services.reviews import claim_next_assignment
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset.answers_helpers import GOOD, qualified_annotators
@@ -48,11 +59,12 @@ def _other_connection() -> psycopg.Connection:
 
 
 @contextmanager
-def held(table: str, pk: int):
-    """Another connection holds ``table``'s row ``pk`` (FOR UPDATE) until the block ends."""
+def held(model, pk: int):
+    """Another connection holds ``model``'s row ``pk`` (FOR UPDATE) until the block ends."""
     other = _other_connection()
+    table, column = model._meta.db_table, model._meta.pk.column
     try:
-        other.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE", [pk])
+        other.execute(f"SELECT 1 FROM {table} WHERE {column} = %s FOR UPDATE", [pk])
         yield other
     finally:
         other.rollback()
@@ -128,7 +140,7 @@ def test_label_submit_under_a_held_record_answers_503_and_stores_nothing(
     annotator, assignment = label_claim
     url = reverse("answers:item", args=[assignment.record.public_id])
     headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "label-item"} if htmx else {}
-    with held(AnswerRecord._meta.db_table, assignment.record_id):
+    with held(AnswerRecord, assignment.record_id):
         response = client_for(annotator).post(url, LABEL, **headers)
     _assert_busy(response, kept="kept-text-7731")
     _nothing_labeled(assignment)
@@ -144,7 +156,7 @@ def test_label_submit_is_retried_once_after_a_lock_wait(client_for, label_claim,
     client = client_for(annotator)
     client.get(reverse("answers:queue"))  # the test's connection is open: its pid is known
     pid = connection.connection.info.backend_pid
-    with held(AnswerRecord._meta.db_table, assignment.record_id) as holder:
+    with held(AnswerRecord, assignment.record_id) as holder:
         releaser = _release_during_second_wait(holder, pid)
         response = client.post(reverse("answers:item", args=[assignment.record.public_id]), LABEL)
         releaser.join()
@@ -162,7 +174,7 @@ def test_review_submit_under_a_held_triple_answers_503_and_stores_nothing(client
     url = reverse("curation:review", args=[assignment.pk])
     data = {"verdict": "flag", "flags": ["question_unrealistic"], "comment": "kept-comment-5521"}
     for headers in ({}, {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "review-item"}):
-        with held(triple._meta.db_table, triple.pk):
+        with held(Triple, triple.pk):
             response = client_for(reviewer).post(url, data, **headers)
         _assert_busy(response, kept="kept-comment-5521")
     assert not Review.objects.exists()
@@ -180,9 +192,39 @@ def test_adjudication_under_a_held_record_answers_503_and_stores_nothing(
     )
     url = reverse("answers:adjudicate", args=[record.public_id])
     data = {**LABEL, "rationale": "kept-rationale-8812"}
-    with held(AnswerRecord._meta.db_table, record.pk):
+    with held(AnswerRecord, record.pk):
         response = client_for(lead).post(url, data)
     _assert_busy(response, kept="kept-rationale-8812")
     assert not Adjudication.objects.exists()
     record.refresh_from_db()
     assert record.status == RecordStatus.NEEDS_ADJUDICATION
+
+
+def test_a_long_transaction_on_the_domain_load_row_answers_503_not_500(client_for, short_waits):
+    """Issue 24's case: an import-like transaction holds ``goldset_domainlabelload`` while a
+    TRIAGE item's first label is drawn for a spot check (which adds slots to that row)."""
+    domain = DomainFactory(slug="supply_chain")
+    week = _iso_week(timezone.now())
+    public_id = next(
+        pid
+        for pid in (f"issue24-{i:04d}" for i in range(10_000))
+        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{pid}") < SPOT_CHECK_RATE
+    )
+    record = AnswerRecordFactory(
+        question__domain=domain, tier=Tier.TRIAGE, labels_required=1, public_id=public_id
+    )
+    add_domain_slots(domain_id=domain.pk, delta=1)
+    (annotator,) = qualified_annotators(domain, 1)
+    assignment = claim_next_item(annotator=annotator).assignment
+    assert assignment.record_id == record.pk
+    url = reverse("answers:item", args=[public_id])
+    with held(DomainLabelLoad, DomainLabelLoad.objects.get(domain=domain).pk):
+        response = client_for(annotator).post(url, LABEL)
+    _assert_busy(response, kept="kept-text-7731")
+    _nothing_labeled(assignment)
+    record.refresh_from_db()
+    assert not record.spot_check and record.labels_required == 1
+    response = client_for(annotator).post(url, LABEL)  # the transaction ended: it goes through
+    assert response.status_code == 302
+    record.refresh_from_db()
+    assert record.spot_check and record.labels_required == 2
