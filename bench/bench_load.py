@@ -84,7 +84,7 @@ def create_database(base_url: str, name: str) -> str:
 # ---------------------------------------------------------------- seeding (in a child process)
 
 
-def seed(size: int, users: int) -> dict:
+def seed(size: int, users: int, history: int = 0) -> dict:
     """Runs with DJANGO settings pointing at the bench database (see main)."""
     # Runs in a child process whose environment points Django at the bench database.
     import django
@@ -198,6 +198,7 @@ def seed(size: int, users: int) -> dict:
     supersede_started = time.perf_counter()
     BlockVersionFactory(block=superseded.block, version=2)
     supersede_s = time.perf_counter() - supersede_started
+    heavy = seed_history(history, people[-HEAVY_USERS:], template, triple) if history else []
     analyze(Question, Run, AnswerRecord, Triple, TripleRevision)
 
     sessions = make_sessions()
@@ -207,8 +208,95 @@ def seed(size: int, users: int) -> dict:
         "revisions": TripleRevision.objects.count(),
         "superseded_pins": Triple.objects.filter(pin_superseded=True).count(),
         "supersede_s": round(supersede_s, 2),
+        "history_per_person": history,
+        "people_with_history": heavy,
         "sessions": sessions,
     }
+
+
+# The people given a long history (the idle scenario's annotator among them): at most two, as
+# every history record takes one of two label slots and every history revision one of two
+# review slots.
+HEAVY_USERS = 2
+
+
+def seed_history(n: int, people, answer_template, triple_template) -> list[str]:
+    """``n`` labels and ``n`` reviews for each of ``people`` (issue 26: the pages of the people
+    who work most), one a minute going back from now, on ``n`` finished answer records and
+    ``n`` gold triples of their own (outside the open pools: nothing of it can be claimed)."""
+    from django.db import connection
+
+    from goldset.models import Label, LabelAssignment, Review, ReviewAssignment
+    from goldset.services.labeling import add_domain_slots
+    from tests.goldset.bulk_support import analyze, grow_answer_pool, grow_revision_pool
+
+    grow_answer_pool(answer_template, n, tag="hist")
+    # the history is finished work: its slots are not part of the open load
+    add_domain_slots(
+        domain_id=answer_template.domain_id, delta=-n * answer_template.labels_required
+    )
+    grow_revision_pool(triple_template, n, tag="hist")
+    records = (
+        "SELECT r.id, row_number() OVER (ORDER BY r.id) AS g FROM goldset_answerrecord r"
+        " JOIN goldset_question q ON q.id = r.question_id WHERE q.question_id LIKE 'hist-%%'"
+    )
+    revisions = (
+        "SELECT t.current_revision_id AS id, row_number() OVER (ORDER BY t.id) AS g"
+        " FROM goldset_triple t WHERE t.external_id LIKE 'hist-%%'"
+    )
+    at = "now() - s.g * interval '1 minute'"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE goldset_answerrecord SET status = 'final', final_source = 'majority',"
+            " final_acceptability = 'acceptable', final_grounding = 'fully_grounded',"
+            f" labels_required = {len(people)}, assigned_count = {len(people)}, finalized_at = now()"
+            f" WHERE id IN (SELECT id FROM ({records}) AS s)"
+        )
+        cursor.execute(
+            "UPDATE goldset_triple SET state = 'gold', resolution = 'consensus', gold_at = now()"
+            " WHERE external_id LIKE 'hist-%%'"
+        )
+        cursor.execute(
+            f"UPDATE goldset_triplerevision SET assigned_count = {len(people)}"
+            f" WHERE id IN (SELECT id FROM ({revisions}) AS s)"
+        )
+        for slot, person in enumerate(people, start=1):
+            cursor.execute(
+                "INSERT INTO goldset_labelassignment (record_id, annotator_id, slot,"
+                " is_calibration, shuffle_seed, shuffle_key, claimed_at, completed_at)"
+                " SELECT s.id, %s, %s, false, 6601, substr(md5(s.id || ':h'), 1, 16),"
+                f" {at}, {at} FROM ({records}) AS s",
+                [person.pk, slot],
+            )
+            cursor.execute(
+                "INSERT INTO goldset_label (acceptability, grounding, severe_safety,"
+                " primary_failure, secondary_failures, rationale, created_at, assignment_id,"
+                " record_id, annotator_id, evidence_sufficiency, citation_correctness,"
+                " conflict_handling, safety_boundary) SELECT 'acceptable', 'fully_grounded',"
+                " false, '', '[]'::jsonb, '', a.completed_at, a.id, a.record_id, a.annotator_id,"
+                " 'sufficient', 'correct', 'not_applicable', 'respected'"
+                " FROM goldset_labelassignment a WHERE a.annotator_id = %s"
+                f" AND a.record_id IN (SELECT id FROM ({records}) AS s)",
+                [person.pk],
+            )
+            cursor.execute(
+                "INSERT INTO goldset_reviewassignment (revision_id, reviewer_id, slot,"
+                f" spot_check, assigned_at, completed_at) SELECT s.id, %s, %s, false, {at},"
+                f" {at} FROM ({revisions}) AS s",
+                [person.pk, slot],
+            )
+            cursor.execute(
+                "INSERT INTO goldset_review (assignment_id, revision_id, reviewer_id, verdict,"
+                " question_unrealistic, wrong_source_block, answer_not_entailed,"
+                " entailment_direction, disagreement_category, comment, spot_check,"
+                " submitted_at) SELECT a.id, a.revision_id, a.reviewer_id, 'confirm', false,"
+                " false, false, '', '', '', false, a.completed_at"
+                " FROM goldset_reviewassignment a WHERE a.reviewer_id = %s"
+                f" AND a.revision_id IN (SELECT id FROM ({revisions}) AS s)",
+                [person.pk],
+            )
+    analyze(LabelAssignment, Label, ReviewAssignment, Review)
+    return [p.username for p in people]
 
 
 def make_sessions() -> dict:
@@ -468,8 +556,12 @@ IDLE_PAGES = {
 
 def run_idle(port, sessions) -> dict:
     clients = {
+        # the last annotator: one of the two with a history when the seed gave them one
         "annotator": Client(
-            port, sessions["bench-ann199" if "bench-ann199" in sessions else "bench-ann0"]
+            port,
+            sessions[
+                max((k for k in sessions if k.startswith("bench-ann")), key=lambda k: int(k[9:]))
+            ],
         ),
         "lead": Client(port, sessions["bench-lead"]),
     }
@@ -590,7 +682,16 @@ def one_size(args, size: int) -> dict:
             check=True,
         )
         seeded = subprocess.run(
-            [python, __file__, "--seed-only", str(size), "--users", str(args.users)],
+            [
+                python,
+                __file__,
+                "--seed-only",
+                str(size),
+                "--users",
+                str(args.users),
+                "--history",
+                str(args.history),
+            ],  # fmt: skip
             cwd=ROOT,
             env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
             check=True,
@@ -622,9 +723,23 @@ def one_size(args, size: int) -> dict:
         cwd=ROOT,
         env=env,
     )  # fmt: skip
-    result = {"size": size, **info}
+    background = []
+    if args.worker:
+        background = [
+            subprocess.Popen(
+                ["nice", "-n", str(args.worker_nice), python, "-m", "celery", "-A", "workbench",
+                 "worker", "--concurrency=2", "--loglevel=WARNING"],
+                cwd=ROOT, env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
+            ),
+            subprocess.Popen(
+                [python, "-m", "celery", "-A", "workbench", "beat", "--loglevel=WARNING",
+                 "--schedule", str(Path(tempfile.gettempdir()) / f"{name}-beat")],
+                cwd=ROOT, env=env,
+            ),
+        ]  # fmt: skip
+    result = {"size": size, **info, "worker": args.worker}
     try:
-        wait_for(args.port)
+        wait_for(args.port, deadline_s=300)  # four workers warming up on a busy machine
         warm_up(args.port, sessions, args.workers * args.threads)
         result["idle"] = run_idle(args.port, sessions)
         for scenario in filter(None, args.scenarios.split(",")):
@@ -639,8 +754,10 @@ def one_size(args, size: int) -> dict:
             )
             print(json.dumps({"size": size, scenario: result[scenario]}), file=sys.stderr)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for process in [server, *background]:
+            process.terminate()
+        for process in [server, *background]:
+            process.wait(timeout=60)
     result["duplicates"] = duplicates(env["DATABASE_URL"])
     return result
 
@@ -725,6 +842,20 @@ def main():
     parser.add_argument(
         "--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/12")
     )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="labels and reviews behind each of the two people with a history (the idle "
+        "scenario's annotator is one): their queue, item and review pages are measured with it",
+    )
+    parser.add_argument(
+        "--worker",
+        action="store_true",
+        help="also run a Celery worker and beat as deployed (docker-compose), the worker under "
+        "`nice -n --worker-nice`, so agreement refreshes and the reconciler share the machine",
+    )
+    parser.add_argument("--worker-nice", type=int, default=10)
     parser.add_argument("--seed-only", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--sessions-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -745,7 +876,7 @@ def main():
         print(markdown(args.markdown))
         return
     if args.seed_only:
-        print(json.dumps(seed(args.seed_only, args.users)))
+        print(json.dumps(seed(args.seed_only, args.users, args.history)))
         return
     if args.sessions_only:
         print(json.dumps(make_sessions()))

@@ -254,6 +254,13 @@ TUNABLES: dict[str, Tunable] = {
             int,
             "Seconds during which a reviewer may undo their last triple review (still unresolved).",
         ),
+        Tunable(
+            "SUBMIT_LOCK_TIMEOUT_MS",
+            5000,
+            int,
+            "A label, review or adjudication submit waits this long for a row held elsewhere, "
+            "then is retried once; after the second wait it answers 503 (nothing stored).",
+        ),
         # Time on item (issue 14; goldset.rules.time_on_item).
         Tunable(
             "ACTIVE_IDLE_GAP_SECONDS",

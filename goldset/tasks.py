@@ -6,17 +6,16 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from goldset.rules.jobs import (
-    AGREEMENT_OUTBOX_KIND,
     NOTIFICATION_EMAIL_TASK,
     RECONCILE_TASK,
     job_time_limits,
 )
 from goldset.rules.webhooks import DELIVER_TASK
-from goldset.services.agreement import RECOMPUTE_TASK, recompute_agreement_snapshots
+from goldset.services.agreement import RECOMPUTE_TASK, run_agreement_recompute
 from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
 from goldset.services.notifications import send_notification_emails
-from goldset.services.outbox import beating, mark_done, mark_started, start_all_of_kind
+from goldset.services.outbox import mark_done, mark_started
 from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
 from goldset.services.scoring_chunks import SCORE_CHUNK_TASK, run_chunk
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
@@ -28,17 +27,11 @@ logger = logging.getLogger(__name__)
 @shared_task(name=RECOMPUTE_TASK, bind=True, ignore_result=True, **job_time_limits())
 def recompute_agreement_task(self, outbox_id: int | None = None) -> dict:
     """Recompute the agreement snapshots the dirty-scope marks name (everything when a request
-    asked for it); a no-op when nothing changed. Every
-    open recompute request is marked started first (it is covered by this run; changes after
-    this point request a new one) and done only once the snapshots are stored. While it runs
-    the requests' heartbeat is stamped, so a slow recompute is not requested again; a lost
-    worker's stops, and the reconciler requests the work again. A full recompute of a large
-    team can outlast Celery's generic limit: it runs under the job time limit."""
-    covered = start_all_of_kind(kind=AGREEMENT_OUTBOX_KIND, message_id=outbox_id)
-    with beating(covered, heartbeat=not self.request.is_eager):
-        version, rows = recompute_agreement_snapshots(full=False, requests=covered)
-    mark_done(covered)
-    return {"data_version": version, "snapshots": rows}
+    asked for it); a no-op when nothing changed, and a no-op that leaves its request to the
+    running recompute when one runs (one at a time: ``run_agreement_recompute``). A full
+    recompute of a large team can outlast Celery's generic limit: it runs under the job time
+    limit."""
+    return run_agreement_recompute(message_id=outbox_id, heartbeat=not self.request.is_eager)
 
 
 @shared_task(

@@ -375,13 +375,20 @@ class LabelAssignment(models.Model):
             ),
         ]
         # The calibration status page reads who started which calibration (few rows among
-        # every production claim).
+        # every production claim). A person's open claim and their latest done ones are read
+        # from the index that starts with the person and the time (issue 26: not a sort of all
+        # of their claims, nor a walk over everyone's).
         indexes = [
             models.Index(
                 fields=["annotator", "record"],
                 condition=Q(is_calibration=True),
                 name="assignment_calibration",
-            )
+            ),
+            models.Index(
+                fields=["annotator", "completed_at", "id"],
+                condition=Q(is_calibration=False),
+                name="assignment_annotator_time",
+            ),
         ]
 
     def __str__(self):
@@ -453,6 +460,10 @@ class Label(LabelAxes):
         ordering = ["record_id", "assignment__slot", "id"]
         constraints = [
             models.UniqueConstraint(fields=["record", "annotator"], name="label_record_annotator")
+        ]
+        # The undo lookup reads the person's last label from here (issue 26).
+        indexes = [
+            models.Index(fields=["annotator", "created_at", "id"], name="label_annotator_time")
         ]
 
     def __str__(self):

@@ -99,6 +99,11 @@ class BlockVersion(models.Model):
 
     @property
     def page_range(self) -> list[int] | None:
-        if self.page_start is None:
-            return None
-        return [self.page_start, self.page_end if self.page_end is not None else self.page_start]
+        return page_range_of(self.page_start, self.page_end)
+
+
+def page_range_of(page_start: int | None, page_end: int | None) -> list[int] | None:
+    """A block version's ``[first, last]`` pages (one page when only the start is known)."""
+    if page_start is None:
+        return None
+    return [page_start, page_end if page_end is not None else page_start]

@@ -365,6 +365,11 @@ class Review(models.Model):
                 name="review_direction_needs_entailment_flag",
             ),
         ]
+        # "My recent reviews" and the undo lookup start with the person and the time (issue 26:
+        # the submitted_at index alone walked everyone's reviews to find one person's).
+        indexes = [
+            models.Index(fields=["reviewer", "submitted_at", "id"], name="review_reviewer_time")
+        ]
 
     def __str__(self):
         return f"{self.revision} {self.verdict} by {self.reviewer_id}"

@@ -279,6 +279,10 @@ def get_assignment_for(*, annotator, public_id: str) -> LabelAssignment:
 
 
 def get_own_label(assignment: LabelAssignment) -> Label | None:
+    """The assignment's label; an assignment has one exactly when it is completed (the labeling
+    service sets both in one transaction, undo clears both), so an open one costs no query."""
+    if assignment.completed_at is None:
+        return None
     return Label.objects.filter(assignment=assignment).first()
 
 
@@ -389,13 +393,15 @@ def get_queue_overview(*, annotator) -> QueueOverview:
     )
 
 
-def list_my_done_assignments(*, annotator):
+def list_my_done_assignments(*, annotator, limit: int = 20):
+    """The annotator's latest ``limit`` completed production claims, newest first: a walk of
+    the ``assignment_annotator_time`` index, whatever the length of their history."""
     return (
         LabelAssignment.objects.filter(
             annotator=annotator, is_calibration=False, completed_at__isnull=False
         )
         .select_related("record__question__domain")
-        .order_by("-completed_at", "-id")
+        .order_by("-completed_at", "-id")[:limit]
     )
 
 
@@ -642,14 +648,59 @@ def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
     return set(labelers) | set(leads)
 
 
-def _decision_timing(decision) -> dict:
-    """Time on item and the guideline version a label or adjudication was made under (None for
-    decisions recorded before they were kept)."""
-    return {
-        "server_ms": decision.server_ms,
-        "active_ms": decision.active_ms,
-        "guideline_version": decision.guideline.version if decision.guideline_id else None,
-    }
+EXPORT_RECORD_COLUMNS = (
+    "id",
+    "public_id",
+    "question__question_id",
+    "question__domain__slug",
+    "question__task_family",
+    "run__run_id",
+    "run__system__system_id",
+    "tier",
+    "routing_rule",
+    "rules_version",
+    "status",
+    "audit_seed",
+    "audit_draw",
+    "in_audit_sample",
+    "final_acceptability",
+    "final_grounding",
+    "final_source",
+    "adjudication__id",
+    "adjudication__lead_id",
+    "adjudication__reason",
+    "adjudication__acceptability",
+    "adjudication__grounding",
+    "adjudication__severe_safety",
+    "adjudication__primary_failure",
+    "adjudication__secondary_failures",
+    "adjudication__rationale",
+    "adjudication__changed_outcome",
+    "adjudication__created_at",
+    "adjudication__server_ms",
+    "adjudication__active_ms",
+    "adjudication__guideline__version",
+)
+EXPORT_LABEL_COLUMNS = (
+    "record_id",
+    "assignment__slot",
+    "annotator_id",
+    "acceptability",
+    "grounding",
+    "evidence_sufficiency",
+    "citation_correctness",
+    "conflict_handling",
+    "safety_boundary",
+    "severe_safety",
+    "primary_failure",
+    "secondary_failures",
+    "rationale",
+    "created_at",
+    "server_ms",
+    "active_ms",
+    "guideline__version",
+)
+EXPORT_CHUNK = 2000
 
 
 def iter_adjudication_export(
@@ -660,141 +711,216 @@ def iter_adjudication_export(
 
     Reviewers appear as the ``pseudonyms`` given (``{user_id: label}``, see
     ``services.pseudonyms``: random per gold version or per export), never names or keys. Items
-    still collecting labels are left out unless ``include_open``. Streams in chunks.
+    still collecting labels are left out unless ``include_open``. Streams plain columns (no
+    model objects: issue 26), records by id with one query of their labels per chunk; the
+    guideline version of a decision is None when none was recorded.
     """
-    statuses = _export_statuses(include_open)
     records = (
-        AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
-        .select_related("question__domain", "run__system", "adjudication__guideline")
-        .prefetch_related(
-            Prefetch(
-                "labels",
-                queryset=Label.objects.select_related("assignment", "guideline").order_by(
-                    "assignment__slot", "id"
-                ),
-            )
-        )
+        AnswerRecord.objects.filter(is_calibration=False, status__in=_export_statuses(include_open))
         .order_by("id")
+        .values_list(*EXPORT_RECORD_COLUMNS)
     )
-    for record in records.iterator(chunk_size=500):
-        adjudication = getattr(record, "adjudication", None)
-        yield {
-            "item_id": record.public_id,
-            "question_id": record.question.question_id,
-            "domain": record.question.domain.slug,
-            "task_family": record.question.task_family,
-            "run_id": record.run.run_id,
-            "system_id": record.run.system.system_id,
-            "tier": record.tier,
-            "routing_rule": record.routing_rule,
-            "rules_version": record.rules_version,
-            "status": record.status,
-            "labels": [
-                {
-                    "slot": label.assignment.slot,
-                    "reviewer": pseudonyms[label.annotator_id],
-                    "reviewer_role": Role.ANNOTATOR.value,
-                    "acceptability": label.acceptability,
-                    "grounding": label.grounding,
-                    "evidence_sufficiency": label.evidence_sufficiency,
-                    "citation_correctness": label.citation_correctness,
-                    "conflict_handling": label.conflict_handling,
-                    "safety_boundary": label.safety_boundary,
-                    "severe_safety": label.severe_safety,
-                    "primary_failure": label.primary_failure or None,
-                    "secondary_failures": label.secondary_failures,
-                    "rationale": label.rationale,
-                    "labeled_at": label.created_at.isoformat(),
-                    **_decision_timing(label),
-                }
-                for label in record.labels.all()
-            ],
-            "adjudication": None
-            if adjudication is None
-            else {
-                "reviewer": pseudonyms[adjudication.lead_id],
-                "reviewer_role": Role.LEAD.value,
-                "reason": adjudication.reason,
-                "acceptability": adjudication.acceptability,
-                "grounding": adjudication.grounding,
-                "severe_safety": adjudication.severe_safety,
-                "primary_failure": adjudication.primary_failure or None,
-                "secondary_failures": adjudication.secondary_failures,
-                "rationale": adjudication.rationale,
-                "changed_outcome": adjudication.changed_outcome,
-                "adjudicated_at": adjudication.created_at.isoformat(),
-                **_decision_timing(adjudication),
-            },
-            "audit_sample": {
-                "seed": record.audit_seed,
-                "draw": record.audit_draw,
-                "selected": record.in_audit_sample,
+    chunk: list[dict] = []
+    for row in records.iterator(chunk_size=EXPORT_CHUNK):
+        chunk.append(dict(zip(EXPORT_RECORD_COLUMNS, row, strict=True)))
+        if len(chunk) >= EXPORT_CHUNK:
+            yield from _export_items(chunk, pseudonyms)
+            chunk = []
+    yield from _export_items(chunk, pseudonyms)
+
+
+def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[dict]:
+    labels: dict[int, list[dict]] = {}
+    rows = (
+        Label.objects.filter(record_id__in=[r["id"] for r in chunk])
+        .order_by("record_id", "assignment__slot", "id")
+        .values_list(*EXPORT_LABEL_COLUMNS)
+    )
+    for row in rows:
+        label = dict(zip(EXPORT_LABEL_COLUMNS, row, strict=True))
+        labels.setdefault(label["record_id"], []).append(
+            {
+                "slot": label["assignment__slot"],
+                "reviewer": pseudonyms[label["annotator_id"]],
+                "reviewer_role": Role.ANNOTATOR.value,
+                "acceptability": label["acceptability"],
+                "grounding": label["grounding"],
+                "evidence_sufficiency": label["evidence_sufficiency"],
+                "citation_correctness": label["citation_correctness"],
+                "conflict_handling": label["conflict_handling"],
+                "safety_boundary": label["safety_boundary"],
+                "severe_safety": label["severe_safety"],
+                "primary_failure": label["primary_failure"] or None,
+                "secondary_failures": label["secondary_failures"],
+                "rationale": label["rationale"],
+                "labeled_at": label["created_at"].isoformat(),
+                "server_ms": label["server_ms"],
+                "active_ms": label["active_ms"],
+                "guideline_version": label["guideline__version"],
             }
-            if record.audit_seed is not None
+        )
+    for r in chunk:
+        yield {
+            "item_id": r["public_id"],
+            "question_id": r["question__question_id"],
+            "domain": r["question__domain__slug"],
+            "task_family": r["question__task_family"],
+            "run_id": r["run__run_id"],
+            "system_id": r["run__system__system_id"],
+            "tier": r["tier"],
+            "routing_rule": r["routing_rule"],
+            "rules_version": r["rules_version"],
+            "status": r["status"],
+            "labels": labels.get(r["id"], []),
+            "adjudication": None
+            if r["adjudication__id"] is None
+            else _export_adjudication(r, pseudonyms),
+            "audit_sample": {
+                "seed": r["audit_seed"],
+                "draw": r["audit_draw"],
+                "selected": r["in_audit_sample"],
+            }
+            if r["audit_seed"] is not None
             else None,
             "final": {
-                "acceptability": record.final_acceptability or None,
-                "grounding": record.final_grounding or None,
-                "source": record.final_source or None,
+                "acceptability": r["final_acceptability"] or None,
+                "grounding": r["final_grounding"] or None,
+                "source": r["final_source"] or None,
             },
         }
+
+
+def _export_adjudication(r: dict, pseudonyms: Mapping[int, str]) -> dict:
+    return {
+        "reviewer": pseudonyms[r["adjudication__lead_id"]],
+        "reviewer_role": Role.LEAD.value,
+        "reason": r["adjudication__reason"],
+        "acceptability": r["adjudication__acceptability"],
+        "grounding": r["adjudication__grounding"],
+        "severe_safety": r["adjudication__severe_safety"],
+        "primary_failure": r["adjudication__primary_failure"] or None,
+        "secondary_failures": r["adjudication__secondary_failures"],
+        "rationale": r["adjudication__rationale"],
+        "changed_outcome": r["adjudication__changed_outcome"],
+        "adjudicated_at": r["adjudication__created_at"].isoformat(),
+        "server_ms": r["adjudication__server_ms"],
+        "active_ms": r["adjudication__active_ms"],
+        "guideline_version": r["adjudication__guideline__version"],
+    }
 
 
 # ---------------------------------------------------------------- PROBE question packets
 
 
-def _questions():
-    return (
-        Question.objects.select_related("domain")
-        .prefetch_related(
-            Prefetch("evidence", queryset=EvidencePassage.objects.order_by("position", "pk"))
-        )
-        .order_by("question_id")
-    )
+QUESTION_COLUMNS = (
+    "question_id",
+    "text",
+    "domain__slug",
+    "task_family",
+    "variant",
+    "conflict_flag",
+    "freshness_flag",
+    "required_behavior",
+    "safety_flags",
+    "prohibited_behaviors",
+)
+EVIDENCE_COLUMNS = ("kind", "passage_ref", "role", "effective", "label", "authority", "reason")
+
+
+def _question_values(q: Question) -> dict:
+    return {
+        "question_id": q.question_id,
+        "text": q.text,
+        "domain__slug": q.domain.slug,
+        "task_family": q.task_family,
+        "variant": q.variant,
+        "conflict_flag": q.conflict_flag,
+        "freshness_flag": q.freshness_flag,
+        "required_behavior": q.required_behavior,
+        "safety_flags": q.safety_flags,
+        "prohibited_behaviors": q.prohibited_behaviors,
+    }
 
 
 def question_record(q: Question) -> dict:
-    flags = [f for f, on in (("conflict", q.conflict_flag), ("freshness", q.freshness_flag)) if on]
+    return _question_record(_question_values(q))
+
+
+def _question_record(q: dict) -> dict:
+    flags = [
+        f for f, on in (("conflict", q["conflict_flag"]), ("freshness", q["freshness_flag"])) if on
+    ]
     return {
-        "question_id": q.question_id,
-        "question": q.text,
-        "domain": q.domain.slug,
-        "task_family": q.task_family,
-        "variant": q.variant,
+        "question_id": q["question_id"],
+        "question": q["text"],
+        "domain": q["domain__slug"],
+        "task_family": q["task_family"],
+        "variant": q["variant"],
         "flags": flags,
-        "required_behavior": q.required_behavior,
-        "safety_flags": q.safety_flags,
+        "required_behavior": q["required_behavior"],
+        "safety_flags": q["safety_flags"],
     }
 
 
 def packet_record(q: Question) -> dict:
     """Seed 004 A.4: gold passages with role, authority, effective window and label; near
     misses with their reason; prohibited behaviours."""
+    evidence = [{c: getattr(e, c) for c in EVIDENCE_COLUMNS} for e in q.evidence.all()]
+    return _packet_record(_question_values(q), evidence)
+
+
+def _packet_record(q: dict, evidence: list[dict]) -> dict:
     gold, near = [], []
-    for e in q.evidence.all():
-        if e.kind == EvidenceKind.NEAR_MISS:
-            near.append({"passage_id": e.passage_ref, "reason": e.reason})
+    for e in evidence:
+        if e["kind"] == EvidenceKind.NEAR_MISS:
+            near.append({"passage_id": e["passage_ref"], "reason": e["reason"]})
         else:
             passage = {
-                "passage_id": e.passage_ref,
-                "role": e.role,
-                "effective": e.effective,
-                "label": e.label,
+                "passage_id": e["passage_ref"],
+                "role": e["role"],
+                "effective": e["effective"],
+                "label": e["label"],
             }
-            if e.authority is not None:  # absent: scoring.probe's default authority applies
-                passage["authority"] = float(e.authority)
+            if e["authority"] is not None:  # absent: scoring.probe's default authority applies
+                passage["authority"] = float(e["authority"])
             gold.append(passage)
     return {
-        **question_record(q),
+        **_question_record(q),
         "gold_evidence": gold,
         "near_miss": near,
-        "prohibited_answer_behavior": q.prohibited_behaviors,
+        "prohibited_answer_behavior": q["prohibited_behaviors"],
     }
 
 
+PACKET_CHUNK = 2000
+
+
 def iter_answer_question_packets() -> Iterator[dict]:
-    for q in _questions().iterator(chunk_size=500):
-        yield packet_record(q)
+    """:func:`packet_record` of every question, by question id, streamed from plain columns
+    (issue 26: no model objects): one query of evidence per chunk of questions."""
+    rows = Question.objects.order_by("question_id").values_list("pk", *QUESTION_COLUMNS)
+    chunk: list[tuple] = []
+    for row in rows.iterator(chunk_size=PACKET_CHUNK):
+        chunk.append(row)
+        if len(chunk) >= PACKET_CHUNK:
+            yield from _packets_of(chunk)
+            chunk = []
+    yield from _packets_of(chunk)
+
+
+def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
+    evidence: dict[int, list[dict]] = {}
+    rows = (
+        EvidencePassage.objects.filter(question_id__in=[row[0] for row in chunk])
+        .order_by("question_id", "position", "pk")
+        .values_list("question_id", *EVIDENCE_COLUMNS)
+    )
+    for question_id, *values in rows:
+        evidence.setdefault(question_id, []).append(
+            dict(zip(EVIDENCE_COLUMNS, values, strict=True))
+        )
+    for pk, *values in chunk:
+        yield _packet_record(dict(zip(QUESTION_COLUMNS, values, strict=True)), evidence.get(pk, []))
 
 
 def get_undoable_label(*, annotator) -> Label | None:

@@ -5,7 +5,6 @@ the 5 % audit sample (seed 9314). The lead records the final label with a ration
 categories; the item is then adjudicated and its final fields come from the lead.
 """
 
-from django.db import transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
@@ -25,6 +24,7 @@ from goldset.selectors.guidelines import ADJUDICATION, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.agreement_sources import ANSWERS
 from goldset.services.labeling import check_label_rules
+from goldset.services.locking import submit_transaction
 from goldset.services.time_on_item import flag_if_fast, timing_fields
 from workbench.services.audit import record_event
 
@@ -45,7 +45,7 @@ def _refusal(*, lead, record: AnswerRecord) -> str:
     return "Your role does not adjudicate items."
 
 
-@transaction.atomic
+@submit_transaction("adjudication")
 def record_adjudication(
     *,
     lead,

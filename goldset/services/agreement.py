@@ -28,6 +28,7 @@ from itertools import chain
 import numpy as np
 import pandas as pd
 from django.db import connection, transaction
+from django.utils import timezone
 from django.utils.module_loading import import_string
 from pandas.api.types import union_categoricals
 
@@ -275,6 +276,11 @@ def _stable_order(keys: np.ndarray) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
+# Above this many wanted groups of one scope kind a refresh groups by sorting, as the full
+# recompute does, so it is never more work than the full recompute (issue 26).
+MASKED_GROUPS_MAX = 6
+
+
 def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted=None):
     """(values, rows) per group of ``rows`` by ``dims``, groups in sorted order, rows in their
     original order (what ``groupby(dims, sort=True)`` yields); only groups in ``wanted``."""
@@ -283,17 +289,21 @@ def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted
             yield (), rows
         return
     if wanted is not None:
-        # A few groups out of millions of rows: pick each out with a mask, no sort.
         keys = sorted(
             k for d, values in wanted if d == dims and (k := _key_of(enc, dims, values)) is not None
         )
-        if keys:
+        if not keys:
+            return
+        if len(keys) <= MASKED_GROUPS_MAX:
+            # A few groups out of millions of rows: pick each out with a mask, no sort.
             key = _scope_key(enc, rows, dims)
             for k in keys:
                 group = rows[key == k]
                 if len(group):
                     yield _scope_values(enc, dims, k), group
-        return
+            return
+        # Many groups (labels over many weeks or domains): one pass over every row per group
+        # would cost more than the full recompute's single sort, so sort once as it does.
     key = _scope_key(enc, rows, dims)
     order = _stable_order(key)
     ordered = rows[order]
@@ -1084,3 +1094,73 @@ def schedule_agreement_recompute(*, now: bool = False, dirty: dict | None = None
         outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=AGREEMENT_DEBOUNCE_KEY, delay=delay)
         is not None
     )
+
+
+# pg_try_advisory_lock key of "a recompute is running" (the snapshot store's key plus one).
+RECOMPUTE_LOCK = SNAPSHOT_LOCK + 1
+
+
+class _RecomputeLock:
+    """A session-level advisory lock held while one worker recomputes (PostgreSQL; a lost
+    worker's connection closes and the lock goes with it). Elsewhere — SQLite, whose embedded
+    mode runs tasks in-process one at a time — it is always free."""
+
+    def acquire(self) -> bool:
+        if connection.vendor != "postgresql":
+            return True
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [RECOMPUTE_LOCK])
+            return bool(cursor.fetchone()[0])
+
+    def release(self) -> None:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [RECOMPUTE_LOCK])
+
+
+def _requests_waiting() -> bool:
+    """A due recompute request nobody has started: one whose task found a recompute running."""
+    return OutboxMessage.objects.filter(
+        kind=AGREEMENT_OUTBOX_KIND,
+        done_at__isnull=True,
+        started_at__isnull=True,
+        available_at__lte=timezone.now(),
+    ).exists()
+
+
+# Passes one task makes at most (a request some other transaction holds locked is left to its
+# own task or the reconciler, not spun on).
+MAX_RECOMPUTE_PASSES = 5
+
+
+def run_agreement_recompute(*, message_id: int | None = None, heartbeat: bool = True) -> dict:
+    """Serve recompute requests one recompute at a time (coalesced): when another worker is
+    recomputing, return at once (``{"coalesced": True}``) and leave this request open; the
+    running recompute picks it up after its current pass (it loops while due requests nobody
+    started are waiting, re-checking after it lets go of the lock, so a request skipped at that
+    moment is not stranded; the reconciler re-sends any that still is). Each pass marks every
+    open request started, recomputes what the dirty-scope marks name (everything when a request
+    asked for it) and marks the requests done once the snapshots are stored; while a pass runs
+    the requests' heartbeat is stamped."""
+    lock = _RecomputeLock()
+    result: dict = {"coalesced": True}
+    passes = 0
+    while passes < MAX_RECOMPUTE_PASSES and lock.acquire():
+        try:
+            while passes < MAX_RECOMPUTE_PASSES:
+                passes += 1
+                covered = outbox.start_all_of_kind(
+                    kind=AGREEMENT_OUTBOX_KIND, message_id=message_id
+                )
+                message_id = None
+                with outbox.beating(covered, heartbeat=heartbeat):
+                    version, rows = recompute_agreement_snapshots(full=False, requests=covered)
+                outbox.mark_done(covered)
+                result = {"data_version": version, "snapshots": rows}
+                if not _requests_waiting():
+                    break
+        finally:
+            lock.release()
+        if not _requests_waiting():
+            break
+    return result

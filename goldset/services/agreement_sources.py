@@ -271,10 +271,14 @@ def _frame(protocol, item_prefix, data: pd.DataFrame, axes: dict) -> pd.DataFram
 SCOPE_COLUMNS = ("tier", "task_type", "domain", "week")
 
 
-def triple_review_frame() -> pd.DataFrame:
+def triple_review_frame(*, triples=None) -> pd.DataFrame:
+    """:func:`triple_review_ratings` as columns (the same rows in the same order)."""
     names = ["item", "annotator", "verdict", "tier", "task_type", "domain", "week"]
+    reviews = Review.objects.all()
+    if triples is not None:
+        reviews = reviews.filter(revision__triple_id__in=triples)
     rows = (
-        Review.objects.order_by("pk")
+        reviews.order_by("pk")
         .annotate(week=_iso_week("submitted_at"))
         .values_list(
             "revision_id",

@@ -18,7 +18,7 @@ from goldset.exceptions import GoldsetError
 from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WebhookEvent, WorkingSlice
 from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
 from goldset.selectors.curation import (
-    gold_row,
+    iter_gold_rows,
     list_gold_triples,
     superseded_pin_q,
     with_pin_status,
@@ -33,7 +33,9 @@ from goldset.services.agreement import (
 from goldset.services.agreement_sources import (
     ANSWERS,
     TRIPLES,
+    answer_label_frame,
     answer_label_ratings,
+    triple_review_frame,
     triple_review_ratings,
 )
 from goldset.services.probe_exports import render_adjudication_export
@@ -418,8 +420,9 @@ def superseded_manifest(filters: FreezeFilters) -> dict:
 
 
 def selected_rows(filters: FreezeFilters):
-    for triple in selected_triples(filters).iterator(chunk_size=ROW_BATCH):
-        yield gold_row(triple)
+    """The gold rows of the selected triples, streamed from plain columns (issue 26: no model
+    objects for a hundred thousand triples and their joins)."""
+    return iter_gold_rows(selected_triples(filters), batch=ROW_BATCH)
 
 
 def freeze_seeds(filters: FreezeFilters) -> dict:
@@ -455,12 +458,15 @@ def agreement_summary(filters: FreezeFilters) -> dict:
     Bootstrap seed: the ``AGREEMENT_BOOTSTRAP_SEED`` tunable (8821), recorded in the summary."""
     triples = selected_triples(filters).values("pk")
     n_resamples, seed = bootstrap_resamples(), bootstrap_seed()
-    reviews = summary_figures(
-        ratings_frame(triple_review_ratings(triples=triples)), n_resamples=n_resamples, seed=seed
-    )
-    labels = summary_figures(
-        ratings_frame(answer_label_ratings()), n_resamples=n_resamples, seed=seed
-    )
+    if connection.vendor == "postgresql":
+        # Columnar COPY reads (issue 26): categorical columns instead of a tuple per rating.
+        review_rows = triple_review_frame(triples=triples)
+        label_rows = answer_label_frame()
+    else:
+        review_rows = ratings_frame(triple_review_ratings(triples=triples))
+        label_rows = ratings_frame(answer_label_ratings())
+    reviews = summary_figures(review_rows, n_resamples=n_resamples, seed=seed)
+    labels = summary_figures(label_rows, n_resamples=n_resamples, seed=seed)
     return {
         "method": AGREEMENT_METHOD,
         "bootstrap": {"seed": seed, "resamples": n_resamples, "level": 0.95},

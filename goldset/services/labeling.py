@@ -60,6 +60,7 @@ from goldset.selectors.guidelines import ANSWER_LABELING, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.agreement_sources import ANSWERS as ANSWER_PROTOCOL
 from goldset.services.calibration import score_calibration_if_complete
+from goldset.services.locking import submit_transaction
 from goldset.services.notifications import notify_adjudication_waiting
 from goldset.services.time_on_item import flag_if_fast, timing_fields
 from workbench.services.audit import record_event
@@ -390,7 +391,8 @@ def settle_record(record: AnswerRecord) -> None:
         )
         return
     if plan.outcome is None:
-        record.save(update_fields=["spot_check_seed", "spot_check_week"])
+        if plan.spot_check_week:  # otherwise nothing changed: no statement (issue 26)
+            record.save(update_fields=["spot_check_seed", "spot_check_week"])
         return
     outcome = plan.outcome
     record.status = outcome.status
@@ -632,7 +634,7 @@ def claim_next_answer(*, annotator) -> ClaimResult:
 # ---------------------------------------------------------------- labels
 
 
-@transaction.atomic
+@submit_transaction("label")
 def submit_label(
     *,
     assignment: LabelAssignment,

@@ -42,6 +42,7 @@ from goldset.selectors.curation import claimable_revisions, open_assignments
 from goldset.selectors.guidelines import TRIPLE_REVIEW, get_guideline_in_force
 from goldset.services.agreement import schedule_agreement_recompute
 from goldset.services.agreement_sources import TRIPLES
+from goldset.services.locking import submit_transaction
 from goldset.services.resolution import lock_triple, reopen_after_spot_check, resolve_revision
 from goldset.services.text_limits import check_text_length
 from goldset.services.time_on_item import flag_if_fast, timing_fields
@@ -148,7 +149,7 @@ def _clean_review(verdict, flags, direction, category) -> set[str]:
     return flags
 
 
-@transaction.atomic
+@submit_transaction("review")
 def submit_review(
     *,
     reviewer,

@@ -37,6 +37,8 @@ from goldset.services.labeling import (
     submit_label,
     undo_last_label,
 )
+from goldset.services.locking import SubmitBusy
+from goldset.views.busy import as_busy
 from goldset.views.guidelines import task_panel
 from goldset.views.htmx import wants_fragment
 from workbench.roles import Role, role_required
@@ -47,7 +49,7 @@ from workbench.services.audit import record_event
 @vary_on_headers("HX-Request")
 def queue(request):
     overview = selectors.get_queue_overview(annotator=request.user)
-    done = selectors.list_my_done_assignments(annotator=request.user)[:20]
+    done = selectors.list_my_done_assignments(annotator=request.user)
     context = {"overview": overview, "done": done, "shuffle_seed": QUEUE_SHUFFLE_SEED}
     template = (
         "answers/queue.html#queue-summary"
@@ -149,6 +151,9 @@ def item(request, public_id):
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except LabelingClosed as exc:
             form.add_error(None, str(exc))
+        except SubmitBusy as exc:
+            form.add_error(None, str(exc))
+            return as_busy(_render_item(request, assignment, form), exc)
         else:
             messages.success(request, "Label saved.")
             return _after_label(request, assignment)

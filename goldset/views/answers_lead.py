@@ -17,6 +17,8 @@ from goldset.selectors.positions import get_adjudication_position
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation, adjudication_prefill
+from goldset.services.locking import SubmitBusy
+from goldset.views.busy import as_busy
 from goldset.views.guidelines import task_panel
 from goldset.views.htmx import wants_fragment
 from workbench.roles import role_required
@@ -89,6 +91,9 @@ def adjudicate(request, public_id):
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         except AdjudicationRejected as exc:
             form.add_error(None, str(exc))
+        except SubmitBusy as exc:
+            form.add_error(None, str(exc))
+            return as_busy(_render_adjudication(request, record, form), exc)
         else:
             messages.success(request, f"Item {record.public_id} adjudicated.")
             return _next_adjudication(request)
@@ -99,6 +104,10 @@ def adjudicate(request, public_id):
             object_type="goldset.answerrecord",
             object_id=record.pk,
         )
+    return _render_adjudication(request, record, form)
+
+
+def _render_adjudication(request, record, form):
     context = _adjudication_context(request, record, form)
     template = "answers/adjudicate.html"
     for name in ("adjudication-form", "adjudication-item"):

@@ -13,6 +13,7 @@ from goldset.models import DecisionKind
 from goldset.selectors import curation as selectors
 from goldset.selectors.guidelines import TRIPLE_REVIEW
 from goldset.selectors.positions import get_review_position
+from goldset.services.locking import SubmitBusy
 from goldset.services.reviews import (
     ReviewSkipRefused,
     ReviewUndoRefused,
@@ -21,6 +22,7 @@ from goldset.services.reviews import (
     submit_review,
     undo_last_review,
 )
+from goldset.views.busy import as_busy
 from goldset.views.guidelines import task_panel
 from goldset.views.htmx import wants_fragment
 from workbench.roles import Role, role_required
@@ -75,6 +77,7 @@ def review(request, pk):
     assignment = selectors.get_assignment_for(user=request.user, pk=pk)
     own = selectors.get_own_review(assignment=assignment)
     form = ReviewForm(request.POST or None)
+    busy = None
     if request.method == "POST" and own is None and form.is_valid():
         try:
             own = submit_review(
@@ -90,6 +93,9 @@ def review(request, pk):
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
+        except SubmitBusy as exc:
+            form.add_error(None, str(exc))
+            busy = exc
         else:
             if wants_fragment(request, "review-item"):
                 return _next_review(request, done=assignment, own=own)
@@ -99,7 +105,8 @@ def review(request, pk):
     partial = next(
         (f"#{name}" for name in ("review-card", "review-item") if wants_fragment(request, name)), ""
     )
-    return render(request, f"curation/review.html{partial}", context)
+    response = render(request, f"curation/review.html{partial}", context)
+    return as_busy(response, busy) if busy else response
 
 
 def _as_on_its_page(request, assignment):

@@ -17,6 +17,7 @@ from goldset.models import AgreementDirtyScope, AgreementSnapshot
 from goldset.services.agreement import (
     AXES,
     FACT_COLUMNS,
+    MASKED_GROUPS_MAX,
     PER_PROTOCOL_METRICS,
     RATING_COLUMNS,
     SPOT_CHECK_COLUMNS,
@@ -313,6 +314,21 @@ def test_the_scopes_one_or_two_labels_touch_equal_a_full_recompute_of_those_scop
         expected = [f for f in full if f.protocol == "answer_label" and _touched(f, selection)]
         assert len(expected) > 10
         assert part == expected  # exactly the full run's figures for those scopes, in its order
+
+
+def test_a_refresh_over_many_scopes_groups_by_sorting_and_gives_the_full_runs_figures():
+    """Many labels' marks (more groups of one scope kind than are picked out by masks) take
+    the full recompute's sorted grouping: never more work than it, the same figures."""
+    rows = random_rows(8)
+    full = compute_figures(rows, SPOT, n_resamples=50)
+    marks = _random_marks(rows[rows["protocol"] == "answer_label"], 8, 40)
+    selection = _selection(marks)
+    by_dims: dict = {}
+    for dims, values in selection.scopes:
+        by_dims.setdefault(dims, set()).add(values)
+    assert max(len(v) for v in by_dims.values()) > MASKED_GROUPS_MAX
+    part = compute_figures(rows, SPOT, n_resamples=50, only={"answer_label": selection})
+    assert part == [f for f in full if f.protocol == "answer_label" and _touched(f, selection)]
 
 
 def test_categorical_items_and_values_give_the_same_figures_as_text():
