@@ -61,8 +61,12 @@ def get_review_position(*, assignment) -> QueuePosition | None:
         return None
     reviewer = assignment.reviewer
     held = open_assignments(reviewer=reviewer).exclude(pk=assignment.pk).values("pk")
-    counts = ReviewAssignment.objects.filter(reviewer=reviewer).aggregate(
-        done=Count("pk", filter=Q(completed_at__gte=start_of_today())),
+    today = start_of_today()
+    # Only today's and the open claims are read (two ranges of the (reviewer, completed_at)
+    # index), never the reviewer's whole history.
+    recent = Q(completed_at__gte=today) | Q(completed_at__isnull=True)
+    counts = ReviewAssignment.objects.filter(recent, reviewer=reviewer).aggregate(
+        done=Count("pk", filter=Q(completed_at__gte=today)),
         held=Count("pk", filter=Q(pk__in=held)),
     )
     done, held = counts["done"], counts["held"]
