@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
 from django.db import connection
-from django.db.models import Count, Max, Prefetch, Q
+from django.db.models import Count, Max, Prefetch, Q, Value
 from django.shortcuts import get_object_or_404
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -148,19 +148,35 @@ def search_blocks(*, query: str):
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
-    versions = BlockVersion.objects.select_related("block__document__domain")
+    versions = text_matches(
+        BlockVersion.objects.select_related("block__document__domain"), query=query
+    )
+    if connection.vendor == "postgresql":
+        return versions.order_by("-rank", "pk")
+    return versions.order_by("pk")
+
+
+def text_matches(versions, *, query: str):
+    """``versions`` narrowed to those whose text has every word of ``query``, wherever they
+    stand and in any case: the one word-matching rule of the corpus search and the triple
+    editor's block picker. On PostgreSQL full-text search on the GIN index (migration ``0021``;
+    English stems, ``websearch`` syntax), each row annotated with its ``rank``; on SQLite each
+    word as a case-insensitive substring (``rank`` 0). A query of stop words alone matches
+    nothing on PostgreSQL."""
     if connection.vendor == "postgresql":
         search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
         return (
             versions.annotate(document_vector=_search_vector())
             .filter(document_vector=search)
             .annotate(rank=SearchRank(_search_vector(), search))
-            .order_by("-rank", "pk")
         )
     words = Q()
     for word in query.split():
-        words &= Q(text__icontains=word.strip('"'))
-    return versions.filter(words).order_by("pk")
+        if word.strip('"'):
+            words &= Q(text__icontains=word.strip('"'))
+    if not words:
+        return versions.none()
+    return versions.filter(words).annotate(rank=Value(0.0))
 
 
 def search_hits(versions, *, query: str) -> list[SearchHit]:

@@ -48,6 +48,7 @@ from goldset.models import (
     WorkingSlice,
 )
 from goldset.rules.triple_states import needs_rereview_q
+from goldset.selectors.corpus import text_matches
 from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, has_role
 
@@ -92,8 +93,10 @@ def superseded_pin_q() -> Q:
 
 
 def search_block_versions(*, query: str, limit: int = 20):
-    """Block versions whose text, block id or document id contains ``query``, newest first within
-    a block, each annotated with ``latest`` (the block's newest version number)."""
+    """The triple editor's block picker: block versions whose text has every word of ``query``
+    (anywhere, any case: :func:`goldset.selectors.corpus.text_matches`, full-text search on
+    PostgreSQL), or whose block id, document id or document title contains ``query``; newest
+    first within a block, each annotated with ``latest`` (the block's newest version number)."""
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
@@ -102,9 +105,10 @@ def search_block_versions(*, query: str, limit: int = 20):
         .order_by("-version")
         .values("version")[:1]
     )
+    by_words = text_matches(BlockVersion.objects.order_by(), query=query).values("pk")
     return (
         BlockVersion.objects.filter(
-            Q(text__icontains=query)
+            Q(pk__in=by_words)
             | Q(block__block_id__icontains=query)
             | Q(block__document__document_id__icontains=query)
             | Q(block__document__title__icontains=query)
