@@ -234,6 +234,21 @@ def revision_history(*, triple: Triple) -> list[RevisionView]:
     return history
 
 
+def reviews_to_answer(*, triple: Triple) -> list[Review]:
+    """The reviews a revise or split of ``triple`` answers: those of its current revision, with
+    their flags, entailment direction, disagreement category and comment, in slot order (one
+    query). ``triple`` comes from :func:`get_triple_for`, so only those :func:`may_discuss` lets
+    see it get here. A revision still under review shows none (reviews stay blind until the
+    revision is resolved, as in :func:`revision_history`)."""
+    if triple.state == TripleState.PENDING_REVIEW or triple.current_revision_id is None:
+        return []
+    return list(
+        Review.objects.filter(revision_id=triple.current_revision_id)
+        .select_related("reviewer", "assignment")
+        .order_by("assignment__slot", "id")
+    )
+
+
 def list_messages(*, triple: Triple):
     return DiscussionMessage.objects.filter(triple=triple).select_related("author", "revision")
 
