@@ -133,6 +133,7 @@ VERSION_FILE_FIELDS: Mapping[str, Mapping[str, FieldSpec]] = {
     "probe_questions": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},
     "probe_packets": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},
     "adjudication": {LEAD: LEAD_ADJUDICATION_FIELDS, ADMIN: ALL_FIELDS},
+    "trec_qrels": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # triple and block ids, no person
     "manifest": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # counts, checksums, the admin who froze
 }
 # Dashboard tables: figures and display names (the protocol lets leads see who agrees with whom).
