@@ -219,7 +219,6 @@ def qrels_line(row: dict) -> bytes:
     return f"{qid} 0 {docid} 1\n".encode()
 
 
-
 def _lines(version: GoldVersion) -> Iterator[str]:
     yield from version.rows.order_by("position").values_list("line", flat=True).iterator(BATCH)
 
