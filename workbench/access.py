@@ -284,6 +284,9 @@ ENTRIES: list[Entry] = [
     Entry("webhooks:enabled", Kind.ACTION, ADMINS),
     Entry("webhooks:test", Kind.ACTION, ADMINS),
     Entry("webhooks:redeliver", Kind.ACTION, ADMINS),
+    # the audit log (admins): filters, keyset pages, the filtered rows as CSV
+    Entry("audit:log", Kind.PAGE, ADMINS),
+    Entry("audit:csv", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     # REST API v1 (goldset.views.api): the same roles as the pages that do the same thing.
     # DRF authenticates (session or token) and AccessTablePermission applies these roles.
     Entry("api:schema", Kind.API, None),
