@@ -10,6 +10,7 @@ import logging
 from celery import group
 from django.conf import settings
 
+from workbench import request_context
 from workbench.celery import app
 from workbench.embedded import runner
 
@@ -17,10 +18,14 @@ logger = logging.getLogger(__name__)
 
 
 def in_background() -> bool:
-    """The embedded mode's tasks go to the in-process background runner
-    (:mod:`workbench.embedded`): Celery is eager and ``EMBEDDED_BACKGROUND_TASKS`` is on."""
+    """Whether a task goes to the in-process background runner (:mod:`workbench.embedded`):
+    Celery is eager (the embedded mode), ``EMBEDDED_BACKGROUND_TASKS`` is on, and the caller is
+    a web request (or a task one queued: both carry the request's id). Management commands and
+    the shell still run tasks in their own thread, so they end with the work done and print it."""
     return bool(
-        app.conf.task_always_eager and getattr(settings, "EMBEDDED_BACKGROUND_TASKS", False)
+        app.conf.task_always_eager
+        and getattr(settings, "EMBEDDED_BACKGROUND_TASKS", False)
+        and request_context.current_request_id()
     )
 
 

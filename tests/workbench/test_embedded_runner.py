@@ -1,7 +1,8 @@
 """The embedded default's background runner (workbench.embedded): a task handed to it runs in
 its thread, never in the caller's; due tasks run before delayed ones (a countdown is honoured);
 a failing task is logged and the next one still runs; the request id travels with the task;
-dispatch sends tasks there only in the embedded mode with EMBEDDED_BACKGROUND_TASKS on."""
+dispatch sends tasks there only from a request in the embedded mode with EMBEDDED_BACKGROUND_TASKS
+on (commands run them in their own thread)."""
 
 import threading
 
@@ -97,14 +98,17 @@ def test_dispatch_uses_the_runner_only_in_the_embedded_mode_with_the_setting_on(
     dispatch.publish(RECORD, args=["inline"])
     assert seen[-1][1] == threading.get_ident()  # eager, in this thread (the test overlay)
     settings.EMBEDDED_BACKGROUND_TASKS = True
-    assert dispatch.in_background()
-    dispatch.publish(RECORD, args=["background"])
-    dispatch.enqueue(RECORD, "enqueued")
-    assert runner().wait_idle(timeout=60)
-    assert [label for label, *_ in seen] == ["inline", "background", "enqueued"]
-    assert all(thread != threading.get_ident() for _, thread, _ in seen[1:])
-    app.conf.task_always_eager = False  # team mode: a worker's job, never the runner's
-    try:
-        assert not dispatch.in_background()
-    finally:
-        app.conf.task_always_eager = True
+    dispatch.publish(RECORD, args=["command"])  # no request: a command or the shell
+    assert seen[-1][1] == threading.get_ident()
+    with request_context.bound(request_context.RequestContext(request_id="req-7")):
+        assert dispatch.in_background()
+        dispatch.publish(RECORD, args=["background"])
+        dispatch.enqueue(RECORD, "enqueued")
+        assert runner().wait_idle(timeout=60)
+        app.conf.task_always_eager = False  # team mode: a worker's job, never the runner's
+        try:
+            assert not dispatch.in_background()
+        finally:
+            app.conf.task_always_eager = True
+    assert [label for label, *_ in seen] == ["inline", "command", "background", "enqueued"]
+    assert all(thread != threading.get_ident() for _, thread, _ in seen[2:])
