@@ -55,6 +55,7 @@ class EmbeddedRunner:
         self._thread: threading.Thread | None = None
         self._running = 0  # tasks taken off the queue and not finished yet (0 or 1)
         self._hurry = 0  # > 0: run queued tasks now, due or not (flush)
+        self._stopping = False
         self.completed = 0
 
     def submit(self, name: str, args=(), kwargs=None, *, countdown: float | None = None) -> None:
@@ -82,6 +83,8 @@ class EmbeddedRunner:
         """Block until nothing is queued or running; with ``hurry`` run queued tasks now, due
         or not. Returns False when ``timeout`` passed first."""
         with self._cond:
+            if self._queue:
+                self._ensure_thread()  # (after a stop, or at exit)
             if hurry:
                 self._hurry += 1
                 self._cond.notify_all()
@@ -91,6 +94,18 @@ class EmbeddedRunner:
                 if hurry:
                     self._hurry -= 1
 
+    def stop(self) -> None:
+        """End the thread once its current task is done (queued tasks stay queued; the next
+        :meth:`submit` starts a thread again)."""
+        with self._cond:
+            self._stopping = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        with self._cond:
+            self._stopping = False
+
     def _ensure_thread(self) -> None:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(
@@ -98,9 +113,11 @@ class EmbeddedRunner:
             )
             self._thread.start()
 
-    def _next(self) -> _Call:
+    def _next(self) -> _Call | None:
         with self._cond:
             while True:
+                if self._stopping:
+                    return None
                 if self._queue:
                     wait = self._queue[0].due - self._clock()
                     if wait <= 0 or self._hurry:
@@ -111,8 +128,7 @@ class EmbeddedRunner:
                     self._cond.wait()
 
     def _drain(self) -> None:
-        while True:
-            call = self._next()
+        while (call := self._next()) is not None:
             try:
                 self._run(call)
             finally:

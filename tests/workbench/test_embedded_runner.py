@@ -40,16 +40,25 @@ def fail():
 
 @pytest.fixture
 def fresh():
-    """Empty records and a closed gate; the gate opens at the end whatever happened."""
+    """Empty records, a closed gate, and runners made with ``fresh()``; at the end the gate
+    opens and every runner's thread (the process's one too) is stopped, whatever happened."""
     seen.clear()
     held.clear()
     release.clear()
-    yield
+    made = []
+
+    def make():
+        made.append(EmbeddedRunner())
+        return made[-1]
+
+    yield make
     release.set()
+    for r in [*made, runner()]:
+        r.stop()
 
 
 def test_a_task_runs_in_the_runners_thread_never_the_callers(fresh):
-    r = EmbeddedRunner()
+    r = fresh()
     with request_context.bound(request_context.RequestContext(request_id="req-42")):
         r.submit(RECORD, ["one"])
     assert r.wait_idle(timeout=60)
@@ -59,7 +68,7 @@ def test_a_task_runs_in_the_runners_thread_never_the_callers(fresh):
 
 
 def test_the_caller_returns_before_the_task_ran(fresh):
-    r = EmbeddedRunner()
+    r = fresh()
     r.submit(HOLD)
     assert held.wait(60)  # the runner is busy with the held task
     r.submit(RECORD, ["after"])  # returns at once although the runner cannot take it
@@ -70,7 +79,7 @@ def test_the_caller_returns_before_the_task_ran(fresh):
 
 
 def test_due_tasks_run_before_delayed_ones_and_a_flush_runs_everything(fresh):
-    r = EmbeddedRunner()
+    r = fresh()
     r.submit(HOLD)
     assert held.wait(60)
     r.submit(RECORD, ["debounced"], countdown=3600)
@@ -84,7 +93,7 @@ def test_due_tasks_run_before_delayed_ones_and_a_flush_runs_everything(fresh):
 
 
 def test_a_failing_task_is_logged_and_the_next_one_runs(fresh, caplog):
-    r = EmbeddedRunner()
+    r = fresh()
     r.submit(FAIL)
     r.submit(RECORD, ["next"])
     assert r.wait_idle(timeout=60)
@@ -112,3 +121,15 @@ def test_dispatch_uses_the_runner_only_in_the_embedded_mode_with_the_setting_on(
             app.conf.task_always_eager = True
     assert [label for label, *_ in seen] == ["inline", "command", "background", "enqueued"]
     assert all(thread != threading.get_ident() for _, thread, _ in seen[2:])
+
+
+def test_a_stopped_runner_ends_its_thread_and_starts_again_on_demand(fresh):
+    r = fresh()
+    r.submit(RECORD, ["first"])
+    assert r.wait_idle(timeout=60)
+    thread = r._thread
+    r.stop()
+    assert not thread.is_alive()
+    r.submit(RECORD, ["second"])
+    assert r.wait_idle(timeout=60)
+    assert [label for label, *_ in seen] == ["first", "second"]
