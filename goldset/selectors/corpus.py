@@ -156,6 +156,15 @@ def search_blocks(*, query: str):
     return versions.order_by("pk")
 
 
+def text_rank(query: str):
+    """How well a version's text matches ``query``, as an expression to annotate with:
+    ``ts_rank`` on PostgreSQL, 0 on SQLite (which does not rank)."""
+    if connection.vendor == "postgresql":
+        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
+        return SearchRank(_search_vector(), search)
+    return Value(0.0)
+
+
 def text_matches(versions, *, query: str):
     """``versions`` narrowed to those whose text has every word of ``query``, wherever they
     stand and in any case: the one word-matching rule of the corpus search and the triple
@@ -168,7 +177,7 @@ def text_matches(versions, *, query: str):
         return (
             versions.annotate(document_vector=_search_vector())
             .filter(document_vector=search)
-            .annotate(rank=SearchRank(_search_vector(), search))
+            .annotate(rank=text_rank(query))
         )
     words = Q()
     for word in query.split():
@@ -176,7 +185,7 @@ def text_matches(versions, *, query: str):
             words &= Q(text__icontains=word.strip('"'))
     if not words:
         return versions.none()
-    return versions.filter(words).annotate(rank=Value(0.0))
+    return versions.filter(words).annotate(rank=text_rank(query))
 
 
 def search_hits(versions, *, query: str) -> list[SearchHit]:

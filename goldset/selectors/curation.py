@@ -48,7 +48,7 @@ from goldset.models import (
     WorkingSlice,
 )
 from goldset.rules.triple_states import needs_rereview_q
-from goldset.selectors.corpus import text_matches
+from goldset.selectors.corpus import text_matches, text_rank
 from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, has_role
 
@@ -95,8 +95,9 @@ def superseded_pin_q() -> Q:
 def search_block_versions(*, query: str, limit: int = 20):
     """The triple editor's block picker: block versions whose text has every word of ``query``
     (anywhere, any case: :func:`goldset.selectors.corpus.text_matches`, full-text search on
-    PostgreSQL), or whose block id, document id or document title contains ``query``; newest
-    first within a block, each annotated with ``latest`` (the block's newest version number)."""
+    PostgreSQL), or whose block id, document id or document title contains ``query``; the
+    best text matches first on PostgreSQL (``ts_rank``), then by document and block, newest
+    version first; each annotated with ``latest`` (the block's newest version number)."""
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
@@ -114,8 +115,8 @@ def search_block_versions(*, query: str, limit: int = 20):
             | Q(block__document__title__icontains=query)
         )
         .select_related("block__document__domain")
-        .annotate(latest=Subquery(latest))
-        .order_by("block__document__document_id", "block__block_id", "-version")[:limit]
+        .annotate(latest=Subquery(latest), rank=text_rank(query))
+        .order_by("-rank", "block__document__document_id", "block__block_id", "-version")[:limit]
     )
 
 

@@ -35,6 +35,14 @@ def test_words_apart_in_the_text_find_the_block(blocks):
     assert _found("backups monthly") == set()  # every word must appear
 
 
+def test_postgres_lists_the_best_text_match_first(blocks):
+    dense = BlockVersionFactory(text="Backups retained. Backups are retained; backups retained.")
+    found = [v.pk for v in search_block_versions(query="backups retained")]
+    assert set(found) == {blocks["apart"].pk, dense.pk}
+    if connection.vendor == "postgresql":
+        assert found == [dense.pk, blocks["apart"].pk]
+
+
 def test_block_and_document_ids_still_match(blocks):
     v = blocks["other"]
     assert v.pk in _found(v.block.block_id)
