@@ -32,6 +32,7 @@ from workbench import request_context
 from workbench.celery import app
 
 logger = logging.getLogger(__name__)
+THREAD_NAME = "goldset-embedded-tasks"
 
 
 @dataclass(order=True)
@@ -108,9 +109,7 @@ class EmbeddedRunner:
 
     def _ensure_thread(self) -> None:
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(
-                target=self._drain, name="goldset-embedded-tasks", daemon=True
-            )
+            self._thread = threading.Thread(target=self._drain, name=THREAD_NAME, daemon=True)
             self._thread.start()
 
     def _next(self) -> _Call | None:
@@ -164,6 +163,11 @@ os.register_at_fork(after_in_child=_runner._after_fork)
 def runner() -> EmbeddedRunner:
     """The process's runner."""
     return _runner
+
+
+def in_runner() -> bool:
+    """Whether this code runs in a runner's thread (a task the runner took)."""
+    return threading.current_thread().name == THREAD_NAME
 
 
 @atexit.register

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from goldset.tasks import beats
 from tests.waiting import wait_until
 from workbench import dispatch, request_context
 from workbench.celery import app
@@ -18,6 +19,7 @@ HOLD = "tests.embedded.hold"
 FAIL = "tests.embedded.fail"
 
 seen: list[tuple[str, int, str]] = []  # (label, thread id, request id) per run, in order
+beating: list[bool] = []  # whether a job's attempt would stamp its heartbeat, per run
 held = threading.Event()
 release = threading.Event()
 
@@ -25,6 +27,7 @@ release = threading.Event()
 @app.task(name=RECORD)
 def record(label):
     seen.append((label, threading.get_ident(), request_context.current_request_id()))
+    beating.append(beats(record))
 
 
 @app.task(name=HOLD)
@@ -43,6 +46,7 @@ def fresh():
     """Empty records, a closed gate, and runners made with ``fresh()``; at the end the gate
     opens and every runner's thread (the process's one too) is stopped, whatever happened."""
     seen.clear()
+    beating.clear()
     held.clear()
     release.clear()
     made = []
@@ -65,6 +69,7 @@ def test_a_task_runs_in_the_runners_thread_never_the_callers(fresh):
     [(label, thread, request_id)] = seen
     assert label == "one" and thread != threading.get_ident()
     assert request_id == "req-42"  # the audit log names the request that queued it
+    assert beating == [True]  # its job page watches the heartbeat, as under a worker
 
 
 def test_the_caller_returns_before_the_task_ran(fresh):
@@ -106,6 +111,7 @@ def test_dispatch_uses_the_runner_only_in_the_embedded_mode_with_the_setting_on(
     settings.EMBEDDED_BACKGROUND_TASKS = False
     dispatch.publish(RECORD, args=["inline"])
     assert seen[-1][1] == threading.get_ident()  # eager, in this thread (the test overlay)
+    assert beating == [False]  # the caller waits for it: no heartbeat thread
     settings.EMBEDDED_BACKGROUND_TASKS = True
     dispatch.publish(RECORD, args=["command"])  # no request: a command or the shell
     assert seen[-1][1] == threading.get_ident()
