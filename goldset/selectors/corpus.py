@@ -4,15 +4,16 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
+from django.contrib.postgres.search import SearchHeadline
 from django.db import connection
-from django.db.models import Count, Max, Prefetch, Q, Value
+from django.db.models import Count, Max, Prefetch, Q
 from django.shortcuts import get_object_or_404
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from goldset.models import Block, BlockVersion, Document, Domain
 from goldset.selectors.keyset import keyset_page
+from goldset.selectors.text_search import SEARCH_CONFIG, search_query, text_matches
 
 
 def list_domains():
@@ -118,7 +119,6 @@ def diff_versions(old: BlockVersion, new: BlockVersion) -> VersionDiff:
 
 # ---------------------------------------------------------------- full-text search
 
-SEARCH_CONFIG = "english"
 # ts_headline marks matches with these (never in corpus text); the headline is escaped, then
 # they become <mark> tags, so block text can never inject markup.
 _START, _STOP = "\x02", "\x03"
@@ -133,11 +133,6 @@ class SearchHit:
 
 def _marked(text: str) -> SafeString:
     return mark_safe(escape(text).replace(_START, "<mark>").replace(_STOP, "</mark>"))
-
-
-def _search_vector():
-    """The indexed expression (migration ``0021``: a GIN index on exactly this tsvector)."""
-    return SearchVector("text", config=SEARCH_CONFIG)
 
 
 def search_blocks(*, query: str):
@@ -156,38 +151,6 @@ def search_blocks(*, query: str):
     return versions.order_by("pk")
 
 
-def text_rank(query: str):
-    """How well a version's text matches ``query``, as an expression to annotate with:
-    ``ts_rank`` on PostgreSQL, 0 on SQLite (which does not rank)."""
-    if connection.vendor == "postgresql":
-        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
-        return SearchRank(_search_vector(), search)
-    return Value(0.0)
-
-
-def text_matches(versions, *, query: str):
-    """``versions`` narrowed to those whose text has every word of ``query``, wherever they
-    stand and in any case: the one word-matching rule of the corpus search and the triple
-    editor's block picker. On PostgreSQL full-text search on the GIN index (migration ``0021``;
-    English stems, ``websearch`` syntax), each row annotated with its ``rank``; on SQLite each
-    word as a case-insensitive substring (``rank`` 0). A query of stop words alone matches
-    nothing on PostgreSQL."""
-    if connection.vendor == "postgresql":
-        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
-        return (
-            versions.annotate(document_vector=_search_vector())
-            .filter(document_vector=search)
-            .annotate(rank=text_rank(query))
-        )
-    words = Q()
-    for word in query.split():
-        if word.strip('"'):
-            words &= Q(text__icontains=word.strip('"'))
-    if not words:
-        return versions.none()
-    return versions.filter(words).annotate(rank=text_rank(query))
-
-
 def search_hits(versions, *, query: str) -> list[SearchHit]:
     """One page of :func:`search_blocks` with highlighted, escaped excerpts (one query on
     PostgreSQL: ``ts_headline`` for the page's rows only)."""
@@ -195,7 +158,7 @@ def search_hits(versions, *, query: str) -> list[SearchHit]:
     if not versions:
         return []
     if connection.vendor == "postgresql":
-        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
+        search = search_query(query)
         headlines = dict(
             BlockVersion.objects.filter(pk__in=[v.pk for v in versions])
             .annotate(

@@ -48,8 +48,8 @@ from goldset.models import (
     WorkingSlice,
 )
 from goldset.rules.triple_states import needs_rereview_q
-from goldset.selectors.corpus import text_matches, text_rank
 from goldset.selectors.keyset import KeysetPage, keyset_page
+from goldset.selectors.text_search import text_matches, text_rank
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (
@@ -101,11 +101,6 @@ def search_block_versions(*, query: str, limit: int = 20):
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
-    latest = (
-        BlockVersion.objects.filter(block_id=OuterRef("block_id"))
-        .order_by("-version")
-        .values("version")[:1]
-    )
     by_words = text_matches(BlockVersion.objects.order_by(), query=query).values("pk")
     return (
         BlockVersion.objects.filter(
@@ -115,7 +110,7 @@ def search_block_versions(*, query: str, limit: int = 20):
             | Q(block__document__title__icontains=query)
         )
         .select_related("block__document__domain")
-        .annotate(latest=Subquery(latest), rank=text_rank(query))
+        .annotate(latest=Subquery(newest_version_of("block_id")), rank=text_rank(query))
         .order_by("-rank", "block__document__document_id", "block__block_id", "-version")[:limit]
     )
 

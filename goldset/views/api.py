@@ -379,7 +379,7 @@ def version_diff(request):
 @api_view(["GET"])
 def version_download(request, number, fmt):
     """A version's file in ``fmt`` (gold_jsonl, unrag_json, probe_questions, probe_packets,
-    adjudication, trec_qrels, manifest), reduced to the fields the caller's role gets (the page's rule)."""
+    adjudication, manifest), reduced to the fields the caller's role gets (the page's rule)."""
     version = export_selectors.get_version(number=number)
     spec = fields_for(entry_for("exports:download"), roles_of(request.user), variant=fmt)
     if spec is None:
