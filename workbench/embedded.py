@@ -154,6 +154,7 @@ class EmbeddedRunner:
         self._thread = None
         self._running = 0
         self._hurry = 0
+        self._stopping = False
 
 
 _runner = EmbeddedRunner()
