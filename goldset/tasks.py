@@ -20,8 +20,16 @@ from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibrat
 from goldset.services.scoring_chunks import SCORE_CHUNK_TASK, run_chunk
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
 from goldset.services.webhooks import deliver_webhook
+from workbench.embedded import in_runner
 
 logger = logging.getLogger(__name__)
+
+
+def beats(task) -> bool:
+    """Whether a job's attempt stamps a heartbeat: under a worker, and in the embedded default's
+    background runner (its job pages watch the heartbeat as team mode's do); not when a task
+    runs inside its caller (a command, the test overlay), which waits for it to end."""
+    return not task.request.is_eager or in_runner()
 
 
 @shared_task(name=RECOMPUTE_TASK, bind=True, ignore_result=True, **job_time_limits())
@@ -31,7 +39,7 @@ def recompute_agreement_task(self, outbox_id: int | None = None) -> dict:
     running recompute when one runs (one at a time: ``run_agreement_recompute``). A full
     recompute of a large team can outlast Celery's generic limit: it runs under the job time
     limit."""
-    return run_agreement_recompute(message_id=outbox_id, heartbeat=not self.request.is_eager)
+    return run_agreement_recompute(message_id=outbox_id, heartbeat=beats(self))
 
 
 @shared_task(
@@ -46,9 +54,7 @@ def score_run_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Score one job. A duplicate or re-delivered message is harmless: the job is claimed first
     (or taken over when its worker was lost), so the broker may deliver it more than once."""
     mark_done(outbox_id)  # delivered: from here on the job row's heartbeat tracks the work
-    job = run_scoring_job(
-        job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
-    )
+    job = run_scoring_job(job_id=job_id, worker=self.request.hostname or "", heartbeat=beats(self))
     return job.status
 
 
@@ -63,7 +69,7 @@ def score_chunk_task(self, job_id: int, claim: str, kind: str, index: int) -> bo
         kind=kind,
         index=index,
         worker=self.request.hostname or "",
-        heartbeat=not self.request.is_eager,
+        heartbeat=beats(self),
     )
 
 
@@ -82,7 +88,7 @@ def run_pcs_calibration_task(self, calibration_id: int, outbox_id: int | None = 
     return run_pcs_calibration(
         calibration_id=calibration_id,
         worker=self.request.hostname or "",
-        heartbeat=not self.request.is_eager,
+        heartbeat=beats(self),
     ).status
 
 
@@ -111,9 +117,7 @@ def run_import_task(self, job_id: int, outbox_id: int | None = None) -> str:
     """Run one import job. A duplicate or re-delivered message does nothing (the job is claimed
     first); a lost attempt is requeued by the reconciler from the job's heartbeat."""
     mark_done(outbox_id)  # delivered: from here on the job row's heartbeat tracks the work
-    job = run_import_job(
-        job_id=job_id, worker=self.request.hostname or "", heartbeat=not self.request.is_eager
-    )
+    job = run_import_job(job_id=job_id, worker=self.request.hostname or "", heartbeat=beats(self))
     return job.status if job is not None else "not-queued"
 
 

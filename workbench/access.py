@@ -133,6 +133,7 @@ VERSION_FILE_FIELDS: Mapping[str, Mapping[str, FieldSpec]] = {
     "probe_questions": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},
     "probe_packets": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},
     "adjudication": {LEAD: LEAD_ADJUDICATION_FIELDS, ADMIN: ALL_FIELDS},
+    "trec_qrels": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # triple and block ids, no person
     "manifest": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # counts, checksums, the admin who froze
 }
 # Dashboard tables: figures and display names (the protocol lets leads see who agrees with whom).
@@ -283,6 +284,9 @@ ENTRIES: list[Entry] = [
     Entry("webhooks:enabled", Kind.ACTION, ADMINS),
     Entry("webhooks:test", Kind.ACTION, ADMINS),
     Entry("webhooks:redeliver", Kind.ACTION, ADMINS),
+    # the audit log (admins): filters, keyset pages, the filtered rows as CSV
+    Entry("audit:log", Kind.PAGE, ADMINS),
+    Entry("audit:csv", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     # REST API v1 (goldset.views.api): the same roles as the pages that do the same thing.
     # DRF authenticates (session or token) and AccessTablePermission applies these roles.
     Entry("api:schema", Kind.API, None),

@@ -8,22 +8,42 @@ name is registered in web processes as well as in workers.
 import logging
 
 from celery import group
+from django.conf import settings
 
+from workbench import request_context
 from workbench.celery import app
+from workbench.embedded import runner
 
 logger = logging.getLogger(__name__)
 
 
+def in_background() -> bool:
+    """Whether a task goes to the in-process background runner (:mod:`workbench.embedded`):
+    Celery is eager (the embedded mode), ``EMBEDDED_BACKGROUND_TASKS`` is on, and the caller is
+    a web request (or a task one queued: both carry the request's id). Management commands and
+    the shell still run tasks in their own thread, so they end with the work done and print it."""
+    return bool(
+        app.conf.task_always_eager
+        and getattr(settings, "EMBEDDED_BACKGROUND_TASKS", False)
+        and request_context.current_request_id()
+    )
+
+
 def enqueue(name: str, *args, countdown: float | None = None):
-    """Send the task ``name`` with positional ``args`` (run in-process in the embedded eager
-    mode). Call it through ``transaction.on_commit`` from inside a transaction."""
+    """Send the task ``name`` with positional ``args`` (in the embedded mode: to the background
+    runner, or run in-process when Celery is eager without it). Call it through
+    ``transaction.on_commit`` from inside a transaction."""
+    if in_background():
+        return runner().submit(name, args, countdown=countdown)
     return app.tasks[name].apply_async(args, countdown=countdown)
 
 
 def publish(name: str, *, args=(), kwargs=None, countdown: float | None = None):
     """Send the task ``name`` once, without Celery's publish retries: the outbox relay calls
     this and keeps the message pending when the broker is down, so a request never waits on a
-    broker outage (run in-process in the embedded eager mode)."""
+    broker outage (in the embedded mode: to the background runner, after the response)."""
+    if in_background():
+        return runner().submit(name, args, kwargs, countdown=countdown)
     return app.tasks[name].apply_async(args, kwargs or {}, countdown=countdown, retry=False)
 
 

@@ -108,9 +108,17 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"].setdefault("OPTIONS", {})
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    # WAL + a busy timeout keep the embedded default usable with the in-process worker.
+    # The embedded default serves requests in threads beside its background task thread, all
+    # writing one file. WAL lets readers run beside the writer; every transaction takes the
+    # write lock when it begins (IMMEDIATE), so a second writer waits for it (up to the busy
+    # timeout) instead of failing with "database is locked" when a read would turn into a
+    # write; synchronous=NORMAL is durable across crashes of the process in WAL mode.
     DATABASES["default"]["OPTIONS"].update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "timeout": env.float("SQLITE_BUSY_TIMEOUT_SECONDS", default=20.0),
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # A slow statement must not hold a web worker (and its connection) for minutes; workers and
@@ -141,6 +149,10 @@ else:
 
 # Celery: the embedded default runs tasks in-process; with REDIS_URL they go to real workers.
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+# In the embedded default, tasks run in a background thread of the web process after the
+# response (workbench.embedded), as a worker would run them; false runs them inside the request
+# that queued them (the old embedded behaviour; the test overlay's).
+EMBEDDED_BACKGROUND_TASKS = env.bool("EMBEDDED_BACKGROUND_TASKS", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"

@@ -44,6 +44,8 @@ SECURE_HSTS_SECONDS = 0
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Code under test runs tasks in-process; worker tests switch this off for their duration.
 CELERY_TASK_ALWAYS_EAGER = True
+# ... inside the code under test (the embedded background runner only where a test turns it on).
+EMBEDDED_BACKGROUND_TASKS = False
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
 # pytest-django flushes test data with TRUNCATE, which the protected tables refuse unless the

@@ -29,6 +29,7 @@ urlpatterns = [
     path("inbox/", include("goldset.urls.inbox")),
     path("guidelines/", include("goldset.urls.guidelines")),
     path("webhooks/", include("goldset.urls.webhooks")),
+    path("audit/", include("goldset.urls.audit")),
     path("api/v1/", include("goldset.urls.api")),
     path("django-admin/", admin.site.urls),
 ]

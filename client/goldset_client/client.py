@@ -120,7 +120,7 @@ class GoldsetClient:
         self, version: int | str, fmt: str = "gold_jsonl", dest: str | os.PathLike = "."
     ) -> Download:
         """Download a version's file (``gold_jsonl``, ``unrag_json``, ``probe_questions``,
-        ``probe_packets``, ``adjudication``, ``manifest``) to ``dest`` (a file, or a directory to
+        ``probe_packets``, ``adjudication``, ``trec_qrels``, ``manifest``) to ``dest`` (a file, or a directory to
         keep the server's file name). The bytes are hashed as they arrive and checked against
         the ``X-Checksum-SHA256`` header; on a mismatch nothing is left at ``dest`` and
         :class:`ChecksumMismatch` is raised."""

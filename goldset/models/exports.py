@@ -13,6 +13,7 @@ class ExportFormat(models.TextChoices):
     PROBE_QUESTIONS = "probe_questions", "PROBE question file"
     PROBE_PACKETS = "probe_packets", "PROBE evidence packets"
     ADJUDICATION = "adjudication", "Adjudication export"
+    TREC_QRELS = "trec_qrels", "TREC qrels"
     MANIFEST = "manifest", "Manifest"
 
 
@@ -22,6 +23,7 @@ FORMAT_FILES = {
     ExportFormat.PROBE_QUESTIONS: ("probe-questions.jsonl", "application/x-ndjson"),
     ExportFormat.PROBE_PACKETS: ("probe-evidence-packets.jsonl", "application/x-ndjson"),
     ExportFormat.ADJUDICATION: ("adjudication.jsonl", "application/x-ndjson"),
+    ExportFormat.TREC_QRELS: ("qrels.txt", "text/plain; charset=utf-8"),
     ExportFormat.MANIFEST: ("manifest.json", "application/json"),
 }
 

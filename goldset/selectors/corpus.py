@@ -4,7 +4,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank, SearchVector
+from django.contrib.postgres.search import SearchHeadline
 from django.db import connection
 from django.db.models import Count, Prefetch, Q, Subquery
 from django.shortcuts import get_object_or_404
@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 from goldset.models import Block, BlockVersion, Document, Domain
 from goldset.selectors.curation import newest_version_of
 from goldset.selectors.keyset import keyset_page
+from goldset.selectors.text_search import SEARCH_CONFIG, search_query, text_matches
 
 
 def list_domains():
@@ -119,7 +120,6 @@ def diff_versions(old: BlockVersion, new: BlockVersion) -> VersionDiff:
 
 # ---------------------------------------------------------------- full-text search
 
-SEARCH_CONFIG = "english"
 # ts_headline marks matches with these (never in corpus text); the headline is escaped, then
 # they become <mark> tags, so block text can never inject markup.
 _START, _STOP = "\x02", "\x03"
@@ -136,11 +136,6 @@ def _marked(text: str) -> SafeString:
     return mark_safe(escape(text).replace(_START, "<mark>").replace(_STOP, "</mark>"))
 
 
-def _search_vector():
-    """The indexed expression (migration ``0021``: a GIN index on exactly this tsvector)."""
-    return SearchVector("text", config=SEARCH_CONFIG)
-
-
 def search_blocks(*, query: str):
     """Block versions matching ``query``: on PostgreSQL full-text search (words stemmed in
     English, ``websearch`` syntax: "quoted phrases", or, -not) on a GIN index, ranked by
@@ -149,19 +144,12 @@ def search_blocks(*, query: str):
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
-    versions = BlockVersion.objects.select_related("block__document__domain")
+    versions = text_matches(
+        BlockVersion.objects.select_related("block__document__domain"), query=query
+    )
     if connection.vendor == "postgresql":
-        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
-        return (
-            versions.annotate(document_vector=_search_vector())
-            .filter(document_vector=search)
-            .annotate(rank=SearchRank(_search_vector(), search))
-            .order_by("-rank", "pk")
-        )
-    words = Q()
-    for word in query.split():
-        words &= Q(text__icontains=word.strip('"'))
-    return versions.filter(words).order_by("pk")
+        return versions.order_by("-rank", "pk")
+    return versions.order_by("pk")
 
 
 def search_hits(versions, *, query: str) -> list[SearchHit]:
@@ -171,7 +159,7 @@ def search_hits(versions, *, query: str) -> list[SearchHit]:
     if not versions:
         return []
     if connection.vendor == "postgresql":
-        search = SearchQuery(query, config=SEARCH_CONFIG, search_type="websearch")
+        search = search_query(query)
         headlines = dict(
             BlockVersion.objects.filter(pk__in=[v.pk for v in versions])
             .annotate(

@@ -51,6 +51,7 @@ from goldset.models import (
 from goldset.models.corpus import page_range_of
 from goldset.rules.triple_states import needs_rereview_q
 from goldset.selectors.keyset import KeysetPage, keyset_page
+from goldset.selectors.text_search import text_matches, text_rank
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (
@@ -110,21 +111,25 @@ def superseded_pin_q() -> Q:
 
 
 def search_block_versions(*, query: str, limit: int = 20):
-    """Block versions whose text, block id or document id contains ``query``, newest first within
-    a block, each annotated with ``latest`` (the block's newest version number)."""
+    """The triple editor's block picker: block versions whose text has every word of ``query``
+    (anywhere, any case: :func:`goldset.selectors.corpus.text_matches`, full-text search on
+    PostgreSQL), or whose block id, document id or document title contains ``query``; the
+    best text matches first on PostgreSQL (``ts_rank``), then by document and block, newest
+    version first; each annotated with ``latest`` (the block's newest version number)."""
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
+    by_words = text_matches(BlockVersion.objects.order_by(), query=query).values("pk")
     return (
         BlockVersion.objects.filter(
-            Q(text__icontains=query)
+            Q(pk__in=by_words)
             | Q(block__block_id__icontains=query)
             | Q(block__document__document_id__icontains=query)
             | Q(block__document__title__icontains=query)
         )
         .select_related("block__document__domain")
-        .annotate(latest=Subquery(newest_version_of("block_id")))
-        .order_by("block__document__document_id", "block__block_id", "-version")[:limit]
+        .annotate(latest=Subquery(newest_version_of("block_id")), rank=text_rank(query))
+        .order_by("-rank", "block__document__document_id", "block__block_id", "-version")[:limit]
     )
 
 
@@ -241,6 +246,21 @@ def revision_history(*, triple: Triple) -> list[RevisionView]:
             )
         )
     return history
+
+
+def reviews_to_answer(*, triple: Triple) -> list[Review]:
+    """The reviews a revise or split of ``triple`` answers: those of its current revision, with
+    their flags, entailment direction, disagreement category and comment, in slot order (one
+    query). ``triple`` comes from :func:`get_triple_for`, so only those :func:`may_discuss` lets
+    see it get here. A revision still under review shows none (reviews stay blind until the
+    revision is resolved, as in :func:`revision_history`)."""
+    if triple.state == TripleState.PENDING_REVIEW or triple.current_revision_id is None:
+        return []
+    return list(
+        Review.objects.filter(revision_id=triple.current_revision_id)
+        .select_related("reviewer", "assignment")
+        .order_by("assignment__slot", "id")
+    )
 
 
 def list_messages(*, triple: Triple):

@@ -11,9 +11,11 @@ Renderers emit keys in sorted order too, so a whole Unrag file equals
 
 import hashlib
 import json
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from django.db import connection
 
@@ -198,6 +200,23 @@ def verified_row_checksums(version: GoldVersion) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- renderers
+
+_WHITESPACE = re.compile(r"\s")
+
+
+def trec_id(value: str) -> str:
+    """An id as a TREC column: as stored, except whitespace (which would split the column),
+    percent-encoded as in a URL (a space is ``%20``)."""
+    return _WHITESPACE.sub(lambda m: quote(m.group(0), safe=""), value)
+
+
+def qrels_line(row: dict) -> bytes:
+    """A gold row as one TREC qrels line, ``qid 0 docid rel``: the judgement scoring jobs read
+    from the gold JSONL (``scoring.io``'s ``gold`` format: the query is the triple id, its one
+    relevant document the expected block id, relevance 1), so ``trec_eval`` on this file and
+    a scoring job on the version score a run alike."""
+    qid, docid = trec_id(row["id"]), trec_id(row["expected_block"]["block_id"])
+    return f"{qid} 0 {docid} 1\n".encode()
 
 
 def _lines(version: GoldVersion) -> Iterator[str]:

@@ -184,6 +184,7 @@ def store_frozen_version(
     stats = RowStats()
     checksums: dict[str, str] = {}
     gold_file = exports.FileSpool()  # the gold JSONL file is the rows, written as they come
+    qrels_file = exports.FileSpool()  # and the TREC qrels, one judgement per row
     batch: list[tuple] = []
     for index, row in enumerate(rows):
         triple_id, meta = _check_row(row, index)
@@ -193,6 +194,7 @@ def store_frozen_version(
         encoded = line.encode("utf-8")
         sha = exports.sha256_bytes(encoded)
         gold_file.write(encoded + b"\n")
+        qrels_file.write(exports.qrels_line(row))
         checksums[triple_id] = sha
         stats.count += 1
         for counter, key in (
@@ -234,7 +236,10 @@ def store_frozen_version(
     files = [
         exports.store_spool(
             version=version, fmt=ExportFormat.GOLD_JSONL, redacted=False, spool=gold_file
-        )
+        ),
+        exports.store_spool(
+            version=version, fmt=ExportFormat.TREC_QRELS, redacted=False, spool=qrels_file
+        ),
     ]
     spools = exports.render_snippet_files(version, description=description)
     for (fmt, redacted), spool in spools.items():

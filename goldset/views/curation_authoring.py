@@ -146,7 +146,12 @@ def revise(request, pk):
                 request, f"Revision {revision.number} re-enters review with fresh reviewers."
             )
             return redirect("curation:triple", pk=triple.pk)
-    return render(request, "curation/revise.html", {"triple": triple, "form": form})
+    context = {
+        "triple": triple,
+        "form": form,
+        "reviews": selectors.reviews_to_answer(triple=triple),
+    }
+    return render(request, "curation/revise.html", context)
 
 
 @role_required(*ALL_ROLES)
@@ -166,7 +171,12 @@ def split(request, pk):
             ids = ", ".join(c.external_id for c in children)
             messages.success(request, f"Split into {len(children)} atomic triples: {ids}.")
             return redirect("curation:triple", pk=triple.pk)
-    return render(request, "curation/split.html", {"triple": triple, "form": form})
+    context = {
+        "triple": triple,
+        "form": form,
+        "reviews": selectors.reviews_to_answer(triple=triple),
+    }
+    return render(request, "curation/split.html", context)
 
 
 @require_POST
