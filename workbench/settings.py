@@ -157,7 +157,13 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 10}
 CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
 CELERY_REDIS_SOCKET_TIMEOUT = 10
+# A task running when the broker connection drops keeps running (a recompute or a scoring job is
+# not killed by a Redis restart); its message may be delivered again, and tasks are idempotent.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# kombu's Redis transport, fixed so a worker survives Redis restarting while it holds an
+# unacknowledged message (workbench.broker says why).
+if REDIS_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT = "workbench.broker:Transport"
 
 # Jobs that always end (goldset.services.jobs). A running job whose heartbeat is older than
 # JOB_STALE_SECONDS lost its worker: a redelivered task takes it over, or the reconciler requeues
