@@ -364,6 +364,10 @@ def _start_worker(env, name, *, ready_timeout=60):
             "--concurrency=1",
             "--without-gossip",
             "--without-mingle",
+            "-Q",
+            ",".join(
+                queue.name for queue in app.conf.task_queues
+            ),  # every queue, like `make worker`
             "-n",
             name,
             "--loglevel=INFO",
