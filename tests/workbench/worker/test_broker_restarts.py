@@ -6,55 +6,17 @@ consumer waits in BRPOP when Redis goes away, the case that crashed kombu's rest
 workbench.broker (see its docstring)."""
 
 import os
-import signal
-import subprocess
-import sys
 
 import pytest
-from django.db import connection
 
-from tests.conftest import ROOT
 from tests.goldset.worker.test_job_faults import answers_ping, broker
 from tests.waiting import wait_until
 from tests.workbench.worker.holding_app import hold
+from tests.workbench.worker.processes import start_worker, stop_group, worker_env
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres]
 
 RESTARTS = 5
-
-
-def worker_env(redis_url: str) -> dict:
-    db = connection.settings_dict
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "workbench.settings",
-        "SECRET_KEY": "broker-restart-test",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}",
-        "REDIS_URL": redis_url,
-    }
-
-
-def start_worker(env: dict, name: str, log, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "tests.workbench.worker.holding_app", "worker"]
-        + ["-n", name, "--loglevel=INFO", *extra],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_the_worker_survives_five_redis_restarts_while_it_holds_unacknowledged_work(
