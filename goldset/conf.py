@@ -161,7 +161,7 @@ TUNABLES: dict[str, Tunable] = {
             "AGREEMENT_PROCESSES",
             2,
             int,
-            "Processes computing agreement figures in the recompute task (forked; 1 = in the task).",
+            "Processes computing agreement figures in the recompute task (from a forkserver; 1 = in the task).",
         ),
         Tunable(
             "AGREEMENT_DEBOUNCE_SECONDS", 30, int, "Changes within this window share a recompute."
