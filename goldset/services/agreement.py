@@ -18,8 +18,12 @@ data is a no-op and dashboards never compute.
 
 import hashlib
 import multiprocessing
+import multiprocessing.forkserver
+import os
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
@@ -423,7 +427,8 @@ def _run_jobs(jobs: list, processes: int) -> list:
         max_workers=processes - 1, mp_context=context, initializer=django.setup
     )
     try:
-        children = [pool.submit(_run_share, share) for share in shares[1:]]
+        with _allowed_to_start_children():
+            children = [pool.submit(_run_share, share) for share in shares[1:]]
         for i, result in _run_share(shares[0]):
             results[i] = result
         for child in children:
@@ -440,6 +445,37 @@ def _run_jobs(jobs: list, processes: int) -> list:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return results
+
+
+@contextmanager
+def _allowed_to_start_children() -> Iterator[None]:
+    """Lets a Celery prefork pool process start the children. Those processes are daemonic, and
+    multiprocessing refuses to start children from a daemonic process, lest they outlive it;
+    ours do not (the call waits for them, and one whose parent is gone ends at its next read of
+    the job queue). And their authentication key is billiard's, which refuses to be pickled for
+    the forkserver: the children get the same key as the standard library's type."""
+    current = multiprocessing.current_process()
+    daemon, authkey = current.daemon, current.authkey
+    current.daemon = False
+    current._config["authkey"] = multiprocessing.process.AuthenticationString(authkey)
+    try:
+        yield
+    finally:
+        current.daemon = daemon
+        current._config["authkey"] = authkey  # as it was, whatever its type
+
+
+def _forget_the_parents_forkserver() -> None:
+    """A process forked from one that had started the forkserver (Celery forks its pool
+    processes from its main process) inherits the server's bookkeeping but is not its parent:
+    it starts a server of its own when it needs one."""
+    server = multiprocessing.forkserver._forkserver
+    if server._forkserver_pid is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_forkserver)
 
 
 def _run_share(share: list) -> list:

@@ -11,6 +11,7 @@ from functools import partial
 from itertools import chain
 from pathlib import Path
 
+import billiard
 import numpy as np
 import pandas as pd
 import pytest
@@ -291,6 +292,20 @@ def test_the_processes_start_safely_while_this_process_runs_other_threads():
         beside.join()
     assert not [w for w in caught if "fork" in str(w.message)]
     assert os.getpid() in pids and set(pids) - {os.getpid()}
+
+
+def _pids_in_a_pool_process() -> tuple[int, list[int]]:
+    return os.getpid(), _run_jobs([os.getpid] * 200, 2)
+
+
+def test_a_celery_prefork_pool_process_starts_the_processes_too():
+    """Celery's prefork pool processes (billiard's) are daemonic, carry billiard's
+    authentication key and may be forked after their parent started a server: the recompute
+    task starts its processes there all the same."""
+    assert len(set(_run_jobs([os.getpid] * 200, 2))) == 2  # this process's server runs
+    with billiard.Pool(1) as pool:
+        parent, pids = pool.apply(_pids_in_a_pool_process)
+    assert parent in pids and set(pids) - {parent}
 
 
 def _random_marks(rows: pd.DataFrame, seed: int, n: int) -> list[dict]:
