@@ -36,6 +36,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+RECEIVED = re.compile(r"Task goldset\.reconcile\[[0-9a-f-]+\] received")
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): ")
 
 
@@ -61,11 +62,11 @@ def wait_for(predicate, what: str, timeout: float = 300.0) -> None:
         time.sleep(0.1)
 
 
-def stamps(log: Path, pattern: str) -> list[dt.datetime]:
+def stamps(log: Path, pattern: str | re.Pattern) -> list[dt.datetime]:
     found = []
     for line in log.read_text(errors="replace").splitlines():
         match = STAMP.match(line)
-        if match and pattern in line:
+        if match and (pattern.search(line) if isinstance(pattern, re.Pattern) else pattern in line):
             found.append(dt.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"))
     return found
 
@@ -154,11 +155,11 @@ def main():
         result["queued"] = client.llen("celery")
         beat_log = start("beat", "-A", "workbench", "beat", "-s", str(work / "schedule"))
         wait_for(
-            lambda: len(stamps(reconciler_log, "Task goldset.reconcile[")) > args.passes,
+            lambda: len(stamps(reconciler_log, RECEIVED)) > args.passes,
             f"{args.passes} reconciler passes",
         )
         sent = stamps(beat_log, "Sending due task reconcile-jobs")
-        received = stamps(reconciler_log, "Task goldset.reconcile[")
+        received = stamps(reconciler_log, RECEIVED)
         # Each send is paired with the first reception not already paired, at or after it (the
         # send is logged once published, so a reception may carry a stamp a few ms before it).
         delays, unpaired = [], list(received)
