@@ -304,12 +304,11 @@ def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted
             yield values, ordered[start:stop]
 
 
-def _counts(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, n_categories: int) -> np.ndarray:
-    """The items × categories count table, items in order of first appearance (``_count_table``)."""
-    items = pd.factorize(enc.item[rows])[0]
-    flat = np.bincount(
-        items * n_categories + codes[rows], minlength=(items.max() + 1) * n_categories
-    )
+def _counts(items: np.ndarray, codes: np.ndarray, n_categories: int) -> np.ndarray:
+    """The items × categories count table of rows given by their item and category codes,
+    items in order of first appearance (``_count_table``)."""
+    items = pd.factorize(items)[0]
+    flat = np.bincount(items * n_categories + codes, minlength=(items.max() + 1) * n_categories)
     return flat.reshape(-1, n_categories)
 
 
@@ -549,25 +548,44 @@ def summary_figures(
 
 
 def _scope_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed):
-    jobs = []
-    for dims in SCOPES:
-        for values, group in _scope_groups(enc, rows, dims, selection.scopes):
-            scope = dict(zip(dims, values, strict=True))
-            jobs.append(
-                partial(
-                    _scope_job, enc, group, codes, protocol, axis, scale, scope, n_resamples, seed
-                )
-            )
-    return jobs
+    groups = [
+        (dict(zip(dims, values, strict=True)), group)
+        for dims in SCOPES
+        for values, group in _scope_groups(enc, rows, dims, selection.scopes)
+    ]
+    # A scoped refresh asks for a few scopes: each job then carries its own rows' columns, and a
+    # child process is sent those instead of the whole protocol's encoding.
+    own_rows = sum(len(group) for _, group in groups) <= len(rows)
+    return [
+        partial(
+            _scope_job,
+            (enc.item[group], enc.annotator[group], codes[group]) if own_rows else None,
+            None if own_rows else (enc, group, codes),
+            protocol,
+            axis,
+            scale,
+            scope,
+            n_resamples,
+            seed,
+        )
+        for scope, group in groups
+    ]
 
 
-def _scope_job(enc, group, codes, protocol, axis, scale, scope, n_resamples, seed):
+def _scope_job(columns, encoded, protocol, axis, scale, scope, n_resamples, seed):
+    """The figures of one scope, from its rows' ``columns`` (items, annotators, codes) or from
+    ``encoded`` (the encoding, the scope's rows and the codes), the same values either way."""
+    if columns is None:
+        enc, group, codes = encoded
+        columns = (enc.item[group], enc.annotator[group], codes[group])
+    items, annotators, codes = columns
+    n_categories = len(scale.categories)
     return _scope_figures(
         protocol,
         axis,
         scale,
-        _counts(enc, group, codes, len(scale.categories)),
-        int(np.count_nonzero(np.bincount(enc.annotator[group]))),
+        _counts(items, codes, n_categories),
+        int(np.count_nonzero(np.bincount(annotators))),
         scope,
         n_resamples,
         seed,
