@@ -553,9 +553,10 @@ def _scope_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples,
         for dims in SCOPES
         for values, group in _scope_groups(enc, rows, dims, selection.scopes)
     ]
-    # A scoped refresh asks for a few scopes: each job then carries its own rows' columns, and a
-    # child process is sent those instead of the whole protocol's encoding.
-    own_rows = sum(len(group) for _, group in groups) <= len(rows)
+    # A scoped refresh asks for a few scopes: each job then carries its own rows' three columns,
+    # and a child process is sent those instead of the encoding of every rating (seven columns),
+    # when they are fewer values.
+    own_rows = 3 * sum(len(group) for _, group in groups) <= 7 * len(enc.item)
     return [
         partial(
             _scope_job,
