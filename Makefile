@@ -47,7 +47,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/lint-imports
 
 worker: $(BIN)/.installed
-	$(BIN)/celery -A workbench worker --loglevel=INFO
+	$(BIN)/celery -A workbench worker -Q celery,reconcile,webhooks --loglevel=INFO
 
 bench: $(BIN)/.installed
 	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -106,9 +106,10 @@ TUNABLES: dict[str, Tunable] = {
         ),
         Tunable(
             "OUTBOX_REDISPATCH_SECONDS",
-            120,
+            90,
             int,
-            "A published message no worker picked up within this is published again.",
+            "A published message no worker picked up within this is published again (at the "
+            "reconciler's next pass: within this plus RECONCILE_INTERVAL_SECONDS, 2 minutes).",
         ),
         Tunable(
             "RECONCILE_INTERVAL_SECONDS", 30, int, "The reconciler runs this often (Celery beat)."
@@ -174,7 +175,7 @@ TUNABLES: dict[str, Tunable] = {
             "AGREEMENT_PROCESSES",
             2,
             int,
-            "Processes computing agreement figures in the recompute task (forked; 1 = in the task).",
+            "Processes computing agreement figures in the recompute task (from a forkserver; 1 = in the task).",
         ),
         Tunable(
             "AGREEMENT_DEBOUNCE_SECONDS", 30, int, "Changes within this window share a recompute."

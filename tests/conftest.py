@@ -259,6 +259,12 @@ class OwnRedis:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.tmp_path = tmp_path
+        self.start()
+
+    def start(self):
+        """Start the server (again, after ``stop()``: same port, empty, like a restarted
+        container without persistence)."""
         self.proc = subprocess.Popen(
             [
                 "redis-server",
@@ -271,7 +277,7 @@ class OwnRedis:
                 "--appendonly",
                 "no",
                 "--dir",
-                str(tmp_path),
+                str(self.tmp_path),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -294,9 +300,10 @@ class OwnRedis:
             time.sleep(0.05)
         pytest.fail(f"redis-server on port {self.port} did not {'start' if up else 'stop'}")
 
-    def stop(self):
+    def stop(self, *, crash: bool = False):
+        """Stop the server: SIGTERM, or with ``crash`` SIGKILL (no goodbye to its clients)."""
         if self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.kill() if crash else self.proc.terminate()
             self.proc.wait(timeout=10)
         self._wait(up=False)
 
@@ -357,6 +364,10 @@ def _start_worker(env, name, *, ready_timeout=60):
             "--concurrency=1",
             "--without-gossip",
             "--without-mingle",
+            "-Q",
+            ",".join(
+                queue.name for queue in app.conf.task_queues
+            ),  # every queue, like `make worker`
             "-n",
             name,
             "--loglevel=INFO",

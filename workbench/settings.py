@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+from kombu import Queue
 
 from goldset import conf as goldset_conf
 from workbench.envfile import read_or_create_secret_key
@@ -176,7 +177,24 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 10}
 CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
 CELERY_REDIS_SOCKET_TIMEOUT = 10
+# A task running when the broker connection drops keeps running (a recompute or a scoring job is
+# not killed by a Redis restart); its message may be delivered again, and tasks are idempotent.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# kombu's Redis transport, fixed so a worker survives Redis restarting while it holds an
+# unacknowledged message (workbench.broker says why).
+if REDIS_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT = "workbench.broker:Transport"
+# Three queues. Jobs (imports, scoring and its pieces, agreement recomputes, e-mails) go to the
+# default queue; the reconciler has its own, so no backlog of jobs delays it, and so have webhook
+# deliveries, so an endpoint that times out or fails never delays a job. A worker started without
+# -Q consumes all three; docker-compose.yml runs one worker per queue (README, "Workers, beat and
+# the reconciler"). /health/ fails while a queue has no worker.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = [Queue(name) for name in ("celery", "reconcile", "webhooks")]
+CELERY_TASK_ROUTES = {
+    "goldset.reconcile": {"queue": "reconcile"},
+    "goldset.deliver_webhook": {"queue": "webhooks"},
+}
 
 # Jobs that always end (goldset.services.jobs). A running job whose heartbeat is older than
 # JOB_STALE_SECONDS lost its worker: a redelivered task takes it over, or the reconciler requeues
@@ -196,7 +214,7 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {
         "task": "goldset.reconcile",
         "schedule": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"]),
-        "options": {"expires": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"])},
+        # No expiry: a pass waiting on its queue runs late, never silently not at all.
     }
 }
 

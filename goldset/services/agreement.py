@@ -17,14 +17,18 @@ data is a no-op and dashboards never compute.
 """
 
 import hashlib
+import multiprocessing
+import multiprocessing.forkserver
 import os
-import pickle
-import signal
-import threading
-import traceback
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 
+import django
 import numpy as np
 import pandas as pd
 from django.db import connection, transaction
@@ -313,12 +317,11 @@ def _scope_groups(enc: _Encoded, rows: np.ndarray, dims: tuple[str, ...], wanted
             yield values, ordered[start:stop]
 
 
-def _counts(enc: _Encoded, rows: np.ndarray, codes: np.ndarray, n_categories: int) -> np.ndarray:
-    """The items × categories count table, items in order of first appearance (``_count_table``)."""
-    items = pd.factorize(enc.item[rows])[0]
-    flat = np.bincount(
-        items * n_categories + codes[rows], minlength=(items.max() + 1) * n_categories
-    )
+def _counts(items: np.ndarray, codes: np.ndarray, n_categories: int) -> np.ndarray:
+    """The items × categories count table of rows given by their item and category codes,
+    items in order of first appearance (``_count_table``)."""
+    items = pd.factorize(items)[0]
+    flat = np.bincount(items * n_categories + codes, minlength=(items.max() + 1) * n_categories)
     return flat.reshape(-1, n_categories)
 
 
@@ -385,7 +388,7 @@ def compute_figures(
                         "value": np.asarray(scale.categories, dtype=object)[codes[rows]],
                     }
                 )
-                jobs.append(lambda p=protocol, slim=slim: _severe_rate_gaps(p, slim))
+                jobs.append(partial(_severe_rate_gaps, protocol, slim))
     results = _run_jobs(jobs, processes or _default_processes())
     figures += [f for batch in results for f in batch]
     if only is not None:
@@ -395,92 +398,103 @@ def compute_figures(
 
 
 class AgreementWorkerError(RuntimeError):
-    """A forked process computing agreement figures failed or was lost."""
+    """A process computing agreement figures failed or was lost."""
 
 
 def _default_processes() -> int:
-    """``AGREEMENT_PROCESSES``, or 1 while this process runs other threads: forking then can
-    leave a child waiting forever on a lock one of them held (the embedded mode runs the task
-    inside the web server's threads). One process computes the same figures, one after another."""
-    if threading.active_count() > 1:
-        return 1
     return tunable("AGREEMENT_PROCESSES")
 
 
 def _run_jobs(jobs: list, processes: int) -> list:
     """Each job's result, in job order, computed by ``processes`` processes: this one and
-    ``processes - 1`` forked children, each taking every ``processes``-th chunk of jobs.
+    ``processes - 1`` children, each taking every ``processes``-th chunk of jobs.
 
     Processes, not threads: ``Generator.multinomial`` holds the GIL while it draws (two threads
     drawing took as long as one after the other), so a thread pool never overlapped the
-    bootstrap. A job's result depends only on its own inputs and seed, so which process ran it
-    changes nothing. The children inherit the rows copy-on-write, never touch the database
-    connection, send their results pickled through a pipe and end with ``os._exit`` (no exit
-    handlers, nothing of the parent's closed); a child that fails or is lost fails the call."""
+    bootstrap. The children are started by the ``forkserver`` method: forked from a server
+    process started for them (single-threaded, Django set up, no database connection, see
+    :mod:`goldset.services.agreement_children`), never from this process, which may run other
+    threads (the recompute task's heartbeat, a web server's threads) — forking a threaded
+    process can leave the child waiting forever on a lock another thread held. So they may run
+    whatever this process runs. Jobs are picklable (partials of module functions); each child's
+    share is sent in one pickle, so data its jobs share (the encoded ratings) is sent once. A
+    job's result depends only on its own inputs and seed, so which process ran it changes
+    nothing; a child that fails or is lost fails the call."""
     processes = min(processes, len(jobs))
-    if processes <= 1 or not hasattr(os, "fork"):
+    if processes <= 1:
         return [job() for job in jobs]
     chunk = max(1, len(jobs) // (processes * 64))
-
-    def work(worker: int) -> list:
-        # Small chunks dealt round-robin: neighbouring jobs cost about the same, so each
-        # process gets an even share without any state shared between processes.
-        return [
-            (i, jobs[i]())
+    # Small chunks dealt round-robin: neighbouring jobs cost about the same, so each process
+    # gets an even share.
+    shares = [
+        [
+            (i, jobs[i])
             for start in range(worker * chunk, len(jobs), processes * chunk)
             for i in range(start, min(start + chunk, len(jobs)))
         ]
-
-    children: list[tuple[int, int]] = []
+        for worker in range(processes)
+    ]
     results: list = [None] * len(jobs)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["goldset.services.agreement_children"])
+    pool = ProcessPoolExecutor(
+        max_workers=processes - 1, mp_context=context, initializer=django.setup
+    )
     try:
-        for worker in range(1, processes):
-            read, write = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                _child(lambda worker=worker: work(worker), read, write, [fd for _, fd in children])
-            os.close(write)
-            children.append((pid, read))
-        for i, result in work(0):
+        with _allowed_to_start_children():
+            children = [pool.submit(_run_share, share) for share in shares[1:]]
+        for i, result in _run_share(shares[0]):
             results[i] = result
-        while children:
-            pid, read = children.pop(0)
+        for child in children:
             try:
-                with os.fdopen(read, "rb") as pipe:
-                    data = pipe.read()
-            finally:
-                os.waitpid(pid, 0)
-            if not data:
-                raise AgreementWorkerError(f"agreement process {pid} was lost")
-            status, payload = pickle.loads(data)
-            if status != "ok":
-                raise AgreementWorkerError(f"agreement process {pid} failed: {payload}")
+                payload = child.result()
+            except BrokenProcessPool as exc:
+                raise AgreementWorkerError("an agreement process was lost") from exc
+            except Exception as exc:
+                raise AgreementWorkerError(
+                    f"an agreement process failed: {type(exc).__name__}: {exc}"
+                ) from exc
             for i, result in payload:
                 results[i] = result
     finally:
-        for pid, read in children:  # only when this process failed first: stop the others
-            os.close(read)
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        pool.shutdown(wait=True, cancel_futures=True)
     return results
 
 
-def _child(work, read: int, write: int, inherited: list[int]) -> None:
-    """A forked child's whole life: run jobs, write ``(status, payload)``, exit at once."""
-    status = 1
+@contextmanager
+def _allowed_to_start_children() -> Iterator[None]:
+    """Lets a Celery prefork pool process start the children. Those processes are daemonic, and
+    multiprocessing refuses to start children from a daemonic process, lest they outlive it;
+    ours do not (the call waits for them, and one whose parent is gone ends at its next read of
+    the job queue). And their authentication key is billiard's, which refuses to be pickled for
+    the forkserver: the children get the same key as the standard library's type."""
+    current = multiprocessing.current_process()
+    daemon, authkey = current.daemon, current.authkey
+    current.daemon = False
+    current._config["authkey"] = multiprocessing.process.AuthenticationString(authkey)
     try:
-        os.close(read)
-        for fd in inherited:
-            os.close(fd)
-        try:
-            payload = ("ok", work())
-        except BaseException:  # reported to the parent, which raises
-            payload = ("error", traceback.format_exc(limit=5))
-        with os.fdopen(write, "wb") as pipe:
-            pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
-        status = 0
+        yield
     finally:
-        os._exit(status)
+        current.daemon = daemon
+        current._config["authkey"] = authkey  # as it was, whatever its type
+
+
+def _forget_the_parents_forkserver() -> None:
+    """A process forked from one that had started the forkserver (Celery forks its pool
+    processes from its main process) inherits the server's bookkeeping but is not its parent:
+    it starts a server of its own when it needs one."""
+    server = multiprocessing.forkserver._forkserver
+    if server._forkserver_pid is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_forkserver)
+
+
+def _run_share(share: list) -> list:
+    """One process's share of the jobs: ``[(index, result)]``."""
+    return [(i, job()) for i, job in share]
 
 
 def _coded(protocol: str, axis: str, rows: pd.DataFrame) -> pd.DataFrame:
@@ -550,23 +564,49 @@ def summary_figures(
 
 
 def _scope_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, seed):
-    jobs = []
-    for dims in SCOPES:
-        for values, group in _scope_groups(enc, rows, dims, selection.scopes):
-            scope = dict(zip(dims, values, strict=True))
-            jobs.append(
-                lambda scope=scope, group=group: _scope_figures(
-                    protocol,
-                    axis,
-                    scale,
-                    _counts(enc, group, codes, len(scale.categories)),
-                    int(np.count_nonzero(np.bincount(enc.annotator[group]))),
-                    scope,
-                    n_resamples,
-                    seed,
-                )
-            )
-    return jobs
+    groups = [
+        (dict(zip(dims, values, strict=True)), group)
+        for dims in SCOPES
+        for values, group in _scope_groups(enc, rows, dims, selection.scopes)
+    ]
+    # A scoped refresh asks for a few scopes: each job then carries its own rows' three columns,
+    # and a child process is sent those instead of the encoding of every rating (seven columns),
+    # when they are fewer values.
+    own_rows = 3 * sum(len(group) for _, group in groups) <= 7 * len(enc.item)
+    return [
+        partial(
+            _scope_job,
+            (enc.item[group], enc.annotator[group], codes[group]) if own_rows else None,
+            None if own_rows else (enc, group, codes),
+            protocol,
+            axis,
+            scale,
+            scope,
+            n_resamples,
+            seed,
+        )
+        for scope, group in groups
+    ]
+
+
+def _scope_job(columns, encoded, protocol, axis, scale, scope, n_resamples, seed):
+    """The figures of one scope, from its rows' ``columns`` (items, annotators, codes) or from
+    ``encoded`` (the encoding, the scope's rows and the codes), the same values either way."""
+    if columns is None:
+        enc, group, codes = encoded
+        columns = (enc.item[group], enc.annotator[group], codes[group])
+    items, annotators, codes = columns
+    n_categories = len(scale.categories)
+    return _scope_figures(
+        protocol,
+        axis,
+        scale,
+        _counts(items, codes, n_categories),
+        int(np.count_nonzero(np.bincount(annotators))),
+        scope,
+        n_resamples,
+        seed,
+    )
 
 
 def _scope_figures(protocol, axis, scale, counts, n_annotators, scope, n_resamples, seed):
@@ -675,8 +715,16 @@ def _pair_jobs(enc, protocol, axis, scale, rows, codes, selection, n_resamples, 
             for start in range(0, len(wanted), PAIRS_PER_JOB):
                 batch = wanted[start : start + PAIRS_PER_JOB]
                 jobs.append(
-                    lambda batch=batch, scope=scope, tables=tables: _pair_figures(
-                        protocol, axis, scale, tables, batch, scope, n_resamples, seed
+                    partial(
+                        _pair_figures,
+                        protocol,
+                        axis,
+                        scale,
+                        tables,
+                        batch,
+                        scope,
+                        n_resamples,
+                        seed,
                     )
                 )
     return jobs

@@ -1,4 +1,5 @@
-"""Health of the three things a working deployment needs: database, broker, a live worker."""
+"""Health of what a working deployment needs: database, broker, a live worker on every queue,
+jobs that move and a beat that runs the reconciler."""
 
 from dataclasses import asdict, dataclass
 
@@ -38,16 +39,26 @@ def check_broker() -> Check:
 
 
 def check_workers(*, timeout: float = 1.5) -> Check:
+    """Every queue (``CELERY_TASK_QUEUES``: jobs, the reconciler, webhooks) has a live worker
+    consuming it. Asked of the workers at each call (a broadcast answered within ``timeout``),
+    so a worker that died is missing from the very next report."""
     if app.conf.task_always_eager:
         return Check("worker", True, "embedded: tasks run in-process")
     try:
-        replies = app.control.ping(timeout=timeout) or []
+        replies = app.control.inspect(timeout=timeout).active_queues() or {}
     except Exception as exc:  # noqa: BLE001
         return Check("worker", False, f"{type(exc).__name__}: {exc}")
     if not replies:
-        return Check("worker", False, "no worker answered a ping")
-    names = sorted(name for reply in replies for name in reply)
-    return Check("worker", True, f"{len(names)} alive: {', '.join(names)}")
+        return Check("worker", False, "no worker answered")
+    names = sorted(replies)
+    alive = f"{len(names)} alive: {', '.join(names)}"
+    consumed = {queue["name"] for queues in replies.values() for queue in queues or ()}
+    missing = [queue.name for queue in app.conf.task_queues or () if queue.name not in consumed]
+    if missing:
+        return Check(
+            "worker", False, f"no worker consumes the {', '.join(missing)} queue ({alive})"
+        )
+    return Check("worker", True, alive)
 
 
 def check_jobs() -> Check:

@@ -4,11 +4,14 @@ run, and the recompute task's incremental refresh (dirty-scope marks written by 
 review and undo services) stores exactly what a full recompute stores."""
 
 import hashlib
-import multiprocessing
 import os
 import threading
+import warnings
+from functools import partial
 from itertools import chain
+from pathlib import Path
 
+import billiard
 import numpy as np
 import pandas as pd
 import pytest
@@ -46,6 +49,7 @@ from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset import agreement_reference as reference
 from tests.goldset.answers_helpers import BAD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import review, write_triple
+from tests.waiting import wait_until
 from workbench.roles import Role
 
 AXIS_NAMES = ["acceptability", "grounding", "severe_safety", "verdict"]
@@ -244,19 +248,19 @@ def test_one_and_two_processes_compute_the_same_figures():
         assert shared == alone  # same figures, same order, bit for bit
 
 
-def _fails_in_a_child(parent: int, child_ran):
+def _fails_in_a_child(parent: int, child_ran: str):
     if os.getpid() != parent:
-        child_ran.set()
+        Path(child_ran).touch()
         raise ValueError("no such scale")
-    assert child_ran.wait(timeout=60)  # the child has taken a job before this one returns
+    wait_until(Path(child_ran).exists, timeout=60, what="a child to take a job")
     return "ok"
 
 
-def _lost_in_a_child(parent: int, child_ran):
+def _lost_in_a_child(parent: int, child_ran: str):
     if os.getpid() != parent:
-        child_ran.set()
+        Path(child_ran).touch()
         os._exit(3)
-    assert child_ran.wait(timeout=60)
+    wait_until(Path(child_ran).exists, timeout=60, what="a child to take a job")
     return "ok"
 
 
@@ -264,15 +268,45 @@ def _lost_in_a_child(parent: int, child_ran):
     ("job", "message"),
     [(_fails_in_a_child, "ValueError: no such scale"), (_lost_in_a_child, "was lost")],
 )
-def test_a_process_that_fails_or_is_lost_fails_the_computation(job, message):
-    parent = os.getpid()
-    child_ran = multiprocessing.get_context("fork").Event()
-    child_ran.set()
-    jobs = [lambda: job(parent, child_ran) for _ in range(400)]
+def test_a_process_that_fails_or_is_lost_fails_the_computation(job, message, tmp_path):
+    child_ran = tmp_path / "child-ran"
+    child_ran.touch()
+    jobs = [partial(job, os.getpid(), str(child_ran)) for _ in range(400)]
     assert _run_jobs(jobs, 1) == ["ok"] * 400
-    child_ran.clear()
+    child_ran.unlink()
     with pytest.raises(AgreementWorkerError, match=message):
         _run_jobs(jobs, 2)
+
+
+def test_the_processes_start_safely_while_this_process_runs_other_threads():
+    """The recompute task runs beside its heartbeat thread: the children are not forked from
+    this process (no fork-with-threads warning), and they do take jobs."""
+    stop = threading.Event()
+    beside = threading.Thread(target=stop.wait, daemon=True)
+    beside.start()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pids = _run_jobs([os.getpid] * 400, 2)
+    finally:
+        stop.set()
+        beside.join()
+    assert not [w for w in caught if "fork" in str(w.message)]
+    assert os.getpid() in pids and set(pids) - {os.getpid()}
+
+
+def _pids_in_a_pool_process() -> tuple[int, list[int]]:
+    return os.getpid(), _run_jobs([os.getpid] * 200, 2)
+
+
+def test_a_celery_prefork_pool_process_starts_the_processes_too():
+    """Celery's prefork pool processes (billiard's) are daemonic, carry billiard's
+    authentication key and may be forked after their parent started a server: the recompute
+    task starts its processes there all the same."""
+    assert len(set(_run_jobs([os.getpid] * 200, 2))) == 2  # this process's server runs
+    with billiard.Pool(1) as pool:
+        parent, pids = pool.apply(_pids_in_a_pool_process)
+    assert parent in pids and set(pids) - {parent}
 
 
 def _random_marks(rows: pd.DataFrame, seed: int, n: int) -> list[dict]:
@@ -399,8 +433,9 @@ def test_coding_by_counting_gives_what_pandas_sorted_factorize_gives(column):
 
 
 def test_no_fork_while_this_process_runs_other_threads(monkeypatch):
-    """The embedded mode computes figures inside the web server's threads; a fork there could
-    leave the child waiting on a lock another thread held, so the default is one process."""
+    """The embedded mode computes figures inside the web server's threads, the recompute task
+    beside its heartbeat thread; a fork there could leave the child waiting on a lock another
+    thread held, so the processes come from the forkserver, never from a fork of this one."""
     forks = []
 
     def refuse_fork():

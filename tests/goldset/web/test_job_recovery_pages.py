@@ -12,6 +12,7 @@ from goldset.models import ImportJob, JobStatus, ScoringJob
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job
 from goldset.services.scoring_jobs import create_scoring_job
+from tests.clock import stop_the_clock
 from tests.factories import gold_row_for, make_gold_corpus
 from tests.goldset.web.test_exports_pages import run_file, upload
 
@@ -62,9 +63,10 @@ def test_cancel_and_retry_answer_each_role(
 
 
 def test_a_running_job_shows_its_heartbeat_age_and_only_cancel(
-    client_for, admin_user, version, settings
+    client_for, admin_user, version, settings, monkeypatch
 ):
     settings.JOB_STALE_SECONDS = 60
+    stop_the_clock(monkeypatch)  # the page prints the age the test set, however slow it renders
     job = make_job(version, status=JobStatus.RUNNING, worker="w1@host", heartbeat_at=ago(4))
     admin = client_for(admin_user)
     html = admin.get(reverse("exports:job", args=[job.pk])).content.decode()
@@ -77,9 +79,10 @@ def test_a_running_job_shows_its_heartbeat_age_and_only_cancel(
 
 
 def test_a_stuck_job_says_its_worker_is_presumed_lost_and_can_be_retried(
-    client_for, admin_user, version, settings, django_capture_on_commit_callbacks
+    client_for, admin_user, version, settings, django_capture_on_commit_callbacks, monkeypatch
 ):
     settings.JOB_STALE_SECONDS = 60
+    stop_the_clock(monkeypatch)
     admin = client_for(admin_user)
     with django_capture_on_commit_callbacks(execute=False):
         job = create_scoring_job(

@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from contextlib import contextmanager
 
@@ -319,9 +318,11 @@ def test_with_redis_down_work_commits_and_runs_when_redis_returns(
     pending = OutboxMessage.objects.filter(kind="agreement.recompute", done_at__isnull=True)
     assert pending.exists()
     admin = client_for(admin_user)
-    began = time.monotonic()
     recompute = admin.post(reverse("quality:recompute"))
-    assert recompute.status_code == 302 and time.monotonic() - began < 10
+    # It answered (publishing gives up at the broker's connect timeout, asserted in
+    # tests/workbench/test_supervision.py) and the request waits in the outbox with the error.
+    assert recompute.status_code == 302
+    assert pending.filter(last_error__contains="Error").exists()
     dashboard = admin.get(reverse("quality:agreement"))
     assert dashboard.status_code == 200 and "These figures are stale" in dashboard.content.decode()
     upload_data = run_bytes(6000, 1500)[: 10 * 1024]

@@ -1,6 +1,6 @@
 """The commands docker-compose.yml runs, started here as plain processes (no Docker engine in CI):
-from a `.env` copied from `.env.example` with compose's own overrides, web (gunicorn), worker and
-beat come up, and the web and beat healthchecks pass over plain HTTP."""
+from a `.env` copied from `.env.example` with compose's own overrides, web (gunicorn), the three workers
+and beat come up, and the web and beat healthchecks pass over plain HTTP."""
 
 import os
 import re
@@ -96,7 +96,7 @@ def test_compose_uses_the_same_variables_as_ci():
     for name in ("DATABASE_URL", "REDIS_URL"):
         assert name in app_env
         assert f"export {name}=" in ci
-    for service in ("web", "worker", "beat", "db", "redis"):
+    for service in ("web", "worker", "reconciler", "webhooks", "beat", "db", "redis"):
         assert COMPOSE["services"][service]["restart"] == "unless-stopped"
         assert "healthcheck" in COMPOSE["services"][service]
     assert COMPOSE["services"]["web"]["env_file"] == ".env"
@@ -115,9 +115,13 @@ def test_compose_commands_start_and_pass_their_healthchecks(
     web_command = re.sub(r"--workers \d+", "--workers 1", web[2])
     web_command = re.sub(r"--threads \d+", "--threads 2", web_command)
     web_command = web_command.replace("0.0.0.0:8000", f"127.0.0.1:{web_port}")
-    worker = [
-        part.replace("%h", f"teammode-{os.getpid()}") if "%h" in part else part
-        for part in _command("worker")
+    # The three workers (one per queue), each under this test's own host name.
+    workers = [
+        [
+            part.replace("%h", f"teammode-{os.getpid()}") if "%h" in part else part
+            for part in _command(service)
+        ]
+        for service in ("worker", "reconciler", "webhooks")
     ]
     beat = [
         part if part != "/tmp/celerybeat-schedule" else str(tmp_path / "beat-schedule")
@@ -125,7 +129,7 @@ def test_compose_commands_start_and_pass_their_healthchecks(
     ]
     procs = []
     try:
-        for args in (["sh", "-c", web_command], worker, beat):
+        for args in (["sh", "-c", web_command], *workers, beat):
             procs.append(
                 subprocess.Popen(
                     args,
@@ -143,6 +147,16 @@ def test_compose_commands_start_and_pass_their_healthchecks(
         assert subprocess.run(web_check, cwd=ROOT, env=env, timeout=60).returncode == 0
         beat_check = COMPOSE["services"]["beat"]["healthcheck"]["test"][1:]
         assert subprocess.run(beat_check, cwd=ROOT, env=env, timeout=60).returncode == 0
+        for service in ("worker", "reconciler", "webhooks"):  # each pings its own node
+            kind, check = COMPOSE["services"][service]["healthcheck"]["test"]
+            assert kind == "CMD-SHELL"
+            node_env = {
+                **env,
+                "HOSTNAME": f"teammode-{os.getpid()}",
+                "WORKER_NODE": COMPOSE["services"][service]["environment"]["WORKER_NODE"],
+            }
+            ran = subprocess.run(["sh", "-c", check.replace("$$", "$")], cwd=ROOT, env=node_env)
+            assert ran.returncode == 0, f"the {service} healthcheck failed"
         # Pages other than /health/ still go to HTTPS with the example's settings.
         request = urllib.request.Request(f"http://127.0.0.1:{web_port}/login/")
         opener = urllib.request.build_opener(_NoRedirect)
