@@ -12,6 +12,7 @@ from goldset.services.agreement import RECOMPUTE_LOCK, schedule_agreement_recomp
 from goldset.tasks import recompute_agreement_task
 from tests.factories import AnswerRecordFactory, DomainFactory
 from tests.goldset.answers_helpers import claim_and_label, qualified_annotators
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -44,6 +45,18 @@ def labeled(settings):
     return annotators
 
 
+def _lock_held_elsewhere() -> bool:
+    """Whether a server process still holds the recompute lock (a closed connection's backend
+    lets go of it when it exits, a moment after the client closed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND pid <> pg_backend_pid() AND ((classid::bigint << 32) | objid::bigint) = %s)",
+            [RECOMPUTE_LOCK],
+        )
+        return cursor.fetchone()[0]
+
+
 def _open_requests():
     return OutboxMessage.objects.filter(kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True)
 
@@ -64,6 +77,7 @@ def test_a_request_while_a_recompute_runs_is_picked_up_by_the_next_one(labeled):
         assert set(AgreementSnapshot.objects.values_list("pk", "data_version")) == before
     finally:
         other.close()  # the running recompute ends (its lock goes with its connection)
+    wait_until(lambda: not _lock_held_elsewhere(), timeout=30, what="the lock to be let go")
 
     result = recompute_agreement_task()  # the next run, with no message of its own
     assert "data_version" in result
