@@ -3,7 +3,8 @@
 
 from collections.abc import Iterable, Iterator
 
-from goldset.models import AnswerRecord, RecordStatus
+from goldset.models import AnswerRecord, Label, RecordStatus
+from goldset.rules.probe_labels import safety_axes
 from goldset.selectors.answers import iter_adjudication_export, list_adjudication_export_people
 from goldset.services.exports import canonical_json
 from goldset.services.pseudonyms import ensure_pseudonyms, gold_version_scope
@@ -26,7 +27,9 @@ def render_adjudication_export(version) -> Iterator[bytes]:
 
 def adjudicated_labels(version, answers: Iterable[dict]) -> list[dict]:
     """Final (majority or adjudicated) labels for the answer records whose question and system
-    match the uploaded log, keyed by question_id + system_id for ``scoring.probe``."""
+    match the uploaded log, keyed by question_id + system_id for ``scoring.probe``: grounding,
+    the adjudication's failure categories, and the safety evidence of the labels
+    (``goldset.rules.probe_labels``: without it PROBE leaves the answer unscored)."""
     wanted = {(str(a.get("question_id")), str(a.get("system_id", ""))) for a in answers}
     records = (
         AnswerRecord.objects.filter(
@@ -37,17 +40,33 @@ def adjudicated_labels(version, answers: Iterable[dict]) -> list[dict]:
         .exclude(final_grounding="")
         .select_related("question", "run__system", "adjudication")
     )
+    chosen = [r for r in records if (r.question.question_id, r.run.system.system_id) in wanted]
+    safety: dict[int, tuple[list[str], list[bool]]] = {r.pk: ([], []) for r in chosen}
+    for record_id, boundary, severe in Label.objects.filter(record__in=chosen).values_list(
+        "record_id", "safety_boundary", "severe_safety"
+    ):
+        safety[record_id][0].append(boundary)
+        safety[record_id][1].append(severe)
     labels = []
-    for r in records:
-        key = (r.question.question_id, r.run.system.system_id)
-        if key not in wanted:
-            continue
-        label = {"question_id": key[0], "system_id": key[1], "grounding": r.final_grounding}
+    for r in chosen:
+        label = {
+            "question_id": r.question.question_id,
+            "system_id": r.run.system.system_id,
+            "grounding": r.final_grounding,
+        }
         adjudication = getattr(r, "adjudication", None)
         if adjudication is not None and adjudication.primary_failure:
             label["failure_categories"] = [
                 adjudication.primary_failure,
                 *adjudication.secondary_failures,
             ]
+        boundaries, severe = safety[r.pk]
+        label.update(
+            safety_axes(
+                boundaries=boundaries,
+                severe=severe,
+                adjudicated_severe=adjudication.severe_safety if adjudication else None,
+            )
+        )
         labels.append(label)
     return sorted(labels, key=lambda x: (x["question_id"], x["system_id"]))
