@@ -4,7 +4,6 @@ guidelines panel opens from its focused summary without submitting, and labels s
 browser carry the active time measured by app.js."""
 
 import re
-import time
 
 import pytest
 
@@ -133,7 +132,6 @@ def test_five_routine_labels_by_keys_then_undo_skip_help_and_link(browser_login)
     meter.type("outside my expertise")
     meter.press("Enter")
     _wait_for_other_item(page, skipped)
-    shown_at = time.monotonic()
     assert len(meter.requests) == 1
     assert ItemSkip.objects.get().record.public_id == skipped
     assert not LabelAssignment.objects.filter(record__public_id=skipped).exists()
@@ -148,7 +146,6 @@ def test_five_routine_labels_by_keys_then_undo_skip_help_and_link(browser_login)
     # the idle rule, with the page's clock in the test's hands: 600 ms of input, a 90 s pause
     # (over the 60 s cut-off: left out), 200 ms, 30 s with the page hidden (left out), 300 ms
     timed = _shown(page)
-    before_override_ms = (time.monotonic() - shown_at) * 1000
     page.evaluate(
         """() => {
         let now = performance.now();
@@ -170,9 +167,10 @@ def test_five_routine_labels_by_keys_then_undo_skip_help_and_link(browser_login)
     print(
         f"active ms with a 90 s idle gap and 30 s hidden: {label.active_ms} (server {label.server_ms})"
     )
-    # 1,100 ms plus the real time between the item's arrival and the clock override, at most;
-    # counting the pause would give at least the cap, server time + 2 s
-    assert 1100 <= label.active_ms <= 1100 + before_override_ms + 500
+    # 1,100 ms of input plus the real time before the clock override; counting the 90 s pause
+    # would give at least the 60 s cap, counting the hidden 30 s at least 30 s: a range, not a
+    # measured duration, so a slow machine cannot fail it
+    assert 1100 <= label.active_ms < 30_000
     assert label.active_ms < label.server_ms + 2000
 
     # Enter on a focused link follows the link, never submits the form
