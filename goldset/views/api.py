@@ -61,6 +61,8 @@ class ApiList(generics.ListAPIView):
 
 
 class DomainList(ApiList):
+    """The corpus's domains (slug and name)."""
+
     serializer_class = s.DomainSerializer
     pagination_class = type("DomainCursor", (Cursor,), {"ordering": "slug"})
 
@@ -69,6 +71,8 @@ class DomainList(ApiList):
 
 
 class DocumentList(ApiList):
+    """Corpus documents, filtered by ``domain`` and a title search ``q``."""
+
     serializer_class = s.DocumentSerializer
     pagination_class = type("DocumentCursor", (Cursor,), {"ordering": "document_id"})
     query_filters = ("domain", "q")
@@ -306,6 +310,8 @@ import_retry = _import_action(
 
 
 class VersionList(ApiList):
+    """Frozen gold versions, newest first."""
+
     serializer_class = s.GoldVersionSerializer
     pagination_class = type("VersionCursor", (Cursor,), {"ordering": "-number"})
     updated_fields = ("created_at",)
