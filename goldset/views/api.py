@@ -400,6 +400,7 @@ def version_diff(request):
         (200, "application/octet-stream"): OpenApiResponse(
             description="The file; its sha256 in the X-Checksum-SHA256 header."
         ),
+        500: OpenApiResponse(description="The stored file failed its integrity check."),
     }
 )
 @api_view(["GET"])

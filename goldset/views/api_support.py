@@ -88,8 +88,13 @@ def parse_updated_since(raw: str) -> datetime:
     if moment is None:
         raise bad_query("updated_since", "expected an RFC 3339 date-time")
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment
+        return moment.replace(tzinfo=UTC)
+    # In UTC: the database refuses offsets beyond ±15:59, which RFC 3339 allows.
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # before year 1 or after 9999 once in UTC
+        edge = datetime.min if moment.year == 1 else datetime.max
+        return edge.replace(tzinfo=UTC)
 
 
 class ListFilters(BaseFilterBackend):
@@ -268,7 +273,7 @@ IDEMPOTENCY_KEY = {
 
 def document_problems(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents its problem+json errors
-    (and 409/422 for writes), the response headers the API sends, and the Idempotency-Key header
+    (and 408/409/413/422 for writes), the response headers the API sends, and the Idempotency-Key header
     of every POST, so generated clients and schemathesis know every status and header."""
     result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
     content = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
@@ -280,6 +285,7 @@ def document_problems(result, generator, request, public):
                     "A request with this Idempotency-Key is still running, or the object's "
                     "state does not allow this."
                 )
+                statuses["408"] = "The request body stalled (REQUEST_BODY_TIMEOUT_SECONDS)."
                 statuses["413"] = "The request body is too large."
                 statuses["422"] = "Rejected by a rule (a file, a version that is not frozen…)."
                 parameters = operation.setdefault("parameters", [])
@@ -290,6 +296,8 @@ def document_problems(result, generator, request, public):
                 if code not in responses or not responses[code].get("content"):
                     responses[code] = {"description": description, "content": content}
             for code, response in responses.items():
+                if code[:1] in ("4", "5") and not response.get("content"):
+                    response["content"] = content  # every error is problem+json
                 headers = dict(_HEADERS.get(code, {}))
                 if method == "post" and code.startswith("2"):
                     headers.update(_WRITE_HEADERS)

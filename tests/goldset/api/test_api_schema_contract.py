@@ -43,8 +43,14 @@ def test_response_headers_and_the_idempotency_key_are_in_the_schema(schema):
     assert "Idempotency-Key" in {p["name"] for p in created["parameters"]}
     download = paths["/api/v1/versions/{number}/download/{fmt}/"]["get"]["responses"]["200"]
     assert "X-Checksum-SHA256" in download["headers"]
+    assert (
+        PROBLEM
+        in paths["/api/v1/versions/{number}/download/{fmt}/"]["get"]["responses"]["500"]["content"]
+    )
     for operations in paths.values():
-        for operation in operations.values():
+        for method, operation in operations.items():
+            if method == "post":
+                assert {"408", "409", "413", "422"} <= set(operation["responses"])
             assert "Retry-After" in operation["responses"]["429"]["headers"]
             assert "WWW-Authenticate" in operation["responses"]["401"]["headers"]
 
@@ -124,3 +130,12 @@ def test_cancelling_an_ended_import_is_the_documented_409(client_for, admin_user
     response = client_for(admin_user).post(reverse("api:import_cancel", args=[job.pk]))
     assert response.status_code == 409
     assert response["Content-Type"] == PROBLEM
+
+
+@pytest.mark.parametrize(
+    "moment",
+    ["0274-06-15T01:19:59.7+22:53", "0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-12:00"],
+)
+def test_updated_since_takes_any_rfc_3339_offset_and_edge_year(client_for, admin_user, moment):
+    response = client_for(admin_user).get(reverse("api:jobs"), {"updated_since": moment})
+    assert response.status_code == 200
