@@ -2,6 +2,10 @@
 
 from goldset_client import GoldsetClient
 
+Every operation of the API's schema has a method (lists iterate over every page), requests are
+retried with backoff (honouring Retry-After on 429/503), and AsyncGoldsetClient has the same
+methods as coroutines.
+
 with GoldsetClient("https://goldset.example.org", token) as gs:
     gs.push_answers("answers.jsonl")
     version = gs.freeze(note="weekly").version
@@ -10,11 +14,15 @@ with GoldsetClient("https://goldset.example.org", token) as gs:
     if result.release_gate and not result.release_gate.passed: ...
 """
 
+from goldset_client._operations import operation_ids
+from goldset_client._retry import NO_RETRY, RetryPolicy
+from goldset_client.aio import AsyncGoldsetClient
 from goldset_client.client import GoldsetClient
 from goldset_client.errors import (
     ApiError,
     BadRequest,
     ChecksumMismatch,
+    Conflict,
     Forbidden,
     GoldsetClientError,
     ImportRejected,
@@ -31,20 +39,45 @@ from goldset_client.errors import (
 )
 from goldset_client.models import (
     Aggregate,
+    Alert,
+    Block,
+    BlockVersion,
+    Comparison,
+    Document,
+    Domain,
     Download,
     FreezeResult,
     ImportResult,
+    Progress,
+    QueryResult,
     ReleaseGate,
+    Resource,
     ScoreResult,
+    Snapshot,
     SystemGate,
+    Triple,
+    VersionDiff,
     VersionInfo,
 )
 
+__version__ = "1.0.0"
+API_VERSION = "1"  # the API's major version (its schema's info.version) this client speaks
+
 __all__ = [
+    "__version__",
     "Aggregate",
+    "Alert",
+    "API_VERSION",
     "ApiError",
+    "AsyncGoldsetClient",
     "BadRequest",
+    "Block",
+    "BlockVersion",
     "ChecksumMismatch",
+    "Comparison",
+    "Conflict",
+    "Document",
+    "Domain",
     "Download",
     "Forbidden",
     "FreezeResult",
@@ -53,17 +86,26 @@ __all__ = [
     "ImportRejected",
     "ImportResult",
     "JobFailed",
+    "NO_RETRY",
     "NotFound",
+    "operation_ids",
     "Problem",
     "ProblemItem",
+    "Progress",
+    "QueryResult",
     "RateLimited",
     "ReleaseGate",
+    "Resource",
+    "RetryPolicy",
     "ScoreResult",
     "ServerError",
+    "Snapshot",
     "SystemGate",
     "TransportError",
+    "Triple",
     "Unauthorized",
     "Unprocessable",
+    "VersionDiff",
     "VersionInfo",
     "WaitTimeout",
 ]

@@ -1,20 +1,32 @@
-"""The client: one ``httpx.Client`` with the token, methods for the CI flow (push answers,
-freeze, download a version, score a run) and problem+json errors raised as typed exceptions."""
+"""The client: one ``httpx.Client`` with the token, every operation of the API (see
+:mod:`goldset_client._operations`), retries with backoff, iterators over paginated lists, the CI
+flow (push answers, freeze, download a version, score a run) and problem+json errors raised as
+typed exceptions."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 
+from goldset_client._operations import (
+    Call,
+    FileLike,
+    Operations,
+    ProgressCallback,
+    Records,
+    operation,
+)
+from goldset_client._retry import RetryPolicy
 from goldset_client.errors import (
     ChecksumMismatch,
     GoldsetClientError,
@@ -29,21 +41,22 @@ from goldset_client.errors import (
 )
 from goldset_client.models import (
     Download,
-    FreezeResult,
     ImportResult,
+    Progress,
     ScoreResult,
     VersionInfo,
 )
 
-Records = Iterable[Mapping[str, Any]]
-FileLike = str | os.PathLike | bytes | IO[bytes]
 T = TypeVar("T")
 LATEST = "latest"
+USER_AGENT = "goldset-client"
 
 
-class GoldsetClient:
+class GoldsetClient(Operations):
     """``GoldsetClient("https://goldset.example.org", token)``; use it as a context manager or
-    call :meth:`close`. ``poll_interval`` is how often a waiting call asks for a job's status."""
+    call :meth:`close`. ``poll_interval`` is how often a waiting call asks for a job's status;
+    ``retry`` says when a request is tried again (429/503 after ``Retry-After``, connection
+    errors; :data:`goldset_client.NO_RETRY` never)."""
 
     def __init__(
         self,
@@ -52,13 +65,15 @@ class GoldsetClient:
         *,
         timeout: float = 60.0,
         poll_interval: float = 0.5,
+        retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.poll_interval = poll_interval
+        self.retry = retry or RetryPolicy()
         self._http = httpx.Client(
             base_url=f"{self.base_url}/api/v1/",
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            headers=_headers(token),
             timeout=timeout,
             transport=transport,
         )
@@ -72,125 +87,145 @@ class GoldsetClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ the transport
+
+    def _run(self, call: Call) -> Any:
+        if call.paginated:
+            return self._pages(call)
+        response = self._send(call)
+        return call.parse(response.json())
+
+    def _pages(self, call: Call) -> Iterator[Any]:
+        url: str | None = call.path
+        params: dict[str, Any] | None = call.params
+        while url:
+            body = self._send(call, url=url, params=params).json()
+            for row in body.get("results") or []:
+                yield call.parse(row)
+            url, params = body.get("next"), None
+
+    def _send(self, call: Call, *, url: str | None = None, params=None, stream=False):
+        """One logical request, tried again as :attr:`retry` allows; raises the typed error."""
+        headers = _key_header(call)
+        attempt = 0
+        while True:
+            attempt += 1
+            request = self._http.build_request(
+                call.method,
+                url or call.path,
+                params=call.params if url is None else params,
+                json=call.json,
+                data=call.data,
+                files=_files(call),
+                headers=headers,
+            )
+            try:
+                response = self._http.send(request, stream=stream)
+            except httpx.TransportError as exc:
+                wait = self.retry.wait(attempt)
+                if wait is None:
+                    raise TransportError(f"{self.base_url}: {exc}") from exc
+                time.sleep(wait)
+                continue
+            if response.status_code in self.retry.statuses:
+                wait = self.retry.wait(attempt, response.headers.get("Retry-After"))
+                if wait is not None:
+                    response.close()
+                    time.sleep(wait)
+                    continue
+            if response.status_code >= 400:
+                if stream:
+                    response.read()
+                    response.close()
+                raise _error(response)
+            return response
+
     # ------------------------------------------------------------------ gold versions
 
     def latest_version(self) -> VersionInfo | None:
         """The newest frozen gold version, or None when nothing is frozen yet."""
-        page = self._json("GET", "versions/", params={"page_size": 1})
-        results = page.get("results") or []
-        return VersionInfo.from_json(results[0]) if results else None
+        return next(iter(self.list_versions(page_size=1)), None)
 
+    @operation("versions_retrieve")
     def get_version(self, version: int | str) -> VersionInfo:
-        """A gold version by number, or ``"latest"``."""
-        return VersionInfo.from_json(
-            self._json("GET", f"versions/{self._version_number(version)}/")
+        """A gold version (with its manifest) by number, or ``"latest"``."""
+        number = self._version_number(version)
+        return self._run(
+            Call("versions_retrieve", "GET", f"versions/{number}/", parse=VersionInfo.from_json)
         )
 
-    def freeze(
-        self,
-        *,
-        domain: str = "",
-        tier: str = "",
-        source: str = "",
-        public_only: bool = False,
-        working_slice: str = "",
-        include_superseded: bool = False,
-        note: str = "",
-    ) -> FreezeResult:
-        """Freeze the gold triples these filters select as the next version (admins, write
-        token). When the selection equals the latest version nothing is created and the result
-        says so (``created`` False) with that version: calling it twice is harmless."""
-        body = {
-            "domain": domain,
-            "tier": tier,
-            "source": source,
-            "public_only": public_only,
-            "working_slice": working_slice,
-            "include_superseded": include_superseded,
-            "note": note,
-        }
-        data = self._json("POST", "versions/freeze/", json=body)
-        return FreezeResult(
-            created=bool(data["created"]),
-            detail=str(data.get("detail") or ""),
-            version=VersionInfo.from_json(data["version"]),
-        )
-
+    @operation("versions_download_retrieve")
     def download_version(
-        self, version: int | str, fmt: str = "gold_jsonl", dest: str | os.PathLike = "."
+        self,
+        version: int | str,
+        fmt: str = "gold_jsonl",
+        dest: str | os.PathLike = ".",
+        *,
+        progress: ProgressCallback | None = None,
     ) -> Download:
         """Download a version's file (``gold_jsonl``, ``unrag_json``, ``probe_questions``,
         ``probe_packets``, ``adjudication``, ``trec_qrels``, ``manifest``) to ``dest`` (a file, or a directory to
         keep the server's file name). The bytes are hashed as they arrive and checked against
         the ``X-Checksum-SHA256`` header; on a mismatch nothing is left at ``dest`` and
-        :class:`ChecksumMismatch` is raised."""
+        :class:`ChecksumMismatch` is raised. ``progress`` gets the bytes received."""
         number = self._version_number(version)
+        call = Call("versions_download_retrieve", "GET", f"versions/{number}/download/{fmt}/")
+        response = self._send(call, stream=True)
         try:
-            return self._download(number, fmt, Path(dest))
+            target = _target(response, Path(dest), number, fmt)
+            with _Receiver(response, target, number, fmt, progress) as receiver:
+                for chunk in response.iter_bytes():
+                    receiver.write(chunk)
+            return receiver.download
         except httpx.TransportError as exc:
             raise TransportError(f"{self.base_url}: {exc}") from exc
+        finally:
+            response.close()
 
-    def _download(self, number: int, fmt: str, target: Path) -> Download:
-        with self._http.stream("GET", f"versions/{number}/download/{fmt}/") as response:
-            if response.status_code >= 400:
-                response.read()
-                raise self._error(response)
-            expected = response.headers.get("X-Checksum-SHA256", "")
-            if not expected:
-                raise ChecksumMismatch("the server sent no X-Checksum-SHA256 header")
-            if target.is_dir():
-                target = target / _filename(response, f"goldset-v{number}-{fmt}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            digest, size = hashlib.sha256(), 0
-            fd, partial = tempfile.mkstemp(dir=target.parent, prefix=".goldset-", suffix=".part")
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    for chunk in response.iter_bytes():
-                        digest.update(chunk)
-                        size += len(chunk)
-                        out.write(chunk)
-                if digest.hexdigest() != expected.lower():
-                    raise ChecksumMismatch(
-                        f"v{number} {fmt}: received sha256 {digest.hexdigest()}, the server "
-                        f"announced {expected}"
-                    )
-                os.replace(partial, target)
-            finally:
-                if os.path.exists(partial):
-                    os.unlink(partial)
-        return Download(path=target, sha256=expected.lower(), size=size, version=number, fmt=fmt)
-
-    # ------------------------------------------------------------------ imports
+    # ------------------------------------------------------------------ imports, waited for
 
     def push_answers(
-        self, path_or_records: FileLike | Records, *, wait: bool = True, timeout: float = 300.0
+        self,
+        path_or_records: FileLike | Records,
+        *,
+        wait: bool = True,
+        timeout: float = 300.0,
+        progress: ProgressCallback | None = None,
     ) -> ImportResult:
         """Import answer logs (JSONL, one answer record per line; a path, bytes, a binary file or
         an iterable of dicts) as a background job (admins, write token). With ``wait`` it
         returns once imported and raises :class:`ImportRejected` (every problem with its line
         and field; nothing stored) or :class:`JobFailed`."""
-        return self._import("answers/import/", path_or_records, "answers.jsonl", wait, timeout)
+        job = self.import_answers(path_or_records, progress=progress)
+        return self.wait_for_import(job.id, timeout=timeout, progress=progress) if wait else job
 
     def push_questions(
-        self, path_or_records: FileLike | Records, *, wait: bool = True, timeout: float = 300.0
+        self,
+        path_or_records: FileLike | Records,
+        *,
+        wait: bool = True,
+        timeout: float = 300.0,
+        progress: ProgressCallback | None = None,
     ) -> ImportResult:
         """Import questions with their gold evidence packets (JSONL), like :meth:`push_answers`."""
-        return self._import("questions/import/", path_or_records, "questions.jsonl", wait, timeout)
+        job = self.import_questions(path_or_records, progress=progress)
+        return self.wait_for_import(job.id, timeout=timeout, progress=progress) if wait else job
 
-    def get_import(self, import_id: int) -> ImportResult:
-        return ImportResult.from_json(self._json("GET", f"imports/{import_id}/"))
-
-    def wait_for_import(self, import_id: int, *, timeout: float = 300.0) -> ImportResult:
-        """Poll an import job until it ends; raises ImportRejected / JobFailed / WaitTimeout."""
-        data = self._poll(
-            lambda: self._json("GET", f"imports/{import_id}/"),
-            lambda d: d.get("status") in ("succeeded", "rejected", "failed"),
+    def wait_for_import(
+        self, import_id: int, *, timeout: float = 300.0, progress: ProgressCallback | None = None
+    ) -> ImportResult:
+        """Poll an import job until it ends; raises ImportRejected / JobFailed / WaitTimeout.
+        ``progress`` gets the job's percent at each poll."""
+        job = self._poll(
+            lambda: self.get_import(import_id),
+            lambda j: j.finished,
             timeout=timeout,
             what=f"import #{import_id}",
+            report=_reporter(progress, "import"),
         )
-        return _finished_import(data)
+        return finished_import(job)
 
-    # ------------------------------------------------------------------ scoring
+    # ------------------------------------------------------------------ scoring, waited for
 
     def score_run(
         self,
@@ -201,6 +236,7 @@ class GoldsetClient:
         k: int = 10,
         wait: bool = True,
         timeout: float = 600.0,
+        progress: ProgressCallback | None = None,
     ) -> ScoreResult:
         """Score a run (a retrieval run in JSONL or TREC, or an answer log) against a frozen
         gold version (a number or ``"latest"``; admins, write token). The upload is validated
@@ -211,97 +247,122 @@ class GoldsetClient:
         ``timeout`` seconds in all."""
         deadline = time.monotonic() + timeout
         number = self._version_number(version)
-        content, filename = _payload(run_file, "run.jsonl")
-        response = self._request(
-            "POST",
-            "jobs/",
-            data={"version": str(number), "name": name, "k": str(k)},
-            files={"file": (filename, content, "application/octet-stream")},
-        )
+        queued = self.submit_run(number, run_file, name=name, k=k, progress=progress)
         imported = self.wait_for_import(
-            int(response.json()["id"]), timeout=max(deadline - time.monotonic(), 0.0)
+            queued.id, timeout=max(deadline - time.monotonic(), 0.0), progress=progress
         )
         job_id = int(imported.summary["scoring_job"])
         reused = bool(imported.summary.get("reused"))
         if not wait:
-            return ScoreResult.from_json(self._json("GET", f"jobs/{job_id}/"), reused=reused)
-        data = self._poll(
-            lambda: self._json("GET", f"jobs/{job_id}/"),
-            lambda d: d.get("status") in ("succeeded", "failed", "cancelled"),
-            timeout=max(deadline - time.monotonic(), 0.0),
-            what=f"scoring job #{job_id}",
+            return _reused(self.get_job(job_id), reused)
+        result = self.wait_for_job(
+            job_id, timeout=max(deadline - time.monotonic(), 0.0), progress=progress
         )
-        result = ScoreResult.from_json(data, reused=reused)
-        if result.status != "succeeded":
-            raise JobFailed(f"scoring job #{job_id} {result.status}: {result.error}")
-        return result
+        return _reused(result, reused)
 
-    def get_job(self, job_id: int) -> ScoreResult:
-        return ScoreResult.from_json(self._json("GET", f"jobs/{job_id}/"))
+    def wait_for_job(
+        self, job_id: int, *, timeout: float = 600.0, progress: ProgressCallback | None = None
+    ) -> ScoreResult:
+        """Poll a scoring job until it ends; :class:`JobFailed` unless it succeeded."""
+        result = self._poll(
+            lambda: self.get_job(job_id),
+            lambda r: r.finished,
+            timeout=timeout,
+            what=f"scoring job #{job_id}",
+            report=_reporter(progress, "scoring"),
+        )
+        return finished_job(result)
 
     # ------------------------------------------------------------------ plumbing
 
     def _version_number(self, version: int | str) -> int:
-        if isinstance(version, str) and version.strip().lower() == LATEST:
+        if is_latest(version):
             latest = self.latest_version()
             if latest is None:
                 raise NotFound(Problem(404, "Not Found", "no gold version is frozen yet"))
             return latest.number
-        text = str(version).strip().lower().removeprefix("v")
-        if not text.isdigit() or int(text) < 1:
-            raise GoldsetClientError(f"a version is a number (3, v3) or 'latest', not {version!r}")
-        return int(text)
+        return version_number(version)
 
-    def _import(self, path, source, default_name, wait, timeout) -> ImportResult:
-        content, filename = _payload(source, default_name)
-        response = self._request(
-            "POST", path, files={"file": (filename, content, "application/octet-stream")}
-        )
-        job = ImportResult.from_json(response.json())
-        if not wait:
-            return job
-        return self.wait_for_import(job.id, timeout=timeout)
-
-    def _poll(self, fetch: Callable[[], T], done: Callable[[T], bool], *, timeout, what) -> T:
+    def _poll(
+        self, fetch: Callable[[], T], done: Callable[[T], bool], *, timeout, what, report=None
+    ) -> T:
         deadline = time.monotonic() + timeout
         while True:
             data = fetch()
+            if report:
+                report(data)
             if done(data):
                 return data
             if time.monotonic() >= deadline:
                 raise WaitTimeout(f"{what} did not finish within {timeout:.0f} s")
             time.sleep(min(self.poll_interval, max(deadline - time.monotonic(), 0.0)))
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise TransportError(f"{self.base_url}: {exc}") from exc
-        if response.status_code >= 400:
-            raise self._error(response)
-        return response
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        return self._request(method, path, **kwargs).json()
-
-    @staticmethod
-    def _error(response: httpx.Response):
-        try:
-            body = response.json()
-        except ValueError:
-            body = response.text
-        return error_for(response.status_code, body, response.headers)
+# ---------------------------------------------------------------------- shared with the async client
 
 
-def _finished_import(data: dict[str, Any]) -> ImportResult:
-    job = ImportResult.from_json(data)
+def _headers(token: str) -> dict[str, str]:
+    return {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json",
+        "User-Agent": USER_AGENT,
+    }
+
+
+def _key_header(call: Call) -> dict[str, str]:
+    """A POST carries an Idempotency-Key (the caller's, or a fresh one for this call, the same
+    for each of its retries), so retrying it never creates twice."""
+    if call.method != "POST":
+        return {}
+    return {"Idempotency-Key": call.idempotency_key or uuid.uuid4().hex}
+
+
+def _files(call: Call):
+    if not call.files:
+        return None
+    return {
+        name: (upload.filename, upload.reader(call.progress), "application/octet-stream")
+        for name, upload in call.files.items()
+    }
+
+
+def _error(response: httpx.Response):
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    return error_for(response.status_code, body, response.headers)
+
+
+def _reporter(progress: ProgressCallback | None, stage: str):
+    if progress is None:
+        return None
+    return lambda job: progress(Progress(stage, int(job.progress), 100))
+
+
+def _reused(result: ScoreResult, reused: bool) -> ScoreResult:
+    return replace(result, reused=reused)
+
+
+def is_latest(version: int | str) -> bool:
+    return isinstance(version, str) and version.strip().lower() == LATEST
+
+
+def version_number(version: int | str) -> int:
+    text = str(version).strip().lower().removeprefix("v")
+    if not text.isdigit() or int(text) < 1:
+        raise GoldsetClientError(f"a version is a number (3, v3) or 'latest', not {version!r}")
+    return int(text)
+
+
+def finished_import(job: ImportResult) -> ImportResult:
     if job.status == "rejected":
         raise ImportRejected(
             Problem(
                 status=422,
                 title="Import rejected",
                 detail=job.message or "the file was rejected; nothing was imported",
-                errors=tuple(ProblemItem.from_json(e) for e in data.get("errors") or []),
+                errors=tuple(ProblemItem.from_json(e) for e in job.errors),
             )
         )
     if job.status == "failed":
@@ -309,19 +370,67 @@ def _finished_import(data: dict[str, Any]) -> ImportResult:
     return job
 
 
-def _payload(source: FileLike | Records, default_name: str) -> tuple[bytes, str]:
-    """The bytes to upload and a file name, from a path, bytes, a binary file or records."""
-    if isinstance(source, bytes):
-        return source, default_name
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        return path.read_bytes(), path.name
-    if hasattr(source, "read"):
-        data = source.read()  # type: ignore[union-attr]
-        name = Path(getattr(source, "name", "") or default_name).name
-        return (data.encode() if isinstance(data, str) else data), name
-    lines = (json.dumps(dict(record), ensure_ascii=False) + "\n" for record in source)
-    return "".join(lines).encode("utf-8"), default_name
+def finished_job(result: ScoreResult) -> ScoreResult:
+    if result.status != "succeeded":
+        raise JobFailed(f"scoring job #{result.job_id} {result.status}: {result.error}")
+    return result
+
+
+def _target(response: httpx.Response, dest: Path, number: int, fmt: str) -> Path:
+    if dest.is_dir():
+        return dest / _filename(response, f"goldset-v{number}-{fmt}")
+    return dest
+
+
+class _Receiver:
+    """Writes a download to a temporary file beside ``target``, hashing as it goes; renamed to
+    ``target`` only when the sha256 equals the ``X-Checksum-SHA256`` header."""
+
+    def __init__(self, response, target: Path, number: int, fmt: str, progress):
+        self.expected = response.headers.get("X-Checksum-SHA256", "").lower()
+        if not self.expected:
+            raise ChecksumMismatch("the server sent no X-Checksum-SHA256 header")
+        length = response.headers.get("Content-Length")
+        self.total = int(length) if length and length.isdigit() else None
+        self.target, self.number, self.fmt, self.progress = target, number, fmt, progress
+        self.digest, self.size = hashlib.sha256(), 0
+
+    def __enter__(self) -> _Receiver:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        fd, self.partial = tempfile.mkstemp(
+            dir=self.target.parent, prefix=".goldset-", suffix=".part"
+        )
+        self.out = os.fdopen(fd, "wb")
+        return self
+
+    def write(self, chunk: bytes) -> None:
+        self.digest.update(chunk)
+        self.size += len(chunk)
+        self.out.write(chunk)
+        if self.progress is not None:
+            self.progress(Progress("download", self.size, self.total))
+
+    def __exit__(self, exc_type, *exc: object) -> None:
+        self.out.close()
+        try:
+            if exc_type is None:
+                received = self.digest.hexdigest()
+                if received != self.expected:
+                    raise ChecksumMismatch(
+                        f"v{self.number} {self.fmt}: received sha256 {received}, the server "
+                        f"announced {self.expected}"
+                    )
+                os.replace(self.partial, self.target)
+        finally:
+            if os.path.exists(self.partial):
+                os.unlink(self.partial)
+
+    @property
+    def download(self) -> Download:
+        return Download(
+            path=self.target, sha256=self.expected, size=self.size, version=self.number,
+            fmt=self.fmt,
+        )  # fmt: skip
 
 
 _FILENAME = re.compile(r'filename="([^"/\\]+)"')

@@ -117,6 +117,11 @@ class NotFound(ApiError):
     """404: no such object, or not yours."""
 
 
+class Conflict(ApiError):
+    """409: the object's state does not allow this (cancel an ended import), or a request with
+    the same Idempotency-Key is still running."""
+
+
 class Unprocessable(ApiError):
     """422: refused by a rule (a file that fails validation, a version that is not frozen…)."""
 
@@ -159,6 +164,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    409: Conflict,
     422: Unprocessable,
 }
 

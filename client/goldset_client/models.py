@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class VersionInfo:
     note: str
     created_at: str
     files: tuple[str, ...]
+    manifest: dict[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> VersionInfo:
@@ -33,6 +34,7 @@ class VersionInfo:
             note=str(data.get("note") or ""),
             created_at=str(data.get("created_at") or ""),
             files=tuple(data.get("files") or ()),
+            manifest=data.get("manifest"),
         )
 
 
@@ -47,13 +49,21 @@ class FreezeResult:
 
 @dataclass(frozen=True)
 class ImportResult:
-    """A background import job."""
+    """A background import job (``progress`` in percent; ``errors`` with line and field)."""
 
     id: int
     kind: str
     status: str
     summary: dict[str, Any]
     message: str
+    stage: str = ""
+    progress: int = 0
+    filename: str = ""
+    size: int = 0
+    error_count: int = 0
+    errors: tuple[dict[str, Any], ...] = ()
+    created_at: str = ""
+    finished_at: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ImportResult:
@@ -63,6 +73,14 @@ class ImportResult:
             status=str(data.get("status") or ""),
             summary=dict(data.get("summary") or {}),
             message=str(data.get("message") or ""),
+            stage=str(data.get("stage") or ""),
+            progress=int(data.get("progress") or 0),
+            filename=str(data.get("filename") or ""),
+            size=int(data.get("size") or 0),
+            error_count=int(data.get("error_count") or 0),
+            errors=tuple(data.get("errors") or ()),
+            created_at=str(data.get("created_at") or ""),
+            finished_at=data.get("finished_at"),
         )
 
     @property
@@ -142,6 +160,10 @@ class ScoreResult:
     status: str
     error: str
     reused: bool
+    stage: str = ""
+    progress: int = 0
+    created_at: str = ""
+    finished_at: str | None = None
     aggregates: tuple[Aggregate, ...] = ()
     release_gate: ReleaseGate | None = None
     summary: dict[str, Any] = field(default_factory=dict)
@@ -156,6 +178,10 @@ class ScoreResult:
             status=str(data.get("status") or ""),
             error=str(data.get("error") or ""),
             reused=reused,
+            stage=str(data.get("stage") or ""),
+            progress=int(data.get("progress") or 0),
+            created_at=str(data.get("created_at") or ""),
+            finished_at=data.get("finished_at"),
             aggregates=tuple(
                 Aggregate(
                     stratum=a["stratum"],
@@ -179,3 +205,151 @@ class ScoreResult:
         return next(
             (a.value for a in self.aggregates if a.metric == name and a.stratum == stratum), None
         )
+
+
+R = TypeVar("R", bound="Resource")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resource:
+    """An API object: its documented fields as attributes, and the whole JSON in ``raw`` (so a
+    field the server adds later is not lost)."""
+
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls: type[R], data: dict[str, Any]) -> R:
+        names = {f.name for f in fields(cls)} - {"raw"}
+        return cls(raw=dict(data), **{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Domain(Resource):
+    slug: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document(Resource):
+    document_id: str = ""
+    title: str = ""
+    domain: str = ""
+    authority: float = 0.0
+    created_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Block(Resource):
+    block_id: str = ""
+    position: int = 0
+    latest_version: int | None = None
+    version_count: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockVersion(Resource):
+    block_id: str = ""
+    document_id: str = ""
+    version: int = 0
+    text: str = ""
+    section: str = ""
+    page_start: int | None = None
+    page_end: int | None = None
+    effective_from: str | None = None
+    effective_to: str | None = None
+    sha256: str = ""
+    created_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Triple(Resource):
+    id: str = ""
+    state: str = ""
+    resolution: str | None = None
+    tier: str = ""
+    routing_rule: str = ""
+    source: str = ""
+    customer: str | None = None
+    domain: str = ""
+    task_type: str = ""
+    difficulty: str = ""
+    author: str = ""
+    added_at: str = ""
+    gold_at: str | None = None
+    revision: int | None = None
+    question: str | None = None
+    expected_answer: str | None = None
+    expected_block: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueryResult(Resource):
+    query_id: str = ""
+    domain: str = ""
+    task_type: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    retrieved: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot(Resource):
+    """A stored agreement figure (the dashboard's)."""
+
+    protocol: str = ""
+    axis: str = ""
+    metric: str = ""
+    tier: str = ""
+    task_type: str = ""
+    domain: str = ""
+    week: str = ""
+    subject: str = ""
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n_items: int = 0
+    n_annotators: int = 0
+    reason: str = ""
+    data_version: str = ""
+    computed_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alert(Resource):
+    kind: str = ""
+    title: str = ""
+    detail: str = ""
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VersionDiff(Resource):
+    """Triples added, removed and changed (``{"id", "fields"}``) between versions a and b."""
+
+    a: int = 0
+    b: int = 0
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison(Resource):
+    """A paired comparison of scoring jobs (``pairs``: one row per pair and metric)."""
+
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    n_queries: int = 0
+    wilcoxon_method: str = ""
+    alpha: float = 0.0
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    per_query: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a progress callback receives: ``stage`` (``upload``, ``import``, ``scoring``,
+    ``download``), how far (``done`` of ``total``; bytes for transfers, percent for jobs)."""
+
+    stage: str
+    done: int
+    total: int | None

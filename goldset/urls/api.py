@@ -49,5 +49,5 @@ urlpatterns = [
     path("jobs/<int:pk>/queries/", api.JobQueries.as_view(), name="job_queries"),
     path("agreement/", api.SnapshotList.as_view(), name="agreement_snapshots"),
     path("alerts/", api.alert_list, name="alerts"),
-    re_path(r"^(?P<rest>.*)$", api.not_found, name="not_found"),
+    re_path(r"^(?P<rest>[\s\S]*)$", api.not_found, name="not_found"),
 ]

@@ -33,7 +33,7 @@ from goldset.services.import_jobs import (
 )
 from goldset.views import api_serializers as s
 from goldset.views.api_parsers import DepthLimitedJSONParser
-from goldset.views.api_support import Cursor, Problem
+from goldset.views.api_support import Cursor, ListFilters, Problem, check_query
 from goldset.views.downloads import file_response
 from workbench.access import entry_for
 from workbench.roles import roles_of
@@ -51,7 +51,18 @@ IMPORT_PAGE = {
 }
 
 
-class DomainList(generics.ListAPIView):
+class ApiList(generics.ListAPIView):
+    """A list: its declared filters only (``query_filters``; anything else is a 400), a checked
+    ``page_size``, and ``updated_since`` when ``updated_fields`` names its change times."""
+
+    filter_backends = [ListFilters]
+    query_filters: tuple[str, ...] = ()
+    updated_fields: tuple[str, ...] = ()
+
+
+class DomainList(ApiList):
+    """The corpus's domains (slug and name)."""
+
     serializer_class = s.DomainSerializer
     pagination_class = type("DomainCursor", (Cursor,), {"ordering": "slug"})
 
@@ -59,9 +70,13 @@ class DomainList(generics.ListAPIView):
         return corpus_selectors.list_domains()
 
 
-class DocumentList(generics.ListAPIView):
+class DocumentList(ApiList):
+    """Corpus documents, filtered by ``domain`` and a title search ``q``."""
+
     serializer_class = s.DocumentSerializer
     pagination_class = type("DocumentCursor", (Cursor,), {"ordering": "document_id"})
+    query_filters = ("domain", "q")
+    updated_fields = ("created_at",)
 
     @extend_schema(parameters=[OpenApiParameter("domain", str), OpenApiParameter("q", str)])
     def get(self, request, *args, **kwargs):
@@ -160,7 +175,7 @@ answers_import = _file_import(
 )
 
 
-class DocumentBlocks(generics.ListAPIView):
+class DocumentBlocks(ApiList):
     """A document's blocks, each with its latest version number and version count."""
 
     serializer_class = s.BlockSerializer
@@ -171,11 +186,12 @@ class DocumentBlocks(generics.ListAPIView):
         return corpus_selectors.list_blocks_of(document=document)
 
 
-class BlockVersions(generics.ListAPIView):
+class BlockVersions(ApiList):
     """A block's versions (append-only), oldest first, with text and sha256."""
 
     serializer_class = s.BlockVersionSerializer
     pagination_class = type("BlockVersionCursor", (Cursor,), {"ordering": "version"})
+    updated_fields = ("created_at",)
 
     def get_queryset(self):
         return corpus_selectors.list_versions_of(block_id=self.kwargs["block_id"])
@@ -190,12 +206,14 @@ class BlockVersionDetail(generics.RetrieveAPIView):
         )
 
 
-class TripleList(generics.ListAPIView):
+class TripleList(ApiList):
     """Triples in the caller's scope (the triple page's rule): leads and admins see every
     triple; annotators the triples they wrote and those they flagged."""
 
     serializer_class = s.TripleSerializer
     pagination_class = type("TripleCursor", (Cursor,), {"ordering": "-id"})
+    query_filters = ("state",)
+    updated_fields = ("updated_at",)
 
     @extend_schema(parameters=[OpenApiParameter("state", str, enum=list(TripleState.values))])
     def get(self, request, *args, **kwargs):
@@ -256,7 +274,14 @@ def _import_action(service, *, doc: str, name: str):
     """POST on an import job the caller may see (the page's selector: 404 otherwise), through
     the job page's service; 409 with the reason when the job's status does not allow it."""
 
-    @extend_schema(request=None, responses={200: s.ImportJobSerializer}, description=doc)
+    @extend_schema(
+        request=None,
+        responses={
+            200: s.ImportJobSerializer,
+            409: OpenApiResponse(description="The job's status does not allow this."),
+        },
+        description=doc,
+    )
     @api_view(["POST"])
     def act(request, pk: int):
         job = get_import_job_for(user=request.user, pk=pk)
@@ -284,9 +309,12 @@ import_retry = _import_action(
 )
 
 
-class VersionList(generics.ListAPIView):
+class VersionList(ApiList):
+    """Frozen gold versions, newest first."""
+
     serializer_class = s.GoldVersionSerializer
     pagination_class = type("VersionCursor", (Cursor,), {"ordering": "-number"})
+    updated_fields = ("created_at",)
 
     def get_queryset(self):
         return export_selectors.list_versions().prefetch_related("files")
@@ -372,6 +400,7 @@ def version_diff(request):
         (200, "application/octet-stream"): OpenApiResponse(
             description="The file; its sha256 in the X-Checksum-SHA256 header."
         ),
+        500: OpenApiResponse(description="The stored file failed its integrity check."),
     }
 )
 @api_view(["GET"])
@@ -389,13 +418,14 @@ def version_download(request, number, fmt):
     return file_response(download)
 
 
-class JobList(generics.ListCreateAPIView):
+class JobList(ApiList, generics.CreateAPIView):
     """Scoring jobs. POST a run file (multipart/form-data: version, file, name, k) or a JSON
     body (version, name, k, run: the run's lines as objects): the run is stored as an import
     job of kind ``run`` and scored in the background (202 with the import job; its summary names
     the scoring job once the file is validated)."""
 
     serializer_class = s.ScoringJobSerializer
+    updated_fields = ("created_at", "started_at", "finished_at")
     parser_classes = [DepthLimitedJSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
@@ -438,7 +468,7 @@ class JobDetail(generics.RetrieveAPIView):
         )
 
 
-class JobQueries(generics.ListAPIView):
+class JobQueries(ApiList):
     """Per-query rows of a scoring job."""
 
     serializer_class = s.QueryResultSerializer
@@ -492,13 +522,15 @@ def _finite(value):
     return value
 
 
-class SnapshotList(generics.ListAPIView):
+class SnapshotList(ApiList):
     """Stored agreement figures (the dashboard's), filtered by protocol, axis, metric and tier;
     subjects (annotator pairs, annotators) by display name as on the dashboard."""
 
     serializer_class = s.SnapshotSerializer
     pagination_class = type("SnapshotCursor", (Cursor,), {"ordering": "id"})
     FILTERS = ("protocol", "axis", "metric", "tier")
+    query_filters = FILTERS
+    updated_fields = ("computed_at",)
 
     @extend_schema(parameters=[OpenApiParameter(name, str) for name in FILTERS])
     def get(self, request, *args, **kwargs):
@@ -525,6 +557,7 @@ class SnapshotList(generics.ListAPIView):
 @api_view(["GET"])
 def alert_list(request):
     """Agreement and quality alerts currently raised (the dashboard's list)."""
+    check_query(request, allowed=())
     alerts = agreement_selectors.list_agreement_alerts()
     return Response(s.AlertSerializer(alerts, many=True).data)
 

@@ -205,7 +205,10 @@ class QueryResultSerializer(serializers.ModelSerializer):
         fields = ["query_id", "domain", "task_type", "metrics", "retrieved"]
 
 
-class RunLineSerializer(serializers.Serializer):
+@extend_schema_field(
+    {"type": "object", "additionalProperties": True, "description": "One line of the run."}
+)
+class RunLineField(serializers.Field):
     """One line of a retrieval run, as a JSON object (the same fields as a run file's line)."""
 
     def to_internal_value(self, data):
@@ -213,12 +216,15 @@ class RunLineSerializer(serializers.Serializer):
             raise serializers.ValidationError("each run line must be a JSON object")
         return data
 
+    def to_representation(self, value):
+        return value
+
 
 class ScoringJobRequestSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=1)
     name = serializers.CharField(required=False, allow_blank=True, max_length=120)
     k = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=10)
-    run = serializers.ListField(child=RunLineSerializer(), allow_empty=False)
+    run = serializers.ListField(child=RunLineField(), allow_empty=False)
 
 
 class AlertSerializer(serializers.Serializer):

@@ -1,13 +1,16 @@
 """The REST API's plumbing: the access table as a DRF permission, problem+json errors (RFC 9457)
 and cursor pagination. Views in :mod:`goldset.views.api` stay thin over selectors and services."""
 
+from datetime import UTC, datetime
 from http import HTTPStatus
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db.models import Q
 from django.http import Http404, HttpResponse
 from rest_framework import exceptions
+from rest_framework.filters import BaseFilterBackend
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -20,10 +23,111 @@ PROBLEM_JSON = "application/problem+json"
 
 
 class Cursor(CursorPagination):
+    """Cursor pagination whose ``page_size`` is checked: a value that is not an integer from 1
+    to ``max_page_size`` is a 400 naming the field, never silently replaced."""
+
     page_size = 50
     max_page_size = 500
     page_size_query_param = "page_size"
     ordering = "-id"
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise bad_query("page_size", f"expected an integer from 1 to {self.max_page_size}")
+        return size
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": self.max_page_size,
+                    "default": self.page_size,
+                }
+        return parameters
+
+
+def bad_query(name: str, message: str) -> "Problem":
+    return Problem(
+        status_code=400,
+        title="Bad Request",
+        detail=f"{name}: {message}",
+        errors=[{"field": name, "message": message}],
+    )
+
+
+def check_query(request, *, allowed) -> None:
+    """Refuse (400) a query parameter the endpoint does not document: a misspelt filter must
+    not silently return everything."""
+    unknown = sorted(set(request.query_params) - set(allowed))
+    if unknown:
+        raise Problem(
+            status_code=400,
+            title="Bad Request",
+            detail=f"unknown query parameter(s): {', '.join(unknown)}",
+            errors=[{"field": name, "message": "not a filter of this list"} for name in unknown],
+        )
+
+
+def parse_updated_since(raw: str) -> datetime:
+    """An RFC 3339 date-time (``2026-11-20T08:00:00Z``); a naive one is read as UTC."""
+    text = raw.strip().upper().replace(" ", "T")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise bad_query("updated_since", "expected an RFC 3339 date-time")
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    # In UTC: the database refuses offsets beyond ±15:59, which RFC 3339 allows.
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # before year 1 or after 9999 once in UTC
+        edge = datetime.min if moment.year == 1 else datetime.max
+        return edge.replace(tzinfo=UTC)
+
+
+class ListFilters(BaseFilterBackend):
+    """The filters of every list: only the ones a view declares (``query_filters``; others are a
+    400), and ``updated_since`` on lists whose rows carry a change time (``updated_fields``:
+    rows created, or changed, at or after that moment), for incremental sync."""
+
+    def filter_queryset(self, request, queryset, view):
+        fields = getattr(view, "updated_fields", ())
+        paging = ("cursor", "page_size") if view.pagination_class else ()
+        since = ("updated_since",) if fields else ()
+        check_query(request, allowed=(*getattr(view, "query_filters", ()), *paging, *since))
+        raw = request.query_params.get("updated_since")
+        if fields and raw is not None:
+            moment = parse_updated_since(raw)
+            condition = Q()
+            for name in fields:
+                condition |= Q(**{f"{name}__gte": moment})
+            queryset = queryset.filter(condition)
+        return queryset
+
+    def get_schema_operation_parameters(self, view):
+        if not getattr(view, "updated_fields", ()):
+            return []
+        return [
+            {
+                "name": "updated_since",
+                "in": "query",
+                "required": False,
+                "description": "Only rows created or changed at or after this moment (RFC 3339).",
+                "schema": {"type": "string", "format": "date-time"},
+            }
+        ]
 
 
 class Problem(exceptions.APIException):
@@ -139,18 +243,68 @@ _ERROR_STATUSES = {
 }
 
 
+def _header(description: str, schema=None) -> dict:
+    return {"description": description, "schema": schema or {"type": "string"}}
+
+
+_HEADERS = {
+    "401": {"WWW-Authenticate": _header("The Bearer challenge.")},
+    "429": {"Retry-After": _header("Seconds until a retry may succeed.", {"type": "integer"})},
+}
+_WRITE_HEADERS = {
+    "Idempotent-Replayed": _header(
+        "``true`` when this is the kept answer to an earlier request with the same Idempotency-Key."
+    )
+}
+_CREATED_HEADERS = {"Location": _header("The URL of the created (or queued) resource.")}
+_DOWNLOAD_HEADERS = {
+    "X-Checksum-SHA256": _header("The sha256 of the file's bytes (hex)."),
+    "Content-Disposition": _header("attachment, with the file's name."),
+}
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Any string up to 255 characters: a repeat of this POST with the same key "
+    "gets the first answer again (Idempotent-Replayed: true) and creates nothing.",
+    "schema": {"type": "string", "maxLength": 255},
+}
+
+
 def document_problems(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents its problem+json errors
-    (and 422 for writes), so clients and schemathesis know every status the API answers."""
+    (and 408/409/413/422 for writes), the response headers the API sends, and the Idempotency-Key header
+    of every POST, so generated clients and schemathesis know every status and header."""
     result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
     content = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
-    for operations in result.get("paths", {}).values():
+    for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             statuses = dict(_ERROR_STATUSES)
-            if method in ("post", "put", "patch", "delete"):
+            if method == "post":
+                statuses["409"] = (
+                    "A request with this Idempotency-Key is still running, or the object's "
+                    "state does not allow this."
+                )
+                statuses["408"] = "The request body stalled (REQUEST_BODY_TIMEOUT_SECONDS)."
+                statuses["413"] = "The request body is too large."
                 statuses["422"] = "Rejected by a rule (a file, a version that is not frozen…)."
+                parameters = operation.setdefault("parameters", [])
+                if not any(p.get("name") == "Idempotency-Key" for p in parameters):
+                    parameters.append(IDEMPOTENCY_KEY)
             responses = operation.setdefault("responses", {})
             for code, description in statuses.items():
                 if code not in responses or not responses[code].get("content"):
                     responses[code] = {"description": description, "content": content}
+            for code, response in responses.items():
+                if code[:1] in ("4", "5") and not response.get("content"):
+                    response["content"] = content  # every error is problem+json
+                headers = dict(_HEADERS.get(code, {}))
+                if method == "post" and code.startswith("2"):
+                    headers.update(_WRITE_HEADERS)
+                if code in ("201", "202"):
+                    headers.update(_CREATED_HEADERS)
+                if "/download/" in path and code == "200":
+                    headers.update(_DOWNLOAD_HEADERS)
+                if headers:
+                    response["headers"] = {**headers, **response.get("headers", {})}
     return result

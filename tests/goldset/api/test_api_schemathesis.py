@@ -1,6 +1,7 @@
 """Schemathesis against the OpenAPI schema on the seeded demo (plus a frozen version and a
 scoring job): for every operation, generated requests never get a 500 and every response
-matches the schema (status code documented, body shape, content type)."""
+matches the schema (status code documented, body shape, content type). Once through WSGI (15
+examples an operation), and once over HTTP against a live server (bounded: 5 an operation)."""
 
 import pytest
 import schemathesis
@@ -41,7 +42,7 @@ def test_generated_requests_never_500_and_responses_match_the_schema(
     assert len(checked) >= 25, checked
 
 
-def _check_all(schema, *, token):
+def _check_all(schema, *, token, examples=15):
     checked = []
     for result in schema.get_all_operations():
         operation = result.ok()
@@ -52,15 +53,15 @@ def _check_all(schema, *, token):
         if operation.method.upper() != "GET" or operation.path.endswith("/jobs/compare/"):
             excluded.append(positive_data_acceptance)
 
-        _check_operation(operation, token=token, excluded=excluded)
+        _check_operation(operation, token=token, excluded=excluded, examples=examples)
         checked.append(operation.label)
     return checked
 
 
-def _check_operation(operation, *, token, excluded):
+def _check_operation(operation, *, token, excluded, examples):
     @given(case=operation.as_strategy())
     @hypothesis_settings(
-        max_examples=15, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
     )
     def check(case):
         case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
@@ -69,3 +70,20 @@ def _check_operation(operation, *, token, excluded):
         case.call_and_validate(excluded_checks=excluded)
 
     check()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_live_server_answers_generated_requests_as_its_schema_says(
+    make_user, version, job, settings, live_server
+):
+    seed_demo(password="demo-pass-123")
+    settings.API_TOKEN_RATE = "100000/min"
+    cache.clear()
+    admin = make_user(Role.ADMIN, username="schemathesis-live")
+    _, raw = create_api_token(user=admin, name="schemathesis-live", scope="write")
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/v1/schema/?format=json")
+    schema.config.update(base_url=live_server.url)
+    schema.config.generation.update(allow_x00=False)
+    assert schema.app is None and schema.get_base_url() == live_server.url  # over HTTP
+    checked = _check_all(schema, token=raw, examples=5)
+    assert len(checked) >= 25, checked

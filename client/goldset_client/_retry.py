@@ -1,0 +1,53 @@
+"""When to try a request again: on 429 and 503 (after ``Retry-After`` when the server sends
+one, else an exponential backoff with jitter) and on connection errors. Every call the client
+makes may be retried: GETs are idempotent, and every POST carries an ``Idempotency-Key`` (the
+API answers a repeat with the first answer and creates nothing)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``attempts`` in all (1: never retry); waits ``backoff`` × 2ⁿ (at most ``max_backoff``)
+    with jitter; a ``Retry-After`` longer than ``max_retry_after`` is not waited for (the error
+    is raised at once, carrying it)."""
+
+    attempts: int = 4
+    backoff: float = 0.5
+    max_backoff: float = 8.0
+    max_retry_after: float = 60.0
+    statuses: frozenset[int] = frozenset({429, 503})
+
+    def wait(self, attempt: int, retry_after: str | None = None) -> float | None:
+        """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
+        if attempt >= self.attempts:
+            return None
+        told = parse_retry_after(retry_after)
+        if told is not None:
+            return told if told <= self.max_retry_after else None
+        base = min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        return base / 2 + random.uniform(0, base / 2)
+
+
+NO_RETRY = RetryPolicy(attempts=1)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds (RFC 9110: delay-seconds or an HTTP-date)."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)

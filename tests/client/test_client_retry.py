@@ -1,0 +1,120 @@
+"""The client tries again on 429/503 (after Retry-After) and on connection errors, with the
+same Idempotency-Key on every try of a POST; a Retry-After longer than it will wait raises at
+once. A transport that answers 429/503 or drops the connection stands in for the network (the
+boundary); the live server's 429 is checked in test_client_operations."""
+
+import asyncio
+
+import httpx
+import pytest
+from goldset_client import (
+    NO_RETRY,
+    AsyncGoldsetClient,
+    GoldsetClient,
+    RateLimited,
+    RetryPolicy,
+    ServerError,
+    TransportError,
+)
+from goldset_client._retry import parse_retry_after
+
+FAST = RetryPolicy(attempts=3, backoff=0.001, max_backoff=0.002, max_retry_after=1.0)
+DOMAINS = {"next": None, "previous": None, "results": [{"slug": "hr", "name": "HR"}]}
+JOB = {"id": 7, "kind": "answers", "status": "queued", "summary": {}, "message": ""}
+
+
+def flaky(*answers):
+    """A transport answering each request with the next of ``answers`` (a status, with its
+    Retry-After, an exception to raise, or the final JSON body); it records the requests."""
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        answer = answers[min(len(seen) - 1, len(answers) - 1)]
+        if isinstance(answer, Exception):
+            raise answer
+        if isinstance(answer, tuple):
+            status, retry_after = answer
+            headers = {"Content-Type": "application/problem+json"}
+            if retry_after is not None:
+                headers["Retry-After"] = retry_after
+            body = {"title": "Too Many Requests", "status": status, "detail": "slow down"}
+            return httpx.Response(status, json=body, headers=headers)
+        return httpx.Response(202 if request.method == "POST" else 200, json=answer)
+
+    return handler, seen
+
+
+def test_a_429_with_retry_after_is_retried_and_then_succeeds():
+    handler, seen = flaky((429, "0"), (503, None), DOMAINS)
+    with GoldsetClient(
+        "http://gs.test", "t", retry=FAST, transport=httpx.MockTransport(handler)
+    ) as gs:
+        assert [d.slug for d in gs.list_domains()] == ["hr"]
+    assert len(seen) == 3
+
+
+def test_every_try_of_a_post_carries_the_same_idempotency_key():
+    handler, seen = flaky(httpx.ConnectError("refused"), (429, "0"), JOB)
+    with GoldsetClient(
+        "http://gs.test", "t", retry=FAST, transport=httpx.MockTransport(handler)
+    ) as gs:
+        job = gs.import_answers(b'{"a": 1}\n')
+    assert job.id == 7 and len(seen) == 3
+    keys = {r.headers["Idempotency-Key"] for r in seen}
+    assert len(keys) == 1 and next(iter(keys))
+    assert all(b'{"a": 1}' in r.read() for r in seen)  # the file is sent whole each time
+
+
+def test_two_calls_use_two_keys_and_a_given_key_is_sent_as_is():
+    handler, seen = flaky(JOB)
+    with GoldsetClient("http://gs.test", "t", transport=httpx.MockTransport(handler)) as gs:
+        gs.cancel_import(7)
+        gs.cancel_import(7)
+        gs.cancel_import(7, idempotency_key="nightly-42")
+    keys = [r.headers["Idempotency-Key"] for r in seen]
+    assert keys[0] != keys[1] and keys[2] == "nightly-42"
+
+
+def test_a_retry_after_longer_than_the_policy_waits_raises_at_once_with_it():
+    handler, seen = flaky((429, "120"), DOMAINS)
+    with GoldsetClient(
+        "http://gs.test", "t", retry=FAST, transport=httpx.MockTransport(handler)
+    ) as gs:
+        with pytest.raises(RateLimited) as refused:
+            list(gs.list_domains())
+    assert refused.value.retry_after == 120 and len(seen) == 1
+
+
+def test_retries_end_after_the_attempts_and_no_retry_tries_once():
+    handler, seen = flaky((503, None))
+    with GoldsetClient(
+        "http://gs.test", "t", retry=FAST, transport=httpx.MockTransport(handler)
+    ) as gs:
+        with pytest.raises(ServerError):
+            gs.get_job(1)
+    assert len(seen) == 3
+    handler, seen = flaky(httpx.ConnectError("refused"), DOMAINS)
+    transport = httpx.MockTransport(handler)
+    with GoldsetClient("http://gs.test", "t", retry=NO_RETRY, transport=transport) as gs:
+        with pytest.raises(TransportError):
+            list(gs.list_domains())
+    assert len(seen) == 1
+
+
+def test_the_async_client_retries_the_same_way():
+    handler, seen = flaky((429, "0"), httpx.ReadTimeout("slow"), JOB)
+
+    async def run():
+        transport = httpx.MockTransport(handler)
+        async with AsyncGoldsetClient("http://gs.test", "t", retry=FAST, transport=transport) as gs:
+            return await gs.retry_import(7)
+
+    assert asyncio.run(run()).id == 7
+    assert len(seen) == 3 and len({r.headers["Idempotency-Key"] for r in seen}) == 1
+
+
+def test_retry_after_is_read_as_seconds_or_an_http_date():
+    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
