@@ -18,7 +18,7 @@ from goldset.selectors import evaluators as selectors
 from goldset.services.evaluators import compute_evaluator_report, create_evaluator
 from goldset.services.pcs_calibrations import start_pcs_calibration
 from goldset.services.release_reports import create_release_report
-from goldset.views.imports import submit_upload
+from goldset.views.imports import submit_upload, upload_data, upload_page
 from workbench.roles import Role, role_required
 
 PAGE_SIZE = 25
@@ -44,7 +44,7 @@ def evaluator_detail(request, pk):
     """The evaluator and its imports; POST stores an outputs file as an import job (a worker
     validates and writes it) and goes to the job's page."""
     evaluator = selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
-    form = JsonlUploadForm(request.POST or None, request.FILES or None)
+    form = JsonlUploadForm(*upload_data(request))
     imports = selectors.list_evaluator_imports(evaluator=evaluator)[:50]
     context = {
         "evaluator": evaluator,
@@ -61,7 +61,7 @@ def evaluator_detail(request, pk):
             template="evaluators/detail.html",
             context=context,
         )
-    return render(request, "evaluators/detail.html", context)
+    return upload_page(request, "evaluators/detail.html", context)
 
 
 @role_required(Role.LEAD, Role.ADMIN)

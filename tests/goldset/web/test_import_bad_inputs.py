@@ -504,3 +504,37 @@ def test_an_empty_file_is_refused_with_422_by_every_upload_page_and_the_api(
         text = response.json()["detail"] if where == "api" else response.content.decode()
         assert "e.jsonl is empty." in text, (url, text[:300])
     assert not ImportJob.objects.exists()
+
+
+def refused_forms(judge):
+    """(url, fields, files, words the page must show) per upload page: a POST whose form is
+    refused before any file is stored."""
+    run = {"version": 1, "name": "r", "k": 10}
+    jsonl = {"file": SimpleUploadedFile("ok.jsonl", b'{"a": 1}\n')}
+    return [
+        (reverse("corpus:import"), {}, {}, "This field is required."),
+        (reverse("corpus:import"), {"domain": "no-such-domain"}, jsonl, "Select a valid choice"),
+        (reverse("curation:import"), {}, {}, "This field is required."),
+        (reverse("answers:import"), {"kind": "questions"}, {}, "This field is required."),
+        (reverse("answers:import"), {"kind": "answers"}, {}, "This field is required."),
+        (reverse("answers:import"), {"kind": "mystery"}, jsonl, "choose questions or answers"),
+        (reverse("exports:jobs"), run, {}, "This field is required."),
+        (reverse("exports:jobs"), {**run, "k": "zero"}, jsonl, "Enter a whole number."),
+        (reverse("exports:jobs"), {**run, "version": 99}, jsonl, "Select a valid choice"),
+        (reverse("evaluators:detail", args=[judge.pk]), {}, {}, "This field is required."),
+    ]
+
+
+def test_a_refused_upload_form_answers_422_on_every_upload_page(
+    client_for, admin_user, frozen_and_judge
+):
+    """A missing file or a bad form field answered 200 with the field errors, so a script or a
+    test could not tell a refused submission from a page view; every upload page answers 422
+    now, shows why, and stores nothing. A plain GET of the page is still 200."""
+    client = client_for(admin_user)
+    for url, fields, files, words in refused_forms(frozen_and_judge):
+        assert client.get(url).status_code == 200, url
+        response = client.post(url, {**fields, **files})
+        assert response.status_code == 422, (url, fields, response.status_code)
+        assert words in response.content.decode(), (url, fields)
+    assert not ImportJob.objects.exists()
