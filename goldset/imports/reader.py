@@ -39,7 +39,7 @@ from goldset.imports.errors import Problems
 
 BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 32
-PROGRESS_EVERY = 2000
+PROGRESS_EVERY = 100  # lines or items between two reports of the bytes read
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 

@@ -65,8 +65,8 @@ def cut_connection_at(monkeypatch, stage: str, *, times: int) -> list:
     real_writer = import_jobs._progress_writer
     cuts: list[int] = []
 
-    def writer(job_id, attempt):
-        write = real_writer(job_id, attempt)
+    def writer(job_id, attempt, *relay):
+        write = real_writer(job_id, attempt, *relay)
 
         def progress(reached, percent):
             if reached == stage and len(cuts) < times and attempt not in cuts:
