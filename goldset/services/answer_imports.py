@@ -35,8 +35,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Max
-
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
 from goldset.imports.fields import At, column_length
@@ -67,6 +65,9 @@ QUESTION_FLAGS = {"conflict", "freshness", "adversarial"}
 PASSAGE_REF = re.compile(r"^(?P<block>[^@\s]+)(?:@v(?P<version>[1-9][0-9]*))?$")
 ID_LENGTH = column_length(Question, "question_id")
 REF_LENGTH = column_length(EvidencePassage, "passage_ref")
+# Computed once: an enum's ``values`` builds its list again on every access.
+TASK_TYPES = tuple(TaskType.values)
+EVIDENCE_LABELS = tuple(EvidenceLabel.values)
 
 
 @dataclass
@@ -105,32 +106,46 @@ def _unit(value, at: At, key: str) -> Decimal | None:
     return at.number(value, key, minimum=0, maximum=1, places="0.001")
 
 
+@dataclass(frozen=True)
+class ResolvedPassage:
+    """What an evidence or answer row needs of a block version: its key, and the defaults an
+    evidence row takes from it (the document's authority, the effective dates)."""
+
+    pk: int
+    authority: Decimal | None
+    effective_from: object
+    effective_to: object
+
+
 class PassageResolver:
-    """Resolves passage ids (``block_id`` or ``block_id@vN``) to block versions in two queries."""
+    """Resolves passage ids (``block_id`` or ``block_id@vN``) to block versions in one query of
+    the few columns the rows need (not model instances with their text)."""
 
     def __init__(self, refs: set[str]):
         parsed = {ref: PASSAGE_REF.match(ref) for ref in refs}
         block_ids = {m["block"] for m in parsed.values() if m}
-        latest = dict(
-            BlockVersion.objects.filter(block__block_id__in=block_ids)
-            .values("block__block_id")
-            .annotate(latest=Max("version"))
-            .values_list("block__block_id", "latest")
-        )
-        wanted: dict[str, tuple[str, int]] = {}
-        for ref, match in parsed.items():
-            if match and match["block"] in latest:
-                wanted[ref] = (match["block"], int(match["version"] or latest[match["block"]]))
-        versions = {
-            (v.block.block_id, v.version): v
-            for v in BlockVersion.objects.filter(
-                block__block_id__in={b for b, _ in wanted.values()}
-            ).select_related("block__document__domain")
-        }
+        versions: dict[tuple[str, int], ResolvedPassage] = {}
+        latest: dict[str, int] = {}
+        for pk, block_id, number, start, end, authority in BlockVersion.objects.filter(
+            block__block_id__in=block_ids
+        ).values_list(
+            "pk",
+            "block__block_id",
+            "version",
+            "effective_from",
+            "effective_to",
+            "block__document__authority",
+        ):
+            versions[(block_id, number)] = ResolvedPassage(pk, authority, start, end)
+            latest[block_id] = max(number, latest.get(block_id, 0))
         self.latest = latest
-        self.resolved = {ref: versions.get(key) for ref, key in wanted.items()}
+        self.resolved = {
+            ref: versions.get((m["block"], int(m["version"] or latest[m["block"]])))
+            for ref, m in parsed.items()
+            if m and m["block"] in latest
+        }
 
-    def get(self, ref: str, at: At, key: str) -> BlockVersion | None:
+    def get(self, ref: str, at: At, key: str) -> ResolvedPassage | None:
         version = self.resolved.get(ref)
         if version is not None:
             return version
@@ -217,7 +232,7 @@ class QuestionImporter:
                     f"one of {', '.join(sorted(self.domains)) or 'none'}",
                 )
             task_type = at.choice(
-                obj, "task_type", TaskType.values, default=TaskType.RAG_SYNTHESIS.value
+                obj, "task_type", TASK_TYPES, default=TaskType.RAG_SYNTHESIS.value
             )
             flags = at.str_list(obj, "flags")
             unknown = sorted(set(flags) - QUESTION_FLAGS)
@@ -313,7 +328,7 @@ def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
             version = resolver.get(ref, e_at, "passage_id") if ref else None
             label = ""
             if kind == EvidenceKind.GOLD:
-                label = e_at.choice(entry, "label", EvidenceLabel.values, default="")
+                label = e_at.choice(entry, "label", EVIDENCE_LABELS, default="")
             reason = e_at.text(
                 entry,
                 "reason",
@@ -329,7 +344,7 @@ def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
             )
             if version is not None:
                 if authority is None:
-                    authority = version.block.document.authority
+                    authority = version.authority
                 if not effective and version.effective_from:
                     effective = version.effective_from.isoformat() + (
                         f"/{version.effective_to.isoformat()}" if version.effective_to else ""
@@ -337,7 +352,7 @@ def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
             passages.append(
                 EvidencePassage(
                     kind=kind,
-                    block_version=version,
+                    block_version_id=version and version.pk,
                     passage_ref=ref,
                     role=e_at.text(
                         entry,
@@ -386,8 +401,16 @@ class AnswerLogImporter:
         resolver = PassageResolver(_collect_refs(rows, ("retrieved_passages", "citations")))
         questions = {
             q.question_id: q
-            for q in Question.objects.select_related("domain").filter(
-                question_id__in=_ids(rows, "question_id")
+            for q in Question.objects.select_related("domain")
+            .filter(question_id__in=_ids(rows, "question_id"))
+            .only(
+                "id",
+                "question_id",
+                "task_type",
+                "uncertainty",
+                "adversarial",
+                "domain__id",
+                "domain__slug",
             )
         }
         runs = {
@@ -450,7 +473,9 @@ class AnswerLogImporter:
                     continue
                 version = resolver.get(ref, at, key) if ref else None
                 citations.append(
-                    AnswerCitation(block_version=version, passage_ref=ref, position=index)
+                    AnswerCitation(
+                        block_version_id=version and version.pk, passage_ref=ref, position=index
+                    )
                 )
             model = obj.get("model", {})
             if not isinstance(model, dict):
@@ -492,7 +517,11 @@ class AnswerLogImporter:
                 e_at.add("rank", f"rank {rank} appears twice")
             ranks.add(rank)
             version = resolver.get(ref, e_at, "passage_id") if ref else None
-            retrieved.append(RetrievedPassage(block_version=version, passage_ref=ref, rank=rank))
+            retrieved.append(
+                RetrievedPassage(
+                    block_version_id=version and version.pk, passage_ref=ref, rank=rank
+                )
+            )
         return retrieved
 
     def write(self, plan) -> None:
