@@ -47,7 +47,7 @@ from django.utils import timezone
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports import storage
-from goldset.imports.errors import Problem
+from goldset.imports.errors import problem_from_text
 from goldset.imports.runs import checked_run_file
 from goldset.imports.storage import StoredFile, UploadRejected
 from goldset.imports.stored import StoredFileMissing, StoredUpload
@@ -664,7 +664,11 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
     except StoredFileMissing as exc:
         _finish(job, ImportStatus.FAILED, message=str(exc), problems=[], attempt=job.attempts)
     except ImportRejected as exc:
-        problems = exc.problems or [Problem(None, "", line) for line in exc.errors]
+        # Every problem with its line: the toolkit's carry it; a run's (the scoring library's
+        # words, "run.trec, line 3: …") are read back from the text.
+        problems = exc.problems or [
+            problem_from_text(text) for text in exc.errors if not text.startswith("…")
+        ]
         _finish(
             job,
             ImportStatus.REJECTED,
@@ -677,7 +681,7 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
             job,
             ImportStatus.REJECTED,
             message=str(exc),
-            problems=[Problem(None, "", str(exc))],
+            problems=[problem_from_text(str(exc))],
             attempt=job.attempts,
         )
     except TRANSIENT as exc:

@@ -212,6 +212,21 @@ def cases(kind: str):
             line_with(kind, spec["text"], '"a\\ud800b"'),
             f"line 2: {spec['text']}: contains an unpaired surrogate",
         ),
+        # JSON's parser kept the last of two values for one key, silently.
+        (
+            "duplicate-key",
+            line_with(kind, spec["id"], '"first"').replace("{", '{"' + spec["id"] + '": "x", ', 1),
+            f"line 2: {spec['id']}: the key '{spec['id']}' appears twice in one object",
+        ),
+        (
+            "duplicate-nested-key",
+            line_with(kind, spec["free"], '{"x": 1, "y": 2, "x": 3}'),
+            f"line 2: {spec['free']}.x: the key 'x' appears twice in one object",
+        ),
+        # A line that is null was skipped: a file of only `null` was "imported" with nothing.
+        ("null", "null", "line 2: got null"),
+        ("array", "[1, 2]", "line 2: got an array"),
+        ("number", "7", "line 2: got the number 7"),
     ]
 
 
@@ -431,17 +446,15 @@ def test_an_unrag_file_gets_the_jsonl_answer_for_the_same_value_on_page_api_and_
     jsonl_text = next(line for line in answers["jsonl"].splitlines() if "authority" in line)
     unrag_text = next(line for line in answers["unrag"].splitlines() if "authority" in line)
     assert "line 1: authority: " in jsonl_text
-    # The reader's refusals name the line; a field check (the big integer's range) names the
-    # member only: an Unrag item read by ijson has no line.
-    reader_refusal = raw != str(2**70)
-    where = "line 5: " if reader_refusal else ""
-    assert f"{where}documents[1].metadata.authority: " in unrag_text, unrag_text
+    # The reader's refusals and the field checks (the big integer's range) alike name the
+    # line the member is written on (an Unrag item read by ijson is located when rejected).
+    assert "line 5: documents[1].metadata.authority: " in unrag_text, unrag_text
     assert _located(unrag_text) == _located(jsonl_text)
     assert "not valid JSON" not in unrag_text
     jsonl_api, unrag_api = answers["jsonl-api"], answers["unrag-api"]
     assert (jsonl_api["line"], jsonl_api["field"]) == (1, "authority")
     assert unrag_api["field"] == "documents[1].metadata.authority"
-    assert unrag_api["line"] == (5 if reader_refusal else None)
+    assert unrag_api["line"] == 5
     assert _message(unrag_api) == _message(jsonl_api)
     assert not Document.objects.exclude(pk=corpus.block.document_id).exists()
 
