@@ -137,3 +137,48 @@ def test_an_import_losing_its_connection_on_every_attempt_fails_with_a_message(
     again = ImportJob.objects.get(pk=job.pk)
     assert again.status == ImportStatus.SUCCEEDED and again.attempts == 4
     assert Document.objects.count() == 3000 and not stored.exists()
+
+
+def test_a_connection_terminated_while_a_run_is_stored_by_copy_requeues_the_import(
+    postgres, admin_user, monkeypatch
+):
+    """The store stage of a run is a binary COPY on psycopg's own cursor: its error is
+    psycopg's, not Django's wrapper, and the job failed although attempts remained. It is a
+    lost connection like any other now: requeued, then imported once."""
+    from goldset.models import ScoringJob
+    from goldset.services import scoring_jobs
+    from goldset.services.freeze import store_frozen_version
+    from tests.factories import BlockFactory, BlockVersionFactory, gold_row_for
+
+    domain = DomainFactory(slug="federal_it")
+    version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
+    store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
+    with transaction.atomic():
+        job = submit_import(
+            kind="run",
+            upload=ContentFile(b"Q-0 Q0 blk-1 1 0.9 sys\n", name="cut.trec"),
+            actor=admin_user,
+            options={"version": 1, "name": "cut", "k": 10},
+        ).job
+        OutboxMessage.objects.filter(dedupe_key=import_dedupe_key(job.pk)).delete()
+    real_store = scoring_jobs.store_run_chunks
+    cuts: list[int] = []
+
+    def store(scoring_job, path):
+        if not cuts:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                cuts.append(cursor.fetchone()[0])
+            terminate(cuts[0])
+        return real_store(scoring_job, path)
+
+    monkeypatch.setattr(scoring_jobs, "store_run_chunks", store)
+    run_import_job(job_id=job.pk)  # nothing escapes; the requeued attempt runs at commit (eager)
+    if ImportJob.objects.get(pk=job.pk).status == ImportStatus.QUEUED:
+        run_import_job(job_id=job.pk)  # as the relayed message would on a real worker
+    ended = ImportJob.objects.get(pk=job.pk)
+    assert len(cuts) == 1
+    assert ended.status == ImportStatus.SUCCEEDED and ended.attempts == 2, ended.message
+    assert "lost its database connection" in ended.message and "AdminShutdown" in ended.message
+    assert ScoringJob.objects.count() == 1
+    assert verbs(job).count("import_requeued") == 1 and "import_failed" not in verbs(job)
