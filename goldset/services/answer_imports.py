@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from goldset.imports import bulk
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
 from goldset.imports.fields import At, column_length
@@ -193,6 +194,7 @@ class QuestionImporter:
         self.domains = {d.slug: d for d in Domain.objects.all()}
 
     def begin(self, *, writing: bool) -> None:
+        self.writing = writing  # the validate pass checks only: no model instances
         self.seen: dict[str, int] = {}
         self.summary = QuestionImportSummary()
 
@@ -242,7 +244,7 @@ class QuestionImporter:
                     f"unknown flag(s) {', '.join(unknown)}",
                     ", ".join(sorted(QUESTION_FLAGS)),
                 )
-            question = Question(
+            values = dict(
                 question_id=qid,
                 domain=self.domains.get(domain_slug),
                 task_family=at.text(
@@ -267,17 +269,19 @@ class QuestionImporter:
                 uncertainty=_unit(obj.get("uncertainty"), at, "uncertainty"),
                 content_sha256=digest,
             )
-            plan.append((question, _evidence(obj, at, resolver)))
+            evidence = _evidence(obj, at, resolver, build=self.writing)
+            if self.writing:
+                plan.append((Question(**values), evidence))
         return plan
 
     def write(self, plan) -> None:
-        Question.objects.bulk_create([question for question, _ in plan])
+        bulk.insert(Question, [question for question, _ in plan], ids=True)
         passages = []
         for question, rows in plan:
             for passage in rows:
                 passage.question = question
             passages.extend(rows)
-        EvidencePassage.objects.bulk_create(passages)
+        bulk.insert(EvidencePassage, passages)
         self.summary.questions_created += len(plan)
         self.summary.evidence_passages += len(passages)
 
@@ -305,7 +309,8 @@ def import_questions(
     return run_import(importer=importer, source=source, progress=progress, on_written=on_written)
 
 
-def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
+def _evidence(obj, at: At, resolver, *, build: bool = True) -> list[EvidencePassage]:
+    """The question's evidence rows, checked; with ``build`` false only checked."""
     passages = []
     gold = obj.get("gold_evidence")
     if not isinstance(gold, list) or not gold:
@@ -349,24 +354,23 @@ def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
                     effective = version.effective_from.isoformat() + (
                         f"/{version.effective_to.isoformat()}" if version.effective_to else ""
                     )
-            passages.append(
-                EvidencePassage(
-                    kind=kind,
-                    block_version_id=version and version.pk,
-                    passage_ref=ref,
-                    role=e_at.text(
-                        entry,
-                        "role",
-                        required=False,
-                        max_length=column_length(EvidencePassage, "role"),
-                    ),
-                    authority=authority,
-                    effective=effective,
-                    label=label,
-                    reason=reason,
-                    position=index,
-                )
+            role = e_at.text(
+                entry, "role", required=False, max_length=column_length(EvidencePassage, "role")
             )
+            if build:
+                passages.append(
+                    EvidencePassage(
+                        kind=kind,
+                        block_version_id=version and version.pk,
+                        passage_ref=ref,
+                        role=role,
+                        authority=authority,
+                        effective=effective,
+                        label=label,
+                        reason=reason,
+                        position=index,
+                    )
+                )
     return passages
 
 
@@ -390,6 +394,7 @@ class AnswerLogImporter:
         self.actor, self.source_name, self.id_factory = actor, source_name, id_factory
 
     def begin(self, *, writing: bool) -> None:
+        self.writing = writing  # the validate pass checks only: no model instances
         self.run_system: dict[str, tuple[str, int]] = {}
         self.seen_pairs: dict[tuple[str, str], int] = {}
         self.summary = AnswerImportSummary()
@@ -472,11 +477,14 @@ class AnswerLogImporter:
                     at.add(key, f"longer than the limit of {REF_LENGTH}")
                     continue
                 version = resolver.get(ref, at, key) if ref else None
-                citations.append(
-                    AnswerCitation(
-                        block_version_id=version and version.pk, passage_ref=ref, position=index
+                if self.writing:
+                    citations.append(
+                        AnswerCitation(
+                            block_version_id=version and version.pk,
+                            passage_ref=ref,
+                            position=index,
+                        )
                     )
-                )
             model = obj.get("model", {})
             if not isinstance(model, dict):
                 at.add("model", "expected an object")
@@ -484,7 +492,7 @@ class AnswerLogImporter:
             calibration = obj.get("calibration", False)
             if not isinstance(calibration, bool):
                 at.add("calibration", f"got {calibration!r}", "true or false")
-            record = AnswerRecord(
+            values = dict(
                 question=question,
                 answer=answer,
                 model=model,
@@ -494,7 +502,11 @@ class AnswerLogImporter:
                 is_calibration=calibration is True,
                 extra={k: obj[k] for k in ("tokens", "metrics", "prompt_hash") if k in obj},
             )
-            plan.append((run_id, system_id, obj.get("system_config"), record, retrieved, citations))
+            if self.writing:
+                record = AnswerRecord(**values)
+                plan.append(
+                    (run_id, system_id, obj.get("system_config"), record, retrieved, citations)
+                )
         return plan
 
     def _retrieved(self, obj, at: At, resolver) -> list[RetrievedPassage]:
@@ -517,11 +529,12 @@ class AnswerLogImporter:
                 e_at.add("rank", f"rank {rank} appears twice")
             ranks.add(rank)
             version = resolver.get(ref, e_at, "passage_id") if ref else None
-            retrieved.append(
-                RetrievedPassage(
-                    block_version_id=version and version.pk, passage_ref=ref, rank=rank
+            if self.writing:
+                retrieved.append(
+                    RetrievedPassage(
+                        block_version_id=version and version.pk, passage_ref=ref, rank=rank
+                    )
                 )
-            )
         return retrieved
 
     def write(self, plan) -> None:
@@ -579,7 +592,7 @@ class AnswerLogImporter:
                 slots[record.domain_id] += record.labels_required
             records.append(record)
             summary.by_tier[record.tier] = summary.by_tier.get(record.tier, 0) + 1
-        AnswerRecord.objects.bulk_create(records)
+        bulk.insert(AnswerRecord, records, ids=True)
         for domain_id, added in sorted(slots.items()):
             add_domain_slots(domain_id=domain_id, delta=added)
         retrieved, citations, calibration = [], [], []
@@ -593,8 +606,8 @@ class AnswerLogImporter:
                     domain=record.question.domain
                 )
                 calibration.append(CalibrationItem(calibration_set=calibration_set, record=record))
-        RetrievedPassage.objects.bulk_create(retrieved)
-        AnswerCitation.objects.bulk_create(citations)
+        bulk.insert(RetrievedPassage, retrieved)
+        bulk.insert(AnswerCitation, citations)
         CalibrationItem.objects.bulk_create(calibration)
         summary.calibration_records += len(calibration)
         summary.records_created += len(records)
