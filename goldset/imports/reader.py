@@ -344,7 +344,7 @@ def iter_json_lines(
         if not isinstance(value, dict):
             # ``null`` too: a file whose only line is null was "imported" with nothing in it.
             problems.add(
-                lineno, "", f"got {json_kind(value)}", f"a JSON object (one {what} per line)"
+                lineno, "", f"expected a JSON object (one {what} per line), got {json_kind(value)}"
             )
             continue
         yield lineno, value

@@ -64,7 +64,7 @@ CASES = [
         ),
         [
             (1, "domain", "unknown domain"),
-            (3, "", "got null"),
+            (3, "", "expected a JSON object (one document per line), got null"),
             (4, "document_id", "appears twice"),
             (5, "", "not valid JSON"),
         ],
@@ -94,7 +94,7 @@ CASES = [
         {},
         "q.jsonl",
         lines({**QUESTION, "question_id": "q-9", "gold_evidence": [{"passage_id": "nope"}]}, "[]"),
-        [(1, "gold_evidence[0].passage_id", "unknown passage"), (2, "", "got an array")],
+        [(1, "gold_evidence[0].passage_id", "unknown passage"), (2, "", "per line), got an array")],
     ),
     (
         "answers",
@@ -104,14 +104,18 @@ CASES = [
             {"run_id": "r", "system_id": "s", "question_id": "q-404", "answer": "A"},
             "true",
         ),
-        [(1, "question_id", "unknown question"), (2, "", "got true")],
+        [(1, "question_id", "unknown question"), (2, "", "per line), got true")],
     ),
     (
         "evaluator",
         {},
         "e.jsonl",
         lines({"record_id": "nobody", "score": 2}, "null"),
-        [(1, "record_id", "unknown answer record"), (1, "score", ""), (2, "", "got null")],
+        [
+            (1, "record_id", "unknown answer record"),
+            (1, "score", ""),
+            (2, "", "per line), got null"),
+        ],
     ),
     (
         "run",

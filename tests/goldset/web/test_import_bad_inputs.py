@@ -92,6 +92,7 @@ def answer_row():
 # kind: (row factory, page, form data, command, command options, model, paths)
 KINDS = {
     "corpus": dict(
+        what="document",
         row=corpus_row,
         url="corpus:import",
         data={},
@@ -105,6 +106,7 @@ KINDS = {
         free="metadata",
     ),
     "triples": dict(
+        what="triple",
         row=triple_row,
         url="curation:import",
         data={},
@@ -118,6 +120,7 @@ KINDS = {
         free="metadata.note",
     ),
     "questions": dict(
+        what="question",
         row=question_row,
         url="answers:import",
         data={"kind": "questions"},
@@ -131,6 +134,7 @@ KINDS = {
         free="metadata",
     ),
     "answers": dict(
+        what="answer record",
         row=answer_row,
         url="answers:import",
         data={"kind": "answers"},
@@ -224,9 +228,13 @@ def cases(kind: str):
             f"line 2: {spec['free']}.x: the key 'x' appears twice in one object",
         ),
         # A line that is null was skipped: a file of only `null` was "imported" with nothing.
-        ("null", "null", "line 2: got null"),
-        ("array", "[1, 2]", "line 2: got an array"),
-        ("number", "7", "line 2: got the number 7"),
+        ("null", "null", f"line 2: expected a JSON object (one {spec['what']} per line), got null"),
+        (
+            "array",
+            "[1, 2]",
+            f"line 2: expected a JSON object (one {spec['what']} per line), got an",
+        ),
+        ("number", "7", f"line 2: expected a JSON object (one {spec['what']} per line), got the"),
     ]
 
 
