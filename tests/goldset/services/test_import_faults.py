@@ -12,11 +12,12 @@ from django.core.files.base import ContentFile
 from django.db import connection, transaction
 
 from goldset.imports.storage import path_of
-from goldset.models import Document, ImportJob, ImportStatus, OutboxMessage
+from goldset.models import Document, ImportJob, ImportStatus, OutboxMessage, ScoringJob
 from goldset.rules.jobs import import_dedupe_key
-from goldset.services import import_jobs
+from goldset.services import import_jobs, scoring_jobs
+from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import retry_import_job, run_import_job, submit_import
-from tests.factories import DomainFactory
+from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, gold_row_for
 from workbench.models import AuditEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -145,11 +146,6 @@ def test_a_connection_terminated_while_a_run_is_stored_by_copy_requeues_the_impo
     """The store stage of a run is a binary COPY on psycopg's own cursor: its error is
     psycopg's, not Django's wrapper, and the job failed although attempts remained. It is a
     lost connection like any other now: requeued, then imported once."""
-    from goldset.models import ScoringJob
-    from goldset.services import scoring_jobs
-    from goldset.services.freeze import store_frozen_version
-    from tests.factories import BlockFactory, BlockVersionFactory, gold_row_for
-
     domain = DomainFactory(slug="federal_it")
     version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
     store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
