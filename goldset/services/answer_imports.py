@@ -118,6 +118,19 @@ class ResolvedPassage:
     effective_to: object
 
 
+@dataclass(frozen=True)
+class AnsweredQuestion:
+    """What routing an answer record needs of its question, read as plain columns (not a model
+    instance and its domain per answer)."""
+
+    pk: int
+    task_type: str
+    uncertainty: Decimal | None
+    adversarial: bool
+    domain_id: int
+    domain_slug: str
+
+
 class PassageResolver:
     """Resolves passage ids (``block_id`` or ``block_id@vN``) to block versions in one query of
     the few columns the rows need (not model instances with their text)."""
@@ -405,16 +418,16 @@ class AnswerLogImporter:
     def check(self, rows, problems: Problems) -> list:
         resolver = PassageResolver(_collect_refs(rows, ("retrieved_passages", "citations")))
         questions = {
-            q.question_id: q
-            for q in Question.objects.select_related("domain")
-            .filter(question_id__in=_ids(rows, "question_id"))
-            .only(
-                "id",
+            qid: AnsweredQuestion(*facts)
+            for qid, *facts in Question.objects.filter(
+                question_id__in=_ids(rows, "question_id")
+            ).values_list(
                 "question_id",
+                "pk",
                 "task_type",
                 "uncertainty",
                 "adversarial",
-                "domain__id",
+                "domain_id",
                 "domain__slug",
             )
         }
@@ -493,7 +506,7 @@ class AnswerLogImporter:
             if not isinstance(calibration, bool):
                 at.add("calibration", f"got {calibration!r}", "true or false")
             values = dict(
-                question=question,
+                question_id=question and question.pk,
                 answer=answer,
                 model=model,
                 latency_ms=check_latency(obj.get("latency_ms"), at),
@@ -505,7 +518,15 @@ class AnswerLogImporter:
             if self.writing:
                 record = AnswerRecord(**values)
                 plan.append(
-                    (run_id, system_id, obj.get("system_config"), record, retrieved, citations)
+                    (
+                        run_id,
+                        system_id,
+                        obj.get("system_config"),
+                        record,
+                        retrieved,
+                        citations,
+                        question,
+                    )
                 )
         return plan
 
@@ -567,8 +588,7 @@ class AnswerLogImporter:
         records = []
         slots: Counter[int] = Counter()
         rules = get_active_rules()
-        for run_id, _, _, record, _, _ in plan:
-            question = record.question
+        for run_id, _, _, record, _, _, question in plan:
             uncertainty = (
                 record.uncertainty if record.uncertainty is not None else question.uncertainty
             )
@@ -577,7 +597,7 @@ class AnswerLogImporter:
                 task_type=question.task_type,
                 uncertainty=uncertainty,
                 adversarial=question.adversarial,
-                domain=question.domain.slug,
+                domain=question.domain_slug,
             )
             record.run = runs[run_id]
             record.tier = decision.tier
@@ -596,14 +616,14 @@ class AnswerLogImporter:
         for domain_id, added in sorted(slots.items()):
             add_domain_slots(domain_id=domain_id, delta=added)
         retrieved, citations, calibration = [], [], []
-        for _, _, _, record, record_retrieved, record_citations in plan:
+        for _, _, _, record, record_retrieved, record_citations, question in plan:
             for row in (*record_retrieved, *record_citations):
                 row.record = record
             retrieved.extend(record_retrieved)
             citations.extend(record_citations)
             if record.is_calibration:
                 calibration_set, _ = CalibrationSet.objects.get_or_create(
-                    domain=record.question.domain
+                    domain_id=question.domain_id
                 )
                 calibration.append(CalibrationItem(calibration_set=calibration_set, record=record))
         bulk.insert(RetrievedPassage, retrieved)
