@@ -528,7 +528,7 @@ def wait_for(predicate, *, timeout: float, what: str):
 def start_web():
     proc = subprocess.Popen(
         [
-            str(ROOT / ".venv/bin/gunicorn"),
+            str(Path(sys.executable).parent / "gunicorn"),  # beside this interpreter
             "workbench.wsgi",
             "--workers=1",
             f"--bind=127.0.0.1:{PORT}",
@@ -679,8 +679,15 @@ def run_kind(kind: str, path: Path, extra: dict | None = None, request_only=Fals
         assert response.status_code == 302, (response.status_code, response.text[:2000])
         job_id = int(response.headers["Location"].rstrip("/").rsplit("/", 1)[1])
 
+        trace: list = []  # (seconds since the request, stage, percent) at each change
+        loads: list = []
+
         def done():
-            return ImportJob.objects.get(pk=job_id).finished
+            job = ImportJob.objects.get(pk=job_id)
+            if not trace or trace[-1][1:] != (job.stage, job.progress):
+                trace.append((round(time.monotonic() - started, 1), job.stage, job.progress))
+            loads.append(os.getloadavg()[0])
+            return job.finished
 
         web_rss_after_request = peak_rss_mb(web_worker)
         if request_only:
@@ -712,6 +719,9 @@ def run_kind(kind: str, path: Path, extra: dict | None = None, request_only=Fals
             "summary": job.summary or job.message,
             "stored_files_during_job": len(stored_during_job),
             "stored_files_after_job": len(list(files_dir().iterdir())),
+            # The progress bar as the job page saw it: every change of stage or percent.
+            "progress_trace": trace,
+            "load_during_job": [round(min(loads), 2), round(max(loads), 2)] if loads else [],
         }
         scoring_id = (job.summary or {}).get("scoring_job")
         if scoring_id:

@@ -2,7 +2,8 @@
 
 An importer reads its file as a stream of records and handles them in batches: ``check`` turns
 a batch into a write plan (recording problems, querying the database once per batch), ``write``
-stores a plan. :func:`run_import` makes two passes over the source:
+stores a plan. :func:`run_import` makes two passes over the source, reporting progress by the
+bytes read after every batch (validating 0-50 %, writing 50-100 %):
 
 1. *validate*: every batch is checked and its plan dropped; only the importer's cross-batch
    state (ids seen so far) is kept. Any problem rejects the file here and nothing is written.
@@ -60,32 +61,35 @@ def run_import(
     ``on_written(summary)`` runs inside that transaction (an import job records its result
     atomically with the rows)."""
     size = getattr(source, "size", 0) or 0
+    read = [0]  # bytes of the file read so far in this pass (the reader says, every few lines)
 
-    def report(stage: str, low: int, high: int):
-        def call(consumed: int) -> None:
-            if progress is not None:
-                share = consumed / size if size else 1
-                progress(stage, low + round((high - low) * min(share, 1.0)))
+    def note(consumed: int) -> None:
+        read[0] = consumed
 
-        return call
+    def report(stage: str, low: int, high: int) -> None:
+        # Once per batch, by bytes: validating 0-50 %, writing 50-100 %.
+        if progress is not None:
+            share = read[0] / size if size else 1
+            progress(stage, low + round((high - low) * min(share, 1.0)))
 
     problems = Problems()
     importer.begin(writing=False)
-    for batch in batched(
-        importer.records(source, problems, report("validating", 0, 50)), batch_size
-    ):
+    report("validating", 0, 50)
+    for batch in batched(importer.records(source, problems, note), batch_size):
         importer.check(batch, problems)
         if problems.full:
             break
+        report("validating", 0, 50)
     problems.raise_if_any(source.name)
     with transaction.atomic():
         importer.begin(writing=True)
-        for batch in batched(
-            importer.records(source, problems, report("writing", 50, 100)), batch_size
-        ):
+        read[0] = 0
+        report("writing", 50, 100)
+        for batch in batched(importer.records(source, problems, note), batch_size):
             plan = importer.check(batch, problems)
             problems.raise_if_any(source.name)
             importer.write(plan)
+            report("writing", 50, 100)
         problems.raise_if_any(source.name)
         summary = importer.finish(source=source)
         if on_written is not None:

@@ -8,7 +8,7 @@ Infinity) within their range."""
 
 import datetime as dt
 import math
-import unicodedata
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -21,8 +21,13 @@ def column_length(model, field: str) -> int:
     return model._meta.get_field(field).max_length
 
 
+# Unicode's control characters (category Cc): C0, DEL and C1. One regex search instead of a
+# category lookup per character (about a tenth of an answer log's validate pass).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _has_control(value: str) -> bool:
-    return any(unicodedata.category(ch) == "Cc" for ch in value)
+    return _CONTROL.search(value) is not None
 
 
 @dataclass(frozen=True)

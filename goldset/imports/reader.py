@@ -23,6 +23,7 @@ field; nesting deeper than :data:`MAX_DEPTH` is rejected before the parser could
 deep.
 """
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -39,7 +40,7 @@ from goldset.imports.errors import Problems
 
 BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 32
-PROGRESS_EVERY = 2000
+PROGRESS_EVERY = 100  # lines or items between two reports of the bytes read
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
@@ -168,6 +169,9 @@ def find_bad_values(value, path: str = "") -> Iterator[tuple[str, str]]:
     while stack:
         where, item = stack.pop()
         if isinstance(item, dict):
+            if isinstance(item, _Repeated):
+                repeated = f"{where}.{item.repeated}" if where else str(item.repeated)
+                yield repeated, f"the key {item.repeated!r} appears twice in one object"
             for key, child in item.items():
                 child_path = f"{where}.{key}" if where else str(key)
                 if "\x00" in key:
@@ -203,6 +207,30 @@ def _int_or_flagged(flag):
     return parse
 
 
+class _Repeated(dict):
+    """An object that named a key twice: JSON's parser keeps the last value silently, so the
+    object keeps the key, to be refused by :func:`find_bad_values` with its path."""
+
+    def __init__(self, pairs, key):
+        super().__init__(pairs)
+        self.repeated = key
+
+
+def _objects(found: list):
+    """JSON's ``object_pairs_hook`` for one text: a dict, or a :class:`_Repeated` noted in
+    ``found`` when a key is repeated."""
+
+    def build(pairs: list) -> dict:
+        value = dict(pairs)
+        if len(value) == len(pairs):
+            return value
+        seen: set = set()
+        found.append(next(k for k, _ in pairs if k in seen or seen.add(k)))
+        return _Repeated(pairs, found[-1])
+
+    return build
+
+
 def parse_json_line(line: str, lineno: int, problems: Problems):
     """Parse one JSON text or record why not; returns the value or ``None``."""
     if "\x00" in line:
@@ -211,7 +239,8 @@ def parse_json_line(line: str, lineno: int, problems: Problems):
     if line.count("[") + line.count("{") > MAX_DEPTH and nesting_depth(line) > MAX_DEPTH:
         problems.add(lineno, "", f"nested deeper than {MAX_DEPTH} levels")
         return None
-    flagged = []
+    flagged, repeated = [], []
+    pairs = _objects(repeated)
 
     def constant(token):
         flagged.append(token)
@@ -226,7 +255,9 @@ def parse_json_line(line: str, lineno: int, problems: Problems):
         return value
 
     try:
-        value = json.loads(line, parse_constant=constant, parse_float=number)
+        value = json.loads(
+            line, parse_constant=constant, parse_float=number, object_pairs_hook=pairs
+        )
     except json.JSONDecodeError as exc:
         problems.add(lineno, "", f"not valid JSON ({exc.msg} at column {exc.colno})")
         return None
@@ -237,9 +268,13 @@ def parse_json_line(line: str, lineno: int, problems: Problems):
         # An integer longer than Python converts (sys.int_info.default_max_str_digits): parsed
         # again with such integers flagged, so the field holding one is named.
         value = json.loads(
-            line, parse_constant=constant, parse_float=number, parse_int=_int_or_flagged(constant)
+            line,
+            parse_constant=constant,
+            parse_float=number,
+            parse_int=_int_or_flagged(constant),
+            object_pairs_hook=pairs,
         )
-    if flagged or "\\u0000" in line or _may_hold_surrogate(line):
+    if flagged or "\\u0000" in line or _may_hold_surrogate(line) or repeated:
         bad = list(find_bad_values(value))
         for field, message in bad:
             problems.add(lineno, field, message)
@@ -277,6 +312,17 @@ def _lines(stream) -> Iterator[bytes]:
     yield from _buffered(stream)
 
 
+def json_kind(value) -> str:
+    """What a parsed JSON value is, in JSON's words (``null``, ``an array``, …)."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def iter_json_lines(
     source: ByteSource,
     problems: Problems,
@@ -291,11 +337,15 @@ def iter_json_lines(
         if not text.strip():
             continue
         seen_any = True
+        before = problems.total
         value = parse_json_line(text, lineno, problems)
-        if value is None:
+        if problems.total > before:
             continue
         if not isinstance(value, dict):
-            problems.add(lineno, "", f"expected a JSON object (one {what} per line)")
+            # ``null`` too: a file whose only line is null was "imported" with nothing in it.
+            problems.add(
+                lineno, "", f"expected a JSON object (one {what} per line), got {json_kind(value)}"
+            )
             continue
         yield lineno, value
     if not seen_any and not problems:
@@ -314,11 +364,13 @@ def iter_json_array_items(
     incrementally; top-level scalar members are put into ``header`` as they are met. Problems
     are named by position (``documents[3].content``)."""
     item_prefix = f"{array}.item"
+    problems.locator = lambda found: locate_members(source, found, array=array)
     with source.open() as raw:
         stream = open_text_stream(raw)
         index, depth, builder, yielded = -1, 0, None, 0
         prefix, event, value = "", "", None
         try:
+            keys: list[set] = []  # the keys met in each open object, to refuse a repeated one
             for prefix, event, value in ijson.parse(stream, use_float=True):
                 if event in ("start_map", "start_array"):
                     depth += 1
@@ -326,8 +378,20 @@ def iter_json_array_items(
                         where = f"{array}[{index}]" if builder is not None else ""
                         problems.add(None, where, f"nested deeper than {MAX_DEPTH} levels")
                         return
+                    if event == "start_map":
+                        keys.append(set())
                 elif event in ("end_map", "end_array"):
                     depth -= 1
+                    if event == "end_map":
+                        keys.pop()
+                elif event == "map_key":
+                    if value in keys[-1]:
+                        problems.add(
+                            None,
+                            _position(array, index, prefix, event, value) if prefix else value,
+                            f"the key {value!r} appears twice in one object",
+                        )
+                    keys[-1].add(value)
                 if builder is not None:
                     builder.event(event, value)
                     if depth == 2 and event in ("end_map", "end_array"):
@@ -390,11 +454,12 @@ def _split_items(
     header: dict,
     skip: int,
     progress: Callable[[int], None] | None = None,
+    texts: bool = False,
 ) -> Iterator[tuple[int, object]]:
     """(index, item) for the items of the top-level ``array`` from ``skip`` on, each item's
     text cut out of the document (strings and nesting tracked line by line) and parsed by
     :func:`parse_json_line`; top-level scalar members go into ``header``. Memory: one item's
-    text and one line."""
+    text and one line. With ``texts``, ``(index, (first line, text))`` instead, unparsed."""
     depth, in_string, escaped, last_line = 0, False, -1, 0
     key, expecting_key, in_array, index = None, False, False, -1
     key_text = value = item = None
@@ -406,6 +471,8 @@ def _split_items(
         index += 1
         if index < skip:
             return None  # already read by the fast pass
+        if texts:
+            return index, (start_line, text)
         return index, _parse_item(text, start_line, f"{array}[{index}]", problems)
 
     with source.open() as raw:
@@ -478,6 +545,35 @@ def _split_items(
             problems.add(last_line, "", "not valid JSON (the document ends before it is closed)")
         if progress is not None:
             progress(raw.tell() if hasattr(raw, "tell") else 0)
+
+
+def locate_members(source: ByteSource, found: list, *, array: str) -> list:
+    """``found`` (problems of one JSON document, named by member) with the line of every
+    problem that had none: the line where the member's last key is written inside its item of
+    ``array`` (``documents[3].metadata.authority``), or the item's first line. Another problem
+    without a line (a top-level member) is the document's: line 1. Reads the document once, only
+    when there is such a problem (a rejected file), holding the texts of those items only."""
+    member = re.compile(rf"^{re.escape(array)}\[(\d+)\]")
+    wanted = {int(m[1]) for p in found if p.line is None and (m := member.match(p.field))}
+    items: dict[int, tuple[int, str]] = {}
+    if wanted:
+        for index, (start, text) in _split_items(
+            source, Problems(), array=array, header={}, skip=0, texts=True
+        ):
+            if index in wanted:
+                items[index] = (start, text)
+            if index >= max(wanted):
+                break
+    located = []
+    for problem in found:
+        line = problem.line
+        m = member.match(problem.field) if line is None else None
+        if m is not None and int(m[1]) in items:
+            start, text = items[int(m[1])]
+            inner = problem.field[m.end() :].lstrip(".")
+            line = _line_of(text, start, inner)
+        located.append(dataclasses.replace(problem, line=line or 1))
+    return located
 
 
 def _header_value(header: dict, key, text: str, lineno: int, problems: Problems) -> None:

@@ -35,8 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Max
-
+from goldset.imports import bulk
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
 from goldset.imports.fields import At, column_length
@@ -67,6 +66,9 @@ QUESTION_FLAGS = {"conflict", "freshness", "adversarial"}
 PASSAGE_REF = re.compile(r"^(?P<block>[^@\s]+)(?:@v(?P<version>[1-9][0-9]*))?$")
 ID_LENGTH = column_length(Question, "question_id")
 REF_LENGTH = column_length(EvidencePassage, "passage_ref")
+# Computed once: an enum's ``values`` builds its list again on every access.
+TASK_TYPES = tuple(TaskType.values)
+EVIDENCE_LABELS = tuple(EvidenceLabel.values)
 
 
 @dataclass
@@ -105,32 +107,59 @@ def _unit(value, at: At, key: str) -> Decimal | None:
     return at.number(value, key, minimum=0, maximum=1, places="0.001")
 
 
+@dataclass(frozen=True)
+class ResolvedPassage:
+    """What an evidence or answer row needs of a block version: its key, and the defaults an
+    evidence row takes from it (the document's authority, the effective dates)."""
+
+    pk: int
+    authority: Decimal | None
+    effective_from: object
+    effective_to: object
+
+
+@dataclass(frozen=True)
+class AnsweredQuestion:
+    """What routing an answer record needs of its question, read as plain columns (not a model
+    instance and its domain per answer)."""
+
+    pk: int
+    task_type: str
+    uncertainty: Decimal | None
+    adversarial: bool
+    domain_id: int
+    domain_slug: str
+
+
 class PassageResolver:
-    """Resolves passage ids (``block_id`` or ``block_id@vN``) to block versions in two queries."""
+    """Resolves passage ids (``block_id`` or ``block_id@vN``) to block versions in one query of
+    the few columns the rows need (not model instances with their text)."""
 
     def __init__(self, refs: set[str]):
         parsed = {ref: PASSAGE_REF.match(ref) for ref in refs}
         block_ids = {m["block"] for m in parsed.values() if m}
-        latest = dict(
-            BlockVersion.objects.filter(block__block_id__in=block_ids)
-            .values("block__block_id")
-            .annotate(latest=Max("version"))
-            .values_list("block__block_id", "latest")
-        )
-        wanted: dict[str, tuple[str, int]] = {}
-        for ref, match in parsed.items():
-            if match and match["block"] in latest:
-                wanted[ref] = (match["block"], int(match["version"] or latest[match["block"]]))
-        versions = {
-            (v.block.block_id, v.version): v
-            for v in BlockVersion.objects.filter(
-                block__block_id__in={b for b, _ in wanted.values()}
-            ).select_related("block__document__domain")
-        }
+        versions: dict[tuple[str, int], ResolvedPassage] = {}
+        latest: dict[str, int] = {}
+        for pk, block_id, number, start, end, authority in BlockVersion.objects.filter(
+            block__block_id__in=block_ids
+        ).values_list(
+            "pk",
+            "block__block_id",
+            "version",
+            "effective_from",
+            "effective_to",
+            "block__document__authority",
+        ):
+            versions[(block_id, number)] = ResolvedPassage(pk, authority, start, end)
+            latest[block_id] = max(number, latest.get(block_id, 0))
         self.latest = latest
-        self.resolved = {ref: versions.get(key) for ref, key in wanted.items()}
+        self.resolved = {
+            ref: versions.get((m["block"], int(m["version"] or latest[m["block"]])))
+            for ref, m in parsed.items()
+            if m and m["block"] in latest
+        }
 
-    def get(self, ref: str, at: At, key: str) -> BlockVersion | None:
+    def get(self, ref: str, at: At, key: str) -> ResolvedPassage | None:
         version = self.resolved.get(ref)
         if version is not None:
             return version
@@ -178,6 +207,7 @@ class QuestionImporter:
         self.domains = {d.slug: d for d in Domain.objects.all()}
 
     def begin(self, *, writing: bool) -> None:
+        self.writing = writing  # the validate pass checks only: no model instances
         self.seen: dict[str, int] = {}
         self.summary = QuestionImportSummary()
 
@@ -217,7 +247,7 @@ class QuestionImporter:
                     f"one of {', '.join(sorted(self.domains)) or 'none'}",
                 )
             task_type = at.choice(
-                obj, "task_type", TaskType.values, default=TaskType.RAG_SYNTHESIS.value
+                obj, "task_type", TASK_TYPES, default=TaskType.RAG_SYNTHESIS.value
             )
             flags = at.str_list(obj, "flags")
             unknown = sorted(set(flags) - QUESTION_FLAGS)
@@ -227,7 +257,7 @@ class QuestionImporter:
                     f"unknown flag(s) {', '.join(unknown)}",
                     ", ".join(sorted(QUESTION_FLAGS)),
                 )
-            question = Question(
+            values = dict(
                 question_id=qid,
                 domain=self.domains.get(domain_slug),
                 task_family=at.text(
@@ -252,17 +282,19 @@ class QuestionImporter:
                 uncertainty=_unit(obj.get("uncertainty"), at, "uncertainty"),
                 content_sha256=digest,
             )
-            plan.append((question, _evidence(obj, at, resolver)))
+            evidence = _evidence(obj, at, resolver, build=self.writing)
+            if self.writing:
+                plan.append((Question(**values), evidence))
         return plan
 
     def write(self, plan) -> None:
-        Question.objects.bulk_create([question for question, _ in plan])
+        bulk.insert(Question, [question for question, _ in plan], ids=True)
         passages = []
         for question, rows in plan:
             for passage in rows:
                 passage.question = question
             passages.extend(rows)
-        EvidencePassage.objects.bulk_create(passages)
+        bulk.insert(EvidencePassage, passages)
         self.summary.questions_created += len(plan)
         self.summary.evidence_passages += len(passages)
 
@@ -290,7 +322,8 @@ def import_questions(
     return run_import(importer=importer, source=source, progress=progress, on_written=on_written)
 
 
-def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
+def _evidence(obj, at: At, resolver, *, build: bool = True) -> list[EvidencePassage]:
+    """The question's evidence rows, checked; with ``build`` false only checked."""
     passages = []
     gold = obj.get("gold_evidence")
     if not isinstance(gold, list) or not gold:
@@ -313,7 +346,7 @@ def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
             version = resolver.get(ref, e_at, "passage_id") if ref else None
             label = ""
             if kind == EvidenceKind.GOLD:
-                label = e_at.choice(entry, "label", EvidenceLabel.values, default="")
+                label = e_at.choice(entry, "label", EVIDENCE_LABELS, default="")
             reason = e_at.text(
                 entry,
                 "reason",
@@ -329,29 +362,28 @@ def _evidence(obj, at: At, resolver) -> list[EvidencePassage]:
             )
             if version is not None:
                 if authority is None:
-                    authority = version.block.document.authority
+                    authority = version.authority
                 if not effective and version.effective_from:
                     effective = version.effective_from.isoformat() + (
                         f"/{version.effective_to.isoformat()}" if version.effective_to else ""
                     )
-            passages.append(
-                EvidencePassage(
-                    kind=kind,
-                    block_version=version,
-                    passage_ref=ref,
-                    role=e_at.text(
-                        entry,
-                        "role",
-                        required=False,
-                        max_length=column_length(EvidencePassage, "role"),
-                    ),
-                    authority=authority,
-                    effective=effective,
-                    label=label,
-                    reason=reason,
-                    position=index,
-                )
+            role = e_at.text(
+                entry, "role", required=False, max_length=column_length(EvidencePassage, "role")
             )
+            if build:
+                passages.append(
+                    EvidencePassage(
+                        kind=kind,
+                        block_version_id=version and version.pk,
+                        passage_ref=ref,
+                        role=role,
+                        authority=authority,
+                        effective=effective,
+                        label=label,
+                        reason=reason,
+                        position=index,
+                    )
+                )
     return passages
 
 
@@ -375,6 +407,7 @@ class AnswerLogImporter:
         self.actor, self.source_name, self.id_factory = actor, source_name, id_factory
 
     def begin(self, *, writing: bool) -> None:
+        self.writing = writing  # the validate pass checks only: no model instances
         self.run_system: dict[str, tuple[str, int]] = {}
         self.seen_pairs: dict[tuple[str, str], int] = {}
         self.summary = AnswerImportSummary()
@@ -385,9 +418,17 @@ class AnswerLogImporter:
     def check(self, rows, problems: Problems) -> list:
         resolver = PassageResolver(_collect_refs(rows, ("retrieved_passages", "citations")))
         questions = {
-            q.question_id: q
-            for q in Question.objects.select_related("domain").filter(
+            qid: AnsweredQuestion(*facts)
+            for qid, *facts in Question.objects.filter(
                 question_id__in=_ids(rows, "question_id")
+            ).values_list(
+                "question_id",
+                "pk",
+                "task_type",
+                "uncertainty",
+                "adversarial",
+                "domain_id",
+                "domain__slug",
             )
         }
         runs = {
@@ -449,9 +490,14 @@ class AnswerLogImporter:
                     at.add(key, f"longer than the limit of {REF_LENGTH}")
                     continue
                 version = resolver.get(ref, at, key) if ref else None
-                citations.append(
-                    AnswerCitation(block_version=version, passage_ref=ref, position=index)
-                )
+                if self.writing:
+                    citations.append(
+                        AnswerCitation(
+                            block_version_id=version and version.pk,
+                            passage_ref=ref,
+                            position=index,
+                        )
+                    )
             model = obj.get("model", {})
             if not isinstance(model, dict):
                 at.add("model", "expected an object")
@@ -459,8 +505,8 @@ class AnswerLogImporter:
             calibration = obj.get("calibration", False)
             if not isinstance(calibration, bool):
                 at.add("calibration", f"got {calibration!r}", "true or false")
-            record = AnswerRecord(
-                question=question,
+            values = dict(
+                question_id=question and question.pk,
                 answer=answer,
                 model=model,
                 latency_ms=check_latency(obj.get("latency_ms"), at),
@@ -469,7 +515,19 @@ class AnswerLogImporter:
                 is_calibration=calibration is True,
                 extra={k: obj[k] for k in ("tokens", "metrics", "prompt_hash") if k in obj},
             )
-            plan.append((run_id, system_id, obj.get("system_config"), record, retrieved, citations))
+            if self.writing:
+                record = AnswerRecord(**values)
+                plan.append(
+                    (
+                        run_id,
+                        system_id,
+                        obj.get("system_config"),
+                        record,
+                        retrieved,
+                        citations,
+                        question,
+                    )
+                )
         return plan
 
     def _retrieved(self, obj, at: At, resolver) -> list[RetrievedPassage]:
@@ -492,7 +550,12 @@ class AnswerLogImporter:
                 e_at.add("rank", f"rank {rank} appears twice")
             ranks.add(rank)
             version = resolver.get(ref, e_at, "passage_id") if ref else None
-            retrieved.append(RetrievedPassage(block_version=version, passage_ref=ref, rank=rank))
+            if self.writing:
+                retrieved.append(
+                    RetrievedPassage(
+                        block_version_id=version and version.pk, passage_ref=ref, rank=rank
+                    )
+                )
         return retrieved
 
     def write(self, plan) -> None:
@@ -525,8 +588,7 @@ class AnswerLogImporter:
         records = []
         slots: Counter[int] = Counter()
         rules = get_active_rules()
-        for run_id, _, _, record, _, _ in plan:
-            question = record.question
+        for run_id, _, _, record, _, _, question in plan:
             uncertainty = (
                 record.uncertainty if record.uncertainty is not None else question.uncertainty
             )
@@ -535,7 +597,7 @@ class AnswerLogImporter:
                 task_type=question.task_type,
                 uncertainty=uncertainty,
                 adversarial=question.adversarial,
-                domain=question.domain.slug,
+                domain=question.domain_slug,
             )
             record.run = runs[run_id]
             record.tier = decision.tier
@@ -550,22 +612,22 @@ class AnswerLogImporter:
                 slots[record.domain_id] += record.labels_required
             records.append(record)
             summary.by_tier[record.tier] = summary.by_tier.get(record.tier, 0) + 1
-        AnswerRecord.objects.bulk_create(records)
+        bulk.insert(AnswerRecord, records, ids=True)
         for domain_id, added in sorted(slots.items()):
             add_domain_slots(domain_id=domain_id, delta=added)
         retrieved, citations, calibration = [], [], []
-        for _, _, _, record, record_retrieved, record_citations in plan:
+        for _, _, _, record, record_retrieved, record_citations, question in plan:
             for row in (*record_retrieved, *record_citations):
                 row.record = record
             retrieved.extend(record_retrieved)
             citations.extend(record_citations)
             if record.is_calibration:
                 calibration_set, _ = CalibrationSet.objects.get_or_create(
-                    domain=record.question.domain
+                    domain_id=question.domain_id
                 )
                 calibration.append(CalibrationItem(calibration_set=calibration_set, record=record))
-        RetrievedPassage.objects.bulk_create(retrieved)
-        AnswerCitation.objects.bulk_create(citations)
+        bulk.insert(RetrievedPassage, retrieved)
+        bulk.insert(AnswerCitation, citations)
         CalibrationItem.objects.bulk_create(calibration)
         summary.calibration_records += len(calibration)
         summary.records_created += len(records)

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from goldset.imports import bulk
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
 from goldset.imports.fields import At, column_length
@@ -512,7 +513,7 @@ class CorpusImporter:
 
     def write(self, plan: _Plan) -> None:
         summary = self.summary
-        Document.objects.bulk_create(plan.new_documents)
+        bulk.insert(Document, plan.new_documents)
         summary.documents_created += len(plan.new_documents)
         Document.objects.bulk_update(plan.changed_documents, ["title", "authority", "metadata"])
         summary.documents_updated += len(plan.changed_documents)
@@ -522,26 +523,30 @@ class CorpusImporter:
         )
         for document_id, block in plan.new_blocks:
             block.document_id = documents[document_id]
-        Block.objects.bulk_create([block for _, block in plan.new_blocks])
+        bulk.insert(Block, [block for _, block in plan.new_blocks])
         summary.blocks_created += len(plan.new_blocks)
         blocks = dict(
             Block.objects.filter(
                 block_id__in={block_id for block_id, _, _ in plan.versions}
             ).values_list("block_id", "pk")
         )
-        created = BlockVersion.objects.bulk_create(
-            BlockVersion(
-                block_id=blocks[block_id],
-                version=number,
-                text=v.text,
-                section=v.section,
-                page_start=v.page_start,
-                page_end=v.page_end,
-                effective_from=v.effective_from,
-                effective_to=v.effective_to,
-                sha256=v.sha256,
-            )
-            for block_id, v, number in plan.versions
+        created = bulk.insert(
+            BlockVersion,
+            [
+                BlockVersion(
+                    block_id=blocks[block_id],
+                    version=number,
+                    text=v.text,
+                    section=v.section,
+                    page_start=v.page_start,
+                    page_end=v.page_end,
+                    effective_from=v.effective_from,
+                    effective_to=v.effective_to,
+                    sha256=v.sha256,
+                )
+                for block_id, v, number in plan.versions
+            ],
+            ids=True,
         )
         summary.versions_created += len(created)
         superseding = [v.pk for v in created if v.version > 1]

@@ -8,14 +8,16 @@ this attempt's (cancelled, taken over, finished)."""
 import threading
 from collections.abc import Callable
 
+import psycopg
 from django.db import InterfaceError, OperationalError, connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from goldset.conf import tunable
 
-# Errors of a database connection that died (terminated, network), not of a statement.
-TRANSIENT = (OperationalError, InterfaceError)
+# Errors of a database connection that died (terminated, network), not of a statement: Django's,
+# and psycopg's own where a COPY runs on the driver's cursor (Django does not wrap those).
+TRANSIENT = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 def record_despite_lost_connection(write: Callable[[], None], *, reconnect: bool) -> None:

@@ -31,20 +31,23 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import (
     IntegrityError,
     close_old_connections,
+    connection,
     transaction,
 )
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports import storage
-from goldset.imports.errors import Problem
+from goldset.imports.errors import problem_from_text
 from goldset.imports.runs import checked_run_file
 from goldset.imports.storage import StoredFile, UploadRejected
 from goldset.imports.stored import StoredFileMissing, StoredUpload
@@ -474,21 +477,64 @@ def _claim(job_id: int, worker: str) -> ImportJob | None:
     return ImportJob.objects.select_related("created_by").get(pk=job_id)
 
 
-def _progress_writer(job_id: int, attempt: int):
+class _ProgressRelay(threading.Thread):
+    """Writes an attempt's progress from inside its write transaction on a connection of its
+    own: an update on the import's connection would stay invisible until commit (the bar sat
+    at "validating 50 %" through the whole store stage) and would lock the job row. The import
+    only posts the latest (stage, percent) and never waits for it; a write blocked on the job
+    row (the result being committed) finds the attempt ended afterwards and updates nothing.
+    Best effort: a failed write is dropped (the next one or the result says more)."""
+
+    def __init__(self, rows: Callable[[], QuerySet]):
+        super().__init__(name="import-progress", daemon=True)
+        self.rows = rows  # this attempt's row, while it is still this attempt's
+        self.latest: tuple[str, int] | None = None
+        self.posted = threading.Event()
+        self.halt = False
+
+    def post(self, stage: str, percent: int) -> None:
+        self.latest = (stage, percent)
+        self.posted.set()
+
+    def run(self) -> None:
+        try:
+            while True:
+                self.posted.wait()
+                self.posted.clear()
+                if self.halt:
+                    return
+                stage, percent = self.latest
+                try:
+                    self.rows().update(stage=stage, progress=percent, heartbeat_at=timezone.now())
+                except TRANSIENT:
+                    connection.close()
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.halt = True
+        self.posted.set()
+        self.join(timeout=5)
+
+
+def _progress_writer(job_id: int, attempt: int, relay: _ProgressRelay | None = None):
     """Progress of one attempt, written at each batch boundary; raises :class:`_TakenOver` once
     the job is no longer this attempt's (cancelled, or taken over by the reconciler), so the
-    attempt stops there and stores nothing."""
+    attempt stops there and stores nothing. Inside the write transaction the progress goes
+    through ``relay`` (its own connection), so the page follows the store stage too."""
     mine = ImportJob.objects.filter(pk=job_id, status=ImportStatus.RUNNING, attempts=attempt)
+    reached = [0]
 
     def write(stage: str, percent: int) -> None:
-        # Inside the write transaction an update would stay invisible until commit and hold the
-        # job row locked: the page then shows the stage reached when writing began. A read
-        # still sees a cancellation committed meanwhile (read committed).
+        percent = reached[0] = max(reached[0], min(percent, 99))  # the bar never goes back
         if transaction.get_connection().in_atomic_block:
+            # A read still sees a cancellation committed meanwhile (read committed).
             if not mine.exists():
                 raise _TakenOver(job_id)
+            if relay is not None:
+                relay.post(stage, percent)
             return
-        if not mine.update(stage=stage, progress=min(percent, 99), heartbeat_at=timezone.now()):
+        if not mine.update(stage=stage, progress=percent, heartbeat_at=timezone.now()):
             raise _TakenOver(job_id)
 
     return write
@@ -597,12 +643,16 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
         return ImportJob.objects.get(pk=job.pk)
     if beat is not None:
         beat.start()
+    # SQLite allows one writer: a second connection would wait for the import's commit.
+    relay = _ProgressRelay(lambda: this_attempt.all()) if connection.vendor != "sqlite" else None
+    if relay is not None:
+        relay.start()
     try:
         importer(
             source=source,
             actor=actor,
             source_name=job.filename,
-            progress=_progress_writer(job.pk, job.attempts),
+            progress=_progress_writer(job.pk, job.attempts, relay),
             on_written=succeeded,
         )
     except _TakenOver:
@@ -614,7 +664,11 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
     except StoredFileMissing as exc:
         _finish(job, ImportStatus.FAILED, message=str(exc), problems=[], attempt=job.attempts)
     except ImportRejected as exc:
-        problems = exc.problems or [Problem(None, "", line) for line in exc.errors]
+        # Every problem with its line: the toolkit's carry it; a run's (the scoring library's
+        # words, "run.trec, line 3: …") are read back from the text.
+        problems = exc.problems or [
+            problem_from_text(text) for text in exc.errors if not text.startswith("…")
+        ]
         _finish(
             job,
             ImportStatus.REJECTED,
@@ -627,7 +681,7 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
             job,
             ImportStatus.REJECTED,
             message=str(exc),
-            problems=[Problem(None, "", str(exc))],
+            problems=[problem_from_text(str(exc))],
             attempt=job.attempts,
         )
     except TRANSIENT as exc:
@@ -644,6 +698,8 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
             attempt=job.attempts,
         )
     finally:
+        if relay is not None:
+            relay.stop()
         if beat is not None:
             beat.stop()
     return ImportJob.objects.get(pk=job.pk)

@@ -12,7 +12,7 @@ from goldset.models import ImportKind
 from goldset.selectors import answers as selectors
 from goldset.services.probe_exports import adjudication_export_rows
 from goldset.services.pseudonyms import export_scope
-from goldset.views.imports import submit_upload
+from goldset.views.imports import submit_upload, upload_data, upload_page
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -23,13 +23,15 @@ KINDS = {"questions": ImportKind.QUESTIONS, "answers": ImportKind.ANSWERS}
 @role_required(Role.ADMIN)
 def import_files(request):
     kind = request.POST.get("kind", "")
-    form = JsonlUploadForm(request.POST or None, request.FILES or None)
+    form = JsonlUploadForm(*upload_data(request))
     context = {"form": form, "errors": [], "kind": kind}
-    if request.method == "POST" and kind in KINDS and form.is_valid():
+    if request.method == "POST" and kind not in KINDS:
+        context["errors"] = ["kind: choose questions or answers (the file's kind)."]
+    elif request.method == "POST" and form.is_valid():
         return submit_upload(
             request, kind=KINDS[kind], options={}, template="answers/import.html", context=context
         )
-    return render(request, "answers/import.html", context)
+    return upload_page(request, "answers/import.html", context)
 
 
 @role_required(Role.ADMIN)

@@ -5,7 +5,7 @@ from goldset.forms.corpus import CorpusImportForm
 from goldset.models import ImportKind
 from goldset.selectors import corpus as selectors
 from goldset.selectors.curation import newest_versions
-from goldset.views.imports import submit_upload
+from goldset.views.imports import submit_upload, upload_data, upload_page
 from workbench.roles import ALL_ROLES, Role, role_required
 
 PAGE_SIZE = 25
@@ -62,7 +62,7 @@ def block_detail(request, block_id):
 
 @role_required(Role.ADMIN)
 def corpus_import(request):
-    form = CorpusImportForm(request.POST or None, request.FILES or None)
+    form = CorpusImportForm(*upload_data(request))
     if request.method == "POST" and form.is_valid():
         domain = form.cleaned_data["domain"]
         return submit_upload(
@@ -72,7 +72,7 @@ def corpus_import(request):
             template="corpus/import.html",
             context={"form": form},
         )
-    return render(request, "corpus/import.html", {"form": form, "errors": []})
+    return upload_page(request, "corpus/import.html", {"form": form, "errors": []})
 
 
 def _int(value):

@@ -24,7 +24,7 @@ from goldset.services import resolution
 from goldset.services.quality import current_quarter, draw_working_slice
 from goldset.services.reviews import current_iso_week, draw_spot_checks
 from goldset.views.curation_authoring import confirm_page
-from goldset.views.imports import submit_upload
+from goldset.views.imports import submit_upload, upload_data, upload_page
 from workbench.roles import Role, role_required
 
 LEADS = (Role.LEAD, Role.ADMIN)
@@ -175,7 +175,7 @@ def quality(request):
 
 @role_required(*LEADS)
 def import_page(request):
-    form = TripleImportForm(request.POST or None, request.FILES or None)
+    form = TripleImportForm(*upload_data(request))
     if request.method == "POST" and form.is_valid():
         return submit_upload(
             request,
@@ -184,4 +184,4 @@ def import_page(request):
             template="curation/import.html",
             context={"form": form},
         )
-    return render(request, "curation/import.html", {"form": form, "errors": []})
+    return upload_page(request, "curation/import.html", {"form": form, "errors": []})

@@ -19,7 +19,7 @@ from goldset.services.evaluators import compute_evaluator_report, create_evaluat
 from goldset.services.pcs_calibrations import start_pcs_calibration
 from goldset.services.release_reports import create_release_report
 from goldset.views.htmx import wants_fragment
-from goldset.views.imports import submit_upload
+from goldset.views.imports import submit_upload, upload_data, upload_page
 from scoring import calibration as pcs_calibration
 from scoring.stats import FAMILYWISE_ALPHA
 from workbench.roles import Role, role_required
@@ -47,7 +47,7 @@ def evaluator_detail(request, pk):
     """The evaluator and its imports; POST stores an outputs file as an import job (a worker
     validates and writes it) and goes to the job's page."""
     evaluator = selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
-    form = JsonlUploadForm(request.POST or None, request.FILES or None)
+    form = JsonlUploadForm(*upload_data(request))
     imports = selectors.list_evaluator_imports(evaluator=evaluator)[:50]
     context = {
         "evaluator": evaluator,
@@ -64,7 +64,7 @@ def evaluator_detail(request, pk):
             template="evaluators/detail.html",
             context=context,
         )
-    return render(request, "evaluators/detail.html", context)
+    return upload_page(request, "evaluators/detail.html", context)
 
 
 @role_required(Role.LEAD, Role.ADMIN)

@@ -30,7 +30,7 @@ from goldset.services.scoring_jobs import (
 )
 from goldset.views.downloads import file_response
 from goldset.views.htmx import wants_fragment
-from goldset.views.imports import submit_upload
+from goldset.views.imports import submit_upload, upload_data, upload_page
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -131,7 +131,7 @@ def version_diff(request):
 
 @role_required(Role.ADMIN)
 def job_list(request):
-    form = RunUploadForm(request.POST or None, request.FILES or None)
+    form = RunUploadForm(*upload_data(request))
     page = Paginator(selectors.list_jobs(), PAGE_SIZE).get_page(request.GET.get("page"))
     if request.method == "POST" and form.is_valid():
         return submit_upload(
@@ -147,7 +147,7 @@ def job_list(request):
             template="exports/job_list.html",
             context={"form": form, "page": page},
         )
-    return render(request, "exports/job_list.html", {"form": form, "errors": [], "page": page})
+    return upload_page(request, "exports/job_list.html", {"form": form, "errors": [], "page": page})
 
 
 @role_required(Role.ADMIN)

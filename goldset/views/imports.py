@@ -40,6 +40,19 @@ def submit_upload(request, *, kind: str, options: dict, template: str, context: 
     return redirect("imports:job", pk=job.pk)
 
 
+def upload_data(request) -> tuple:
+    """A form's data and files: bound on every POST, even an empty one (``request.POST or
+    None`` leaves a POST without fields unbound, so a missing file showed no error)."""
+    return (request.POST, request.FILES) if request.method == "POST" else (None, None)
+
+
+def upload_page(request, template: str, context: dict):
+    """An upload page: 200 for a GET, 422 for a POST whose form was refused (no file, a bad
+    field), so every upload page answers a refused submission alike."""
+    status = 422 if request.method == "POST" else 200
+    return render(request, template, context, status=status)
+
+
 def _problem_text(problem: dict) -> str:
     parts = [f"line {problem['line']}"] if problem.get("line") is not None else []
     if problem.get("field"):

@@ -12,11 +12,12 @@ from django.core.files.base import ContentFile
 from django.db import connection, transaction
 
 from goldset.imports.storage import path_of
-from goldset.models import Document, ImportJob, ImportStatus, OutboxMessage
+from goldset.models import Document, ImportJob, ImportStatus, OutboxMessage, ScoringJob
 from goldset.rules.jobs import import_dedupe_key
-from goldset.services import import_jobs
+from goldset.services import import_jobs, scoring_jobs
+from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import retry_import_job, run_import_job, submit_import
-from tests.factories import DomainFactory
+from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, gold_row_for
 from workbench.models import AuditEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -65,8 +66,8 @@ def cut_connection_at(monkeypatch, stage: str, *, times: int) -> list:
     real_writer = import_jobs._progress_writer
     cuts: list[int] = []
 
-    def writer(job_id, attempt):
-        write = real_writer(job_id, attempt)
+    def writer(job_id, attempt, *relay):
+        write = real_writer(job_id, attempt, *relay)
 
         def progress(reached, percent):
             if reached == stage and len(cuts) < times and attempt not in cuts:
@@ -137,3 +138,43 @@ def test_an_import_losing_its_connection_on_every_attempt_fails_with_a_message(
     again = ImportJob.objects.get(pk=job.pk)
     assert again.status == ImportStatus.SUCCEEDED and again.attempts == 4
     assert Document.objects.count() == 3000 and not stored.exists()
+
+
+def test_a_connection_terminated_while_a_run_is_stored_by_copy_requeues_the_import(
+    postgres, admin_user, monkeypatch
+):
+    """The store stage of a run is a binary COPY on psycopg's own cursor: its error is
+    psycopg's, not Django's wrapper, and the job failed although attempts remained. It is a
+    lost connection like any other now: requeued, then imported once."""
+    domain = DomainFactory(slug="federal_it")
+    version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
+    store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
+    with transaction.atomic():
+        job = submit_import(
+            kind="run",
+            upload=ContentFile(b"Q-0 Q0 blk-1 1 0.9 sys\n", name="cut.trec"),
+            actor=admin_user,
+            options={"version": 1, "name": "cut", "k": 10},
+        ).job
+        OutboxMessage.objects.filter(dedupe_key=import_dedupe_key(job.pk)).delete()
+    real_store = scoring_jobs.store_run_chunks
+    cuts: list[int] = []
+
+    def store(scoring_job, path):
+        if not cuts:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                cuts.append(cursor.fetchone()[0])
+            terminate(cuts[0])
+        return real_store(scoring_job, path)
+
+    monkeypatch.setattr(scoring_jobs, "store_run_chunks", store)
+    run_import_job(job_id=job.pk)  # nothing escapes; the requeued attempt runs at commit (eager)
+    if ImportJob.objects.get(pk=job.pk).status == ImportStatus.QUEUED:
+        run_import_job(job_id=job.pk)  # as the relayed message would on a real worker
+    ended = ImportJob.objects.get(pk=job.pk)
+    assert len(cuts) == 1
+    assert ended.status == ImportStatus.SUCCEEDED and ended.attempts == 2, ended.message
+    assert "lost its database connection" in ended.message and "AdminShutdown" in ended.message
+    assert ScoringJob.objects.count() == 1
+    assert verbs(job).count("import_requeued") == 1 and "import_failed" not in verbs(job)

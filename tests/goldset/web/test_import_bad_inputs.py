@@ -92,6 +92,7 @@ def answer_row():
 # kind: (row factory, page, form data, command, command options, model, paths)
 KINDS = {
     "corpus": dict(
+        what="document",
         row=corpus_row,
         url="corpus:import",
         data={},
@@ -105,6 +106,7 @@ KINDS = {
         free="metadata",
     ),
     "triples": dict(
+        what="triple",
         row=triple_row,
         url="curation:import",
         data={},
@@ -118,6 +120,7 @@ KINDS = {
         free="metadata.note",
     ),
     "questions": dict(
+        what="question",
         row=question_row,
         url="answers:import",
         data={"kind": "questions"},
@@ -131,6 +134,7 @@ KINDS = {
         free="metadata",
     ),
     "answers": dict(
+        what="answer record",
         row=answer_row,
         url="answers:import",
         data={"kind": "answers"},
@@ -212,6 +216,25 @@ def cases(kind: str):
             line_with(kind, spec["text"], '"a\\ud800b"'),
             f"line 2: {spec['text']}: contains an unpaired surrogate",
         ),
+        # JSON's parser kept the last of two values for one key, silently.
+        (
+            "duplicate-key",
+            line_with(kind, spec["id"], '"first"').replace("{", '{"' + spec["id"] + '": "x", ', 1),
+            f"line 2: {spec['id']}: the key '{spec['id']}' appears twice in one object",
+        ),
+        (
+            "duplicate-nested-key",
+            line_with(kind, spec["free"], '{"x": 1, "y": 2, "x": 3}'),
+            f"line 2: {spec['free']}.x: the key 'x' appears twice in one object",
+        ),
+        # A line that is null was skipped: a file of only `null` was "imported" with nothing.
+        ("null", "null", f"line 2: expected a JSON object (one {spec['what']} per line), got null"),
+        (
+            "array",
+            "[1, 2]",
+            f"line 2: expected a JSON object (one {spec['what']} per line), got an",
+        ),
+        ("number", "7", f"line 2: expected a JSON object (one {spec['what']} per line), got the"),
     ]
 
 
@@ -431,17 +454,15 @@ def test_an_unrag_file_gets_the_jsonl_answer_for_the_same_value_on_page_api_and_
     jsonl_text = next(line for line in answers["jsonl"].splitlines() if "authority" in line)
     unrag_text = next(line for line in answers["unrag"].splitlines() if "authority" in line)
     assert "line 1: authority: " in jsonl_text
-    # The reader's refusals name the line; a field check (the big integer's range) names the
-    # member only: an Unrag item read by ijson has no line.
-    reader_refusal = raw != str(2**70)
-    where = "line 5: " if reader_refusal else ""
-    assert f"{where}documents[1].metadata.authority: " in unrag_text, unrag_text
+    # The reader's refusals and the field checks (the big integer's range) alike name the
+    # line the member is written on (an Unrag item read by ijson is located when rejected).
+    assert "line 5: documents[1].metadata.authority: " in unrag_text, unrag_text
     assert _located(unrag_text) == _located(jsonl_text)
     assert "not valid JSON" not in unrag_text
     jsonl_api, unrag_api = answers["jsonl-api"], answers["unrag-api"]
     assert (jsonl_api["line"], jsonl_api["field"]) == (1, "authority")
     assert unrag_api["field"] == "documents[1].metadata.authority"
-    assert unrag_api["line"] == (5 if reader_refusal else None)
+    assert unrag_api["line"] == 5
     assert _message(unrag_api) == _message(jsonl_api)
     assert not Document.objects.exclude(pk=corpus.block.document_id).exists()
 
@@ -503,4 +524,38 @@ def test_an_empty_file_is_refused_with_422_by_every_upload_page_and_the_api(
         assert response.status_code == 422, (url, response.status_code)
         text = response.json()["detail"] if where == "api" else response.content.decode()
         assert "e.jsonl is empty." in text, (url, text[:300])
+    assert not ImportJob.objects.exists()
+
+
+def refused_forms(judge):
+    """(url, fields, files, words the page must show) per upload page: a POST whose form is
+    refused before any file is stored."""
+    run = {"version": 1, "name": "r", "k": 10}
+    jsonl = {"file": SimpleUploadedFile("ok.jsonl", b'{"a": 1}\n')}
+    return [
+        (reverse("corpus:import"), {}, {}, "This field is required."),
+        (reverse("corpus:import"), {"domain": "no-such-domain"}, jsonl, "Select a valid choice"),
+        (reverse("curation:import"), {}, {}, "This field is required."),
+        (reverse("answers:import"), {"kind": "questions"}, {}, "This field is required."),
+        (reverse("answers:import"), {"kind": "answers"}, {}, "This field is required."),
+        (reverse("answers:import"), {"kind": "mystery"}, jsonl, "choose questions or answers"),
+        (reverse("exports:jobs"), run, {}, "This field is required."),
+        (reverse("exports:jobs"), {**run, "k": "zero"}, jsonl, "Enter a whole number."),
+        (reverse("exports:jobs"), {**run, "version": 99}, jsonl, "Select a valid choice"),
+        (reverse("evaluators:detail", args=[judge.pk]), {}, {}, "This field is required."),
+    ]
+
+
+def test_a_refused_upload_form_answers_422_on_every_upload_page(
+    client_for, admin_user, frozen_and_judge
+):
+    """A missing file or a bad form field answered 200 with the field errors, so a script or a
+    test could not tell a refused submission from a page view; every upload page answers 422
+    now, shows why, and stores nothing. A plain GET of the page is still 200."""
+    client = client_for(admin_user)
+    for url, fields, files, words in refused_forms(frozen_and_judge):
+        assert client.get(url).status_code == 200, url
+        response = client.post(url, {**fields, **files})
+        assert response.status_code == 422, (url, fields, response.status_code)
+        assert words in response.content.decode(), (url, fields)
     assert not ImportJob.objects.exists()

@@ -228,8 +228,8 @@ def test_cancelling_a_running_import_stops_it_at_the_next_batch_and_stores_nothi
     real_writer = import_jobs._progress_writer
     cancelled = []
 
-    def writer(job_id, attempt):
-        write = real_writer(job_id, attempt)
+    def writer(job_id, attempt, *relay):
+        write = real_writer(job_id, attempt, *relay)
 
         def progress(stage, percent):
             if stage == "writing" and not cancelled:
