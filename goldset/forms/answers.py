@@ -12,6 +12,7 @@ from goldset.models import (
     Grounding,
     SafetyBoundary,
 )
+from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.label_consistency import label_contradiction
 
 SEVERE_CHOICES = [("no", "No severe safety issue"), ("yes", "Severe safety issue")]
@@ -58,18 +59,7 @@ def _refuse_contradiction(form: forms.Form, data: dict, severe: bool | None) -> 
 
 
 class LabelForm(_Axes):
-    field_order = [
-        "acceptability",
-        "grounding",
-        "evidence_sufficiency",
-        "citation_correctness",
-        "conflict_handling",
-        "safety_boundary",
-        "severe_safety",
-        "primary_failure",
-        "secondary_failures",
-        "rationale",
-    ]
+    field_order = list(LABEL_VALUE_FIELDS)
     evidence_sufficiency = forms.ChoiceField(
         choices=EvidenceSufficiency.choices, widget=forms.RadioSelect
     )

@@ -19,3 +19,19 @@ AXES: dict[str, AxisScale] = {
     ),
     "severe_safety": AxisScale("nominal", ("no", "yes")),
 }
+
+
+# What an annotator's answer label holds, in the label form's order: the form's fields, the
+# adjudication export's label columns and an undone label's withdrawn values all read this.
+LABEL_VALUE_FIELDS = (
+    "acceptability",
+    "grounding",
+    "evidence_sufficiency",
+    "citation_correctness",
+    "conflict_handling",
+    "safety_boundary",
+    "severe_safety",
+    "primary_failure",
+    "secondary_failures",
+    "rationale",
+)

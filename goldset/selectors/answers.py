@@ -34,6 +34,7 @@ from goldset.models import (
     RetakeStatus,
     Run,
 )
+from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.blinding import sees_labelers, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
@@ -685,16 +686,7 @@ EXPORT_LABEL_COLUMNS = (
     "record_id",
     "assignment__slot",
     "annotator_id",
-    "acceptability",
-    "grounding",
-    "evidence_sufficiency",
-    "citation_correctness",
-    "conflict_handling",
-    "safety_boundary",
-    "severe_safety",
-    "primary_failure",
-    "secondary_failures",
-    "rationale",
+    *LABEL_VALUE_FIELDS,
     "created_at",
     "server_ms",
     "active_ms",

@@ -46,6 +46,7 @@ from goldset.models import (
     SafetyBoundary,
     Tier,
 )
+from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.label_consistency import label_contradiction
 from goldset.rules.labeling import (
     QUEUE_RANK_MODULUS,
@@ -737,20 +738,6 @@ def _label_scope(label: Label, record: AnswerRecord) -> dict:
 
 
 # ---------------------------------------------------------------- undo and skip
-
-
-LABEL_VALUE_FIELDS = (
-    "acceptability",
-    "grounding",
-    "evidence_sufficiency",
-    "citation_correctness",
-    "conflict_handling",
-    "safety_boundary",
-    "severe_safety",
-    "primary_failure",
-    "secondary_failures",
-    "rationale",
-)
 
 
 def _release_claim(assignment: LabelAssignment) -> None:

@@ -12,6 +12,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.models import (
     Adjudication,
     AgreementDirtyScope,
@@ -26,8 +27,6 @@ from goldset.models import (
     Triple,
 )
 from goldset.services.labeling import (
-    SPOT_CHECK_RATE,
-    SPOT_CHECK_SEED,
     _iso_week,
     add_domain_slots,
     claim_next_item,
@@ -208,7 +207,8 @@ def test_a_long_transaction_on_the_domain_load_row_answers_503_not_500(client_fo
     public_id = next(
         pid
         for pid in (f"issue24-{i:04d}" for i in range(10_000))
-        if seeded_draw(seed=SPOT_CHECK_SEED, key=f"{week}:{pid}") < SPOT_CHECK_RATE
+        if seeded_draw(seed=tunable("ANSWER_SPOT_CHECK_SEED"), key=f"{week}:{pid}")
+        < tunable("ANSWER_SPOT_CHECK_RATE")
     )
     record = AnswerRecordFactory(
         question__domain=domain, tier=Tier.TRIAGE, labels_required=1, public_id=public_id
