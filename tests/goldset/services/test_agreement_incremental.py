@@ -156,8 +156,9 @@ def test_incremental_refresh_stores_what_a_full_recompute_stores(
     annotators = qualified_annotators(domain, 3, prefix="inc")
     reviewers = [UserFactory(role=Role.ANNOTATOR, username=f"inc-rev{i}") for i in range(3)]
     author = UserFactory(role=Role.ANNOTATOR, username="inc-author")
-    for _ in range(4):
-        AnswerRecordFactory(question__domain=domain)
+    # One record first, so the three first labels land on it whatever the queues' shuffled
+    # order; the others after, so the undone label is on a record still being labeled.
+    AnswerRecordFactory(question__domain=domain)
     with django_capture_on_commit_callbacks(execute=False):
         for i, annotator in enumerate(annotators):  # the first record, three labels
             claim_and_label(annotator, **(BAD if i == 2 else {}))
@@ -167,6 +168,8 @@ def test_incremental_refresh_stores_what_a_full_recompute_stores(
     recompute_agreement_snapshots()
     assert not AgreementDirtyScope.objects.exists()
     before = set(AgreementSnapshot.objects.values_list("pk", flat=True))
+    for _ in range(3):
+        AnswerRecordFactory(question__domain=domain)
 
     with django_capture_on_commit_callbacks(execute=False):
         claim_and_label(annotators[0], **BAD)
