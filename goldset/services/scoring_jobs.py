@@ -1087,7 +1087,9 @@ def _insert_query_results(job: ScoringJob, results: list[QueryRow]) -> None:
 def ci_description(job: ScoringJob) -> str:
     """How the job's intervals are computed, in words (the job page and ``score_run``)."""
     strata = (job.summary or {}).get("ci_strata") or {}
-    by = " × ".join(strata.get("by") or ["domain", "task_type"])
+    by = " × ".join(
+        STRATUM_KEY_WORDS.get(k, k) for k in strata.get("by") or ["domain", "task_type"]
+    )
     sizes = strata.get("sizes") or {}
     counted = f": {len(sizes)} strata" if sizes else ""
     return (
@@ -1095,6 +1097,18 @@ def ci_description(job: ScoringJob) -> str:
         f"within {by} strata{counted}"
         + (" (strata.csv in the reproducibility bundle)" if job.kind != RunKind.ANSWERS else "")
     )
+
+
+STRATUM_KEY_WORDS = {"domain": "domain", "task_type": "task type"}
+
+
+def ci_strata_sizes(job: ScoringJob) -> list[tuple[str, int]]:
+    """Each interval stratum as a page says it (``domain / task type`` in words) with its size."""
+    sizes = ((job.summary or {}).get("ci_strata") or {}).get("sizes") or {}
+    return [
+        (" / ".join(display(part) for part in name.split("|")) if name else "(none)", n)
+        for name, n in sizes.items()
+    ]
 
 
 def reproduce_command(job: ScoringJob) -> str:

@@ -24,6 +24,7 @@ from goldset.services.freeze import NothingToFreeze, freeze_gold_version, previe
 from goldset.services.scoring_jobs import (
     cancel_scoring_job,
     ci_description,
+    ci_strata_sizes,
     job_liveness,
     reproduce_command,
     retry_scoring_job,
@@ -171,6 +172,7 @@ def job_detail(request, pk):
         "results": results,
         "others": others.exclude(pk=job.pk)[:20],
         "ci": ci_description(job),
+        "ci_strata": ci_strata_sizes(job),
         "reproduce": reproduce_command(job),
     }
     return render(request, "exports/job_detail.html", context)

@@ -197,8 +197,9 @@ def test_a_bad_run_line_is_reported_with_its_line_and_field(
     assert response.status_code == 202
     imported = client_for(admin_user).get(response["Location"]).json()
     assert imported["status"] == "rejected"
-    # the run rules put the line in the message (goldset.services.scoring_jobs)
-    assert "line 2" in imported["errors"][0]["message"]
+    # every import problem names its line (issue 24), a run's too
+    error = imported["errors"][0]
+    assert error["line"] == 2 and "query_id" in error["message"]
     assert not ScoringJob.objects.exists()
 
 

@@ -49,7 +49,7 @@ def test_score_run_and_job_page_print_the_command_that_reproduces_the_cis(
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert "--strata strata.csv" in printed["reproduce"]
     assert "--resamples 500 --seed 8821" in printed["reproduce"]
-    assert "resampled within domain × task_type strata" in printed["ci"]
+    assert "resampled within domain × task type strata" in printed["ci"]
 
     client.force_login(admin_user)
     page = client.get(reverse("exports:job", args=[job.pk])).content.decode()
@@ -57,7 +57,7 @@ def test_score_run_and_job_page_print_the_command_that_reproduces_the_cis(
     assert shown == printed["reproduce"]
     ci_text = html.unescape(re.search(r'<dd id="job-ci">(.*?)</dd>', page, re.S).group(1))
     n_strata = len(job.summary["ci_strata"]["sizes"])
-    assert f"within domain × task_type strata: {n_strata} strata" in ci_text
+    assert f"within domain × task type strata: {n_strata} strata" in ci_text
     assert n_strata > 1  # the stratification matters: several strata
 
     bundle = zipfile.ZipFile(io.BytesIO(b"".join(bundle_zip(job))))

@@ -178,8 +178,8 @@ def test_an_unknown_block_deep_in_a_large_run_is_named_without_reading_it_whole(
         ).job
     job, peak = traced_peak(lambda: run_import_job(job_id=queued.pk))
     assert job.status == ImportStatus.REJECTED
-    assert [e["message"] for e in job.errors] == [
-        "long-lines.trec, line 30001: unknown block id 'unknown-block-id': not in the corpus"
+    assert [(e["line"], e["message"]) for e in job.errors] == [
+        (30001, "unknown block id 'unknown-block-id': not in the corpus")
     ]
     assert peak < run_file.stat().st_size
 

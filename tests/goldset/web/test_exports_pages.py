@@ -170,7 +170,7 @@ def test_upload_rejects_a_bad_run_with_line_numbers_and_creates_no_job(
         response = upload(admin, version, bad)
     page = admin.get(response.url)
     html = page.content.decode()
-    assert page.status_code == 422 and "bad.trec, line 3: expected 6 fields" in html
+    assert page.status_code == 422 and "line 3: expected 6 fields" in html
     assert not ScoringJob.objects.exists()
 
 

@@ -62,7 +62,7 @@ def two_jobs(client_for, admin_user, version, django_capture_on_commit_callbacks
 def test_a_bad_measure_name_is_a_form_error_and_stores_nothing(client_for, admin_user, version):
     response = upload(client_for(admin_user), version, run_file(version), metrics="map,ndgc@10")
     html = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 422  # a refused upload form (issue 24)
     assert "unknown measure &#x27;ndgc@10&#x27;" in html and 'name="metrics"' in html
     assert not ImportJob.objects.exists() and not ScoringJob.objects.exists()
 

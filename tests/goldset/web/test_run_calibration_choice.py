@@ -148,7 +148,7 @@ def test_a_calibration_that_has_not_succeeded_is_refused_by_the_form(
         filename="a.jsonl",
         calibration=calibrations["failed"],
     )
-    assert response.status_code == 200
+    assert response.status_code == 422  # a refused upload form (issue 24)
     assert "Select a valid choice" in response.content.decode()
     assert not ImportJob.objects.exists() and not ScoringJob.objects.exists()
 
