@@ -69,10 +69,9 @@ def test_a_double_submitted_endpoint_form_registers_one_endpoint(client_for, adm
 
 
 @pytest.mark.django_db(transaction=True)
-def test_simultaneous_submits_of_one_form_create_one_token(lead):
-    """Two requests at once (two connections): the second waits for the first's row."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs concurrent transactions (PostgreSQL)")
+def test_simultaneous_submits_of_one_form_create_one_token(postgres, lead):
+    """Two requests at once (two connections, so PostgreSQL): the second waits for the first's
+    row."""
     start = threading.Barrier(4)
     results, errors = [], []
 

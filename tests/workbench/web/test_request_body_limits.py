@@ -77,10 +77,9 @@ def test_a_content_length_that_is_not_a_byte_count_is_400(client):
 
 
 @pytest.fixture
-def gunicorn(transactional_db, tmp_path):
+def gunicorn(postgres, transactional_db, tmp_path):
     """gunicorn serving the workbench (threads, as in docker-compose.yml) on this test's
-    database, with a 1 s body timeout and a worker timeout far beyond it."""
-    _require_postgres()
+    database (so PostgreSQL), with a 1 s body timeout and a worker timeout far beyond it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -118,11 +117,6 @@ def gunicorn(transactional_db, tmp_path):
     wait_until(answering, timeout=120, what=lambda: f"gunicorn to listen:\n{log.read_text()}")
     yield port
     _stop(proc)
-
-
-def _require_postgres():
-    if connection.vendor != "postgresql":
-        pytest.skip("gunicorn shares the test database: needs PostgreSQL")
 
 
 def _send(port: int, head: str, body: bytes) -> socket.socket:
