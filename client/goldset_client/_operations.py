@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -142,13 +143,15 @@ def _freeze_result(data: dict[str, Any]) -> FreezeResult:
 Since = datetime | str | None
 
 
-class Operations:
+class Operations(ABC):
     """The API's 28 operations. Lists return iterators over every page (``page_size`` rows a
     request); ``updated_since`` (a datetime or RFC 3339 text) gives the rows created or changed
     since then, for incremental sync."""
 
-    def _run(self, call: Call) -> Any:  # pragma: no cover - the clients define it
-        raise NotImplementedError
+    @abstractmethod
+    def _run(self, call: Call) -> Any:
+        """Send ``call`` and decode its answer (the sync client returns the value, the async
+        client an awaitable of it)."""
 
     # ------------------------------------------------------------------ corpus
 

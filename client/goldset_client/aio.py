@@ -69,9 +69,19 @@ class AsyncGoldsetClient(Operations):
             timeout=timeout,
             transport=transport,
         )
+        self._closing = asyncio.Event()
 
     async def aclose(self) -> None:
+        self._closing.set()  # a retry or a job wait in another task ends now
         await self._http.aclose()
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait before a retry or the next poll, or until the client is closed (then raise)."""
+        try:
+            await asyncio.wait_for(self._closing.wait(), timeout=seconds)
+        except TimeoutError:
+            return
+        raise TransportError(f"{self.base_url}: the client was closed while waiting")
 
     async def __aenter__(self) -> AsyncGoldsetClient:
         return self
@@ -119,13 +129,13 @@ class AsyncGoldsetClient(Operations):
                 wait = self.retry.wait(attempt)
                 if wait is None:
                     raise TransportError(f"{self.base_url}: {exc}") from exc
-                await asyncio.sleep(wait)
+                await self._pause(wait)
                 continue
             if response.status_code in self.retry.statuses:
                 wait = self.retry.wait(attempt, response.headers.get("Retry-After"))
                 if wait is not None:
                     await response.aclose()
-                    await asyncio.sleep(wait)
+                    await self._pause(wait)
                     continue
             if response.status_code >= 400:
                 if stream:
@@ -262,4 +272,4 @@ class AsyncGoldsetClient(Operations):
                 return data
             if time.monotonic() >= deadline:
                 raise WaitTimeout(f"{what} did not finish within {timeout:.0f} s")
-            await asyncio.sleep(min(self.poll_interval, max(deadline - time.monotonic(), 0.0)))
+            await self._pause(min(self.poll_interval, max(deadline - time.monotonic(), 0.0)))

@@ -9,6 +9,7 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -77,9 +78,16 @@ class GoldsetClient(Operations):
             timeout=timeout,
             transport=transport,
         )
+        self._closing = threading.Event()
 
     def close(self) -> None:
+        self._closing.set()  # a retry or a job wait in another thread ends now
         self._http.close()
+
+    def _pause(self, seconds: float) -> None:
+        """Wait before a retry or the next poll, or until the client is closed (then raise)."""
+        if self._closing.wait(seconds):
+            raise TransportError(f"{self.base_url}: the client was closed while waiting")
 
     def __enter__(self) -> GoldsetClient:
         return self
@@ -125,13 +133,13 @@ class GoldsetClient(Operations):
                 wait = self.retry.wait(attempt)
                 if wait is None:
                     raise TransportError(f"{self.base_url}: {exc}") from exc
-                time.sleep(wait)
+                self._pause(wait)
                 continue
             if response.status_code in self.retry.statuses:
                 wait = self.retry.wait(attempt, response.headers.get("Retry-After"))
                 if wait is not None:
                     response.close()
-                    time.sleep(wait)
+                    self._pause(wait)
                     continue
             if response.status_code >= 400:
                 if stream:
@@ -295,7 +303,7 @@ class GoldsetClient(Operations):
                 return data
             if time.monotonic() >= deadline:
                 raise WaitTimeout(f"{what} did not finish within {timeout:.0f} s")
-            time.sleep(min(self.poll_interval, max(deadline - time.monotonic(), 0.0)))
+            self._pause(min(self.poll_interval, max(deadline - time.monotonic(), 0.0)))
 
 
 # ---------------------------------------------------------------------- shared with the async client

@@ -4,6 +4,7 @@ once. A transport that answers 429/503 or drops the connection stands in for the
 boundary); the live server's 429 is checked in test_client_operations."""
 
 import asyncio
+import threading
 
 import httpx
 import pytest
@@ -118,3 +119,48 @@ def test_retry_after_is_read_as_seconds_or_an_http_date():
     assert parse_retry_after("7") == 7.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
+
+
+PATIENT = RetryPolicy(attempts=3, backoff=0.001, max_backoff=0.002, max_retry_after=3600.0)
+
+
+def test_closing_the_client_ends_a_wait_for_retry_after_at_once():
+    """A client waiting out an hour's Retry-After in one thread is closed from another: the
+    call ends with a TransportError (the wait is on the client's closing, not on a clock)."""
+    asked = threading.Event()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.set()
+        return httpx.Response(503, headers={"Retry-After": "3600"})
+
+    gs = GoldsetClient("http://gs.test", "t", retry=PATIENT, transport=httpx.MockTransport(handler))
+    closer = threading.Thread(target=lambda: asked.wait(30) and gs.close())
+    closer.start()
+    with pytest.raises(TransportError, match="closed while waiting"):
+        list(gs.list_domains())
+    closer.join(30)
+    assert not closer.is_alive()
+
+
+def test_closing_the_async_client_ends_a_wait_for_retry_after_at_once():
+    async def scenario():
+        asked = asyncio.Event()
+
+        def handler(request: httpx.Request) -> httpx.Response:
+            asked.set()
+            return httpx.Response(503, headers={"Retry-After": "3600"})
+
+        gs = AsyncGoldsetClient(
+            "http://gs.test", "t", retry=PATIENT, transport=httpx.MockTransport(handler)
+        )
+
+        async def listing():
+            return [d async for d in gs.list_domains()]
+
+        call = asyncio.create_task(listing())
+        await asyncio.wait_for(asked.wait(), 30)
+        await gs.aclose()
+        with pytest.raises(TransportError, match="closed while waiting"):
+            await asyncio.wait_for(call, 30)
+
+    asyncio.run(scenario())
