@@ -25,6 +25,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from tests.waiting import wait_until  # noqa: E402
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
 
 
 def load() -> str:
@@ -63,12 +72,7 @@ def bench_gunicorn(stall_timeout: float) -> None:
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_until(lambda: _listening(port), timeout=60, what=f"gunicorn on port {port}")
         multipart = "Content-Type: multipart/form-data; boundary=x\r\n"
         huge = f"POST /api/v1/imports/ HTTP/1.1\r\nHost: 127.0.0.1\r\n{multipart}Content-Length: 2147483648\r\n"
         answer_time(port, huge, b"--x\r\n0123456789")  # warm the worker

@@ -29,13 +29,15 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tests.waiting import wait_until  # noqa: E402
+
+WAIT = 300.0  # seconds any one step may take before the benchmark gives up
 RECEIVED = re.compile(r"Task goldset\.reconcile\[[0-9a-f-]+\] received")
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): ")
 
@@ -52,14 +54,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def wait_for(predicate, what: str, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def stamps(log: Path, pattern: str | re.Pattern) -> list[dt.datetime]:
@@ -125,7 +119,7 @@ def main():
     from tests.workbench.worker.holding_app import app, hold
 
     client = redis.Redis.from_url(redis_url)
-    wait_for(lambda: _answers(client), "redis-server")
+    wait_until(lambda: _answers(client), timeout=WAIT, what="redis-server")
 
     def start(name: str, *celery_args: str) -> Path:
         log = work / f"{name}.log"
@@ -148,15 +142,20 @@ def main():
         start("jobs", *holding, "-Q", "celery,webhooks", "-n", f"jobs-{host}")
         reconciler_log = start("reconciler", *holding, "-Q", "reconcile", "-n", f"rec-{host}")
         for node in (f"jobs-{host}", f"rec-{host}"):
-            wait_for(lambda node=node: app.control.ping([node], timeout=0.5), node)
+            wait_until(
+                lambda node=node: app.control.ping([node], timeout=0.5), timeout=WAIT, what=node
+            )
         for _ in range(args.backlog):
             hold.apply_async((str(work), "backlog"))
-        wait_for((work / "backlog.started").exists, "the jobs worker to be busy")
+        wait_until(
+            (work / "backlog.started").exists, timeout=WAIT, what="the jobs worker to be busy"
+        )
         result["queued"] = client.llen("celery")
         beat_log = start("beat", "-A", "workbench", "beat", "-s", str(work / "schedule"))
-        wait_for(
+        wait_until(
             lambda: len(stamps(reconciler_log, RECEIVED)) > args.passes,
-            f"{args.passes} reconciler passes",
+            timeout=WAIT,
+            what=f"{args.passes} reconciler passes",
         )
         sent = stamps(beat_log, "Sending due task reconcile-jobs")
         received = stamps(reconciler_log, RECEIVED)
@@ -180,9 +179,10 @@ def main():
                 client.lrem("celery", 0, raw)
         message.refresh_from_db()
         lost_at = message.dispatched_at + dt.timedelta(seconds=args.redispatch)
-        wait_for(
+        wait_until(
             lambda: OutboxMessage.objects.filter(pk=message.pk, attempts=2).exists(),
-            "the lost message to be published again",
+            timeout=WAIT,
+            what="the lost message to be published again",
         )
         again = OutboxMessage.objects.get(pk=message.pk).dispatched_at
         result["redispatch_s"] = round((again - lost_at).total_seconds(), 3)
