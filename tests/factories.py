@@ -7,7 +7,14 @@ import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from goldset.models import Block, BlockVersion, Document, Domain
+from goldset.models import (
+    Block,
+    BlockVersion,
+    Document,
+    Domain,
+    ProjectMembership,
+    default_project_id,
+)
 from workbench.roles import Role
 
 TEST_PASSWORD = "correct-horse-battery-staple"
@@ -28,6 +35,13 @@ class UserFactory(factory.django.DjangoModelFactory):
             self.groups.add(Group.objects.get(name=Role(extracted).value))
             self.is_staff = extracted == Role.ADMIN
         self.save()
+        if extracted:
+            # the role is held in the default project (the project of a test that names none)
+            ProjectMembership.objects.update_or_create(
+                project_id=default_project_id(),
+                user=self,
+                defaults={"role": Role(extracted).value},
+            )
 
 
 class DomainFactory(factory.django.DjangoModelFactory):

@@ -55,6 +55,9 @@ class Entry:
     variants: Mapping[str, Mapping[str, FieldSpec]] = field(
         default_factory=dict
     )  # fmt → role → spec
+    # Inside a project (DESIGN.md §15): the project is resolved from the URL and the roles are
+    # the caller's roles in it. False: an installation page (sign-in, tokens, projects).
+    scoped: bool = True
 
 
 # What a lead's adjudication export holds: labels, rationales and results under pseudonyms, and
@@ -141,19 +144,27 @@ AGREEMENT_FIELDS = {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS}
 
 ENTRIES: list[Entry] = [
     # workbench
-    Entry("home", Kind.PAGE, EVERYONE),
-    Entry("login", Kind.PAGE, None),
-    Entry("logout", Kind.ACTION, None),
-    Entry("health", Kind.PAGE, None),
+    # home: the projects home at /, a project's dashboard at /p/<slug>/ (workbench.views.home)
+    Entry("home", Kind.PAGE, EVERYONE, scoped=False),
+    Entry("login", Kind.PAGE, None, scoped=False),
+    Entry("logout", Kind.ACTION, None, scoped=False),
+    Entry("health", Kind.PAGE, None, scoped=False),
     # OpenID Connect sign-in (404 unless OIDC_ENABLED): start, the provider's redirect, logout
-    Entry("oidc_authentication_init", Kind.PAGE, None),
-    Entry("oidc_authentication_callback", Kind.PAGE, None),
-    Entry("oidc_logout", Kind.ACTION, None),
+    Entry("oidc_authentication_init", Kind.PAGE, None, scoped=False),
+    Entry("oidc_authentication_callback", Kind.PAGE, None, scoped=False),
+    Entry("oidc_logout", Kind.ACTION, None, scoped=False),
     # personal API tokens: each user their own (object scope in the service)
-    Entry("api_tokens", Kind.PAGE, EVERYONE),
-    Entry("api_token_revoke", Kind.ACTION, EVERYONE),
+    Entry("api_tokens", Kind.PAGE, EVERYONE, scoped=False),
+    Entry("api_token_revoke", Kind.ACTION, EVERYONE, scoped=False),
     # the Django admin checks is_staff itself; its login goes through the same throttled backend
-    Entry("admin:*", Kind.PAGE, None),
+    Entry("admin:*", Kind.PAGE, None, scoped=False),
+    # projects: installation admins create projects; a project's admins keep its settings and
+    # members (the project pages are scoped: the project comes from the URL)
+    Entry("projects:create", Kind.PAGE, ADMINS, scoped=False),
+    Entry("projects:settings", Kind.PAGE, ADMINS),
+    Entry("projects:members", Kind.PAGE, ADMINS),
+    Entry("projects:member_remove", Kind.ACTION, ADMINS),
+    Entry("projects:archive", Kind.ACTION, ADMINS),
     # corpus
     Entry("corpus:documents", Kind.PAGE, EVERYONE),
     Entry("corpus:search", Kind.PAGE, EVERYONE),
@@ -289,9 +300,11 @@ ENTRIES: list[Entry] = [
     Entry("audit:csv", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     # REST API v1 (goldset.views.api): the same roles as the pages that do the same thing.
     # DRF authenticates (session or token) and AccessTablePermission applies these roles.
-    Entry("api:schema", Kind.API, None),
-    Entry("api:docs", Kind.API, None),
-    Entry("api:not_found", Kind.API, None),  # any other /api/v1/ URL: a problem+json 404
+    Entry("api:schema", Kind.API, None, scoped=False),
+    Entry("api:docs", Kind.API, None, scoped=False),
+    Entry(
+        "api:not_found", Kind.API, None, scoped=False
+    ),  # any other /api/v1/ URL: a problem+json 404
     Entry("api:domains", Kind.API, EVERYONE),
     Entry("api:documents", Kind.API, EVERYONE),
     Entry("api:document", Kind.API, EVERYONE),

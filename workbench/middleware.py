@@ -10,10 +10,18 @@ from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.db import DatabaseError, connections
-from django.http import Http404, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import (
+    Http404,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponsePermanentRedirect,
+    JsonResponse,
+)
+from django.urls import get_script_prefix, set_script_prefix
 from django.utils.cache import patch_cache_control
 
 from goldset.conf import tunable
+from goldset.selectors.projects import access_project
 from workbench import request_context
 from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
@@ -135,9 +143,49 @@ class QueryCountMiddleware:
         return response
 
 
+_PROJECT_MOUNT = re.compile(r"^/p/(?P<slug>[-a-zA-Z0-9_]+)(?P<rest>/.*)?$")
+_API_PROJECT_MOUNT = re.compile(r"^/api/v1/projects/(?P<slug>[-a-zA-Z0-9_]+)(?P<rest>/.*)$")
+
+
+class ProjectMountMiddleware:
+    """A project's pages live under ``/p/<slug>/`` and its API under
+    ``/api/v1/projects/<slug>/`` (DESIGN.md §15). The slug is taken off the path before URL
+    resolution, so every app's URLconf stays as it is, and recorded as ``request.project_slug``;
+    :class:`AccessMiddleware` resolves it (with the caller's membership) into
+    ``request.project``, which views hand to selectors and services. For pages the prefix is
+    the request's mount point (Django's script prefix, as for an app served under a path), so
+    every link a project page renders stays in the project. A path without a prefix addresses
+    the default project (the links and API clients of before projects keep working)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.project_slug = None
+        request.project = None
+        match = _PROJECT_MOUNT.match(request.path_info)
+        if match and match["rest"] is None:
+            return HttpResponsePermanentRedirect(request.path + "/")
+        if match:
+            mount = get_script_prefix()
+            request.project_slug = match["slug"]
+            request.path_info = match["rest"]
+            set_script_prefix(f"{mount}p/{match['slug']}/")
+            try:
+                return self.get_response(request)
+            finally:
+                set_script_prefix(mount)
+        match = _API_PROJECT_MOUNT.match(request.path_info)
+        if match:
+            request.project_slug = match["slug"]
+            request.path_info = "/api/v1" + match["rest"]
+        return self.get_response(request)
+
+
 class AccessMiddleware:
     """Enforces :mod:`workbench.access` before any view runs: unknown URL name → 404, anonymous
-    → the login page, a role the entry does not list → 403."""
+    → the login page, not a member of the URL's project → 404, a role the entry does not list
+    (in that project) → 403."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -152,10 +200,14 @@ class AccessMiddleware:
             raise Http404("No such page.")
         if entry.roles is None or entry.kind == Kind.API:
             # API callers authenticate inside DRF (a token is not a session); its permission
-            # class (goldset.views.api_support) applies the same entry's roles.
+            # class (goldset.views.api_access) resolves the project and applies the same roles.
             return None
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
+        if entry.scoped or request.project_slug:
+            access = access_project(user=request.user, slug=request.project_slug)
+            request.project = access.project
+            request.user._workbench_roles = access.roles  # roles_of(user): roles in the project
         if not roles_of(request.user) & entry.roles:
             raise PermissionDenied("Your role does not give access to this page.")
         return None

@@ -10,6 +10,11 @@ class AuditEvent(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     verb = models.CharField(max_length=64)
+    # The project the event happened in; empty for installation-level events (sign-ins,
+    # projects and their members, tokens valid in every project).
+    project = models.ForeignKey(
+        "goldset.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     object_type = models.CharField(max_length=64, blank=True)
     object_id = models.CharField(max_length=128, blank=True)
     detail = models.JSONField(default=dict, blank=True)
@@ -22,6 +27,7 @@ class AuditEvent(models.Model):
             models.Index(fields=["object_type", "object_id"]),
             models.Index(fields=["actor", "created_at"]),
             models.Index(fields=["verb", "created_at"]),
+            models.Index(fields=["project", "created_at"], name="audit_by_project"),
         ]
 
     def __str__(self):
@@ -75,6 +81,11 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=16, unique=True)
     digest = models.CharField(max_length=64, unique=True)
     scope = models.CharField(max_length=8, choices=TokenScope.choices, default=TokenScope.READ)
+    # One project, or every project the person belongs to (empty): the token reaches a project
+    # only while its owner is a member there, with the owner's role in it.
+    project = models.ForeignKey(
+        "goldset.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

@@ -35,17 +35,34 @@ ROLE_PERMISSIONS: dict[Role, tuple[str, ...]] = {
 }
 
 
+def is_installation_admin(user) -> bool:
+    """Installation admins (superusers and staff) manage projects and their members, and hold
+    the admin role in every project."""
+    return bool(user.is_authenticated and (user.is_superuser or user.is_staff))
+
+
 def roles_of(user) -> frozenset[str]:
-    """The role names a user holds; cached on the user object for the request."""
+    """The role names a user holds *here*: in the request's project once
+    ``workbench.middleware.AccessMiddleware`` has resolved it (it stores them on the request's
+    user), else in any of the person's projects (installation pages: home, tokens). Cached on
+    the user object for the request."""
     if not user.is_authenticated:
         return frozenset()
     cached = getattr(user, "_workbench_roles", None)
     if cached is None:
-        cached = frozenset(user.groups.values_list("name", flat=True)) & ALL_ROLES
-        if user.is_superuser:
+        cached = frozenset(user.project_memberships.values_list("role", flat=True)) & ALL_ROLES
+        if is_installation_admin(user):
             cached |= {Role.ADMIN.value}
         user._workbench_roles = cached
     return cached
+
+
+def project_roles(user, role: str | None) -> frozenset[str]:
+    """The roles a membership row (``role``, or ``None`` without one) gives ``user``."""
+    held = frozenset({role}) & ALL_ROLES if role else frozenset()
+    if is_installation_admin(user):
+        held |= {Role.ADMIN.value}
+    return held
 
 
 def has_role(user, *roles: Role | str) -> bool:

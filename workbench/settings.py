@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "workbench.middleware.RequestIdMiddleware",
+    "workbench.middleware.ProjectMountMiddleware",
     "workbench.middleware.ApiWriteAuditMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -96,7 +97,11 @@ TEMPLATES = [
                 "goldset.context_processors.protocol",
             ],
             # ``{{ code|display }}`` in every template: one source of display names
-            "builtins": ["goldset.templatetags.display", "goldset.templatetags.protocol"],
+            "builtins": [
+                "goldset.templatetags.display",
+                "goldset.templatetags.protocol",
+                "goldset.templatetags.projects",
+            ],
         },
     },
 ]

@@ -31,5 +31,6 @@ urlpatterns = [
     path("webhooks/", include("goldset.urls.webhooks")),
     path("audit/", include("goldset.urls.audit")),
     path("api/v1/", include("goldset.urls.api")),
+    path("", include("goldset.urls.projects")),
     path("django-admin/", admin.site.urls),
 ]

@@ -14,7 +14,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from goldset.models import DEFAULT_PROJECT_SLUG
 from goldset.selectors.inbox import get_inbox
+from goldset.selectors.projects import list_projects_for
 from workbench.access import entry_for
 from workbench.forms import INVALID_LOGIN, PASSWORDS_OFF, ApiTokenForm, LoginForm
 from workbench.roles import ALL_ROLES, Role, has_role, role_required
@@ -83,7 +85,14 @@ def logout_view(request):
 
 @role_required(*ALL_ROLES)
 def home(request):
-    """Home: the inbox (what waits for the user, per role) above the role's pages."""
+    """A project's home (``/p/<slug>/``): the inbox (what waits for the user there, per role)
+    above the role's pages. At ``/``: the projects home, each project with its role and what
+    waits there — or, for someone whose only project is the default one, that project's home."""
+    if request.project is None:
+        projects = list_projects_for(user=request.user)
+        if len(projects) != 1 or projects[0].project.slug != DEFAULT_PROJECT_SLUG:
+            return render(request, "workbench/projects_home.html", {"projects": projects})
+        request.project = projects[0].project
     return render(request, "workbench/home.html", {"inbox": get_inbox(user=request.user)})
 
 

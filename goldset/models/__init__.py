@@ -91,6 +91,13 @@ from goldset.models.inbox import (
     RetakeStatus,
 )
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
+from goldset.models.projects import (
+    DEFAULT_PROJECT_SLUG,
+    Project,
+    ProjectMembership,
+    ProjectSettingChange,
+    default_project_id,
+)
 from goldset.models.pseudonyms import Pseudonym
 from goldset.models.routing import RoutingRules, Tier
 from goldset.models.scoring import (
@@ -114,6 +121,11 @@ from goldset.models.webhooks import (
 )
 
 __all__ = [
+    "DEFAULT_PROJECT_SLUG",
+    "Project",
+    "ProjectMembership",
+    "ProjectSettingChange",
+    "default_project_id",
     "CalibrationRetake",
     "Notification",
     "NotificationKind",

@@ -2,10 +2,16 @@
 
 from django.db import models
 
+from goldset.models.projects import default_project_id
+
 
 class AgreementSnapshot(models.Model):
     """One figure for one scope: protocol × axis × metric × (tier, task type, domain, ISO week)
     and, for pairwise or per-annotator metrics, a subject. Empty scope fields mean "all"."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     protocol = models.CharField(max_length=32)
     axis = models.CharField(max_length=48)
@@ -28,6 +34,7 @@ class AgreementSnapshot(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=[
+                    "project",
                     "protocol",
                     "axis",
                     "metric",
@@ -37,10 +44,14 @@ class AgreementSnapshot(models.Model):
                     "week",
                     "subject",
                 ],
-                name="agreement_snapshot_scope_unique",
+                name="agreement_snapshot_scope_per_project",
             )
         ]
-        indexes = [models.Index(fields=["protocol", "metric", "tier"])]
+        indexes = [
+            models.Index(
+                fields=["project", "protocol", "metric", "tier"], name="agreement_snapshot_lookup"
+            )
+        ]
 
     def __str__(self):
         return f"{self.protocol}/{self.axis}/{self.metric} {self.tier}{self.task_type}{self.domain}{self.week}{self.subject} = {self.value}"
@@ -53,6 +64,10 @@ class AgreementDirtyScope(models.Model):
     with these scope columns by ``annotator_id`` changed (its α/Fleiss scopes and that
     annotator's pairs are recomputed); ``facts`` — only per-annotator facts; ``all`` — every
     figure of ``protocol`` (every protocol when empty), e.g. after a tier change."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     RATING, FACTS, ALL = "rating", "facts", "all"
 

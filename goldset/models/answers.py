@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from goldset.models.corpus import BlockVersion, Domain, TaskType
+from goldset.models.projects import default_project_id
 from goldset.models.routing import Tier
 
 
@@ -109,12 +110,21 @@ class AdjudicationReason(models.TextChoices):
 class System(models.Model):
     """A RAG configuration. Admin-only: never shown to annotators or leads."""
 
-    system_id = models.CharField(max_length=200, unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
+    system_id = models.CharField(max_length=200)
     config = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["system_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "system_id"], name="system_system_id_per_project"
+            )
+        ]
 
     def __str__(self):
         return self.system_id
@@ -123,7 +133,11 @@ class System(models.Model):
 class Run(models.Model):
     """One system's answer log for a question set. Admin-only."""
 
-    run_id = models.CharField(max_length=200, unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
+    run_id = models.CharField(max_length=200)
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="runs")
     source_name = models.CharField(max_length=300, blank=True)
     imported_by = models.ForeignKey(
@@ -133,6 +147,9 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-imported_at", "run_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "run_id"], name="run_run_id_per_project")
+        ]
         # The runs page pages by keyset, newest first.
         indexes = [models.Index(fields=["imported_at", "id"], name="run_imported")]
 
@@ -144,7 +161,11 @@ class Question(models.Model):
     """A benchmark question with its gold evidence packet (seed 004 §3.6, A.3–A.4). Immutable
     once imported (its content hash guards re-imports)."""
 
-    question_id = models.CharField(max_length=200, unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
+    question_id = models.CharField(max_length=200)
     domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="questions")
     task_family = models.CharField(max_length=120)
     task_type = models.CharField(
@@ -165,11 +186,14 @@ class Question(models.Model):
     class Meta:
         ordering = ["question_id"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["project", "question_id"], name="question_question_id_per_project"
+            ),
             models.CheckConstraint(
                 condition=Q(uncertainty__isnull=True)
                 | (Q(uncertainty__gte=0) & Q(uncertainty__lte=1)),
                 name="question_uncertainty_0_1",
-            )
+            ),
         ]
 
     def __str__(self):
@@ -204,6 +228,10 @@ class AnswerRecord(models.Model):
     (6601) shuffle, both set when the record is created, so the claim walks one partial index
     (open production records per domain, in rank order) instead of scanning every record.
     ``assigned_count`` counts the production slots claimed; it only changes with the row locked."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="records")
@@ -491,6 +519,10 @@ class CalibrationSet(models.Model):
     """A domain's calibration items, handed out in sealed versions (see
     ``goldset.services.calibration``): ``version`` is the newest sealed one, 0 before anyone
     started."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     domain = models.OneToOneField(Domain, on_delete=models.PROTECT, related_name="calibration_set")
     version = models.PositiveIntegerField(default=0)

@@ -3,6 +3,8 @@
 from django.db import models
 from django.db.models import F, Q
 
+from goldset.models.projects import default_project_id
+
 
 class TaskType(models.TextChoices):
     FACTUAL_QA = "factual_qa", "Factual QA"
@@ -13,18 +15,27 @@ class TaskType(models.TextChoices):
 
 
 class Domain(models.Model):
-    slug = models.SlugField(max_length=64, unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+    slug = models.SlugField(max_length=64)
     name = models.CharField(max_length=128)
 
     class Meta:
         ordering = ["slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "slug"], name="domain_slug_per_project")
+        ]
 
     def __str__(self):
         return self.slug
 
 
 class Document(models.Model):
-    document_id = models.CharField(max_length=200, unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+    document_id = models.CharField(max_length=200)
     title = models.CharField(max_length=500)
     domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="documents")
     authority = models.DecimalField(max_digits=4, decimal_places=3)
@@ -34,9 +45,12 @@ class Document(models.Model):
     class Meta:
         ordering = ["document_id"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["project", "document_id"], name="document_document_id_per_project"
+            ),
             models.CheckConstraint(
                 condition=Q(authority__gte=0) & Q(authority__lte=1), name="document_authority_0_1"
-            )
+            ),
         ]
         permissions = [
             ("import_corpus", "Can import corpus files"),
@@ -49,12 +63,20 @@ class Document(models.Model):
 
 
 class Block(models.Model):
-    block_id = models.CharField(max_length=200, unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+    block_id = models.CharField(max_length=200)
     document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="blocks")
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["document_id", "position", "block_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "block_id"], name="block_block_id_per_project"
+            )
+        ]
 
     def __str__(self):
         return self.block_id

@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from goldset.models.corpus import BlockVersion, Domain, TaskType
+from goldset.models.projects import default_project_id
 from goldset.models.routing import Tier
 
 
@@ -67,12 +68,18 @@ class DisagreementCategory(models.TextChoices):
 
 
 class Customer(models.Model):
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
     name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=64, unique=True)
+    slug = models.SlugField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "slug"], name="customer_slug_per_project")
+        ]
         # The customers page pages by keyset in this order.
         indexes = [models.Index(fields=["name", "id"], name="customer_name")]
 
@@ -125,7 +132,11 @@ class Triple(models.Model):
     one under review (or gold). ``state`` only changes through the services in
     ``goldset.services.resolution`` and friends, each writing an audit event."""
 
-    external_id = models.CharField(max_length=100, unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
+    external_id = models.CharField(max_length=100)
     state = models.CharField(
         max_length=20, choices=TripleState, default=TripleState.PENDING_REVIEW, db_index=True
     )
@@ -168,6 +179,9 @@ class Triple(models.Model):
     class Meta:
         ordering = ["-added_at", "-id"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["project", "external_id"], name="triple_external_id_per_project"
+            ),
             models.CheckConstraint(
                 condition=Q(source=Source.CUSTOMER_PERMISSIONED, customer__isnull=False)
                 | (~Q(source=Source.CUSTOMER_PERMISSIONED) & Q(customer__isnull=True)),
@@ -420,6 +434,10 @@ class DiscussionMessage(models.Model):
 class QualityTrackerEntry(models.Model):
     """A triple dropped because every reviewer flagged it: what was wrong, and who said so."""
 
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
     triple = models.ForeignKey(Triple, on_delete=models.PROTECT, related_name="quality_entries")
     revision = models.OneToOneField(
         TripleRevision, on_delete=models.PROTECT, related_name="quality_entry"
@@ -443,6 +461,10 @@ class SpotCheckDraw(models.Model):
 
     ``eligible_revision_ids`` and ``seed`` reproduce ``selected_revision_ids`` exactly."""
 
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
     iso_year = models.PositiveIntegerField()
     iso_week = models.PositiveSmallIntegerField()
     seed = models.BigIntegerField()
@@ -457,7 +479,10 @@ class SpotCheckDraw(models.Model):
     class Meta:
         ordering = ["-iso_year", "-iso_week"]
         constraints = [
-            models.UniqueConstraint(fields=["iso_year", "iso_week"], name="spot_check_once_a_week")
+            models.UniqueConstraint(
+                fields=["project", "iso_year", "iso_week"],
+                name="spot_check_once_a_week_per_project",
+            )
         ]
 
     def __str__(self):
@@ -471,7 +496,11 @@ class SpotCheckDraw(models.Model):
 class WorkingSlice(models.Model):
     """A quarter's seeded, domain-stratified sample of the gold set."""
 
-    quarter = models.CharField(max_length=7, unique=True)  # "2026Q1"
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
+    quarter = models.CharField(max_length=7)  # "2026Q1"
     seed = models.BigIntegerField()
     size = models.PositiveIntegerField()
     triple_ids = models.JSONField(default=list)
@@ -484,6 +513,11 @@ class WorkingSlice(models.Model):
 
     class Meta:
         ordering = ["-quarter"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "quarter"], name="working_slice_quarter_per_project"
+            )
+        ]
 
     def __str__(self):
         return f"working slice {self.quarter}"

@@ -11,6 +11,7 @@ from django.db.models import Q
 
 from goldset.models.answers import AnswerRecord
 from goldset.models.exports import GoldVersion
+from goldset.models.projects import default_project_id
 
 
 class EvaluatorKind(models.TextChoices):
@@ -21,6 +22,9 @@ class EvaluatorKind(models.TextChoices):
 
 
 class Evaluator(models.Model):
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
     name = models.CharField(max_length=120)
     version = models.CharField(max_length=40)
     kind = models.CharField(max_length=16, choices=EvaluatorKind.choices)
@@ -35,7 +39,9 @@ class Evaluator(models.Model):
     class Meta:
         ordering = ["name", "version"]
         constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="evaluator_name_version")
+            models.UniqueConstraint(
+                fields=["project", "name", "version"], name="evaluator_name_version_per_project"
+            )
         ]
 
     def __str__(self):
@@ -95,6 +101,10 @@ class EvaluatorReportSnapshot(models.Model):
     """The evaluator report (``scoring.evaluators.EvaluatorReport.to_dict()``) as computed at
     ``created_at``; rows name evaluators by ``evaluator:<id>`` so the page can pseudonymise."""
 
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
     report = models.JSONField()
     trust_kappa = models.FloatField()
     n_items = models.PositiveIntegerField()
@@ -123,6 +133,10 @@ class PcsCalibration(models.Model):
     ``selected`` holds the chosen weights, caps and thresholds once it has succeeded; scoring
     jobs may choose it (the seed's defaults stay the default)."""
 
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
     name = models.CharField(max_length=80)
     version = models.PositiveIntegerField()
     status = models.CharField(
@@ -150,7 +164,9 @@ class PcsCalibration(models.Model):
     class Meta:
         ordering = ["name", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="calibration_name_version"),
+            models.UniqueConstraint(
+                fields=["project", "name", "version"], name="calibration_name_version_per_project"
+            ),
             models.CheckConstraint(condition=Q(progress__lte=100), name="calibration_progress"),
         ]
         indexes = [
@@ -169,6 +185,10 @@ class PcsCalibration(models.Model):
 class ReleaseReport(models.Model):
     """A release report for chosen runs on one gold version (``scoring.report``), with the HTML
     download rendered once so the file is what was reviewed."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     version = models.ForeignKey(GoldVersion, on_delete=models.PROTECT, related_name="+")
     run_ids = models.JSONField(default=list)

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from goldset.models.projects import default_project_id
+
 
 class ExportFormat(models.TextChoices):
     GOLD_JSONL = "gold_jsonl", "Gold JSONL"
@@ -33,7 +35,11 @@ class GoldVersion(models.Model):
     unsealed, its rows and files inserted, then sealed with the manifest in the same
     transaction. A sealed version is never written again."""
 
-    number = models.PositiveIntegerField(unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
+    number = models.PositiveIntegerField()
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
@@ -53,7 +59,10 @@ class GoldVersion(models.Model):
     class Meta:
         ordering = ["-number"]
         constraints = [
-            models.CheckConstraint(condition=Q(number__gte=1), name="gold_version_number_positive")
+            models.UniqueConstraint(
+                fields=["project", "number"], name="gold_version_number_per_project"
+            ),
+            models.CheckConstraint(condition=Q(number__gte=1), name="gold_version_number_positive"),
         ]
 
     def __str__(self):

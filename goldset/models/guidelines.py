@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models import Q
 
 from goldset.models.corpus import Domain
+from goldset.models.projects import default_project_id
 from goldset.models.routing import Tier
 
 
@@ -58,6 +59,10 @@ class DecisionKind(models.TextChoices):
 class FastDecision(models.Model):
     """A decision faster than its tier's threshold. ``decision_ms`` is the shorter of the server
     (opening to submit) and the client's active time; ``threshold_ms`` the threshold then."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     kind = models.CharField(max_length=16, choices=DecisionKind.choices)
     label = models.OneToOneField(

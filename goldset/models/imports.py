@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from goldset.models.projects import default_project_id
+
 
 class ImportKind(models.TextChoices):
     CORPUS = "corpus", "Corpus (JSONL manifest or Unrag JSON)"
@@ -39,6 +41,9 @@ RETRYABLE_IMPORT_STATUSES = (ImportStatus.FAILED, ImportStatus.CANCELLED)
 
 
 class ImportJob(models.Model):
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
     kind = models.CharField(max_length=12, choices=ImportKind.choices)
     dedupe_key = models.CharField(max_length=64)
     filename = models.CharField(max_length=300)
@@ -75,7 +80,9 @@ class ImportJob(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["kind", "dedupe_key"], name="import_job_unique_file"),
+            models.UniqueConstraint(
+                fields=["project", "kind", "dedupe_key"], name="import_job_unique_file_per_project"
+            ),
             models.CheckConstraint(condition=Q(progress__lte=100), name="import_progress_0_100"),
         ]
         indexes = [models.Index(fields=["status", "created_at"])]

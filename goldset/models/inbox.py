@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from goldset.models.corpus import Domain
+from goldset.models.projects import default_project_id
 
 
 class NotificationKind(models.TextChoices):
@@ -28,6 +29,10 @@ class Notification(models.Model):
     """One thing to tell one user. ``text`` is written for its recipient (display names, no
     system, run or model identity); ``link`` is a path inside the workbench. ``count`` > 1 when
     events of the same ``key`` were folded into this unread row (``created_at`` is the latest)."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     recipient = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"

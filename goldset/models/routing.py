@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from goldset.models.projects import default_project_id
+
 
 class Tier(models.TextChoices):
     TRIAGE = "tier_a", "TRIAGE (tier A)"
@@ -14,7 +16,11 @@ class Tier(models.TextChoices):
 class RoutingRules(models.Model):
     """One immutable version of the routing rules. The newest version is in force."""
 
-    version = models.PositiveIntegerField(unique=True)
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
+
+    version = models.PositiveIntegerField()
     gold_task_types = models.JSONField(default=list)
     uncertainty_threshold = models.DecimalField(max_digits=4, decimal_places=3)
     adversarial_routes_gold = models.BooleanField(default=True)
@@ -28,10 +34,13 @@ class RoutingRules(models.Model):
     class Meta:
         ordering = ["-version"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["project", "version"], name="routing_rules_version_per_project"
+            ),
             models.CheckConstraint(
                 condition=Q(uncertainty_threshold__gte=0) & Q(uncertainty_threshold__lte=1),
                 name="routing_threshold_0_1",
-            )
+            ),
         ]
 
     def __str__(self):

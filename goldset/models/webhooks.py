@@ -11,6 +11,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from goldset.models.projects import default_project_id
+
 
 class WebhookEvent(models.TextChoices):
     GOLD_VERSION_FROZEN = "gold_version.frozen", "Gold version frozen"
@@ -34,6 +36,10 @@ class DeliveryStatus(models.TextChoices):
 class WebhookEndpoint(models.Model):
     """Where events are posted. ``secret`` is the Standard Webhooks signing secret
     (``whsec_<base64>``): generated here, shown to the admin once, kept to sign deliveries."""
+
+    project = models.ForeignKey(
+        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
+    )
 
     url = models.URLField(max_length=2000)
     description = models.CharField(max_length=200, blank=True)

@@ -2,6 +2,7 @@
 DRF imports its default permission class while ``rest_framework.views`` is still loading."""
 
 from django.conf import settings
+from django.http import Http404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import exceptions
@@ -9,6 +10,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.throttling import SimpleRateThrottle
 
+from goldset.selectors.projects import access_project
 from workbench.access import entry_for
 from workbench.client_address import client_address
 from workbench.models import ApiToken, TokenScope
@@ -20,8 +22,10 @@ from workbench.services.rate_limits import hit_rate_limit
 
 class AccessTablePermission(BasePermission):
     """The role rule of :mod:`workbench.access` for this URL name, after DRF has authenticated
-    the caller (session or token): 401 without credentials, 403 for a role the entry does not
-    list. Object scope stays in the selectors (404)."""
+    the caller (session or token): 401 without credentials; 404 when the URL's project is not
+    the caller's (or not the token's); 403 for a role the entry does not list in that project.
+    The project it resolves is ``request.project`` for the view. Object scope stays in the
+    selectors (404)."""
 
     def has_permission(self, request, view):
         match = request.resolver_match
@@ -32,6 +36,17 @@ class AccessTablePermission(BasePermission):
             return True
         if not request.user or not request.user.is_authenticated:
             raise exceptions.NotAuthenticated()
+        if entry.scoped:
+            slug = getattr(request._request, "project_slug", None)
+            token = request.auth
+            try:
+                access = access_project(user=request.user, slug=slug)
+            except Http404:
+                raise exceptions.NotFound() from None
+            if isinstance(token, ApiToken) and token.project_id not in (None, access.project.pk):
+                raise exceptions.NotFound()
+            request._request.project = access.project
+            request.user._workbench_roles = access.roles
         if not roles_of(request.user) & entry.roles:
             raise exceptions.PermissionDenied("Your role does not give access to this endpoint.")
         return True

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Group, Permission
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from goldset.models import ProjectMembership, default_project_id
 from workbench.models import OidcIdentity
 from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, Role
 from workbench.services.api_tokens import revoke_all_api_tokens
@@ -33,14 +34,20 @@ def ensure_roles(*, using: str = "default") -> None:
 
 
 @transaction.atomic
-def create_user_with_role(*, username: str, password: str, role: Role, **fields):
-    """Create (or reset the password of) a user holding exactly ``role``."""
+def create_user_with_role(*, username: str, password: str, role: Role, project=None, **fields):
+    """Create (or reset the password of) a user holding exactly ``role`` in ``project`` (the
+    default project when ``None``; its admins are also installation admins, staff)."""
     User = get_user_model()
     user, _ = User.objects.get_or_create(username=username, defaults=fields)
     user.set_password(password)
-    user.is_staff = role == Role.ADMIN
+    user.is_staff = role == Role.ADMIN and project is None
     user.save()
     user.groups.set([Group.objects.get(name=role.value)])
+    ProjectMembership.objects.update_or_create(
+        project_id=project.pk if project is not None else default_project_id(),
+        user=user,
+        defaults={"role": role.value},
+    )
     return user
 
 

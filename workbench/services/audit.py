@@ -20,13 +20,14 @@ def record_event(
     object_type: str = "",
     object_id: str | int = "",
     detail: dict | None = None,
+    project: Any = None,
 ) -> AuditEvent:
     """Insert one audit event. Pass ``obj`` (a model instance) or ``object_type``/``object_id``.
 
     Runs inside the caller's transaction, so a change and its event commit or roll back together.
     The request id, client address and user agent come from :mod:`workbench.request_context`
     (the request, or for the id the request that queued the task, in progress); a ``detail``
-    naming ``address`` keeps its own.
+    naming ``address`` keeps its own. The project is ``project``, else ``obj``'s project.
     """
     if obj is not None:
         object_type = object_type or obj._meta.label_lower
@@ -46,7 +47,14 @@ def record_event(
         object_id=str(object_id),
         detail={**client, **(detail or {})},
         request_id=context.request_id,
+        project_id=_project_id(project, obj),
     )
+
+
+def _project_id(project, obj) -> int | None:
+    if project is not None:
+        return project.pk
+    return getattr(obj, "project_id", None)
 
 
 def record_events(*, actor, verb: str, events: Iterable[tuple[Any, dict]]) -> int:
@@ -64,6 +72,7 @@ def record_events(*, actor, verb: str, events: Iterable[tuple[Any, dict]]) -> in
             object_id=str(obj.pk),
             detail=detail or {},
             request_id=request_id,
+            project_id=getattr(obj, "project_id", None),
         )
         for obj, detail in events
     ]

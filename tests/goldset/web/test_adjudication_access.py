@@ -4,7 +4,6 @@ the service all use it, so a person who is both annotator and lead is never sent
 may not adjudicate (one they labeled)."""
 
 import pytest
-from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from goldset.models import RecordStatus
@@ -16,6 +15,7 @@ from goldset.selectors.answers import (
 )
 from goldset.selectors.inbox import get_inbox
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
+from goldset.services.projects import grant_role
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from workbench.access import ACCESS
@@ -28,14 +28,15 @@ FINAL = {"acceptability": "acceptable", "grounding": "fully_grounded", "rational
 
 @pytest.fixture
 def split():
-    """A record with no majority whose first labeler also holds the lead role."""
+    """A record with no majority whose first labeler has become a lead since."""
     domain = DomainFactory(slug="supply_chain")
     record = AnswerRecordFactory(question__domain=domain)
     one, two, three = qualified_annotators(domain, 3)
     claim_and_label(one, **GOOD)
     claim_and_label(two, **{**GOOD, "grounding": "partially_grounded"})
     claim_and_label(three, **{**BAD, "severe_safety": True, "rationale": "Unsafe."})
-    one.groups.add(Group.objects.get(name=Role.LEAD.value))
+    # the first labeler is a lead now (one role per project: promoted after labeling)
+    grant_role(project=record.project, user=one, role=Role.LEAD)
     one._workbench_roles = None
     record.refresh_from_db()
     assert record.status == RecordStatus.NEEDS_ADJUDICATION

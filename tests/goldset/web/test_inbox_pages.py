@@ -4,7 +4,6 @@ every new endpoint, constant query counts as data grows, keyset pages, no duplic
 import re
 
 import pytest
-from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from goldset.models import (
@@ -185,11 +184,9 @@ def test_home_inbox_counts_and_links_per_role(client_for, annotator, lead, team)
 HATS = {"lead": Role.LEAD, "admin": Role.ADMIN, "annotator": Role.ANNOTATOR}
 
 
-@pytest.mark.parametrize("roles", [["lead"], ["admin"], ["annotator", "lead", "admin"]])
+@pytest.mark.parametrize("roles", [["annotator"], ["lead"], ["admin"]])
 def test_home_lists_each_page_once(client_for, make_user, roles):
-    user = make_user(role=None, username="many-hats")
-    for role in roles:
-        user.groups.add(Group.objects.get(name=HATS[role]))
+    user = make_user(role=HATS[roles[0]], username="one-hat", is_staff=False)
     html = client_for(user).get(reverse("home")).content.decode()
     cards = html.split('<div class="cards">', 1)[1]
     links = re.findall(r'href="([^"]+)"', cards)

@@ -1,0 +1,59 @@
+"""Projects a person may reach, fetched and authorized in one call (DESIGN.md §15)."""
+
+from dataclasses import dataclass
+
+from django.http import Http404
+
+from goldset.models import DEFAULT_PROJECT_SLUG, Project, ProjectMembership
+from workbench.roles import is_installation_admin, project_roles
+
+
+@dataclass(frozen=True)
+class ProjectAccess:
+    project: Project
+    roles: frozenset[str]
+
+
+def access_project(*, user, slug: str | None) -> ProjectAccess:
+    """The project ``slug`` (the default project when ``None``) and the roles ``user`` holds in
+    it, in one statement; :class:`Http404` when it does not exist or the user is not a member
+    (installation admins are members of every project). Archived projects stay readable."""
+    slug = slug or DEFAULT_PROJECT_SLUG
+    membership = (
+        ProjectMembership.objects.select_related("project")
+        .filter(user_id=user.pk, project__slug=slug)
+        .first()
+    )
+    if membership is not None:
+        return ProjectAccess(membership.project, project_roles(user, membership.role))
+    if is_installation_admin(user):
+        project = Project.objects.filter(slug=slug).first()
+        if project is not None:
+            return ProjectAccess(project, project_roles(user, None))
+    raise Http404("No such project.")
+
+
+def list_projects_for(*, user) -> list[ProjectAccess]:
+    """The projects ``user`` belongs to (every project for installation admins), by name, each
+    with the roles held in it."""
+    held = {
+        m.project_id: m
+        for m in ProjectMembership.objects.select_related("project").filter(user_id=user.pk)
+    }
+    if is_installation_admin(user):
+        projects = list(Project.objects.all())
+    else:
+        projects = sorted((m.project for m in held.values()), key=lambda p: (p.name, p.slug))
+    return [
+        ProjectAccess(p, project_roles(user, held[p.pk].role if p.pk in held else None))
+        for p in projects
+    ]
+
+
+def list_members(*, project) -> list[ProjectMembership]:
+    """A project's members with their users, by username."""
+    return list(
+        ProjectMembership.objects.select_related("user")
+        .filter(project=project)
+        .order_by("user__username")
+    )

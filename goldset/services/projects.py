@@ -1,0 +1,156 @@
+"""Projects and their members (DESIGN.md §15): create, copy policy from another project, grant
+and remove roles, archive, delete (refused once a version is frozen)."""
+
+import re
+
+from django.db import transaction
+from django.utils import timezone
+
+from goldset.exceptions import GoldsetError
+from goldset.models import GoldVersion, Project, ProjectMembership
+from goldset.models.projects import RESERVED_SLUGS
+from workbench.roles import ROLE_RANK, Role
+from workbench.services.audit import record_event
+
+_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+
+
+class ProjectRefused(GoldsetError):
+    """A project change the rules do not allow (the message says which rule)."""
+
+
+def check_slug(slug: str) -> str:
+    """A project slug: lower-case letters, digits and inner hyphens, at most 64, not reserved."""
+    if not _SLUG.match(slug or ""):
+        raise ProjectRefused(
+            "slug: lower-case letters, digits and hyphens (not first or last), at most 64"
+        )
+    if slug in RESERVED_SLUGS:
+        raise ProjectRefused(f"slug: {slug!r} is reserved")
+    return slug
+
+
+@transaction.atomic
+def create_project(*, name: str, slug: str, description: str = "", by, copy_from=None) -> Project:
+    """A new project; ``by`` (an installation admin) becomes its admin. With ``copy_from`` the
+    new project starts from that project's settings (its guidelines and routing rules are
+    copied by :func:`goldset.services.project_copy.copy_policy`)."""
+    check_slug(slug)
+    if Project.objects.filter(slug=slug).exists():
+        raise ProjectRefused(f"slug: a project {slug!r} exists already")
+    project = Project.objects.create(
+        name=name.strip() or slug,
+        slug=slug,
+        description=description,
+        settings=dict(copy_from.settings) if copy_from is not None else {},
+    )
+    ProjectMembership.objects.create(project=project, user=by, role=Role.ADMIN.value)
+    record_event(
+        actor=by,
+        verb="project.create",
+        object_type="project",
+        object_id=project.slug,
+        detail={"name": project.name, "copied_from": copy_from.slug if copy_from else None},
+        project=project,
+    )
+    return project
+
+
+@transaction.atomic
+def grant_role(*, project: Project, user, role: Role | str, by=None) -> ProjectMembership:
+    """``user`` holds exactly ``role`` in ``project`` (added, or their role changed). Effective
+    on the user's next request (roles are read per request)."""
+    role = Role(role)
+    membership, created = ProjectMembership.objects.select_for_update().get_or_create(
+        project=project, user=user, defaults={"role": role.value}
+    )
+    before = None if created else membership.role
+    if not created and membership.role != role.value:
+        membership.role = role.value
+        membership.save(update_fields=["role"])
+    if before != role.value:
+        record_event(
+            actor=by,
+            verb="project.member",
+            object_type="user",
+            object_id=str(user.pk),
+            detail={"project": project.slug, "role": role.value, "before": before},
+            project=project,
+        )
+    return membership
+
+
+@transaction.atomic
+def remove_member(*, project: Project, user, by=None) -> bool:
+    """``user`` no longer belongs to ``project``; refuses to remove the last admin."""
+    membership = (
+        ProjectMembership.objects.select_for_update().filter(project=project, user=user).first()
+    )
+    if membership is None:
+        return False
+    if membership.role == Role.ADMIN.value:
+        admins = ProjectMembership.objects.filter(project=project, role=Role.ADMIN.value)
+        if admins.count() == 1:
+            raise ProjectRefused("A project keeps at least one admin.")
+    membership.delete()
+    record_event(
+        actor=by,
+        verb="project.member_removed",
+        object_type="user",
+        object_id=str(user.pk),
+        detail={"project": project.slug, "role": membership.role},
+        project=project,
+    )
+    return True
+
+
+def strongest(roles) -> Role | None:
+    """The strongest of several roles (a person holds one role per project)."""
+    return max((Role(r) for r in roles), key=ROLE_RANK.__getitem__, default=None)
+
+
+@transaction.atomic
+def update_project_details(*, project: Project, name: str, description: str, by) -> Project:
+    """A project's name and description (the slug never changes: it is in every URL)."""
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    before = {"name": project.name, "description": project.description}
+    project.name, project.description = name.strip() or project.slug, description
+    project.save(update_fields=["name", "description"])
+    record_event(
+        actor=by,
+        verb="project.update",
+        object_type="project",
+        object_id=project.slug,
+        detail={"before": before, "after": {"name": project.name, "description": description}},
+        project=project,
+    )
+    return project
+
+
+@transaction.atomic
+def set_archived(*, project: Project, archived: bool, by) -> Project:
+    """Archive (everything stays readable) or restore a project."""
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    project.archived_at = timezone.now() if archived else None
+    project.save(update_fields=["archived_at"])
+    record_event(
+        actor=by,
+        verb="project.archive" if archived else "project.restore",
+        object_type="project",
+        object_id=project.slug,
+        project=project,
+    )
+    return project
+
+
+@transaction.atomic
+def delete_project(*, project: Project, by) -> None:
+    """Delete a project that holds no frozen gold version (those are kept for ever: archive the
+    project instead). Its data goes with it."""
+    if GoldVersion.objects.filter(project=project).exists():
+        raise ProjectRefused(
+            "This project has frozen gold versions: it cannot be deleted (archive it instead)."
+        )
+    record_event(actor=by, verb="project.delete", object_type="project", object_id=project.slug)
+    ProjectMembership.objects.filter(project=project).delete()
+    project.delete()

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from goldset.views import projects
+
+app_name = "projects"
+
+urlpatterns = [
+    path("projects/new/", projects.create, name="create"),
+    path("project/settings/", projects.settings_page, name="settings"),
+    path("project/archive/", projects.archive, name="archive"),
+    path("project/members/", projects.members, name="members"),
+    path("project/members/<int:user_id>/remove/", projects.member_remove, name="member_remove"),
+]

@@ -1,0 +1,112 @@
+"""Project pages (DESIGN.md §15): create (installation admins), a project's details and members
+(its admins). The project is ``request.project``, resolved with the caller's membership by
+workbench.middleware.AccessMiddleware."""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from goldset.forms.projects import MemberForm, ProjectDetailsForm, ProjectForm
+from goldset.selectors.projects import list_members, list_projects_for
+from goldset.services.project_copy import copy_policy
+from goldset.services.projects import (
+    ProjectRefused,
+    create_project,
+    grant_role,
+    remove_member,
+    set_archived,
+    update_project_details,
+)
+from workbench.project_urls import project_home_url
+from workbench.roles import Role, is_installation_admin, role_required
+
+
+@role_required(Role.ADMIN)
+def create(request):
+    """A new project (installation admins only), optionally from another project's policy."""
+    if not is_installation_admin(request.user):
+        return render(request, "403.html", status=403)
+    mine = [a.project for a in list_projects_for(user=request.user)]
+    form = ProjectForm(request.POST or None, projects=mine)
+    status = 200
+    if request.method == "POST":
+        # a double-click is harmless: the second create finds the slug taken
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                project = create_project(
+                    name=data["name"],
+                    slug=data["slug"],
+                    description=data["description"],
+                    by=request.user,
+                    copy_from=data["copy_from"],
+                )
+                if data["copy_from"] is not None:
+                    copy_policy(source=data["copy_from"], target=project, by=request.user)
+            except ProjectRefused as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Project {project.name} created.")
+                return redirect(project_home_url(project))
+        status = 422
+    return render(request, "projects/create.html", {"form": form}, status=status)
+
+
+@role_required(Role.ADMIN)
+def settings_page(request):
+    """The project's name and description, and archiving."""
+    project = request.project
+    form = ProjectDetailsForm(
+        request.POST or None, initial={"name": project.name, "description": project.description}
+    )
+    if request.method == "POST":
+        if form.is_valid():
+            update_project_details(project=project, by=request.user, **form.cleaned_data)
+            messages.success(request, "Project details saved.")
+            return redirect("projects:settings")
+        return render(request, "projects/settings.html", {"form": form}, status=422)
+    return render(request, "projects/settings.html", {"form": form})
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def archive(request):
+    archived = request.POST.get("archived") == "1"
+    set_archived(project=request.project, archived=archived, by=request.user)
+    messages.success(request, "Project archived." if archived else "Project restored.")
+    return redirect("projects:settings")
+
+
+@role_required(Role.ADMIN)
+def members(request):
+    """Who holds which role in the project; add a person or change their role."""
+    form = MemberForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            user = form.cleaned_data["user"]
+            grant_role(
+                project=request.project, user=user, role=form.cleaned_data["role"], by=request.user
+            )
+            messages.success(
+                request, f"{user.username} is {Role(form.cleaned_data['role']).label}."
+            )
+            return redirect("projects:members")
+        status = 422
+    context = {"form": form, "members": list_members(project=request.project)}
+    return render(request, "projects/members.html", context, status=status)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def member_remove(request, user_id: int):
+    membership = get_object_or_404(
+        request.project.memberships.select_related("user"), user_id=user_id
+    )
+    try:
+        remove_member(project=request.project, user=membership.user, by=request.user)
+    except ProjectRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{membership.user.username} removed from the project.")
+    return redirect("projects:members")
