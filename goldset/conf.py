@@ -298,14 +298,63 @@ TUNABLES: dict[str, Tunable] = {
 }
 
 
-def tunable(name: str) -> Any:
-    """The current value of a tunable (a Django setting, else its documented default)."""
+# The protocol numbers a project may override (DESIGN.md §15): the environment gives the
+# installation default, ``Project.settings`` the project's value (as the environment's text).
+PROJECT_TUNABLES = frozenset(
+    {
+        "CURATION_FLAG_RATE_THRESHOLD",
+        "CURATION_FLAG_RATE_MIN_REVIEWS",
+        "CURATION_FLAG_RATE_WINDOW_DAYS",
+        "CURATION_SOURCE_TARGETS",
+        "CURATION_SOURCE_DRIFT_POINTS",
+        "CURATION_WORKING_SLICE_SIZE",
+        "CURATION_SPOT_CHECK_RATE",
+        "CURATION_MAX_OPEN_ASSIGNMENTS",
+        "CURATION_FRESH_REVIEWERS_ON_REVISION",
+        "AGREEMENT_BOOTSTRAP_RESAMPLES",
+        "AGREEMENT_BOOTSTRAP_SEED",
+        "AGREEMENT_MIN_ITEMS",
+        "AGREEMENT_ALPHA_TARGET",
+        "KAPPA_GATE",
+        "SPOT_CHECK_DISAGREEMENT_LIMIT",
+        "AGREEMENT_OUTLIER_MARGIN",
+        "SEVERE_RATE_GAP_MARGIN",
+        "AUDIT_SAMPLE_RATE",
+        "AUDIT_SAMPLE_SEED",
+        "ANSWER_SPOT_CHECK_RATE",
+        "ANSWER_SPOT_CHECK_SEED",
+        "LABEL_LOAD_TOLERANCE",
+        "EVALUATOR_MIN_COVERAGE",
+        "LABELING_COST_GOLD",
+        "LABELING_COST_TRIAGE",
+        "LABEL_UNDO_WINDOW_SECONDS",
+        "REVIEW_UNDO_WINDOW_SECONDS",
+        "FAST_DECISION_SECONDS_GOLD",
+        "FAST_DECISION_SECONDS_TRIAGE",
+        "PROMOTION_BATCH_MAX",
+    }
+)
+
+
+def installation_default(name: str) -> Any:
+    """A tunable's installation value (a Django setting, else its documented default)."""
     return getattr(settings, name, TUNABLES[name].default)
 
 
-def curation_setting(name: str) -> Any:
-    """``tunable("CURATION_<name>")``."""
-    return tunable(f"CURATION_{name}")
+def tunable(name: str, *, project=None) -> Any:
+    """The value in force: ``project``'s own value for a per-project tunable when it set one,
+    else the installation's (a Django setting, else the documented default). Code that works in
+    a project passes it; installation-level tunables (jobs, imports, webhooks) take none."""
+    if project is not None and name in PROJECT_TUNABLES:
+        raw = (project.settings or {}).get(name)
+        if raw is not None:
+            return TUNABLES[name].parse(raw)
+    return installation_default(name)
+
+
+def curation_setting(name: str, *, project=None) -> Any:
+    """``tunable("CURATION_<name>", project=project)``."""
+    return tunable(f"CURATION_{name}", project=project)
 
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
