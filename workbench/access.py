@@ -165,6 +165,7 @@ ENTRIES: list[Entry] = [
     Entry("projects:members", Kind.PAGE, ADMINS),
     Entry("projects:member_remove", Kind.ACTION, ADMINS),
     Entry("projects:archive", Kind.ACTION, ADMINS),
+    Entry("projects:delete", Kind.ACTION, ADMINS),
     # corpus
     Entry("corpus:documents", Kind.PAGE, EVERYONE),
     Entry("corpus:search", Kind.PAGE, EVERYONE),

@@ -25,6 +25,7 @@ from goldset.selectors.projects import access_project
 from workbench import request_context
 from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
+from workbench.project_urls import root_url
 from workbench.roles import roles_of
 from workbench.services.audit import record_event
 from workbench.services.idempotency import record_api_answer
@@ -203,7 +204,7 @@ class AccessMiddleware:
             # class (goldset.views.api_access) resolves the project and applies the same roles.
             return None
         if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
+            return redirect_to_login(request.get_full_path(), login_url=root_url("login"))
         if entry.scoped or request.project_slug:
             access = access_project(user=request.user, slug=request.project_slug)
             request.project = access.project

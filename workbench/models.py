@@ -11,9 +11,15 @@ class AuditEvent(models.Model):
     )
     verb = models.CharField(max_length=64)
     # The project the event happened in; empty for installation-level events (sign-ins,
-    # projects and their members, tokens valid in every project).
+    # tokens valid in every project). No database constraint: the log is append-only and
+    # outlives a deleted project (its id stays, and the project.delete event names it).
     project = models.ForeignKey(
-        "goldset.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "goldset.Project",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
     object_type = models.CharField(max_length=64, blank=True)
     object_id = models.CharField(max_length=128, blank=True)

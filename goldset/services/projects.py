@@ -4,10 +4,11 @@ and remove roles, archive, delete (refused once a version is frozen)."""
 import re
 
 from django.db import transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
-from goldset.models import GoldVersion, Project, ProjectMembership
+from goldset.models import GoldVersion, Project, ProjectMembership, ProjectSettingChange
 from goldset.models.projects import RESERVED_SLUGS
 from workbench.roles import ROLE_RANK, Role
 from workbench.services.audit import record_event
@@ -146,11 +147,21 @@ def set_archived(*, project: Project, archived: bool, by) -> Project:
 @transaction.atomic
 def delete_project(*, project: Project, by) -> None:
     """Delete a project that holds no frozen gold version (those are kept for ever: archive the
-    project instead). Its data goes with it."""
+    project instead) and no other data either (its corpus, triples, records… would go with it:
+    archive it, or export it as a bundle first). Memberships and settings go with it; its audit
+    events stay (the log is append-only)."""
     if GoldVersion.objects.filter(project=project).exists():
         raise ProjectRefused(
             "This project has frozen gold versions: it cannot be deleted (archive it instead)."
         )
-    record_event(actor=by, verb="project.delete", object_type="project", object_id=project.slug)
+    slug = project.slug
+    ProjectSettingChange.objects.filter(project=project).delete()
     ProjectMembership.objects.filter(project=project).delete()
-    project.delete()
+    try:
+        with transaction.atomic():
+            project.delete()
+    except ProtectedError:
+        raise ProjectRefused(
+            "This project holds data (corpus, triples, records or jobs): archive it instead."
+        ) from None
+    record_event(actor=by, verb="project.delete", object_type="project", object_id=slug)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("projects/new/", projects.create, name="create"),
     path("project/settings/", projects.settings_page, name="settings"),
     path("project/archive/", projects.archive, name="archive"),
+    path("project/delete/", projects.delete, name="delete"),
     path("project/members/", projects.members, name="members"),
     path("project/members/<int:user_id>/remove/", projects.member_remove, name="member_remove"),
 ]

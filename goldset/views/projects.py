@@ -12,12 +12,13 @@ from goldset.services.project_copy import copy_policy
 from goldset.services.projects import (
     ProjectRefused,
     create_project,
+    delete_project,
     grant_role,
     remove_member,
     set_archived,
     update_project_details,
 )
-from workbench.project_urls import project_home_url
+from workbench.project_urls import project_home_url, root_url
 from workbench.roles import Role, is_installation_admin, role_required
 
 
@@ -75,6 +76,25 @@ def archive(request):
     set_archived(project=request.project, archived=archived, by=request.user)
     messages.success(request, "Project archived." if archived else "Project restored.")
     return redirect("projects:settings")
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def delete(request):
+    """Delete an empty project (installation admins; the slug typed again to confirm)."""
+    project = request.project
+    if not is_installation_admin(request.user):
+        return render(request, "403.html", status=403)
+    if request.POST.get("confirm_slug") != project.slug:
+        messages.error(request, "Type the project's slug to confirm the deletion.")
+        return redirect("projects:settings")
+    try:
+        delete_project(project=project, by=request.user)
+    except ProjectRefused as exc:
+        messages.error(request, str(exc))
+        return redirect("projects:settings")
+    messages.success(request, f"Project {project.name} deleted.")
+    return redirect(root_url("home"))
 
 
 @role_required(Role.ADMIN)
