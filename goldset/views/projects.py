@@ -117,25 +117,23 @@ def protocol_settings(request):
     names = project_tunable_names()
     own = project.settings or {}
     if "reset" in request.POST:
+        form = ProjectSettingsForm({n: own.get(n, "") for n in names}, names=names)
+        form.is_valid()
         changes = {request.POST["reset"]: None}
-        form = ProjectSettingsForm(names=names, initial={n: own.get(n, "") for n in names})
     else:
         form = ProjectSettingsForm(request.POST, names=names)
         form.is_valid()  # text fields: always valid; the service checks the values
-        changes = {
-            name: form.cleaned_data.get(name) or None
-            for name in names
-            if name in request.POST and (form.cleaned_data.get(name) or None) != own.get(name)
-        }
+        changes = {n: form.cleaned_data.get(n) or None for n in names if n in request.POST}
+    changed = sorted(n for n, text in changes.items() if text != own.get(n))
     try:
         update_project_settings(project=project, changes=changes, by=request.user)
     except SettingRefused as exc:
-        if exc.name in form.fields and form.is_bound:
+        if exc.name in form.fields:
             form.add_error(exc.name, f"must be {exc.rule}")
         form.add_error(None, str(exc))
         return _settings_page(request, protocol_form=form, status=422)
-    if changes:
-        messages.success(request, f"Settings saved: {', '.join(sorted(changes))}.")
+    if changed:
+        messages.success(request, f"Settings saved: {', '.join(changed)}.")
     else:
         messages.info(request, "No setting changed.")
     return redirect("projects:settings")
