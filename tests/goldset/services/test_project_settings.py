@@ -261,3 +261,25 @@ def test_the_settings_list_shows_default_own_value_and_value_in_force(project_a,
     gate = rows["KAPPA_GATE"]
     assert (gate.default, gate.own, gate.value, gate.overridden) == (0.70, None, 0.70, False)
     assert gate.doc == TUNABLES["KAPPA_GATE"].doc
+
+
+def test_the_project_reviewer_count_moves_the_revision_and_its_resolution(make_user):
+    """A GOLD triple of a project whose GOLD_REVIEWS_PER_TRIPLE is 1 needs one review (its
+    revision is created with one reviewer slot) and is gold after one confirm."""
+    from goldset.models.projects import default_project_id
+    from tests.goldset.curation_support import review, write_triple
+
+    project = Project.objects.get(pk=default_project_id())
+    author = make_user(Role.ANNOTATOR, username="author")
+    reviewer = make_user(Role.ANNOTATOR, username="rev1")
+    before = write_triple(author, gold=True)
+    assert before.current_revision.reviewers_needed == 2
+    review(reviewer, before)
+    update_project_settings(project=project, changes={"GOLD_REVIEWS_PER_TRIPLE": "1"}, by=author)
+    after = write_triple(author, gold=True)
+    assert (after.tier, after.current_revision.reviewers_needed) == (Tier.GOLD, 1)
+    review(reviewer, after)
+    assert after.state == "gold"
+    # the revision of before keeps the two reviews it was created with
+    before.refresh_from_db()
+    assert (before.state, before.current_revision.reviewers_needed) == ("pending_review", 2)

@@ -214,3 +214,32 @@ def test_pages_print_the_values_in_force_in_their_project(client_for, world):
         "κ &lt; 0.70" in client_for(people["staff"]).get(reverse("quality:alerts")).content.decode()
     )
     assert Project.objects.get(slug="policy").settings == {}
+
+
+def test_the_release_and_run_pages_preselect_the_pcs_calibration_in_use(client_for, world):
+    from goldset.models import CalibrationStatus, PcsCalibration
+
+    a, b, people = world
+    ours = PcsCalibration.objects.create(
+        project=a, name="fitted", version=1, status=CalibrationStatus.SUCCEEDED
+    )
+    client = client_for(people["staff"])
+    selected = f'<option value="{ours.pk}" selected>'
+    assert selected not in client.get(at(a, "evaluators:releases")).content.decode()
+    update_project_settings(
+        project=a, changes={"PCS_CALIBRATION": str(ours.pk)}, by=people["owner"]
+    )
+    assert selected in client.get(at(a, "evaluators:releases")).content.decode()
+    assert selected in client.get(at(a, "exports:jobs")).content.decode()
+    assert selected not in client.get(at(b, "evaluators:releases")).content.decode()
+
+
+def test_the_queue_page_prints_the_project_queue_seed(client_for, world):
+    a, b, people = world
+    both = people["both"]
+    grant_role(project=a, user=both, role=Role.ANNOTATOR)
+    grant_role(project=b, user=both, role=Role.ANNOTATOR)
+    update_project_settings(project=a, changes={"QUEUE_SHUFFLE_SEED": "4242"}, by=people["owner"])
+    client = client_for(both)
+    assert "shuffled with seed 4242." in client.get(at(a, "answers:queue")).content.decode()
+    assert "shuffled with seed 6601." in client.get(at(b, "answers:queue")).content.decode()
