@@ -8,6 +8,7 @@ fixture. ``.env.example`` lists every one (a test checks it).
 """
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -15,9 +16,78 @@ from typing import Any
 
 from django.conf import settings
 
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+
 
 def _bool(raw: str) -> bool:
-    return raw.strip().lower() in {"1", "true", "yes", "on"}
+    return raw.strip().lower() in TRUE_WORDS
+
+
+# A rule a value must keep: the value (parsed) and the project it is set for (None: the
+# installation) → None when kept, else the rule in words ("a rate between 0 and 1").
+Check = Callable[[Any, Any], str | None]
+
+
+def _number(value) -> float | None:
+    """``value`` as a finite float, None when it is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def between(low, high, what: str = "a number") -> Check:
+    def check(value, project=None):
+        number = _number(value)
+        if number is None or not low <= number <= high:
+            return f"{what} between {low:g} and {high:g}"
+        return None
+
+    return check
+
+
+def at_least(low, what: str = "a number") -> Check:
+    def check(value, project=None):
+        number = _number(value)
+        if number is None or number < low:
+            return f"{what} of at least {low:g}"
+        return None
+
+    return check
+
+
+RATE = between(0, 1, "a rate")
+TARGET = between(0, 1, "a target")
+SEED = at_least(0, "an integer seed")
+COUNT = at_least(1, "a count")
+COST = at_least(0, "a cost")
+SECONDS = at_least(0, "a duration")
+
+
+def _source_targets(value, project=None) -> str | None:
+    rule = "a JSON object of source → percent (each at least 0) summing to 100"
+    if not isinstance(value, dict) or not value:
+        return rule
+    numbers = [_number(v) for v in value.values()]
+    if any(n is None or n < 0 for n in numbers) or abs(sum(numbers) - 100) > 1e-9:
+        return rule
+    return None
+
+
+def _pcs_calibration(value, project=None) -> str | None:
+    """0 (the PROBE defaults) or a succeeded PCS calibration of the project."""
+    rule = "0 or the number of a succeeded PCS calibration of this project"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return rule
+    if value == 0 or project is None:
+        return None
+    from goldset.models import CalibrationStatus, PcsCalibration  # conf loads before the apps
+
+    found = PcsCalibration.objects.filter(
+        project=project, pk=value, status=CalibrationStatus.SUCCEEDED
+    ).exists()
+    return None if found else rule
 
 
 @dataclass(frozen=True)
@@ -26,6 +96,8 @@ class Tunable:
     default: Any
     parse: Callable[[str], Any]  # from the environment's text to the typed value
     doc: str
+    # The rule a project's value must keep (goldset.services.project_settings refuses others).
+    check: Check | None = None
 
 
 TUNABLES: dict[str, Tunable] = {
@@ -37,32 +109,56 @@ TUNABLES: dict[str, Tunable] = {
             Decimal("0.25"),
             Decimal,
             "Per-author flag rate above which a calibration session is needed.",
+            check=RATE,
         ),
         Tunable(
-            "CURATION_FLAG_RATE_MIN_REVIEWS", 20, int, "Reviews an author needs before alerting."
+            "CURATION_FLAG_RATE_MIN_REVIEWS",
+            20,
+            int,
+            "Reviews an author needs before alerting.",
+            check=COUNT,
         ),
-        Tunable("CURATION_FLAG_RATE_WINDOW_DAYS", 28, int, "The rolling flag-rate window (days)."),
+        Tunable(
+            "CURATION_FLAG_RATE_WINDOW_DAYS",
+            28,
+            int,
+            "The rolling flag-rate window (days).",
+            check=COUNT,
+        ),
         Tunable(
             "CURATION_SOURCE_TARGETS",
             {"public_rfp": 40, "customer_permissioned": 30, "synthetic": 30},
             json.loads,
             "Gold-set source balance target in percent (JSON object).",
+            check=_source_targets,
         ),
         Tunable(
-            "CURATION_SOURCE_DRIFT_POINTS", 10, int, "Drift from a target that raises a warning."
+            "CURATION_SOURCE_DRIFT_POINTS",
+            10,
+            int,
+            "Drift from a target that raises a warning.",
+            check=between(0, 100, "percentage points"),
         ),
-        Tunable("CURATION_WORKING_SLICE_SIZE", 120, int, "Triples in the quarter's working slice."),
+        Tunable(
+            "CURATION_WORKING_SLICE_SIZE",
+            120,
+            int,
+            "Triples in the quarter's working slice.",
+            check=COUNT,
+        ),
         Tunable(
             "CURATION_SPOT_CHECK_RATE",
             Decimal("0.10"),
             Decimal,
             "Share of the week's TRIAGE gold triples drawn for a spot-check review.",
+            check=RATE,
         ),
         Tunable(
             "CURATION_MAX_OPEN_ASSIGNMENTS",
             1,
             int,
             "Open review assignments a reviewer may hold ('next item' returns the oldest).",
+            check=COUNT,
         ),
         Tunable(
             "CURATION_FRESH_REVIEWERS_ON_REVISION",
@@ -169,8 +265,16 @@ TUNABLES: dict[str, Tunable] = {
             "Prefix of the links in webhook payloads (e.g. https://goldset.example.org).",
         ),
         # Agreement (seed 003, DESIGN.md §8).
-        Tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI."),
-        Tunable("AGREEMENT_BOOTSTRAP_SEED", 8821, int, "Seed of every agreement bootstrap CI."),
+        Tunable(
+            "AGREEMENT_BOOTSTRAP_RESAMPLES", 1000, int, "Bootstrap resamples per CI.", check=COUNT
+        ),
+        Tunable(
+            "AGREEMENT_BOOTSTRAP_SEED",
+            8821,
+            int,
+            "Seed of every agreement bootstrap CI.",
+            check=SEED,
+        ),
         Tunable(
             "AGREEMENT_PROCESSES",
             2,
@@ -180,32 +284,40 @@ TUNABLES: dict[str, Tunable] = {
         Tunable(
             "AGREEMENT_DEBOUNCE_SECONDS", 30, int, "Changes within this window share a recompute."
         ),
-        Tunable("AGREEMENT_MIN_ITEMS", 10, int, "Items a figure needs before it can alert."),
-        Tunable("AGREEMENT_ALPHA_TARGET", 0.75, float, "Gold Krippendorff's alpha target."),
+        Tunable(
+            "AGREEMENT_MIN_ITEMS", 10, int, "Items a figure needs before it can alert.", check=COUNT
+        ),
+        Tunable(
+            "AGREEMENT_ALPHA_TARGET", 0.75, float, "Gold Krippendorff's alpha target.", check=TARGET
+        ),
         Tunable(
             "KAPPA_GATE",
             0.70,
             float,
             "The protocol's Cohen kappa gate: an annotator qualifies for a domain at it "
             "(calibration), a gold annotator pair alerts below it, an evaluator is trusted at it.",
+            check=TARGET,
         ),
         Tunable(
             "SPOT_CHECK_DISAGREEMENT_LIMIT",
             0.12,
             float,
             "TRIAGE spot-check disagreement that alerts in two consecutive weeks.",
+            check=RATE,
         ),
         Tunable(
             "AGREEMENT_OUTLIER_MARGIN",
             0.15,
             float,
             "An annotator this far below the others' agreement is an outlier.",
+            check=between(0, 1, "a margin"),
         ),
         Tunable(
             "SEVERE_RATE_GAP_MARGIN",
             0.10,
             float,
             "Gap in severe-safety label rate from the others that alerts.",
+            check=between(0, 1, "a margin"),
         ),
         # Answer labeling (seed 004 §3.5, A.2; goldset.services.labeling).
         Tunable(
@@ -213,24 +325,35 @@ TUNABLES: dict[str, Tunable] = {
             0.05,
             float,
             "Share of majority-settled answer records drawn into the lead's audit sample.",
+            check=RATE,
         ),
         Tunable(
-            "AUDIT_SAMPLE_SEED", 9314, int, "Seed of the audit-sample draw (recorded per item)."
+            "AUDIT_SAMPLE_SEED",
+            9314,
+            int,
+            "Seed of the audit-sample draw (recorded per item).",
+            check=SEED,
         ),
         Tunable(
             "ANSWER_SPOT_CHECK_RATE",
             0.10,
             float,
             "Share of the week's TRIAGE answer records drawn for a second label (spot check).",
+            check=RATE,
         ),
         Tunable(
-            "ANSWER_SPOT_CHECK_SEED", 1003, int, "Seed of the spot-check draw (recorded per item)."
+            "ANSWER_SPOT_CHECK_SEED",
+            1003,
+            int,
+            "Seed of the spot-check draw (recorded per item).",
+            check=SEED,
         ),
         Tunable(
             "LABEL_LOAD_TOLERANCE",
             0.10,
             float,
             "An annotator's cap in a domain: the fair share of its label slots plus this share.",
+            check=at_least(0, "a share"),
         ),
         # Evaluators against the gold tier (seed 003/004, issue 24).
         Tunable(
@@ -238,22 +361,35 @@ TUNABLES: dict[str, Tunable] = {
             0.90,
             float,
             "Share of the gold tier's records a judge must have judged to be trusted on an axis.",
+            check=RATE,
         ),
-        Tunable("LABELING_COST_GOLD", 0.40, float, "Estimated labeling cost of a GOLD case ($)."),
         Tunable(
-            "LABELING_COST_TRIAGE", 0.16, float, "Estimated labeling cost of a TRIAGE case ($)."
+            "LABELING_COST_GOLD",
+            0.40,
+            float,
+            "Estimated labeling cost of a GOLD case ($).",
+            check=COST,
+        ),
+        Tunable(
+            "LABELING_COST_TRIAGE",
+            0.16,
+            float,
+            "Estimated labeling cost of a TRIAGE case ($).",
+            check=COST,
         ),
         Tunable(
             "LABEL_UNDO_WINDOW_SECONDS",
             120,
             int,
             "Seconds during which an annotator may undo their last label (item still unresolved).",
+            check=SECONDS,
         ),
         Tunable(
             "REVIEW_UNDO_WINDOW_SECONDS",
             120,
             int,
             "Seconds during which a reviewer may undo their last triple review (still unresolved).",
+            check=SECONDS,
         ),
         Tunable(
             "SUBMIT_LOCK_TIMEOUT_MS",
@@ -280,12 +416,61 @@ TUNABLES: dict[str, Tunable] = {
             5.0,
             float,
             "A GOLD label, review or adjudication faster than this is flagged to leads (0: off).",
+            check=SECONDS,
         ),
         Tunable(
             "FAST_DECISION_SECONDS_TRIAGE",
             2.0,
             float,
             "A TRIAGE label, review or adjudication faster than this is flagged (0: off).",
+            check=SECONDS,
+        ),
+        # Tiers (seed 003, DESIGN.md §7; goldset.rules.tiers): reviews a triple and labels an
+        # answer record need before they settle (a review assignment holds at most 2, a record
+        # at most 3: database constraints).
+        Tunable(
+            "GOLD_REVIEWS_PER_TRIPLE",
+            2,
+            int,
+            "Independent reviews a GOLD triple revision needs before it settles.",
+            check=between(1, 2, "a count of reviewers"),
+        ),
+        Tunable(
+            "TRIAGE_REVIEWS_PER_TRIPLE",
+            1,
+            int,
+            "Reviews a TRIAGE triple revision needs (2 once drawn for a spot check).",
+            check=between(1, 2, "a count of reviewers"),
+        ),
+        Tunable(
+            "GOLD_LABELS_PER_ITEM",
+            3,
+            int,
+            "Independent labels a GOLD answer record needs before it settles.",
+            check=between(1, 3, "a count of labels"),
+        ),
+        Tunable(
+            "TRIAGE_LABELS_PER_ITEM",
+            1,
+            int,
+            "Labels a TRIAGE answer record needs (2 once drawn for a spot check).",
+            check=between(1, 3, "a count of labels"),
+        ),
+        Tunable(
+            "QUEUE_SHUFFLE_SEED",
+            6601,
+            int,
+            "Seed of the shuffled order of the labeling queue (each record's place is fixed when "
+            "it is imported; each annotator's starting point follows the seed at once).",
+            check=SEED,
+        ),
+        Tunable(
+            "PCS_CALIBRATION",
+            0,
+            int,
+            "The PCS calibration release reports and answer-log scoring use unless another is "
+            "chosen (its number; 0: the PROBE defaults).",
+            check=_pcs_calibration,
         ),
         # Promotion (issue 6; goldset.services.promotion).
         Tunable(
@@ -293,6 +478,7 @@ TUNABLES: dict[str, Tunable] = {
             1000,
             int,
             "Cases one batch promotion promotes at most (the first matching by id).",
+            check=COUNT,
         ),
     ]
 }
@@ -332,6 +518,12 @@ PROJECT_TUNABLES = frozenset(
         "FAST_DECISION_SECONDS_GOLD",
         "FAST_DECISION_SECONDS_TRIAGE",
         "PROMOTION_BATCH_MAX",
+        "GOLD_REVIEWS_PER_TRIPLE",
+        "TRIAGE_REVIEWS_PER_TRIPLE",
+        "GOLD_LABELS_PER_ITEM",
+        "TRIAGE_LABELS_PER_ITEM",
+        "QUEUE_SHUFFLE_SEED",
+        "PCS_CALIBRATION",
     }
 )
 

@@ -162,6 +162,7 @@ ENTRIES: list[Entry] = [
     # members (the project pages are scoped: the project comes from the URL)
     Entry("projects:create", Kind.PAGE, ADMINS, scoped=False),
     Entry("projects:settings", Kind.PAGE, ADMINS),
+    Entry("projects:protocol_settings", Kind.ACTION, ADMINS),
     Entry("projects:members", Kind.PAGE, ADMINS),
     Entry("projects:member_remove", Kind.ACTION, ADMINS),
     Entry("projects:archive", Kind.ACTION, ADMINS),

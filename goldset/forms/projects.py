@@ -39,3 +39,14 @@ class MemberForm(forms.Form):
             raise forms.ValidationError("No active user has this username.")
         self.cleaned_data["user"] = user
         return username
+
+
+class ProjectSettingsForm(forms.Form):
+    """One text field per per-project tunable (``names``): the project's value as the
+    environment's text, empty for the installation default. Parsing and the rules are the
+    service's (goldset.services.project_settings), which names the setting it refuses."""
+
+    def __init__(self, *args, names=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in names:
+            self.fields[name] = forms.CharField(required=False, strip=True, label=name)

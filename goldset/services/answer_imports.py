@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from goldset.conf import tunable
 from goldset.imports import bulk
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
@@ -588,6 +589,7 @@ class AnswerLogImporter:
         records = []
         slots: Counter[int] = Counter()
         rules = get_active_rules()
+        queue_seed = tunable("QUEUE_SHUFFLE_SEED", project=rules.project)
         for run_id, _, _, record, _, _, question in plan:
             uncertainty = (
                 record.uncertainty if record.uncertainty is not None else question.uncertainty
@@ -603,11 +605,11 @@ class AnswerLogImporter:
             record.tier = decision.tier
             record.routing_rule = decision.rule
             record.rules_version = decision.rules_version
-            record.labels_required = required_for(RECORD, decision.tier)
+            record.labels_required = required_for(RECORD, decision.tier, project=rules.project)
             if self.id_factory is not None:
                 record.public_id = self.id_factory()
             record.domain_id = question.domain_id
-            record.queue_rank = queue_rank(public_id=record.public_id)
+            record.queue_rank = queue_rank(public_id=record.public_id, seed=queue_seed)
             if not record.is_calibration:
                 slots[record.domain_id] += record.labels_required
             records.append(record)

@@ -60,8 +60,6 @@ from goldset.models import (
 )
 from goldset.rules.display import display
 from goldset.rules.tiers import (
-    GOLD_LABELS,
-    GOLD_REVIEWS,
     PROMOTABLE_RECORD_STATUSES,
     PROMOTABLE_TRIPLE_STATES,
     RECORD,
@@ -257,7 +255,12 @@ RECORD_OUTCOMES = {
 
 
 def _triple_outcome(row: RerouteRow, verdicts: list[str], awaiting_human: bool) -> RerouteRow:
-    state = resolution_outcome(tier=row.to_tier, verdicts=verdicts, awaiting_human=awaiting_human)
+    state = resolution_outcome(
+        tier=row.to_tier,
+        verdicts=verdicts,
+        awaiting_human=awaiting_human,
+        required=row.required_after,
+    )
     if state not in TRIPLE_OUTCOMES:
         return row
     words = TRIPLE_OUTCOMES[state]
@@ -547,7 +550,8 @@ def _promote_triple_locked(triple: Triple, *, actor, reason, rules_version, batc
         ReviewAssignment.objects.filter(revision=revision, spot_check=True).update(spot_check=False)
         Review.objects.filter(revision=revision, spot_check=True).update(spot_check=False)
         revision.spot_check = False
-    revision.reviewers_needed = GOLD_REVIEWS
+    gold_reviews = required_for(TRIPLE, Tier.GOLD, project=triple.project)
+    revision.reviewers_needed = gold_reviews
     revision.save(update_fields=["reviewers_needed", "spot_check"])
     triple.tier, triple.routing_rule, triple.rules_version = Tier.GOLD, PROMOTED_RULE, rules_version
     if triple.state == TripleState.GOLD:
@@ -569,13 +573,13 @@ def _promote_triple_locked(triple: Triple, *, actor, reason, rules_version, batc
                 "routing_rule": triple.routing_rule,
                 "rules_version": triple.rules_version,
                 "state": triple.state,
-                "reviewers_needed": GOLD_REVIEWS,
+                "reviewers_needed": gold_reviews,
             },
             "reviews_given": given,
             "spot_check_review_counted": spot_check_counted,
         },
     )
-    if given >= GOLD_REVIEWS:
+    if given >= gold_reviews:
         resolve_revision(triple=triple, revision=revision, actor=actor)
     return triple
 
@@ -601,9 +605,10 @@ def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version
         "final_source": record.final_source,
     }
     record.tier, record.routing_rule, record.rules_version = Tier.GOLD, PROMOTED_RULE, rules_version
+    gold_labels = required_for(RECORD, Tier.GOLD, project=record.project)
     if not record.is_calibration:
-        add_domain_slots(domain_id=record.domain_id, delta=GOLD_LABELS - record.labels_required)
-    record.labels_required = GOLD_LABELS
+        add_domain_slots(domain_id=record.domain_id, delta=gold_labels - record.labels_required)
+    record.labels_required = gold_labels
     if record.status == RecordStatus.FINAL:
         record.status = RecordStatus.LABELING
         record.final_acceptability = record.final_grounding = record.final_source = ""
@@ -623,7 +628,7 @@ def _promote_record_locked(record: AnswerRecord, *, actor, reason, rules_version
                 "routing_rule": record.routing_rule,
                 "rules_version": record.rules_version,
                 "status": record.status,
-                "labels_required": GOLD_LABELS,
+                "labels_required": gold_labels,
             },
             "labels_given": record.labels.count(),
         },
@@ -732,7 +737,9 @@ def promote_batch(
     reason = _clean_reason(reason)
     qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
     limit = int(tunable("PROMOTION_BATCH_MAX"))
-    locked = list(qs.select_for_update(of=("self",)).order_by("pk")[:limit])
+    locked = list(
+        qs.select_related("project").select_for_update(of=("self",)).order_by("pk")[:limit]
+    )
     if not locked:
         raise BatchChanged("No TRIAGE case matches these filters any more; nothing was promoted.")
     if batch_token(kind, [c.pk for c in locked]) != token:

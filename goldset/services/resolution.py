@@ -108,13 +108,17 @@ def awaits_human_verification(triple: Triple) -> bool:
     return triple.source == Source.LLM_GENERATED and triple.human_verified_by_id is None
 
 
-def resolution_outcome(*, tier: str, verdicts: list[str], awaiting_human: bool) -> str | None:
+def resolution_outcome(
+    *, tier: str, verdicts: list[str], awaiting_human: bool, required: int | None = None
+) -> str | None:
     """The state the protocol gives a pending revision of a ``tier`` triple with these
     (non-spot-check) verdicts: ``None`` while reviews are missing; all confirm → ``gold``, or
     still ``pending_review`` when an LLM-generated triple awaits its human verification; every
     one of two or more reviewers flags → ``dropped``; otherwise → ``in_discussion``. Pure: the
-    re-route preview uses it to say which cases resolve at once."""
-    if len(verdicts) < required_for(TRIPLE, tier):
+    re-route preview uses it to say which cases resolve at once. ``required``: the reviews the
+    revision needs (fixed with the project's count when it was created or re-routed), else the
+    installation's count for ``tier``."""
+    if len(verdicts) < (required or required_for(TRIPLE, tier)):
         return None
     flags = sum(1 for v in verdicts if v == Verdict.FLAG)
     if not flags:
@@ -137,6 +141,7 @@ def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
         tier=triple.tier,
         verdicts=[r.verdict for r in reviews],
         awaiting_human=awaits_human_verification(triple),
+        required=None if revision.spot_check else revision.reviewers_needed,
     )
     if outcome is None:
         return triple.state

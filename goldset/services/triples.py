@@ -126,7 +126,7 @@ def new_revision(
         expected_answer=expected_answer,
         superseded_reason=reason,
         created_by=actor,
-        reviewers_needed=required_for(TRIPLE, triple.tier),
+        reviewers_needed=required_for(TRIPLE, triple.tier, project=triple.project),
     )
     triple.current_revision = revision
     return revision
@@ -544,7 +544,7 @@ class TripleImporter:
                     expected_answer=ln.expected_answer.strip(),
                     superseded_reason=reason,
                     created_by=author,
-                    reviewers_needed=required_for(TRIPLE, decision.tier),
+                    reviewers_needed=required_for(TRIPLE, decision.tier, project=rules.project),
                 )
             )
             detail = {

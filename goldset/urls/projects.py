@@ -7,6 +7,7 @@ app_name = "projects"
 urlpatterns = [
     path("projects/new/", projects.create, name="create"),
     path("project/settings/", projects.settings_page, name="settings"),
+    path("project/settings/protocol/", projects.protocol_settings, name="protocol_settings"),
     path("project/archive/", projects.archive, name="archive"),
     path("project/delete/", projects.delete, name="delete"),
     path("project/members/", projects.members, name="members"),

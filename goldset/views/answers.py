@@ -14,7 +14,6 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from goldset.forms.answers import LabelForm
 from goldset.forms.time_on_item import timing_from
 from goldset.models import DecisionKind, Domain
-from goldset.rules.labeling import QUEUE_SHUFFLE_SEED
 from goldset.selectors import answers as selectors
 from goldset.selectors.guidelines import ANSWER_LABELING
 from goldset.selectors.positions import (
@@ -50,7 +49,7 @@ from workbench.services.audit import record_event
 def queue(request):
     overview = selectors.get_queue_overview(annotator=request.user)
     done = selectors.list_my_done_assignments(annotator=request.user)
-    context = {"overview": overview, "done": done, "shuffle_seed": QUEUE_SHUFFLE_SEED}
+    context = {"overview": overview, "done": done}
     template = (
         "answers/queue.html#queue-summary"
         if wants_fragment(request, "queue-summary")

@@ -17,6 +17,7 @@ from goldset.models import ImportKind
 from goldset.selectors import evaluators as selectors
 from goldset.services.evaluators import compute_evaluator_report, create_evaluator
 from goldset.services.pcs_calibrations import start_pcs_calibration
+from goldset.services.project_settings import pcs_calibration_in_use
 from goldset.services.release_reports import create_release_report
 from goldset.views.htmx import wants_fragment
 from goldset.views.imports import submit_upload, upload_data, upload_page
@@ -130,7 +131,8 @@ def calibration_detail(request, pk):
 
 @role_required(Role.ADMIN)
 def release_list(request):
-    form = ReleaseReportForm(request.POST or None)
+    in_use = pcs_calibration_in_use(project=request.project)
+    form = ReleaseReportForm(request.POST or None, initial={"calibration": in_use})
     if request.method == "POST" and form.is_valid():
         try:
             report = create_release_report(

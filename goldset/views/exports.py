@@ -21,6 +21,7 @@ from goldset.services.blinded_downloads import (
     serve_version_file,
 )
 from goldset.services.freeze import NothingToFreeze, freeze_gold_version, preview_freeze
+from goldset.services.project_settings import pcs_calibration_in_use
 from goldset.services.scoring_jobs import (
     cancel_scoring_job,
     ci_description,
@@ -132,7 +133,8 @@ def version_diff(request):
 
 @role_required(Role.ADMIN)
 def job_list(request):
-    form = RunUploadForm(*upload_data(request))
+    in_use = pcs_calibration_in_use(project=request.project)
+    form = RunUploadForm(*upload_data(request), initial={"calibration": in_use})
     page = Paginator(selectors.list_jobs(), PAGE_SIZE).get_page(request.GET.get("page"))
     if request.method == "POST" and form.is_valid():
         return submit_upload(

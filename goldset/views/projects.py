@@ -3,12 +3,25 @@
 workbench.middleware.AccessMiddleware."""
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from goldset.forms.projects import MemberForm, ProjectDetailsForm, ProjectForm
+from goldset.forms.projects import (
+    MemberForm,
+    ProjectDetailsForm,
+    ProjectForm,
+    ProjectSettingsForm,
+)
 from goldset.selectors.projects import list_members, list_projects_for
 from goldset.services.project_copy import copy_policy
+from goldset.services.project_settings import (
+    SettingRefused,
+    list_setting_changes,
+    list_settings_in_force,
+    project_tunable_names,
+    update_project_settings,
+)
 from goldset.services.projects import (
     ProjectRefused,
     create_project,
@@ -53,20 +66,78 @@ def create(request):
     return render(request, "projects/create.html", {"form": form}, status=status)
 
 
+HISTORY_PAGE_SIZE = 25
+
+
+def _settings_page(request, *, form=None, protocol_form=None, status=200):
+    """The settings page: details, the protocol settings (each with its doc, the installation
+    default, the project's value and the value in force), their history, archiving."""
+    project = request.project
+    if form is None:
+        form = ProjectDetailsForm(
+            initial={"name": project.name, "description": project.description}
+        )
+    rows = list_settings_in_force(project=project)
+    if protocol_form is None:
+        protocol_form = ProjectSettingsForm(
+            names=project_tunable_names(), initial={r.name: r.own or "" for r in rows}
+        )
+    history = Paginator(list_setting_changes(project=project), HISTORY_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    context = {
+        "form": form,
+        "protocol_form": protocol_form,
+        "settings_rows": [(row, protocol_form[row.name]) for row in rows],
+        "page": history,
+    }
+    return render(request, "projects/settings.html", context, status=status)
+
+
 @role_required(Role.ADMIN)
 def settings_page(request):
-    """The project's name and description, and archiving."""
+    """The project's name and description, its protocol settings, and archiving."""
     project = request.project
-    form = ProjectDetailsForm(
-        request.POST or None, initial={"name": project.name, "description": project.description}
-    )
     if request.method == "POST":
+        form = ProjectDetailsForm(request.POST)
         if form.is_valid():
             update_project_details(project=project, by=request.user, **form.cleaned_data)
             messages.success(request, "Project details saved.")
             return redirect("projects:settings")
-        return render(request, "projects/settings.html", {"form": form}, status=422)
-    return render(request, "projects/settings.html", {"form": form})
+        return _settings_page(request, form=form, status=422)
+    return _settings_page(request)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def protocol_settings(request):
+    """Save the project's protocol settings: a changed field sets the value, an emptied one (or
+    a row's Reset button, ``reset=<name>``) goes back to the installation default. A refused
+    value re-renders the page (422) naming the setting and its rule; nothing is saved."""
+    project = request.project
+    names = project_tunable_names()
+    own = project.settings or {}
+    if "reset" in request.POST:
+        form = ProjectSettingsForm({n: own.get(n, "") for n in names}, names=names)
+        form.is_valid()
+        changes = {request.POST["reset"]: None}
+    else:
+        form = ProjectSettingsForm(request.POST, names=names)
+        form.is_valid()  # text fields: always valid; the service checks the values
+        changes = {n: form.cleaned_data.get(n) or None for n in names if n in request.POST}
+    changed = sorted(n for n, text in changes.items() if text != own.get(n))
+    try:
+        update_project_settings(project=project, changes=changes, by=request.user)
+    except SettingRefused as exc:
+        if exc.name in form.fields:
+            form.add_error(exc.name, f"must be {exc.rule}")
+        form.add_error(None, str(exc))
+        return _settings_page(request, protocol_form=form, status=422)
+    if changed:
+        messages.success(request, f"Settings saved: {', '.join(changed)}.")
+    else:
+        messages.info(request, "No setting changed.")
+    return redirect("projects:settings")
 
 
 @require_POST
