@@ -14,7 +14,12 @@ from django.utils.safestring import SafeString, mark_safe
 from goldset.models import Block, BlockVersion, Document, Domain
 from goldset.selectors.curation import newest_version_of
 from goldset.selectors.keyset import keyset_page
-from goldset.selectors.text_search import SEARCH_CONFIG, search_query, text_matches
+from goldset.selectors.text_search import (
+    SEARCH_CONFIG,
+    in_project,
+    search_query,
+    text_matches,
+)
 
 
 def list_domains(*, project):
@@ -159,7 +164,7 @@ def search_blocks(*, project, query: str):
     if not query:
         return BlockVersion.objects.none()
     versions = text_matches(
-        BlockVersion.objects.filter(block__project=project).select_related(
+        in_project(BlockVersion.objects.all(), project=project).select_related(
             "block__document__domain"
         ),
         query=query,

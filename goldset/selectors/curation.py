@@ -51,7 +51,7 @@ from goldset.models import (
 from goldset.models.corpus import page_range_of
 from goldset.rules.triple_states import needs_rereview_q
 from goldset.selectors.keyset import KeysetPage, keyset_page
-from goldset.selectors.text_search import text_matches, text_rank
+from goldset.selectors.text_search import in_project, text_matches, text_rank
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (
@@ -120,10 +120,12 @@ def search_block_versions(*, project, query: str, limit: int = 20):
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
-    in_project = BlockVersion.objects.filter(block__project=project)
-    by_words = text_matches(in_project.order_by(), query=query).values("pk")
+    by_words = text_matches(
+        in_project(BlockVersion.objects.order_by(), project=project), query=query
+    ).values("pk")
     return (
-        in_project.filter(
+        BlockVersion.objects.filter(block__project=project)
+        .filter(
             Q(pk__in=by_words)
             | Q(block__block_id__icontains=query)
             | Q(block__document__document_id__icontains=query)
@@ -603,9 +605,11 @@ def count_by(field: str, *, project, gold_only: bool = False) -> list[dict]:
     return list(qs.values(field).annotate(n=Count("id")).order_by(field))
 
 
-def dashboard_counts(counts=None) -> dict:
+def dashboard_counts(counts=None, *, project) -> dict:
     """Counts by state (all triples) and, for the gold set, by domain and by tier — from the
-    maintained triple counters (two queries: counters, domain slugs)."""
+    maintained triple counters (two queries: counters, domain slugs). Only ``project``'s domains
+    are named (the counters themselves are the installation's until they are kept per
+    project)."""
     counts = counts if counts is not None else triple_counts()
     states: dict[str, int] = {}
     by_domain: dict[int, int] = {}
@@ -615,11 +619,11 @@ def dashboard_counts(counts=None) -> dict:
         if state == TripleState.GOLD:
             by_domain[domain] = by_domain.get(domain, 0) + n
             by_tier[tier] = by_tier.get(tier, 0) + n
-    slugs = dict(Domain.objects.filter(pk__in=by_domain).values_list("pk", "slug"))
+    slugs = dict(Domain.objects.filter(project=project, pk__in=by_domain).values_list("pk", "slug"))
     return {
         "states": [(s, states.get(s.value, 0)) for s in TripleState],
         "gold_by_domain": sorted(
-            ({"domain__slug": slugs[d], "n": n} for d, n in by_domain.items()),
+            ({"domain__slug": slugs[d], "n": n} for d, n in by_domain.items() if d in slugs),
             key=lambda r: r["domain__slug"],
         ),
         "gold_by_tier": [(Tier(t).label, by_tier[t]) for t in sorted(by_tier)],

@@ -2,6 +2,7 @@
 quality tracker and the bulk triple import."""
 
 import datetime as dt
+from decimal import Decimal
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -39,7 +40,7 @@ def dashboard(request):
     rates = selectors.list_author_flag_rates(project=project)
     counts = selectors.triple_counts()  # one read of the maintained counters for both
     context = {
-        **selectors.dashboard_counts(counts),
+        **selectors.dashboard_counts(counts, project=project),
         "balance": selectors.source_balance(counts, project=project),
         "review_skips": selectors.count_review_skips_by_reviewer(project=project),
         "drift_limit": curation_setting("SOURCE_DRIFT_POINTS", project=project),
@@ -171,11 +172,13 @@ def spot_checks(request):
                 f"{len(draw.eligible_revision_ids)} TRIAGE revisions, seed {draw.seed}.",
             )
             return redirect("curation:spot_checks")
-    return render(
-        request,
-        "curation/spot_checks.html",
-        {"form": form, "draws": selectors.list_spot_check_draws(project=request.project)},
-    )
+    rate = Decimal(str(curation_setting("SPOT_CHECK_RATE", project=request.project)))
+    context = {
+        "form": form,
+        "draws": selectors.list_spot_check_draws(project=request.project),
+        "rate": f"{float(rate * 100):g} %",  # the project's rate in force
+    }
+    return render(request, "curation/spot_checks.html", context)
 
 
 @role_required(*LEADS)
