@@ -47,6 +47,8 @@ from workbench.roles import Role
 pytestmark = pytest.mark.django_db
 
 CANARY = "bravo"  # in every text, id and slug of project B's data, nowhere in project A's
+# searched for in A (the pages echo the query, so not the canary itself): B's block text has it
+B_WORD = "zulucanary"
 QUARTER = "2026Q1"
 
 
@@ -169,17 +171,17 @@ def world(request):
 # The pages of project A each role opens, with a query where the page searches.
 ANNOTATOR_PAGES = [
     ("corpus:documents", ""),
-    ("corpus:search", "?q=zulucanary"),
+    ("corpus:search", f"?q={B_WORD}"),
     ("curation:triples", ""),
     ("curation:write", ""),
-    ("curation:blocks", f"?q={CANARY}"),
-    ("curation:blocks", "?q=zulucanary"),
+    ("curation:blocks", "?q=blk"),  # every block id: A's only
+    ("curation:blocks", f"?q={B_WORD}"),
     ("curation:queue", ""),
 ]
 LEAD_PAGES = [
     ("corpus:documents", ""),
-    ("corpus:search", "?q=zulucanary"),
-    ("curation:blocks", "?q=zulucanary"),
+    ("corpus:search", f"?q={B_WORD}"),
+    ("curation:blocks", f"?q={B_WORD}"),
     ("curation:dashboard", ""),
     ("curation:rereview", ""),
     ("curation:slices", ""),
@@ -270,10 +272,10 @@ def test_project_b_pages_work_for_b_members(world, client_for):
     document = world.b_version.block.document
     pages = [
         (lead, world.b_url("corpus:documents"), document.document_id),
-        (lead, world.b_url("corpus:search") + "?q=zulucanary", "zulucanary"),
+        (lead, world.b_url("corpus:search") + f"?q={B_WORD}", "zulucanary"),
         (lead, world.b_url("corpus:document", document.document_id), document.title),
         (lead, world.b_url("corpus:block", world.b_version.block.block_id), "zulucanary"),
-        (lead, world.b_url("curation:blocks") + "?q=zulucanary", world.b_version.block.block_id),
+        (lead, world.b_url("curation:blocks") + f"?q={B_WORD}", world.b_version.block.block_id),
         (lead, world.b_url("curation:triple", world.b_gold.pk), world.b_gold.external_id),
         (lead, world.b_url("curation:rereview"), world.b_stale.external_id),
         (lead, world.b_url("curation:dashboard"), world.b_stale.external_id),
