@@ -18,3 +18,8 @@ class ImportRejected(GoldsetError):
         super().__init__(
             f"{head}{len(errors)} problem(s); nothing was imported.\n" + "\n".join(errors)
         )
+
+
+class CrossProjectReference(GoldsetError):
+    """A write named an object of another project (a triple of project A pinned to a block
+    version of project B, a customer of B on a triple of A): refused, pages answer 4xx."""

@@ -12,7 +12,15 @@ from django.db import transaction
 
 from goldset.demo.timing import demo_seconds, opened_seconds_ago
 from goldset.exceptions import GoldsetError
-from goldset.models import BlockVersion, Customer, Source, TaskType, Triple
+from goldset.models import (
+    BlockVersion,
+    Customer,
+    Project,
+    Source,
+    TaskType,
+    Triple,
+    default_project_id,
+)
 from goldset.services.customers import (
     create_customer,
     grant_customer_permission,
@@ -191,6 +199,7 @@ class _Demo:
         self.author, self.lead, self.admin = users["author"], users["lead"], users["admin"]
         self.ann = {i: users[f"ann{i}"] for i in range(1, 7)}
         self.count = 0
+        self.project = Project.objects.get(pk=default_project_id())
 
     @staticmethod
     def version(ref: str) -> BlockVersion:
@@ -213,6 +222,7 @@ class _Demo:
     ) -> Triple:
         self.count += 1
         return create_triple(
+            project=self.project,
             author=author or self.author,
             question=question,
             block_version=self.version(ref),
@@ -226,7 +236,7 @@ class _Demo:
 
     def review(self, reviewer, triple, verdict_flags, **fields):
         verdict, flags = verdict_flags
-        assignment = claim_next_assignment(reviewer=reviewer)
+        assignment = claim_next_assignment(project=self.project, reviewer=reviewer)
         triple.refresh_from_db()
         if assignment is None or assignment.revision_id != triple.current_revision_id:
             raise GoldsetError(f"demo: {reviewer} was not given {triple.external_id}")
@@ -254,13 +264,13 @@ def seed_curation_demo() -> bool:
         return False
     d = _Demo()
     acme = Customer.objects.filter(slug="acme-health").first() or create_customer(
-        name="Acme Health", slug="acme-health", actor=d.admin
+        project=d.project, name="Acme Health", slug="acme-health", actor=d.admin
     )
     grant_customer_permission(
         customer=acme, actor=d.admin, note="Data-use addendum signed 2026-01-12"
     )
     globex = Customer.objects.filter(slug="globex").first() or create_customer(
-        name="Globex Logistics", slug="globex", actor=d.admin
+        project=d.project, name="Globex Logistics", slug="globex", actor=d.admin
     )
     grant_customer_permission(customer=globex, actor=d.admin, note="Pilot agreement")
 
@@ -485,7 +495,9 @@ def seed_curation_demo() -> bool:
 
     # TRIAGE spot-check for this week (seeded), and pending work in everyone's queue
     year, week = current_iso_week()
-    draw_spot_checks(iso_year=year, iso_week=week, actor=d.lead, seed=SPOT_CHECK_SEED)
+    draw_spot_checks(
+        project=d.project, iso_year=year, iso_week=week, actor=d.lead, seed=SPOT_CHECK_SEED
+    )
     d.write(
         "blk-hc-infection-02@1",
         "Where are patients with suspected airborne infections placed?",
@@ -513,5 +525,5 @@ def seed_curation_demo() -> bool:
         source=Source.SYNTHETIC_HUMAN_VERIFIED,
     )
 
-    draw_working_slice(quarter=current_quarter(), actor=d.lead, seed=SLICE_SEED)
+    draw_working_slice(project=d.project, quarter=current_quarter(), actor=d.lead, seed=SLICE_SEED)
     return True

@@ -10,7 +10,15 @@ import json
 
 from django.contrib.auth import get_user_model
 
-from goldset.models import AnswerRecord, BlockVersion, GoldVersion, Source, TaskType
+from goldset.models import (
+    AnswerRecord,
+    BlockVersion,
+    GoldVersion,
+    Project,
+    Source,
+    TaskType,
+    default_project_id,
+)
 from goldset.selectors.curation import list_gold_triples
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
 from goldset.services.reviews import claim_next_assignment, submit_review
@@ -30,11 +38,13 @@ def _ensure_gold_triples() -> None:
     users = get_user_model().objects
     author = users.get(username="author")
     reviewers = [users.get(username=f"ann{i}") for i in range(1, 7)]
+    project = Project.objects.get(pk=default_project_id())
     latest = {}
     for bv in BlockVersion.objects.select_related("block").order_by("block__block_id", "version"):
         latest[bv.block_id] = bv
     for index, bv in enumerate(list(latest.values())[:DEMO_QUESTIONS]):
         create_triple(
+            project=project,
             author=author,
             question=f"What does the policy say about {bv.section.lower() or bv.block.block_id}?",
             block_version=bv,
@@ -43,7 +53,7 @@ def _ensure_gold_triples() -> None:
             source=Source.PUBLIC_RFP if index % 3 else Source.SYNTHETIC_HUMAN_VERIFIED,
         )
     for reviewer in reviewers:
-        while (assignment := claim_next_assignment(reviewer=reviewer)) is not None:
+        while (assignment := claim_next_assignment(project=project, reviewer=reviewer)) is not None:
             submit_review(reviewer=reviewer, revision=assignment.revision, verdict="confirm")
 
 

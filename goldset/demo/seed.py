@@ -15,7 +15,7 @@ from goldset.demo.evaluators import seed_evaluators_demo
 from goldset.demo.exports import seed_exports_demo
 from goldset.demo.guidelines import seed_guidelines_demo
 from goldset.demo.promotion import seed_promotion_demo
-from goldset.models import Domain
+from goldset.models import Domain, Project, default_project_id
 from goldset.services.corpus import import_corpus
 from workbench.roles import Role
 from workbench.services.accounts import create_user_with_role
@@ -38,17 +38,24 @@ class DemoResult:
 @transaction.atomic
 def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> DemoResult:
     """Create the demo. Idempotent: existing users keep their password unless one is given."""
+    project = Project.objects.get(pk=default_project_id())
     for slug, name in DOMAINS.items():
-        Domain.objects.get_or_create(slug=slug, defaults={"name": name})
+        Domain.objects.get_or_create(project=project, slug=slug, defaults={"name": name})
     corpus = [
         import_corpus(
-            source=as_jsonl(builtin_manifest()), actor=None, source_name="demo-builtin"
+            project=project,
+            source=as_jsonl(builtin_manifest()),
+            actor=None,
+            source_name="demo-builtin",
         ).as_dict()
     ]
     if nist_path is not None:
         corpus.append(
             import_corpus(
-                source=as_jsonl(nist_manifest(nist_path)), actor=None, source_name="nist-800-53"
+                project=project,
+                source=as_jsonl(nist_manifest(nist_path)),
+                actor=None,
+                source_name="nist-800-53",
             ).as_dict()
         )
 

@@ -20,7 +20,11 @@ REF = re.compile(r"^\s*(?P<block>[^@\s]+)\s*(?:@|\s+v)\s*(?P<version>\d+)\s*$")
 
 
 class BlockVersionRefField(forms.CharField):
-    """A pinned block version written as ``block_id@version`` (e.g. ``blk-sec-arch-01@2``)."""
+    """A pinned block version written as ``block_id@version`` (e.g. ``blk-sec-arch-01@2``),
+    looked up in the form's project only (:class:`ProjectForm` sets ``project``): a block of
+    another project is "not in the corpus", as any object of a project one is not in."""
+
+    project = None
 
     def __init__(self, **kwargs):
         kwargs.setdefault("label", "Expected block version")
@@ -44,7 +48,11 @@ class BlockVersionRefField(forms.CharField):
             )
         version = (
             BlockVersion.objects.select_related("block__document__domain")
-            .filter(block__block_id=match["block"], version=int(match["version"]))
+            .filter(
+                block__project=self.project,
+                block__block_id=match["block"],
+                version=int(match["version"]),
+            )
             .first()
         )
         if version is None:
@@ -70,7 +78,20 @@ SUPERSEDED_HELP = (
 )
 
 
-class RevisionForm(forms.Form):
+class ProjectForm(forms.Form):
+    """A form whose block versions, domains and customers are those of ``project``."""
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        for form_field in self.fields.values():
+            if isinstance(form_field, BlockVersionRefField):
+                form_field.project = project
+        if "domain" in self.fields:
+            self.fields["domain"].queryset = Domain.objects.filter(project=project).order_by("slug")
+
+
+class RevisionForm(ProjectForm):
     question = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)
     block_version = BlockVersionRefField()
     expected_answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)
@@ -79,7 +100,7 @@ class RevisionForm(forms.Form):
 
 class TripleForm(RevisionForm):
     domain = forms.ModelChoiceField(
-        queryset=Domain.objects.order_by("slug"),
+        queryset=Domain.objects.none(),
         to_field_name="slug",
         required=False,
         empty_label="the block's document domain",
@@ -110,17 +131,22 @@ class TripleForm(RevisionForm):
 
     def __init__(self, *args, customers=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if customers is not None:
-            self.fields["customer"].queryset = customers
+        self.fields["customer"].queryset = (
+            customers
+            if customers is not None
+            else Customer.objects.filter(project=self.project).order_by("name")
+        )
 
 
 class SplitForm(forms.Form):
-    """N atomic triples, each with its own block version; blank rows are ignored."""
+    """N atomic triples, each with its own block version (of ``project``); blank rows are
+    ignored."""
 
     ROWS = 4
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
+        self.project = project
         for i in range(1, self.ROWS + 1):
             self.fields[f"question_{i}"] = forms.CharField(
                 required=False, widget=forms.Textarea(attrs={"rows": 2}), label=f"Question {i}"
@@ -128,6 +154,7 @@ class SplitForm(forms.Form):
             self.fields[f"block_version_{i}"] = BlockVersionRefField(
                 required=False, label=f"Block version {i}", help_text=""
             )
+            self.fields[f"block_version_{i}"].project = project
             self.fields[f"expected_answer_{i}"] = forms.CharField(
                 required=False, widget=forms.Textarea(attrs={"rows": 2}), label=f"Answer {i}"
             )

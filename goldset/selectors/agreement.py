@@ -197,7 +197,8 @@ def _author_flag_rate_alerts() -> list[Alert]:
                 "recent_reviews": r.recent_reviews,
             },
         )
-        for r in list_author_flag_rates()
+        # installation thresholds until agreement alerts are per project
+        for r in list_author_flag_rates(project=None)
         if r.calibration_needed
     ]
 

@@ -14,15 +14,27 @@ from django.utils.safestring import SafeString, mark_safe
 from goldset.models import Block, BlockVersion, Document, Domain
 from goldset.selectors.curation import newest_version_of
 from goldset.selectors.keyset import keyset_page
-from goldset.selectors.text_search import SEARCH_CONFIG, search_query, text_matches
+from goldset.selectors.text_search import (
+    SEARCH_CONFIG,
+    in_project,
+    search_query,
+    text_matches,
+)
 
 
-def list_domains():
-    return Domain.objects.order_by("slug")
+def list_domains(*, project):
+    """The project's domains, by slug."""
+    return Domain.objects.filter(project=project).order_by("slug")
 
 
-def list_documents(*, domain: str = "", query: str = ""):
-    qs = Document.objects.select_related("domain").annotate(block_count=Count("blocks"))
+def list_documents(*, project, domain: str = "", query: str = ""):
+    """The project's documents (optionally of one domain, or whose title or id contains
+    ``query``), each with ``block_count``, by id."""
+    qs = (
+        Document.objects.filter(project=project)
+        .select_related("domain")
+        .annotate(block_count=Count("blocks"))
+    )
     if domain:
         qs = qs.filter(domain__slug=domain)
     if query:
@@ -30,10 +42,10 @@ def list_documents(*, domain: str = "", query: str = ""):
     return qs.order_by("document_id")
 
 
-def documents_page(*, domain: str = "", query: str = "", cursor: str | None, size: int):
+def documents_page(*, project, domain: str = "", query: str = "", cursor: str | None, size: int):
     """One keyset page of :func:`list_documents` in ``document_id`` order, each document with
     ``block_count`` counted for that page's documents only (two queries at any corpus size)."""
-    qs = Document.objects.select_related("domain")
+    qs = Document.objects.filter(project=project).select_related("domain")
     if domain:
         qs = qs.filter(domain__slug=domain)
     if query:
@@ -50,8 +62,11 @@ def documents_page(*, domain: str = "", query: str = "", cursor: str | None, siz
     return page
 
 
-def get_document(*, document_id: str) -> Document:
-    return get_object_or_404(Document.objects.select_related("domain"), document_id=document_id)
+def get_document(*, project, document_id: str) -> Document:
+    """A document of ``project`` by its id; Http404 for another project's or an unknown one."""
+    return get_object_or_404(
+        Document.objects.select_related("domain"), project=project, document_id=document_id
+    )
 
 
 def list_blocks_of(*, document: Document):
@@ -72,24 +87,28 @@ def latest_versions_for(blocks) -> dict[int, BlockVersion]:
     return {v.block_id: v for v in BlockVersion.objects.filter(wanted)}
 
 
-def get_block(*, block_id: str) -> Block:
+def get_block(*, project, block_id: str) -> Block:
+    """A block of ``project`` with its document and versions; Http404 for another project's."""
     return get_object_or_404(
         Block.objects.select_related("document__domain").prefetch_related(
             Prefetch("versions", queryset=BlockVersion.objects.order_by("version"))
         ),
+        project=project,
         block_id=block_id,
     )
 
 
-def list_versions_of(*, block_id: str):
-    """A block's versions, oldest first; Http404 for an unknown block."""
-    block = get_object_or_404(Block.objects.only("pk"), block_id=block_id)
+def list_versions_of(*, project, block_id: str):
+    """A block's versions, oldest first; Http404 for an unknown block or another project's."""
+    block = get_object_or_404(Block.objects.only("pk"), project=project, block_id=block_id)
     return BlockVersion.objects.filter(block=block).select_related("block__document")
 
 
-def get_block_version(*, block_id: str, version: int) -> BlockVersion:
+def get_block_version(*, project, block_id: str, version: int) -> BlockVersion:
+    """One version of a block of ``project``; Http404 for another project's."""
     return get_object_or_404(
         BlockVersion.objects.select_related("block__document"),
+        block__project=project,
         block__block_id=block_id,
         version=version,
     )
@@ -136,16 +155,19 @@ def _marked(text: str) -> SafeString:
     return mark_safe(escape(text).replace(_START, "<mark>").replace(_STOP, "</mark>"))
 
 
-def search_blocks(*, query: str):
+def search_blocks(*, project, query: str):
     """Block versions matching ``query``: on PostgreSQL full-text search (words stemmed in
     English, ``websearch`` syntax: "quoted phrases", or, -not) on a GIN index, ranked by
     ``ts_rank``; elsewhere (SQLite) every word as a case-insensitive substring, by id. A
-    queryset to paginate; :func:`search_hits` highlights one page."""
+    queryset to paginate; :func:`search_hits` highlights one page. Only ``project``'s blocks."""
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
     versions = text_matches(
-        BlockVersion.objects.select_related("block__document__domain"), query=query
+        in_project(BlockVersion.objects.all(), project=project).select_related(
+            "block__document__domain"
+        ),
+        query=query,
     )
     if connection.vendor == "postgresql":
         return versions.order_by("-rank", "pk")

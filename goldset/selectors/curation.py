@@ -51,7 +51,7 @@ from goldset.models import (
 from goldset.models.corpus import page_range_of
 from goldset.rules.triple_states import needs_rereview_q
 from goldset.selectors.keyset import KeysetPage, keyset_page
-from goldset.selectors.text_search import text_matches, text_rank
+from goldset.selectors.text_search import in_project, text_matches, text_rank
 from workbench.roles import Role, has_role
 
 TRIPLE_JOINS = (
@@ -110,18 +110,22 @@ def superseded_pin_q() -> Q:
 # ---------------------------------------------------------------- block versions (authoring)
 
 
-def search_block_versions(*, query: str, limit: int = 20):
+def search_block_versions(*, project, query: str, limit: int = 20):
     """The triple editor's block picker: block versions whose text has every word of ``query``
     (anywhere, any case: :func:`goldset.selectors.corpus.text_matches`, full-text search on
     PostgreSQL), or whose block id, document id or document title contains ``query``; the
     best text matches first on PostgreSQL (``ts_rank``), then by document and block, newest
-    version first; each annotated with ``latest`` (the block's newest version number)."""
+    version first; each annotated with ``latest`` (the block's newest version number). Only
+    the blocks of ``project``."""
     query = query.strip()
     if not query:
         return BlockVersion.objects.none()
-    by_words = text_matches(BlockVersion.objects.order_by(), query=query).values("pk")
+    by_words = text_matches(
+        in_project(BlockVersion.objects.order_by(), project=project), query=query
+    ).values("pk")
     return (
-        BlockVersion.objects.filter(
+        BlockVersion.objects.filter(block__project=project)
+        .filter(
             Q(pk__in=by_words)
             | Q(block__block_id__icontains=query)
             | Q(block__document__document_id__icontains=query)
@@ -136,8 +140,9 @@ def search_block_versions(*, query: str, limit: int = 20):
 # ---------------------------------------------------------------- triples
 
 
-def list_triples_by(*, author, state: str = ""):
-    qs = Triple.objects.filter(author=author).select_related(*TRIPLE_JOINS)
+def list_triples_by(*, project, author, state: str = ""):
+    """The triples ``author`` wrote in ``project``, newest first."""
+    qs = Triple.objects.filter(project=project, author=author).select_related(*TRIPLE_JOINS)
     if state:
         qs = qs.filter(state=state)
     return qs.order_by("-added_at", "-id")
@@ -178,10 +183,11 @@ def triple_actions_for(*, user, triple: Triple) -> dict[str, bool]:
     }
 
 
-def list_triples_for(*, user, state: str = ""):
-    """The triples :func:`may_discuss` lets ``user`` see, as one query: every triple for a
-    lead/admin; for anyone else the triples they wrote and those they flagged in a review."""
-    qs = Triple.objects.select_related(*TRIPLE_JOINS)
+def list_triples_for(*, project, user, state: str = ""):
+    """The triples of ``project`` :func:`may_discuss` lets ``user`` see, as one query: every
+    triple for a lead/admin; for anyone else the triples they wrote and those they flagged in a
+    review."""
+    qs = Triple.objects.filter(project=project).select_related(*TRIPLE_JOINS)
     if not has_role(user, Role.LEAD, Role.ADMIN):
         flagged = Review.objects.filter(
             revision__triple=OuterRef("pk"), reviewer=user, verdict=Verdict.FLAG
@@ -192,19 +198,23 @@ def list_triples_for(*, user, state: str = ""):
     return qs
 
 
-def get_triple_by_external_id_for(*, user, external_id: str) -> Triple:
-    """A triple by its public id, for those :func:`may_discuss` lets see it; Http404 else."""
+def get_triple_by_external_id_for(*, project, user, external_id: str) -> Triple:
+    """A triple of ``project`` by its public id, for those :func:`may_discuss` lets see it;
+    Http404 else (and for a triple of another project)."""
     triple = get_object_or_404(
-        Triple.objects.select_related(*TRIPLE_JOINS), external_id=external_id
+        Triple.objects.select_related(*TRIPLE_JOINS), project=project, external_id=external_id
     )
     if not may_discuss(user=user, triple=triple):
         raise Http404("No such triple.")
     return triple
 
 
-def get_triple_for(*, user, pk) -> Triple:
-    """A triple for those :func:`may_discuss` lets see it; Http404 for anyone else."""
-    triple = get_object_or_404(Triple.objects.select_related(*TRIPLE_JOINS, "parent"), pk=pk)
+def get_triple_for(*, project, user, pk) -> Triple:
+    """A triple of ``project`` for those :func:`may_discuss` lets see it; Http404 for anyone
+    else and for a triple of another project."""
+    triple = get_object_or_404(
+        Triple.objects.select_related(*TRIPLE_JOINS, "parent"), project=project, pk=pk
+    )
     if not may_discuss(user=user, triple=triple):
         raise Http404("No such triple.")
     return triple
@@ -280,27 +290,36 @@ def reviewable_q() -> Q:
     )
 
 
-def open_assignments(*, reviewer):
-    """A reviewer's claimed, unsubmitted assignments on revisions that still take reviews."""
+def open_assignments(*, project, reviewer):
+    """A reviewer's claimed, unsubmitted assignments in ``project`` on revisions that still
+    take reviews."""
     live = TripleRevision.objects.filter(reviewable_q(), pk=OuterRef("revision_id"))
     return (
-        ReviewAssignment.objects.filter(Exists(live), reviewer=reviewer, completed_at__isnull=True)
+        ReviewAssignment.objects.filter(
+            Exists(live),
+            reviewer=reviewer,
+            completed_at__isnull=True,
+            revision__triple__project=project,
+        )
         .select_related("revision__triple__domain", "revision__expected_block_version__block")
         .order_by("assigned_at", "id")
     )
 
 
-def claimable_revisions(*, reviewer):
-    """Revisions ``reviewer`` may still be given, oldest first (never their own triple, never
-    one they hold, and with FRESH_REVIEWERS_ON_REVISION never a triple they reviewed before)."""
+def claimable_revisions(*, project, reviewer):
+    """Revisions of ``project`` ``reviewer`` may still be given, oldest first (never their own
+    triple, never one they hold, and with the project's FRESH_REVIEWERS_ON_REVISION never a
+    triple they reviewed before)."""
     mine = ReviewAssignment.objects.filter(reviewer=reviewer)
     skipped = ReviewSkip.objects.filter(reviewer=reviewer, revision_id=OuterRef("id"))
-    if curation_setting("FRESH_REVIEWERS_ON_REVISION"):
+    if curation_setting("FRESH_REVIEWERS_ON_REVISION", project=project):
         seen = mine.filter(revision__triple_id=OuterRef("triple_id"))
     else:
         seen = mine.filter(revision_id=OuterRef("id"))
     return (
-        TripleRevision.objects.filter(reviewable_q(), assigned_count__lt=F("reviewers_needed"))
+        TripleRevision.objects.filter(
+            reviewable_q(), triple__project=project, assigned_count__lt=F("reviewers_needed")
+        )
         .exclude(triple__author=reviewer)
         .exclude(Exists(seen))
         .exclude(Exists(skipped))
@@ -308,13 +327,14 @@ def claimable_revisions(*, reviewer):
     )
 
 
-def get_undoable_review(*, reviewer) -> Review | None:
-    """The reviewer's last review if it can still be undone (one query): within
-    ``REVIEW_UNDO_WINDOW_SECONDS``, not a spot-check, its triple still pending review on that
-    revision. The undo service re-checks everything under lock."""
-    since = timezone.now() - timedelta(seconds=tunable("REVIEW_UNDO_WINDOW_SECONDS"))
+def get_undoable_review(*, project, reviewer) -> Review | None:
+    """The reviewer's last review in ``project`` if it can still be undone (one query): within
+    the project's ``REVIEW_UNDO_WINDOW_SECONDS``, not a spot-check, its triple still pending
+    review on that revision. The undo service re-checks everything under lock."""
+    window = tunable("REVIEW_UNDO_WINDOW_SECONDS", project=project)
+    since = timezone.now() - timedelta(seconds=window)
     last = (
-        Review.objects.filter(reviewer=reviewer)
+        Review.objects.filter(reviewer=reviewer, revision__triple__project=project)
         .select_related("revision__triple")
         .order_by("-submitted_at", "-id")
         .first()
@@ -330,10 +350,12 @@ def get_undoable_review(*, reviewer) -> Review | None:
     return last
 
 
-def count_review_skips_by_reviewer() -> list[tuple[str, int]]:
-    """(username, skips) for every reviewer who skipped, most first (one grouped query)."""
+def count_review_skips_by_reviewer(*, project) -> list[tuple[str, int]]:
+    """(username, skips in ``project``) for every reviewer who skipped there, most first (one
+    grouped query)."""
     return list(
-        ReviewSkip.objects.values_list("reviewer__username")
+        ReviewSkip.objects.filter(revision__triple__project=project)
+        .values_list("reviewer__username")
         .annotate(n=Count("id"))
         .order_by("-n", "reviewer__username")
     )
@@ -343,34 +365,41 @@ WAITING_COUNT_CAP = 100
 WAITING_WINDOW = 4 * WAITING_COUNT_CAP
 
 
-def count_claimable_revisions(*, reviewer, cap: int = WAITING_COUNT_CAP) -> tuple[int, bool]:
-    """How many revisions ``reviewer`` could claim, looked for among the oldest
+def count_claimable_revisions(
+    *, project, reviewer, cap: int = WAITING_COUNT_CAP
+) -> tuple[int, bool]:
+    """How many revisions of ``project`` ``reviewer`` could claim, looked for among the oldest
     ``WAITING_WINDOW`` revisions still short of reviewers (a bounded walk of the open-slots
     index; the planner is never left to join every revision). Returns (count, at_least): with
     ``at_least`` the true number may be higher (the page shows "N+")."""
     window = list(
-        TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"))
+        TripleRevision.objects.filter(
+            assigned_count__lt=F("reviewers_needed"), triple__project=project
+        )
         .order_by("created_at", "id")
         .values_list("pk", flat=True)[:WAITING_WINDOW]
     )
-    found = claimable_revisions(reviewer=reviewer).filter(pk__in=window)[:cap].count()
+    found = (
+        claimable_revisions(project=project, reviewer=reviewer).filter(pk__in=window)[:cap].count()
+    )
     return found, found >= cap or len(window) >= WAITING_WINDOW
 
 
-def list_recent_reviews(*, reviewer, limit: int = 20):
-    """The reviewer's latest ``limit`` reviews, newest first: a walk of the
+def list_recent_reviews(*, project, reviewer, limit: int = 20):
+    """The reviewer's latest ``limit`` reviews in ``project``, newest first: a walk of the
     ``review_reviewer_time`` index, whatever the length of their history."""
     return (
-        Review.objects.filter(reviewer=reviewer)
+        Review.objects.filter(reviewer=reviewer, revision__triple__project=project)
         .select_related("revision__triple__domain")
         .order_by("-submitted_at", "-id")[:limit]
     )
 
 
-def get_assignment_for(*, user, pk) -> ReviewAssignment:
-    """The reviewer's own assignment with what the review page shows — the revision and its
-    pinned block version, and ``newest_version`` (the block's current version number, so a
-    superseded pin is badged). 404 for anyone else's assignment."""
+def get_assignment_for(*, project, user, pk) -> ReviewAssignment:
+    """The reviewer's own assignment in ``project`` with what the review page shows — the
+    revision and its pinned block version, and ``newest_version`` (the block's current version
+    number, so a superseded pin is badged). 404 for anyone else's assignment and for one of
+    another project."""
     assignment = get_object_or_404(
         ReviewAssignment.objects.select_related(
             "revision__triple__domain",
@@ -380,6 +409,7 @@ def get_assignment_for(*, user, pk) -> ReviewAssignment:
         ),
         pk=pk,
         reviewer=user,
+        revision__triple__project=project,
     )
     assignment.reviewer = user  # it is theirs: no second read of the user row
     return assignment
@@ -408,6 +438,9 @@ class AuthorFlagRate:
     flags: int
     recent_reviews: int
     recent_flags: int
+    # the project's FLAG_RATE_THRESHOLD and FLAG_RATE_MIN_REVIEWS in force
+    threshold: Decimal = Decimal("0.25")
+    minimum: int = 20
 
     @staticmethod
     def _rate(flags, reviews) -> Decimal | None:
@@ -425,10 +458,8 @@ class AuthorFlagRate:
     def calibration_needed(self) -> bool:
         """Above the threshold over at least the minimum number of reviews, overall or in the
         recent window."""
-        threshold = Decimal(str(curation_setting("FLAG_RATE_THRESHOLD")))
-        minimum = int(curation_setting("FLAG_RATE_MIN_REVIEWS"))
         return any(
-            n >= minimum and Decimal(f) / Decimal(n) > threshold
+            n >= self.minimum and Decimal(f) / Decimal(n) > self.threshold
             for n, f in ((self.reviews, self.flags), (self.recent_reviews, self.recent_flags))
         )
 
@@ -468,13 +499,16 @@ def counters_by_row(name: str, ids, values) -> dict[int, dict[str, int]]:
     return counts
 
 
-def list_author_flag_rates(*, now: dt.datetime | None = None) -> list[AuthorFlagRate]:
+def list_author_flag_rates(*, project, now: dt.datetime | None = None) -> list[AuthorFlagRate]:
     """Flags received ÷ reviews received per author, overall and over the recent window
-    (``FLAG_RATE_WINDOW_DAYS``, default 4 weeks, counted in whole UTC days from the window's
-    first day). From the maintained per-author, per-day counters: two queries."""
+    (``project``'s ``FLAG_RATE_WINDOW_DAYS``, default 4 weeks, counted in whole UTC days from
+    the window's first day), judged against the project's threshold (``project=None``: the
+    installation's). From the maintained per-author, per-day counters: two queries."""
     since = (now or timezone.now()) - dt.timedelta(
-        days=int(curation_setting("FLAG_RATE_WINDOW_DAYS"))
+        days=int(curation_setting("FLAG_RATE_WINDOW_DAYS", project=project))
     )
+    threshold = Decimal(str(curation_setting("FLAG_RATE_THRESHOLD", project=project)))
+    minimum = int(curation_setting("FLAG_RATE_MIN_REVIEWS", project=project))
     first_day = since.astimezone(dt.UTC).date().isoformat()
     rows = counter_rows("author_reviews", "author_flags")
     totals: dict[int, list[int]] = {}
@@ -499,6 +533,8 @@ def list_author_flag_rates(*, now: dt.datetime | None = None) -> list[AuthorFlag
                 flags=c[1],
                 recent_reviews=c[2],
                 recent_flags=c[3],
+                threshold=threshold,
+                minimum=minimum,
             )
             for author, c in totals.items()
             if c[0]
@@ -534,19 +570,20 @@ def triple_counts() -> list[tuple[str, str, int, str, int]]:
     return out
 
 
-def source_balance(counts=None) -> list[SourceShare]:
-    """Gold-set shares by source group (LLM-generated counts as synthetic) against the target,
-    with a warning when one drifts more than ``SOURCE_DRIFT_POINTS`` points. From the maintained
-    triple counters (one query, or none given ``counts`` from :func:`triple_counts`)."""
-    counts_by = dict.fromkeys(curation_setting("SOURCE_TARGETS"), 0)
+def source_balance(counts=None, *, project) -> list[SourceShare]:
+    """Gold-set shares by source group (LLM-generated counts as synthetic) against ``project``'s
+    target, with a warning when one drifts more than its ``SOURCE_DRIFT_POINTS`` points. From the
+    maintained triple counters (one query, or none given ``counts`` from :func:`triple_counts`)."""
+    targets = curation_setting("SOURCE_TARGETS", project=project)
+    counts_by = dict.fromkeys(targets, 0)
     for state, _, _, source, n in counts if counts is not None else triple_counts():
         if state == TripleState.GOLD:
             group = SOURCE_GROUPS[source]
             counts_by[group] = counts_by.get(group, 0) + n
     total = sum(counts_by.values())
-    limit = Decimal(str(curation_setting("SOURCE_DRIFT_POINTS")))
+    limit = Decimal(str(curation_setting("SOURCE_DRIFT_POINTS", project=project)))
     shares = []
-    for group, target in curation_setting("SOURCE_TARGETS").items():
+    for group, target in targets.items():
         share = (
             (Decimal(100) * counts_by[group] / total).quantize(Decimal("0.1"))
             if total
@@ -561,16 +598,18 @@ def source_balance(counts=None) -> list[SourceShare]:
     return shares
 
 
-def count_by(field: str, *, gold_only: bool = False) -> list[dict]:
-    qs = Triple.objects.all()
+def count_by(field: str, *, project, gold_only: bool = False) -> list[dict]:
+    qs = Triple.objects.filter(project=project)
     if gold_only:
         qs = qs.filter(state=TripleState.GOLD)
     return list(qs.values(field).annotate(n=Count("id")).order_by(field))
 
 
-def dashboard_counts(counts=None) -> dict:
+def dashboard_counts(counts=None, *, project) -> dict:
     """Counts by state (all triples) and, for the gold set, by domain and by tier — from the
-    maintained triple counters (two queries: counters, domain slugs)."""
+    maintained triple counters (two queries: counters, domain slugs). Only ``project``'s domains
+    are named (the counters themselves are the installation's until they are kept per
+    project)."""
     counts = counts if counts is not None else triple_counts()
     states: dict[str, int] = {}
     by_domain: dict[int, int] = {}
@@ -580,11 +619,11 @@ def dashboard_counts(counts=None) -> dict:
         if state == TripleState.GOLD:
             by_domain[domain] = by_domain.get(domain, 0) + n
             by_tier[tier] = by_tier.get(tier, 0) + n
-    slugs = dict(Domain.objects.filter(pk__in=by_domain).values_list("pk", "slug"))
+    slugs = dict(Domain.objects.filter(project=project, pk__in=by_domain).values_list("pk", "slug"))
     return {
         "states": [(s, states.get(s.value, 0)) for s in TripleState],
         "gold_by_domain": sorted(
-            ({"domain__slug": slugs[d], "n": n} for d, n in by_domain.items()),
+            ({"domain__slug": slugs[d], "n": n} for d, n in by_domain.items() if d in slugs),
             key=lambda r: r["domain__slug"],
         ),
         "gold_by_tier": [(Tier(t).label, by_tier[t]) for t in sorted(by_tier)],
@@ -592,31 +631,35 @@ def dashboard_counts(counts=None) -> dict:
     }
 
 
-def list_quality_entries():
-    return QualityTrackerEntry.objects.select_related(
-        "triple__domain", "author", "revision"
-    ).prefetch_related("reviewers")
+def list_quality_entries(*, project):
+    """The project's quality-tracker entries with what their rows show."""
+    return (
+        QualityTrackerEntry.objects.filter(project=project)
+        .select_related("triple__domain", "author", "revision")
+        .prefetch_related("reviewers")
+    )
 
 
-def recent_quality_entries(limit: int = 10) -> list:
+def recent_quality_entries(limit: int = 10, *, project) -> list:
     """The newest ``limit`` quality-tracker entries with what their rows show: the entries'
     keys first (an index walk), then the joined rows of just those (two queries; a join of
     the whole tracker with triples and revisions made the planner scan both)."""
     ids = list(
-        QualityTrackerEntry.objects.order_by("-created_at", "-id").values_list("pk", flat=True)[
-            :limit
-        ]
+        QualityTrackerEntry.objects.filter(project=project)
+        .order_by("-created_at", "-id")
+        .values_list("pk", flat=True)[:limit]
     )
-    return list(list_quality_entries().filter(pk__in=ids)) if ids else []
+    return list(list_quality_entries(project=project).filter(pk__in=ids)) if ids else []
 
 
-def list_needs_rereview():
-    """The triples :func:`~goldset.rules.triple_states.needs_rereview_q` names, oldest change
+def list_needs_rereview(*, project):
+    """The triples of ``project`` :func:`~goldset.rules.triple_states.needs_rereview_q` names,
+    oldest change
     first (``updated_at``, ``id``: the ``triple_needs_rereview`` partial index, so a page is an
     index walk whatever the number of triples). Annotated with ``newest_version``; everything
     the rows show is joined (constant queries)."""
     return (
-        Triple.objects.filter(needs_rereview_q())
+        Triple.objects.filter(needs_rereview_q(), project=project)
         .annotate(
             newest_version=Subquery(
                 newest_version_of("current_revision__expected_block_version__block_id")
@@ -627,42 +670,50 @@ def list_needs_rereview():
     )
 
 
-def page_needs_rereview(*, cursor: str | None, size: int) -> KeysetPage:
+def page_needs_rereview(*, project, cursor: str | None, size: int) -> KeysetPage:
     """One keyset page of :func:`list_needs_rereview` after ``cursor`` (Http404 when bad)."""
-    return keyset_page(list_needs_rereview(), fields=("updated_at", "id"), cursor=cursor, size=size)
+    return keyset_page(
+        list_needs_rereview(project=project), fields=("updated_at", "id"), cursor=cursor, size=size
+    )
 
 
-def list_working_slices():
-    return WorkingSlice.objects.select_related("drawn_by").order_by("-quarter")
+def list_working_slices(*, project):
+    return (
+        WorkingSlice.objects.filter(project=project).select_related("drawn_by").order_by("-quarter")
+    )
 
 
-def get_working_slice(*, quarter: str) -> WorkingSlice:
-    return get_object_or_404(WorkingSlice.objects.select_related("drawn_by"), quarter=quarter)
+def get_working_slice(*, project, quarter: str) -> WorkingSlice:
+    """A working slice of ``project``; Http404 for another project's."""
+    return get_object_or_404(
+        WorkingSlice.objects.select_related("drawn_by"), project=project, quarter=quarter
+    )
 
 
 def list_slice_triples(*, working_slice: WorkingSlice):
     return (
-        Triple.objects.filter(pk__in=working_slice.triple_ids)
+        Triple.objects.filter(project_id=working_slice.project_id, pk__in=working_slice.triple_ids)
         .select_related(*TRIPLE_JOINS)
         .order_by("domain__slug", "external_id")
     )
 
 
-def list_spot_check_draws():
-    return SpotCheckDraw.objects.select_related("drawn_by")
+def list_spot_check_draws(*, project):
+    return SpotCheckDraw.objects.filter(project=project).select_related("drawn_by")
 
 
 # ---------------------------------------------------------------- customers
 
 
-def list_customers(*, cursor: str | None = None, size: int) -> KeysetPage:
-    """One keyset page of customers by name, each with whether a permission is active and its
+def list_customers(*, project, cursor: str | None = None, size: int) -> KeysetPage:
+    """One keyset page of ``project``'s customers by name, each with whether a permission is
+    active and its
     triples (``triple_count``, ``gold_count``) from the maintained ``customer_triples``
     counters: two queries, whatever the number of customers and triples. Raises Http404 for a
     malformed cursor."""
     active = CustomerPermission.objects.filter(customer=OuterRef("pk"), revoked_at__isnull=True)
     page = keyset_page(
-        Customer.objects.annotate(active=Exists(active)),
+        Customer.objects.filter(project=project).annotate(active=Exists(active)),
         fields=("name", "id"),
         cursor=cursor,
         size=size,
@@ -675,7 +726,8 @@ def list_customers(*, cursor: str | None = None, size: int) -> KeysetPage:
     return page
 
 
-def get_customer(*, slug: str) -> Customer:
+def get_customer(*, project, slug: str) -> Customer:
+    """A customer of ``project`` with its grants; Http404 for another project's."""
     return get_object_or_404(
         Customer.objects.prefetch_related(
             Prefetch(
@@ -683,13 +735,14 @@ def get_customer(*, slug: str) -> Customer:
                 queryset=CustomerPermission.objects.select_related("granted_by", "revoked_by"),
             )
         ),
+        project=project,
         slug=slug,
     )
 
 
-def list_active_customers():
+def list_active_customers(*, project):
     active = CustomerPermission.objects.filter(customer=OuterRef("pk"), revoked_at__isnull=True)
-    return Customer.objects.filter(Exists(active)).order_by("name")
+    return Customer.objects.filter(Exists(active), project=project).order_by("name")
 
 
 # ---------------------------------------------------------------- the gold set (export shape)

@@ -80,7 +80,7 @@ def _bounded(qs, cap: int = COUNT_CAP) -> tuple[int, bool]:
     return n, n >= cap
 
 
-def get_inbox(*, user) -> Inbox:
+def get_inbox(*, user, project) -> Inbox:
     """The user's inbox: per held role, counts and links for what waits for them, their newest
     unread notifications and (annotators) failed calibrations with their retake state. A fixed
     number of queries per role."""
@@ -104,13 +104,13 @@ def get_inbox(*, user) -> Inbox:
         )
     )
     if Role.ANNOTATOR in roles:
-        _annotator_entries(inbox, user)
+        _annotator_entries(inbox, user, project)
     if roles & {Role.LEAD, Role.ADMIN}:
         _lead_entries(inbox, user)
     return inbox
 
 
-def _annotator_entries(inbox: Inbox, user) -> None:
+def _annotator_entries(inbox: Inbox, user, project) -> None:
     domain_ids = qualified_domain_ids(user)
     if domain_ids:
         open_label = LabelAssignment.objects.filter(
@@ -141,8 +141,8 @@ def _annotator_entries(inbox: Inbox, user) -> None:
                 at_least=at_least and share > claimable,
             )
         )
-    held = open_assignments(reviewer=user).count()
-    waiting, at_least = count_claimable_revisions(reviewer=user)
+    held = open_assignments(project=project, reviewer=user).count()
+    waiting, at_least = count_claimable_revisions(project=project, reviewer=user)
     inbox.add(
         InboxEntry(
             "reviews",
@@ -153,12 +153,14 @@ def _annotator_entries(inbox: Inbox, user) -> None:
             at_least=at_least,
         )
     )
-    if not curation_setting("FRESH_REVIEWERS_ON_REVISION"):
+    if not curation_setting("FRESH_REVIEWERS_ON_REVISION", project=project):
         reviewed = ReviewAssignment.objects.filter(
             reviewer=user, revision__triple_id=OuterRef("triple_id")
         )
         count, at_least = _bounded(
-            claimable_revisions(reviewer=user).filter(number__gt=1).filter(Exists(reviewed))
+            claimable_revisions(project=project, reviewer=user)
+            .filter(number__gt=1)
+            .filter(Exists(reviewed))
         )
         inbox.add(
             InboxEntry(

@@ -59,8 +59,10 @@ def get_review_position(*, assignment) -> QueuePosition | None:
     open claims and the revisions they could still claim (counted up to the waiting cap)."""
     if assignment.completed_at is not None:
         return None
-    reviewer = assignment.reviewer
-    held = open_assignments(reviewer=reviewer).exclude(pk=assignment.pk).values("pk")
+    reviewer, project = assignment.reviewer, assignment.revision.triple.project
+    held = (
+        open_assignments(project=project, reviewer=reviewer).exclude(pk=assignment.pk).values("pk")
+    )
     today = start_of_today()
     # Only today's and the open claims are read (two ranges of the (reviewer, completed_at)
     # index), never the reviewer's whole history.
@@ -70,7 +72,7 @@ def get_review_position(*, assignment) -> QueuePosition | None:
         held=Count("pk", filter=Q(pk__in=held)),
     )
     done, held = counts["done"], counts["held"]
-    claimable, more = count_claimable_revisions(reviewer=reviewer, cap=WAITING_CAP)
+    claimable, more = count_claimable_revisions(project=project, reviewer=reviewer, cap=WAITING_CAP)
     return QueuePosition.of(done=done, waiting=held + claimable, more=more, what="reviews today")
 
 

@@ -361,10 +361,14 @@ class _Plan:
 
 
 class CorpusImporter:
-    def __init__(self, *, actor, default_domain: str | None, source_name: str):
+    """Documents, blocks and versions of one project: existing ones are looked up by
+    (project, id), new ones are created in the project, and the domains are the project's."""
+
+    def __init__(self, *, project, actor, default_domain: str | None, source_name: str):
+        self.project = project
         self.actor, self.source_name = actor, source_name
         self.file = _CorpusFile(default_domain=default_domain)
-        self.domains = {d.slug: d for d in Domain.objects.all()}
+        self.domains = {d.slug: d for d in Domain.objects.filter(project=project)}
 
     def begin(self, *, writing: bool) -> None:
         self.writing = writing
@@ -380,17 +384,22 @@ class CorpusImporter:
         self.summary.format = self.file.fmt
         doc_ids = {doc.document_id for doc in documents}
         block_ids = [b.block_id for doc in documents for b in doc.blocks]
+        project = self.project
         existing_docs = {
             d.document_id: d
-            for d in Document.objects.filter(document_id__in=doc_ids).select_related("domain")
+            for d in Document.objects.filter(
+                project=project, document_id__in=doc_ids
+            ).select_related("domain")
         }
         existing_blocks = {
             b.block_id: b
-            for b in Block.objects.filter(block_id__in=block_ids).select_related("document")
+            for b in Block.objects.filter(project=project, block_id__in=block_ids).select_related(
+                "document"
+            )
         }
         stored: dict[str, dict[int, str]] = defaultdict(dict)
         for block_id, version, sha in BlockVersion.objects.filter(
-            block__block_id__in=block_ids
+            block__project=project, block__block_id__in=block_ids
         ).values_list("block__block_id", "version", "sha256"):
             stored[block_id][version] = sha
         plan = _Plan([], [], [], [])
@@ -429,6 +438,7 @@ class CorpusImporter:
         if current is None:
             plan.new_documents.append(
                 Document(
+                    project=self.project,
                     document_id=doc.document_id,
                     title=doc.title,
                     domain=domain,
@@ -467,7 +477,10 @@ class CorpusImporter:
             return
         if owner is None and block.block_id:
             plan.new_blocks.append(
-                (doc.document_id, Block(block_id=block.block_id, position=block.position))
+                (
+                    doc.document_id,
+                    Block(project=self.project, block_id=block.block_id, position=block.position),
+                )
             )
         versions = dict(stored.get(block.block_id, {}))
         in_file: dict[int, str] = {}
@@ -519,7 +532,9 @@ class CorpusImporter:
         summary.documents_updated += len(plan.changed_documents)
         doc_ids = {document_id for document_id, _ in plan.new_blocks}
         documents = dict(
-            Document.objects.filter(document_id__in=doc_ids).values_list("document_id", "pk")
+            Document.objects.filter(project=self.project, document_id__in=doc_ids).values_list(
+                "document_id", "pk"
+            )
         )
         for document_id, block in plan.new_blocks:
             block.document_id = documents[document_id]
@@ -527,7 +542,7 @@ class CorpusImporter:
         summary.blocks_created += len(plan.new_blocks)
         blocks = dict(
             Block.objects.filter(
-                block_id__in={block_id for block_id, _, _ in plan.versions}
+                project=self.project, block_id__in={block_id for block_id, _, _ in plan.versions}
             ).values_list("block_id", "pk")
         )
         created = bulk.insert(
@@ -560,6 +575,7 @@ class CorpusImporter:
             verb="corpus_imported",
             object_type="corpus",
             object_id=self.source_name[:128],
+            project=self.project,
             detail={**self.summary.as_dict(), "file_sha256": getattr(source, "sha256", "")},
         )
         return self.summary
@@ -571,6 +587,7 @@ def _field(spec, key: str) -> str:
 
 def import_corpus(
     *,
+    project,
     source,
     actor,
     source_name: str = "",
@@ -578,7 +595,9 @@ def import_corpus(
     progress=None,
     on_written=None,
 ) -> ImportSummary:
-    """Import a manifest or Unrag file all or nothing, streaming (see the module docstring).
+    """Import a manifest or Unrag file into ``project`` all or nothing, streaming (see the
+    module docstring). Documents and blocks are the project's: an id another project uses is
+    another document there.
 
     ``source`` is bytes, text, a Path or a stored upload. Raises ImportRejected (nothing
     stored). Re-importing the same file is a no-op. Returns counts and the ids of versions that
@@ -586,6 +605,9 @@ def import_corpus(
     re-review in the same transaction)."""
     source = as_source(source, name=source_name)
     importer = CorpusImporter(
-        actor=actor, default_domain=default_domain, source_name=source_name or source.name
+        project=project,
+        actor=actor,
+        default_domain=default_domain,
+        source_name=source_name or source.name,
     )
     return run_import(importer=importer, source=source, progress=progress, on_written=on_written)

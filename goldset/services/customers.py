@@ -16,14 +16,15 @@ from workbench.services.audit import record_event
 
 
 @transaction.atomic
-def create_customer(*, name: str, actor, slug: str = "") -> Customer:
-    """Create a customer (no permission yet). Raises GoldsetError when the slug is taken."""
+def create_customer(*, project, name: str, actor, slug: str = "") -> Customer:
+    """Create a customer of ``project`` (no permission yet). Raises GoldsetError when the slug
+    is taken in the project."""
     slug = slugify(slug or name)[:64]
     if not slug:
         raise GoldsetError("A customer needs a name made of letters or digits.")
-    if Customer.objects.filter(slug=slug).exists():
+    if Customer.objects.filter(project=project, slug=slug).exists():
         raise GoldsetError(f"A customer with the slug {slug!r} already exists.")
-    customer = Customer.objects.create(name=name.strip(), slug=slug)
+    customer = Customer.objects.create(project=project, name=name.strip(), slug=slug)
     record_event(actor=actor, verb="customer_created", obj=customer)
     return customer
 

@@ -159,15 +159,17 @@ def _evaluator(options: dict) -> Evaluator:
     return evaluator
 
 
-def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> Submission:
-    """Store an upload and queue its import; see the module docstring. Raises UploadRejected
-    (nothing stored) for a file over the size cap, not UTF-8 or empty, GoldsetError for a bad
-    option. Idempotent per (kind, file sha256, options)."""
+def submit_import(*, project, kind: str, upload, actor, options: dict | None = None) -> Submission:
+    """Store an upload and queue its import into ``project``; see the module docstring. Raises
+    UploadRejected (nothing stored) for a file over the size cap, not UTF-8 or empty,
+    GoldsetError for a bad option. Idempotent per (project, kind, file sha256, options)."""
     name = upload.name or "upload"
     options = check_options(kind=kind, actor=actor, options=options or {})
     stored = storage.store_upload(upload, name=name)
     try:
-        submission = _submit(kind=kind, stored=stored, name=name, actor=actor, options=options)
+        submission = _submit(
+            project=project, kind=kind, stored=stored, name=name, actor=actor, options=options
+        )
     except BaseException:
         stored.discard()  # no job refers to it (the transaction rolled back)
         raise
@@ -177,14 +179,21 @@ def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> S
 
 
 @transaction.atomic
-def _submit(*, kind: str, stored: StoredFile, name: str, actor, options: dict) -> Submission:
+def _submit(
+    *, project, kind: str, stored: StoredFile, name: str, actor, options: dict
+) -> Submission:
     key = _dedupe_key(kind, stored.sha256, options)
-    existing = ImportJob.objects.select_for_update().filter(kind=kind, dedupe_key=key).first()
+    existing = (
+        ImportJob.objects.select_for_update()
+        .filter(project=project, kind=kind, dedupe_key=key)
+        .first()
+    )
     if existing is not None:
         return _resubmitted(existing, actor, stored)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
+                project=project,
                 kind=kind,
                 dedupe_key=key,
                 filename=name[:300],
@@ -198,7 +207,9 @@ def _submit(*, kind: str, stored: StoredFile, name: str, actor, options: dict) -
             )
     except IntegrityError:
         # A concurrent submission of the same file committed first: that is the job.
-        existing = ImportJob.objects.select_for_update().get(kind=kind, dedupe_key=key)
+        existing = ImportJob.objects.select_for_update().get(
+            project=project, kind=kind, dedupe_key=key
+        )
         return _resubmitted(existing, actor, stored)
     record_event(
         actor=actor,
@@ -474,7 +485,7 @@ def _claim(job_id: int, worker: str) -> ImportJob | None:
     )
     if not claimed:
         return None
-    return ImportJob.objects.select_related("created_by").get(pk=job_id)
+    return ImportJob.objects.select_related("created_by", "project").get(pk=job_id)
 
 
 class _ProgressRelay(threading.Thread):
@@ -542,10 +553,16 @@ def _progress_writer(job_id: int, attempt: int, relay: _ProgressRelay | None = N
 
 def _importer(job: ImportJob):
     options = job.options
+    # The store stage writes into the job's project (documents, blocks, triples and their
+    # look-ups by id are the project's).
     if job.kind == ImportKind.CORPUS:
-        return lambda **kw: import_corpus(default_domain=options.get("domain"), **kw)
+        return lambda **kw: import_corpus(
+            project=job.project, default_domain=options.get("domain"), **kw
+        )
     if job.kind == ImportKind.TRIPLES:
-        return lambda **kw: import_triples(on_behalf=bool(options.get("on_behalf")), **kw)
+        return lambda **kw: import_triples(
+            project=job.project, on_behalf=bool(options.get("on_behalf")), **kw
+        )
     if job.kind == ImportKind.QUESTIONS:
         return import_questions
     if job.kind == ImportKind.ANSWERS:

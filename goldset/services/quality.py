@@ -44,27 +44,31 @@ def select_working_slice(
     return {d: sorted(rng.sample(sorted(by_domain[d]), quota[d])) for d in sorted(by_domain)}
 
 
-def gold_ids_by_domain() -> dict[str, list[int]]:
+def gold_ids_by_domain(*, project) -> dict[str, list[int]]:
+    """The ids of ``project``'s gold triples by domain slug."""
     by_domain: dict[str, list[int]] = {}
-    for pk, slug in Triple.objects.filter(state=TripleState.GOLD).values_list("pk", "domain__slug"):
+    gold = Triple.objects.filter(project=project, state=TripleState.GOLD)
+    for pk, slug in gold.values_list("pk", "domain__slug"):
         by_domain.setdefault(slug, []).append(pk)
     return by_domain
 
 
 @transaction.atomic
-def draw_working_slice(*, quarter: str, actor, seed: int | None = None) -> WorkingSlice:
-    """Draw a quarter's working slice from the current gold set, once per quarter.
+def draw_working_slice(*, project, quarter: str, actor, seed: int | None = None) -> WorkingSlice:
+    """Draw a quarter's working slice of ``project``'s current gold set (the project's
+    ``WORKING_SLICE_SIZE``), once per quarter and project.
 
     Raises GoldsetError for a malformed quarter ("2026Q1") or one already drawn."""
     if not QUARTER.match(quarter):
         raise GoldsetError(f"Quarter must look like 2026Q1, got {quarter!r}.")
-    if WorkingSlice.objects.filter(quarter=quarter).exists():
+    if WorkingSlice.objects.filter(project=project, quarter=quarter).exists():
         raise GoldsetError(f"The working slice for {quarter} was already drawn.")
     seed = secrets.randbelow(2**31) if seed is None else int(seed)
-    size = int(curation_setting("WORKING_SLICE_SIZE"))
-    by_domain = gold_ids_by_domain()
+    size = int(curation_setting("WORKING_SLICE_SIZE", project=project))
+    by_domain = gold_ids_by_domain(project=project)
     drawn = select_working_slice(by_domain, size=size, seed=seed)
     working_slice = WorkingSlice.objects.create(
+        project=project,
         quarter=quarter,
         seed=seed,
         size=size,

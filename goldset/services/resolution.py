@@ -181,6 +181,7 @@ def _drop_on_double_flag(triple, revision, reviews, *, actor) -> None:
         for name in review.flags:
             flags[name] = flags.get(name, 0) + 1
     entry = QualityTrackerEntry.objects.create(
+        project_id=triple.project_id,
         triple=triple,
         revision=revision,
         author_id=triple.author_id,
@@ -351,6 +352,7 @@ def split_triple(*, triple: Triple, actor, parts: list[SplitPart]) -> list[Tripl
         raise GoldsetError("A split needs at least two atomic triples.")
     children = [
         create_triple(
+            project=triple.project,
             author=triple.author,
             question=part.question,
             block_version=part.block_version,

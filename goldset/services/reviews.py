@@ -52,26 +52,31 @@ CLAIM_ATTEMPTS = 5
 REVIEW_BATCH = 32
 
 
-def _open_batch(*, after: tuple | None, limit: int) -> list[tuple]:
-    """The next ``limit`` revisions short of reviewers, oldest first, after the keyset ``after``:
-    a walk of the ``revision_open_slots`` partial index, never a scan of all revisions."""
-    rows = TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"))
+def _open_batch(*, project, after: tuple | None, limit: int) -> list[tuple]:
+    """The next ``limit`` revisions of ``project`` short of reviewers, oldest first, after the
+    keyset ``after``: a walk of the ``revision_open_slots`` partial index, never a scan of all
+    revisions."""
+    rows = TripleRevision.objects.filter(
+        assigned_count__lt=F("reviewers_needed"), triple__project=project
+    )
     if after is not None:
         rows = rows.filter(created_at__gte=after[0]).exclude(created_at=after[0], pk__lte=after[1])
     return list(rows.order_by("created_at", "id").values_list("created_at", "pk")[:limit])
 
 
-def claim_next_review(*, reviewer) -> ReviewAssignment | None:
+def claim_next_review(*, project, reviewer) -> ReviewAssignment | None:
     """The review queue's claim under the name the daily loop calls (see
     :func:`claim_next_assignment`)."""
-    return claim_next_assignment(reviewer=reviewer)
+    return claim_next_assignment(project=project, reviewer=reviewer)
 
 
 @transaction.atomic
-def claim_next_assignment(*, reviewer) -> ReviewAssignment | None:
-    """Give ``reviewer`` their next review, or ``None`` when nothing is left for them.
+def claim_next_assignment(*, project, reviewer) -> ReviewAssignment | None:
+    """Give ``reviewer`` their next review in ``project``, or ``None`` when nothing is left for
+    them there.
 
-    With ``MAX_OPEN_ASSIGNMENTS`` unsubmitted assignments already, the oldest of those is
+    With the project's ``MAX_OPEN_ASSIGNMENTS`` unsubmitted assignments already (in the
+    project), the oldest of those is
     returned instead of a new one. Never hands a reviewer their own triple, a revision they
     already hold, or (with ``FRESH_REVIEWERS_ON_REVISION``) a later revision of a triple they
     reviewed; never assigns more reviewers than the revision needs.
@@ -80,17 +85,18 @@ def claim_next_assignment(*, reviewer) -> ReviewAssignment | None:
     the eligible ones are locked with SKIP LOCKED (the oldest locked one is waited for when all
     are taken), so the cost does not grow with the number of revisions."""
     get_user_model().objects.select_for_update().filter(pk=reviewer.pk).first()
-    held = list(open_assignments(reviewer=reviewer)[: curation_setting("MAX_OPEN_ASSIGNMENTS")])
-    if len(held) >= curation_setting("MAX_OPEN_ASSIGNMENTS"):
+    most = curation_setting("MAX_OPEN_ASSIGNMENTS", project=project)
+    held = list(open_assignments(project=project, reviewer=reviewer)[:most])
+    if len(held) >= most:
         return held[0]
     skipped: list[int] = []
     after = None
     attempts = 0
     while attempts < CLAIM_ATTEMPTS:
-        batch = _open_batch(after=after, limit=REVIEW_BATCH)
+        batch = _open_batch(project=project, after=after, limit=REVIEW_BATCH)
         if not batch:
             return None
-        candidates = claimable_revisions(reviewer=reviewer).filter(
+        candidates = claimable_revisions(project=project, reviewer=reviewer).filter(
             pk__in=[pk for _, pk in batch if pk not in skipped]
         )
         revision = candidates.select_for_update(skip_locked=True, of=("self",)).first()
@@ -269,10 +275,10 @@ REVIEW_FIELDS = (
 
 
 @transaction.atomic
-def undo_last_review(*, reviewer) -> ReviewAssignment:
-    """Withdraw the reviewer's last review and reopen its assignment.
+def undo_last_review(*, project, reviewer) -> ReviewAssignment:
+    """Withdraw the reviewer's last review in ``project`` and reopen its assignment.
 
-    Allowed within ``REVIEW_UNDO_WINDOW_SECONDS`` of the submit while the revision is unresolved
+    Allowed within the project's ``REVIEW_UNDO_WINDOW_SECONDS`` of the submit while the revision is unresolved
     (its triple still pending review on it, not every needed review in; never a spot-check);
     raises ReviewUndoRefused otherwise. Locks the reviewer row and the triple. A revision claimed
     since (the auto-advanced next one, not yet reviewed) is released to the pool, so the reviewer
@@ -281,14 +287,14 @@ def undo_last_review(*, reviewer) -> ReviewAssignment:
     vocabulary) so the page can refill the form."""
     get_user_model().objects.select_for_update().filter(pk=reviewer.pk).first()
     last = (
-        Review.objects.filter(reviewer=reviewer)
+        Review.objects.filter(reviewer=reviewer, revision__triple__project=project)
         .select_related("assignment", "revision")
         .order_by("-submitted_at", "-id")
         .first()
     )
     if last is None:
         raise ReviewUndoRefused("You have no review to undo.")
-    window = tunable("REVIEW_UNDO_WINDOW_SECONDS")
+    window = tunable("REVIEW_UNDO_WINDOW_SECONDS", project=project)
     if (timezone.now() - last.submitted_at).total_seconds() > window:
         raise ReviewUndoRefused(
             f"Undo is possible for {window // 60} min after a submit; that has passed."
@@ -314,7 +320,10 @@ def undo_last_review(*, reviewer) -> ReviewAssignment:
     released = []
     for claim in (
         ReviewAssignment.objects.filter(
-            reviewer=reviewer, completed_at__isnull=True, review__isnull=True
+            reviewer=reviewer,
+            completed_at__isnull=True,
+            review__isnull=True,
+            revision__triple__project=project,
         )
         .exclude(pk=assignment.pk)
         .select_related("revision__triple")
@@ -379,11 +388,13 @@ def week_bounds(iso_year: int, iso_week: int) -> tuple[dt.datetime, dt.datetime]
     return start, start + dt.timedelta(days=7)
 
 
-def eligible_for_spot_check(*, iso_year: int, iso_week: int) -> list[int]:
-    """TRIAGE revisions that became gold on a review submitted in that ISO week."""
+def eligible_for_spot_check(*, project, iso_year: int, iso_week: int) -> list[int]:
+    """TRIAGE revisions of ``project`` that became gold on a review submitted in that ISO
+    week."""
     start, end = week_bounds(iso_year, iso_week)
     return sorted(
         TripleRevision.objects.filter(
+            triple__project=project,
             triple__tier=Tier.TRIAGE,
             triple__state=TripleState.GOLD,
             triple__current_revision_id=F("id"),
@@ -399,22 +410,24 @@ def eligible_for_spot_check(*, iso_year: int, iso_week: int) -> list[int]:
 
 @transaction.atomic
 def draw_spot_checks(
-    *, iso_year: int, iso_week: int, actor, seed: int | None = None
+    *, project, iso_year: int, iso_week: int, actor, seed: int | None = None
 ) -> SpotCheckDraw:
-    """Draw the week's spot-check sample once, with a recorded seed (random when not given).
+    """Draw ``project``'s spot-check sample of the week once, at the project's
+    ``SPOT_CHECK_RATE``, with a recorded seed (random when not given).
 
     The selected revisions need a second reviewer (slot 2, flagged spot-check) and show up in
     reviewers' queues. Raises GoldsetError when that week was already drawn."""
-    if SpotCheckDraw.objects.filter(iso_year=iso_year, iso_week=iso_week).exists():
+    if SpotCheckDraw.objects.filter(project=project, iso_year=iso_year, iso_week=iso_week).exists():
         raise GoldsetError(f"The spot-check for {iso_year}-W{iso_week:02d} was already drawn.")
     seed = secrets.randbelow(2**31) if seed is None else int(seed)
-    rate = Decimal(str(curation_setting("SPOT_CHECK_RATE")))
-    eligible = eligible_for_spot_check(iso_year=iso_year, iso_week=iso_week)
+    rate = Decimal(str(curation_setting("SPOT_CHECK_RATE", project=project)))
+    eligible = eligible_for_spot_check(project=project, iso_year=iso_year, iso_week=iso_week)
     selected = select_spot_checks(eligible, seed=seed, rate=rate)
     for revision in TripleRevision.objects.select_for_update().filter(pk__in=selected):
         revision.spot_check, revision.reviewers_needed = True, SPOT_CHECK_REVIEWS
         revision.save(update_fields=["spot_check", "reviewers_needed"])
     draw = SpotCheckDraw.objects.create(
+        project=project,
         iso_year=iso_year,
         iso_week=iso_week,
         seed=seed,

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from goldset.exceptions import GoldsetError, ImportRejected
+from goldset.exceptions import CrossProjectReference, GoldsetError, ImportRejected
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
 from goldset.imports.fields import At, column_length
@@ -33,6 +33,7 @@ from goldset.models import (
     CustomerPermission,
     Difficulty,
     Domain,
+    ProjectMembership,
     Source,
     TaskType,
     Triple,
@@ -45,11 +46,29 @@ from goldset.selectors.curation import newest_versions
 from goldset.services.customers import _lock_customer, active_permission
 from goldset.services.routing import decide_tier, get_active_rules, route_case
 from goldset.services.text_limits import TextTooLong, check_text_length
-from workbench.roles import Role, has_role
+from workbench.roles import Role, is_installation_admin
 from workbench.services.audit import record_event, record_events
 
 ID_LENGTH = column_length(Triple, "external_id")
 MAX_SUPERSEDED_REASON = 1000
+
+
+def check_same_project(*, project, block_version: BlockVersion | None = None, **objects) -> None:
+    """Refuse a write of ``project`` that names an object of another project: the pinned
+    ``block_version`` (through its block) or any of ``objects`` (a domain, customer or parent
+    triple, by name). Raises :class:`CrossProjectReference`; reads nothing (the objects carry
+    ``project_id``, the block version's block is loaded when not already)."""
+    if block_version is not None and block_version.block.project_id != project.pk:
+        raise CrossProjectReference(
+            f"{block_version.block.block_id}@{block_version.version} is not in this project's "
+            "corpus: a triple can only pin a block version of its own project."
+        )
+    for name, obj in objects.items():
+        if obj is not None and obj.project_id != project.pk:
+            raise CrossProjectReference(
+                f"The {name} {obj} belongs to another project: a triple can only name a "
+                f"{name} of its own project."
+            )
 
 
 class SupersededPin(GoldsetError):
@@ -116,6 +135,7 @@ def new_revision(
         raise GoldsetError("The question is empty.")
     if not expected_answer:
         raise GoldsetError("The expected answer is empty.")
+    check_same_project(project=triple.project, block_version=block_version)
     reason = check_pin(block_version=block_version, superseded_reason=superseded_reason)
     last = triple.revisions.order_by("-number").values_list("number", flat=True).first() or 0
     revision = TripleRevision.objects.create(
@@ -132,13 +152,14 @@ def new_revision(
     return revision
 
 
-def _check_source(source: str, customer: Customer | None) -> Customer | None:
+def _check_source(source: str, customer: Customer | None, *, project) -> Customer | None:
     if source not in Source.values:
         raise GoldsetError(f"Unknown source {source!r}.")
     if source == Source.CUSTOMER_PERMISSIONED:
         if customer is None:
             raise GoldsetError("A customer-permissioned triple needs its customer.")
         customer = _lock_customer(customer)
+        check_same_project(project=project, customer=customer)
         if active_permission(customer) is None:
             raise GoldsetError(
                 f"{customer.name} has no active permission grant; their questions cannot be used."
@@ -152,6 +173,7 @@ def _check_source(source: str, customer: Customer | None) -> Customer | None:
 @transaction.atomic
 def create_triple(
     *,
+    project,
     author,
     question: str,
     block_version: BlockVersion,
@@ -170,9 +192,11 @@ def create_triple(
     imported_by=None,
     superseded_reason: str = "",
 ) -> Triple:
-    """Create and route a triple with its first revision, state ``pending_review``.
+    """Create and route a triple of ``project`` with its first revision, state
+    ``pending_review``.
 
-    ``domain`` defaults to the pinned block's document domain. A customer-permissioned triple
+    The block version, domain, customer and parent must be of ``project``
+    (:class:`CrossProjectReference` otherwise). ``domain`` defaults to the pinned block's document domain. A customer-permissioned triple
     locks the customer row and needs an active grant. ``llm_verified`` records the (human) author
     as the verifier of an LLM-generated triple. ``imported_by`` (bulk imports) is the user the audit
     event names as the actor; when it is not the author the event says the import was on the
@@ -183,14 +207,15 @@ def create_triple(
         raise GoldsetError(f"Unknown task type {task_type!r}.")
     if difficulty not in Difficulty.values:
         raise GoldsetError(f"Unknown difficulty {difficulty!r}.")
-    customer = _check_source(source, customer)
+    check_same_project(project=project, block_version=block_version, domain=domain, parent=parent)
+    customer = _check_source(source, customer, project=project)
     if model_uncertainty is not None:
         model_uncertainty = Decimal(str(model_uncertainty))
         if not Decimal(0) <= model_uncertainty <= Decimal(1):
             raise GoldsetError("Model uncertainty must be between 0 and 1.")
     if domain is None:
         domain = block_version.block.document.domain
-    if external_id and Triple.objects.filter(external_id=external_id).exists():
+    if external_id and Triple.objects.filter(project=project, external_id=external_id).exists():
         raise GoldsetError(f"A triple with the id {external_id!r} already exists.")
     decision = route_case(
         task_type=task_type,
@@ -200,6 +225,7 @@ def create_triple(
     )
     verified = source == Source.LLM_GENERATED and llm_verified
     triple = Triple.objects.create(
+        project=project,
         external_id=external_id or f"pending-{uuid.uuid4().hex}",
         state=TripleState.PENDING_REVIEW,
         tier=decision.tier,
@@ -346,7 +372,8 @@ class TripleImporter:
     """Gold-JSONL triples, checked per batch; written in bulk with :func:`create_triple`'s
     rules (see :meth:`write`)."""
 
-    def __init__(self, *, actor, source_name: str, on_behalf: bool):
+    def __init__(self, *, project, actor, source_name: str, on_behalf: bool):
+        self.project = project
         self.actor, self.source_name, self.on_behalf = actor, source_name, on_behalf
         self.actor_name = actor.get_username() if actor is not None else ""
 
@@ -393,26 +420,34 @@ class TripleImporter:
         User = get_user_model()
         names = ({ln.added_by for ln in lines} | {ln.human_verified_by for ln in lines}) - {""}
         users = {u.get_username(): u for u in User.objects.filter(username__in=names)}
-        domains = {d.slug: d for d in Domain.objects.filter(slug__in={ln.domain for ln in lines})}
+        # Domains, customers, block versions and ids are looked up in the import's project
+        # only: a block of another project is "not in the corpus" (named by line and field).
+        project = self.project
+        domains = {
+            d.slug: d
+            for d in Domain.objects.filter(project=project, slug__in={ln.domain for ln in lines})
+        }
         customers = {
             c.slug: c
-            for c in Customer.objects.filter(slug__in={ln.customer for ln in lines} - {""})
+            for c in Customer.objects.filter(
+                project=project, slug__in={ln.customer for ln in lines} - {""}
+            )
         }
         active = set(
             CustomerPermission.objects.filter(
-                customer__slug__in=customers, revoked_at__isnull=True
+                customer__in=[c.pk for c in customers.values()], revoked_at__isnull=True
             ).values_list("customer__slug", flat=True)
         )
         versions = {
             (v.block.block_id, v.version): v
             for v in BlockVersion.objects.select_related("block__document__domain").filter(
-                block__block_id__in={ln.block_id for ln in lines}
+                block__project=project, block__block_id__in={ln.block_id for ln in lines}
             )
         }
         newest = newest_versions(v.block_id for v in versions.values())
         taken = set(
             Triple.objects.filter(
-                external_id__in={ln.external_id for ln in lines} - {""}
+                project=project, external_id__in={ln.external_id for ln in lines} - {""}
             ).values_list("external_id", flat=True)
         )
         plan = []
@@ -442,7 +477,7 @@ class TripleImporter:
             if ln.block_id and ln.version and bv is None:
                 at.add(
                     "expected_block",
-                    f"no block version {ln.block_id} v{ln.version} in the corpus",
+                    f"no block version {ln.block_id} v{ln.version} in this project's corpus",
                 )
             elif bv is not None:
                 if ln.document_id and ln.document_id != bv.block.document.document_id:
@@ -518,6 +553,7 @@ class TripleImporter:
             )
             triples.append(
                 Triple(
+                    project=self.project,
                     external_id=ln.external_id or f"pending-{uuid.uuid4().hex}",
                     state=TripleState.PENDING_REVIEW,
                     tier=decision.tier,
@@ -602,6 +638,7 @@ class TripleImporter:
             verb="triples_imported",
             object_type="triples",
             object_id=self.source_name[:128],
+            project=self.project,
             detail={
                 **self.summary.as_dict(),
                 "ids": self.summary.created[:500],
@@ -611,10 +648,30 @@ class TripleImporter:
         return self.summary
 
 
+def _is_admin_in(user, project) -> bool:
+    """Whether ``user`` is an admin *in ``project``* (a worker or a command has no request
+    whose roles to read): a membership with the admin role, or an installation admin."""
+    return (
+        is_installation_admin(user)
+        or ProjectMembership.objects.filter(
+            project=project, user_id=user.pk, role=Role.ADMIN
+        ).exists()
+    )
+
+
 def import_triples(
-    *, source, actor, source_name: str = "", on_behalf: bool = False, progress=None, on_written=None
+    *,
+    project,
+    source,
+    actor,
+    source_name: str = "",
+    on_behalf: bool = False,
+    progress=None,
+    on_written=None,
 ) -> TripleImportSummary:
-    """Import triples in the gold-JSONL shape (DESIGN.md §9), all or nothing, streaming.
+    """Import triples in the gold-JSONL shape (DESIGN.md §9) into ``project``, all or nothing,
+    streaming. Users are installation-wide; domains, customers, block versions and triple ids
+    are the project's (a block of another project is refused as not in its corpus).
 
     Every line is checked first (structure, users, domains, customers with an active grant,
     block versions and their sha256); any problem raises ImportRejected listing
@@ -630,10 +687,10 @@ def import_triples(
     Raises GoldsetError when ``on_behalf`` is asked by a non-admin or there is no actor."""
     if actor is None or not getattr(actor, "is_authenticated", False):
         raise GoldsetError("An import of triples needs the importing user (the author).")
-    if on_behalf and not has_role(actor, Role.ADMIN):
+    if on_behalf and not _is_admin_in(actor, project):
         raise GoldsetError("Only an admin may import triples on behalf of other authors.")
     source = as_source(source, name=source_name)
     importer = TripleImporter(
-        actor=actor, source_name=source_name or source.name, on_behalf=on_behalf
+        project=project, actor=actor, source_name=source_name or source.name, on_behalf=on_behalf
     )
     return run_import(importer=importer, source=source, progress=progress, on_written=on_written)

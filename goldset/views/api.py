@@ -67,7 +67,7 @@ class DomainList(ApiList):
     pagination_class = type("DomainCursor", (Cursor,), {"ordering": "slug"})
 
     def get_queryset(self):
-        return corpus_selectors.list_domains()
+        return corpus_selectors.list_domains(project=self.request.project)
 
 
 class DocumentList(ApiList):
@@ -84,6 +84,7 @@ class DocumentList(ApiList):
 
     def get_queryset(self):
         return corpus_selectors.list_documents(
+            project=self.request.project,
             domain=self.request.query_params.get("domain", ""),
             query=self.request.query_params.get("q", ""),
         )
@@ -93,7 +94,9 @@ class DocumentDetail(generics.RetrieveAPIView):
     serializer_class = s.DocumentSerializer
 
     def get_object(self):
-        return corpus_selectors.get_document(document_id=self.kwargs["document_id"])
+        return corpus_selectors.get_document(
+            project=self.request.project, document_id=self.kwargs["document_id"]
+        )
 
 
 @extend_schema(
@@ -121,7 +124,9 @@ def _queued_import(request, *, kind: str, upload, options: dict, title: str = "F
     """Store the upload as a background import job (the upload pages' service) and answer 202
     with the job; poll ``Location`` for status, progress and errors with line and field."""
     try:
-        submission = submit_import(kind=kind, upload=upload, actor=request.user, options=options)
+        submission = submit_import(
+            project=request.project, kind=kind, upload=upload, actor=request.user, options=options
+        )
     except UploadRejected as exc:
         problem = problem_from_text(str(exc))
         errors = [problem.as_dict()] if problem.line is not None else None
@@ -182,7 +187,9 @@ class DocumentBlocks(ApiList):
     pagination_class = type("BlockCursor", (Cursor,), {"ordering": "block_id"})
 
     def get_queryset(self):
-        document = corpus_selectors.get_document(document_id=self.kwargs["document_id"])
+        document = corpus_selectors.get_document(
+            project=self.request.project, document_id=self.kwargs["document_id"]
+        )
         return corpus_selectors.list_blocks_of(document=document)
 
 
@@ -194,7 +201,9 @@ class BlockVersions(ApiList):
     updated_fields = ("created_at",)
 
     def get_queryset(self):
-        return corpus_selectors.list_versions_of(block_id=self.kwargs["block_id"])
+        return corpus_selectors.list_versions_of(
+            project=self.request.project, block_id=self.kwargs["block_id"]
+        )
 
 
 class BlockVersionDetail(generics.RetrieveAPIView):
@@ -202,7 +211,9 @@ class BlockVersionDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         return corpus_selectors.get_block_version(
-            block_id=self.kwargs["block_id"], version=self.kwargs["version"]
+            project=self.request.project,
+            block_id=self.kwargs["block_id"],
+            version=self.kwargs["version"],
         )
 
 
@@ -228,7 +239,9 @@ class TripleList(ApiList):
                 detail=f"unknown state {state!r}",
                 errors=[{"field": "state", "message": "expected a triple state"}],
             )
-        return curation_selectors.list_triples_for(user=self.request.user, state=state)
+        return curation_selectors.list_triples_for(
+            project=self.request.project, user=self.request.user, state=state
+        )
 
 
 class TripleDetail(generics.RetrieveAPIView):
@@ -236,7 +249,9 @@ class TripleDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         return curation_selectors.get_triple_by_external_id_for(
-            user=self.request.user, external_id=self.kwargs["triple_id"]
+            project=self.request.project,
+            user=self.request.user,
+            external_id=self.kwargs["triple_id"],
         )
 
 

@@ -15,9 +15,18 @@ PAGE_SIZE = 25
 def document_list(request):
     domain, query = request.GET.get("domain", ""), request.GET.get("q", "").strip()
     page = selectors.documents_page(
-        domain=domain, query=query, cursor=request.GET.get("after"), size=PAGE_SIZE
+        project=request.project,
+        domain=domain,
+        query=query,
+        cursor=request.GET.get("after"),
+        size=PAGE_SIZE,
     )
-    context = {"page": page, "domains": selectors.list_domains(), "domain": domain, "q": query}
+    context = {
+        "page": page,
+        "domains": selectors.list_domains(project=request.project),
+        "domain": domain,
+        "q": query,
+    }
     return render(request, "corpus/document_list.html", context)
 
 
@@ -25,16 +34,16 @@ def document_list(request):
 def search(request):
     """Full-text search of block text: ranked, highlighted, paginated (``q``)."""
     query = request.GET.get("q", "").strip()[:200]
-    page = Paginator(selectors.search_blocks(query=query), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    page = Paginator(
+        selectors.search_blocks(project=request.project, query=query), PAGE_SIZE
+    ).get_page(request.GET.get("page"))
     hits = selectors.search_hits(page.object_list, query=query)
     return render(request, "corpus/search.html", {"q": query, "page": page, "hits": hits})
 
 
 @role_required(*ALL_ROLES)
 def document_detail(request, document_id):
-    document = selectors.get_document(document_id=document_id)
+    document = selectors.get_document(project=request.project, document_id=document_id)
     page = Paginator(selectors.list_blocks_of(document=document), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
@@ -47,7 +56,7 @@ def document_detail(request, document_id):
 
 @role_required(*ALL_ROLES)
 def block_detail(request, block_id):
-    block = selectors.get_block(block_id=block_id)
+    block = selectors.get_block(project=request.project, block_id=block_id)
     versions = list(block.versions.all())
     by_number = {v.version: v for v in versions}
     diff = None
@@ -62,7 +71,7 @@ def block_detail(request, block_id):
 
 @role_required(Role.ADMIN)
 def corpus_import(request):
-    form = CorpusImportForm(*upload_data(request))
+    form = CorpusImportForm(*upload_data(request), project=request.project)
     if request.method == "POST" and form.is_valid():
         domain = form.cleaned_data["domain"]
         return submit_upload(

@@ -22,7 +22,7 @@ from goldset.models import TripleState
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
 from goldset.services.notifications import mark_discussion_read
-from goldset.services.triples import SupersededPin, create_triple
+from goldset.services.triples import CrossProjectReference, SupersededPin, create_triple
 from goldset.views.htmx import wants_fragment
 from workbench.roles import ALL_ROLES, Role, role_required
 from workbench.services.audit import record_event
@@ -34,7 +34,7 @@ TARGET_ID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 @role_required(Role.ANNOTATOR)
 def my_triples(request):
     state = request.GET.get("state", "")
-    triples = selectors.list_triples_by(author=request.user, state=state)
+    triples = selectors.list_triples_by(project=request.project, author=request.user, state=state)
     page = Paginator(triples, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"page": page, "state": state, "states": TripleState.choices}
     return render(request, "curation/my_triples.html", context)
@@ -48,7 +48,7 @@ def block_search(request):
     context = {
         "q": query,
         "target": target if TARGET_ID.match(target) else "id_block_version",
-        "results": list(selectors.search_block_versions(query=query)),
+        "results": list(selectors.search_block_versions(project=request.project, query=query)),
     }
     partial = "#block-results" if wants_fragment(request, "block-results") else ""
     return render(request, f"curation/blocks.html{partial}", context)
@@ -56,18 +56,28 @@ def block_search(request):
 
 @role_required(Role.ANNOTATOR)
 def write_triple(request):
-    customers = selectors.list_active_customers()
-    form = TripleForm(request.POST or None, initial=request.GET.dict(), customers=customers)
+    customers = selectors.list_active_customers(project=request.project)
+    form = TripleForm(
+        request.POST or None,
+        initial=request.GET.dict(),
+        customers=customers,
+        project=request.project,
+    )
+    status = 200
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
         try:
             triple = create_triple(
+                project=request.project,
                 author=request.user,
                 block_version=data.pop("block_version"),
                 **data,
             )
         except SupersededPin as exc:
             form.add_error("superseded_reason", str(exc))
+        except CrossProjectReference as exc:
+            form.add_error(None, str(exc))
+            status = 422
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -77,7 +87,7 @@ def write_triple(request):
                 f"(rule: {triple.routing_rule}) and waits for review.",
             )
             return redirect("curation:triple", pk=triple.pk)
-    return render(request, "curation/write.html", {"form": form})
+    return render(request, "curation/write.html", {"form": form}, status=status)
 
 
 def detail_context(request, triple, *, message_form=None) -> dict:
@@ -93,7 +103,7 @@ def detail_context(request, triple, *, message_form=None) -> dict:
 
 @role_required(*ALL_ROLES)
 def triple_detail(request, pk):
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     record_event(actor=request.user, verb="triple_viewed", obj=triple)
     mark_discussion_read(user=request.user, triple_id=triple.pk)
     return render(request, "curation/triple_detail.html", detail_context(request, triple))
@@ -103,7 +113,7 @@ def triple_detail(request, pk):
 @role_required(*ALL_ROLES)
 @vary_on_headers("HX-Request")
 def post_message(request, pk):
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     form = MessageForm(request.POST)
     if form.is_valid():
         try:
@@ -124,14 +134,14 @@ def post_message(request, pk):
 
 @role_required(*ALL_ROLES)
 def revise(request, pk):
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     current = triple.current_revision
     initial = {
         "question": current.question,
         "block_version": current.expected_block_version,
         "expected_answer": current.expected_answer,
     }
-    form = RevisionForm(request.POST or None, initial=initial)
+    form = RevisionForm(request.POST or None, initial=initial, project=request.project)
     if request.method == "POST" and form.is_valid():
         try:
             revision = resolution.revise_triple(
@@ -156,8 +166,8 @@ def revise(request, pk):
 
 @role_required(*ALL_ROLES)
 def split(request, pk):
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
-    form = SplitForm(request.POST or None)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
+    form = SplitForm(request.POST or None, project=request.project)
     if request.method == "POST" and form.is_valid():
         reason = form.cleaned_data["superseded_reason"]
         parts = [resolution.SplitPart(q, bv, a, reason) for q, bv, a in form.cleaned_data["parts"]]
@@ -184,7 +194,7 @@ def split(request, pk):
 def drop(request, pk):
     """Drop asks first: the POST from the triple page shows a confirmation with the reason; the
     confirmed POST (``confirm``) drops. An empty reason is a form error, never a drop."""
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     form = ConfirmReasonForm(request.POST)
     if form.is_valid() and form.cleaned_data["confirm"]:
         try:
@@ -224,7 +234,7 @@ def confirm_page(request, form, *, triple, action, verb, explain, back, extra=No
 @require_POST
 @role_required(*ALL_ROLES)
 def verify(request, pk):
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     try:
         triple = resolution.verify_llm_triple(triple=triple, verifier=request.user)
     except GoldsetError as exc:

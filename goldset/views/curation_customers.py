@@ -18,7 +18,9 @@ def customers(request):
     form = CustomerForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            customer = services.create_customer(actor=request.user, **form.cleaned_data)
+            customer = services.create_customer(
+                project=request.project, actor=request.user, **form.cleaned_data
+            )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -26,13 +28,15 @@ def customers(request):
                 request, f"{customer.name} added. Grant a permission before using their questions."
             )
             return redirect("curation:customer", slug=customer.slug)
-    page = selectors.list_customers(cursor=request.GET.get("after"), size=PAGE_SIZE)
+    page = selectors.list_customers(
+        project=request.project, cursor=request.GET.get("after"), size=PAGE_SIZE
+    )
     return render(request, "curation/customers.html", {"form": form, "page": page})
 
 
 @role_required(Role.ADMIN)
 def customer_detail(request, slug):
-    customer = selectors.get_customer(slug=slug)
+    customer = selectors.get_customer(project=request.project, slug=slug)
     context = {
         "customer": customer,
         "permissions": list(customer.permissions.all()),
@@ -44,7 +48,7 @@ def customer_detail(request, slug):
 @require_POST
 @role_required(Role.ADMIN)
 def grant(request, slug):
-    customer = selectors.get_customer(slug=slug)
+    customer = selectors.get_customer(project=request.project, slug=slug)
     form = NoteForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     services.grant_customer_permission(customer=customer, actor=request.user, note=note)
@@ -55,7 +59,7 @@ def grant(request, slug):
 @require_POST
 @role_required(Role.ADMIN)
 def revoke(request, slug):
-    customer = selectors.get_customer(slug=slug)
+    customer = selectors.get_customer(project=request.project, slug=slug)
     form = NoteForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:

@@ -2,6 +2,7 @@
 quality tracker and the bulk triple import."""
 
 import datetime as dt
+from decimal import Decimal
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -33,31 +34,36 @@ PAGE_SIZE = 25
 
 @role_required(*LEADS)
 def dashboard(request):
-    rates = selectors.list_author_flag_rates()
+    project = request.project
+    # The author flag rates and the triple counts read the maintained dashboard counters
+    # (goldset_dashboardcounter), which are kept per installation, not per project yet.
+    rates = selectors.list_author_flag_rates(project=project)
     counts = selectors.triple_counts()  # one read of the maintained counters for both
     context = {
-        **selectors.dashboard_counts(counts),
-        "balance": selectors.source_balance(counts),
-        "review_skips": selectors.count_review_skips_by_reviewer(),
-        "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
+        **selectors.dashboard_counts(counts, project=project),
+        "balance": selectors.source_balance(counts, project=project),
+        "review_skips": selectors.count_review_skips_by_reviewer(project=project),
+        "drift_limit": curation_setting("SOURCE_DRIFT_POINTS", project=project),
         "rates": rates,
         "alerts": [r for r in rates if r.calibration_needed],
-        "quality": selectors.recent_quality_entries(10),
-        "rereview": list(selectors.list_needs_rereview()[:10]),
-        "slice": selectors.list_working_slices().first(),
-        "draws": list(selectors.list_spot_check_draws()[:5]),
+        "quality": selectors.recent_quality_entries(10, project=project),
+        "rereview": list(selectors.list_needs_rereview(project=project)[:10]),
+        "slice": selectors.list_working_slices(project=project).first(),
+        "draws": list(selectors.list_spot_check_draws(project=project)[:5]),
     }
     return render(request, "curation/dashboard.html", context)
 
 
 @role_required(*LEADS)
 def rereview(request):
-    page = selectors.page_needs_rereview(cursor=request.GET.get("after"), size=PAGE_SIZE)
+    page = selectors.page_needs_rereview(
+        project=request.project, cursor=request.GET.get("after"), size=PAGE_SIZE
+    )
     return render(request, "curation/rereview.html", {"page": page, "note_form": NoteForm()})
 
 
 def _lead_action(request, pk, action, done: str):
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     try:
         action(triple=triple, actor=request.user)
     except GoldsetError as exc:
@@ -83,7 +89,7 @@ def repin(request, pk):
 @role_required(*LEADS)
 def retire(request, pk):
     """Retire asks first (like drop): a reason, then the confirmed POST retires."""
-    triple = selectors.get_triple_for(user=request.user, pk=pk)
+    triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     form = ConfirmReasonForm(request.POST)
     back_name = (
         "curation:dashboard" if request.POST.get("next") == "dashboard" else "curation:rereview"
@@ -115,7 +121,9 @@ def slices(request):
     form = SliceDrawForm(request.POST or None, initial={"quarter": current_quarter()})
     if request.method == "POST" and form.is_valid():
         try:
-            drawn = draw_working_slice(actor=request.user, **form.cleaned_data)
+            drawn = draw_working_slice(
+                project=request.project, actor=request.user, **form.cleaned_data
+            )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -125,13 +133,15 @@ def slices(request):
             )
             return redirect("curation:slice", quarter=drawn.quarter)
     return render(
-        request, "curation/slices.html", {"form": form, "slices": selectors.list_working_slices()}
+        request,
+        "curation/slices.html",
+        {"form": form, "slices": selectors.list_working_slices(project=request.project)},
     )
 
 
 @role_required(*LEADS)
 def slice_detail(request, quarter):
-    working_slice = selectors.get_working_slice(quarter=quarter)
+    working_slice = selectors.get_working_slice(project=request.project, quarter=quarter)
     triples = selectors.list_slice_triples(working_slice=working_slice)
     page = Paginator(triples, 60).get_page(request.GET.get("page"))
     return render(request, "curation/slice_detail.html", {"slice": working_slice, "page": page})
@@ -150,7 +160,9 @@ def spot_checks(request):
     if request.method == "POST" and form.is_valid():
         (year, week), seed = form.cleaned_data["week"], form.cleaned_data["seed"]
         try:
-            draw = draw_spot_checks(iso_year=year, iso_week=week, seed=seed, actor=request.user)
+            draw = draw_spot_checks(
+                project=request.project, iso_year=year, iso_week=week, seed=seed, actor=request.user
+            )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -160,16 +172,20 @@ def spot_checks(request):
                 f"{len(draw.eligible_revision_ids)} TRIAGE revisions, seed {draw.seed}.",
             )
             return redirect("curation:spot_checks")
-    return render(
-        request,
-        "curation/spot_checks.html",
-        {"form": form, "draws": selectors.list_spot_check_draws()},
-    )
+    rate = Decimal(str(curation_setting("SPOT_CHECK_RATE", project=request.project)))
+    context = {
+        "form": form,
+        "draws": selectors.list_spot_check_draws(project=request.project),
+        "rate": f"{float(rate * 100):g} %",  # the project's rate in force
+    }
+    return render(request, "curation/spot_checks.html", context)
 
 
 @role_required(*LEADS)
 def quality(request):
-    page = Paginator(selectors.list_quality_entries(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.list_quality_entries(project=request.project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return render(request, "curation/quality.html", {"page": page})
 
 

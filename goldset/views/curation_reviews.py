@@ -31,12 +31,13 @@ from workbench.services.audit import record_event
 
 @role_required(Role.ANNOTATOR)
 def queue(request):
-    available, at_least = selectors.count_claimable_revisions(reviewer=request.user)
+    project, reviewer = request.project, request.user
+    available, at_least = selectors.count_claimable_revisions(project=project, reviewer=reviewer)
     context = {
-        "open": list(selectors.open_assignments(reviewer=request.user)),
+        "open": list(selectors.open_assignments(project=project, reviewer=reviewer)),
         "available": available,
         "at_least": at_least,
-        "recent": list(selectors.list_recent_reviews(reviewer=request.user)),
+        "recent": list(selectors.list_recent_reviews(project=project, reviewer=reviewer)),
     }
     return render(request, "curation/queue.html", context)
 
@@ -44,7 +45,7 @@ def queue(request):
 @require_POST
 @role_required(Role.ANNOTATOR)
 def next_item(request):
-    assignment = claim_next_assignment(reviewer=request.user)
+    assignment = claim_next_assignment(project=request.project, reviewer=request.user)
     if assignment is None:
         messages.info(request, "Nothing is waiting for your review right now.")
         return redirect("curation:queue")
@@ -53,7 +54,9 @@ def next_item(request):
 
 def _review_context(request, assignment, *, own=None, form=None) -> dict:
     return {
-        "undoable": selectors.get_undoable_review(reviewer=assignment.reviewer),
+        "undoable": selectors.get_undoable_review(
+            project=request.project, reviewer=assignment.reviewer
+        ),
         "assignment": assignment,
         "revision": assignment.revision,
         "version": assignment.revision.expected_block_version,
@@ -74,7 +77,7 @@ def _review_context(request, assignment, *, own=None, form=None) -> dict:
 @role_required(Role.ANNOTATOR)
 @vary_on_headers("HX-Request")
 def review(request, pk):
-    assignment = selectors.get_assignment_for(user=request.user, pk=pk)
+    assignment = selectors.get_assignment_for(project=request.project, user=request.user, pk=pk)
     own = selectors.get_own_review(assignment=assignment)
     form = ReviewForm(request.POST or None)
     busy = None
@@ -113,13 +116,15 @@ def _as_on_its_page(request, assignment):
     """The assignment as the review page reads it (its revision, pinned text and the block's
     newest version), for cards that htmx brings without a page load: a claim's bare row has no
     ``newest_version``, and the superseded badge would silently go missing."""
-    return selectors.get_assignment_for(user=request.user, pk=assignment.pk)
+    return selectors.get_assignment_for(
+        project=request.project, user=request.user, pk=assignment.pk
+    )
 
 
 def _next_review(request, *, done, own):
     """One motion per item: a submitted review answers with the next revision to review (its
     URL pushed), or with the recorded review when nothing else is waiting."""
-    following = claim_next_assignment(reviewer=request.user)
+    following = claim_next_assignment(project=request.project, reviewer=request.user)
     messages.success(request, "Review saved.")
     if following is None:
         messages.info(request, "Nothing else is waiting for your review right now.")
@@ -141,7 +146,7 @@ def _queue_redirect(request):
 @vary_on_headers("HX-Request")
 def skip(request, pk):
     """Skip with a reason: the slot goes back to the pool, and the next revision follows."""
-    assignment = selectors.get_assignment_for(user=request.user, pk=pk)
+    assignment = selectors.get_assignment_for(project=request.project, user=request.user, pk=pk)
     try:
         skip_review(assignment=assignment, reason=request.POST.get("reason", ""))
     except ReviewSkipRefused as exc:
@@ -151,7 +156,7 @@ def skip(request, pk):
         context = _review_context(request, assignment, own=own)
         return render(request, f"curation/review.html{partial}", context, status=422)
     messages.info(request, "Review skipped; the revision went back to the pool.")
-    following = claim_next_assignment(reviewer=request.user)
+    following = claim_next_assignment(project=request.project, reviewer=request.user)
     if following is None:
         messages.info(request, "Nothing else is waiting for your review right now.")
         return _queue_redirect(request)
@@ -169,7 +174,7 @@ def undo(request):
     """Withdraw the last review while its triple is unresolved; the review form comes back
     filled with the withdrawn values."""
     try:
-        assignment = undo_last_review(reviewer=request.user)
+        assignment = undo_last_review(project=request.project, reviewer=request.user)
     except ReviewUndoRefused as exc:
         messages.error(request, str(exc))
         return _queue_redirect(request)

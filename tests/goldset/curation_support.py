@@ -3,7 +3,7 @@
 from goldset.models import BlockVersion, Source, TaskType
 from goldset.services.reviews import claim_next_assignment, submit_review
 from goldset.services.triples import create_triple
-from tests.factories import BlockVersionFactory
+from tests.factories import BlockVersionFactory, default_project
 
 
 def block_version(**fields) -> BlockVersion:
@@ -20,12 +20,14 @@ def write_triple(author, *, gold: bool = True, version: BlockVersion | None = No
         "source": Source.PUBLIC_RFP,
     }
     defaults.update(fields)
-    return create_triple(author=author, block_version=version, **defaults)
+    return create_triple(
+        project=default_project(), author=author, block_version=version, **defaults
+    )
 
 
 def claim(reviewer, triple):
     """Claim the next review for ``reviewer`` and check it is ``triple``'s current revision."""
-    assignment = claim_next_assignment(reviewer=reviewer)
+    assignment = claim_next_assignment(project=default_project(), reviewer=reviewer)
     triple.refresh_from_db()
     assert assignment is not None, f"{reviewer} got nothing to review"
     assert assignment.revision_id == triple.current_revision_id

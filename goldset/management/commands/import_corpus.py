@@ -1,4 +1,8 @@
-from goldset.management.file_import import FileImportCommand
+from goldset.management.file_import import (
+    FileImportCommand,
+    add_project_argument,
+    project_named,
+)
 from goldset.services.corpus import import_corpus
 
 
@@ -7,11 +11,18 @@ class Command(FileImportCommand):
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
+        add_project_argument(parser)
         parser.add_argument(
             "--domain",
             default=None,
             help="Unrag files: domain for documents whose metadata names none.",
         )
 
-    def handle(self, *args, file, domain, **options):
-        self.run_import(file, import_corpus, actor=None, default_domain=domain)
+    def handle(self, *args, file, domain, project, **options):
+        self.run_import(
+            file,
+            import_corpus,
+            project=project_named(project),
+            actor=None,
+            default_domain=domain,
+        )

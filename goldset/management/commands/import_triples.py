@@ -1,7 +1,12 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from goldset.management.file_import import EXIT_REJECTED, FileImportCommand
+from goldset.management.file_import import (
+    EXIT_REJECTED,
+    FileImportCommand,
+    add_project_argument,
+    project_named,
+)
 from goldset.services.triples import import_triples
 
 
@@ -13,6 +18,7 @@ class Command(FileImportCommand):
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
+        add_project_argument(parser)
         parser.add_argument(
             "--actor", required=True, help="The importing user (author and audit actor)."
         )
@@ -22,8 +28,9 @@ class Command(FileImportCommand):
             help="Admins only: keep each line's metadata.added_by as its author (audited).",
         )
 
-    def handle(self, *args, file, actor, on_behalf, **options):
+    def handle(self, *args, file, actor, on_behalf, project, **options):
+        target = project_named(project)
         user = get_user_model().objects.filter(username=actor).first()
         if user is None:
             raise CommandError(f"--actor: unknown user {actor!r}", returncode=EXIT_REJECTED)
-        self.run_import(file, import_triples, actor=user, on_behalf=on_behalf)
+        self.run_import(file, import_triples, project=target, actor=user, on_behalf=on_behalf)

@@ -12,7 +12,7 @@ from goldset.rules.triple_states import CLOSED, needs_rereview_q
 from goldset.selectors.curation import list_needs_rereview, page_needs_rereview
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
 from goldset.services.resolution import mark_superseded_pins, repin_triple, retire_triple
-from tests.factories import BlockFactory, BlockVersionFactory
+from tests.factories import BlockFactory, BlockVersionFactory, default_project
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.roles import Role
 
@@ -44,7 +44,7 @@ def old_needs_rereview():
 
 def assert_same_as_before():
     old = list(old_needs_rereview().values_list("pk", "newest_version"))
-    new = list(list_needs_rereview().values_list("pk", "newest_version"))
+    new = list(list_needs_rereview(project=default_project()).values_list("pk", "newest_version"))
     assert new == old
     # and the flag is exactly "pinned version < newest version" on every triple
     for triple in Triple.objects.select_related("current_revision__expected_block_version"):
@@ -211,7 +211,7 @@ def test_keyset_pages_walk_the_whole_list_in_order(team):
     BlockVersionFactory(block=v1.block, version=2, text="Newer.")
     seen, cursor = [], None
     while True:
-        page = page_needs_rereview(cursor=cursor, size=3)
+        page = page_needs_rereview(project=default_project(), cursor=cursor, size=3)
         seen += [t.pk for t in page]
         if not page.next_cursor:
             break

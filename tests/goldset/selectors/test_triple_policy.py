@@ -4,6 +4,7 @@ import pytest
 from django.http import Http404
 
 from goldset.selectors.curation import get_triple_for, may_discuss, triple_actions_for
+from tests.factories import default_project
 from tests.goldset.curation_support import review, write_triple
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def discussed(team):
 def test_parties_to_a_discussion_and_what_each_may_do(team, discussed, who, post, decide):
     user = team[who]
     assert may_discuss(user=user, triple=discussed)
-    assert get_triple_for(user=user, pk=discussed.pk) == discussed
+    assert get_triple_for(project=default_project(), user=user, pk=discussed.pk) == discussed
     actions = triple_actions_for(user=user, triple=discussed)
     assert (actions["can_post"], actions["can_drop"], actions["can_decide"]) == (post, post, decide)
     assert actions["can_verify"] is False
@@ -35,4 +36,4 @@ def test_parties_to_a_discussion_and_what_each_may_do(team, discussed, who, post
 def test_a_confirming_or_unrelated_reviewer_never_learns_the_triple_exists(team, discussed, who):
     assert not may_discuss(user=team[who], triple=discussed)
     with pytest.raises(Http404):
-        get_triple_for(user=team[who], pk=discussed.pk)
+        get_triple_for(project=default_project(), user=team[who], pk=discussed.pk)

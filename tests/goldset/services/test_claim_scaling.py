@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from goldset.models import AnswerRecord, TripleRevision
 from goldset.services.labeling import claim_next_answer
 from goldset.services.reviews import claim_next_review
-from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
+from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory, default_project
 from tests.goldset.answers_helpers import qualified_annotators
 from tests.goldset.bulk_support import grow_answer_pool, grow_revision_pool
 from tests.goldset.curation_support import write_triple
@@ -64,10 +64,11 @@ def test_review_claim_runs_the_same_statements_at_two_pool_sizes_and_uses_the_in
     grow_revision_pool(template, 200, tag="small")
     first = UserFactory(role=Role.ANNOTATOR, username="rev1")
     second = UserFactory(role=Role.ANNOTATOR, username="rev2")
-    small, small_sql = _captured(lambda: claim_next_review(reviewer=first))
+    project = default_project()
+    small, small_sql = _captured(lambda: claim_next_review(project=project, reviewer=first))
 
     grow_revision_pool(template, 20_000, tag="large")
-    large, large_sql = _captured(lambda: claim_next_review(reviewer=second))
+    large, large_sql = _captured(lambda: claim_next_review(project=project, reviewer=second))
 
     assert small is not None and large is not None
     assert len(small_sql) == len(large_sql)

@@ -5,7 +5,7 @@ import pytest
 from goldset.exceptions import ImportRejected
 from goldset.models import Block, BlockVersion, Document
 from goldset.services.corpus import import_corpus, sha256_text
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +53,9 @@ def counts():
 
 def test_good_manifest_creates_documents_blocks_and_versions(domains):
     summary = import_corpus(
-        source=jsonl(manifest_line("doc-a"), manifest_line("doc-b")), actor=None
+        project=default_project(),
+        source=jsonl(manifest_line("doc-a"), manifest_line("doc-b")),
+        actor=None,
     )
     assert (summary.documents_created, summary.blocks_created, summary.versions_created) == (
         2,
@@ -71,15 +73,15 @@ def test_good_manifest_creates_documents_blocks_and_versions(domains):
 
 def test_same_file_again_is_a_no_op(domains):
     text = jsonl(manifest_line("doc-a"))
-    import_corpus(source=text, actor=None)
-    summary = import_corpus(source=text, actor=None)
+    import_corpus(project=default_project(), source=text, actor=None)
+    summary = import_corpus(project=default_project(), source=text, actor=None)
     assert summary.versions_created == 0
     assert summary.versions_unchanged == 1
     assert counts() == (1, 1, 1)
 
 
 def test_changed_text_without_version_number_becomes_the_next_version(domains):
-    import_corpus(source=jsonl(manifest_line("doc-a")), actor=None)
+    import_corpus(project=default_project(), source=jsonl(manifest_line("doc-a")), actor=None)
     changed = manifest_line(
         "doc-a",
         blocks=[
@@ -94,7 +96,7 @@ def test_changed_text_without_version_number_becomes_the_next_version(domains):
             }
         ],
     )
-    summary = import_corpus(source=jsonl(changed), actor=None)
+    summary = import_corpus(project=default_project(), source=jsonl(changed), actor=None)
     versions = list(BlockVersion.objects.filter(block__block_id="doc-a-b1").order_by("version"))
     assert [v.version for v in versions] == [1, 2]
     assert versions[0].text.endswith("AES-256.")  # the old version is untouched
@@ -127,7 +129,10 @@ def test_unrag_dataset_documents_become_documents_with_one_block(domains):
         ],
     }
     summary = import_corpus(
-        source=json.dumps(dataset, indent=2), actor=None, default_domain="security_questionnaire"
+        project=default_project(),
+        source=json.dumps(dataset, indent=2),
+        actor=None,
+        default_domain="security_questionnaire",
     )
     assert summary.format == "unrag"
     refund = Document.objects.get(document_id="eval:support:doc:refund-policy")
@@ -247,7 +252,12 @@ def test_bad_input_is_rejected_with_line_and_field_and_nothing_is_stored(
 ):
     before = counts()
     with pytest.raises(ImportRejected) as rejected:
-        import_corpus(source=make_text(), actor=None, default_domain="security_questionnaire")
+        import_corpus(
+            project=default_project(),
+            source=make_text(),
+            actor=None,
+            default_domain="security_questionnaire",
+        )
     assert any(expected in e for e in rejected.value.errors), rejected.value.errors
     assert counts() == before
     assert not AuditEvent.objects.filter(verb="corpus_imported").exists()
@@ -258,12 +268,12 @@ def test_one_bad_line_rejects_the_good_lines_too(domains):
         manifest_line("doc-a"), manifest_line("doc-b"), manifest_line("doc-c", domain="nope")
     )
     with pytest.raises(ImportRejected):
-        import_corpus(source=text, actor=None)
+        import_corpus(project=default_project(), source=text, actor=None)
     assert counts() == (0, 0, 0)
 
 
 def test_an_existing_version_with_different_text_is_refused_as_append_only(domains):
-    import_corpus(source=jsonl(manifest_line("doc-a")), actor=None)
+    import_corpus(project=default_project(), source=jsonl(manifest_line("doc-a")), actor=None)
     tampered = manifest_line(
         "doc-a",
         blocks=[
@@ -271,7 +281,7 @@ def test_an_existing_version_with_different_text_is_refused_as_append_only(domai
         ],
     )
     with pytest.raises(ImportRejected) as rejected:
-        import_corpus(source=jsonl(tampered), actor=None)
+        import_corpus(project=default_project(), source=jsonl(tampered), actor=None)
     assert (
         "already exists with a different text; versions are append-only" in rejected.value.errors[0]
     )
@@ -289,15 +299,15 @@ def test_version_numbers_must_be_consecutive(domains):
         ],
     )
     with pytest.raises(ImportRejected) as rejected:
-        import_corpus(source=jsonl(gap), actor=None)
+        import_corpus(project=default_project(), source=jsonl(gap), actor=None)
     assert "expected version 2 for x1" in rejected.value.errors[0]
 
 
 def test_a_block_cannot_move_to_another_document(domains):
-    import_corpus(source=jsonl(manifest_line("doc-a")), actor=None)
+    import_corpus(project=default_project(), source=jsonl(manifest_line("doc-a")), actor=None)
     moved = manifest_line("doc-b", blocks=[{"block_id": "doc-a-b1", "versions": [{"text": "x"}]}])
     with pytest.raises(ImportRejected) as rejected:
-        import_corpus(source=jsonl(moved), actor=None)
+        import_corpus(project=default_project(), source=jsonl(moved), actor=None)
     assert "belongs to document 'doc-a'" in rejected.value.errors[0]
 
 
@@ -306,6 +316,6 @@ def test_every_problem_in_the_file_is_reported_at_once(domains):
         manifest_line("doc-a", domain="x"), "not json", manifest_line("doc-c", authority=-1)
     )
     with pytest.raises(ImportRejected) as rejected:
-        import_corpus(source=text, actor=None)
+        import_corpus(project=default_project(), source=text, actor=None)
     joined = "\n".join(rejected.value.errors)
     assert "line 2: not valid JSON" in joined and "line 3: authority" in joined

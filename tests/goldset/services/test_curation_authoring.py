@@ -6,7 +6,7 @@ from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.models import Source, TaskType, Tier, Triple, TripleState
 from goldset.selectors.curation import gold_row, list_gold_triples
 from goldset.services.triples import import_triples
-from tests.factories import CustomerFactory, CustomerPermissionFactory
+from tests.factories import CustomerFactory, CustomerPermissionFactory, default_project
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.models import AuditEvent
 from workbench.roles import Role
@@ -83,6 +83,7 @@ def _line(version, **meta):
 def test_import_accepts_the_gold_jsonl_shape_and_routes_each_triple(author, admin_user):
     v = block_version()
     summary = import_triples(
+        project=default_project(),
         source=_line(v) + "\n\n" + _line(v, id="imp-2", task_type="summarization") + "\n",
         actor=admin_user,
         on_behalf=True,
@@ -104,7 +105,9 @@ def test_export_row_re_imports_to_the_same_content(author, admin_user, make_user
     review(make_user(Role.ANNOTATOR, username="m-okoro"), triple, "confirm")
     row = gold_row(list_gold_triples().get())
     row["id"] = "copy-1"
-    import_triples(source=json.dumps(row), actor=admin_user, on_behalf=True)
+    import_triples(
+        project=default_project(), source=json.dumps(row), actor=admin_user, on_behalf=True
+    )
     copy = gold_row(Triple.objects.select_related("current_revision").get(external_id="copy-1"))
     for key in ("question", "expected_block", "expected_answer"):
         assert copy[key] == row[key]
@@ -124,7 +127,9 @@ def test_import_rejects_the_whole_file_with_line_numbered_errors(author, admin_u
         _line(v, id="imp-1"),
     ]
     with pytest.raises(ImportRejected) as caught:
-        import_triples(source="\n".join(lines), actor=admin_user, on_behalf=True)
+        import_triples(
+            project=default_project(), source="\n".join(lines), actor=admin_user, on_behalf=True
+        )
     errors = caught.value.errors
     assert any(e.startswith("line 2: expected_block.sha256: does not match") for e in errors)
     assert any(e.startswith("line 3: not valid JSON") for e in errors)
@@ -144,9 +149,11 @@ def test_import_needs_an_active_grant_for_customer_lines(author, admin_user):
     ok = _line(v, source="customer_permissioned", customer=granted.slug)
     refused = _line(v, id="imp-2", source="customer_permissioned", customer="globex")
     with pytest.raises(ImportRejected) as caught:
-        import_triples(source=ok + "\n" + refused, actor=admin_user, on_behalf=True)
+        import_triples(
+            project=default_project(), source=ok + "\n" + refused, actor=admin_user, on_behalf=True
+        )
     assert caught.value.errors == [
         "line 2: metadata.customer: 'globex' has no active permission grant"
     ]
-    import_triples(source=ok, actor=admin_user, on_behalf=True)
+    import_triples(project=default_project(), source=ok, actor=admin_user, on_behalf=True)
     assert Triple.objects.get().source == Source.CUSTOMER_PERMISSIONED

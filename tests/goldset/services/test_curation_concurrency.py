@@ -11,6 +11,7 @@ from django.db.models import Count
 
 from goldset.models import ReviewAssignment, TripleRevision
 from goldset.services.reviews import claim_next_assignment
+from tests.factories import default_project
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
 
@@ -36,7 +37,7 @@ def test_concurrent_next_item_never_over_assigns_nor_repeats_a_revision(
     def next_item(reviewer):
         try:
             barrier.wait()
-            assignment = claim_next_assignment(reviewer=reviewer)
+            assignment = claim_next_assignment(project=default_project(), reviewer=reviewer)
             return reviewer.pk, assignment.revision_id if assignment else None
         finally:
             connection.close()

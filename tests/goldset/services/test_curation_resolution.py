@@ -18,7 +18,7 @@ from goldset.services.resolution import (
     verify_llm_triple,
 )
 from goldset.services.reviews import claim_next_assignment, submit_review
-from tests.factories import BlockVersionFactory, CustomerFactory, DomainFactory
+from tests.factories import BlockVersionFactory, CustomerFactory, DomainFactory, default_project
 from tests.goldset.curation_support import block_version, claim, review, write_triple
 from workbench.models import AuditEvent
 
@@ -71,8 +71,10 @@ def test_discussion_then_revise_re_enters_review_with_fresh_reviewers(team):
     )
     triple.refresh_from_db()
     assert (triple.state, revision.number) == (TripleState.PENDING_REVIEW, 2)
-    assert claim_next_assignment(reviewer=team["r1"]) is None  # reviewed revision 1
-    assert claim_next_assignment(reviewer=team["r2"]) is None
+    assert (
+        claim_next_assignment(project=default_project(), reviewer=team["r1"]) is None
+    )  # reviewed revision 1
+    assert claim_next_assignment(project=default_project(), reviewer=team["r2"]) is None
     review(team["r3"], triple, "confirm")
     review(team["r4"], triple, "confirm")
     assert (triple.state, triple.resolution) == (TripleState.GOLD, Resolution.REVISED_CONSENSUS)
@@ -141,14 +143,22 @@ def _corpus_row(domain, text):
 
 def test_new_block_version_marks_gold_and_pending_triples_needs_rereview(team):
     domain = DomainFactory(slug="security_questionnaire")
-    import_corpus(source=as_jsonl([_corpus_row(domain.slug, "AES-256.")]), actor=team["admin"])
+    import_corpus(
+        project=default_project(),
+        source=as_jsonl([_corpus_row(domain.slug, "AES-256.")]),
+        actor=team["admin"],
+    )
     v1 = BlockVersion.objects.get(block__block_id="blk-enc-01")
     gold = write_triple(team["author"], version=v1)
     review(team["r1"], gold, "confirm")
     review(team["r2"], gold, "confirm")
     pending = write_triple(team["author"], version=v1)
     other = write_triple(team["author"])  # pinned elsewhere: untouched
-    import_corpus(source=as_jsonl([_corpus_row(domain.slug, "AES-256-GCM.")]), actor=team["admin"])
+    import_corpus(
+        project=default_project(),
+        source=as_jsonl([_corpus_row(domain.slug, "AES-256-GCM.")]),
+        actor=team["admin"],
+    )
     for t in (gold, pending, other):
         t.refresh_from_db()
     assert gold.state == pending.state == TripleState.NEEDS_REREVIEW

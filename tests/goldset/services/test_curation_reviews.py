@@ -8,6 +8,7 @@ from goldset.services.reviews import (
     select_spot_checks,
     submit_review,
 )
+from tests.factories import default_project
 from tests.goldset.curation_support import claim, review, write_triple
 from workbench.roles import Role
 
@@ -29,13 +30,16 @@ def test_gold_triple_needs_two_reviewers_and_triage_one(people):
     assert (triage.tier, triage.routing_rule) == (Tier.TRIAGE, "default")
     assert gold.current_revision.reviewers_needed == 2
     assert triage.current_revision.reviewers_needed == 1
-    got = [claim_next_assignment(reviewer=people[f"r{i}"]) for i in range(1, 5)]
+    got = [
+        claim_next_assignment(project=default_project(), reviewer=people[f"r{i}"])
+        for i in range(1, 5)
+    ]
     assert [a.revision.triple_id if a else None for a in got] == [gold.pk, gold.pk, triage.pk, None]
 
 
 def test_author_is_never_given_their_own_triple(people):
     write_triple(people["author"])
-    assert claim_next_assignment(reviewer=people["author"]) is None
+    assert claim_next_assignment(project=default_project(), reviewer=people["author"]) is None
 
 
 def test_author_cannot_review_own_revision(people):
@@ -56,8 +60,8 @@ def test_reviewer_without_assignment_cannot_submit(people):
 def test_next_item_returns_the_open_assignment_instead_of_hoarding(people):
     write_triple(people["author"])
     write_triple(people["author"])
-    first = claim_next_assignment(reviewer=people["r1"])
-    again = claim_next_assignment(reviewer=people["r1"])
+    first = claim_next_assignment(project=default_project(), reviewer=people["r1"])
+    again = claim_next_assignment(project=default_project(), reviewer=people["r1"])
     assert first.pk == again.pk
     assert ReviewAssignment.objects.filter(reviewer=people["r1"]).count() == 1
 
@@ -131,7 +135,9 @@ def test_spot_check_draw_is_reproducible_from_its_seed(people):
     triples = _gold_triage_triples(people["author"], people["r1"], 25)
     assert {t.state for t in triples} == {TripleState.GOLD}
     year, week, _ = triples[0].current_revision.reviews.get().submitted_at.isocalendar()
-    draw = draw_spot_checks(iso_year=year, iso_week=week, actor=people["r1"], seed=4242)
+    draw = draw_spot_checks(
+        project=default_project(), iso_year=year, iso_week=week, actor=people["r1"], seed=4242
+    )
     assert draw.eligible_revision_ids == sorted(t.current_revision_id for t in triples)
     assert len(draw.selected_revision_ids) == 3  # ceil(10 % of 25)
     assert draw.selected_revision_ids == select_spot_checks(
@@ -141,18 +147,26 @@ def test_spot_check_draw_is_reproducible_from_its_seed(people):
         draw.selected_revision_ids
     )
     with pytest.raises(GoldsetError, match="already drawn"):
-        draw_spot_checks(iso_year=year, iso_week=week, actor=people["r1"], seed=1)
+        draw_spot_checks(
+            project=default_project(), iso_year=year, iso_week=week, actor=people["r1"], seed=1
+        )
 
 
 def test_spot_check_gets_a_second_reviewer_and_a_flag_reopens_discussion(people):
     [triple] = _gold_triage_triples(people["author"], people["r1"], 1)
     year, week, _ = triple.current_revision.reviews.get().submitted_at.isocalendar()
-    draw = draw_spot_checks(iso_year=year, iso_week=week, actor=people["r1"], seed=7)
+    draw = draw_spot_checks(
+        project=default_project(), iso_year=year, iso_week=week, actor=people["r1"], seed=7
+    )
     assert draw.selected_revision_ids == [triple.current_revision_id]
-    assert claim_next_assignment(reviewer=people["r1"]) is None  # already reviewed it
+    assert (
+        claim_next_assignment(project=default_project(), reviewer=people["r1"]) is None
+    )  # already reviewed it
     assignment = claim(people["r2"], triple)
     assert (assignment.slot, assignment.spot_check) == (2, True)
-    assert claim_next_assignment(reviewer=people["r3"]) is None  # never over-assigned
+    assert (
+        claim_next_assignment(project=default_project(), reviewer=people["r3"]) is None
+    )  # never over-assigned
     submit_review(
         reviewer=people["r2"],
         revision=assignment.revision,

@@ -15,6 +15,7 @@ from tests.factories import (
     CustomerFactory,
     DocumentFactory,
     DomainFactory,
+    default_project,
 )
 from tests.goldset.curation_support import review, write_triple
 
@@ -138,7 +139,9 @@ def test_unrag_export_round_trips_through_the_corpus_importer(team, corpus, admi
         )
         for bv in corpus
     }
-    summary = import_corpus(source=text, actor=admin_user, source_name="roundtrip.json")
+    summary = import_corpus(
+        project=default_project(), source=text, actor=admin_user, source_name="roundtrip.json"
+    )
     assert (summary.documents_created, summary.blocks_created, summary.versions_created) == (
         0,
         0,

@@ -14,7 +14,7 @@ from goldset.services.freeze import (
     superseded_pins,
 )
 from goldset.services.triples import import_triples
-from tests.factories import BlockVersionFactory
+from tests.factories import BlockVersionFactory, default_project
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.roles import Role
 
@@ -113,7 +113,9 @@ def test_a_frozen_row_with_a_reason_reimports(team, pins):
         if r["id"] == reasoned.external_id
     )
     line["id"] = "reimported-1"
-    summary = import_triples(source=json.dumps(line), actor=team["admin"], on_behalf=True)
+    summary = import_triples(
+        project=default_project(), source=json.dumps(line), actor=team["admin"], on_behalf=True
+    )
     assert summary.created == ["reimported-1"]
 
 

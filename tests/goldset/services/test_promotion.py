@@ -31,7 +31,7 @@ from goldset.services.reviews import (
     draw_spot_checks,
     submit_review,
 )
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import claim_and_label, qualified_annotators
 from tests.goldset.curation_support import review
 from tests.goldset.promotion_support import (
@@ -83,8 +83,10 @@ def test_a_triage_triple_gold_on_one_review_goes_back_for_the_missing_review(
         "",
         None,
     )
-    assert claim_next_assignment(reviewer=first) is None  # never twice for the same reviewer
-    assignment = claim_next_assignment(reviewer=second)
+    assert (
+        claim_next_assignment(project=default_project(), reviewer=first) is None
+    )  # never twice for the same reviewer
+    assignment = claim_next_assignment(project=default_project(), reviewer=second)
     assert assignment.revision_id == triple.current_revision_id and assignment.slot == 2
     assert not assignment.spot_check
     submit_review(reviewer=second, revision=assignment.revision, verdict="confirm")
@@ -116,7 +118,9 @@ def test_a_given_spot_check_review_becomes_the_second_gold_review(
     first, second = reviewers(2)
     review(first, triple)
     year, week = current_iso_week()
-    draw_spot_checks(iso_year=year, iso_week=week, actor=admin_user, seed=7)
+    draw_spot_checks(
+        project=default_project(), iso_year=year, iso_week=week, actor=admin_user, seed=7
+    )
     spot = review(second, triple)
     assert spot.spot_check and triple.state == TripleState.GOLD
 
@@ -141,7 +145,9 @@ def test_a_drawn_but_unclaimed_spot_check_slot_becomes_a_regular_gold_review(
     first, second = reviewers(2)
     review(first, triple)
     year, week = current_iso_week()
-    draw_spot_checks(iso_year=year, iso_week=week, actor=admin_user, seed=7)
+    draw_spot_checks(
+        project=default_project(), iso_year=year, iso_week=week, actor=admin_user, seed=7
+    )
     promote_triple(actor=lead, triple=triple, reason="gate")
     second_review = review(second, triple)
     assert not second_review.spot_check

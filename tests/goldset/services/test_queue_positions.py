@@ -6,7 +6,7 @@ import pytest
 from goldset.selectors.positions import get_review_position
 from goldset.services.labeling import claim_next_item, count_waiting_items
 from goldset.services.reviews import claim_next_assignment, submit_review
-from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.factories import AnswerRecordFactory, DomainFactory, default_project
 from tests.goldset.answers_helpers import qualified_annotators
 from tests.goldset.curation_support import write_triple
 
@@ -30,12 +30,12 @@ def test_review_position_moves_on_with_each_review_today(team):
     for n in range(4):
         write_triple(team["author"], question=f"Case {n}?")
     reviewer = team["r1"]
-    first = claim_next_assignment(reviewer=reviewer)
+    first = claim_next_assignment(project=default_project(), reviewer=reviewer)
     position = get_review_position(assignment=first)
     assert (position.number, position.total, position.more) == (1, 4, False)
     submit_review(reviewer=reviewer, revision=first.revision, verdict="confirm")
     first.refresh_from_db()
     assert get_review_position(assignment=first) is None  # decided: no counter
-    second = claim_next_assignment(reviewer=reviewer)
+    second = claim_next_assignment(project=default_project(), reviewer=reviewer)
     position = get_review_position(assignment=second)
     assert (position.number, position.total) == (2, 4)

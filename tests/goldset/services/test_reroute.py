@@ -25,7 +25,7 @@ from goldset.services.promotion import (
     promote_triple,
 )
 from goldset.services.reviews import claim_next_assignment, submit_review
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import claim_and_label, qualified_annotators
 from tests.goldset.curation_support import claim, review
 from tests.goldset.promotion_support import (
@@ -258,7 +258,7 @@ def test_re_routed_to_gold_cases_gain_reviews_and_labels_through_the_normal_queu
     set_rules(admin_user, gold_task_types=["factual_qa"])
     apply_reroute(actor=admin_user, token=preview_reroute().token)
 
-    other = claim_next_assignment(reviewer=second)
+    other = claim_next_assignment(project=default_project(), reviewer=second)
     assert other.revision_id == triple.current_revision_id and other.slot == 2
     submit_review(reviewer=first, revision=held.revision, verdict="confirm")
     triple.refresh_from_db()

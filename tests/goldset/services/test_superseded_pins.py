@@ -23,7 +23,7 @@ from goldset.services.triples import (
     check_pin,
     import_triples,
 )
-from tests.factories import BlockVersionFactory
+from tests.factories import BlockVersionFactory, default_project
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.models import AuditEvent
 from workbench.roles import Role
@@ -185,7 +185,7 @@ def test_import_refuses_a_superseded_pin_without_a_reason_naming_line_and_field(
     v1, v2 = superseded
     text = "\n".join([_line(v2), _line(v1)])
     with pytest.raises(ImportRejected) as caught:
-        import_triples(source=text, actor=team["author"])
+        import_triples(project=default_project(), source=text, actor=team["author"])
     assert caught.value.errors == [
         f"line 2: expected_block.version: {v1.block.block_id} v1 is superseded by v2; "
         "pin v2 or give metadata.superseded_reason"
@@ -196,7 +196,7 @@ def test_import_refuses_a_superseded_pin_without_a_reason_naming_line_and_field(
 def test_import_with_a_reason_records_it(team, superseded):
     v1, v2 = superseded
     text = "\n".join([_line(v2), _line(v1, superseded_reason=REASON)])
-    summary = import_triples(source=text, actor=team["author"])
+    summary = import_triples(project=default_project(), source=text, actor=team["author"])
     assert len(summary.created) == 2
     reasons = sorted(TripleRevision.objects.values_list("superseded_reason", flat=True))
     assert reasons == ["", REASON]
@@ -206,5 +206,5 @@ def test_import_reports_an_overlong_reason_on_its_field(team, superseded):
     v1, _ = superseded
     text = _line(v1, superseded_reason="x" * (MAX_SUPERSEDED_REASON + 1))
     with pytest.raises(ImportRejected) as caught:
-        import_triples(source=text, actor=team["author"])
+        import_triples(project=default_project(), source=text, actor=team["author"])
     assert caught.value.errors[0].startswith("line 1: metadata.superseded_reason: ")

@@ -22,7 +22,7 @@ from goldset.services.adjudication import record_adjudication
 from goldset.services.guidelines import render_guideline, save_guideline
 from goldset.services.labeling import claim_next_item, submit_label, undo_last_label
 from goldset.services.reviews import claim_next_assignment, submit_review
-from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.factories import AnswerRecordFactory, DomainFactory, default_project
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import write_triple
 from workbench.models import AuditEvent
@@ -119,7 +119,7 @@ def test_a_review_records_its_time_guideline_and_fast_flag(make_user, lead, sett
     guideline, _ = save_guideline(
         actor=lead, domain=triple.domain, task=GuidelineTask.TRIPLE_REVIEW, body="# Review"
     )
-    assignment = claim_next_assignment(reviewer=reviewer)
+    assignment = claim_next_assignment(project=default_project(), reviewer=reviewer)
     token = opening_token(
         kind="review", object_id=assignment.pk, user_id=reviewer.pk, now=timezone.now()
     )

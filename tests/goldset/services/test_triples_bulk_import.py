@@ -14,7 +14,12 @@ from goldset.imports.errors import Problems
 from goldset.imports.reader import as_source
 from goldset.models import BlockVersion, Tier, Triple
 from goldset.services.triples import TripleImporter, create_triple, import_triples
-from tests.factories import BlockVersionFactory, CustomerFactory, CustomerPermissionFactory
+from tests.factories import (
+    BlockVersionFactory,
+    CustomerFactory,
+    CustomerPermissionFactory,
+    default_project,
+)
 from tests.goldset.curation_support import block_version
 from workbench.models import AuditEvent
 from workbench.roles import Role
@@ -73,7 +78,9 @@ def _file(c, n_plain: int) -> str:
 
 def _per_row(text: str, actor):
     """The importer's write step as it was before it went bulk: create_triple per line."""
-    importer = TripleImporter(actor=actor, source_name="t.jsonl", on_behalf=True)
+    importer = TripleImporter(
+        project=default_project(), actor=actor, source_name="t.jsonl", on_behalf=True
+    )
     importer.begin(writing=True)
     problems = Problems()
     batch = list(importer.records(as_source(text), problems, lambda _: None))
@@ -84,6 +91,7 @@ def _per_row(text: str, actor):
             dt.datetime.combine(ln.added_at, dt.time(), tzinfo=dt.UTC) if ln.added_at else None
         )
         triple = create_triple(
+            project=default_project(),
             author=author,
             question=ln.question,
             block_version=pinned,
@@ -166,7 +174,13 @@ def _stored_by(write) -> dict:
 def test_bulk_triple_import_stores_what_the_per_row_path_stored(corpus):
     admin, text = corpus["admin"], _file(corpus, 20)
     bulk = _stored_by(
-        lambda: import_triples(source=text, actor=admin, on_behalf=True, source_name="t.jsonl")
+        lambda: import_triples(
+            project=default_project(),
+            source=text,
+            actor=admin,
+            on_behalf=True,
+            source_name="t.jsonl",
+        )
     )
     per_row = _stored_by(lambda: _per_row(text, admin))
     assert len(bulk) == 29 and bulk.keys() == per_row.keys()
@@ -184,12 +198,14 @@ def test_bulk_triple_import_stores_what_the_per_row_path_stored(corpus):
 def test_bulk_triple_import_statements_do_not_grow_with_the_file(corpus):
     admin = corpus["admin"]
     # A first import creates the default routing rules and warms per-process caches.
-    import_triples(source=_file(corpus, 0), actor=admin, on_behalf=True)
+    import_triples(project=default_project(), source=_file(corpus, 0), actor=admin, on_behalf=True)
     counts = []
     for n_plain in (10, 200):
         text = _file(corpus, n_plain).replace('"bulk-', f'"n{n_plain}-')
         with CaptureQueriesContext(connection) as queries:
-            summary = import_triples(source=text, actor=admin, on_behalf=True)
+            summary = import_triples(
+                project=default_project(), source=text, actor=admin, on_behalf=True
+            )
         assert len(summary.created) == 9 + n_plain
         inserts = [q for q in queries.captured_queries if q["sql"].startswith("INSERT")]
         counts.append((len(queries.captured_queries), len(inserts)))

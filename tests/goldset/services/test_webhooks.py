@@ -31,7 +31,7 @@ from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import submit_import
 from goldset.services.jobs import reconcile
 from goldset.services.scoring_jobs import create_scoring_job, reconcile_scoring_jobs
-from tests.factories import DomainFactory, gold_row_for, make_gold_corpus
+from tests.factories import DomainFactory, default_project, gold_row_for, make_gold_corpus
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -225,7 +225,9 @@ def test_a_rejected_import_emits_import_finished_with_its_problem_count(
     bad = json.dumps({"document_id": "d1", "title": "T", "domain": "nowhere", "blocks": []})
     upload = SimpleUploadedFile("corpus.jsonl", (bad + "\n").encode())
     with django_capture_on_commit_callbacks(execute=True):
-        job = submit_import(kind="corpus", upload=upload, actor=admin_user).job
+        job = submit_import(
+            project=default_project(), kind="corpus", upload=upload, actor=admin_user
+        ).job
     job.refresh_from_db()
     assert job.status == ImportStatus.REJECTED
     (request,) = receiver.requests

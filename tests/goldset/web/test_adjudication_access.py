@@ -6,7 +6,7 @@ may not adjudicate (one they labeled)."""
 import pytest
 from django.urls import reverse
 
-from goldset.models import RecordStatus
+from goldset.models import Project, RecordStatus, default_project_id
 from goldset.selectors.answers import (
     ADJUDICATORS,
     access_record_for_adjudication,
@@ -44,7 +44,16 @@ def split():
 
 
 def _inbox_count(user) -> int:
-    return next((e.count for e in get_inbox(user=user).entries if e.key == "adjudication"), 0)
+    return next(
+        (
+            e.count
+            for e in get_inbox(
+                user=user, project=Project.objects.get(pk=default_project_id())
+            ).entries
+            if e.key == "adjudication"
+        ),
+        0,
+    )
 
 
 def test_an_annotator_lead_is_never_sent_an_item_they_labeled(split, lead, client_for):

@@ -8,7 +8,7 @@ from django.db import connection
 from django.urls import reverse
 
 from goldset.selectors.curation import search_block_versions
-from tests.factories import BlockVersionFactory
+from tests.factories import BlockVersionFactory, default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def blocks():
 
 
 def _found(query):
-    return {v.pk for v in search_block_versions(query=query)}
+    return {v.pk for v in search_block_versions(project=default_project(), query=query)}
 
 
 def test_words_apart_in_the_text_find_the_block(blocks):
@@ -37,7 +37,9 @@ def test_words_apart_in_the_text_find_the_block(blocks):
 
 def test_postgres_lists_the_best_text_match_first(blocks):
     dense = BlockVersionFactory(text="Backups retained. Backups are retained; backups retained.")
-    found = [v.pk for v in search_block_versions(query="backups retained")]
+    found = [
+        v.pk for v in search_block_versions(project=default_project(), query="backups retained")
+    ]
     assert set(found) == {blocks["apart"].pk, dense.pk}
     if connection.vendor == "postgresql":
         assert found == [dense.pk, blocks["apart"].pk]
@@ -82,7 +84,7 @@ def test_postgres_picker_uses_the_gin_index(blocks):
         return
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-    plan = search_block_versions(query="backups retained").explain()
+    plan = search_block_versions(project=default_project(), query="backups retained").explain()
     assert "blockversion_text_fts" in plan
 
 

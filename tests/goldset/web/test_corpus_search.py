@@ -6,7 +6,7 @@ from django.db import connection
 from django.urls import reverse
 
 from goldset.selectors.corpus import search_blocks
-from tests.factories import BlockVersionFactory
+from tests.factories import BlockVersionFactory, default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -45,11 +45,13 @@ def test_the_search_page_answers_each_role(client, client_for, annotator, lead, 
 
 def test_postgres_uses_the_gin_index(blocks):
     if connection.vendor != "postgresql":
-        assert list(search_blocks(query="backups retained"))  # the SQLite fallback finds it
+        assert list(
+            search_blocks(project=default_project(), query="backups retained")
+        )  # the SQLite fallback finds it
         return
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-    plan = search_blocks(query="backups retained").explain()
+    plan = search_blocks(project=default_project(), query="backups retained").explain()
     assert "blockversion_text_fts" in plan
 
 

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from goldset.services.reviews import claim_next_assignment
-from tests.factories import CustomerFactory
+from tests.factories import CustomerFactory, default_project
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
 
@@ -82,7 +82,7 @@ def test_a_review_page_belongs_to_its_reviewer(client_for, make_user):
     author = make_user(Role.ANNOTATOR, username="author")
     r1, r2 = (make_user(Role.ANNOTATOR, username=f"rev{i}") for i in (1, 2))
     write_triple(author)
-    assignment = claim_next_assignment(reviewer=r1)
+    assignment = claim_next_assignment(project=default_project(), reviewer=r1)
     url = reverse("curation:review", args=[assignment.pk])
     assert client_for(r1).get(url).status_code == 200
     assert client_for(r2).get(url).status_code == 404

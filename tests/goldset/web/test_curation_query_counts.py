@@ -7,7 +7,7 @@ from goldset.services.customers import grant_customer_permission
 from goldset.services.quality import draw_working_slice
 from goldset.services.resolution import mark_superseded_pins
 from goldset.services.reviews import claim_next_assignment
-from tests.factories import BlockVersionFactory, CustomerFactory
+from tests.factories import BlockVersionFactory, CustomerFactory, default_project
 from tests.goldset.curation_support import review, write_triple
 
 pytestmark = pytest.mark.django_db
@@ -39,8 +39,8 @@ def populate(team, n):
         mark_superseded_pins(superseding_version_ids=[v2.pk])
     for i in range(n - 3 * k):
         write_triple(author, question=f"Pending {i}?")
-    draw_working_slice(quarter="2026Q1", actor=team["lead"], seed=1)
-    claim_next_assignment(reviewer=team["r3"])
+    draw_working_slice(project=default_project(), quarter="2026Q1", actor=team["lead"], seed=1)
+    claim_next_assignment(project=default_project(), reviewer=team["r3"])
 
 
 @pytest.mark.parametrize("n", [10, 200])

@@ -28,6 +28,7 @@ from tests.factories import (
     BlockFactory,
     BlockVersionFactory,
     DomainFactory,
+    default_project,
     gold_row_for,
     make_gold_corpus,
 )
@@ -333,9 +334,11 @@ def test_a_run_with_a_bom_is_scored(
 
 def test_a_20000_document_corpus_imports_with_bulk_inserts(domain):
     with CaptureQueriesContext(connection) as small:
-        import_corpus(source=manifest(1000), actor=None)
+        import_corpus(project=default_project(), source=manifest(1000), actor=None)
     with CaptureQueriesContext(connection) as large:
-        summary = import_corpus(source=manifest(20_000, start=1000), actor=None)
+        summary = import_corpus(
+            project=default_project(), source=manifest(20_000, start=1000), actor=None
+        )
     assert (summary.documents_created, summary.versions_created) == (20_000, 20_000)
     assert (Document.objects.count(), Block.objects.count(), BlockVersion.objects.count()) == (
         21_000,

@@ -20,7 +20,7 @@ from goldset.services.agreement import (
 )
 from goldset.services.labeling import in_audit_sample, plan_settlement
 from goldset.services.reviews import draw_spot_checks
-from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.factories import AnswerRecordFactory, DomainFactory, default_project
 from tests.goldset.answers_helpers import qualified_annotators
 from tests.goldset.services.test_agreement import make_ratings
 
@@ -163,7 +163,9 @@ def test_the_load_tolerance_moves_the_queue_page_and_the_cap(client_for, setting
 def test_the_triple_spot_check_rate_moves_the_page_and_the_draw(client_for, lead, settings):
     assert "a seeded 10 % of the TRIAGE" in _page(client_for, lead, "curation:spot_checks")
     settings.CURATION_SPOT_CHECK_RATE = Decimal("0.25")
-    draw = draw_spot_checks(iso_year=2026, iso_week=3, actor=lead, seed=5)
+    draw = draw_spot_checks(
+        project=default_project(), iso_year=2026, iso_week=3, actor=lead, seed=5
+    )
     assert draw.rate == Decimal("0.25")
     assert "a seeded 25 % of the TRIAGE" in _page(client_for, lead, "curation:spot_checks")
 

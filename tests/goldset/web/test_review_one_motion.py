@@ -5,6 +5,7 @@ from django.urls import reverse
 
 from goldset.models import ReviewAssignment
 from goldset.services.reviews import claim_next_assignment
+from tests.factories import default_project
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
 
@@ -19,7 +20,7 @@ def test_review_submit_returns_the_next_revision_then_the_recorded_review(make_u
     write_triple(author, question="First question about key rotation?")
     write_triple(author, question="Second question about key rotation?")
     client = client_for(reviewer)
-    first = claim_next_assignment(reviewer=reviewer)
+    first = claim_next_assignment(project=default_project(), reviewer=reviewer)
     response = client.post(
         reverse("curation:review", args=[first.pk]), {"verdict": "confirm"}, **HX_ITEM
     )

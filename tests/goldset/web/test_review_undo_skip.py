@@ -19,7 +19,7 @@ from goldset.services.reviews import (
     submit_review,
     undo_last_review,
 )
-from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.factories import AnswerRecordFactory, DomainFactory, default_project
 from tests.goldset.answers_helpers import BAD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import write_triple
 from workbench.models import AuditEvent
@@ -42,7 +42,7 @@ def people(make_user):
 def test_undo_withdraws_the_review_refills_the_form_and_releases_the_next_claim(people, client_for):
     first, second = write_triple(people["author"]), write_triple(people["author"])
     client = client_for(people["r1"])
-    claimed = claim_next_assignment(reviewer=people["r1"])
+    claimed = claim_next_assignment(project=default_project(), reviewer=people["r1"])
     response = client.post(
         reverse("curation:review", args=[claimed.pk]),
         {
@@ -55,7 +55,10 @@ def test_undo_withdraws_the_review_refills_the_form_and_releases_the_next_claim(
     )
     assert 'id="review-undo"' in response.content.decode()  # the next item offers the undo
     following = ReviewAssignment.objects.exclude(pk=claimed.pk).get(reviewer=people["r1"])
-    assert get_undoable_review(reviewer=people["r1"]).assignment_id == claimed.pk
+    assert (
+        get_undoable_review(project=default_project(), reviewer=people["r1"]).assignment_id
+        == claimed.pk
+    )
 
     undone = client.post(reverse("curation:review_undo"), **HX_ITEM)
     html = undone.content.decode()
@@ -79,29 +82,29 @@ def test_undo_is_refused_after_the_window_and_once_resolved(people, settings):
     settings.REVIEW_UNDO_WINDOW_SECONDS = 60
     triple = write_triple(people["author"])
     for reviewer in (people["r1"], people["r2"]):
-        a = claim_next_assignment(reviewer=reviewer)
+        a = claim_next_assignment(project=default_project(), reviewer=reviewer)
         submit_review(reviewer=reviewer, revision=a.revision, verdict="confirm")
     triple.refresh_from_db()
     assert triple.state == "gold"
     with pytest.raises(ReviewUndoRefused, match="already resolved"):
-        undo_last_review(reviewer=people["r2"])
+        undo_last_review(project=default_project(), reviewer=people["r2"])
     other = write_triple(people["author"])
-    a = claim_next_assignment(reviewer=people["r1"])
+    a = claim_next_assignment(project=default_project(), reviewer=people["r1"])
     assert a.revision.triple_id == other.pk
     submit_review(reviewer=people["r1"], revision=a.revision, verdict="confirm")
     Review.objects.filter(reviewer=people["r1"]).update(
         submitted_at=timezone.now() - timedelta(seconds=61)
     )
-    assert get_undoable_review(reviewer=people["r1"]) is None
+    assert get_undoable_review(project=default_project(), reviewer=people["r1"]) is None
     with pytest.raises(ReviewUndoRefused, match="1 min"):
-        undo_last_review(reviewer=people["r1"])
+        undo_last_review(project=default_project(), reviewer=people["r1"])
     assert Review.objects.count() == 3
 
 
 def test_skip_needs_a_reason_frees_the_slot_and_is_counted(people, client_for):
     skipped = write_triple(people["author"])
     write_triple(people["author"])
-    assignment = claim_next_assignment(reviewer=people["r1"])
+    assignment = claim_next_assignment(project=default_project(), reviewer=people["r1"])
     with pytest.raises(ReviewSkipRefused, match="reason is required"):
         skip_review(assignment=assignment, reason="  ")
     client = client_for(people["r1"])
@@ -122,14 +125,17 @@ def test_skip_needs_a_reason_frees_the_slot_and_is_counted(people, client_for):
         "revision_id", flat=True
     )
     assert revision.pk not in mine
-    assert claim_next_assignment(reviewer=people["r2"]).revision_id == revision.pk
-    assert count_review_skips_by_reviewer() == [("rev1", 1)]
+    assert (
+        claim_next_assignment(project=default_project(), reviewer=people["r2"]).revision_id
+        == revision.pk
+    )
+    assert count_review_skips_by_reviewer(project=default_project()) == [("rev1", 1)]
     assert AuditEvent.objects.filter(verb="review_skipped", actor=people["r1"]).exists()
 
 
 def test_undo_and_skip_answer_each_role(client, client_for, people, lead, admin_user):
     write_triple(people["author"])
-    assignment = claim_next_assignment(reviewer=people["r1"])
+    assignment = claim_next_assignment(project=default_project(), reviewer=people["r1"])
     skip_url = reverse("curation:review_skip", args=[assignment.pk])
     undo_url = reverse("curation:review_undo")
     for url in (skip_url, undo_url):

@@ -33,7 +33,7 @@ from goldset.services.labeling import (
     seeded_draw,
 )
 from goldset.services.reviews import claim_next_assignment
-from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
+from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory, default_project
 from tests.goldset.answers_helpers import GOOD, qualified_annotators
 from tests.goldset.curation_support import write_triple
 from tests.waiting import wait_until
@@ -169,7 +169,7 @@ def test_label_submit_is_retried_once_after_a_lock_wait(client_for, label_claim,
 def test_review_submit_under_a_held_triple_answers_503_and_stores_nothing(client_for, short_waits):
     triple = write_triple(UserFactory(role=Role.ANNOTATOR, username="author"))
     reviewer = UserFactory(role=Role.ANNOTATOR, username="rev1")
-    assignment = claim_next_assignment(reviewer=reviewer)
+    assignment = claim_next_assignment(project=default_project(), reviewer=reviewer)
     url = reverse("curation:review", args=[assignment.pk])
     data = {"verdict": "flag", "flags": ["question_unrealistic"], "comment": "kept-comment-5521"}
     for headers in ({}, {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "review-item"}):

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from goldset.models import TripleRevision, TripleState
 from goldset.services.reviews import claim_next_assignment
-from tests.factories import BlockVersionFactory
+from tests.factories import BlockVersionFactory, default_project
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.roles import Role
 
@@ -83,7 +83,7 @@ def test_a_current_pin_shows_no_badge(client_for, team):
 
 def test_review_page_badges_superseded_text_for_its_reviewer_only(client, client_for, team, old):
     write_triple(team["author"], version=old, superseded_reason=REASON)
-    assignment = claim_next_assignment(reviewer=team["r1"])
+    assignment = claim_next_assignment(project=default_project(), reviewer=team["r1"])
     url = reverse("curation:review", args=[assignment.pk])
     page = client_for(team["r1"]).get(url).content.decode()
     assert "superseded-badge" in page and REASON in page
@@ -95,7 +95,7 @@ def test_review_page_badges_superseded_text_for_its_reviewer_only(client, client
 
 def test_review_page_shows_the_badge_when_a_version_arrives_during_review(client_for, team):
     triple = write_triple(team["author"])
-    assignment = claim_next_assignment(reviewer=team["r1"])
+    assignment = claim_next_assignment(project=default_project(), reviewer=team["r1"])
     url = reverse("curation:review", args=[assignment.pk])
     assert "superseded-badge" not in client_for(team["r1"]).get(url).content.decode()
     BlockVersionFactory(
@@ -235,7 +235,7 @@ def test_the_next_review_that_htmx_brings_badges_its_superseded_text(client_for,
     selector, so a superseded pin is badged there as on a reload of the page."""
     current = write_triple(team["author"])
     write_triple(team["author"], version=_superseded(), superseded_reason=REASON)
-    first = claim_next_assignment(reviewer=team["r1"])
+    first = claim_next_assignment(project=default_project(), reviewer=team["r1"])
     assert first.revision.triple_id == current.pk
     url = reverse(f"curation:{'review' if motion == 'submit' else 'review_skip'}", args=[first.pk])
     form = {"verdict": "confirm"} if motion == "submit" else {"reason": "Not my field."}
@@ -255,7 +255,7 @@ def _superseded():
 
 def test_the_review_that_undo_brings_back_badges_its_superseded_text(client_for, team):
     write_triple(team["author"], version=_superseded(), superseded_reason=REASON)
-    assignment = claim_next_assignment(reviewer=team["r1"])
+    assignment = claim_next_assignment(project=default_project(), reviewer=team["r1"])
     c = client_for(team["r1"])
     c.post(reverse("curation:review", args=[assignment.pk]), {"verdict": "confirm"})
     response = c.post(

@@ -30,7 +30,13 @@ from goldset.services.labeling import claim_next_item, submit_label
 from goldset.services.probe_exports import render_adjudication_export
 from goldset.services.reviews import claim_next_assignment
 from goldset.views import quality
-from tests.factories import AnswerRecordFactory, DomainFactory, gold_row_for, make_gold_corpus
+from tests.factories import (
+    AnswerRecordFactory,
+    DomainFactory,
+    default_project,
+    gold_row_for,
+    make_gold_corpus,
+)
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
@@ -138,7 +144,7 @@ def test_review_page_shows_its_guideline_and_records_time_and_version(make_user,
     guideline, _ = save_guideline(
         actor=lead, domain=triple.domain, task=GuidelineTask.TRIPLE_REVIEW, body="Check entailment."
     )
-    assignment = claim_next_assignment(reviewer=reviewer)
+    assignment = claim_next_assignment(project=default_project(), reviewer=reviewer)
     client = client_for(reviewer)
     url = reverse("curation:review", args=[assignment.pk])
     html = client.get(url).content.decode()
