@@ -93,7 +93,11 @@ def home(request):
         if len(projects) != 1 or projects[0].project.slug != DEFAULT_PROJECT_SLUG:
             return render(request, "workbench/projects_home.html", {"projects": projects})
         request.project = projects[0].project
-    return render(request, "workbench/home.html", {"inbox": get_inbox(user=request.user)})
+    return render(
+        request,
+        "workbench/home.html",
+        {"inbox": get_inbox(user=request.user, project=request.project)},
+    )
 
 
 def _may_see_health_details(request) -> bool:

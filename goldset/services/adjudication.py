@@ -63,9 +63,12 @@ def record_adjudication(
     queue and the page filter with (a lead or admin, never on an item they labeled). Rationale is
     always required; the failure-taxonomy rules of labels apply. Records the time on item (from
     ``timing.opened_at``, the signed opening of the page: nothing is claimed), the adjudication
-    guideline in force, and a FastDecision when it was faster than the tier's threshold."""
+    guideline in force, and a FastDecision when it was faster than the tier's threshold. The
+    record is checked in its own project (pages hand over records their project's access
+    selector returned: another project's item never gets here through them)."""
     record = AnswerRecord.objects.select_for_update().select_related("question").get(pk=record.pk)
-    if not adjudicable_records(user=lead, statuses=OPEN_FOR_LEAD).filter(pk=record.pk).exists():
+    adjudicable = adjudicable_records(user=lead, project=record.project_id, statuses=OPEN_FOR_LEAD)
+    if not adjudicable.filter(pk=record.pk).exists():
         raise AdjudicationRejected(_refusal(lead=lead, record=record))
     secondary = check_label_rules(
         question=record.question,

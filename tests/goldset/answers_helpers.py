@@ -33,8 +33,8 @@ def qualified_annotators(domain, n, prefix="q-ann"):
     return users
 
 
-def claim_and_label(annotator, **fields):
-    result = claim_next_item(annotator=annotator)
+def claim_and_label(annotator, *, project=None, **fields):
+    result = claim_next_item(project=project or default_project(), annotator=annotator)
     assert result.assignment is not None, result.reason
     return submit_label(assignment=result.assignment, **{**GOOD, **fields})
 
@@ -88,3 +88,10 @@ def build_conflict_item(domain, *, n_annotators=3):
 def assert_blind(html: str):
     for secret in SECRETS:
         assert secret not in html, f"{secret} leaked"
+
+
+def default_project():
+    """The default project (where the factories' rows and roles are, unless told otherwise)."""
+    from goldset.models import Project, default_project_id
+
+    return Project.objects.get(pk=default_project_id())

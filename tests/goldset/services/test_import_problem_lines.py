@@ -16,6 +16,7 @@ from goldset.services.evaluators import create_evaluator
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job, submit_import
 from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, gold_row_for
+from tests.goldset.answers_helpers import default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -139,7 +140,7 @@ CASES = [
 def world(admin_user):
     domain = DomainFactory(slug="federal_it")
     version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
-    import_questions(source=json.dumps(QUESTION), actor=None)
+    import_questions(source=json.dumps(QUESTION), actor=None, project=default_project())
     store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
     return create_evaluator(name="judge", version="1", kind="llm_judge")
 
