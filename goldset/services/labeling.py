@@ -730,6 +730,7 @@ def submit_label(
         **timing_fields(claimed_at=assignment.claimed_at, timing=timing),
     )
     flag_if_fast(
+        project=record.project,
         decision=label,
         kind=DecisionKind.LABEL,
         annotator_id=assignment.annotator_id,

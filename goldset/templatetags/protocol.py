@@ -3,7 +3,7 @@
 ``{% protocol "NAME" %}``: the value in force of a protocol tunable (:mod:`goldset.conf`), so
 a page says what the code does (loaded as a template builtin). Rates print as percentages with
 ``"percent"`` (``{% protocol "AUDIT_SAMPLE_RATE" "percent" %}`` → "5 %"), thresholds to two
-decimals ("0.70"), seeds and counts as they are. Templates hold no protocol number of their own
+decimals ("0.70"), seeds and counts as they are; on a project's page, the project's values. Templates hold no protocol number of their own
 (a test greps them)."""
 
 from decimal import Decimal
@@ -16,10 +16,10 @@ from goldset.rules.versions import is_superseded
 register = template.Library()
 
 
-def protocol_text(name: str, style: str = "") -> str:
-    """How a page prints the tunable ``name``: ``style`` "percent" for a rate, else the value
-    (floats to two decimals)."""
-    value = tunable(name)
+def protocol_text(name: str, style: str = "", *, project=None) -> str:
+    """How a page prints the tunable ``name`` in force in ``project`` (the installation's
+    without one): ``style`` "percent" for a rate, else the value (floats to two decimals)."""
+    value = tunable(name, project=project)
     if style == "percent":
         return f"{float(Decimal(str(value)) * 100):g} %"
     if isinstance(value, float | Decimal) and not isinstance(value, bool):
@@ -27,9 +27,11 @@ def protocol_text(name: str, style: str = "") -> str:
     return str(value)
 
 
-@register.simple_tag
-def protocol(name: str, style: str = "") -> str:
-    return protocol_text(name, style)
+@register.simple_tag(takes_context=True)
+def protocol(context, name: str, style: str = "") -> str:
+    """The value in force in the request's project (a project page prints its own settings)."""
+    project = getattr(context.get("request"), "project", None)
+    return protocol_text(name, style, project=project)
 
 
 @register.filter
