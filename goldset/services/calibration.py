@@ -36,6 +36,7 @@ kept on the request (``previous_attempt``) and cleared, and the new attempt is s
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from goldset.conf import tunable
@@ -71,7 +72,6 @@ from goldset.services.notifications import (
 )
 from goldset.services.text_limits import check_text_length
 from scoring.agreement import cohen_kappa
-from workbench.project_urls import project_url
 from workbench.services.audit import record_event
 
 
@@ -312,7 +312,7 @@ def score_calibration(*, annotator, domain: Domain) -> CalibrationResult:
                 f"Your {domain.name} calibration did not reach κ {gate:.2f}. "
                 "See where you differed from the reference, and ask a lead for a retake."
             ),
-            link=project_url(domain.project, "answers:calibration") + f"#calibration-{domain.slug}",
+            link=reverse("answers:calibration") + f"#calibration-{domain.slug}",
             key=f"calibration:{domain.pk}",
         )
     return result
@@ -353,7 +353,7 @@ def request_retake(*, annotator, domain: Domain, message: str = "") -> Calibrati
         recipients=lead_ids(),
         kind=NotificationKind.RETAKE_REQUESTED,
         text=f"{display_name(annotator)} asks to retake the {domain.name} calibration.",
-        link=project_url(domain.project, "inbox:retakes"),
+        link=reverse("inbox:retakes"),
         key=RETAKE_REQUESTS_KEY,
     )
     return retake
@@ -404,8 +404,7 @@ def decide_retake(
         recipients=[retake.annotator_id],
         kind=NotificationKind.RETAKE_DECIDED,
         text=text,
-        link=project_url(retake.domain.project, "answers:calibration")
-        + f"#calibration-{retake.domain.slug}",
+        link=reverse("answers:calibration") + f"#calibration-{retake.domain.slug}",
     )
     return retake
 
