@@ -121,7 +121,7 @@ def seed_timed_labels(n: int) -> None:
     from goldset.models import Label, LabelAssignment
     from goldset.rules.time_on_item import ItemTiming
     from goldset.services.labeling import claim_next_item, submit_label
-    from tests.goldset.answers_helpers import GOOD
+    from tests.goldset.answers_helpers import GOOD, default_project
     from tests.goldset.bulk_support import clone_rows
 
     users = list(
@@ -130,7 +130,8 @@ def seed_timed_labels(n: int) -> None:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
-    claimed = claim_next_item(annotator=get_user_model().objects.get(pk=users[0])).assignment
+    annotator = get_user_model().objects.get(pk=users[0])
+    claimed = claim_next_item(project=default_project(), annotator=annotator).assignment
     label = submit_label(assignment=claimed, **GOOD, timing=ItemTiming(active_ms=5000))
     first_new = LabelAssignment.objects.order_by("-pk").values_list("pk", flat=True)[0]
     started = time.perf_counter()

@@ -82,7 +82,7 @@ def child(records: int, submits: int) -> dict:
         for i, name in enumerate(("s1", "s2", "s3")):
             user = qualified(name)
             for n in range(records):
-                result = claim_next_item(annotator=user)
+                result = claim_next_item(project=domain.project, annotator=user)
                 noisy = (n + i) % 7 == 0
                 submit_label(assignment=result.assignment, **(BAD if noisy else GOOD))
     seed_seconds = time.perf_counter() - started

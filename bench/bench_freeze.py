@@ -169,7 +169,11 @@ def phase_freeze(reference: bool) -> dict:
             return (freeze_reference.gold_row(t) for t in triples)
 
         freeze.selected_rows = selected_rows
-        probe_exports.iter_adjudication_export = freeze_reference.iter_adjudication_export
+
+        def iter_adjudication_export(*, project, **kwargs):
+            return freeze_reference.iter_adjudication_export(**kwargs)  # one project here
+
+        probe_exports.iter_adjudication_export = iter_adjudication_export
 
     actor = get_user_model().objects.filter(username="bf-lead").first()
     result = {}

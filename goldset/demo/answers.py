@@ -19,8 +19,10 @@ from goldset.models import (
     CalibrationItem,
     Domain,
     LabelAssignment,
+    Project,
     Question,
     RecordStatus,
+    default_project_id,
 )
 from goldset.services.adjudication import record_adjudication
 from goldset.services.answer_imports import import_answer_logs, import_questions
@@ -456,13 +458,17 @@ def seed_answers_demo() -> dict:
             username__in=["lead", *[f"ann{i}" for i in range(1, 7)]]
         )
     }
+    # The demo's answer labeling lives in the default project.
+    project = Project.objects.get(pk=default_project_id())
     import_questions(
+        project=project,
         source="\n".join(json.dumps(q[0]) for q in QUESTIONS),
         actor=None,
         source_name="demo-questions.jsonl",
     )
     rows, plans, references = _answer_rows()
     import_answer_logs(
+        project=project,
         source="\n".join(json.dumps(r) for r in rows),
         actor=None,
         source_name="demo-answer-logs.jsonl",
@@ -475,6 +481,7 @@ def seed_answers_demo() -> dict:
             (item.record.run.run_id, item.record.question.question_id)
         ]
         set_reference_label(
+            project=project,
             lead=lead,
             item=item,
             acceptability=acceptability,
@@ -495,7 +502,9 @@ def seed_answers_demo() -> dict:
     }
     for slug, names in calibrate.items():
         for name in [*names, *(["ann6"] if slug == "supply_chain" else [])]:
-            for assignment in start_calibration(annotator=users[name], domain=domains[slug]):
+            for assignment in start_calibration(
+                project=project, annotator=users[name], domain=domains[slug]
+            ):
                 record = assignment.record
                 reference = references[(record.run.run_id, record.question.question_id)]
                 submit_label(
@@ -510,7 +519,7 @@ def seed_answers_demo() -> dict:
     labels = 0
     for round_ in range(ROUNDS):
         for annotator in turn:
-            result = claim_next_item(annotator=annotator)
+            result = claim_next_item(project=project, annotator=annotator)
             if result.assignment is None:
                 continue
             if round_ >= STOP_EARLY.get(annotator.username, ROUNDS):

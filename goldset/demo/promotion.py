@@ -10,7 +10,15 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from goldset.models import AnswerRecord, RecordStatus, Tier, Triple, TripleState
+from goldset.models import (
+    AnswerRecord,
+    Project,
+    RecordStatus,
+    Tier,
+    Triple,
+    TripleState,
+    default_project_id,
+)
 from goldset.services.promotion import promote_answer_record, promote_triple
 from goldset.services.routing import get_active_rules, update_routing_rules
 from workbench.models import AuditEvent
@@ -40,9 +48,11 @@ def seed_promotion_demo() -> bool:
         promote_triple(actor=users["lead"], triple=triple, reason=TRIPLE_REASON)
     if record is not None:
         promote_answer_record(actor=users["lead"], record=record, reason=RECORD_REASON)
-    rules = get_active_rules()
+    project = Project.objects.get(pk=default_project_id())
+    rules = get_active_rules(project=project)
     if rules.version == 1:
         update_routing_rules(
+            project=project,
             actor=users["admin"],
             gold_task_types=["factual_qa"],
             uncertainty_threshold=Decimal(rules.uncertainty_threshold),

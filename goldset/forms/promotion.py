@@ -34,6 +34,10 @@ class BatchFilterForm(forms.Form):
         label="Source (triples only)",
     )
 
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["domain"].queryset = Domain.objects.filter(project=project).order_by("slug")
+
     def filters(self) -> dict:
         data = self.cleaned_data
         return {

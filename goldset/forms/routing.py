@@ -33,12 +33,19 @@ class RoutingRulesForm(forms.Form):
         max_length=300, label="Why this change", help_text="Recorded with the new version."
     )
 
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only the project's domains can be routed to GOLD (another project's slug is refused).
+        self.fields["gold_domains"].queryset = Domain.objects.filter(project=project).order_by(
+            "slug"
+        )
+
     @classmethod
-    def for_rules(cls, rules, data=None):
+    def for_rules(cls, rules, data=None, *, project):
         initial = {
             "gold_task_types": rules.gold_task_types,
             "uncertainty_threshold": rules.uncertainty_threshold,
             "adversarial_routes_gold": rules.adversarial_routes_gold,
             "gold_domains": rules.gold_domains,
         }
-        return cls(data=data, initial=initial)
+        return cls(data=data, initial=initial, project=project)

@@ -150,8 +150,8 @@ class Run(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "run_id"], name="run_run_id_per_project")
         ]
-        # The runs page pages by keyset, newest first.
-        indexes = [models.Index(fields=["imported_at", "id"], name="run_imported")]
+        # The runs page pages by keyset, newest first, in one project.
+        indexes = [models.Index(fields=["project", "imported_at", "id"], name="run_imported")]
 
     def __str__(self):
         return self.run_id
@@ -285,17 +285,24 @@ class AnswerRecord(models.Model):
                 & Q(assigned_count__lt=F("labels_required")),
                 name="answer_record_open_slots",
             ),
-            # The lead's adjudication queue pages by keyset in this order.
+            # The lead's adjudication queue pages by keyset in this order, in one project.
             models.Index(
-                fields=["status", "created_at", "id"],
+                fields=["project", "status", "created_at", "id"],
                 condition=Q(is_calibration=False),
                 name="answer_record_lead_queue",
             ),
-            # The promotion page's list and batch: promotable TRIAGE production records in id
-            # order (mirrors goldset.selectors.promotion.promotable_records_q; a test holds them
-            # equal).
+            # A project's calibration records by status (few: the runs and export pages take
+            # them from the run counters).
             models.Index(
-                fields=["id"],
+                fields=["project", "status"],
+                condition=Q(is_calibration=True),
+                name="answer_record_calibration",
+            ),
+            # The promotion page's list and batch: a project's promotable TRIAGE production
+            # records in id order (mirrors goldset.selectors.promotion.promotable_records_q; a
+            # test holds them equal).
+            models.Index(
+                fields=["project", "id"],
                 condition=Q(
                     tier=Tier.TRIAGE,
                     status__in=[RecordStatus.LABELING, RecordStatus.FINAL],

@@ -27,6 +27,7 @@ from goldset.models import (
     DomainLabelLoad,
     EvidenceKind,
     EvidencePassage,
+    ItemSkip,
     Label,
     LabelAssignment,
     Question,
@@ -38,19 +39,20 @@ from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.blinding import sees_labelers, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
-from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
+from goldset.selectors.curation import counters_by_row, newest_version_of
 from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, roles_of
 
 # ---------------------------------------------------------------- qualification and load
 
 
-def qualified_domain_ids(annotator) -> set[int]:
-    """Domains whose calibration the annotator passed."""
+def qualified_domain_ids(annotator, *, project) -> set[int]:
+    """Domains of ``project`` whose calibration the annotator passed (qualification is per
+    project and domain)."""
     return set(
-        CalibrationResult.objects.filter(annotator=annotator, passed=True).values_list(
-            "domain_id", flat=True
-        )
+        CalibrationResult.objects.filter(
+            annotator=annotator, passed=True, domain__project=project
+        ).values_list("domain_id", flat=True)
     )
 
 
@@ -67,12 +69,14 @@ class DomainLoad:
         return self.mine < self.cap
 
 
-def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
+def domain_loads(annotator, domain_ids, *, project) -> dict[int, DomainLoad]:
     """Per domain: all label slots, qualified annotators, this annotator's claims and their cap.
 
-    The cap is the fair share (slots ÷ qualified annotators) plus ``LABEL_LOAD_TOLERANCE`` (10 %), never below the fair
-    share rounded up: nobody's load exceeds the others' by more than the tolerance. Slots and
-    claims come from the maintained counters, so this costs three indexed reads at any size.
+    The cap is the fair share (slots ÷ qualified annotators) plus ``project``'s
+    ``LABEL_LOAD_TOLERANCE`` (10 %), never below the fair share rounded up: nobody's load
+    exceeds the others' by more than the tolerance. ``domain_ids`` are domains of ``project``
+    (:func:`qualified_domain_ids`). Slots and claims come from the maintained counters, so this
+    costs three indexed reads at any size.
     """
     domain_ids = list(domain_ids)
     slots = dict(
@@ -90,7 +94,7 @@ def domain_loads(annotator, domain_ids) -> dict[int, DomainLoad]:
         ).values_list("domain_id", "claimed")
     )
     loads = {}
-    tolerance = tunable("LABEL_LOAD_TOLERANCE")
+    tolerance = tunable("LABEL_LOAD_TOLERANCE", project=project)
     for domain_id in domain_ids:
         total, people = slots.get(domain_id, 0), max(qualified.get(domain_id, 0), 1)
         fair = total / people
@@ -247,7 +251,7 @@ def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
     blind = record if isinstance(record, BlindRecord) else BlindRecord.of(record)
     newest = Subquery(newest_version_of("block_version__block_id"))
     evidence = list(
-        EvidencePassage.objects.filter(question__question_id=blind.question.question_id)
+        EvidencePassage.objects.filter(question__records__pk=record.pk)
         .select_related("block_version__block__document")
         .annotate(newest_version=newest)
         .order_by("kind", "position")
@@ -266,11 +270,12 @@ def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
     )
 
 
-def get_assignment_for(*, annotator, public_id: str) -> LabelAssignment:
-    """The annotator's own assignment of the item; Http404 for items not assigned to them."""
+def get_assignment_for(*, project, annotator, public_id: str) -> LabelAssignment:
+    """The annotator's own assignment of ``project``'s item; Http404 for items not assigned to
+    them and for items of another project."""
     assignment = (
         LabelAssignment.objects.select_related("record__question__domain")
-        .filter(annotator=annotator, record__public_id=public_id)
+        .filter(annotator=annotator, record__public_id=public_id, record__project=project)
         .first()
     )
     if assignment is None:
@@ -293,23 +298,28 @@ def get_own_label(assignment: LabelAssignment) -> Label | None:
 ADJUDICATORS = frozenset({Role.LEAD.value, Role.ADMIN.value})
 
 
-def adjudicable_records(*, user, statuses=LEAD_VISIBLE):
-    """The one home of "who may adjudicate what": the records in ``statuses`` that ``user`` may
-    open as a lead — a lead or admin role, and none of the record's labels is theirs (a person
-    who is annotator and lead never adjudicates their own label). No records for anyone else.
-    The queue, the page, the next-item step and :func:`record_adjudication` all filter with it."""
+def adjudicable_records(*, user, project, statuses=LEAD_VISIBLE):
+    """The one home of "who may adjudicate what": the records of ``project`` (a project or its
+    id) in ``statuses`` that ``user`` may open as a lead — a lead or admin role (in the
+    request's project: ``roles_of``), and none of the record's labels is theirs (a person who is
+    annotator and lead never adjudicates their own label). No records for anyone else, never a
+    record of another project. The queue, the page, the next-item step and
+    :func:`record_adjudication` all filter with it."""
     if not roles_of(user) & ADJUDICATORS:
         return AnswerRecord.objects.none()
     own_label = Label.objects.filter(record_id=OuterRef("pk"), annotator_id=user.pk)
-    return AnswerRecord.objects.filter(status__in=statuses).exclude(Exists(own_label))
+    return AnswerRecord.objects.filter(
+        project_id=getattr(project, "pk", project), status__in=statuses
+    ).exclude(Exists(own_label))
 
 
-def access_record_for_adjudication(*, user, public_id: str) -> BlindRecord:
-    """Fetch and authorize in one call: the item ``user`` may open as a lead (in the
-    adjudication queue, the audit sample or adjudicated; see :func:`adjudicable_records`), as a
-    blinded read model; Http404 otherwise, whatever the reason."""
+def access_record_for_adjudication(*, user, project, public_id: str) -> BlindRecord:
+    """Fetch and authorize in one call: the item of ``project`` ``user`` may open as a lead (in
+    the adjudication queue, the audit sample or adjudicated; see :func:`adjudicable_records`),
+    as a blinded read model; Http404 otherwise, whatever the reason (another project's item
+    included)."""
     record = (
-        adjudicable_records(user=user)
+        adjudicable_records(user=user, project=project)
         .select_related("question__domain")
         .filter(public_id=public_id)
         .first()
@@ -372,18 +382,25 @@ class QueueOverview:
         return self.open_assignment is None and not any(load.open for load in self.loads.values())
 
 
-def get_queue_overview(*, annotator) -> QueueOverview:
-    domain_ids = qualified_domain_ids(annotator)
+def get_queue_overview(*, project, annotator) -> QueueOverview:
+    """The annotator's label queue in ``project``: their qualified domains with their loads,
+    what they labeled there, and their open claim there."""
+    domain_ids = qualified_domain_ids(annotator, project=project)
     open_assignment = (
         LabelAssignment.objects.filter(
-            annotator=annotator, is_calibration=False, completed_at__isnull=True
+            annotator=annotator,
+            is_calibration=False,
+            completed_at__isnull=True,
+            record__project=project,
         )
         .select_related("record__question__domain")
         .first()
     )
-    loads = domain_loads(annotator, domain_ids) if domain_ids else {}
+    loads = domain_loads(annotator, domain_ids, project=project) if domain_ids else {}
     # Claimed slots are counted per domain as they are claimed; all but the open one are done.
-    claimed = AnnotatorDomainLoad.objects.filter(annotator=annotator).aggregate(n=Sum("claimed"))
+    claimed = AnnotatorDomainLoad.objects.filter(
+        annotator=annotator, domain__project=project
+    ).aggregate(n=Sum("claimed"))
     done = (claimed["n"] or 0) - (1 if open_assignment is not None else 0)
     domains = list(Domain.objects.filter(pk__in=domain_ids).order_by("slug"))
     return QueueOverview(
@@ -394,12 +411,16 @@ def get_queue_overview(*, annotator) -> QueueOverview:
     )
 
 
-def list_my_done_assignments(*, annotator, limit: int = 20):
-    """The annotator's latest ``limit`` completed production claims, newest first: a walk of
-    the ``assignment_annotator_time`` index, whatever the length of their history."""
+def list_my_done_assignments(*, project, annotator, limit: int = 20):
+    """The annotator's latest ``limit`` completed production claims in ``project``, newest
+    first: a walk of the ``assignment_annotator_time`` index, whatever the length of their
+    history."""
     return (
         LabelAssignment.objects.filter(
-            annotator=annotator, is_calibration=False, completed_at__isnull=False
+            annotator=annotator,
+            is_calibration=False,
+            completed_at__isnull=False,
+            record__project=project,
         )
         .select_related("record__question__domain")
         .order_by("-completed_at", "-id")[:limit]
@@ -410,7 +431,7 @@ ADJUDICATION_ORDER = ("status", "created_at", "id")
 
 
 def list_adjudication_queue(
-    *, user, include_done: bool = False, cursor: str | None = None, size: int
+    *, user, project, include_done: bool = False, cursor: str | None = None, size: int
 ):
     """One keyset page of ``user``'s adjudication queue (:func:`adjudicable_records`: never an
     item they labeled) in (status, created_at, id) order, read from the
@@ -425,7 +446,7 @@ def list_adjudication_queue(
         .values("n")
     )
     rows = (
-        adjudicable_records(user=user, statuses=statuses)
+        adjudicable_records(user=user, project=project, statuses=statuses)
         .select_related("question__domain")
         .filter(is_calibration=False)
         .annotate(severe=Coalesce(Subquery(severe), 0))
@@ -433,9 +454,10 @@ def list_adjudication_queue(
     return keyset_page(rows, fields=ADJUDICATION_ORDER, cursor=cursor, size=size)
 
 
-def next_item_for_lead(*, user) -> AnswerRecord | None:
-    """The first open item of ``user``'s adjudication queue (the queue's own order and index)."""
-    page = list_adjudication_queue(user=user, size=1)
+def next_item_for_lead(*, user, project) -> AnswerRecord | None:
+    """The first open item of ``user``'s adjudication queue in ``project`` (the queue's own
+    order and index)."""
+    page = list_adjudication_queue(user=user, project=project, size=1)
     return page.items[0] if page.items else None
 
 
@@ -462,20 +484,26 @@ class CalibrationRow:
         )
 
 
-def list_my_calibration(*, annotator) -> list[CalibrationRow]:
-    """Per calibration set: the annotator's progress, result, or the version they would be
-    given now (``offer_for``). Constant queries."""
+def list_my_calibration(*, project, annotator) -> list[CalibrationRow]:
+    """Per calibration set of ``project``: the annotator's progress, result, or the version
+    they would be given now (``offer_for``). Constant queries."""
     sets = list(
-        CalibrationSet.objects.select_related("domain")
+        CalibrationSet.objects.filter(project=project)
+        .select_related("domain")
         .prefetch_related("items")
         .order_by("domain__slug")
     )
     mine = list(
-        LabelAssignment.objects.filter(annotator=annotator, is_calibration=True)
+        LabelAssignment.objects.filter(
+            annotator=annotator, is_calibration=True, record__project=project
+        )
         .select_related("record__question")
         .order_by("shuffle_key")
     )
-    results = {r.domain_id: r for r in CalibrationResult.objects.filter(annotator=annotator)}
+    results = {
+        r.domain_id: r
+        for r in CalibrationResult.objects.filter(annotator=annotator, domain__project=project)
+    }
     retakes = {}
     failed = [domain_id for domain_id, r in results.items() if not r.passed]
     if failed:  # newest request per failed domain (one query, only when something failed)
@@ -526,15 +554,20 @@ class StatusRow:
 
 
 def get_calibration_status(
-    *, cursor: str | None = None, size: int
+    *, project, cursor: str | None = None, size: int
 ) -> tuple[list[Domain], KeysetPage]:
-    """Every domain with a calibration set, and one keyset page of annotators (by username), each
-    a :class:`StatusRow` per domain: result, in progress or nothing, and their skips (from the
-    maintained counters). Five queries, whatever the number of people, claims and skips. Raises
-    Http404 for a malformed cursor."""
-    domains = list(Domain.objects.filter(calibration_set__isnull=False).order_by("slug"))
+    """Every domain of ``project`` with a calibration set, and one keyset page of the project's
+    annotators (by username), each a :class:`StatusRow` per domain: result, in progress or
+    nothing, and their skips in the project. Five queries, whatever the number of people,
+    claims and records. Raises Http404 for a malformed cursor."""
+    domains = list(
+        Domain.objects.filter(project=project, calibration_set__isnull=False).order_by("slug")
+    )
     people = keyset_page(
-        get_user_model().objects.filter(groups__name=Role.ANNOTATOR.value),
+        get_user_model().objects.filter(
+            project_memberships__project=project,
+            project_memberships__role=Role.ANNOTATOR.value,
+        ),
         fields=("username", "id"),
         cursor=cursor,
         size=size,
@@ -545,11 +578,11 @@ def get_calibration_status(
         for r in CalibrationResult.objects.filter(domain__in=domains, annotator_id__in=ids)
     }
     started = set(
-        LabelAssignment.objects.filter(is_calibration=True, annotator_id__in=ids).values_list(
-            "annotator_id", "record__question__domain_id"
-        )
+        LabelAssignment.objects.filter(
+            is_calibration=True, annotator_id__in=ids, record__project=project
+        ).values_list("annotator_id", "record__question__domain_id")
     )
-    skips = count_skips_by_annotator(ids)
+    skips = count_skips_by_annotator(ids, project=project)
     rows = []
     for user in people.items:
         cells = []
@@ -560,15 +593,22 @@ def get_calibration_status(
     return domains, KeysetPage(items=rows, next_cursor=people.next_cursor, first=people.first)
 
 
-def list_calibration_sets():
-    return CalibrationSet.objects.select_related("domain").annotate(
-        total=Count("items"),
-        referenced=Count("items", filter=Q(items__reference_severe_safety__isnull=False)),
-        drafts=Count("items", filter=Q(items__set_version__isnull=True)),
+def list_calibration_sets(*, project):
+    """``project``'s calibration sets with their item counts."""
+    return (
+        CalibrationSet.objects.filter(project=project)
+        .select_related("domain")
+        .annotate(
+            total=Count("items"),
+            referenced=Count("items", filter=Q(items__reference_severe_safety__isnull=False)),
+            drafts=Count("items", filter=Q(items__set_version__isnull=True)),
+        )
     )
 
 
-def get_calibration_set(*, domain_slug: str) -> CalibrationSet:
+def get_calibration_set(*, project, domain_slug: str) -> CalibrationSet:
+    """``project``'s calibration set of the domain with its items; Http404 otherwise (another
+    project's set included)."""
     calibration_set = (
         CalibrationSet.objects.select_related("domain")
         .prefetch_related(
@@ -579,7 +619,7 @@ def get_calibration_set(*, domain_slug: str) -> CalibrationSet:
                 ).order_by("id"),
             )
         )
-        .filter(domain__slug=domain_slug)
+        .filter(project=project, domain__slug=domain_slug)
         .first()
     )
     if calibration_set is None:
@@ -587,10 +627,15 @@ def get_calibration_set(*, domain_slug: str) -> CalibrationSet:
     return calibration_set
 
 
-def get_calibration_item(*, domain_slug: str, public_id: str) -> CalibrationItem:
+def get_calibration_item(*, project, domain_slug: str, public_id: str) -> CalibrationItem:
+    """An item of ``project``'s calibration set of the domain; Http404 otherwise."""
     item = (
         CalibrationItem.objects.select_related("record__question__domain", "calibration_set")
-        .filter(calibration_set__domain__slug=domain_slug, record__public_id=public_id)
+        .filter(
+            calibration_set__project=project,
+            calibration_set__domain__slug=domain_slug,
+            record__public_id=public_id,
+        )
         .first()
     )
     if item is None:
@@ -601,13 +646,13 @@ def get_calibration_item(*, domain_slug: str, public_id: str) -> CalibrationItem
 # ---------------------------------------------------------------- admin
 
 
-def list_runs(*, cursor: str | None = None, size: int) -> KeysetPage:
-    """Admin only: one keyset page of runs, newest first, with their system and their records'
+def list_runs(*, project, cursor: str | None = None, size: int) -> KeysetPage:
+    """Admin only: one keyset page of ``project``'s runs, newest first, with their system and their records'
     counts (all, final or adjudicated, with a lead) from the maintained ``run_status``
     counters: two queries, whatever the number of runs and records. Raises Http404 for a
     malformed cursor."""
     page = keyset_page(
-        Run.objects.select_related("system"),
+        Run.objects.filter(project=project).select_related("system"),
         fields=("imported_at", "id"),
         cursor=cursor,
         size=size,
@@ -623,11 +668,27 @@ def list_runs(*, cursor: str | None = None, size: int) -> KeysetPage:
     return page
 
 
-def count_records_by_status() -> dict[str, int]:
-    """Production records per status (statuses with none left out), in the statuses' order,
-    from the maintained ``record_status`` counters (one query)."""
-    counts = dict(counter_rows("record_status")["record_status"])
-    return {status: counts[status] for status in RecordStatus.values if status in counts}
+def count_records_by_status(*, project) -> dict[str, int]:
+    """``project``'s production records per status (statuses with none left out), in the
+    statuses' order: the maintained ``run_status`` counters of the project's runs (the
+    ``record_status`` counters are the installation's) less its calibration records, which are
+    few (a set per domain). Three queries, bounded by the number of runs, never by records."""
+    runs = list(Run.objects.filter(project=project).values_list("pk", flat=True))
+    by_run = counters_by_row("run_status", runs, RecordStatus.values)
+    counts: dict[str, int] = {}
+    for by_status in by_run.values():
+        for status, n in by_status.items():
+            counts[status] = counts.get(status, 0) + n
+    calibration = (
+        AnswerRecord.objects.filter(project=project, is_calibration=True)
+        .values("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+        .order_by()
+    )
+    for status, n in calibration:
+        counts[status] = counts.get(status, 0) - n
+    return {s: counts[s] for s in RecordStatus.values if counts.get(s, 0) > 0}
 
 
 def _export_statuses(include_open: bool) -> list[str]:
@@ -637,10 +698,10 @@ def _export_statuses(include_open: bool) -> list[str]:
     return statuses
 
 
-def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
-    """The annotators and leads the adjudication export names (two queries)."""
+def list_adjudication_export_people(*, project, include_open: bool = False) -> set[int]:
+    """The annotators and leads ``project``'s adjudication export names (two queries)."""
     records = AnswerRecord.objects.filter(
-        is_calibration=False, status__in=_export_statuses(include_open)
+        project=project, is_calibration=False, status__in=_export_statuses(include_open)
     )
     labelers = Label.objects.filter(record__in=records).values_list("annotator_id", flat=True)
     leads = records.filter(adjudication__isnull=False).values_list(
@@ -696,9 +757,9 @@ EXPORT_CHUNK = 2000
 
 
 def iter_adjudication_export(
-    *, pseudonyms: Mapping[int, str], include_open: bool = False
+    *, project, pseudonyms: Mapping[int, str], include_open: bool = False
 ) -> Iterator[dict]:
-    """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
+    """One dict per item of ``project`` (seed 004 Table 9 "Adjudication export"): labels with rationales,
     failure categories and reviewer role, the adjudication if any, and the final result.
 
     Reviewers appear as the ``pseudonyms`` given (``{user_id: label}``, see
@@ -708,7 +769,9 @@ def iter_adjudication_export(
     guideline version of a decision is None when none was recorded.
     """
     records = (
-        AnswerRecord.objects.filter(is_calibration=False, status__in=_export_statuses(include_open))
+        AnswerRecord.objects.filter(
+            project=project, is_calibration=False, status__in=_export_statuses(include_open)
+        )
         .order_by("id")
         .values_list(*EXPORT_RECORD_COLUMNS)
     )
@@ -887,10 +950,14 @@ def _packet_record(q: dict, evidence: list[dict]) -> dict:
 PACKET_CHUNK = 2000
 
 
-def iter_answer_question_packets() -> Iterator[dict]:
-    """:func:`packet_record` of every question, by question id, streamed from plain columns
-    (issue 26: no model objects): one query of evidence per chunk of questions."""
-    rows = Question.objects.order_by("question_id").values_list("pk", *QUESTION_COLUMNS)
+def iter_answer_question_packets(*, project) -> Iterator[dict]:
+    """:func:`packet_record` of every question of ``project``, by question id, streamed from
+    plain columns (issue 26: no model objects): one query of evidence per chunk of questions."""
+    rows = (
+        Question.objects.filter(project=project)
+        .order_by("question_id")
+        .values_list("pk", *QUESTION_COLUMNS)
+    )
     chunk: list[tuple] = []
     for row in rows.iterator(chunk_size=PACKET_CHUNK):
         chunk.append(row)
@@ -915,13 +982,16 @@ def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
         yield _packet_record(dict(zip(QUESTION_COLUMNS, values, strict=True)), evidence.get(pk, []))
 
 
-def get_undoable_label(*, annotator) -> Label | None:
-    """The annotator's last production label if it can still be undone (one query): within
-    ``LABEL_UNDO_WINDOW_SECONDS`` and its item still collecting labels. The undo service re-checks
-    both under lock."""
-    since = timezone.now() - timedelta(seconds=tunable("LABEL_UNDO_WINDOW_SECONDS"))
+def get_undoable_label(*, project, annotator) -> Label | None:
+    """The annotator's last production label in ``project`` if it can still be undone (one
+    query): within the project's ``LABEL_UNDO_WINDOW_SECONDS`` and its item still collecting
+    labels. The undo service re-checks both under lock."""
+    window = tunable("LABEL_UNDO_WINDOW_SECONDS", project=project)
+    since = timezone.now() - timedelta(seconds=window)
     last = (
-        Label.objects.filter(annotator=annotator, assignment__is_calibration=False)
+        Label.objects.filter(
+            annotator=annotator, assignment__is_calibration=False, record__project=project
+        )
         .select_related("record")
         .order_by("-created_at", "-id")
         .first()
@@ -931,10 +1001,18 @@ def get_undoable_label(*, annotator) -> Label | None:
     return last
 
 
-def count_skips_by_annotator(annotator_ids) -> dict[int, int]:
-    """Skips per annotator (those with none left out), from the maintained ``skips`` counters
-    (one query, bounded by the number of annotators asked about)."""
-    keys = [str(pk) for pk in annotator_ids]
-    if not keys:
+def count_skips_by_annotator(annotator_ids, *, project) -> dict[int, int]:
+    """Skips per annotator in ``project`` (those with none left out): one query of the skips of
+    the annotators asked about (the ``skip_annotator_time`` index), each joined to its record's
+    project by key (the maintained ``skips`` counters count every project's)."""
+    ids = list(annotator_ids)
+    if not ids:
         return {}
-    return {int(key): n for key, n in counter_rows("skips", keys=keys)["skips"]}
+    rows = (
+        ItemSkip.objects.filter(annotator_id__in=ids, record__project=project)
+        .values("annotator_id")
+        .annotate(n=Count("id"))
+        .values_list("annotator_id", "n")
+        .order_by()
+    )
+    return dict(rows)

@@ -104,21 +104,20 @@ def get_inbox(*, user, project) -> Inbox:
         )
     )
     if Role.ANNOTATOR in roles:
-        _annotator_entries(inbox, user, project)
+        _annotator_entries(inbox, user, project=project)
     if roles & {Role.LEAD, Role.ADMIN}:
-        _lead_entries(inbox, user)
+        _lead_entries(inbox, user, project=project)
     return inbox
 
 
-def _annotator_entries(inbox: Inbox, user, project) -> None:
-    domain_ids = qualified_domain_ids(user)
+def _annotator_entries(inbox: Inbox, user, *, project) -> None:
+    domain_ids = qualified_domain_ids(user, project=project)
     if domain_ids:
         open_label = LabelAssignment.objects.filter(
-            annotator=user, is_calibration=False, completed_at__isnull=True
+            annotator=user, is_calibration=False, completed_at__isnull=True, record__project=project
         ).exists()
-        share = sum(
-            max(0, load.cap - load.mine) for load in domain_loads(user, domain_ids).values()
-        )
+        loads = domain_loads(user, domain_ids, project=project)
+        share = sum(max(0, load.cap - load.mine) for load in loads.values())
         mine = LabelAssignment.objects.filter(annotator=user, record_id=OuterRef("pk"))
         skipped = ItemSkip.objects.filter(annotator=user, record_id=OuterRef("pk"))
         claimable, at_least = _bounded(
@@ -199,9 +198,11 @@ def _annotator_entries(inbox: Inbox, user, project) -> None:
         ]
 
 
-def _lead_entries(inbox: Inbox, user) -> None:
+def _lead_entries(inbox: Inbox, user, *, project) -> None:
     count, at_least = _bounded(  # the items of the lead's own queue (never one they labeled)
-        adjudicable_records(user=user, statuses=OPEN_FOR_LEAD).filter(is_calibration=False)
+        adjudicable_records(user=user, project=project, statuses=OPEN_FOR_LEAD).filter(
+            is_calibration=False
+        )
     )
     inbox.add(
         InboxEntry(

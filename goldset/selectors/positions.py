@@ -32,10 +32,13 @@ def start_of_today() -> datetime:
     return timezone.make_aware(datetime.combine(timezone.localdate(), time.min))
 
 
-def count_labels_today(*, annotator) -> int:
-    """Production items the annotator finished since local midnight."""
+def count_labels_today(*, project, annotator) -> int:
+    """Production items of ``project`` the annotator finished since local midnight."""
     return LabelAssignment.objects.filter(
-        annotator=annotator, is_calibration=False, completed_at__gte=start_of_today()
+        annotator=annotator,
+        is_calibration=False,
+        completed_at__gte=start_of_today(),
+        record__project=project,
     ).count()
 
 
@@ -76,14 +79,17 @@ def get_review_position(*, assignment) -> QueuePosition | None:
     return QueuePosition.of(done=done, waiting=held + claimable, more=more, what="reviews today")
 
 
-def get_adjudication_position(*, lead, record) -> QueuePosition | None:
-    """An open item's place for the lead: their adjudications today, this one, then the other
-    open items of the adjudication queue (counted up to the waiting cap)."""
+def get_adjudication_position(*, project, lead, record) -> QueuePosition | None:
+    """An open item's place for the lead in ``project``: their adjudications there today, this
+    one, then the other open items of the project's adjudication queue (counted up to the
+    waiting cap)."""
     if record.status not in OPEN_FOR_LEAD:
         return None
-    done = Adjudication.objects.filter(lead=lead, created_at__gte=start_of_today()).count()
+    done = Adjudication.objects.filter(
+        lead=lead, created_at__gte=start_of_today(), record__project=project
+    ).count()
     others = list(
-        AnswerRecord.objects.filter(status__in=OPEN_FOR_LEAD, is_calibration=False)
+        AnswerRecord.objects.filter(project=project, status__in=OPEN_FOR_LEAD, is_calibration=False)
         .exclude(pk=record.pk)
         .values_list("pk", flat=True)[: WAITING_CAP + 1]
     )

@@ -31,11 +31,14 @@ def promotable_records_q() -> Q:
     return Q(tier=Tier.TRIAGE, status__in=PROMOTABLE_RECORD_STATUSES, is_calibration=False)
 
 
-def filter_promotable(*, kind: str, domain: str = "", task_type: str = "", source: str = ""):
-    """The promotable TRIAGE cases of ``kind`` matching the filters (domain slug, task type and,
-    for triples, source). System, run and model are deliberately not filters (blinding)."""
+def filter_promotable(
+    *, project, kind: str, domain: str = "", task_type: str = "", source: str = ""
+):
+    """``project``'s promotable TRIAGE cases of ``kind`` matching the filters (domain slug, task
+    type and, for triples, source). System, run and model are deliberately not filters
+    (blinding)."""
     if kind == TRIPLE:
-        qs = Triple.objects.filter(promotable_triples_q())
+        qs = Triple.objects.filter(promotable_triples_q(), project=project)
         if domain:
             qs = qs.filter(domain__slug=domain)
         if task_type:
@@ -44,7 +47,7 @@ def filter_promotable(*, kind: str, domain: str = "", task_type: str = "", sourc
             qs = qs.filter(source=source)
         return qs
     if kind == RECORD:
-        qs = AnswerRecord.objects.filter(promotable_records_q())
+        qs = AnswerRecord.objects.filter(promotable_records_q(), project=project)
         if domain:
             qs = qs.filter(question__domain__slug=domain)
         if task_type:
@@ -55,6 +58,7 @@ def filter_promotable(*, kind: str, domain: str = "", task_type: str = "", sourc
 
 def list_promotable(
     *,
+    project,
     kind: str,
     domain: str = "",
     task_type: str = "",
@@ -66,7 +70,9 @@ def list_promotable(
     ``triple_promotable`` / ``answer_record_promotable`` index, with what their rows show (blind
     for answer records: no run, system or model is loaded; their labels are counted for the
     page's rows only). Raises Http404 for a malformed cursor."""
-    qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
+    qs = filter_promotable(
+        project=project, kind=kind, domain=domain, task_type=task_type, source=source
+    )
     if kind == TRIPLE:
         qs = qs.select_related("domain", "current_revision")
     else:
@@ -86,25 +92,31 @@ def list_promotable(
 
 
 def matching_ids(
-    *, kind: str, domain: str = "", task_type: str = "", source: str = "", limit: int
+    *, project, kind: str, domain: str = "", task_type: str = "", source: str = "", limit: int
 ) -> list[int]:
-    """The ids of the first ``limit`` matching cases by id (one read of the promotable index)."""
-    qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
+    """The ids of ``project``'s first ``limit`` matching cases by id (one read of the promotable
+    index)."""
+    qs = filter_promotable(
+        project=project, kind=kind, domain=domain, task_type=task_type, source=source
+    )
     return list(qs.order_by("pk").values_list("pk", flat=True)[:limit])
 
 
-def get_triple_for_promotion(*, pk: int) -> Triple:
-    """A triple for the lead's tier page (role checked by the view)."""
+def get_triple_for_promotion(*, project, pk: int) -> Triple:
+    """A triple of ``project`` for the lead's tier page (role checked by the view); 404 for
+    another project's."""
     return get_object_or_404(
-        Triple.objects.select_related("domain", "author", "current_revision"), pk=pk
+        Triple.objects.select_related("domain", "author", "current_revision"),
+        project=project,
+        pk=pk,
     )
 
 
-def get_record_for_promotion(*, public_id: str) -> AnswerRecord:
-    """A production answer record by its public id; 404 for calibration items. Blind: the run
-    (and so the system) is never loaded."""
+def get_record_for_promotion(*, project, public_id: str) -> AnswerRecord:
+    """A production answer record of ``project`` by its public id; 404 for calibration items and
+    another project's records. Blind: the run (and so the system) is never loaded."""
     record = (
-        AnswerRecord.objects.filter(public_id=public_id, is_calibration=False)
+        AnswerRecord.objects.filter(project=project, public_id=public_id, is_calibration=False)
         .select_related("question__domain")
         .defer(*RECORD_SYSTEM_COLUMNS)
         .annotate(n_labels=Count("labels", distinct=True))
@@ -127,10 +139,11 @@ def tier_history(*, obj) -> list[AuditEvent]:
     )
 
 
-def list_recent_promotions(*, limit: int = 20) -> list[AuditEvent]:
-    """The latest ``promoted`` events (who, when, why, which case by its public name)."""
+def list_recent_promotions(*, project, limit: int = 20) -> list[AuditEvent]:
+    """``project``'s latest ``promoted`` events (who, when, why, which case by its public
+    name)."""
     return list(
-        AuditEvent.objects.filter(verb="promoted")
+        AuditEvent.objects.filter(project=project, verb="promoted")
         .select_related("actor")
         .order_by("-created_at", "-id")[:limit]
     )

@@ -63,9 +63,16 @@ def record_adjudication(
     queue and the page filter with (a lead or admin, never on an item they labeled). Rationale is
     always required; the failure-taxonomy rules of labels apply. Records the time on item (from
     ``timing.opened_at``, the signed opening of the page: nothing is claimed), the adjudication
-    guideline in force, and a FastDecision when it was faster than the tier's threshold."""
-    record = AnswerRecord.objects.select_for_update().select_related("question").get(pk=record.pk)
-    if not adjudicable_records(user=lead, statuses=OPEN_FOR_LEAD).filter(pk=record.pk).exists():
+    guideline in force, and a FastDecision when it was faster than the tier's threshold. The
+    record is checked in its own project (pages hand over records their project's access
+    selector returned: another project's item never gets here through them)."""
+    record = (
+        AnswerRecord.objects.select_for_update(of=("self",))
+        .select_related("question", "project")
+        .get(pk=record.pk)
+    )
+    adjudicable = adjudicable_records(user=lead, project=record.project_id, statuses=OPEN_FOR_LEAD)
+    if not adjudicable.filter(pk=record.pk).exists():
         raise AdjudicationRejected(_refusal(lead=lead, record=record))
     secondary = check_label_rules(
         question=record.question,
@@ -94,6 +101,7 @@ def record_adjudication(
         **timing_fields(claimed_at=None, timing=timing),
     )
     flag_if_fast(
+        project=record.project,
         decision=adjudication,
         kind=DecisionKind.ADJUDICATION,
         annotator_id=lead.pk,

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from goldset.conf import tunable
+from goldset.exceptions import ImportRejected
 from goldset.imports import bulk
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
@@ -136,13 +137,13 @@ class PassageResolver:
     """Resolves passage ids (``block_id`` or ``block_id@vN``) to block versions in one query of
     the few columns the rows need (not model instances with their text)."""
 
-    def __init__(self, refs: set[str]):
+    def __init__(self, refs: set[str], *, project):
         parsed = {ref: PASSAGE_REF.match(ref) for ref in refs}
         block_ids = {m["block"] for m in parsed.values() if m}
         versions: dict[tuple[str, int], ResolvedPassage] = {}
         latest: dict[str, int] = {}
         for pk, block_id, number, start, end, authority in BlockVersion.objects.filter(
-            block__block_id__in=block_ids
+            block__project=project, block__block_id__in=block_ids
         ).values_list(
             "pk",
             "block__block_id",
@@ -203,9 +204,9 @@ def _question_hash(obj: dict) -> str:
 
 
 class QuestionImporter:
-    def __init__(self, *, actor, source_name: str):
-        self.actor, self.source_name = actor, source_name
-        self.domains = {d.slug: d for d in Domain.objects.all()}
+    def __init__(self, *, project, actor, source_name: str):
+        self.project, self.actor, self.source_name = project, actor, source_name
+        self.domains = {d.slug: d for d in Domain.objects.filter(project=project)}
 
     def begin(self, *, writing: bool) -> None:
         self.writing = writing  # the validate pass checks only: no model instances
@@ -216,11 +217,13 @@ class QuestionImporter:
         return iter_json_lines(source, problems, what="question", progress=progress)
 
     def check(self, rows, problems: Problems) -> list:
-        resolver = PassageResolver(_collect_refs(rows, ("gold_evidence", "near_miss")))
+        resolver = PassageResolver(
+            _collect_refs(rows, ("gold_evidence", "near_miss")), project=self.project
+        )
         stored = dict(
-            Question.objects.filter(question_id__in=_ids(rows, "question_id")).values_list(
-                "question_id", "content_sha256"
-            )
+            Question.objects.filter(
+                project=self.project, question_id__in=_ids(rows, "question_id")
+            ).values_list("question_id", "content_sha256")
         )
         plan = []
         for lineno, obj in rows:
@@ -259,6 +262,7 @@ class QuestionImporter:
                     ", ".join(sorted(QUESTION_FLAGS)),
                 )
             values = dict(
+                project=self.project,
                 question_id=qid,
                 domain=self.domains.get(domain_slug),
                 task_family=at.text(
@@ -305,21 +309,26 @@ class QuestionImporter:
             verb="questions_imported",
             object_type="questions",
             object_id=self.source_name[:128],
+            project=self.project,
             detail={**self.summary.as_dict(), "file_sha256": source.sha256},
         )
         return self.summary
 
 
 def import_questions(
-    *, source, actor, source_name: str = "", progress=None, on_written=None
+    *, project, source, actor, source_name: str = "", progress=None, on_written=None
 ) -> QuestionImportSummary:
-    """Import a question file with evidence packets, all or nothing, streaming.
+    """Import a question file with evidence packets into ``project``, all or nothing,
+    streaming. Domains and passages are looked up in the project (another project's are
+    unknown here).
 
     Questions are immutable: a line identical to a stored question is a no-op, a changed one is
     an error (labels refer to it). Raises ImportRejected with every problem; stores nothing then.
     """
     source = as_source(source, name=source_name)
-    importer = QuestionImporter(actor=actor, source_name=source_name or source.name)
+    importer = QuestionImporter(
+        project=project, actor=actor, source_name=source_name or source.name
+    )
     return run_import(importer=importer, source=source, progress=progress, on_written=on_written)
 
 
@@ -404,8 +413,9 @@ def check_cost(value, at: At, key: str = "cost_usd") -> Decimal | None:
 
 
 class AnswerLogImporter:
-    def __init__(self, *, actor, source_name: str, id_factory=None):
-        self.actor, self.source_name, self.id_factory = actor, source_name, id_factory
+    def __init__(self, *, project, actor, source_name: str, id_factory=None):
+        self.project, self.actor, self.source_name = project, actor, source_name
+        self.id_factory = id_factory
 
     def begin(self, *, writing: bool) -> None:
         self.writing = writing  # the validate pass checks only: no model instances
@@ -417,11 +427,13 @@ class AnswerLogImporter:
         return iter_json_lines(source, problems, what="answer record", progress=progress)
 
     def check(self, rows, problems: Problems) -> list:
-        resolver = PassageResolver(_collect_refs(rows, ("retrieved_passages", "citations")))
+        resolver = PassageResolver(
+            _collect_refs(rows, ("retrieved_passages", "citations")), project=self.project
+        )
         questions = {
             qid: AnsweredQuestion(*facts)
             for qid, *facts in Question.objects.filter(
-                question_id__in=_ids(rows, "question_id")
+                project=self.project, question_id__in=_ids(rows, "question_id")
             ).values_list(
                 "question_id",
                 "pk",
@@ -434,11 +446,15 @@ class AnswerLogImporter:
         }
         runs = {
             r.run_id: r
-            for r in Run.objects.select_related("system").filter(run_id__in=_ids(rows, "run_id"))
+            for r in Run.objects.select_related("system").filter(
+                project=self.project, run_id__in=_ids(rows, "run_id")
+            )
         }
         existing_pairs = set(
             AnswerRecord.objects.filter(
-                run__run_id__in=list(runs), question__question_id__in=list(questions)
+                project=self.project,
+                run__run_id__in=list(runs),
+                question__question_id__in=list(questions),
             ).values_list("run__run_id", "question__question_id")
         )
         plan = []
@@ -507,6 +523,7 @@ class AnswerLogImporter:
             if not isinstance(calibration, bool):
                 at.add("calibration", f"got {calibration!r}", "true or false")
             values = dict(
+                project=self.project,
                 question_id=question and question.pk,
                 answer=answer,
                 model=model,
@@ -562,20 +579,31 @@ class AnswerLogImporter:
     def write(self, plan) -> None:
         summary = self.summary
         system_ids = {system_id for _, system_id, *_ in plan}
-        systems = {s.system_id: s for s in System.objects.filter(system_id__in=system_ids)}
+        systems = {
+            s.system_id: s
+            for s in System.objects.filter(project=self.project, system_id__in=system_ids)
+        }
         for _, system_id, config, *_ in plan:
             if system_id not in systems:
                 systems[system_id] = System(
-                    system_id=system_id, config=config if isinstance(config, dict) else {}
+                    project=self.project,
+                    system_id=system_id,
+                    config=config if isinstance(config, dict) else {},
                 )
         created = [s for s in systems.values() if s.pk is None]
         System.objects.bulk_create(created)
         summary.systems_created += len(created)
-        runs = {r.run_id: r for r in Run.objects.filter(run_id__in={run_id for run_id, *_ in plan})}
+        runs = {
+            r.run_id: r
+            for r in Run.objects.filter(
+                project=self.project, run_id__in={run_id for run_id, *_ in plan}
+            )
+        }
         new_runs = []
         for run_id, system_id, *_ in plan:
             if run_id not in runs:
                 runs[run_id] = Run(
+                    project=self.project,
                     run_id=run_id,
                     system=systems[system_id],
                     source_name=self.source_name[:300],
@@ -588,8 +616,8 @@ class AnswerLogImporter:
         summary.runs_created += len(new_runs)
         records = []
         slots: Counter[int] = Counter()
-        rules = get_active_rules()
-        queue_seed = tunable("QUEUE_SHUFFLE_SEED", project=rules.project)
+        rules = get_active_rules(project=self.project)
+        queue_seed = tunable("QUEUE_SHUFFLE_SEED", project=self.project)
         for run_id, _, _, record, _, _, question in plan:
             uncertainty = (
                 record.uncertainty if record.uncertainty is not None else question.uncertainty
@@ -625,8 +653,12 @@ class AnswerLogImporter:
             citations.extend(record_citations)
             if record.is_calibration:
                 calibration_set, _ = CalibrationSet.objects.get_or_create(
-                    domain_id=question.domain_id
+                    domain_id=question.domain_id, defaults={"project": self.project}
                 )
+                if calibration_set.project_id != self.project.pk:
+                    raise ImportRejected(
+                        [f"{question.domain_slug}: its calibration set belongs to another project"]
+                    )
                 calibration.append(CalibrationItem(calibration_set=calibration_set, record=record))
         bulk.insert(RetrievedPassage, retrieved)
         bulk.insert(AnswerCitation, citations)
@@ -640,15 +672,25 @@ class AnswerLogImporter:
             verb="answer_logs_imported",
             object_type="answer_logs",
             object_id=self.source_name[:128],
+            project=self.project,
             detail={**self.summary.as_dict(), "file_sha256": source.sha256},
         )
         return self.summary
 
 
 def import_answer_logs(
-    *, source, actor, source_name: str = "", id_factory=None, progress=None, on_written=None
+    *,
+    project,
+    source,
+    actor,
+    source_name: str = "",
+    id_factory=None,
+    progress=None,
+    on_written=None,
 ) -> AnswerImportSummary:
-    """Import answer logs (any number of runs and systems), all or nothing, streaming.
+    """Import answer logs (any number of runs and systems) into ``project``, all or nothing,
+    streaming. Systems, runs and questions are looked up by (project, id): another project's
+    are unknown here; every record is routed by the project's rules.
 
     Systems and runs are created on first sight; a run always belongs to one system. A
     (run, question) pair may occur once. Every record is routed and gets its label count (GOLD 3,
@@ -657,6 +699,9 @@ def import_answer_logs(
     """
     source = as_source(source, name=source_name)
     importer = AnswerLogImporter(
-        actor=actor, source_name=source_name or source.name, id_factory=id_factory
+        project=project,
+        actor=actor,
+        source_name=source_name or source.name,
+        id_factory=id_factory,
     )
     return run_import(importer=importer, source=source, progress=progress, on_written=on_written)

@@ -82,6 +82,7 @@ class CalibrationError(GoldsetError):
 @transaction.atomic
 def set_reference_label(
     *,
+    project,
     lead,
     item: CalibrationItem,
     acceptability: str,
@@ -89,8 +90,16 @@ def set_reference_label(
     severe_safety: bool,
 ) -> CalibrationItem:
     """Set a draft item's reference label. Frozen once the item is sealed into a set version
-    that annotators started (their κ would silently change otherwise). Locks the item."""
-    item = CalibrationItem.objects.select_for_update().select_related("record").get(pk=item.pk)
+    that annotators started (their κ would silently change otherwise). Locks the item. Raises
+    CalibrationError for an item of another project's set."""
+    item = (
+        CalibrationItem.objects.select_for_update(of=("self",))
+        .select_related("record", "calibration_set__domain")
+        .get(pk=item.pk)
+    )
+    check_same_project(
+        project=project, domain=item.calibration_set.domain, calibration_set=item.calibration_set
+    )
     if acceptability not in Acceptability.values or grounding not in Grounding.values:
         raise CalibrationError("Choose an acceptability and a grounding level.")
     contradiction = label_contradiction(
@@ -118,15 +127,30 @@ def set_reference_label(
     return item
 
 
+def check_same_project(*, project, domain: Domain, calibration_set=None) -> None:
+    """Refuse a domain or calibration set of another project than ``project`` (a calibration
+    set of project B used in A): CalibrationError, nothing changed."""
+    pk = getattr(project, "pk", project)
+    if domain.project_id != pk or (
+        calibration_set is not None and calibration_set.project_id != pk
+    ):
+        raise CalibrationError(
+            f"The {domain.slug} calibration set belongs to another project: it cannot be used here."
+        )
+
+
 @transaction.atomic
-def start_calibration(*, annotator, domain: Domain) -> list[LabelAssignment]:
+def start_calibration(*, project, annotator, domain: Domain) -> list[LabelAssignment]:
     """Assign the newest ready version of the domain's calibration set to the annotator,
     sealing the set's drafts into a new version when they make a ready set (locks the set).
     Idempotent: a second call returns the assignments already made. Raises CalibrationError
-    when no version is ready or the annotator already has a result for the domain."""
+    when the domain or its set belongs to another project than ``project``, when no version is
+    ready or the annotator already has a result for the domain."""
+    check_same_project(project=project, domain=domain)
     calibration_set = CalibrationSet.objects.select_for_update().filter(domain=domain).first()
     if calibration_set is None:
         raise CalibrationError(f"{domain.slug} has no calibration set yet.")
+    check_same_project(project=project, domain=domain, calibration_set=calibration_set)
     if CalibrationResult.objects.filter(annotator=annotator, domain=domain).exists():
         raise CalibrationError(f"You already completed the {domain.slug} calibration.")
     existing = list(
@@ -167,6 +191,7 @@ def start_calibration(*, annotator, domain: Domain) -> list[LabelAssignment]:
         verb="calibration_started",
         object_type="domain",
         object_id=domain.slug,
+        project=calibration_set.project,
         detail={"set_version": offer.version, "items": len(offer.items)},
     )
     return sorted(assignments, key=lambda a: a.shuffle_key)
@@ -186,6 +211,7 @@ def _seal(calibration_set: CalibrationSet, offer: Offer, *, actor, domain: Domai
         verb="calibration_set_version_sealed",
         object_type="domain",
         object_id=domain.slug,
+        project=calibration_set.project,
         detail={"version": offer.version, "items": len(offer.items), "new": len(offer.seals)},
     )
 
@@ -230,7 +256,7 @@ def score_calibration(*, annotator, domain: Domain) -> CalibrationResult:
         [item.reference_severe_safety for item, _ in pairs],
         categories=[False, True],
     )
-    gate = tunable("KAPPA_GATE")
+    gate = tunable("KAPPA_GATE", project=domain.project)
     passed = all(r.value is not None and r.value >= gate for r in (grounding, severe))
     disagreements = []
     for item, label in pairs:
@@ -270,6 +296,7 @@ def score_calibration(*, annotator, domain: Domain) -> CalibrationResult:
         verb="calibration_scored",
         object_type="domain",
         object_id=domain.slug,
+        project=domain.project,
         detail={
             "kappa_grounding": grounding.value,
             "kappa_severe_safety": severe.value,

@@ -410,7 +410,7 @@ def render_snippet_files(version: GoldVersion, *, description: str) -> dict:
         queries.write((("," if wrote_queries else "") + ",".join(query_lines)).encode("utf-8"))
         wrote_queries = True
     # The answer-labeling area's questions (seed 004 A.3/A.4) follow the triples' packets.
-    for packet in iter_answer_question_packets():
+    for packet in iter_answer_question_packets(project=version.project_id):
         line = (canonical_json(packet) + "\n").encode("utf-8")
         packets[False].write(line)
         packets[True].write(line)  # answers' packets carry passage ids, never source text

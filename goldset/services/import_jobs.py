@@ -564,9 +564,9 @@ def _importer(job: ImportJob):
             project=job.project, on_behalf=bool(options.get("on_behalf")), **kw
         )
     if job.kind == ImportKind.QUESTIONS:
-        return import_questions
+        return lambda **kw: import_questions(project=job.project, **kw)
     if job.kind == ImportKind.ANSWERS:
-        return import_answer_logs
+        return lambda **kw: import_answer_logs(project=job.project, **kw)
     if job.kind == ImportKind.EVALUATOR:
         return lambda **kw: import_evaluator_outputs(evaluator=_evaluator(options), **kw)
     return lambda **kw: _import_run(options=options, **kw)

@@ -130,11 +130,13 @@ def seeded_draw(*, seed: int, key: str) -> float:
     return int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:13], 16) / 16**13
 
 
-def in_audit_sample(public_id: str, *, seed: int | None = None) -> tuple[bool, float]:
-    """Whether a majority-settled record is drawn into the audit sample (``AUDIT_SAMPLE_RATE``,
-    seed ``AUDIT_SAMPLE_SEED`` unless given), and its draw."""
-    draw = seeded_draw(seed=tunable("AUDIT_SAMPLE_SEED") if seed is None else seed, key=public_id)
-    return draw < tunable("AUDIT_SAMPLE_RATE"), draw
+def in_audit_sample(public_id: str, *, project, seed: int | None = None) -> tuple[bool, float]:
+    """Whether a majority-settled record of ``project`` is drawn into the audit sample (the
+    project's ``AUDIT_SAMPLE_RATE``, seed ``AUDIT_SAMPLE_SEED`` unless given), and its draw."""
+    if seed is None:
+        seed = tunable("AUDIT_SAMPLE_SEED", project=project)
+    draw = seeded_draw(seed=seed, key=public_id)
+    return draw < tunable("AUDIT_SAMPLE_RATE", project=project), draw
 
 
 # ---------------------------------------------------------------- rules
@@ -348,29 +350,45 @@ class SettlementPlan:
 
 
 def plan_settlement(
-    *, public_id: str, tier: str, spot_check_seed, labels_required: int, labels: list, now
+    *,
+    project,
+    public_id: str,
+    tier: str,
+    spot_check_seed,
+    labels_required: int,
+    labels: list,
+    now,
 ) -> SettlementPlan:
-    """Pure: the settlement of a record with these (acceptability, grounding, severe_safety)
-    labels at ``now``. :func:`settle_record` applies it; the re-route preview shows it."""
+    """Pure: the settlement of a record of ``project`` with these (acceptability, grounding,
+    severe_safety) labels at ``now``, under the project's spot-check and audit settings.
+    :func:`settle_record` applies it; the re-route preview shows it."""
     week = ""
     if tier == Tier.TRIAGE and spot_check_seed is None and len(labels) == 1:
         week = _iso_week(now)
-        draw = seeded_draw(seed=tunable("ANSWER_SPOT_CHECK_SEED"), key=f"{week}:{public_id}")
-        if draw < tunable("ANSWER_SPOT_CHECK_RATE"):
+        seed = tunable("ANSWER_SPOT_CHECK_SEED", project=project)
+        draw = seeded_draw(seed=seed, key=f"{week}:{public_id}")
+        if draw < tunable("ANSWER_SPOT_CHECK_RATE", project=project):
             return SettlementPlan(spot_check_week=week, drawn=True)
     if len(labels) < labels_required:
         return SettlementPlan(spot_check_week=week)
     outcome = decide_outcome(labels)
-    audit = in_audit_sample(public_id) if outcome.source == FinalSource.MAJORITY else None
+    audit = (
+        in_audit_sample(public_id, project=project)
+        if outcome.source == FinalSource.MAJORITY
+        else None
+    )
     return SettlementPlan(spot_check_week=week, outcome=outcome, audit=audit)
 
 
 def settle_record(record: AnswerRecord) -> None:
-    """Called with the record locked after one of its production labels was stored; applies
-    :func:`plan_settlement`."""
+    """Called with the record locked (its ``project`` loaded with it) after one of its
+    production labels was stored; applies :func:`plan_settlement` under the project's
+    settings."""
+    project = record.project
     labels = list(record.labels.values_list("acceptability", "grounding", "severe_safety"))
     now = timezone.now()
     plan = plan_settlement(
+        project=project,
         public_id=record.public_id,
         tier=record.tier,
         spot_check_seed=record.spot_check_seed,
@@ -379,7 +397,7 @@ def settle_record(record: AnswerRecord) -> None:
         now=now,
     )
     if plan.spot_check_week:
-        record.spot_check_seed = tunable("ANSWER_SPOT_CHECK_SEED")
+        record.spot_check_seed = tunable("ANSWER_SPOT_CHECK_SEED", project=project)
         record.spot_check_week = plan.spot_check_week
     if plan.drawn:
         record.spot_check = True
@@ -404,7 +422,7 @@ def settle_record(record: AnswerRecord) -> None:
     if plan.audit is not None:
         sampled, draw = plan.audit
         record.audit_seed, record.audit_draw, record.in_audit_sample = (
-            tunable("AUDIT_SAMPLE_SEED"),
+            tunable("AUDIT_SAMPLE_SEED", project=project),
             draw,
             sampled,
         )
@@ -507,16 +525,17 @@ def _candidates(annotator, domain_ids, *, limit: int) -> list[tuple[int, int]]:
         return [(pk, rank) for pk, rank in cursor.fetchall()]
 
 
-def count_waiting_items(*, annotator, cap: int) -> tuple[int, bool]:
-    """How many more production items the annotator could claim after their open one, for the
+def count_waiting_items(*, project, annotator, cap: int) -> tuple[int, bool]:
+    """How many more production items of ``project`` the annotator could claim after their open
+    one, for the
     label page's position counter: per domain where they are under their share, the open
     records they do not hold (the claim's own bounded walks), at most their remaining share;
     counted up to ``cap``. Returns (count, at_least). Reads only, takes no lock."""
-    domain_ids = qualified_domain_ids(annotator)
+    domain_ids = qualified_domain_ids(annotator, project=project)
     if not domain_ids:
         return 0, False
     count, more = 0, False
-    for domain_id, load in sorted(domain_loads(annotator, domain_ids).items()):
+    for domain_id, load in sorted(domain_loads(annotator, domain_ids, project=project).items()):
         room = load.cap - load.mine
         if room <= 0:
             continue
@@ -578,19 +597,21 @@ def _claim_or_release(annotator, pk: int, *, skip_locked: bool) -> LabelAssignme
         return None
 
 
-def claim_next_item(*, annotator) -> ClaimResult:
-    """Give the annotator their next production item, or say why there is none (see
-    :func:`claim_next_answer`, which this names for the label queue's callers)."""
-    return claim_next_answer(annotator=annotator)
+def claim_next_item(*, project, annotator) -> ClaimResult:
+    """Give the annotator their next production item of ``project``, or say why there is none
+    (see :func:`claim_next_answer`, which this names for the label queue's callers)."""
+    return claim_next_answer(project=project, annotator=annotator)
 
 
 @transaction.atomic
-def claim_next_answer(*, annotator) -> ClaimResult:
-    """Give the annotator their next production item, or say why there is none.
+def claim_next_answer(*, project, annotator) -> ClaimResult:
+    """Give the annotator their next production item of ``project``, or say why there is none.
 
-    An unfinished claim is returned first (one item at a time). The next item is the first
-    open record in the annotator's seeded order across the domains where they are under their
-    share: per domain a bounded walk of the open-slots partial index (never the whole pool).
+    An unfinished claim in the project is returned first (one item at a time per project). The
+    next item is the first open record in the annotator's seeded order across the project's
+    domains where they are qualified and under their share: per domain a bounded walk of the
+    open-slots partial index (never the whole pool; a domain belongs to one project, so the
+    walk never reaches another project's records).
     Locking: the annotator's user row (so one annotator's concurrent claims queue up), then one
     candidate at a time with SKIP LOCKED; candidates skipped because another claim held them are
     retried with a blocking lock, so "empty" is never an artefact of contention. Its cost and
@@ -599,7 +620,10 @@ def claim_next_answer(*, annotator) -> ClaimResult:
     get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
     current = (
         LabelAssignment.objects.filter(
-            annotator=annotator, is_calibration=False, completed_at__isnull=True
+            annotator=annotator,
+            is_calibration=False,
+            completed_at__isnull=True,
+            record__project=project,
         )
         .select_related("record")
         .order_by("shuffle_key")
@@ -607,10 +631,10 @@ def claim_next_answer(*, annotator) -> ClaimResult:
     )
     if current is not None:
         return ClaimResult(current, "resumed")
-    domain_ids = qualified_domain_ids(annotator)
+    domain_ids = qualified_domain_ids(annotator, project=project)
     if not domain_ids:
         return ClaimResult(None, "not_qualified")
-    loads = domain_loads(annotator, domain_ids)
+    loads = domain_loads(annotator, domain_ids, project=project)
     open_domains = sorted(d for d, load in loads.items() if load.open)
     offset = queue_offset(annotator_id=annotator.pk)
     for _ in range(CLAIM_ROUNDS):
@@ -661,9 +685,11 @@ def submit_label(
     :mod:`goldset.rules.time_on_item` allows), the answer-labeling guideline in force, and a
     FastDecision when it was faster than the tier's threshold.
     """
+    # The project (its settings: spot-check and audit draws) comes with the record in the same
+    # statement; only the record's row is locked.
     record = (
-        AnswerRecord.objects.select_for_update()
-        .select_related("question")
+        AnswerRecord.objects.select_for_update(of=("self",))
+        .select_related("question", "project")
         .get(pk=assignment.record_id)
     )
     existing = Label.objects.filter(assignment_id=assignment.pk).first()
@@ -704,6 +730,7 @@ def submit_label(
         **timing_fields(claimed_at=assignment.claimed_at, timing=timing),
     )
     flag_if_fast(
+        project=record.project,
         decision=label,
         kind=DecisionKind.LABEL,
         annotator_id=assignment.annotator_id,
@@ -759,10 +786,10 @@ def _release_claim(assignment: LabelAssignment) -> None:
 
 
 @transaction.atomic
-def undo_last_label(*, annotator) -> LabelAssignment:
-    """Withdraw the annotator's last production label and reopen its assignment.
+def undo_last_label(*, project, annotator) -> LabelAssignment:
+    """Withdraw the annotator's last production label in ``project`` and reopen its assignment.
 
-    Allowed while the record is still collecting labels (unresolved) and within
+    Allowed while the record is still collecting labels (unresolved) and within the project's
     ``LABEL_UNDO_WINDOW_SECONDS`` of the submit; raises UndoRefused otherwise. Locks the record.
     An item claimed since (the auto-advanced next item, not yet labeled) is released to the pool,
     so the annotator holds one open item: the reopened one. Audited as ``label_undone``. The
@@ -771,14 +798,16 @@ def undo_last_label(*, annotator) -> LabelAssignment:
     """
     get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
     last = (
-        Label.objects.filter(annotator=annotator, assignment__is_calibration=False)
+        Label.objects.filter(
+            annotator=annotator, assignment__is_calibration=False, record__project=project
+        )
         .select_related("assignment")
         .order_by("-created_at", "-id")
         .first()
     )
     if last is None:
         raise UndoRefused("You have no label to undo.")
-    window = tunable("LABEL_UNDO_WINDOW_SECONDS")
+    window = tunable("LABEL_UNDO_WINDOW_SECONDS", project=project)
     if (timezone.now() - last.created_at).total_seconds() > window:
         raise UndoRefused(
             f"Undo is possible for {window // 60} min after a submit; that has passed."
@@ -795,7 +824,11 @@ def undo_last_label(*, annotator) -> LabelAssignment:
     assignment.completed_at = None
     assignment.save(update_fields=["completed_at"])
     released = LabelAssignment.objects.filter(
-        annotator=annotator, is_calibration=False, completed_at__isnull=True, label__isnull=True
+        annotator=annotator,
+        is_calibration=False,
+        completed_at__isnull=True,
+        label__isnull=True,
+        record__project=project,
     ).exclude(pk=assignment.pk)
     detail["released"] = []
     for claim in released.select_related("record"):

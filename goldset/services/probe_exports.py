@@ -10,29 +10,33 @@ from goldset.services.exports import canonical_json
 from goldset.services.pseudonyms import ensure_pseudonyms, gold_version_scope
 
 
-def adjudication_export_rows(*, scope: str, include_open: bool = False) -> Iterator[dict]:
-    """The adjudication export with the people in it pseudonymised for ``scope`` (a gold
-    version's, or a fresh one per export: ``pseudonyms.export_scope()``)."""
-    people = list_adjudication_export_people(include_open=include_open)
+def adjudication_export_rows(*, project, scope: str, include_open: bool = False) -> Iterator[dict]:
+    """``project``'s adjudication export with the people in it pseudonymised for ``scope`` (a
+    gold version's, or a fresh one per export: ``pseudonyms.export_scope()``)."""
+    people = list_adjudication_export_people(project=project, include_open=include_open)
     names = ensure_pseudonyms(scope=scope, user_ids=people)
-    return iter_adjudication_export(pseudonyms=names, include_open=include_open)
+    return iter_adjudication_export(project=project, pseudonyms=names, include_open=include_open)
 
 
 def render_adjudication_export(version) -> Iterator[bytes]:
     """The answers area's adjudication export at freeze time, one canonical JSON line each,
     reviewers under the version's pseudonyms."""
-    for item in adjudication_export_rows(scope=gold_version_scope(version.number)):
+    rows = adjudication_export_rows(
+        project=version.project_id, scope=gold_version_scope(version.number)
+    )
+    for item in rows:
         yield (canonical_json(item) + "\n").encode("utf-8")
 
 
 def adjudicated_labels(version, answers: Iterable[dict]) -> list[dict]:
     """Final (majority or adjudicated) labels for the answer records whose question and system
-    match the uploaded log, keyed by question_id + system_id for ``scoring.probe``: grounding,
+    match the uploaded log (in the version's project), keyed by question_id + system_id for ``scoring.probe``: grounding,
     the adjudication's failure categories, and the safety evidence of the labels
     (``goldset.rules.probe_labels``: without it PROBE leaves the answer unscored)."""
     wanted = {(str(a.get("question_id")), str(a.get("system_id", ""))) for a in answers}
     records = (
         AnswerRecord.objects.filter(
+            project_id=version.project_id,
             is_calibration=False,
             status__in=[RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT],
             question__question_id__in={q for q, _ in wanted},

@@ -176,12 +176,14 @@ class ReroutePreview:
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
 
-def _open_triples():
+def _open_triples(project):
     given = Count(
         "current_revision__reviews", filter=Q(current_revision__reviews__spot_check=False)
     )
     return (
-        Triple.objects.filter(state=TripleState.PENDING_REVIEW, current_revision__isnull=False)
+        Triple.objects.filter(
+            project=project, state=TripleState.PENDING_REVIEW, current_revision__isnull=False
+        )
         .exclude(routing_rule=PROMOTED_RULE)
         .select_related("domain", "current_revision")
         .annotate(given=given)
@@ -189,9 +191,11 @@ def _open_triples():
     )
 
 
-def _open_records():
+def _open_records(project):
     return (
-        AnswerRecord.objects.filter(status=RecordStatus.LABELING, is_calibration=False)
+        AnswerRecord.objects.filter(
+            project=project, status=RecordStatus.LABELING, is_calibration=False
+        )
         .exclude(routing_rule=PROMOTED_RULE)
         .select_related("question__domain")
         .annotate(
@@ -269,8 +273,11 @@ def _triple_outcome(row: RerouteRow, verdicts: list[str], awaiting_human: bool) 
     return replace(row, resolves_to=state, resolves=words)
 
 
-def _record_outcome(row: RerouteRow, record: AnswerRecord, labels: list, now) -> RerouteRow:
+def _record_outcome(
+    row: RerouteRow, record: AnswerRecord, labels: list, now, *, project
+) -> RerouteRow:
     plan = plan_settlement(
+        project=project,
         public_id=record.public_id,
         tier=row.to_tier,
         spot_check_seed=record.spot_check_seed,
@@ -294,7 +301,9 @@ def _record_outcome(row: RerouteRow, record: AnswerRecord, labels: list, now) ->
     return replace(row, resolves_to=plan.status, resolves=words)
 
 
-def _with_outcomes(changes: list[RerouteRow], triples: dict, records: dict) -> list[RerouteRow]:
+def _with_outcomes(
+    changes: list[RerouteRow], triples: dict, records: dict, *, project
+) -> list[RerouteRow]:
     """Name what applying does at once to each change whose given reviews/labels suffice under
     the new tier — the protocol's own decisions (``resolution_outcome``, ``plan_settlement``).
     At most two queries, whatever the number of cases."""
@@ -322,21 +331,22 @@ def _with_outcomes(changes: list[RerouteRow], triples: dict, records: dict) -> l
             t = triples[row.pk]
             row = _triple_outcome(row, verdicts[row.pk], awaits_human_verification(t))
         elif row.kind == RECORD and row.pk in labels:
-            row = _record_outcome(row, records[row.pk], labels[row.pk], now)
+            row = _record_outcome(row, records[row.pk], labels[row.pk], now, project=project)
         out.append(row)
     return out
 
 
-def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
-    """Every open case whose tier would change under ``rules`` (default: the rules in force),
-    naming the ones that resolve at once when applied (``RerouteRow.resolves``).
+def preview_reroute(*, project, rules: RoutingRules | None = None) -> ReroutePreview:
+    """Every open case of ``project`` whose tier would change under ``rules`` (default: the
+    project's rules in force), naming the ones that resolve at once when applied
+    (``RerouteRow.resolves``).
 
     Changes nothing. Two queries for the cases however many there are (plus one for the rules,
     and two for the given reviews/labels of cases that would resolve)."""
-    rules = rules or get_active_rules()
+    rules = rules or get_active_rules(project=project)
     changes, held, n_open = [], [], 0
     triples, records = {}, {}
-    for t in _open_triples():
+    for t in _open_triples(project):
         triples[t.pk] = t
         n_open += 1
         decision = decide_tier(
@@ -360,7 +370,7 @@ def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
         )
         if row is not None:
             (held if row.held else changes).append(row)
-    for r in _open_records():
+    for r in _open_records(project):
         records[r.pk] = r
         n_open += 1
         q = r.question
@@ -385,20 +395,22 @@ def preview_reroute(*, rules: RoutingRules | None = None) -> ReroutePreview:
         )
         if row is not None:
             (held if row.held else changes).append(row)
-    changes = _with_outcomes(changes, triples, records)
+    changes = _with_outcomes(changes, triples, records, project=project)
     return ReroutePreview(rules.version, n_open, changes, held)
 
 
-def _lock_open_cases() -> RoutingRules:
-    """Lock the rules in force and every open case's rows, in primary-key order. Claims and
-    review/label submissions on those rows wait until the re-route commits."""
-    rules = RoutingRules.objects.select_for_update().order_by("-version").first()
+def _lock_open_cases(project) -> RoutingRules:
+    """Lock ``project``'s rules in force and every open case's rows of the project, in
+    primary-key order. Claims and review/label submissions on those rows wait until the
+    re-route commits."""
+    in_force = RoutingRules.objects.select_for_update().filter(project=project)
+    rules = in_force.order_by("-version").first()
     if rules is None:
-        get_active_rules()
-        rules = RoutingRules.objects.select_for_update().order_by("-version").first()
+        get_active_rules(project=project)
+        rules = in_force.order_by("-version").first()
     triple_ids = list(
         Triple.objects.select_for_update()
-        .filter(state=TripleState.PENDING_REVIEW)
+        .filter(project=project, state=TripleState.PENDING_REVIEW)
         .exclude(routing_rule=PROMOTED_RULE)
         .order_by("pk")
         .values_list("pk", "current_revision_id")
@@ -411,7 +423,7 @@ def _lock_open_cases() -> RoutingRules:
     )
     list(
         AnswerRecord.objects.select_for_update()
-        .filter(status=RecordStatus.LABELING, is_calibration=False)
+        .filter(project=project, status=RecordStatus.LABELING, is_calibration=False)
         .exclude(routing_rule=PROMOTED_RULE)
         .order_by("pk")
         .values_list("pk", flat=True)
@@ -420,8 +432,8 @@ def _lock_open_cases() -> RoutingRules:
 
 
 @transaction.atomic
-def apply_reroute(*, actor, token: str) -> ReroutePreview:
-    """Apply exactly the preview identified by ``token`` (admins only).
+def apply_reroute(*, project, actor, token: str) -> ReroutePreview:
+    """Apply exactly ``project``'s preview identified by ``token`` (admins only).
 
     Locks the rules and the open cases, recomputes the preview and compares tokens: when anything
     changed (a rules edit, a claim, a review or label, a new or finished case) nothing is applied
@@ -432,8 +444,8 @@ def apply_reroute(*, actor, token: str) -> ReroutePreview:
     preview (those cases no longer change) and raises PreviewChanged."""
     if not has_role(actor, Role.ADMIN):
         raise GoldsetError("Only an admin can re-route cases.")
-    rules = _lock_open_cases()
-    preview = preview_reroute(rules=rules)
+    rules = _lock_open_cases(project)
+    preview = preview_reroute(project=project, rules=rules)
     if preview.token != token:
         raise PreviewChanged(preview)
     for row in preview.changes:
@@ -488,7 +500,7 @@ def _reroute_triple(row: RerouteRow, *, actor) -> None:
 
 
 def _reroute_record(row: RerouteRow, *, actor) -> None:
-    record = AnswerRecord.objects.select_related("question").get(pk=row.pk)
+    record = AnswerRecord.objects.select_related("question", "project").get(pk=row.pk)
     record.tier, record.routing_rule, record.rules_version = (
         row.to_tier,
         row.to_rule,
@@ -647,7 +659,7 @@ def promote_triple(*, actor, triple: Triple, reason: str) -> Triple:
         triple,
         actor=actor,
         reason=reason,
-        rules_version=get_active_rules().version,
+        rules_version=get_active_rules(project=triple.project_id).version,
         batch="",
     )
     schedule_agreement_recompute()
@@ -665,7 +677,7 @@ def promote_answer_record(*, actor, record: AnswerRecord, reason: str) -> Answer
         record,
         actor=actor,
         reason=reason,
-        rules_version=get_active_rules().version,
+        rules_version=get_active_rules(project=record.project_id).version,
         batch="",
     )
     schedule_agreement_recompute()
@@ -697,13 +709,19 @@ class BatchPreview:
 
 
 def preview_batch(
-    *, kind: str, domain: str = "", task_type: str = "", source: str = ""
+    *, project, kind: str, domain: str = "", task_type: str = "", source: str = ""
 ) -> BatchPreview:
-    """What :func:`promote_batch` would promote for these filters now (one bounded read: at
-    most one more id than a batch holds, never every matching case)."""
-    limit = int(tunable("PROMOTION_BATCH_MAX"))
+    """What :func:`promote_batch` would promote in ``project`` for these filters now (one
+    bounded read: at most one more id than the project's batch holds, never every matching
+    case)."""
+    limit = int(tunable("PROMOTION_BATCH_MAX", project=project))
     ids = matching_ids(
-        kind=kind, domain=domain, task_type=task_type, source=source, limit=limit + 1
+        project=project,
+        kind=kind,
+        domain=domain,
+        task_type=task_type,
+        source=source,
+        limit=limit + 1,
     )
     return BatchPreview(kind, ids[:limit], len(ids) > limit)
 
@@ -718,6 +736,7 @@ class BatchResult:
 @transaction.atomic
 def promote_batch(
     *,
+    project,
     actor,
     kind: str,
     reason: str,
@@ -726,8 +745,8 @@ def promote_batch(
     task_type: str = "",
     source: str = "",
 ) -> BatchResult:
-    """Promote the TRIAGE cases matching the filters, all or nothing (lead or admin): every
-    one, or the first ``PROMOTION_BATCH_MAX`` by id when more match (see :func:`preview_batch`;
+    """Promote ``project``'s TRIAGE cases matching the filters, all or nothing (lead or admin):
+    every one, or the first ``PROMOTION_BATCH_MAX`` (the project's) by id when more match (see :func:`preview_batch`;
     the next batch promotes the rest).
 
     Locks those rows, then checks ``token`` (from :func:`batch_token` over the ids the lead was
@@ -735,8 +754,10 @@ def promote_batch(
     gets its own ``promoted`` event sharing one batch id."""
     _check_promoter(actor)
     reason = _clean_reason(reason)
-    qs = filter_promotable(kind=kind, domain=domain, task_type=task_type, source=source)
-    limit = int(tunable("PROMOTION_BATCH_MAX"))
+    qs = filter_promotable(
+        project=project, kind=kind, domain=domain, task_type=task_type, source=source
+    )
+    limit = int(tunable("PROMOTION_BATCH_MAX", project=project))
     locked = list(
         qs.select_related("project").select_for_update(of=("self",)).order_by("pk")[:limit]
     )
@@ -748,7 +769,7 @@ def promote_batch(
             "promoted. Check the list again and confirm."
         )
     batch = uuid.uuid4().hex[:12]
-    version = get_active_rules().version
+    version = get_active_rules(project=project).version
     promote = _promote_triple_locked if kind == TRIPLE else _promote_record_locked
     cases = []
     for case in locked:
@@ -759,6 +780,7 @@ def promote_batch(
         verb="promoted_batch",
         object_type=f"goldset.{'triple' if kind == TRIPLE else 'answerrecord'}",
         object_id=batch,
+        project=project,
         detail={
             "reason": reason,
             "filters": {"domain": domain, "task_type": task_type, "source": source},

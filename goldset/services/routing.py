@@ -29,17 +29,24 @@ class RoutingDecision:
     rules_version: int
 
 
-def get_active_rules() -> RoutingRules:
-    """The rules in force; the seed-003 defaults are created as version 1 on first use."""
-    rules = RoutingRules.objects.order_by("-version").first()
+def _pk(project) -> int:
+    """A project or its id (callers that hold only a case's ``project_id`` pass that)."""
+    return getattr(project, "pk", project)
+
+
+def get_active_rules(*, project) -> RoutingRules:
+    """The rules in force in ``project`` (its newest version); the seed-003 defaults are created
+    as the project's version 1 on first use."""
+    rules = RoutingRules.objects.filter(project_id=_pk(project)).order_by("-version").first()
     if rules is None:
-        rules = _create_default_rules()
+        rules = _create_default_rules(project)
     return rules
 
 
 @transaction.atomic
-def _create_default_rules() -> RoutingRules:
+def _create_default_rules(project) -> RoutingRules:
     rules, _ = RoutingRules.objects.get_or_create(
+        project_id=_pk(project),
         version=1,
         defaults={
             "gold_task_types": DEFAULT_GOLD_TASK_TYPES,
@@ -76,11 +83,12 @@ def decide_tier(
 
 
 def route_case(
-    *, task_type: str, uncertainty=None, adversarial: bool = False, domain: str = ""
+    *, project, task_type: str, uncertainty=None, adversarial: bool = False, domain: str = ""
 ) -> RoutingDecision:
-    """Route a new case under the rules in force. Callers store tier, rule and rules_version."""
+    """Route a new case of ``project`` under the project's rules in force. Callers store tier,
+    rule and rules_version."""
     return decide_tier(
-        rules=get_active_rules(),
+        rules=get_active_rules(project=project),
         task_type=task_type,
         uncertainty=uncertainty,
         adversarial=adversarial,
@@ -91,6 +99,7 @@ def route_case(
 @transaction.atomic
 def update_routing_rules(
     *,
+    project,
     actor,
     gold_task_types: list[str],
     uncertainty_threshold: Decimal,
@@ -98,14 +107,13 @@ def update_routing_rules(
     gold_domains: list[str],
     note: str = "",
 ) -> RoutingRules:
-    """Create the next version of the routing rules. Existing cases keep the tier, rule and
+    """Create the next version of ``project``'s routing rules. Existing cases keep the tier, rule and
     version they were routed with: nothing is re-routed here (a re-route preview does that, on
     confirmation). Raises :class:`RoutingRulesUnchanged` when nothing differs from the rules in
-    force. Serialised by locking the current version row."""
-    current = (
-        RoutingRules.objects.select_for_update().order_by("-version").first()
-        or _create_default_rules()
-    )
+    force. Serialised by locking the project's current version row."""
+    current = RoutingRules.objects.select_for_update().filter(project_id=_pk(project)).order_by(
+        "-version"
+    ).first() or _create_default_rules(project)
     wanted = (
         sorted(gold_task_types),
         Decimal(uncertainty_threshold),
@@ -123,6 +131,7 @@ def update_routing_rules(
             "These are the rules already in force; no new version was created."
         )
     rules = RoutingRules.objects.create(
+        project=project,
         version=current.version + 1,
         gold_task_types=wanted[0],
         uncertainty_threshold=wanted[1],
@@ -135,6 +144,7 @@ def update_routing_rules(
         actor=actor,
         verb="routing_rules_changed",
         obj=rules,
+        project=project,
         detail={
             "from_version": current.version,
             "to_version": rules.version,
@@ -148,5 +158,10 @@ def update_routing_rules(
     return rules
 
 
-def list_routing_rules():
-    return RoutingRules.objects.select_related("created_by").order_by("-version")
+def list_routing_rules(*, project):
+    """``project``'s routing rules versions, newest first."""
+    return (
+        RoutingRules.objects.filter(project=project)
+        .select_related("created_by")
+        .order_by("-version")
+    )

@@ -218,6 +218,7 @@ def create_triple(
     if external_id and Triple.objects.filter(project=project, external_id=external_id).exists():
         raise GoldsetError(f"A triple with the id {external_id!r} already exists.")
     decision = route_case(
+        project=domain.project_id,
         task_type=task_type,
         uncertainty=model_uncertainty,
         adversarial=adversarial,
@@ -522,7 +523,7 @@ class TripleImporter:
         if not plan:
             return
         now = timezone.now()
-        rules = get_active_rules()
+        rules = get_active_rules(project=plan[0][3].project_id)
         granted = self._lock_customers({line[4] for line in plan if line[4] is not None})
         triples, revisions, details = [], [], []
         for ln, author, block_version, domain, customer, reason in plan:

@@ -4,7 +4,7 @@
 page's project (``request.project``, via the ``protocol`` context processor; ``project=p`` names
 another, e.g. in an e-mail rendered outside a request), so a page says what the code does. Rates print as percentages with
 ``"percent"`` (``{% protocol "AUDIT_SAMPLE_RATE" "percent" %}`` → "5 %"), thresholds to two
-decimals ("0.70"), seeds and counts as they are. Templates hold no protocol number of their own
+decimals ("0.70"), seeds and counts as they are; on a project's page, the project's values. Templates hold no protocol number of their own
 (a test greps them)."""
 
 import json

@@ -47,8 +47,8 @@ from workbench.services.audit import record_event
 @role_required(Role.ANNOTATOR)
 @vary_on_headers("HX-Request")
 def queue(request):
-    overview = selectors.get_queue_overview(annotator=request.user)
-    done = selectors.list_my_done_assignments(annotator=request.user)
+    overview = selectors.get_queue_overview(project=request.project, annotator=request.user)
+    done = selectors.list_my_done_assignments(project=request.project, annotator=request.user)
     context = {"overview": overview, "done": done}
     template = (
         "answers/queue.html#queue-summary"
@@ -61,7 +61,7 @@ def queue(request):
 @require_POST
 @role_required(Role.ANNOTATOR)
 def claim(request):
-    result = claim_next_item(annotator=request.user)
+    result = claim_next_item(project=request.project, annotator=request.user)
     if result.assignment is None:
         messages.info(request, result.message)
         return redirect("answers:queue")
@@ -90,20 +90,22 @@ def _label_data(request):
     return data
 
 
-def _position(assignment) -> QueuePosition | None:
-    """The item's "5 of 16" (see goldset.selectors.positions)."""
+def _position(project, assignment) -> QueuePosition | None:
+    """The item's "5 of 16" in ``project`` (see goldset.selectors.positions)."""
     if assignment.is_calibration:
         return get_calibration_position(assignment=assignment)
     if assignment.completed_at is not None:
         return None
-    waiting, more = count_waiting_items(annotator=assignment.annotator, cap=WAITING_CAP)
-    done = count_labels_today(annotator=assignment.annotator)
+    waiting, more = count_waiting_items(
+        project=project, annotator=assignment.annotator, cap=WAITING_CAP
+    )
+    done = count_labels_today(project=project, annotator=assignment.annotator)
     return QueuePosition.of(done=done, waiting=waiting, more=more, what="labels today")
 
 
 def _render_item(request, assignment, form=None, *, status=200):
     record = assignment.record
-    undoable = selectors.get_undoable_label(annotator=request.user)
+    undoable = selectors.get_undoable_label(project=request.project, annotator=request.user)
     # Blind read models only: the page's context cannot reach the run behind the record.
     context = {
         "assignment": selectors.BlindAssignment.of(assignment),
@@ -116,7 +118,7 @@ def _render_item(request, assignment, form=None, *, status=200):
         and selectors.BlindLabel.of(undoable, public_id=undoable.record.public_id),
         "all_clear_needs_rationale": all_clear_rationale_required(record.question),
         "all_clear": json.dumps(_preset_fields()),
-        "position": _position(assignment),
+        "position": _position(request.project, assignment),
         **task_panel(
             request,
             kind=DecisionKind.LABEL,
@@ -135,7 +137,9 @@ def _render_item(request, assignment, form=None, *, status=200):
 @role_required(Role.ANNOTATOR)
 @vary_on_headers("HX-Request")
 def item(request, public_id):
-    assignment = selectors.get_assignment_for(annotator=request.user, public_id=public_id)
+    assignment = selectors.get_assignment_for(
+        project=request.project, annotator=request.user, public_id=public_id
+    )
     form = LabelForm(_label_data(request) if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -164,7 +168,7 @@ def item(request, public_id):
 def _next_item(request, message_if_none: str | None = None):
     """One motion per item: the response to a submit (or skip, or undo) is the next item itself —
     the ``#label-item`` fragment with its URL pushed for htmx, a redirect otherwise."""
-    result = claim_next_item(annotator=request.user)
+    result = claim_next_item(project=request.project, annotator=request.user)
     if result.assignment is None:
         messages.info(request, message_if_none or result.message)
         target = redirect("answers:queue")
@@ -173,7 +177,9 @@ def _next_item(request, message_if_none: str | None = None):
     url = redirect("answers:item", public_id=public_id).url
     if request.htmx:
         # As the item's page reads it (record, question and domain in one statement).
-        assignment = selectors.get_assignment_for(annotator=request.user, public_id=public_id)
+        assignment = selectors.get_assignment_for(
+            project=request.project, annotator=request.user, public_id=public_id
+        )
         response = _render_item(request, assignment)
         return push_url(response, url)
     return redirect(url)
@@ -197,7 +203,9 @@ def _after_label(request, assignment):
 @role_required(Role.ANNOTATOR)
 @vary_on_headers("HX-Request")
 def skip(request, public_id):
-    assignment = selectors.get_assignment_for(annotator=request.user, public_id=public_id)
+    assignment = selectors.get_assignment_for(
+        project=request.project, annotator=request.user, public_id=public_id
+    )
     try:
         skip_item(assignment=assignment, reason=request.POST.get("reason", ""))
     except SkipRefused as exc:
@@ -212,7 +220,7 @@ def skip(request, public_id):
 @vary_on_headers("HX-Request")
 def undo(request):
     try:
-        assignment = undo_last_label(annotator=request.user)
+        assignment = undo_last_label(project=request.project, annotator=request.user)
     except UndoRefused as exc:
         messages.error(request, str(exc))
         target = redirect("answers:queue")
@@ -227,16 +235,18 @@ def undo(request):
 
 @role_required(Role.ANNOTATOR)
 def calibration(request):
-    rows = selectors.list_my_calibration(annotator=request.user)
+    rows = selectors.list_my_calibration(project=request.project, annotator=request.user)
     return render(request, "answers/calibration.html", {"rows": rows})
 
 
 @require_POST
 @role_required(Role.ANNOTATOR)
 def calibration_start(request, domain):
-    domain = get_object_or_404(Domain, slug=domain)
+    domain = get_object_or_404(Domain, project=request.project, slug=domain)
     try:
-        assignments = start_calibration(annotator=request.user, domain=domain)
+        assignments = start_calibration(
+            project=request.project, annotator=request.user, domain=domain
+        )
     except CalibrationError as exc:
         messages.error(request, str(exc))
         return redirect("answers:calibration")

@@ -37,8 +37,10 @@ def import_files(request):
 @role_required(Role.ADMIN)
 def runs(request):
     context = {
-        "page": selectors.list_runs(cursor=request.GET.get("after"), size=PAGE_SIZE),
-        "by_status": selectors.count_records_by_status(),
+        "page": selectors.list_runs(
+            project=request.project, cursor=request.GET.get("after"), size=PAGE_SIZE
+        ),
+        "by_status": selectors.count_records_by_status(project=request.project),
     }
     return render(request, "answers/runs.html", context)
 
@@ -46,14 +48,21 @@ def runs(request):
 @role_required(Role.ADMIN)
 def export(request):
     return render(
-        request, "answers/export.html", {"by_status": selectors.count_records_by_status()}
+        request,
+        "answers/export.html",
+        {"by_status": selectors.count_records_by_status(project=request.project)},
     )
 
 
 @role_required(Role.ADMIN)
 def export_download(request):
-    record_event(actor=request.user, verb="adjudication_exported", object_type="export")
-    rows = adjudication_export_rows(scope=export_scope())
+    record_event(
+        actor=request.user,
+        verb="adjudication_exported",
+        object_type="export",
+        project=request.project,
+    )
+    rows = adjudication_export_rows(project=request.project, scope=export_scope())
     lines = (json.dumps(row, sort_keys=True) + "\n" for row in rows)
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")

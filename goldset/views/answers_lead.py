@@ -33,12 +33,16 @@ LEADS = tuple(selectors.ADJUDICATORS)  # the roles that adjudicate (one home: th
 def adjudication_queue(request):
     show_done = request.GET.get("show") == "all"
     page = selectors.list_adjudication_queue(
-        user=request.user, include_done=show_done, cursor=request.GET.get("after"), size=PAGE_SIZE
+        user=request.user,
+        project=request.project,
+        include_done=show_done,
+        cursor=request.GET.get("after"),
+        size=PAGE_SIZE,
     )
     context = {
         "page": page,
         "show_done": show_done,
-        "first_open": selectors.next_item_for_lead(user=request.user),
+        "first_open": selectors.next_item_for_lead(user=request.user, project=request.project),
     }
     template = "answers/adjudication_queue.html"
     if wants_fragment(request, "adjudication-items"):
@@ -60,7 +64,9 @@ def _adjudication_context(request, record, form=None) -> dict:
         "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
         "form": form,
         "prefilled": [] if form.is_bound else [pretty_name(name).lower() for name in prefill],
-        "position": get_adjudication_position(lead=request.user, record=record),
+        "position": get_adjudication_position(
+            project=request.project, lead=request.user, record=record
+        ),
         **task_panel(
             request,
             kind=DecisionKind.ADJUDICATION,
@@ -74,7 +80,9 @@ def _adjudication_context(request, record, form=None) -> dict:
 @role_required(*LEADS)
 @vary_on_headers("HX-Request")
 def adjudicate(request, public_id):
-    record = selectors.access_record_for_adjudication(user=request.user, public_id=public_id)
+    record = selectors.access_record_for_adjudication(
+        user=request.user, project=request.project, public_id=public_id
+    )
     form = AdjudicationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -119,7 +127,7 @@ def _render_adjudication(request, record, form):
 def _next_adjudication(request):
     """One motion per item: the response to a recorded adjudication is the next open item of
     the queue (its URL pushed); the queue page when none is left."""
-    following = selectors.next_item_for_lead(user=request.user)
+    following = selectors.next_item_for_lead(user=request.user, project=request.project)
     if following is None or not wants_fragment(request, "adjudication-item"):
         target = (
             redirect("answers:adjudicate", public_id=following.public_id)
@@ -133,7 +141,7 @@ def _next_adjudication(request):
         _adjudication_context(
             request,
             selectors.access_record_for_adjudication(
-                user=request.user, public_id=following.public_id
+                user=request.user, project=request.project, public_id=following.public_id
             ),
         ),
     )
@@ -143,15 +151,16 @@ def _next_adjudication(request):
 @role_required(*LEADS)
 def calibration_status(request):
     domains, page = selectors.get_calibration_status(
-        cursor=request.GET.get("after"), size=PAGE_SIZE
+        project=request.project, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
-    context = {"domains": domains, "page": page, "sets": selectors.list_calibration_sets()}
+    sets = selectors.list_calibration_sets(project=request.project)
+    context = {"domains": domains, "page": page, "sets": sets}
     return render(request, "answers/calibration_status.html", context)
 
 
 @role_required(*LEADS)
 def calibration_set(request, domain):
-    calibration_set = selectors.get_calibration_set(domain_slug=domain)
+    calibration_set = selectors.get_calibration_set(project=request.project, domain_slug=domain)
     items = list(calibration_set.items.all())
     context = {
         "set": calibration_set,
@@ -164,7 +173,9 @@ def calibration_set(request, domain):
 
 @role_required(*LEADS)
 def calibration_reference(request, domain, public_id):
-    item = selectors.get_calibration_item(domain_slug=domain, public_id=public_id)
+    item = selectors.get_calibration_item(
+        project=request.project, domain_slug=domain, public_id=public_id
+    )
     initial = {
         "acceptability": item.reference_acceptability,
         "grounding": item.reference_grounding,
@@ -173,7 +184,9 @@ def calibration_reference(request, domain, public_id):
     form = ReferenceLabelForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            set_reference_label(lead=request.user, item=item, **form.service_kwargs())
+            set_reference_label(
+                project=request.project, lead=request.user, item=item, **form.service_kwargs()
+            )
         except CalibrationError as exc:
             form.add_error(None, str(exc))
         else:

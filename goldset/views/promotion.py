@@ -24,7 +24,9 @@ def reroute(request):
     form = RerouteConfirmForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            applied = services.apply_reroute(actor=request.user, token=form.cleaned_data["token"])
+            applied = services.apply_reroute(
+                project=request.project, actor=request.user, token=form.cleaned_data["token"]
+            )
         except services.PreviewChanged as exc:
             messages.warning(request, str(exc))
             preview = exc.preview
@@ -32,18 +34,21 @@ def reroute(request):
             messages.success(request, f"Re-routed {len(applied.changes)} open case(s).")
             return redirect("routing:reroute")
     else:
-        preview = services.preview_reroute()
+        preview = services.preview_reroute(project=request.project)
     return render(request, "routing/reroute.html", {"preview": preview})
 
 
 @role_required(Role.LEAD, Role.ADMIN)
 def index(request):
-    filters = BatchFilterForm(request.GET or {"kind": services.TRIPLE})
+    project = request.project
+    filters = BatchFilterForm(request.GET or {"kind": services.TRIPLE}, project=project)
     chosen = filters.filters() if filters.is_valid() else {"kind": services.TRIPLE}
     form = BatchPromoteForm(request.POST or None)
     if request.method == "POST" and filters.is_valid() and form.is_valid():
         try:
-            result = services.promote_batch(actor=request.user, **chosen, **form.cleaned_data)
+            result = services.promote_batch(
+                project=project, actor=request.user, **chosen, **form.cleaned_data
+            )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -54,17 +59,17 @@ def index(request):
         "form": form,
         "kind": chosen["kind"],
         "page": selectors.list_promotable(
-            **chosen, cursor=request.GET.get("after"), size=PAGE_SIZE
+            project=project, **chosen, cursor=request.GET.get("after"), size=PAGE_SIZE
         ),
-        "batch": services.preview_batch(**chosen),
-        "recent": selectors.list_recent_promotions(),
+        "batch": services.preview_batch(project=project, **chosen),
+        "recent": selectors.list_recent_promotions(project=project),
     }
     return render(request, "promotion/index.html", context)
 
 
 @role_required(Role.LEAD, Role.ADMIN)
 def triple(request, pk):
-    case = selectors.get_triple_for_promotion(pk=pk)
+    case = selectors.get_triple_for_promotion(project=request.project, pk=pk)
     form = ReasonForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -83,7 +88,7 @@ def triple(request, pk):
 
 @role_required(Role.LEAD, Role.ADMIN)
 def record(request, public_id):
-    case = selectors.get_record_for_promotion(public_id=public_id)
+    case = selectors.get_record_for_promotion(project=request.project, public_id=public_id)
     form = ReasonForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

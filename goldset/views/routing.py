@@ -13,12 +13,14 @@ from workbench.roles import Role, role_required
 
 @role_required(Role.ADMIN)
 def routing_rules(request):
-    current = get_active_rules()
-    form = RoutingRulesForm.for_rules(current, data=request.POST or None)
+    project = request.project
+    current = get_active_rules(project=project)
+    form = RoutingRulesForm.for_rules(current, data=request.POST or None, project=project)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             rules = update_routing_rules(
+                project=project,
                 actor=request.user,
                 gold_task_types=data["gold_task_types"],
                 uncertainty_threshold=data["uncertainty_threshold"],
@@ -34,5 +36,9 @@ def routing_rules(request):
                 f"Routing rules v{rules.version} are in force for new cases. Existing cases keep their tier.",
             )
             return redirect("routing:rules")
-    context = {"form": form, "current": current, "history": list_routing_rules()[:50]}
+    context = {
+        "form": form,
+        "current": current,
+        "history": list_routing_rules(project=project)[:50],
+    }
     return render(request, "routing/rules.html", context)

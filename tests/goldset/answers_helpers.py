@@ -2,7 +2,7 @@
 
 from goldset.models import FailureCategory
 from goldset.services.labeling import claim_next_item, submit_label
-from tests.factories import CalibrationResultFactory, UserFactory
+from tests.factories import CalibrationResultFactory, UserFactory, default_project
 from workbench.roles import Role
 
 GOOD = dict(
@@ -33,8 +33,8 @@ def qualified_annotators(domain, n, prefix="q-ann"):
     return users
 
 
-def claim_and_label(annotator, **fields):
-    result = claim_next_item(annotator=annotator)
+def claim_and_label(annotator, *, project=None, **fields):
+    result = claim_next_item(project=project or default_project(), annotator=annotator)
     assert result.assignment is not None, result.reason
     return submit_label(assignment=result.assignment, **{**GOOD, **fields})
 

@@ -5,7 +5,7 @@ from goldset.models import CalibrationItem, CalibrationResult, CalibrationSet, L
 from goldset.services.calibration import set_reference_label, start_calibration
 from goldset.services.labeling import submit_label
 from tests.factories import CalibrationItemFactory, DomainFactory
-from tests.goldset.answers_helpers import BAD, GOOD
+from tests.goldset.answers_helpers import BAD, GOOD, default_project
 from tests.goldset.curation_support import review, write_triple
 
 REFERENCE = [
@@ -31,7 +31,12 @@ def add_items(lead, domain, references=REFERENCE):
         item = CalibrationItemFactory(calibration_set=calibration_set)
         items.append(
             set_reference_label(
-                lead=lead, item=item, acceptability=acc, grounding=grounding, severe_safety=severe
+                lead=lead,
+                item=item,
+                acceptability=acc,
+                grounding=grounding,
+                severe_safety=severe,
+                project=default_project(),
             )
         )
     return items
@@ -62,7 +67,7 @@ def label_pending(annotator, domain, *, right: bool) -> CalibrationResult | None
 
 
 def fail_calibration(annotator, domain) -> CalibrationResult:
-    start_calibration(annotator=annotator, domain=domain)
+    start_calibration(annotator=annotator, domain=domain, project=default_project())
     result = label_pending(annotator, domain, right=False)
     assert result is not None and not result.passed
     return result

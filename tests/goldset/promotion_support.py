@@ -5,6 +5,7 @@ from decimal import Decimal
 from goldset.models import RecordStatus, Tier
 from goldset.services.routing import get_active_rules, update_routing_rules
 from tests.factories import AnswerRecordFactory, DomainFactory, QuestionFactory, UserFactory
+from tests.goldset.answers_helpers import default_project
 from tests.goldset.curation_support import block_version, write_triple
 from workbench.roles import Role
 
@@ -18,8 +19,10 @@ NOTHING_TO_GOLD = dict(
 
 def set_rules(admin, **rules):
     """A new rules version; unspecified rules are switched off (nothing routes to GOLD)."""
-    get_active_rules()
-    return update_routing_rules(actor=admin, note="test", **{**NOTHING_TO_GOLD, **rules})
+    get_active_rules(project=default_project())
+    return update_routing_rules(
+        actor=admin, note="test", **{**NOTHING_TO_GOLD, **rules}, project=default_project()
+    )
 
 
 def triage_triple(author, *, domain=None, **fields):

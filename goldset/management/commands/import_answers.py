@@ -1,4 +1,5 @@
-from goldset.management.file_import import FileImportCommand
+from goldset.management.file_import import EXIT_REJECTED, FileImportCommand
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.services.answer_imports import import_answer_logs
 
 
@@ -7,5 +8,10 @@ class Command(FileImportCommand):
         "Import JSONL answer logs (any runs and systems); every record is routed (all or nothing)."
     )
 
-    def handle(self, *args, file, **options):
-        self.run_import(file, import_answer_logs, actor=None)
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        add_project_argument(parser)
+
+    def handle(self, *args, file, project, **options):
+        project = project_from(project, returncode=EXIT_REJECTED)
+        self.run_import(file, import_answer_logs, actor=None, project=project)

@@ -6,6 +6,7 @@ import pytest
 from goldset.models import CalibrationSet, LabelAssignment
 from goldset.services.calibration import set_reference_label, start_calibration
 from tests.factories import CalibrationItemFactory, DomainFactory, UserFactory
+from tests.goldset.answers_helpers import default_project
 from workbench.roles import Role
 
 pytestmark = [pytest.mark.browser]
@@ -23,9 +24,18 @@ def test_lead_labels_a_late_item_and_a_newcomer_takes_version_2(browser_login, l
     for acc, grounding, severe in REFS:
         item = CalibrationItemFactory(calibration_set__domain=domain)
         set_reference_label(
-            lead=lead, item=item, acceptability=acc, grounding=grounding, severe_safety=severe
+            lead=lead,
+            item=item,
+            acceptability=acc,
+            grounding=grounding,
+            severe_safety=severe,
+            project=default_project(),
         )
-    start_calibration(annotator=UserFactory(role=Role.ANNOTATOR, username="early"), domain=domain)
+    start_calibration(
+        annotator=UserFactory(role=Role.ANNOTATOR, username="early"),
+        domain=domain,
+        project=default_project(),
+    )
     draft = CalibrationItemFactory(calibration_set=CalibrationSet.objects.get(domain=domain))
 
     boss = browser_login(lead)

@@ -25,7 +25,12 @@ from goldset.selectors.answers import (
 from goldset.selectors.promotion import get_record_for_promotion
 from goldset.services import webhooks
 from tests.factories import AnswerRecordFactory, DomainFactory
-from tests.goldset.answers_helpers import GOOD, claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import (
+    GOOD,
+    claim_and_label,
+    default_project,
+    qualified_annotators,
+)
 from workbench.access import ALL_FIELDS, VERSION_FILE_FIELDS
 from workbench.roles import Role
 
@@ -74,7 +79,7 @@ def test_system_fields_are_stripped_at_any_depth():
 @pytest.mark.django_db
 def test_a_promotion_read_never_loads_the_system_columns():
     record = AnswerRecordFactory()
-    loaded = get_record_for_promotion(public_id=record.public_id)
+    loaded = get_record_for_promotion(public_id=record.public_id, project=default_project())
     assert set(RECORD_SYSTEM_COLUMNS) <= loaded.get_deferred_fields()
 
 

@@ -24,6 +24,7 @@ from tests.factories import (
     RunFactory,
     UserFactory,
 )
+from tests.goldset.answers_helpers import default_project
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
 
@@ -64,7 +65,11 @@ def test_record_counters_follow_inserts_status_changes_and_deletes():
     one, two = RunFactory(), RunFactory()
     records = [AnswerRecordFactory(run=one) for _ in range(3)] + [AnswerRecordFactory(run=two)]
     calibration = AnswerRecordFactory(run=two, is_calibration=True)
-    assert count_records_by_status() == _direct_status_counts() == {RecordStatus.LABELING: 4}
+    assert (
+        count_records_by_status(project=default_project())
+        == _direct_status_counts()
+        == {RecordStatus.LABELING: 4}
+    )
     assert (
         _run_counts() == _direct_run_counts() == {f"{one.pk}|labeling": 3, f"{two.pk}|labeling": 2}
     )
@@ -74,8 +79,8 @@ def test_record_counters_follow_inserts_status_changes_and_deletes():
     AnswerRecord.objects.filter(pk=records[1].pk).update(status=RecordStatus.NEEDS_ADJUDICATION)
     AnswerRecord.objects.filter(pk=calibration.pk).update(is_calibration=False)
     AnswerRecord.objects.filter(pk=records[2].pk).delete()
-    assert count_records_by_status() == _direct_status_counts()
-    assert count_records_by_status() == {
+    assert count_records_by_status(project=default_project()) == _direct_status_counts()
+    assert count_records_by_status(project=default_project()) == {
         RecordStatus.LABELING: 1,
         RecordStatus.FINAL: 2,
         RecordStatus.NEEDS_ADJUDICATION: 1,
@@ -109,5 +114,8 @@ def test_skip_counters_follow_skips():
         ItemSkip.objects.create(record=record, annotator=one, reason="unclear")
     ItemSkip.objects.create(record=records[0], annotator=two, reason="unclear")
     ItemSkip.objects.filter(annotator=one, record=records[2]).delete()
-    assert count_skips_by_annotator([one.pk, two.pk, three.pk]) == {one.pk: 2, two.pk: 1}
-    assert count_skips_by_annotator([]) == {}
+    assert count_skips_by_annotator([one.pk, two.pk, three.pk], project=default_project()) == {
+        one.pk: 2,
+        two.pk: 1,
+    }
+    assert count_skips_by_annotator([], project=default_project()) == {}

@@ -47,7 +47,12 @@ from goldset.services.agreement_sources import (
 from goldset.services.labeling import undo_last_label
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset import agreement_reference as reference
-from tests.goldset.answers_helpers import BAD, claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import (
+    BAD,
+    claim_and_label,
+    default_project,
+    qualified_annotators,
+)
 from tests.goldset.curation_support import review, write_triple
 from tests.waiting import wait_until
 from workbench.roles import Role
@@ -173,7 +178,7 @@ def test_incremental_refresh_stores_what_a_full_recompute_stores(
 
     with django_capture_on_commit_callbacks(execute=False):
         claim_and_label(annotators[0], **BAD)
-        undo_last_label(annotator=annotators[0])
+        undo_last_label(annotator=annotators[0], project=default_project())
         for annotator in annotators:
             claim_and_label(annotator)
         review(reviewers[2], write_triple(author, question="Which key length protects backups?"))

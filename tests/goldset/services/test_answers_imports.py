@@ -14,6 +14,7 @@ from goldset.models import (
 )
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from tests.factories import BlockFactory, BlockVersionFactory, DocumentFactory, DomainFactory
+from tests.goldset.answers_helpers import default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +80,7 @@ def answer_line(**over):
 
 
 def test_question_file_resolves_passages_to_block_versions(corpus):
-    summary = import_questions(source=question_line() + "\n", actor=None)
+    summary = import_questions(source=question_line() + "\n", actor=None, project=default_project())
     assert summary.questions_created == 1 and summary.evidence_passages == 3
     question = Question.objects.get()
     assert question.conflict_flag and question.freshness_flag and not question.adversarial
@@ -94,11 +95,13 @@ def test_question_file_resolves_passages_to_block_versions(corpus):
 
 
 def test_question_import_is_idempotent_and_questions_are_immutable(corpus):
-    import_questions(source=question_line(), actor=None)
-    again = import_questions(source=question_line(), actor=None)
+    import_questions(source=question_line(), actor=None, project=default_project())
+    again = import_questions(source=question_line(), actor=None, project=default_project())
     assert again.questions_unchanged == 1 and again.questions_created == 0
     with pytest.raises(ImportRejected) as exc:
-        import_questions(source=question_line(question="Changed?"), actor=None)
+        import_questions(
+            source=question_line(question="Changed?"), actor=None, project=default_project()
+        )
     assert "line 1: question_id" in exc.value.errors[0] and "immutable" in exc.value.errors[0]
 
 
@@ -119,7 +122,7 @@ def test_bad_question_file_names_line_and_field_and_stores_nothing(corpus):
         ]
     )
     with pytest.raises(ImportRejected) as exc:
-        import_questions(source=text, actor=None)
+        import_questions(source=text, actor=None, project=default_project())
     errors = "\n".join(exc.value.errors)
     assert "line 2: domain: unknown domain 'nowhere'" in errors
     assert "line 3: gold_evidence[0].passage_id: unknown passage 'missing-block'" in errors
@@ -135,6 +138,7 @@ def test_answer_logs_create_systems_runs_and_routed_records(corpus):
             [question_line(), question_line(question_id="q-summary", task_type="summarization")]
         ),
         actor=None,
+        project=default_project(),
     )
     text = "\n".join(
         [
@@ -144,7 +148,9 @@ def test_answer_logs_create_systems_runs_and_routed_records(corpus):
             answer_line(run_id="calib-run", system_id="bm25_only", calibration=True),
         ]
     )
-    summary = import_answer_logs(source=text, actor=None, source_name="answers.jsonl")
+    summary = import_answer_logs(
+        source=text, actor=None, source_name="answers.jsonl", project=default_project()
+    )
     assert (
         summary.records_created == 4 and summary.systems_created == 2 and summary.runs_created == 3
     )
@@ -168,7 +174,7 @@ def test_answer_logs_create_systems_runs_and_routed_records(corpus):
 
 
 def test_bad_answer_log_is_rejected_whole_with_line_numbers(corpus):
-    import_questions(source=question_line(), actor=None)
+    import_questions(source=question_line(), actor=None, project=default_project())
     text = "\n".join(
         [
             answer_line(),
@@ -185,7 +191,7 @@ def test_bad_answer_log_is_rejected_whole_with_line_numbers(corpus):
         ]
     )
     with pytest.raises(ImportRejected) as exc:
-        import_answer_logs(source=text, actor=None)
+        import_answer_logs(source=text, actor=None, project=default_project())
     errors = "\n".join(exc.value.errors)
     assert "line 2: question_id: 'sc-route-0184-p2' is answered twice" in errors
     assert "line 3: question_id: unknown question 'unknown-q'" in errors

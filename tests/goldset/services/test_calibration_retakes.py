@@ -21,6 +21,7 @@ from goldset.services.calibration import (
     start_calibration,
 )
 from tests.factories import UserFactory
+from tests.goldset.answers_helpers import default_project
 from tests.goldset.inbox_support import (
     add_items,
     calibration_domain,
@@ -45,7 +46,7 @@ def test_a_failed_calibration_tells_the_annotator_and_passing_does_not(annotator
     assert domain.name in note.text and "retake" in note.text
     assert note.link.startswith("/answers/calibration/")
     other = UserFactory(role=Role.ANNOTATOR, username="passes")
-    start_calibration(annotator=other, domain=domain)
+    start_calibration(annotator=other, domain=domain, project=default_project())
     assert label_pending(other, domain, right=True).passed
     assert not Notification.objects.filter(recipient=other).exists()
 

@@ -16,7 +16,7 @@ from goldset.services.calibration import (
 )
 from goldset.services.labeling import claim_next_item, submit_label
 from tests.factories import AnswerRecordFactory, CalibrationItemFactory, DomainFactory, UserFactory
-from tests.goldset.answers_helpers import BAD, GOOD
+from tests.goldset.answers_helpers import BAD, GOOD, default_project
 from workbench.models import AuditEvent
 from workbench.roles import Role
 
@@ -36,7 +36,12 @@ ADDED = [("acceptable", "partially_grounded", False), ("unacceptable", "unground
 def _reference(lead, item, ref):
     acc, grounding, severe = ref
     return set_reference_label(
-        lead=lead, item=item, acceptability=acc, grounding=grounding, severe_safety=severe
+        lead=lead,
+        item=item,
+        acceptability=acc,
+        grounding=grounding,
+        severe_safety=severe,
+        project=default_project(),
     )
 
 
@@ -63,7 +68,7 @@ def _refs():
 def _label_everything(annotator, domain):
     """Start and label every given item exactly as the reference: a pass."""
     refs = _refs()
-    assignments = start_calibration(annotator=annotator, domain=domain)
+    assignments = start_calibration(annotator=annotator, domain=domain, project=default_project())
     for a in assignments:
         acc, grounding, severe = refs[a.record_id]
         fields = GOOD if acc == "acceptable" else BAD
@@ -128,13 +133,13 @@ def test_referenced_drafts_form_version_2_for_the_next_starter(domain, lead):
     assert LabelAssignment.objects.filter(annotator__username="first").count() == 6
     # the new annotator now gets production items of the domain
     AnswerRecordFactory(question__domain=domain)
-    assert claim_next_item(annotator=third.annotator).reason == "claimed"
+    assert claim_next_item(annotator=third.annotator, project=default_project()).reason == "claimed"
 
 
 def test_starting_twice_returns_the_same_assignments(domain):
     annotator = _annotator("twice")
-    first = start_calibration(annotator=annotator, domain=domain)
-    again = start_calibration(annotator=annotator, domain=domain)
+    first = start_calibration(annotator=annotator, domain=domain, project=default_project())
+    again = start_calibration(annotator=annotator, domain=domain, project=default_project())
     assert [a.pk for a in first] == [a.pk for a in again]
     assert CalibrationSet.objects.get(domain=domain).version == 1
 
@@ -144,13 +149,13 @@ def test_a_set_nobody_can_take_says_why(lead):
     CalibrationItemFactory(calibration_set__domain=empty)
     assert offer_for(CalibrationSet.objects.get(domain=empty)) is None
     with pytest.raises(CalibrationError, match="not ready: needs at least 4 items"):
-        start_calibration(annotator=_annotator("early"), domain=empty)
+        start_calibration(annotator=_annotator("early"), domain=empty, project=default_project())
 
 
 def test_the_migration_seals_items_already_handed_out(domain):
     """Data started under the old rule (references frozen for the whole set): handed-out items
     become version 1, items nobody was given become drafts."""
-    start_calibration(annotator=_annotator("before"), domain=domain)
+    start_calibration(annotator=_annotator("before"), domain=domain, project=default_project())
     added = _add_items(domain, 1)[0]
     CalibrationItem.objects.update(set_version=None)
     CalibrationSet.objects.update(version=0)

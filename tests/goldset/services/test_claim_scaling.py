@@ -48,10 +48,14 @@ def test_answer_claim_runs_the_same_statements_at_two_pool_sizes_and_uses_the_in
     template = AnswerRecordFactory(question__domain=domain)
     grow_answer_pool(template, 200, tag="small")
     first, second = qualified_annotators(domain, 2)
-    small, small_sql = _captured(lambda: claim_next_answer(annotator=first))
+    small, small_sql = _captured(
+        lambda: claim_next_answer(annotator=first, project=default_project())
+    )
 
     grow_answer_pool(template, 20_000, tag="large")
-    large, large_sql = _captured(lambda: claim_next_answer(annotator=second))
+    large, large_sql = _captured(
+        lambda: claim_next_answer(annotator=second, project=default_project())
+    )
 
     assert small.reason == large.reason == "claimed"
     assert len(small_sql) == len(large_sql)
@@ -86,7 +90,9 @@ def test_the_queue_walk_is_compiled_once_and_each_claim_gets_its_own_values(post
     people = [qualified_annotators(d, 1, prefix=d.slug)[0] for d in domains]
     _walk_statement.cache_clear()
 
-    claims = [claim_next_answer(annotator=person) for person in people * 2]
+    claims = [
+        claim_next_answer(annotator=person, project=default_project()) for person in people * 2
+    ]
 
     assert _walk_statement.cache_info().misses == 2  # the two directions of the walk
     assert [c.reason for c in claims] == ["claimed", "claimed", "resumed", "resumed"]

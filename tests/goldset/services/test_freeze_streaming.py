@@ -36,6 +36,7 @@ from goldset.services.exports import canonical_json
 from goldset.services.freeze import FreezeFilters, freeze_gold_version, selected_triples
 from tests.factories import CustomerPermissionFactory
 from tests.goldset import freeze_reference as reference
+from tests.goldset.answers_helpers import default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -82,9 +83,9 @@ def test_streamed_gold_rows_equal_the_object_built_rows(demo):
 
 
 def test_streamed_adjudication_export_equals_the_object_built_export(demo):
-    people = list_adjudication_export_people()
+    people = list_adjudication_export_people(project=default_project())
     pseudonyms = {pk: f"reviewer-{pk}" for pk in people}
-    new = _bytes(iter_adjudication_export(pseudonyms=pseudonyms))
+    new = _bytes(iter_adjudication_export(pseudonyms=pseudonyms, project=default_project()))
     old = _bytes(reference.iter_adjudication_export(pseudonyms=pseudonyms))
     exported = AnswerRecord.objects.filter(is_calibration=False, status__in=_export_statuses(False))
     assert len(new) == len(old) == exported.count() > 5
@@ -92,7 +93,11 @@ def test_streamed_adjudication_export_equals_the_object_built_export(demo):
     joined = "\n".join(new)
     assert '"adjudication":{' in joined and '"audit_sample":{' in joined
     assert '"labels":[{' in joined
-    with_open = _bytes(iter_adjudication_export(pseudonyms=pseudonyms, include_open=True))
+    with_open = _bytes(
+        iter_adjudication_export(
+            pseudonyms=pseudonyms, include_open=True, project=default_project()
+        )
+    )
     old_open = _bytes(reference.iter_adjudication_export(pseudonyms=pseudonyms, include_open=True))
     assert with_open == old_open and len(with_open) > len(new)
 
@@ -120,7 +125,7 @@ def test_the_freeze_agreement_summary_reads_columns_with_the_same_figures(demo, 
 
 
 def test_streamed_question_packets_equal_the_object_built_packets(demo):
-    new = _bytes(iter_answer_question_packets())
+    new = _bytes(iter_answer_question_packets(project=default_project()))
     old = _bytes(reference.iter_answer_question_packets())
     assert len(new) == len(old) == Question.objects.count() > 5
     assert new == old

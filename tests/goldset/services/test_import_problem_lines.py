@@ -145,7 +145,7 @@ CASES = [
 def world(admin_user):
     domain = DomainFactory(slug="federal_it")
     version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
-    import_questions(source=json.dumps(QUESTION), actor=None)
+    import_questions(source=json.dumps(QUESTION), actor=None, project=default_project())
     store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
     return create_evaluator(name="judge", version="1", kind="llm_judge")
 

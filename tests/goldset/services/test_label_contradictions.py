@@ -12,7 +12,13 @@ from goldset.services.adjudication import record_adjudication
 from goldset.services.calibration import CalibrationError, set_reference_label
 from goldset.services.labeling import LabelRuleViolation, claim_next_item, submit_label
 from tests.factories import AnswerRecordFactory, CalibrationItemFactory, DomainFactory
-from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import (
+    BAD,
+    GOOD,
+    claim_and_label,
+    default_project,
+    qualified_annotators,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +59,7 @@ def _assignment(slug="supply_chain"):
     domain = DomainFactory(slug=slug)
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1, prefix=f"{slug}-")
-    return claim_next_item(annotator=annotator).assignment
+    return claim_next_item(annotator=annotator, project=default_project()).assignment
 
 
 @pytest.mark.parametrize("fields,rule,field", CONTRADICTIONS)
@@ -159,5 +165,6 @@ def test_a_contradictory_reference_label_is_refused(lead):
             acceptability="acceptable",
             grounding="fully_grounded",
             severe_safety=True,
+            project=default_project(),
         )
     assert CalibrationItem.objects.get(pk=item.pk).reference_acceptability == ""

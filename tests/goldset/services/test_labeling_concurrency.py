@@ -9,7 +9,7 @@ from django.db import connection
 from goldset.models import LabelAssignment
 from goldset.services.labeling import claim_next_item, shuffle_key
 from tests.factories import AnswerRecordFactory, DomainFactory, RunFactory
-from tests.goldset.answers_helpers import qualified_annotators
+from tests.goldset.answers_helpers import default_project, qualified_annotators
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -21,7 +21,7 @@ def _race(users):
     def worker(user):
         try:
             barrier.wait()
-            result = claim_next_item(annotator=user)
+            result = claim_next_item(annotator=user, project=default_project())
             results.append((user.pk, result.assignment.pk if result.assignment else None))
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
@@ -79,7 +79,10 @@ def test_a_record_passed_over_during_a_claim_is_not_left_locked(postgres):
     domain = DomainFactory(slug="supply_chain")
     record = AnswerRecordFactory(question__domain=domain, run=RunFactory())
     (annotator,) = qualified_annotators(domain, 1)
-    assert claim_next_item(annotator=annotator).assignment.record_id == record.pk
+    assert (
+        claim_next_item(annotator=annotator, project=default_project()).assignment.record_id
+        == record.pk
+    )
     db = connection.settings_dict
     other = psycopg.connect(
         host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"], dbname=db["NAME"]

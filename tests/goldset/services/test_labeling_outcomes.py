@@ -3,7 +3,13 @@ import pytest
 from goldset.models import AdjudicationReason, FinalSource, RecordStatus, Tier
 from goldset.services.labeling import decide_outcome, in_audit_sample
 from tests.factories import AnswerRecordFactory, DomainFactory
-from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import (
+    BAD,
+    GOOD,
+    claim_and_label,
+    default_project,
+    qualified_annotators,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -41,9 +47,9 @@ def test_two_label_spot_check_split_has_no_majority():
 
 def test_audit_sample_is_reproducible_from_seed_9314_and_about_five_percent():
     ids = [f"item-{n:05d}" for n in range(4000)]
-    first = [i for i in ids if in_audit_sample(i)[0]]
-    again = [i for i in ids if in_audit_sample(i, seed=9314)[0]]
-    other_seed = [i for i in ids if in_audit_sample(i, seed=1234)[0]]
+    first = [i for i in ids if in_audit_sample(i, project=default_project())[0]]
+    again = [i for i in ids if in_audit_sample(i, seed=9314, project=default_project())[0]]
+    other_seed = [i for i in ids if in_audit_sample(i, seed=1234, project=default_project())[0]]
     assert first == again and first != other_seed
     assert 0.04 <= len(first) / len(ids) <= 0.06
 
@@ -56,7 +62,7 @@ def test_majority_record_is_final_or_audit_sampled_with_the_draw_stored():
     claim_and_label(annotators[1])
     claim_and_label(annotators[2], **BAD)
     record.refresh_from_db()
-    sampled, draw = in_audit_sample(record.public_id)
+    sampled, draw = in_audit_sample(record.public_id, project=default_project())
     assert record.audit_seed == 9314 and record.audit_draw == draw
     assert record.in_audit_sample == sampled
     assert record.status == (RecordStatus.AUDIT if sampled else RecordStatus.FINAL)

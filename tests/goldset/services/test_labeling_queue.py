@@ -8,7 +8,7 @@ from goldset.services.labeling import (
     submit_label,
 )
 from tests.factories import AnswerRecordFactory, DomainFactory, RunFactory, UserFactory
-from tests.goldset.answers_helpers import GOOD, qualified_annotators
+from tests.goldset.answers_helpers import GOOD, default_project, qualified_annotators
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ def domain():
 def test_unqualified_annotator_gets_no_production_items(domain):
     AnswerRecordFactory(question__domain=domain)
     newcomer = UserFactory(role=Role.ANNOTATOR, username="newcomer")
-    result = claim_next_item(annotator=newcomer)
+    result = claim_next_item(annotator=newcomer, project=default_project())
     assert result.assignment is None and result.reason == "not_qualified"
 
 
@@ -32,7 +32,7 @@ def test_queue_order_is_the_seeded_per_annotator_shuffle_and_mixes_systems(domai
     (annotator,) = qualified_annotators(domain, 1)
     order = []
     for _ in records:
-        assignment = claim_next_item(annotator=annotator).assignment
+        assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
         order.append(assignment.record.public_id)
         assert assignment.shuffle_seed == QUEUE_SHUFFLE_SEED == 6601
         submit_label(assignment=assignment, **GOOD)
@@ -56,18 +56,20 @@ def test_shuffle_differs_between_annotators_and_is_stable():
 def test_open_claim_is_resumed_and_never_the_same_record_twice(domain):
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    first = claim_next_item(annotator=annotator)
-    again = claim_next_item(annotator=annotator)
+    first = claim_next_item(annotator=annotator, project=default_project())
+    again = claim_next_item(annotator=annotator, project=default_project())
     assert first.reason == "claimed" and again.reason == "resumed"
     assert first.assignment.pk == again.assignment.pk
     submit_label(assignment=first.assignment, **GOOD)
-    assert claim_next_item(annotator=annotator).reason == "queue_empty"
+    assert claim_next_item(annotator=annotator, project=default_project()).reason == "queue_empty"
 
 
 def test_a_gold_record_gets_exactly_three_distinct_annotators(domain):
     record = AnswerRecordFactory(question__domain=domain)
     annotators = qualified_annotators(domain, 4)
-    claimed = [claim_next_item(annotator=a).assignment for a in annotators]
+    claimed = [
+        claim_next_item(annotator=a, project=default_project()).assignment for a in annotators
+    ]
     assert sum(1 for c in claimed if c is not None) == 3
     slots = sorted(LabelAssignment.objects.filter(record=record).values_list("slot", flat=True))
     assert slots == [1, 2, 3]
@@ -80,7 +82,7 @@ def test_load_stays_within_ten_percent_of_the_fair_share(domain):
     eager = annotators[0]
     taken = 0
     while True:
-        result = claim_next_item(annotator=eager)
+        result = claim_next_item(annotator=eager, project=default_project())
         if result.assignment is None:
             break
         submit_label(assignment=result.assignment, **GOOD)

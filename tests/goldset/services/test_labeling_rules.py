@@ -3,7 +3,7 @@ import pytest
 from goldset.models import Label, RecordStatus
 from goldset.services.labeling import LabelRuleViolation, claim_next_item, submit_label
 from tests.factories import AnswerRecordFactory, DomainFactory, QuestionFactory
-from tests.goldset.answers_helpers import BAD, GOOD, qualified_annotators
+from tests.goldset.answers_helpers import BAD, GOOD, default_project, qualified_annotators
 
 pytestmark = pytest.mark.django_db
 
@@ -16,7 +16,7 @@ def domain():
 def _assignment(domain, *, conflict=False):
     AnswerRecordFactory(question=QuestionFactory(domain=domain, conflict_flag=conflict))
     (annotator,) = qualified_annotators(domain, 1)
-    return claim_next_item(annotator=annotator).assignment
+    return claim_next_item(annotator=annotator, project=default_project()).assignment
 
 
 def test_severe_safety_without_rationale_is_rejected_naming_the_rule(domain):

@@ -17,7 +17,12 @@ from goldset.services.labeling import (
     undo_last_label,
 )
 from tests.factories import AnswerRecordFactory, DomainFactory, QuestionFactory
-from tests.goldset.answers_helpers import GOOD, claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import (
+    GOOD,
+    claim_and_label,
+    default_project,
+    qualified_annotators,
+)
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -60,15 +65,17 @@ def test_undo_withdraws_the_last_label_reopens_the_item_and_releases_the_next_cl
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
     label = claim_and_label(annotator)
-    following = claim_next_item(annotator=annotator).assignment
-    assert get_undoable_label(annotator=annotator) == label
+    following = claim_next_item(annotator=annotator, project=default_project()).assignment
+    assert get_undoable_label(annotator=annotator, project=default_project()) == label
 
-    reopened = undo_last_label(annotator=annotator)
+    reopened = undo_last_label(annotator=annotator, project=default_project())
 
     assert reopened.record_id == label.record_id and reopened.completed_at is None
     assert not Label.objects.exists()
     assert not LabelAssignment.objects.filter(pk=following.pk).exists()
-    assert claim_next_item(annotator=annotator).assignment.pk == reopened.pk
+    assert (
+        claim_next_item(annotator=annotator, project=default_project()).assignment.pk == reopened.pk
+    )
     event = AuditEvent.objects.get(verb="label_undone")
     assert event.actor == annotator and event.detail["released"] == [following.record.public_id]
 
@@ -79,9 +86,9 @@ def test_undo_is_refused_after_the_window(domain, settings):
     (annotator,) = qualified_annotators(domain, 1)
     label = claim_and_label(annotator)
     Label.objects.filter(pk=label.pk).update(created_at=timezone.now() - timedelta(seconds=121))
-    assert get_undoable_label(annotator=annotator) is None
+    assert get_undoable_label(annotator=annotator, project=default_project()) is None
     with pytest.raises(UndoRefused, match="2 min"):
-        undo_last_label(annotator=annotator)
+        undo_last_label(annotator=annotator, project=default_project())
     assert Label.objects.count() == 1
 
 
@@ -93,34 +100,34 @@ def test_undo_is_refused_once_the_item_is_resolved(domain):
     record.refresh_from_db()
     assert record.status != RecordStatus.LABELING
     with pytest.raises(UndoRefused, match="already resolved"):
-        undo_last_label(annotator=annotators[-1])
+        undo_last_label(annotator=annotators[-1], project=default_project())
 
 
 def test_undo_with_nothing_to_undo_is_refused(domain):
     (annotator,) = qualified_annotators(domain, 1)
     with pytest.raises(UndoRefused):
-        undo_last_label(annotator=annotator)
+        undo_last_label(annotator=annotator, project=default_project())
 
 
 def test_skip_frees_the_slot_is_counted_and_never_offers_the_item_again(domain):
     first = AnswerRecordFactory(question__domain=domain)
     second = AnswerRecordFactory(question__domain=domain)
     one, two = qualified_annotators(domain, 2)
-    assignment = claim_next_item(annotator=one).assignment
+    assignment = claim_next_item(annotator=one, project=default_project()).assignment
     skipped = assignment.record
 
     skip = skip_item(assignment=assignment, reason="  outside my expertise ")
 
     assert skip.reason == "outside my expertise"
     assert not LabelAssignment.objects.filter(annotator=one).exists()
-    following = claim_next_item(annotator=one).assignment
+    following = claim_next_item(annotator=one, project=default_project()).assignment
     assert following.record_id != skipped.pk and {first.pk, second.pk} >= {following.record_id}
-    assert count_skips_by_annotator([one.pk, two.pk]) == {one.pk: 1}
+    assert count_skips_by_annotator([one.pk, two.pk], project=default_project()) == {one.pk: 1}
     assert AuditEvent.objects.get(verb="skipped").detail["reason"] == "outside my expertise"
     # the freed slot is open to the others
-    taken = {claim_next_item(annotator=two).assignment.record_id}
+    taken = {claim_next_item(annotator=two, project=default_project()).assignment.record_id}
     submit_label(assignment=LabelAssignment.objects.get(annotator=two), **GOOD)
-    taken.add(claim_next_item(annotator=two).assignment.record_id)
+    taken.add(claim_next_item(annotator=two, project=default_project()).assignment.record_id)
     assert skipped.pk in taken
     assert ItemSkip.objects.count() == 1
 
@@ -128,7 +135,7 @@ def test_skip_frees_the_slot_is_counted_and_never_offers_the_item_again(domain):
 def test_skip_needs_a_reason_and_an_unlabeled_production_claim(domain):
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     with pytest.raises(SkipRefused, match="reason"):
         skip_item(assignment=assignment, reason="  ")
     submit_label(assignment=assignment, **GOOD)
@@ -140,13 +147,13 @@ def test_skip_needs_a_reason_and_an_unlabeled_production_claim(domain):
 def test_skipping_a_lower_slot_keeps_slots_contiguous_so_the_next_claim_succeeds(domain):
     record = AnswerRecordFactory(question__domain=domain)
     one, two, three = qualified_annotators(domain, 3)
-    first = claim_next_item(annotator=one).assignment
-    second = claim_next_item(annotator=two).assignment
+    first = claim_next_item(annotator=one, project=default_project()).assignment
+    second = claim_next_item(annotator=two, project=default_project()).assignment
     assert (first.slot, second.slot) == (1, 2)
     skip_item(assignment=first, reason="conflict of interest")
     second.refresh_from_db()
     record.refresh_from_db()
     assert (second.slot, record.assigned_count) == (1, 1)
-    third = claim_next_item(annotator=three).assignment
+    third = claim_next_item(annotator=three, project=default_project()).assignment
     assert (third.record_id, third.slot) == (record.pk, 2)
-    assert claim_next_item(annotator=one).assignment is None
+    assert claim_next_item(annotator=one, project=default_project()).assignment is None

@@ -184,7 +184,7 @@ def test_promoted_cases_are_never_re_routed(rules, lead, annotator, admin_user):
     triple = triage_triple(annotator)
     promote_triple(actor=lead, triple=triple, reason="gate")
     set_rules(admin_user)  # nothing routes to GOLD
-    assert [r.pk for r in preview_reroute().changes] == []
+    assert [r.pk for r in preview_reroute(project=default_project()).changes] == []
 
 
 # ---------------------------------------------------------------- answer records
@@ -221,7 +221,9 @@ def test_a_final_triage_record_collects_the_missing_labels(rules, lead):
         3,
         "",
     )
-    assert claim_next_item(annotator=first).reason == "queue_empty"  # labeled it already
+    assert (
+        claim_next_item(annotator=first, project=default_project()).reason == "queue_empty"
+    )  # labeled it already
     claim_and_label(second)
     claim_and_label(third)
     record.refresh_from_db()
@@ -265,6 +267,7 @@ def test_a_batch_promotes_exactly_the_filtered_cases(rules, lead, annotator):
         task_type="summarization",
         reason="healthcare gate",
         token=token,
+        project=default_project(),
     )
     assert sorted(result.cases) == sorted(t.external_id for t in in_batch)
     tiers = dict(Triple.objects.values_list("pk", "tier"))
@@ -281,7 +284,7 @@ def test_a_batch_whose_matching_set_changed_promotes_nothing(rules, lead, annota
     token = batch_token("triple", [first.pk])
     triage_triple(annotator)  # a new match appears before the confirmation
     with pytest.raises(BatchChanged, match="2 match now"):
-        promote_batch(actor=lead, kind="triple", reason="r", token=token)
+        promote_batch(actor=lead, kind="triple", reason="r", token=token, project=default_project())
     assert not Triple.objects.filter(tier=Tier.GOLD).exists()
 
 
@@ -294,6 +297,7 @@ def test_a_record_batch_by_domain(rules, lead):
         domain="legal_ops",
         reason="r",
         token=batch_token("answer_record", [a.pk]),
+        project=default_project(),
     )
     assert AnswerRecord.objects.get(pk=a.pk).tier == Tier.GOLD
     assert AnswerRecord.objects.get(pk=b.pk).tier == Tier.TRIAGE
@@ -305,23 +309,27 @@ def test_a_batch_promotes_at_most_the_batch_size_first_by_id(rules, lead, annota
     never reads every matching case)."""
     settings.PROMOTION_BATCH_MAX = 2
     cases = sorted((triage_triple(annotator) for _ in range(3)), key=lambda t: t.pk)
-    preview = preview_batch(kind="triple")
+    preview = preview_batch(kind="triple", project=default_project())
     assert (preview.ids, preview.more, preview.count) == ([c.pk for c in cases[:2]], True, 2)
-    result = promote_batch(actor=lead, kind="triple", reason="first", token=preview.token)
+    result = promote_batch(
+        actor=lead, kind="triple", reason="first", token=preview.token, project=default_project()
+    )
     assert result.cases == [c.external_id for c in cases[:2]]
     assert Triple.objects.get(pk=cases[2].pk).tier == Tier.TRIAGE
-    rest = preview_batch(kind="triple")
+    rest = preview_batch(kind="triple", project=default_project())
     assert (rest.ids, rest.more) == ([cases[2].pk], False)
-    promote_batch(actor=lead, kind="triple", reason="rest", token=rest.token)
+    promote_batch(
+        actor=lead, kind="triple", reason="rest", token=rest.token, project=default_project()
+    )
     assert not Triple.objects.filter(tier=Tier.TRIAGE).exists()
 
 
 def test_a_stale_capped_batch_promotes_nothing(rules, lead, annotator, settings):
     settings.PROMOTION_BATCH_MAX = 2
     first, second = triage_triple(annotator), triage_triple(annotator)
-    token = preview_batch(kind="triple").token
+    token = preview_batch(kind="triple", project=default_project()).token
     Triple.objects.filter(pk=first.pk).update(tier=Tier.GOLD)  # leaves the filter
     triage_triple(annotator)  # the first two by id are now another pair
     with pytest.raises(BatchChanged):
-        promote_batch(actor=lead, kind="triple", reason="r", token=token)
+        promote_batch(actor=lead, kind="triple", reason="r", token=token, project=default_project())
     assert Triple.objects.get(pk=second.pk).tier == Tier.TRIAGE

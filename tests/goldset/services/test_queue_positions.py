@@ -18,12 +18,18 @@ def test_label_waiting_counts_the_open_records_not_held_and_says_when_it_stopped
     for _ in range(5):
         AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assert count_waiting_items(annotator=annotator, cap=100) == (5, False)
-    claim_next_item(annotator=annotator)  # the open one is not waiting
-    assert count_waiting_items(annotator=annotator, cap=100) == (4, False)
-    assert count_waiting_items(annotator=annotator, cap=2) == (2, True)
+    assert count_waiting_items(annotator=annotator, cap=100, project=default_project()) == (
+        5,
+        False,
+    )
+    claim_next_item(annotator=annotator, project=default_project())  # the open one is not waiting
+    assert count_waiting_items(annotator=annotator, cap=100, project=default_project()) == (
+        4,
+        False,
+    )
+    assert count_waiting_items(annotator=annotator, cap=2, project=default_project()) == (2, True)
     (stranger,) = qualified_annotators(DomainFactory(slug="federal_it"), 1, prefix="other")
-    assert count_waiting_items(annotator=stranger, cap=100) == (0, False)
+    assert count_waiting_items(annotator=stranger, cap=100, project=default_project()) == (0, False)
 
 
 def test_review_position_moves_on_with_each_review_today(team):

@@ -82,7 +82,7 @@ def test_each_rule_fires_on_its_own_in_the_preview(world, admin_user, rule):
     triples, records = world
     rules, fired = RULES[rule]
     set_rules(admin_user, **rules)
-    changes = _changes(preview_reroute())
+    changes = _changes(preview_reroute(project=default_project()))
     assert set(changes) == {("triple", triples[rule].pk), ("answer_record", records[rule].pk)}
     for row in changes.values():
         assert (row.from_tier, row.from_rule, row.to_tier, row.to_rule) == (
@@ -110,7 +110,7 @@ def test_rules_in_combination_name_the_first_rule_that_fires(world, admin_user, 
         adversarial_routes_gold=True,
         gold_domains=["healthcare_ops"],
     )
-    changes = _changes(preview_reroute())
+    changes = _changes(preview_reroute(project=default_project()))
     expected = {name: fired for name, (_, fired) in RULES.items()}
     for name, fired in expected.items():
         assert changes[("triple", triples[name].pk)].to_rule == fired
@@ -135,7 +135,7 @@ def _snapshot():
 def test_preview_changes_nothing_until_confirmed(world, admin_user):
     set_rules(admin_user, gold_task_types=["factual_qa"], adversarial_routes_gold=True)
     before = _snapshot()
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     assert len(preview.changes) == 4
     assert _snapshot() == before
 
@@ -150,8 +150,8 @@ def test_confirm_applies_exactly_the_previewed_set(world, admin_user, annotator)
     final_record = answer_record(task_type="factual_qa", status=RecordStatus.FINAL)
     rules = set_rules(admin_user, gold_task_types=["factual_qa"], adversarial_routes_gold=True)
 
-    preview = preview_reroute()
-    applied = apply_reroute(actor=admin_user, token=preview.token)
+    preview = preview_reroute(project=default_project())
+    applied = apply_reroute(actor=admin_user, token=preview.token, project=default_project())
 
     assert [r.key() for r in applied.changes] == [r.key() for r in preview.changes]
     changed = {(r.kind, r.pk) for r in preview.changes}
@@ -196,31 +196,31 @@ def test_confirm_applies_exactly_the_previewed_set(world, admin_user, annotator)
         event.detail["after"]["tier"] == Tier.GOLD
         and event.detail["after"]["reviewers_needed"] == 2
     )
-    assert preview_reroute().changes == []
+    assert preview_reroute(project=default_project()).changes == []
 
 
 def test_a_rules_edit_between_preview_and_confirm_is_detected(world, admin_user):
     set_rules(admin_user, gold_task_types=["factual_qa"])
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     set_rules(admin_user, gold_task_types=["factual_qa"], adversarial_routes_gold=True)
     before = _snapshot()
     with pytest.raises(PreviewChanged) as exc:
-        apply_reroute(actor=admin_user, token=preview.token)
+        apply_reroute(actor=admin_user, token=preview.token, project=default_project())
     assert _snapshot() == before
     assert len(exc.value.preview.changes) == 4
-    apply_reroute(actor=admin_user, token=exc.value.preview.token)
+    apply_reroute(actor=admin_user, token=exc.value.preview.token, project=default_project())
     assert _snapshot() != before
 
 
 def test_a_case_finishing_between_preview_and_confirm_is_detected(world, admin_user):
     triples, _ = world
     set_rules(admin_user, gold_task_types=["factual_qa"])
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     review_directly(
         reviewers(1)[0], triples["task_type"]
     )  # TRIAGE: one review → gold, no longer open
     with pytest.raises(PreviewChanged) as exc:
-        apply_reroute(actor=admin_user, token=preview.token)
+        apply_reroute(actor=admin_user, token=preview.token, project=default_project())
     assert [r.pk for r in exc.value.preview.changes if r.kind == "triple"] == []
     assert Triple.objects.get(pk=triples["task_type"].pk).tier == Tier.TRIAGE
 
@@ -231,11 +231,11 @@ def test_a_claim_between_preview_and_confirm_is_detected(admin_user, annotator):
     first, second = reviewers(2)
     claim(first, triple)
     set_rules(admin_user)
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     assert [r.pk for r in preview.changes] == [triple.pk]
     claim(second, triple)  # now two reviewers hold slots: demoting would strand one
     with pytest.raises(PreviewChanged) as exc:
-        apply_reroute(actor=admin_user, token=preview.token)
+        apply_reroute(actor=admin_user, token=preview.token, project=default_project())
     assert exc.value.preview.changes == [] and [r.pk for r in exc.value.preview.held] == [triple.pk]
     triple.refresh_from_db()
     assert triple.tier == Tier.GOLD
@@ -244,7 +244,11 @@ def test_a_claim_between_preview_and_confirm_is_detected(admin_user, annotator):
 def test_only_admins_apply_a_re_route(world, lead, admin_user):
     set_rules(admin_user, gold_task_types=["factual_qa"])
     with pytest.raises(GoldsetError):
-        apply_reroute(actor=lead, token=preview_reroute().token)
+        apply_reroute(
+            actor=lead,
+            token=preview_reroute(project=default_project()).token,
+            project=default_project(),
+        )
 
 
 def test_re_routed_to_gold_cases_gain_reviews_and_labels_through_the_normal_queues(
@@ -256,7 +260,11 @@ def test_re_routed_to_gold_cases_gain_reviews_and_labels_through_the_normal_queu
     first, second = reviewers(2)
     held = claim(first, triple)  # the TRIAGE review slot is taken, not yet submitted
     set_rules(admin_user, gold_task_types=["factual_qa"])
-    apply_reroute(actor=admin_user, token=preview_reroute().token)
+    apply_reroute(
+        actor=admin_user,
+        token=preview_reroute(project=default_project()).token,
+        project=default_project(),
+    )
 
     other = claim_next_assignment(project=default_project(), reviewer=second)
     assert other.revision_id == triple.current_revision_id and other.slot == 2
@@ -292,10 +300,10 @@ def test_demotion_counts_a_given_review_and_resolves_on_it(gold_world, annotator
     assert triple.tier == Tier.GOLD
     given = review(reviewers(1)[0], triple)
     set_rules(gold_world)  # nothing to GOLD any more
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     (row,) = preview.changes
     assert (row.to_tier, row.assigned, row.given, row.required_after) == (Tier.TRIAGE, 1, 1, 1)
-    apply_reroute(actor=gold_world, token=preview.token)
+    apply_reroute(actor=gold_world, token=preview.token, project=default_project())
     triple.refresh_from_db()
     assert (triple.tier, triple.state, triple.resolution) == (
         Tier.TRIAGE,
@@ -311,11 +319,11 @@ def test_demotion_is_held_while_two_reviewers_are_assigned(gold_world, annotator
     review(first, triple)
     pending = claim(second, triple)
     set_rules(gold_world)
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     assert preview.changes == []
     (held,) = preview.held
     assert held.pk == triple.pk and "2 reviewers already assigned" in held.held_reason
-    apply_reroute(actor=gold_world, token=preview.token)
+    apply_reroute(actor=gold_world, token=preview.token, project=default_project())
     triple.refresh_from_db()
     assert triple.tier == Tier.GOLD and triple.current_revision.reviewers_needed == 2
     submit_review(reviewer=second, revision=pending.revision, verdict="confirm")
@@ -330,13 +338,13 @@ def test_record_demotion_settles_on_its_given_label_and_holds_with_two_claims(go
     (a1,) = qualified_annotators(one.question.domain, 1, prefix="sc")
     a2, a3 = qualified_annotators(two.question.domain, 2, prefix="hc")
     claim_and_label(a1)  # `one`: one label given
-    assert claim_next_item(annotator=a2).assignment.record_id == two.pk
-    assert claim_next_item(annotator=a3).assignment.record_id == two.pk
+    assert claim_next_item(annotator=a2, project=default_project()).assignment.record_id == two.pk
+    assert claim_next_item(annotator=a3, project=default_project()).assignment.record_id == two.pk
     set_rules(gold_world)
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     assert [r.pk for r in preview.changes] == [one.pk]
     assert [r.pk for r in preview.held] == [two.pk]
-    apply_reroute(actor=gold_world, token=preview.token)
+    apply_reroute(actor=gold_world, token=preview.token, project=default_project())
     one.refresh_from_db()
     two.refresh_from_db()
     assert one.tier == Tier.TRIAGE and one.labels.count() == 1
@@ -348,7 +356,11 @@ def test_record_demotion_settles_on_its_given_label_and_holds_with_two_claims(go
 def test_demoted_record_without_labels_needs_one_label(gold_world):
     record = answer_record(tier=Tier.GOLD, task_type="factual_qa")
     set_rules(gold_world)
-    apply_reroute(actor=gold_world, token=preview_reroute().token)
+    apply_reroute(
+        actor=gold_world,
+        token=preview_reroute(project=default_project()).token,
+        project=default_project(),
+    )
     record.refresh_from_db()
     assert (record.tier, record.labels_required, record.routing_rule) == (Tier.TRIAGE, 1, "default")
     (a,) = qualified_annotators(record.question.domain, 1)

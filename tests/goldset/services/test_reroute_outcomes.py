@@ -6,7 +6,12 @@ import pytest
 from goldset.models import RecordStatus, Tier, TripleState
 from goldset.services.promotion import apply_reroute, preview_reroute
 from goldset.services.resolution import resolution_outcome
-from tests.goldset.answers_helpers import BAD, claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import (
+    BAD,
+    claim_and_label,
+    default_project,
+    qualified_annotators,
+)
 from tests.goldset.promotion_support import answer_record, reviewers, set_rules, triage_triple
 from tests.goldset.promotion_support import review_directly as review
 
@@ -21,7 +26,7 @@ def admin(admin_user):
 
 def _demote(admin):
     set_rules(admin)  # nothing routes to GOLD any more
-    return preview_reroute()
+    return preview_reroute(project=default_project())
 
 
 def _rows(preview):
@@ -62,7 +67,7 @@ def test_preview_names_a_triple_that_becomes_gold_at_once_and_applying_does_it(a
     assert discussion.resolves_to == TripleState.IN_DISCUSSION and not discussion.finalises
     assert rows[("triple", untouched.pk)].resolves_to == ""
     assert [r.pk for r in preview.resolving] == [confirmed.pk, flagged.pk]
-    apply_reroute(actor=admin, token=preview.token)
+    apply_reroute(actor=admin, token=preview.token, project=default_project())
     for triple in (confirmed, flagged, untouched):
         triple.refresh_from_db()
     assert confirmed.state == TripleState.GOLD
@@ -76,7 +81,7 @@ def test_an_unverified_llm_triple_is_not_named_as_resolving(admin, annotator):
     preview = _demote(admin)
     (row,) = preview.changes
     assert row.resolves_to == "" and preview.resolving == []
-    apply_reroute(actor=admin, token=preview.token)
+    apply_reroute(actor=admin, token=preview.token, project=default_project())
     triple.refresh_from_db()
     assert (triple.tier, triple.state) == (Tier.TRIAGE, TripleState.PENDING_REVIEW)
 
@@ -85,7 +90,7 @@ def test_promotion_to_gold_names_nothing(admin_user, annotator):
     set_rules(admin_user)
     triple = triage_triple(annotator, task_type="factual_qa")
     set_rules(admin_user, gold_task_types=["factual_qa"])
-    preview = preview_reroute()
+    preview = preview_reroute(project=default_project())
     (row,) = preview.changes
     assert (row.to_tier, row.given, row.resolves_to) == (Tier.GOLD, 0, "")
     assert triple.state == TripleState.PENDING_REVIEW
@@ -114,7 +119,7 @@ def test_demoted_records_are_named_with_the_outcome_applying_gives(admin):
     }
     assert RecordStatus.FINAL in predicted.values()  # 11 draws at 10 %: one is not drawn
     assert predicted[records[0].pk] in (RecordStatus.NEEDS_ADJUDICATION, "spot_check")
-    apply_reroute(actor=admin, token=preview.token)
+    apply_reroute(actor=admin, token=preview.token, project=default_project())
     for record in records:
         record.refresh_from_db()
         if predicted[record.pk] == "spot_check":
@@ -135,6 +140,7 @@ def test_outcomes_cost_a_constant_number_of_queries(
         (who,) = qualified_annotators(record.question.domain, 1, prefix=f"a{i}-")
         claim_and_label(who)
     set_rules(admin)
+    project = default_project()  # the caller's (the request's): not counted
     with django_assert_max_num_queries(5):
-        preview = preview_reroute()
+        preview = preview_reroute(project=project)
     assert len([r for r in preview.changes if r.kind == "triple" and r.resolves_to]) == n

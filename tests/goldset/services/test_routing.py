@@ -10,13 +10,14 @@ from goldset.services.routing import (
     route_case,
     update_routing_rules,
 )
+from tests.goldset.answers_helpers import default_project
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 
 
 def test_default_rules_are_the_seed_003_rules_as_version_1():
-    rules = get_active_rules()
+    rules = get_active_rules(project=default_project())
     assert (
         rules.version,
         sorted(rules.gold_task_types),
@@ -43,14 +44,18 @@ def test_default_rules_are_the_seed_003_rules_as_version_1():
     ],
 )
 def test_each_rule_fires_on_its_own(case, tier, rule):
-    decision = route_case(**case)
+    decision = route_case(**case, project=default_project())
     assert (decision.tier, decision.rule, decision.rules_version) == (tier, rule, 1)
 
 
 def test_when_several_rules_match_the_first_in_order_is_recorded():
-    decision = route_case(task_type="factual_qa", uncertainty=0.9, adversarial=True)
+    decision = route_case(
+        task_type="factual_qa", uncertainty=0.9, adversarial=True, project=default_project()
+    )
     assert (decision.tier, decision.rule) == (Tier.GOLD, "task_type:factual_qa")
-    decision = route_case(task_type="summarization", uncertainty=0.9, adversarial=True)
+    decision = route_case(
+        task_type="summarization", uncertainty=0.9, adversarial=True, project=default_project()
+    )
     assert decision.rule == "uncertainty>=0.65"
 
 
@@ -72,7 +77,7 @@ def test_the_extra_domain_rule_and_a_disabled_adversarial_rule():
 
 
 def test_an_edit_creates_a_new_version_and_new_cases_use_it(admin_user):
-    get_active_rules()
+    get_active_rules(project=default_project())
     rules = update_routing_rules(
         actor=admin_user,
         gold_task_types=["factual_qa"],
@@ -80,16 +85,17 @@ def test_an_edit_creates_a_new_version_and_new_cases_use_it(admin_user):
         adversarial_routes_gold=True,
         gold_domains=[],
         note="tighter",
+        project=default_project(),
     )
     assert rules.version == 2 and RoutingRules.objects.count() == 2
-    decision = route_case(task_type="rag_synthesis", uncertainty=0.55)
+    decision = route_case(task_type="rag_synthesis", uncertainty=0.55, project=default_project())
     assert (decision.rule, decision.rules_version) == ("uncertainty>=0.5", 2)
     event = AuditEvent.objects.get(verb="routing_rules_changed")
     assert event.detail["from_version"] == 1 and event.detail["to_version"] == 2
 
 
 def test_an_edit_that_changes_nothing_creates_no_version(admin_user):
-    current = get_active_rules()
+    current = get_active_rules(project=default_project())
     with pytest.raises(RoutingRulesUnchanged):
         update_routing_rules(
             actor=admin_user,
@@ -97,5 +103,6 @@ def test_an_edit_that_changes_nothing_creates_no_version(admin_user):
             uncertainty_threshold=current.uncertainty_threshold,
             adversarial_routes_gold=True,
             gold_domains=[],
+            project=default_project(),
         )
     assert RoutingRules.objects.count() == 1

@@ -52,7 +52,7 @@ def test_a_label_stores_server_and_capped_active_time_and_the_guideline_in_force
     v2, _ = save_guideline(
         actor=lead, domain=domain, task=GuidelineTask.ANSWER_LABELING, body="Be stricter."
     )
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     label = submit_label(
         assignment=assignment,
         **GOOD,
@@ -69,7 +69,7 @@ def test_a_label_stores_server_and_capped_active_time_and_the_guideline_in_force
 def test_garbage_active_time_is_stored_as_null_or_capped_never_an_error(domain, raw):
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     label = submit_label(
         assignment=assignment, **GOOD, timing=ItemTiming(active_ms=parse_active_ms(raw))
     )
@@ -86,12 +86,12 @@ def test_a_fast_gold_label_is_flagged_undo_withdraws_it_and_a_slow_one_is_not(do
     settings.FAST_DECISION_SECONDS_GOLD = 5
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     fast = submit_label(assignment=assignment, **GOOD, timing=ItemTiming(active_ms=1500))
     flag = FastDecision.objects.get()
     assert (flag.kind, flag.label_id, flag.tier) == (DecisionKind.LABEL, fast.pk, Tier.GOLD)
     assert flag.decision_ms <= 1500 and flag.threshold_ms == 5000
-    reopened = undo_last_label(annotator=annotator)
+    reopened = undo_last_label(annotator=annotator, project=default_project())
     assert not FastDecision.objects.exists() and not Label.objects.exists()
     reopened.claimed_at = _ago(60)
     reopened.save(update_fields=["claimed_at"])

@@ -6,7 +6,7 @@ may not adjudicate (one they labeled)."""
 import pytest
 from django.urls import reverse
 
-from goldset.models import Project, RecordStatus, default_project_id
+from goldset.models import RecordStatus
 from goldset.selectors.answers import (
     ADJUDICATORS,
     access_record_for_adjudication,
@@ -17,7 +17,13 @@ from goldset.selectors.inbox import get_inbox
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.projects import grant_role
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
-from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import (
+    BAD,
+    GOOD,
+    claim_and_label,
+    default_project,
+    qualified_annotators,
+)
 from workbench.access import ACCESS
 from workbench.roles import Role
 
@@ -47,9 +53,7 @@ def _inbox_count(user) -> int:
     return next(
         (
             e.count
-            for e in get_inbox(
-                user=user, project=Project.objects.get(pk=default_project_id())
-            ).entries
+            for e in get_inbox(user=user, project=default_project()).entries
             if e.key == "adjudication"
         ),
         0,
@@ -59,16 +63,27 @@ def _inbox_count(user) -> int:
 def test_an_annotator_lead_is_never_sent_an_item_they_labeled(split, lead, client_for):
     record, both = split
     # another lead gets it everywhere
-    assert [r.public_id for r in list_adjudication_queue(user=lead, size=25).items] == [
-        record.public_id
-    ]
-    assert next_item_for_lead(user=lead).public_id == record.public_id
-    assert access_record_for_adjudication(user=lead, public_id=record.public_id).pk == record.pk
+    assert [
+        r.public_id
+        for r in list_adjudication_queue(user=lead, size=25, project=default_project()).items
+    ] == [record.public_id]
+    assert next_item_for_lead(user=lead, project=default_project()).public_id == record.public_id
+    assert (
+        access_record_for_adjudication(
+            user=lead, public_id=record.public_id, project=default_project()
+        ).pk
+        == record.pk
+    )
     assert _inbox_count(lead) == 1
     # the annotator-lead who labeled it: not in the queue, no next item, 404, refused, not counted
-    assert list_adjudication_queue(user=both, size=25).items == []
-    assert list_adjudication_queue(user=both, include_done=True, size=25).items == []
-    assert next_item_for_lead(user=both) is None
+    assert list_adjudication_queue(user=both, size=25, project=default_project()).items == []
+    assert (
+        list_adjudication_queue(
+            user=both, include_done=True, size=25, project=default_project()
+        ).items
+        == []
+    )
+    assert next_item_for_lead(user=both, project=default_project()) is None
     assert _inbox_count(both) == 0
     c = client_for(both)
     queue = c.get(reverse("answers:adjudication_queue")).content.decode()
@@ -91,7 +106,7 @@ def test_the_access_table_gives_the_adjudication_pages_to_the_adjudicating_roles
 def test_the_service_refuses_anyone_without_a_lead_role(split):
     record, _ = split
     annotator = UserFactory(role=Role.ANNOTATOR, username="plain-annotator")
-    assert list_adjudication_queue(user=annotator, size=25).items == []
+    assert list_adjudication_queue(user=annotator, size=25, project=default_project()).items == []
     with pytest.raises(AdjudicationRejected, match="role"):
         record_adjudication(lead=annotator, record=record, **FINAL)
 

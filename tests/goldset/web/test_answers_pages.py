@@ -10,6 +10,7 @@ from tests.goldset.answers_helpers import (
     assert_blind,
     build_conflict_item,
     claim_and_label,
+    default_project,
     qualified_annotators,
 )
 from workbench.models import AuditEvent
@@ -39,7 +40,7 @@ def domain():
 def item(domain):
     record, annotators = build_conflict_item(domain)
     for annotator in annotators:
-        claim_next_item(annotator=annotator)
+        claim_next_item(annotator=annotator, project=default_project())
     return record, annotators
 
 

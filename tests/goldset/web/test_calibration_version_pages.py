@@ -8,6 +8,7 @@ from django.urls import reverse
 from goldset.models import CalibrationItem, CalibrationSet, LabelAssignment
 from goldset.services.calibration import set_reference_label, start_calibration
 from tests.factories import CalibrationItemFactory, DomainFactory, UserFactory
+from tests.goldset.answers_helpers import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -27,9 +28,18 @@ def started(lead):
     items = [CalibrationItemFactory(calibration_set__domain=domain) for _ in REFS]
     for item, (acc, grounding, severe) in zip(items, REFS, strict=True):
         set_reference_label(
-            lead=lead, item=item, acceptability=acc, grounding=grounding, severe_safety=severe
+            lead=lead,
+            item=item,
+            acceptability=acc,
+            grounding=grounding,
+            severe_safety=severe,
+            project=default_project(),
         )
-    start_calibration(annotator=UserFactory(role=Role.ANNOTATOR, username="early"), domain=domain)
+    start_calibration(
+        annotator=UserFactory(role=Role.ANNOTATOR, username="early"),
+        domain=domain,
+        project=default_project(),
+    )
     draft = CalibrationItemFactory(calibration_set=CalibrationSet.objects.get(domain=domain))
     return domain, items, draft
 
@@ -73,6 +83,7 @@ def test_a_newcomer_is_offered_the_newest_ready_version_and_takes_it(client_for,
         acceptability="acceptable",
         grounding="fully_grounded",
         severe_safety=False,
+        project=default_project(),
     )
     assert (
         "Version 2 of the set: 5 items." in c.get(reverse("answers:calibration")).content.decode()

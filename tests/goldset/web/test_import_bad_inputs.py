@@ -20,6 +20,7 @@ from goldset.models import (
 )
 from goldset.services.answer_imports import import_questions
 from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory
+from tests.goldset.answers_helpers import default_project
 
 pytestmark = pytest.mark.django_db
 RAW = "__raw__"
@@ -33,7 +34,7 @@ def corpus():
 
 @pytest.fixture
 def question(corpus):
-    import_questions(source=json.dumps(QUESTION), actor=None)
+    import_questions(source=json.dumps(QUESTION), actor=None, project=default_project())
 
 
 def corpus_row():

@@ -6,7 +6,12 @@ from django.urls import reverse
 from goldset.models import ItemSkip, Label, LabelAssignment
 from goldset.services.labeling import claim_next_item
 from tests.factories import AnswerRecordFactory, DomainFactory
-from tests.goldset.answers_helpers import GOOD, build_conflict_item, qualified_annotators
+from tests.goldset.answers_helpers import (
+    GOOD,
+    build_conflict_item,
+    default_project,
+    qualified_annotators,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +36,7 @@ def _records(domain, n):
 def test_htmx_submit_answers_with_the_next_item_and_pushes_its_url(client_for, domain):
     _records(domain, 3)
     (annotator,) = qualified_annotators(domain, 1)
-    first = claim_next_item(annotator=annotator).assignment
+    first = claim_next_item(annotator=annotator, project=default_project()).assignment
     response = client_for(annotator).post(
         reverse("answers:item", args=[first.record.public_id]), form_data(), **HX_ITEM
     )
@@ -49,7 +54,7 @@ def test_without_htmx_a_submit_redirects_to_the_next_item_then_to_the_queue(clie
     _records(domain, 2)
     (annotator,) = qualified_annotators(domain, 1)
     client = client_for(annotator)
-    first = claim_next_item(annotator=annotator).assignment
+    first = claim_next_item(annotator=annotator, project=default_project()).assignment
     response = client.post(reverse("answers:item", args=[first.record.public_id]), form_data())
     second = LabelAssignment.objects.get(annotator=annotator, completed_at__isnull=True)
     assert response["Location"] == reverse("answers:item", args=[second.record.public_id])
@@ -60,7 +65,7 @@ def test_without_htmx_a_submit_redirects_to_the_next_item_then_to_the_queue(clie
 def test_all_clear_button_submits_the_preset_in_one_request(client_for, domain):
     _records(domain, 1)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     page = client_for(annotator).get(reverse("answers:item", args=[assignment.record.public_id]))
     assert 'id="all-clear"' in page.content.decode()
     assert "data-needs-rationale" not in page.content.decode()
@@ -80,7 +85,7 @@ def test_all_clear_button_submits_the_preset_in_one_request(client_for, domain):
 
 def test_all_clear_never_skips_a_required_rationale(client_for, domain):
     record, (one, *_) = build_conflict_item(domain)
-    claim_next_item(annotator=one)
+    claim_next_item(annotator=one, project=default_project())
     url = reverse("answers:item", args=[record.public_id])
     client = client_for(one)
     assert "data-needs-rationale" in client.get(url).content.decode()
@@ -96,7 +101,7 @@ def test_undo_over_htmx_reopens_the_item(client_for, domain):
     _records(domain, 2)
     (annotator,) = qualified_annotators(domain, 1)
     client = client_for(annotator)
-    first = claim_next_item(annotator=annotator).assignment
+    first = claim_next_item(annotator=annotator, project=default_project()).assignment
     client.post(reverse("answers:item", args=[first.record.public_id]), form_data(), **HX_ITEM)
     response = client.post(reverse("answers:undo"), **HX_ITEM)
     assert response.status_code == 200
@@ -111,7 +116,7 @@ def test_skip_over_htmx_answers_with_the_next_item_and_needs_a_reason(client_for
     _records(domain, 2)
     (annotator,) = qualified_annotators(domain, 1)
     client = client_for(annotator)
-    first = claim_next_item(annotator=annotator).assignment
+    first = claim_next_item(annotator=annotator, project=default_project()).assignment
     url = reverse("answers:skip", args=[first.record.public_id])
     refused = client.post(url, {"reason": ""}, **HX_ITEM)
     assert refused.status_code == 422 and "reason is required" in refused.content.decode()
@@ -125,7 +130,7 @@ def test_skip_over_htmx_answers_with_the_next_item_and_needs_a_reason(client_for
 def test_skip_and_undo_access(request, client, client_for, domain):
     _records(domain, 1)
     owner, other = qualified_annotators(domain, 2)
-    assignment = claim_next_item(annotator=owner).assignment
+    assignment = claim_next_item(annotator=owner, project=default_project()).assignment
     skip_url = reverse("answers:skip", args=[assignment.record.public_id])
     undo_url = reverse("answers:undo")
     for url in (skip_url, undo_url):
@@ -146,7 +151,7 @@ def test_next_item_response_query_count_does_not_grow(
     counts = []
     for size in (2, 3, 30):  # the first round warms per-process caches (content types, session)
         _records(domain, size)
-        current = claim_next_item(annotator=annotator).assignment
+        current = claim_next_item(annotator=annotator, project=default_project()).assignment
         url = reverse("answers:item", args=[current.record.public_id])
         with django_assert_max_num_queries(60) as ctx:
             assert client.post(url, form_data(), **HX_ITEM).status_code == 200
@@ -158,7 +163,7 @@ def test_next_item_response_query_count_does_not_grow(
 def test_the_lead_sees_skips_counted_per_annotator(client_for, domain, lead):
     _records(domain, 2)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     client_for(annotator).post(
         reverse("answers:skip", args=[assignment.record.public_id]), {"reason": "unsure"}
     )
@@ -188,7 +193,7 @@ def test_the_label_page_context_holds_only_blind_read_models(client_for, domain)
     run row from which the system or run could be reached, before and after labeling."""
     _records(domain, 2)
     (annotator,) = qualified_annotators(domain, 1)
-    first = claim_next_item(annotator=annotator).assignment
+    first = claim_next_item(annotator=annotator, project=default_project()).assignment
     client = client_for(annotator)
     url = reverse("answers:item", args=[first.record.public_id])
     page = client.get(url)

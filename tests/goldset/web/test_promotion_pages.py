@@ -9,7 +9,12 @@ from django.urls import reverse
 from goldset.models import AnswerRecord, Tier, Triple
 from goldset.services.promotion import preview_reroute
 from tests.factories import DomainFactory
-from tests.goldset.answers_helpers import SECRETS, assert_blind, build_conflict_item
+from tests.goldset.answers_helpers import (
+    SECRETS,
+    assert_blind,
+    build_conflict_item,
+    default_project,
+)
 from tests.goldset.promotion_support import answer_record, set_rules, triage_triple
 from workbench.models import AuditEvent
 
@@ -67,7 +72,7 @@ def test_preview_page_lists_changes_and_applies_only_on_confirmation(cases, clie
     assert "task_type:factual_qa" in html and "Apply these 2 changes" in html
     assert Triple.objects.get(pk=triple.pk).tier == Tier.TRIAGE
 
-    token = preview_reroute().token
+    token = preview_reroute(project=default_project()).token
     response = c.post(reverse("routing:reroute"), {"token": token}, follow=True)
     assert "Re-routed 2 open case(s)" in response.content.decode()
     assert Triple.objects.get(pk=triple.pk).tier == Tier.GOLD
@@ -79,12 +84,15 @@ def test_a_stale_confirmation_shows_the_new_preview_and_changes_nothing(
 ):
     triple, _ = cases
     set_rules(admin_user, gold_task_types=["factual_qa"])
-    stale = preview_reroute().token
+    stale = preview_reroute(project=default_project()).token
     set_rules(admin_user, gold_task_types=["factual_qa"], adversarial_routes_gold=True)
     response = client_for(admin_user).post(reverse("routing:reroute"), {"token": stale})
     html = response.content.decode()
     assert response.status_code == 200
-    assert "changed since this preview" in html and preview_reroute().token in html
+    assert (
+        "changed since this preview" in html
+        and preview_reroute(project=default_project()).token in html
+    )
     assert Triple.objects.get(pk=triple.pk).tier == Tier.TRIAGE
     assert not AuditEvent.objects.filter(verb="rerouted").exists()
 

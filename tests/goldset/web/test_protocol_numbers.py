@@ -112,14 +112,17 @@ def test_the_audit_sample_rate_and_seed_move_the_queue_page_and_the_draw(
     client_for, lead, settings
 ):
     ids = [f"{n:016x}" for n in range(2000)]
-    default = [i for i in ids if in_audit_sample(i)[0]]
+    default = [i for i in ids if in_audit_sample(i, project=default_project())[0]]
     assert 0.04 <= len(default) / len(ids) <= 0.06
     page = _page(client_for, lead, "answers:adjudication_queue")
     assert "the 5 % audit sample (seed 9314)" in page
     settings.AUDIT_SAMPLE_RATE, settings.AUDIT_SAMPLE_SEED = 0.5, 77
-    drawn = [i for i in ids if in_audit_sample(i)[0]]
+    drawn = [i for i in ids if in_audit_sample(i, project=default_project())[0]]
     assert 0.45 <= len(drawn) / len(ids) <= 0.55
-    assert in_audit_sample(ids[0])[1] == in_audit_sample(ids[0], seed=77)[1]
+    assert (
+        in_audit_sample(ids[0], project=default_project())[1]
+        == in_audit_sample(ids[0], seed=77, project=default_project())[1]
+    )
     page = _page(client_for, lead, "answers:adjudication_queue")
     assert "the 50 % audit sample (seed 77)" in page
 
@@ -135,6 +138,7 @@ def test_the_answer_spot_check_rate_and_seed_move_the_draw(settings):
             labels_required=1,
             labels=[("acceptable", "fully_grounded", False)],
             now=timezone.now(),
+            project=default_project(),
         )
 
     ids = [f"{n:016x}" for n in range(400)]
@@ -150,10 +154,10 @@ def test_the_load_tolerance_moves_the_queue_page_and_the_cap(client_for, setting
     for _ in range(30):
         AnswerRecordFactory(question__domain=domain)
     me, *_ = qualified_annotators(domain, 3)
-    before = domain_loads(me, [domain.pk])[domain.pk]
+    before = domain_loads(me, [domain.pk], project=default_project())[domain.pk]
     assert "Your share (fair + 10 %)" in _page(client_for, me, "answers:queue")
     settings.LABEL_LOAD_TOLERANCE = 0.5
-    after = domain_loads(me, [domain.pk])[domain.pk]
+    after = domain_loads(me, [domain.pk], project=default_project())[domain.pk]
     fair = before.total_slots / 3
     assert (before.cap, after.cap) == (int(fair * 1.1), int(fair * 1.5))
     page = _page(client_for, me, "answers:queue")

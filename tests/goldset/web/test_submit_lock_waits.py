@@ -119,7 +119,7 @@ def label_claim():
     domain = DomainFactory(slug="supply_chain")
     record = AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     assert assignment.record_id == record.pk
     return annotator, assignment
 
@@ -215,7 +215,7 @@ def test_a_long_transaction_on_the_domain_load_row_answers_503_not_500(client_fo
     )
     add_domain_slots(domain_id=domain.pk, delta=1)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     assert assignment.record_id == record.pk
     url = reverse("answers:item", args=[public_id])
     with held(DomainLabelLoad, DomainLabelLoad.objects.get(domain=domain).pk):

@@ -7,7 +7,13 @@ from django.urls import reverse
 from goldset.models import Block, LabelAssignment
 from goldset.services.labeling import claim_next_item, submit_label
 from tests.factories import BlockVersionFactory, DomainFactory
-from tests.goldset.answers_helpers import BAD, GOOD, assert_blind, build_conflict_item
+from tests.goldset.answers_helpers import (
+    BAD,
+    GOOD,
+    assert_blind,
+    build_conflict_item,
+    default_project,
+)
 
 pytestmark = pytest.mark.django_db
 BADGE = "superseded: v2 is current"
@@ -17,7 +23,7 @@ BADGE = "superseded: v2 is current"
 def item():
     record, annotators = build_conflict_item(DomainFactory(slug="supply_chain"))
     for annotator in annotators:
-        claim_next_item(annotator=annotator)
+        claim_next_item(annotator=annotator, project=default_project())
     return record, annotators
 
 

@@ -91,7 +91,7 @@ def test_label_page_shows_the_guideline_and_a_submit_stores_time_and_version(
     AnswerRecordFactory(question__domain=domain)
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     client = client_for(annotator)
     url = reverse("answers:item", args=[assignment.record.public_id])
     html = client.get(url).content.decode()
@@ -112,7 +112,7 @@ def test_label_page_shows_the_guideline_and_a_submit_stores_time_and_version(
 def test_a_label_posted_with_garbage_timing_is_stored_without_it(domain, client_for, garbage):
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     response = client_for(annotator).post(
         reverse("answers:item", args=[assignment.record.public_id]),
         {**FORM, "opened": "forged:token", "active_ms": garbage},
@@ -129,7 +129,7 @@ def test_a_label_posted_with_garbage_timing_is_stored_without_it(domain, client_
 def test_a_rejected_label_keeps_its_opening_token(domain, client_for):
     AnswerRecordFactory(question__domain=domain)
     (annotator,) = qualified_annotators(domain, 1)
-    assignment = claim_next_item(annotator=annotator).assignment
+    assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
     client = client_for(annotator)
     url = reverse("answers:item", args=[assignment.record.public_id])
     token = _opening(client.get(url).content.decode())
@@ -256,7 +256,7 @@ def _fast_decisions(domain, lead, n):
     for _ in range(n):
         AnswerRecordFactory(question__domain=domain, labels_required=1)
     for annotator in qualified_annotators(domain, n, prefix=f"fast{n}-"):
-        assignment = claim_next_item(annotator=annotator).assignment
+        assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
         submit_label(assignment=assignment, **GOOD, timing=ItemTiming(active_ms=900))
 
 
@@ -298,7 +298,7 @@ def test_dashboard_shows_time_on_item_per_annotator_and_links_the_fast_list(
     annotator.first_name, annotator.last_name = "Ada", "Byron"
     annotator.save()
     for active in (1000, 7000, 20000):
-        assignment = claim_next_item(annotator=annotator).assignment
+        assignment = claim_next_item(annotator=annotator, project=default_project()).assignment
         assignment.claimed_at = timezone.now() - timezone.timedelta(minutes=5)
         assignment.save(update_fields=["claimed_at"])
         submit_label(assignment=assignment, **GOOD, timing=ItemTiming(active_ms=active))

@@ -24,7 +24,7 @@ from goldset.services.labeling import LabelRuleViolation, claim_next_item, submi
 from goldset.services.scoring_jobs import create_scoring_job
 from goldset.services.text_limits import TextTooLong, check_text_length
 from tests.factories import DomainFactory, gold_row_for, make_gold_corpus
-from tests.goldset.answers_helpers import BAD, GOOD, build_conflict_item
+from tests.goldset.answers_helpers import BAD, GOOD, build_conflict_item, default_project
 from workbench.csv_safety import csv_safe
 from workbench.roles import Role
 
@@ -61,7 +61,7 @@ def test_free_text_is_capped_in_the_services(settings):
 def test_an_overlong_rationale_is_refused_over_http_and_nothing_stored(client_for, settings):
     settings.FREE_TEXT_MAX_CHARS = 50
     record, (one, _, _) = build_conflict_item(DomainFactory(slug="supply_chain"))
-    claim_next_item(annotator=one)
+    claim_next_item(annotator=one, project=default_project())
     data = {**BAD, "severe_safety": "yes", "rationale": "r" * 51}
     data = {k: v for k, v in data.items() if v not in ("", [], None)}
     response = client_for(one).post(reverse("answers:item", args=[record.public_id]), data)
@@ -184,7 +184,7 @@ def test_session_defaults_are_30_minutes_idle_and_12_hours_absolute():
 def _split_item():
     record, annotators = build_conflict_item(DomainFactory(slug="federal_it"))
     for i, annotator in enumerate(annotators):
-        claim_next_item(annotator=annotator)
+        claim_next_item(annotator=annotator, project=default_project())
         fields = (
             {**GOOD, "rationale": "Handles the conflict."}
             if i
