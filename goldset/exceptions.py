@@ -18,3 +18,9 @@ class ImportRejected(GoldsetError):
         super().__init__(
             f"{head}{len(errors)} problem(s); nothing was imported.\n" + "\n".join(errors)
         )
+
+
+class CrossProjectReference(GoldsetError):
+    """A write that would tie an object of one project to an object of another (a run of A
+    scored against a version of B, a calibration of B used in A): refused, nothing stored.
+    Pages answer 4xx with the message, the API 422."""

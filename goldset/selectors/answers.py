@@ -637,10 +637,10 @@ def _export_statuses(include_open: bool) -> list[str]:
     return statuses
 
 
-def list_adjudication_export_people(*, include_open: bool = False) -> set[int]:
-    """The annotators and leads the adjudication export names (two queries)."""
+def list_adjudication_export_people(*, project, include_open: bool = False) -> set[int]:
+    """The annotators and leads the project's adjudication export names (two queries)."""
     records = AnswerRecord.objects.filter(
-        is_calibration=False, status__in=_export_statuses(include_open)
+        project=project, is_calibration=False, status__in=_export_statuses(include_open)
     )
     labelers = Label.objects.filter(record__in=records).values_list("annotator_id", flat=True)
     leads = records.filter(adjudication__isnull=False).values_list(
@@ -696,7 +696,7 @@ EXPORT_CHUNK = 2000
 
 
 def iter_adjudication_export(
-    *, pseudonyms: Mapping[int, str], include_open: bool = False
+    *, project, pseudonyms: Mapping[int, str], include_open: bool = False
 ) -> Iterator[dict]:
     """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
     failure categories and reviewer role, the adjudication if any, and the final result.
@@ -708,7 +708,9 @@ def iter_adjudication_export(
     guideline version of a decision is None when none was recorded.
     """
     records = (
-        AnswerRecord.objects.filter(is_calibration=False, status__in=_export_statuses(include_open))
+        AnswerRecord.objects.filter(
+            project=project, is_calibration=False, status__in=_export_statuses(include_open)
+        )
         .order_by("id")
         .values_list(*EXPORT_RECORD_COLUMNS)
     )

@@ -10,18 +10,19 @@ from goldset.services.exports import canonical_json
 from goldset.services.pseudonyms import ensure_pseudonyms, gold_version_scope
 
 
-def adjudication_export_rows(*, scope: str, include_open: bool = False) -> Iterator[dict]:
-    """The adjudication export with the people in it pseudonymised for ``scope`` (a gold
-    version's, or a fresh one per export: ``pseudonyms.export_scope()``)."""
-    people = list_adjudication_export_people(include_open=include_open)
+def adjudication_export_rows(*, project, scope: str, include_open: bool = False) -> Iterator[dict]:
+    """The project's adjudication export with the people in it pseudonymised for ``scope`` (a
+    gold version's, or a fresh one per export: ``pseudonyms.export_scope()``)."""
+    people = list_adjudication_export_people(project=project, include_open=include_open)
     names = ensure_pseudonyms(scope=scope, user_ids=people)
-    return iter_adjudication_export(pseudonyms=names, include_open=include_open)
+    return iter_adjudication_export(project=project, pseudonyms=names, include_open=include_open)
 
 
 def render_adjudication_export(version) -> Iterator[bytes]:
-    """The answers area's adjudication export at freeze time, one canonical JSON line each,
-    reviewers under the version's pseudonyms."""
-    for item in adjudication_export_rows(scope=gold_version_scope(version.number)):
+    """The answers area's adjudication export of the version's project at freeze time, one
+    canonical JSON line each, reviewers under the version's pseudonyms."""
+    rows = adjudication_export_rows(project=version.project, scope=gold_version_scope(version))
+    for item in rows:
         yield (canonical_json(item) + "\n").encode("utf-8")
 
 
@@ -33,6 +34,7 @@ def adjudicated_labels(version, answers: Iterable[dict]) -> list[dict]:
     wanted = {(str(a.get("question_id")), str(a.get("system_id", ""))) for a in answers}
     records = (
         AnswerRecord.objects.filter(
+            project_id=version.project_id,
             is_calibration=False,
             status__in=[RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT],
             question__question_id__in={q for q, _ in wanted},
