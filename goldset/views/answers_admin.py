@@ -53,7 +53,7 @@ def export(request):
 @role_required(Role.ADMIN)
 def export_download(request):
     record_event(actor=request.user, verb="adjudication_exported", object_type="export")
-    rows = adjudication_export_rows(scope=export_scope())
+    rows = adjudication_export_rows(project=request.project, scope=export_scope())
     lines = (json.dumps(row, sort_keys=True) + "\n" for row in rows)
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")

@@ -27,7 +27,11 @@ def submit_upload(request, *, kind: str, options: dict, template: str, context: 
     before (size, encoding) or, in the embedded default, by the import itself."""
     try:
         submission = submit_import(
-            kind=kind, upload=request.FILES["file"], actor=request.user, options=options
+            kind=kind,
+            upload=request.FILES["file"],
+            actor=request.user,
+            options=options,
+            project=request.project,
         )
     except (UploadRejected, GoldsetError) as exc:
         return render(request, template, {**context, "errors": [str(exc)]}, status=422)
