@@ -17,7 +17,13 @@ from goldset.rules.jobs import import_dedupe_key
 from goldset.services import import_jobs, scoring_jobs
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import retry_import_job, run_import_job, submit_import
-from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, gold_row_for
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    DomainFactory,
+    default_project,
+    gold_row_for,
+)
 from workbench.models import AuditEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -148,7 +154,9 @@ def test_a_connection_terminated_while_a_run_is_stored_by_copy_requeues_the_impo
     lost connection like any other now: requeued, then imported once."""
     domain = DomainFactory(slug="federal_it")
     version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
-    store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
+    store_frozen_version(
+        project=default_project(), rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user
+    )
     with transaction.atomic():
         job = submit_import(
             kind="run",

@@ -15,7 +15,13 @@ from goldset.services.answer_imports import import_questions
 from goldset.services.evaluators import create_evaluator
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job, submit_import
-from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, gold_row_for
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    DomainFactory,
+    default_project,
+    gold_row_for,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -140,8 +146,10 @@ def world(admin_user):
     domain = DomainFactory(slug="federal_it")
     version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
     import_questions(source=json.dumps(QUESTION), actor=None)
-    store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
-    return create_evaluator(name="judge", version="1", kind="llm_judge")
+    store_frozen_version(
+        project=default_project(), rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user
+    )
+    return create_evaluator(project=default_project(), name="judge", version="1", kind="llm_judge")
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import submit_import
 from goldset.services.job_downloads import bundle_zip
 from goldset.services.scoring_jobs import create_scoring_job, reproduce_command
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ CATALOGUE = ["map", "rprec", "bpref", "ndcg@20"]
 def version(admin_user):
     versions = make_gold_corpus(12)
     rows = [gold_row_for(bv, triple_id=f"Q-{i:03d}") for i, bv in enumerate(versions)]
-    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     frozen.blocks = [bv.block.block_id for bv in versions]
     return frozen
 

@@ -35,7 +35,7 @@ from goldset.services.scoring_runs import text_lines
 from scoring.io import read_qrels, read_run
 from scoring.probe import score_answers
 from scoring.retrieval import default_metrics, evaluate
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +50,7 @@ TAG = "system-" + "t" * 53
 def version(admin_user):
     versions = make_gold_corpus(QUERIES)
     rows = [gold_row_for(bv, triple_id=f"Q-{i:03d}") for i, bv in enumerate(versions)]
-    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     frozen.blocks = [bv.block.block_id for bv in versions]
     return frozen
 
@@ -321,7 +321,7 @@ def wide_version(admin_user):
     many questions)."""
     versions = make_gold_corpus(WIDE_QUESTIONS)
     rows = [gold_row_for(bv, triple_id=f"W-{i:04d}") for i, bv in enumerate(versions)]
-    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     frozen.blocks = [bv.block.block_id for bv in versions]
     return frozen
 

@@ -30,7 +30,13 @@ from goldset.services.labeling import claim_next_item, submit_label
 from goldset.services.probe_exports import render_adjudication_export
 from goldset.services.reviews import claim_next_assignment
 from goldset.views import quality
-from tests.factories import AnswerRecordFactory, DomainFactory, gold_row_for, make_gold_corpus
+from tests.factories import (
+    AnswerRecordFactory,
+    DomainFactory,
+    default_project,
+    gold_row_for,
+    make_gold_corpus,
+)
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import write_triple
 from workbench.roles import Role
@@ -334,6 +340,7 @@ def test_the_adjudication_export_carries_times_and_guideline_versions_for_leads(
     record_adjudication(lead=lead, record=record, **{**FINAL, "severe_safety": False})
     blocks = make_gold_corpus(1)
     version = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)],
         actor=admin_user,
         extra_files={ExportFormat.ADJUDICATION: render_adjudication_export},
