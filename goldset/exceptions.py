@@ -21,5 +21,7 @@ class ImportRejected(GoldsetError):
 
 
 class CrossProjectReference(GoldsetError):
-    """A write named an object of another project (a triple of project A pinned to a block
-    version of project B, a customer of B on a triple of A): refused, pages answer 4xx."""
+    """A write that would tie an object of one project to an object of another (a triple of A
+    pinned to a block version of B, a customer of B on a triple of A, a run of A scored against
+    a version of B, a calibration of B used in A): refused, nothing stored. Pages answer 4xx with
+    the message, the API 422."""

@@ -13,7 +13,7 @@ import json
 
 from django.contrib.auth import get_user_model
 
-from goldset.models import Evaluator, EvaluatorKind
+from goldset.models import Evaluator, EvaluatorKind, Project, default_project_id
 from goldset.services.evaluators import (
     compute_evaluator_report,
     create_evaluator,
@@ -60,16 +60,19 @@ def _judgement(record, style: str) -> dict:
     }
 
 
-def seed_evaluators_demo() -> dict:
-    """Create the two judges, import their outputs and compute the first report (idempotent)."""
-    if Evaluator.objects.filter(name=JUDGES[0][0]).exists():
+def seed_evaluators_demo(*, project=None) -> dict:
+    """Create the two judges in ``project`` (the default project when None), import their
+    outputs and compute the first report (idempotent)."""
+    project = project or Project.objects.get(pk=default_project_id())
+    if Evaluator.objects.filter(project=project, name=JUDGES[0][0]).exists():
         return {"skipped": True}
-    records = list(gold_tier_records())
+    records = list(gold_tier_records(project=project))
     if not records:
         return {"records": 0}
     admin = get_user_model().objects.filter(username="admin").first()
     for name, version, model_id, style in JUDGES:
         evaluator = create_evaluator(
+            project=project,
             name=name,
             version=version,
             kind=EvaluatorKind.LLM_JUDGE,
@@ -82,7 +85,7 @@ def seed_evaluators_demo() -> dict:
         import_evaluator_outputs(
             evaluator=evaluator, source=text, source_name=f"{name}.jsonl", actor=admin
         )
-    compute_evaluator_report(actor=admin)
+    compute_evaluator_report(project=project, actor=admin)
     # The grid runs in a worker after commit (in-process in the embedded default).
-    start_pcs_calibration(name="demo-pcs", actor=admin)
+    start_pcs_calibration(project=project, name="demo-pcs", actor=admin)
     return {"records": len(records), "judges": len(JUDGES)}

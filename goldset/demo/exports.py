@@ -114,17 +114,22 @@ def _answer_log() -> bytes:
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
 
-def seed_exports_demo() -> dict:
-    if GoldVersion.objects.exists():
-        return {"versions": GoldVersion.objects.count(), "created": False}
+def seed_exports_demo(*, project=None) -> dict:
+    """Two versions and three scoring jobs in ``project`` (the default project when None)."""
+    project = project or Project.objects.get(pk=default_project_id())
+    if GoldVersion.objects.filter(project=project).exists():
+        return {"versions": GoldVersion.objects.filter(project=project).count(), "created": False}
     _ensure_gold_triples()
     admin = get_user_model().objects.get(username="admin")
     freeze_gold_version(
+        project=project,
         filters=FreezeFilters(source=Source.PUBLIC_RFP),
         actor=admin,
         note="demo: public RFP triples",
     )
-    v2 = freeze_gold_version(filters=FreezeFilters(), actor=admin, note="demo: full gold set")
+    v2 = freeze_gold_version(
+        project=project, filters=FreezeFilters(), actor=admin, note="demo: full gold set"
+    )
     for name, quality in (("bm25-baseline", 0.55), ("hybrid-rerank", 0.8)):
         create_scoring_job(
             version=v2,

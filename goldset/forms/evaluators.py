@@ -21,20 +21,32 @@ class CalibrationStartForm(forms.Form):
 
 
 class ReleaseReportForm(forms.Form):
+    """The versions, runs and calibrations offered are the project's only."""
+
     version = forms.ModelChoiceField(
-        queryset=GoldVersion.objects.filter(sealed=True).order_by("-number"),
+        queryset=GoldVersion.objects.none(),
         to_field_name="number",
         empty_label=None,
     )
     runs = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     calibration = forms.ModelChoiceField(
-        queryset=PcsCalibration.objects.filter(status=CalibrationStatus.SUCCEEDED),
+        queryset=PcsCalibration.objects.none(),
         required=False,
         empty_label="PROBE defaults",
         label="PCS calibration",
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        runs = Run.objects.filter(records__is_calibration=False).distinct().order_by("run_id")
+        self.fields["version"].queryset = GoldVersion.objects.filter(
+            project=project, sealed=True
+        ).order_by("-number")
+        self.fields["calibration"].queryset = PcsCalibration.objects.filter(
+            project=project, status=CalibrationStatus.SUCCEEDED
+        )
+        runs = (
+            Run.objects.filter(project=project, records__is_calibration=False)
+            .distinct()
+            .order_by("run_id")
+        )
         self.fields["runs"].choices = [(r.run_id, r.run_id) for r in runs]

@@ -16,8 +16,10 @@ MAX_RUN_BYTES = 200 * 1024 * 1024
 
 
 class FreezeForm(forms.Form):
+    """The freeze filters; the domains and working slices offered are the project's."""
+
     domain = forms.ModelChoiceField(
-        queryset=Domain.objects.order_by("slug"), to_field_name="slug", required=False
+        queryset=Domain.objects.none(), to_field_name="slug", required=False
     )
     tier = forms.ChoiceField(choices=[("", "All tiers"), *Tier.choices], required=False)
     source = forms.ChoiceField(choices=[("", "All sources"), *Source.choices], required=False)
@@ -27,7 +29,7 @@ class FreezeForm(forms.Form):
         help_text="Leave out every customer-permissioned triple.",
     )
     working_slice = forms.ModelChoiceField(
-        queryset=WorkingSlice.objects.order_by("-quarter"),
+        queryset=WorkingSlice.objects.none(),
         to_field_name="quarter",
         required=False,
         help_text="Only the triples of this quarter's working slice.",
@@ -39,6 +41,13 @@ class FreezeForm(forms.Form):
         "block's current version (the preview lists them; they are left out otherwise).",
     )
     note = forms.CharField(max_length=300, required=False)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["domain"].queryset = Domain.objects.filter(project=project).order_by("slug")
+        self.fields["working_slice"].queryset = WorkingSlice.objects.filter(
+            project=project
+        ).order_by("-quarter")
 
     def filters(self):
         data = self.cleaned_data
@@ -53,8 +62,10 @@ class FreezeForm(forms.Form):
 
 
 class RunUploadForm(forms.Form):
+    """A run to score: the versions and calibrations offered are the project's only."""
+
     version = forms.ModelChoiceField(
-        queryset=GoldVersion.objects.filter(sealed=True).order_by("-number"),
+        queryset=GoldVersion.objects.none(),
         to_field_name="number",
         empty_label=None,
         help_text="The frozen gold version to score against.",
@@ -67,12 +78,21 @@ class RunUploadForm(forms.Form):
     )
     k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Cut-off k")
     calibration = forms.ModelChoiceField(
-        queryset=PcsCalibration.objects.filter(status=CalibrationStatus.SUCCEEDED),
+        queryset=PcsCalibration.objects.none(),
         required=False,
         empty_label="PROBE defaults",
         label="PCS calibration",
         help_text="Answer logs only: score PCS with a fitted calibration instead of the defaults.",
     )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["version"].queryset = GoldVersion.objects.filter(
+            project=project, sealed=True
+        ).order_by("-number")
+        self.fields["calibration"].queryset = PcsCalibration.objects.filter(
+            project=project, status=CalibrationStatus.SUCCEEDED
+        )
 
     metrics = forms.CharField(
         max_length=1000,

@@ -115,6 +115,10 @@ class EvaluatorReportSnapshot(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [
+            # The project's latest evaluator report.
+            models.Index(fields=["project", "-created_at"], name="eval_report_project_recent")
+        ]
 
     def __str__(self):
         return f"evaluator report {self.pk}"
@@ -204,6 +208,7 @@ class ReleaseReport(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "-created_at"], name="release_project_recent")]
 
     def __str__(self):
         return f"release report {self.pk} on v{self.version_id}"

@@ -87,6 +87,8 @@ class ScoringJob(models.Model):
             models.CheckConstraint(condition=Q(k__gte=1), name="job_k_positive"),
         ]
         indexes = [
+            # The project's job list, newest first.
+            models.Index(fields=["project", "-created_at"], name="job_project_recent"),
             models.Index(fields=["version", "status"]),
             models.Index(fields=["status", "heartbeat_at"], name="job_status_heartbeat"),
             models.Index(fields=["run_sha256", "version"], name="job_run_sha_version"),

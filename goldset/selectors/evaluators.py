@@ -2,7 +2,8 @@
 
 Evaluator identity (name, version, model id, prompt hash) is reachable by admins only; for anyone
 else the identity pages do not exist (404). Leads read the evaluator report with evaluators named
-by an opaque label (Evaluator A, B, … in registration order)."""
+by an opaque label (Evaluator A, B, … in registration order). Everything here is one project's:
+another project's evaluator, calibration or report is 404."""
 
 from string import ascii_uppercase
 
@@ -12,6 +13,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.safestring import mark_safe
 
 from goldset.models import (
+    CalibrationStatus,
     Evaluator,
     EvaluatorReportSnapshot,
     ImportJob,
@@ -28,15 +30,20 @@ def _admin_only(user) -> None:
         raise Http404("No such page.")
 
 
-def list_evaluators_for(*, user):
-    """Evaluators with their output counts (admins; 404 for anyone else)."""
+def list_evaluators_for(*, project, user):
+    """The project's evaluators with their output counts (admins; 404 for anyone else)."""
     _admin_only(user)
-    return Evaluator.objects.annotate(n_outputs=Count("outputs")).order_by("name", "version")
+    return (
+        Evaluator.objects.filter(project=project)
+        .annotate(n_outputs=Count("outputs"))
+        .order_by("name", "version")
+    )
 
 
-def get_evaluator_for(*, user, evaluator_id: int) -> Evaluator:
+def get_evaluator_for(*, project, user, evaluator_id: int) -> Evaluator:
+    """The project's evaluator (admins); 404 for anyone else or another project's."""
     _admin_only(user)
-    return get_object_or_404(Evaluator, pk=evaluator_id)
+    return get_object_or_404(Evaluator, project=project, pk=evaluator_id)
 
 
 def list_evaluator_imports(*, evaluator: Evaluator):
@@ -46,7 +53,11 @@ def list_evaluator_imports(*, evaluator: Evaluator):
 def list_evaluator_import_jobs(*, evaluator: Evaluator, limit: int = 10) -> list[ImportJob]:
     """The latest import jobs of this evaluator's output files (queued, running or ended)."""
     return list(
-        ImportJob.objects.filter(kind=ImportKind.EVALUATOR, options__evaluator=evaluator.pk)
+        ImportJob.objects.filter(
+            project_id=evaluator.project_id,
+            kind=ImportKind.EVALUATOR,
+            options__evaluator=evaluator.pk,
+        )
         .select_related("created_by")
         .order_by("-created_at", "-id")[:limit]
     )
@@ -58,9 +69,14 @@ def pseudonym(index: int) -> str:
     return f"Evaluator {name}"
 
 
-def evaluator_names(*, user) -> dict[str, str]:
-    """``evaluator:<id>`` → the name this user may see (identity for admins, a pseudonym else)."""
-    rows = Evaluator.objects.order_by("pk").values_list("pk", "name", "version")
+def evaluator_names(*, project, user) -> dict[str, str]:
+    """``evaluator:<id>`` → the name this user may see (identity for admins, a pseudonym else),
+    for the project's evaluators (pseudonym letters count within the project)."""
+    rows = (
+        Evaluator.objects.filter(project=project)
+        .order_by("pk")
+        .values_list("pk", "name", "version")
+    )
     admin = has_role(user, Role.ADMIN)
     return {
         f"evaluator:{pk}": (f"{name} {version}" if admin else pseudonym(i))
@@ -68,12 +84,15 @@ def evaluator_names(*, user) -> dict[str, str]:
     }
 
 
-def get_evaluator_report_for(*, user) -> dict | None:
-    """The latest evaluator report with names resolved for ``user`` (None when none exists)."""
-    snapshot = EvaluatorReportSnapshot.objects.select_related("created_by").first()
+def get_evaluator_report_for(*, project, user) -> dict | None:
+    """The project's latest evaluator report with names resolved for ``user`` (None when it
+    has none)."""
+    snapshot = (
+        EvaluatorReportSnapshot.objects.filter(project=project).select_related("created_by").first()
+    )
     if snapshot is None:
         return None
-    names = evaluator_names(user=user)
+    names = evaluator_names(project=project, user=user)
     report = snapshot.report
 
     def name(key: str) -> str:
@@ -100,31 +119,50 @@ def get_evaluator_report_for(*, user) -> dict | None:
     }
 
 
-def list_calibrations():
-    return PcsCalibration.objects.select_related("created_by").order_by("-created_at", "-id")
-
-
-def get_calibration(*, pk: int) -> PcsCalibration:
-    return get_object_or_404(PcsCalibration, pk=pk)
-
-
-def get_calibration_by_label(label: str) -> PcsCalibration | None:
-    """The calibration a command names as ``NAME:VERSION`` (e.g. ``q2:1``), or None."""
-    name, _, version = label.partition(":")
-    if not version.isdigit():
-        return None
-    return PcsCalibration.objects.filter(name=name, version=int(version)).first()
-
-
-def list_release_reports():
-    return ReleaseReport.objects.select_related("version", "calibration", "created_by").defer(
-        "report", "html"
+def list_calibrations(*, project):
+    """The project's PCS calibrations, newest first."""
+    return (
+        PcsCalibration.objects.filter(project=project)
+        .select_related("created_by")
+        .order_by("-created_at", "-id")
     )
 
 
-def get_release_report(*, pk: int) -> ReleaseReport:
+def list_succeeded_calibrations(*, project):
+    """The project's calibrations a scoring job or a release report may use."""
+    return PcsCalibration.objects.filter(project=project, status=CalibrationStatus.SUCCEEDED)
+
+
+def get_calibration(*, project, pk: int) -> PcsCalibration:
+    """The project's calibration ``pk``; Http404 for another project's."""
+    return get_object_or_404(PcsCalibration, project=project, pk=pk)
+
+
+def get_calibration_by_label(label: str, *, project) -> PcsCalibration | None:
+    """The project's calibration a command names as ``NAME:VERSION`` (e.g. ``q2:1``), or
+    None."""
+    name, _, version = label.partition(":")
+    if not version.isdigit():
+        return None
+    return PcsCalibration.objects.filter(project=project, name=name, version=int(version)).first()
+
+
+def list_release_reports(*, project):
+    """The project's release reports (without their bodies)."""
+    return (
+        ReleaseReport.objects.filter(project=project)
+        .select_related("version", "calibration", "created_by")
+        .defer("report", "html")
+    )
+
+
+def get_release_report(*, project, pk: int) -> ReleaseReport:
+    """The project's release report ``pk``; Http404 for another project's."""
     return get_object_or_404(
-        ReleaseReport.objects.select_related("version", "calibration", "created_by"), pk=pk
+        ReleaseReport.objects.filter(project=project).select_related(
+            "version", "calibration", "created_by"
+        ),
+        pk=pk,
     )
 
 

@@ -26,13 +26,18 @@ from scoring.stats import WILCOXON_METHODS, compare_paired
 DIFF_LIMIT = 200
 
 
-def list_versions():
-    return GoldVersion.objects.filter(sealed=True).select_related("created_by", "parent")
+def list_versions(*, project):
+    """The project's sealed versions, newest first."""
+    return GoldVersion.objects.filter(project=project, sealed=True).select_related(
+        "created_by", "parent"
+    )
 
 
-def get_version(*, number: int) -> GoldVersion:
+def get_version(*, project, number: int) -> GoldVersion:
+    """The project's sealed version ``number`` (version numbers are per project); Http404 for
+    an unknown number, an unsealed version or another project's version."""
     return get_object_or_404(
-        GoldVersion.objects.filter(sealed=True)
+        GoldVersion.objects.filter(project=project, sealed=True)
         .select_related("created_by", "parent")
         .prefetch_related("files"),
         number=number,
@@ -46,8 +51,9 @@ def version_files_for(*, version: GoldVersion, user) -> list[tuple]:
     return [(f, f.pk in offered) for f in files]
 
 
-def list_job_versions():
-    return GoldVersion.objects.filter(sealed=True).order_by("-number")
+def list_job_versions(*, project):
+    """The versions a run of ``project`` may be scored against: its own sealed versions."""
+    return GoldVersion.objects.filter(project=project, sealed=True).order_by("-number")
 
 
 def revocations_for(version: GoldVersion) -> list[dict]:
@@ -62,7 +68,9 @@ def revocations_for(version: GoldVersion) -> list[dict]:
     if not held:
         return []
     revoked = CustomerPermission.objects.filter(
-        customer__slug__in=held, revoked_at__gt=version.created_at
+        customer__project_id=version.project_id,
+        customer__slug__in=held,
+        revoked_at__gt=version.created_at,
     ).select_related("customer", "revoked_by")
     return [
         {
@@ -140,13 +148,22 @@ def diff_versions(
 # ---------------------------------------------------------------- scoring jobs
 
 
-def list_jobs():
-    return ScoringJob.objects.select_related("version", "created_by").order_by("-created_at")
+def list_jobs(*, project):
+    """The project's scoring jobs, newest first."""
+    return (
+        ScoringJob.objects.filter(project=project)
+        .select_related("version", "created_by")
+        .order_by("-created_at")
+    )
 
 
-def get_job(*, pk: int) -> ScoringJob:
+def get_job(*, project, pk: int) -> ScoringJob:
+    """The project's scoring job ``pk``; Http404 for another project's job."""
     return get_object_or_404(
-        ScoringJob.objects.select_related("version", "created_by", "calibration"), pk=pk
+        ScoringJob.objects.filter(project=project).select_related(
+            "version", "created_by", "calibration"
+        ),
+        pk=pk,
     )
 
 
@@ -220,12 +237,13 @@ def iter_query_results(job: ScoringJob):
     )
 
 
-def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
-    """The succeeded jobs named, all on one version; Http404 for unknown ids."""
+def list_comparable_jobs(*, project, job_ids: list[int]) -> list[ScoringJob]:
+    """The project's succeeded jobs named; Http404 for unknown ids (another project's job is
+    unknown here)."""
     jobs = list(
-        ScoringJob.objects.filter(pk__in=job_ids, status=JobStatus.SUCCEEDED).select_related(
-            "version"
-        )
+        ScoringJob.objects.filter(
+            project=project, pk__in=job_ids, status=JobStatus.SUCCEEDED
+        ).select_related("version")
     )
     if len(jobs) != len(set(job_ids)):
         raise Http404("unknown or unfinished scoring job")

@@ -56,13 +56,15 @@ def triple_review_ratings(*, triples=None):
         )
 
 
-def _production_labels():
-    return Label.objects.filter(record__is_calibration=False, assignment__is_calibration=False)
+def _production_labels(project=None):
+    labels = Label.objects.filter(record__is_calibration=False, assignment__is_calibration=False)
+    return labels if project is None else labels.filter(record__project=project)
 
 
-def answer_label_ratings():
+def answer_label_ratings(*, project=None):
+    """Every production answer label as ratings (with ``project``, only that project's)."""
     rows = (
-        _production_labels()
+        _production_labels(project)
         .order_by("pk")
         .values_list(
             "record_id",
@@ -294,7 +296,8 @@ def triple_review_frame(*, triples=None) -> pd.DataFrame:
     return _frame(TRIPLES, "r", data, {"verdict": data["verdict"]})
 
 
-def answer_label_frame() -> pd.DataFrame:
+def answer_label_frame(*, project=None) -> pd.DataFrame:
+    """:func:`answer_label_ratings` as columns (with ``project``, only that project's)."""
     names = [
         "item",
         "annotator",
@@ -307,7 +310,7 @@ def answer_label_frame() -> pd.DataFrame:
         "week",
     ]
     rows = (
-        _production_labels()
+        _production_labels(project)
         .order_by("pk")
         .annotate(week=_iso_week("created_at"))
         .values_list(

@@ -101,7 +101,10 @@ def validate_answer_log(*, version: GoldVersion, source: ByteSource, name: str):
     packet_passages = {
         g["passage_id"] for p in packets for g in [*p["gold_evidence"], *p.get("near_miss", [])]
     }
-    known_passages = known_block_ids(sorted(passages - packet_passages)) | packet_passages
+    known_passages = (
+        known_block_ids(sorted(passages - packet_passages), project=version.project)
+        | packet_passages
+    )
     del passages, packets
     problems: list[str] = []
     seen: dict[tuple[str, str], int] = {}

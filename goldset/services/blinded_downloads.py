@@ -67,7 +67,7 @@ def serve_version_file(*, user, version: GoldVersion, fmt: str, via: str) -> Dow
     filename, sha256, size = stored.filename, stored.sha256, stored.size
     if projected:
         spool = FileSpool()
-        for piece in project_jsonl(chunks, spec=spec, version_number=version.number):
+        for piece in project_jsonl(chunks, spec=spec, version=version):
             spool.write(piece)
         spool.spool.seek(0)
         chunks = iter(lambda: spool.spool.read(CHUNK_SIZE), b"")
@@ -104,8 +104,8 @@ class VersionPseudonyms:
     """Maps whatever names a person in a version's files (a username, a legacy ``reviewer-<pk>``,
     or an existing pseudonym) to the version's pseudonym, creating it on first use."""
 
-    def __init__(self, version_number: int):
-        self.scope = gold_version_scope(version_number)
+    def __init__(self, version: GoldVersion):
+        self.scope = gold_version_scope(version)
         self.memo: dict[str, str] = {}
 
     def __call__(self, value):
@@ -127,9 +127,10 @@ class VersionPseudonyms:
         return self.memo[key]
 
 
-def project_jsonl(chunks: Iterator[bytes], *, spec, version_number: int) -> Iterator[bytes]:
-    """Each JSON line of ``chunks`` reduced to ``spec``; canonical JSON out."""
-    pseudonym = VersionPseudonyms(version_number)
+def project_jsonl(chunks: Iterator[bytes], *, spec, version: GoldVersion) -> Iterator[bytes]:
+    """Each JSON line of ``chunks`` reduced to ``spec``; canonical JSON out (people under the
+    version's pseudonyms)."""
+    pseudonym = VersionPseudonyms(version)
     pending = b""
     for chunk in chunks:
         pending += chunk

@@ -48,6 +48,7 @@ def evaluator_key(evaluator_id: int) -> str:
 @transaction.atomic
 def create_evaluator(
     *,
+    project,
     name: str,
     version: str,
     kind: str,
@@ -56,10 +57,12 @@ def create_evaluator(
     description: str = "",
     actor=None,
 ) -> Evaluator:
-    """Register an evaluator; (name, version) is unique — a duplicate is a GoldsetError."""
-    if Evaluator.objects.filter(name=name, version=version).exists():
+    """Register an evaluator in ``project``; (name, version) is unique in the project — a
+    duplicate is a GoldsetError (another project may use the same name)."""
+    if Evaluator.objects.filter(project=project, name=name, version=version).exists():
         raise GoldsetError(f"evaluator {name} {version} already exists")
     evaluator = Evaluator.objects.create(
+        project=project,
         name=name,
         version=version,
         kind=kind,
@@ -111,10 +114,11 @@ class EvaluatorOutputImporter:
 
     def check(self, rows, problems: Problems) -> list[EvaluatorOutput]:
         ids = [o["record_id"] for _, o in rows if isinstance(o.get("record_id"), str)]
+        # Only the evaluator's project's records: another project's record id is unknown here.
         known = dict(
-            AnswerRecord.objects.filter(public_id__in=ids, is_calibration=False).values_list(
-                "public_id", "pk"
-            )
+            AnswerRecord.objects.filter(
+                project_id=self.evaluator.project_id, public_id__in=ids, is_calibration=False
+            ).values_list("public_id", "pk")
         )
         plan = []
         for lineno, obj in rows:
@@ -239,9 +243,12 @@ def import_evaluator_outputs(
 # Gold tier → plain data
 
 
-def gold_tier_records():
+def gold_tier_records(*, project):
+    """The project's settled gold-tier answer records with what scoring needs."""
     return (
-        AnswerRecord.objects.filter(is_calibration=False, tier=Tier.GOLD, status__in=FINAL_STATUSES)
+        AnswerRecord.objects.filter(
+            project=project, is_calibration=False, tier=Tier.GOLD, status__in=FINAL_STATUSES
+        )
         .exclude(final_acceptability="")
         .select_related("question__domain", "run__system", "adjudication")
         .prefetch_related(
@@ -305,10 +312,10 @@ def gold_label(record: AnswerRecord) -> dict:
     return label
 
 
-def gold_tier_items() -> list[dict]:
-    """``scoring.evaluators`` items for the gold tier, with PCS, nDCG@10 and every PROBE
-    component (``scoring.probe`` on the record and its final label) as scores."""
-    records = list(gold_tier_records())
+def gold_tier_items(*, project) -> list[dict]:
+    """``scoring.evaluators`` items for the project's gold tier, with PCS, nDCG@10 and every
+    PROBE component (``scoring.probe`` on the record and its final label) as scores."""
+    records = list(gold_tier_records(project=project))
     if not records:
         return []
     packets = {r.question.question_id: packet_record(r.question) for r in records}
@@ -343,10 +350,15 @@ def gold_tier_items() -> list[dict]:
     return items
 
 
-def evaluator_outputs(record_ids) -> dict[str, dict[str, dict]]:
+def evaluator_outputs(record_ids, *, project) -> dict[str, dict[str, dict]]:
+    """The project's evaluators' outputs on these records, by ``evaluator:<id>``."""
     out: dict[str, dict[str, dict]] = {}
     rows = (
-        EvaluatorOutput.objects.filter(record__public_id__in=record_ids)
+        EvaluatorOutput.objects.filter(
+            evaluator__project=project,
+            record__project=project,
+            record__public_id__in=record_ids,
+        )
         .select_related("record")
         .order_by("evaluator_id", "record_id")
     )
@@ -367,29 +379,34 @@ def score_rows(items: list[dict]) -> list[str]:
 
 
 @transaction.atomic
-def compute_evaluator_report(*, actor=None, trust_kappa: float | None = None):
-    """Compute the evaluator report on the gold tier now and store it as a snapshot.
+def compute_evaluator_report(*, project, actor=None, trust_kappa: float | None = None):
+    """Compute the evaluator report on the project's gold tier now and store it as the
+    project's snapshot (its own evaluators, κ gate and coverage).
 
     Raises GoldsetError when the gold tier is empty or no evaluator has outputs on it.
     Resamples come from settings (``GOLDSET_EVALUATOR_RESAMPLES``); an evaluator is trusted at
     the protocol's κ gate (the ``KAPPA_GATE`` tunable) unless ``trust_kappa`` is given, and only
     when it judged at least ``EVALUATOR_MIN_COVERAGE`` of the gold tier's records.
     """
-    items = gold_tier_items()
+    items = gold_tier_items(project=project)
     if not items:
         raise GoldsetError("the gold tier has no settled answer record yet")
-    outputs = evaluator_outputs([it["record_id"] for it in items])
+    outputs = evaluator_outputs([it["record_id"] for it in items], project=project)
     if not outputs:
         raise GoldsetError("no evaluator has outputs on the gold tier yet: import some first")
-    kappa = tunable("KAPPA_GATE") if trust_kappa is None else trust_kappa
+    kappa = tunable("KAPPA_GATE", project=project) if trust_kappa is None else trust_kappa
     config = EvaluatorConfig(
         trust_kappa=kappa,
-        min_coverage=tunable("EVALUATOR_MIN_COVERAGE"),
+        min_coverage=tunable("EVALUATOR_MIN_COVERAGE", project=project),
         resamples=settings.GOLDSET_EVALUATOR_RESAMPLES,
     )
     report = evaluator_report(items, outputs, scores=score_rows(items), config=config)
     snapshot = EvaluatorReportSnapshot.objects.create(
-        report=report.to_dict(), trust_kappa=kappa, n_items=report.n_items, created_by=actor
+        project=project,
+        report=report.to_dict(),
+        trust_kappa=kappa,
+        n_items=report.n_items,
+        created_by=actor,
     )
     record_event(
         actor=actor,

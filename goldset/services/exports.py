@@ -271,14 +271,15 @@ class Pinned:
         return f"{start}/{end}" if end else start
 
 
-def _pinned_data(pins: list[tuple[str, int]]) -> dict[tuple[str, int], Pinned]:
-    """Block version fields for a batch of pins (one query, plain tuples). Raises
-    GoldsetError for a pin missing from the corpus."""
+def _pinned_data(pins: list[tuple[str, int]], *, project_id: int) -> dict[tuple[str, int], Pinned]:
+    """Block version fields for a batch of pins in the project's corpus (one query, plain
+    tuples; block ids are per project). Raises GoldsetError for a pin missing from it."""
     wanted = set(pins)
     found = {}
-    for values in BlockVersion.objects.filter(block__block_id__in={b for b, _ in pins}).values_list(
-        *PIN_FIELDS
-    ):
+    rows = BlockVersion.objects.filter(
+        block__project_id=project_id, block__block_id__in={b for b, _ in pins}
+    ).values_list(*PIN_FIELDS)
+    for values in rows:
         pinned = Pinned(*values)
         if (pinned.block_id, pinned.version) in wanted:
             found[(pinned.block_id, pinned.version)] = pinned
@@ -379,7 +380,7 @@ def render_snippet_files(version: GoldVersion, *, description: str) -> dict:
         pins = [
             (r["expected_block"]["block_id"], int(r["expected_block"]["version"])) for r in rows
         ]
-        data = _pinned_data(sorted(set(pins)))
+        data = _pinned_data(sorted(set(pins)), project_id=version.project_id)
         new = [pin for pin in dict.fromkeys(pins) if pin not in seen]
         for redacted, spool in unrag.items():
             if new:

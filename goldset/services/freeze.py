@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from django.db import connection, transaction
 from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
 from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WebhookEvent, WorkingSlice
 from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
@@ -24,12 +25,7 @@ from goldset.selectors.curation import (
     with_pin_status,
 )
 from goldset.services import exports, webhooks
-from goldset.services.agreement import (
-    bootstrap_resamples,
-    bootstrap_seed,
-    ratings_frame,
-    summary_figures,
-)
+from goldset.services.agreement import ratings_frame, summary_figures
 from goldset.services.agreement_sources import (
     ANSWERS,
     TRIPLES,
@@ -114,14 +110,17 @@ def _insert_rows(batch: list[tuple]) -> None:
     )
 
 
-def _lock_freezes() -> None:
+def _lock_freezes(project) -> None:
+    """Serialise the freezes of one project (version numbers are per project; two projects
+    freeze at once)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [FREEZE_LOCK_KEY])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [FREEZE_LOCK_KEY, project.pk])
 
 
-def latest_version() -> GoldVersion | None:
-    return GoldVersion.objects.filter(sealed=True).order_by("-number").first()
+def latest_version(*, project) -> GoldVersion | None:
+    """The project's newest sealed version (None before its first freeze)."""
+    return GoldVersion.objects.filter(project=project, sealed=True).order_by("-number").first()
 
 
 def diff_against(parent: GoldVersion | None, current: dict[str, str]) -> VersionDiff:
@@ -149,6 +148,7 @@ class NothingToFreeze(GoldsetError):
 @transaction.atomic
 def store_frozen_version(
     *,
+    project,
     rows: Iterable[dict],
     actor,
     filters: dict | None = None,
@@ -159,10 +159,11 @@ def store_frozen_version(
     extra_files: dict[str, Callable] | None = None,
     now: dt.datetime | None = None,
 ) -> GoldVersion:
-    """Store a new sealed gold version from ``rows`` (streamed, inserted in batches).
+    """Store a new sealed gold version of ``project`` from ``rows`` (streamed, inserted in
+    batches), numbered after the project's latest (v1 is each project's first).
 
-    Atomic: rows, files and manifest are all stored or none. Freezes are serialised with a
-    PostgreSQL advisory lock, so version numbers are consecutive under concurrency. Rows keep
+    Atomic: rows, files and manifest are all stored or none. A project's freezes are serialised
+    with a PostgreSQL advisory lock, so its version numbers are consecutive under concurrency. Rows keep
     the iterable's order; the same rows in the same order always give byte-identical data files
     (version numbers and times live only in the manifest and file names). ``superseded`` (the
     curated freeze's :func:`superseded_manifest`) is recorded as ``superseded_pins``. Raises
@@ -170,10 +171,11 @@ def store_frozen_version(
     for a malformed or duplicate row, or a pinned block version missing from the corpus.
     ``extra_files`` maps an ExportFormat to ``fn(version) -> iterable of bytes`` for exports
     other areas provide (e.g. the adjudication export)."""
-    _lock_freezes()
-    parent = latest_version()
+    _lock_freezes(project)
+    parent = latest_version(project=project)
     now = now or timezone.now()
     version = GoldVersion.objects.create(
+        project=project,
         number=(parent.number + 1) if parent else 1,
         parent=parent,
         filters=filters or {},
@@ -252,6 +254,7 @@ def store_frozen_version(
     manifest = {
         "gold_version": version.number,
         "label": version.label,
+        "project": project.slug,
         "parent_version": parent.number if parent else None,
         "created_by": getattr(actor, "username", None) or "system",
         "created_at": now.isoformat(),
@@ -350,31 +353,31 @@ class FreezeFilters:
         }
 
 
-def _filtered_gold(filters: FreezeFilters):
-    """The gold triples the filters select, superseded pins or not, annotated with
-    ``newest_version`` / ``superseded_pin``."""
+def _filtered_gold(filters: FreezeFilters, *, project):
+    """The project's gold triples the filters select, superseded pins or not, annotated with
+    ``newest_version`` / ``superseded_pin`` (the domain and working slice are the project's)."""
     triples = with_pin_status(
         list_gold_triples(
             domain=filters.domain or None,
             tier=filters.tier or None,
             source=filters.source or None,
             public_only=filters.public_only,
-        )
+        ).filter(project=project)
     )
     if filters.working_slice:
-        chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
+        chosen = WorkingSlice.objects.filter(project=project, quarter=filters.working_slice).first()
         if chosen is None:
             raise GoldsetError(f"there is no working slice {filters.working_slice}")
         triples = triples.filter(pk__in=chosen.triple_ids)
     return triples
 
 
-def selected_triples(filters: FreezeFilters):
-    """The gold triples the filters select (curation's selector: state gold, never a revoked
+def selected_triples(filters: FreezeFilters, *, project):
+    """The project's gold triples the filters select (curation's selector: state gold, never a revoked
     customer's triple), restricted to a working slice when one is named. Triples pinned to a
     superseded block version (issue 12) are left out unless ``include_superseded``: an admin
     confirms them after seeing them listed in the preview."""
-    triples = _filtered_gold(filters)
+    triples = _filtered_gold(filters, project=project)
     if not filters.include_superseded:
         triples = triples.exclude(superseded_pin_q())
     return triples
@@ -398,11 +401,11 @@ class SupersededPinRow:
         }
 
 
-def superseded_pins(filters: FreezeFilters) -> list[SupersededPinRow]:
+def superseded_pins(filters: FreezeFilters, *, project) -> list[SupersededPinRow]:
     """The gold triples the filters match whose pin is superseded, whether or not the freeze
     includes them (one query)."""
     rows = (
-        _filtered_gold(filters)
+        _filtered_gold(filters, project=project)
         .filter(superseded_pin_q())
         .values_list(
             "external_id",
@@ -416,24 +419,24 @@ def superseded_pins(filters: FreezeFilters) -> list[SupersededPinRow]:
     return [SupersededPinRow(*row) for row in rows]
 
 
-def superseded_manifest(filters: FreezeFilters) -> dict:
+def superseded_manifest(filters: FreezeFilters, *, project) -> dict:
     """What the manifest says about superseded pins: whether they were included, and which."""
     return {
         "included": filters.include_superseded,
-        "triples": [row.as_dict() for row in superseded_pins(filters)],
+        "triples": [row.as_dict() for row in superseded_pins(filters, project=project)],
     }
 
 
-def selected_rows(filters: FreezeFilters):
+def selected_rows(filters: FreezeFilters, *, project):
     """The gold rows of the selected triples, streamed from plain columns (issue 26: no model
     objects for a hundred thousand triples and their joins)."""
-    return iter_gold_rows(selected_triples(filters), batch=ROW_BATCH)
+    return iter_gold_rows(selected_triples(filters, project=project), batch=ROW_BATCH)
 
 
-def freeze_seeds(filters: FreezeFilters) -> dict:
+def freeze_seeds(filters: FreezeFilters, *, project) -> dict:
     seeds = {"bootstrap_ci": DEFAULT_SEED}
     if filters.working_slice:
-        chosen = WorkingSlice.objects.filter(quarter=filters.working_slice).first()
+        chosen = WorkingSlice.objects.filter(project=project, quarter=filters.working_slice).first()
         if chosen is not None:
             seeds["working_slice"] = chosen.seed
     return seeds
@@ -448,7 +451,7 @@ AGREEMENT_METHOD = (
 )
 
 
-def agreement_summary(filters: FreezeFilters) -> dict:
+def agreement_summary(filters: FreezeFilters, *, project) -> dict:
     """Agreement figures that mean something (issue 12 item 3), via the agreement service's
     adapters and ``scoring.agreement``:
 
@@ -460,16 +463,19 @@ def agreement_summary(filters: FreezeFilters) -> dict:
       severe safety). Answer records are not rows of a gold version, so this is the labelling
       team's agreement when the version was frozen, stated as such.
 
-    Bootstrap seed: the ``AGREEMENT_BOOTSTRAP_SEED`` tunable (8821), recorded in the summary."""
-    triples = selected_triples(filters).values("pk")
-    n_resamples, seed = bootstrap_resamples(), bootstrap_seed()
+    Bootstrap seed and resamples: the project's ``AGREEMENT_BOOTSTRAP_SEED`` (8821) and
+    ``AGREEMENT_BOOTSTRAP_RESAMPLES``, recorded in the summary. Only the project's reviews and
+    labels count."""
+    triples = selected_triples(filters, project=project).values("pk")
+    n_resamples = tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", project=project)
+    seed = tunable("AGREEMENT_BOOTSTRAP_SEED", project=project)
     if connection.vendor == "postgresql":
         # Columnar COPY reads (issue 26): categorical columns instead of a tuple per rating.
         review_rows = triple_review_frame(triples=triples)
-        label_rows = answer_label_frame()
+        label_rows = answer_label_frame(project=project)
     else:
         review_rows = ratings_frame(triple_review_ratings(triples=triples))
-        label_rows = ratings_frame(answer_label_ratings())
+        label_rows = ratings_frame(answer_label_ratings(project=project))
     reviews = summary_figures(review_rows, n_resamples=n_resamples, seed=seed)
     labels = summary_figures(label_rows, n_resamples=n_resamples, seed=seed)
     return {
@@ -500,20 +506,20 @@ class FreezePreview:
     include_superseded: bool = False
 
 
-def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
-    """Counts and the diff against the latest version, without storing anything, and every
+def preview_freeze(*, project, filters: FreezeFilters) -> FreezePreview:
+    """Counts and the diff against the project's latest version, without storing anything, and every
     matching gold triple pinned to a superseded block version (included or left out, as
     ``filters.include_superseded`` says)."""
     stats = RowStats()
     checksums = {}
-    for row in selected_rows(filters):
+    for row in selected_rows(filters, project=project):
         meta = row.get("metadata") or {}
         stats.count += 1
         stats.by_domain[meta.get("domain") or ""] += 1
         stats.by_tier[meta.get("tier") or ""] += 1
         stats.by_source[meta.get("source") or ""] += 1
         checksums[row["id"]] = exports.sha256_bytes(exports.canonical_bytes(row))
-    parent = latest_version()
+    parent = latest_version(project=project)
     return FreezePreview(
         count=stats.count,
         by_domain=dict(sorted(stats.by_domain.items())),
@@ -521,26 +527,27 @@ def preview_freeze(*, filters: FreezeFilters) -> FreezePreview:
         by_source=dict(sorted(stats.by_source.items())),
         against=parent.number if parent else None,
         diff=diff_against(parent, checksums),
-        superseded=superseded_pins(filters),
+        superseded=superseded_pins(filters, project=project),
         include_superseded=filters.include_superseded,
     )
 
 
 def freeze_gold_version(
-    *, filters: FreezeFilters, actor, note: str = "", extra_files=None
+    *, project, filters: FreezeFilters, actor, note: str = "", extra_files=None
 ) -> GoldVersion:
-    """Freeze the gold triples the filters select as the next version (atomic; see
+    """Freeze the project's gold triples the filters select as its next version (atomic; see
     :func:`store_frozen_version`). Revoked customers' triples are never selected; triples
     pinned to superseded block versions only with ``filters.include_superseded`` (the manifest
     lists them either way)."""
     extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
     return store_frozen_version(
-        rows=selected_rows(filters),
+        project=project,
+        rows=selected_rows(filters, project=project),
         actor=actor,
         filters=filters.as_dict(),
-        seeds=freeze_seeds(filters),
-        agreement=agreement_summary(filters),
-        superseded=superseded_manifest(filters),
+        seeds=freeze_seeds(filters, project=project),
+        agreement=agreement_summary(filters, project=project),
+        superseded=superseded_manifest(filters, project=project),
         note=note,
         extra_files=extra,
     )

@@ -106,8 +106,9 @@ def _dedupe_key(kind: str, sha256: str, options: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def check_options(*, kind: str, actor, options: dict) -> dict:
-    """The options each kind accepts; raises GoldsetError for a wrong one."""
+def check_options(*, project, kind: str, actor, options: dict) -> dict:
+    """The options each kind accepts, for an import into ``project``; raises GoldsetError for a
+    wrong one (a version, calibration or evaluator of another project is unknown here)."""
     if kind not in ImportKind.values:
         raise GoldsetError(f"unknown import kind {kind!r}")
     allowed = {
@@ -123,16 +124,19 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
     if kind == ImportKind.EVALUATOR:
         if not has_role(actor, Role.ADMIN):
             raise GoldsetError("Only an admin may import evaluator outputs.")
-        _evaluator(cleaned)  # raises unless it exists
+        _evaluator(cleaned, project=project)  # raises unless it exists in the project
     if (
         kind == ImportKind.RUN
-        and not GoldVersion.objects.filter(number=cleaned.get("version"), sealed=True).exists()
+        and not GoldVersion.objects.filter(
+            project=project, number=cleaned.get("version"), sealed=True
+        ).exists()
     ):
         raise GoldsetError(f"gold version v{cleaned.get('version')} is not frozen")
     if kind == ImportKind.RUN and cleaned.get("calibration"):
         if not has_role(actor, Role.ADMIN):
             raise GoldsetError("Only an admin may score a run with a PCS calibration.")
-        probe_config_for(_calibration(cleaned))  # raises unless it has succeeded
+        # Raises unless it is the project's and has succeeded.
+        probe_config_for(_calibration(cleaned, project=project), project=project)
     if kind == ImportKind.RUN and "metrics" in cleaned:
         # Stored as labels, so the same measures spelled twice ("P_5", "precision@5") are
         # the same options; other measures are another job.
@@ -140,20 +144,21 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
     return cleaned
 
 
-def _calibration(options: dict) -> PcsCalibration | None:
-    """The PCS calibration a run import's options name (a pk), or None for the defaults."""
+def _calibration(options: dict, *, project) -> PcsCalibration | None:
+    """The project's PCS calibration a run import's options name (a pk), or None for the
+    defaults."""
     pk = options.get("calibration")
     if not pk:
         return None
-    calibration = PcsCalibration.objects.filter(pk=pk).first()
+    calibration = PcsCalibration.objects.filter(project=project, pk=pk).first()
     if calibration is None:
         raise GoldsetError(f"calibration: no PCS calibration #{pk}")
     return calibration
 
 
-def _evaluator(options: dict) -> Evaluator:
-    """The evaluator an evaluator-output import's options name (a pk)."""
-    evaluator = Evaluator.objects.filter(pk=options.get("evaluator") or 0).first()
+def _evaluator(options: dict, *, project) -> Evaluator:
+    """The project's evaluator an evaluator-output import's options name (a pk)."""
+    evaluator = Evaluator.objects.filter(project=project, pk=options.get("evaluator") or 0).first()
     if evaluator is None:
         raise GoldsetError(f"evaluator: no evaluator #{options.get('evaluator')}")
     return evaluator
@@ -164,7 +169,7 @@ def submit_import(*, project, kind: str, upload, actor, options: dict | None = N
     UploadRejected (nothing stored) for a file over the size cap, not UTF-8 or empty,
     GoldsetError for a bad option. Idempotent per (project, kind, file sha256, options)."""
     name = upload.name or "upload"
-    options = check_options(kind=kind, actor=actor, options=options or {})
+    options = check_options(project=project, kind=kind, actor=actor, options=options or {})
     stored = storage.store_upload(upload, name=name)
     try:
         submission = _submit(
@@ -568,11 +573,13 @@ def _importer(job: ImportJob):
     if job.kind == ImportKind.ANSWERS:
         return lambda **kw: import_answer_logs(project=job.project, **kw)
     if job.kind == ImportKind.EVALUATOR:
-        return lambda **kw: import_evaluator_outputs(evaluator=_evaluator(options), **kw)
-    return lambda **kw: _import_run(options=options, **kw)
+        return lambda **kw: import_evaluator_outputs(
+            evaluator=_evaluator(options, project=job.project), **kw
+        )
+    return lambda **kw: _import_run(options=options, project=job.project, **kw)
 
 
-def _import_run(*, options: dict, source, actor, source_name: str, progress, on_written):
+def _import_run(*, options: dict, project, source, actor, source_name: str, progress, on_written):
     """A run to score: read through the toolkit first (BOM, UTF-8, NUL, NaN/Infinity, nesting
     depth, with line and field), then validated by the scoring upload rules; a scoring job is
     created in the same transaction as the import job's result. The run goes from the stored
@@ -580,7 +587,8 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
     run is never held whole in memory)."""
     with checked_run_file(source) as path:
         progress("validating", 40)
-        version = GoldVersion.objects.get(number=options["version"], sealed=True)
+        # The import job's project's version: a run is scored in the project it was sent to.
+        version = GoldVersion.objects.get(project=project, number=options["version"], sealed=True)
         with transaction.atomic():
             job = create_scoring_job(
                 version=version,
@@ -589,7 +597,7 @@ def _import_run(*, options: dict, source, actor, source_name: str, progress, on_
                 filename=source_name,
                 actor=actor,
                 k=int(options.get("k") or 10),
-                calibration=_calibration(options),
+                calibration=_calibration(options, project=project),
                 metrics=options.get("metrics"),
             )
             summary = {

@@ -24,7 +24,7 @@ from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from goldset.conf import tunable
-from goldset.exceptions import GoldsetError
+from goldset.exceptions import CrossProjectReference, GoldsetError
 from goldset.models import AnswerRecord, CalibrationStatus, OutboxMessage, PcsCalibration
 from goldset.rules.jobs import calibration_dedupe_key
 from goldset.selectors.answers import packet_record
@@ -48,14 +48,21 @@ def paraphrase_group(question_id: str) -> str:
 
 
 @transaction.atomic
-def start_pcs_calibration(*, name: str, actor=None) -> PcsCalibration:
-    """Queue a new version of calibration ``name``. The task goes through the outbox: the row
-    commits even when the broker is down and the grid is dispatched when it returns."""
+def start_pcs_calibration(*, project, name: str, actor=None) -> PcsCalibration:
+    """Queue a new version of ``project``'s calibration ``name`` (versions count per project
+    and name). The calibration fits the project's records only. The task goes through the
+    outbox: the row commits even when the broker is down and the grid is dispatched when it
+    returns."""
     name = name.strip()
     if not name or not re.fullmatch(r"[\w.-]{1,80}", name):
         raise GoldsetError("a calibration name is 1–80 letters, digits, '.', '-' or '_'")
-    latest = PcsCalibration.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
-    calibration = PcsCalibration.objects.create(name=name, version=latest + 1, created_by=actor)
+    latest = (
+        PcsCalibration.objects.filter(project=project, name=name).aggregate(v=Max("version"))["v"]
+        or 0
+    )
+    calibration = PcsCalibration.objects.create(
+        project=project, name=name, version=latest + 1, created_by=actor
+    )
     record_event(actor=actor, verb="pcs_calibration_started", obj=calibration)
     _queue(calibration.pk)
     return calibration
@@ -77,10 +84,13 @@ def reference_label(record: AnswerRecord) -> dict:
     return label
 
 
-def _inputs():
-    base = AnswerRecord.objects.select_related(
-        "question__domain", "run__system", "adjudication", "calibration_item"
-    ).prefetch_related("retrieved", "citations", "question__evidence", "labels")
+def _inputs(*, project):
+    """The project's settled records and calibration references, as PROBE inputs."""
+    base = (
+        AnswerRecord.objects.filter(project=project)
+        .select_related("question__domain", "run__system", "adjudication", "calibration_item")
+        .prefetch_related("retrieved", "citations", "question__evidence", "labels")
+    )
     settled = base.filter(is_calibration=False, status__in=FINAL_STATUSES).exclude(
         final_acceptability=""
     )
@@ -116,7 +126,7 @@ def _claim(calibration_id: int, worker: str) -> PcsCalibration | None:
     )
     if not claimed:
         return None
-    return PcsCalibration.objects.get(pk=calibration_id)
+    return PcsCalibration.objects.select_related("project").get(pk=calibration_id)
 
 
 def run_pcs_calibration(
@@ -146,7 +156,7 @@ def run_pcs_calibration(
     if beat is not None:
         beat.start()
     try:
-        result, split = _fit(step)
+        result, split = _fit(step, project=calibration.project)
     except _TakenOver:
         logger.warning(
             "PCS calibration %s: attempt %s was taken over; it stored nothing",
@@ -183,10 +193,11 @@ def run_pcs_calibration(
     return PcsCalibration.objects.get(pk=calibration_id)
 
 
-def _fit(step):
-    """Load the inputs, score them with PROBE, split and run the grid; ``step(**fields)``
-    records progress (and raises when this attempt no longer holds the calibration)."""
-    packets, answers, labels = _inputs()
+def _fit(step, *, project):
+    """Load the project's inputs, score them with PROBE, split and run the grid;
+    ``step(**fields)`` records progress (and raises when this attempt no longer holds the
+    calibration)."""
+    packets, answers, labels = _inputs(project=project)
     if not answers:
         raise GoldsetError("no answer record has a settled label to calibrate against")
     step(stage="PROBE scoring", progress=5)
@@ -315,11 +326,17 @@ def reconcile_pcs_calibrations(*, now: dt.datetime | None = None) -> dict:
     return {"requeued": requeued, "failed": failed, "redispatched": redispatched}
 
 
-def probe_config_for(calibration: PcsCalibration | None):
+def probe_config_for(calibration: PcsCalibration | None, *, project=None):
     """The ``scoring.probe.ProbeConfig`` a scoring job uses: the seed's default without a
-    calibration, else the calibration's selected weights, caps and thresholds."""
+    calibration, else the calibration's selected weights, caps and thresholds. With
+    ``project``, a calibration of another project is refused (:class:`CrossProjectReference`)."""
     if calibration is None:
         return DEFAULT_CONFIG
+    if project is not None and calibration.project_id != project.pk:
+        raise CrossProjectReference(
+            f"PCS calibration {calibration.label} belongs to another project; choose one of "
+            "this project's calibrations"
+        )
     if calibration.status != CalibrationStatus.SUCCEEDED:
         raise GoldsetError(f"calibration {calibration.label} has not succeeded")
     s = calibration.selected

@@ -19,11 +19,9 @@ def adjudication_export_rows(*, project, scope: str, include_open: bool = False)
 
 
 def render_adjudication_export(version) -> Iterator[bytes]:
-    """The answers area's adjudication export at freeze time, one canonical JSON line each,
-    reviewers under the version's pseudonyms."""
-    rows = adjudication_export_rows(
-        project=version.project_id, scope=gold_version_scope(version.number)
-    )
+    """The answers area's adjudication export of the version's project at freeze time, one
+    canonical JSON line each, reviewers under the version's pseudonyms."""
+    rows = adjudication_export_rows(project=version.project, scope=gold_version_scope(version))
     for item in rows:
         yield (canonical_json(item) + "\n").encode("utf-8")
 

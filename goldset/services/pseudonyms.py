@@ -5,13 +5,20 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from goldset.models import Pseudonym
+from goldset.models import DEFAULT_PROJECT_SLUG, Pseudonym
 
 PREFIX = "person-"
 
 
-def gold_version_scope(number: int) -> str:
-    return f"gold-version:{number}"
+def gold_version_scope(version) -> str:
+    """The scope of a gold version's pseudonyms: one per version *of its project* (version
+    numbers are per project, so v1 of two projects never share a person's pseudonym). The
+    default project keeps the scope its versions had before projects, so their files and
+    downloads keep the pseudonyms they were frozen with."""
+    project = version.project
+    if project.slug == DEFAULT_PROJECT_SLUG:
+        return f"gold-version:{version.number}"
+    return f"project-{project.pk}:gold-version:{version.number}"
 
 
 def export_scope() -> str:

@@ -6,7 +6,7 @@ JSON and the self-contained HTML that was reviewed."""
 from django.conf import settings
 from django.db import transaction
 
-from goldset.exceptions import GoldsetError
+from goldset.exceptions import CrossProjectReference, GoldsetError
 from goldset.models import AnswerRecord, ExportFormat, GoldVersion, PcsCalibration, ReleaseReport
 from goldset.services.answer_scoring import version_packets
 from goldset.services.evaluators import FINAL_STATUSES, answer_entry, gold_label
@@ -35,22 +35,32 @@ def _artifacts(version: GoldVersion) -> dict[str, str]:
 @transaction.atomic
 def create_release_report(
     *,
+    project,
     version: GoldVersion,
     run_ids: list[str],
     calibration: PcsCalibration | None = None,
     actor=None,
     resamples: int | None = None,
 ) -> ReleaseReport:
-    """Compute and store the release report for ``run_ids`` (answers-area runs) on ``version``.
+    """Compute and store ``project``'s release report for its runs ``run_ids`` (answers-area
+    runs) on its ``version``.
 
-    Every answer's question must be in the version's PROBE packets (GoldsetError otherwise).
-    Scored with the calibration's configuration when one is chosen, else the seed's defaults.
+    The version and the calibration must be the project's (:class:`CrossProjectReference`
+    otherwise: a report cannot name another project's version or calibration); run ids are the
+    project's. Every answer's question must be in the version's PROBE packets (GoldsetError
+    otherwise). Scored with the calibration's configuration when one is chosen, else the seed's
+    defaults.
     """
+    if version.project_id != project.pk:
+        raise CrossProjectReference(
+            f"gold version v{version.number} belongs to another project; a release report "
+            "names a version of its own project"
+        )
     if not run_ids:
         raise GoldsetError("choose at least one run")
-    config = probe_config_for(calibration)
+    config = probe_config_for(calibration, project=project)
     records = list(
-        AnswerRecord.objects.filter(is_calibration=False, run__run_id__in=run_ids)
+        AnswerRecord.objects.filter(project=project, is_calibration=False, run__run_id__in=run_ids)
         .select_related("question__domain", "run__system", "adjudication")
         .prefetch_related("retrieved", "citations", "labels")
         .order_by("pk")
@@ -93,6 +103,7 @@ def create_release_report(
     )
     title = f"Release report — gold version v{version.number}"
     report = ReleaseReport.objects.create(
+        project=project,
         version=version,
         run_ids=sorted(set(run_ids)),
         calibration=calibration,

@@ -42,7 +42,7 @@ from django.utils import timezone
 
 import scoring
 from goldset.conf import tunable
-from goldset.exceptions import GoldsetError
+from goldset.exceptions import CrossProjectReference, GoldsetError
 from goldset.imports.reader import PathSource
 from goldset.models import (
     ExportFormat,
@@ -158,12 +158,13 @@ def _scan_lines(path: Path, fmt: str):
             yield lineno, str(obj.get("query_id")) if isinstance(obj, dict) else "", docs
 
 
-def _known_versions_hint(query_ids: list[str]) -> str:
+def _known_versions_hint(query_ids: list[str], *, project) -> str:
+    """Which of the project's versions hold these query ids (never another project's)."""
     numbers = sorted(
         set(
-            GoldVersionRow.objects.filter(triple_id__in=query_ids[:50]).values_list(
-                "version__number", flat=True
-            )
+            GoldVersionRow.objects.filter(
+                version__project=project, triple_id__in=query_ids[:50]
+            ).values_list("version__number", flat=True)
         )
     )
     return f" (they belong to {', '.join(f'v{n}' for n in numbers)})" if numbers else ""
@@ -190,7 +191,7 @@ def validate_retrieval_run(
     unknown_d: set[str] = set()
     # Looked up a batch of distinct ids at a time, so only one batch is Python strings.
     for doc_ids in iter_distinct_doc_ids(run):
-        known_blocks = known_block_ids(doc_ids)
+        known_blocks = known_block_ids(doc_ids, project=version.project)
         unknown_d.update(d for d in doc_ids if d not in known_blocks)
     n_rows = len(run)
     del run
@@ -199,7 +200,7 @@ def validate_retrieval_run(
         problems.append(
             f"{name}: none of the run's {len(run_queries)} query ids are triples of gold version "
             f"v{version.number}; was the run made for another version?"
-            + _known_versions_hint(sorted(unknown_q))
+            + _known_versions_hint(sorted(unknown_q), project=version.project)
         )
     duplicate_lines = fmt == RunFormat.JSONL and len(run_queries) != _count_records(path)
     if unknown_q or unknown_d or duplicate_lines:
@@ -267,6 +268,9 @@ def create_scoring_job(
     ``calibration`` (a succeeded PcsCalibration) scores an answer log with its configuration;
     without one the seed's defaults apply.
 
+    The job belongs to the version's project; ``calibration`` must be of the same project
+    (:class:`CrossProjectReference`, a GoldsetError, otherwise: nothing stored).
+
     Raises RunRejected (nothing stored, no job) for any problem in the file, GoldsetError for a
     version that is not sealed. Idempotent: the same file (by sha256) uploaded again for the same
     version and settings, while its first job is queued, running or succeeded, returns that job
@@ -277,6 +281,11 @@ def create_scoring_job(
         raise TypeError("create_scoring_job takes the run as data or as path, not both")
     if not version.sealed:
         raise GoldsetError(f"gold version v{version.number} is not frozen")
+    if calibration is not None and calibration.project_id != version.project_id:
+        raise CrossProjectReference(
+            f"PCS calibration {calibration.label} belongs to another project than gold version "
+            f"v{version.number}; choose a calibration of this project"
+        )
     measures = check_measures(metrics, k=k)
     with _run_on_disk(data, path) as run_path:
         return _create_scoring_job(
@@ -357,6 +366,7 @@ def _create_scoring_job(
         existing.reused = True
         return existing
     job = ScoringJob.objects.create(
+        project_id=version.project_id,
         version=version,
         name=name or filename,
         kind=checked.kind,

@@ -41,10 +41,13 @@ class ValidatedRun:
     n_rows: int
 
 
-def known_block_ids(wanted: list[str]) -> set[str]:
+def known_block_ids(wanted: list[str], *, project) -> set[str]:
+    """Which of ``wanted`` are block ids of ``project``'s corpus (another project's blocks are
+    unknown here)."""
+    blocks = Block.objects.filter(project=project)
     if len(wanted) <= 20_000:
-        return set(Block.objects.filter(block_id__in=wanted).values_list("block_id", flat=True))
-    return set(Block.objects.values_list("block_id", flat=True).iterator(10_000))
+        return set(blocks.filter(block_id__in=wanted).values_list("block_id", flat=True))
+    return set(blocks.values_list("block_id", flat=True).iterator(10_000))
 
 
 @dataclass(frozen=True)

@@ -265,7 +265,9 @@ def evaluator_outputs_import(request, pk):
     """Import one evaluator's outputs (JSONL: record_id, labels, score, unsafe_probability) in
     the background, all or nothing, like the evaluator's page: 202 with the import job; poll
     ``Location`` for status, progress and errors with line and field."""
-    evaluator = evaluator_selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
+    evaluator = evaluator_selectors.get_evaluator_for(
+        project=request.project, user=request.user, evaluator_id=pk
+    )
     body = s.FileUploadSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     return _queued_import(
@@ -332,7 +334,9 @@ class VersionList(ApiList):
     updated_fields = ("created_at",)
 
     def get_queryset(self):
-        return export_selectors.list_versions().prefetch_related("files")
+        return export_selectors.list_versions(project=self.request.project).prefetch_related(
+            "files"
+        )
 
 
 class VersionDetail(generics.RetrieveAPIView):
@@ -341,7 +345,9 @@ class VersionDetail(generics.RetrieveAPIView):
     serializer_class = s.GoldVersionDetailSerializer
 
     def get_object(self):
-        return export_selectors.get_version(number=self.kwargs["number"])
+        return export_selectors.get_version(
+            project=self.request.project, number=self.kwargs["number"]
+        )
 
 
 @extend_schema(
@@ -366,13 +372,13 @@ def version_freeze(request):
     )
     try:
         version = freeze_gold_version(
-            filters=filters, actor=request.user, note=data.get("note", "")
+            project=request.project, filters=filters, actor=request.user, note=data.get("note", "")
         )
     except NothingToFreeze as exc:
-        latest = export_selectors.get_version(number=exc.latest.number)
+        latest = export_selectors.get_version(project=request.project, number=exc.latest.number)
         body = {"created": False, "detail": str(exc), "version": latest}
         return Response(s.FreezeResultSerializer(body).data, status=status.HTTP_200_OK)
-    version = export_selectors.get_version(number=version.number)
+    version = export_selectors.get_version(project=request.project, number=version.number)
     body = {"created": True, "detail": f"Froze gold version {version.label}.", "version": version}
     return Response(
         s.FreezeResultSerializer(body).data,
@@ -391,8 +397,12 @@ def version_freeze(request):
 @api_view(["GET"])
 def version_diff(request):
     """Triples added, removed and changed between versions ``a`` and ``b``."""
-    a = export_selectors.get_version(number=_positive(request.query_params.get("a"), "a"))
-    b = export_selectors.get_version(number=_positive(request.query_params.get("b"), "b"))
+    a = export_selectors.get_version(
+        project=request.project, number=_positive(request.query_params.get("a"), "a")
+    )
+    b = export_selectors.get_version(
+        project=request.project, number=_positive(request.query_params.get("b"), "b")
+    )
     before = export_files.verified_row_checksums(a)
     after = export_files.verified_row_checksums(b)
     diff = export_selectors.diff_versions(a=a, b=b, before=before, after=after)
@@ -423,7 +433,7 @@ def version_download(request, number, fmt):
     """A version's file in ``fmt`` (gold_jsonl, unrag_json, probe_questions, probe_packets,
     adjudication, manifest), reduced to the fields the caller's role gets: the page's path
     (:func:`serve_version_file`) and status codes (404 no such file, 500 failed integrity)."""
-    version = export_selectors.get_version(number=number)
+    version = export_selectors.get_version(project=request.project, number=number)
     try:
         download = serve_version_file(user=request.user, version=version, fmt=fmt, via="api")
     except ChecksumMismatch as exc:
@@ -444,7 +454,7 @@ class JobList(ApiList, generics.CreateAPIView):
     parser_classes = [DepthLimitedJSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
-        return export_selectors.list_jobs().select_related("version")
+        return export_selectors.list_jobs(project=self.request.project).select_related("version")
 
     @extend_schema(
         request={
@@ -478,7 +488,9 @@ class JobDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         return get_object_or_404(
-            ScoringJob.objects.select_related("version").prefetch_related("aggregates"),
+            ScoringJob.objects.filter(project=self.request.project)
+            .select_related("version")
+            .prefetch_related("aggregates"),
             pk=self.kwargs["pk"],
         )
 
@@ -490,7 +502,7 @@ class JobQueries(ApiList):
     pagination_class = type("QueryCursor", (Cursor,), {"ordering": "id"})
 
     def get_queryset(self):
-        job = export_selectors.get_job(pk=self.kwargs["pk"])
+        job = export_selectors.get_job(project=self.request.project, pk=self.kwargs["pk"])
         return job.query_results.all()
 
 
@@ -520,7 +532,7 @@ def job_compare(request):
     """Paired comparison of succeeded scoring jobs (the compare page): ``jobs`` repeated, all
     scored against one gold version; otherwise 422 saying why."""
     ids = [_positive(v, "jobs", what="job ids") for v in request.query_params.getlist("jobs")]
-    jobs = export_selectors.list_comparable_jobs(job_ids=ids)
+    jobs = export_selectors.list_comparable_jobs(project=request.project, job_ids=ids)
     method = request.query_params.get("method") or "auto"
     comparison = export_selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
     return Response(_finite(s.ComparisonSerializer(comparison).data))

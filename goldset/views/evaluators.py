@@ -30,11 +30,13 @@ PAGE_SIZE = 25
 
 @login_required
 def evaluator_list(request):
-    evaluators = selectors.list_evaluators_for(user=request.user)
+    evaluators = selectors.list_evaluators_for(project=request.project, user=request.user)
     form = EvaluatorForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            evaluator = create_evaluator(**form.cleaned_data, actor=request.user)
+            evaluator = create_evaluator(
+                project=request.project, **form.cleaned_data, actor=request.user
+            )
         except GoldsetError as exc:
             form.add_error(None, str(exc))
         else:
@@ -47,7 +49,9 @@ def evaluator_list(request):
 def evaluator_detail(request, pk):
     """The evaluator and its imports; POST stores an outputs file as an import job (a worker
     validates and writes it) and goes to the job's page."""
-    evaluator = selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
+    evaluator = selectors.get_evaluator_for(
+        project=request.project, user=request.user, evaluator_id=pk
+    )
     form = JsonlUploadForm(*upload_data(request))
     imports = selectors.list_evaluator_imports(evaluator=evaluator)[:50]
     context = {
@@ -72,17 +76,17 @@ def evaluator_detail(request, pk):
 def evaluator_report(request):
     if request.method == "POST":
         try:
-            compute_evaluator_report(actor=request.user)
+            compute_evaluator_report(project=request.project, actor=request.user)
         except GoldsetError as exc:
             messages.error(request, str(exc))
         return redirect("evaluators:report")
-    report = selectors.get_evaluator_report_for(user=request.user)
+    report = selectors.get_evaluator_report_for(project=request.project, user=request.user)
     return render(request, "evaluators/report.html", {"report": report})
 
 
 @role_required(Role.LEAD, Role.ADMIN)
 def evaluator_report_json(request):
-    report = selectors.get_evaluator_report_for(user=request.user)
+    report = selectors.get_evaluator_report_for(project=request.project, user=request.user)
     payload = {k: v for k, v in (report or {}).items() if k != "snapshot"}
     if report:
         payload["computed_at"] = report["snapshot"].created_at.isoformat()
@@ -105,12 +109,16 @@ def calibration_list(request):
     form = CalibrationStartForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            calibration = start_pcs_calibration(name=form.cleaned_data["name"], actor=request.user)
+            calibration = start_pcs_calibration(
+                project=request.project, name=form.cleaned_data["name"], actor=request.user
+            )
         except GoldsetError as exc:
             form.add_error("name", str(exc))
         else:
             return redirect("evaluators:calibration", pk=calibration.pk)
-    page = Paginator(selectors.list_calibrations(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.list_calibrations(project=request.project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     context = {"page": page, "form": form, "split": _pcs_split()}
     return render(request, "evaluators/calibrations.html", context)
 
@@ -118,7 +126,7 @@ def calibration_list(request):
 @role_required(Role.ADMIN)
 @vary_on_headers("HX-Request")
 def calibration_detail(request, pk):
-    calibration = selectors.get_calibration(pk=pk)
+    calibration = selectors.get_calibration(project=request.project, pk=pk)
     if wants_fragment(request, "calibration-progress"):
         response = render(
             request, "evaluators/calibration.html#calibration-progress", {"c": calibration}
@@ -131,11 +139,15 @@ def calibration_detail(request, pk):
 
 @role_required(Role.ADMIN)
 def release_list(request):
-    in_use = pcs_calibration_in_use(project=request.project)
-    form = ReleaseReportForm(request.POST or None, initial={"calibration": in_use})
+    form = ReleaseReportForm(
+        request.POST or None,
+        project=request.project,
+        initial={"calibration": pcs_calibration_in_use(project=request.project)},
+    )
     if request.method == "POST" and form.is_valid():
         try:
             report = create_release_report(
+                project=request.project,
                 version=form.cleaned_data["version"],
                 run_ids=form.cleaned_data["runs"],
                 calibration=form.cleaned_data["calibration"],
@@ -145,13 +157,15 @@ def release_list(request):
             form.add_error(None, str(exc))
         else:
             return redirect("evaluators:release", pk=report.pk)
-    page = Paginator(selectors.list_release_reports(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.list_release_reports(project=request.project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return render(request, "evaluators/releases.html", {"page": page, "form": form})
 
 
 @role_required(Role.ADMIN)
 def release_detail(request, pk):
-    report = selectors.get_release_report(pk=pk)
+    report = selectors.get_release_report(project=request.project, pk=pk)
     charts = selectors.release_report_charts(report=report)
     context = {
         "r": report,
@@ -164,7 +178,7 @@ def release_detail(request, pk):
 
 @role_required(Role.ADMIN)
 def release_download(request, pk, fmt):
-    report = selectors.get_release_report(pk=pk)
+    report = selectors.get_release_report(project=request.project, pk=pk)
     if fmt == "html":
         response = HttpResponse(report.html, content_type="text/html; charset=utf-8")
     else:

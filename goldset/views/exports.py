@@ -52,26 +52,29 @@ def _stream(content, *, filename, content_type):
 
 @role_required(*VIEWERS)
 def version_list(request):
-    page = Paginator(selectors.list_versions(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.list_versions(project=request.project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return render(request, "exports/version_list.html", {"page": page})
 
 
 @role_required(Role.ADMIN)
 @vary_on_headers("HX-Request")
 def version_freeze(request):
-    form = FreezeForm(request.POST or None)
+    form = FreezeForm(request.POST or None, project=request.project)
     preview, error = None, ""
     if request.method == "POST" and form.is_valid():
         try:
             if request.POST.get("action") == "freeze":
                 version = freeze_gold_version(
+                    project=request.project,
                     filters=form.filters(),
                     actor=request.user,
                     note=form.cleaned_data["note"],
                 )
                 messages.success(request, f"Froze gold version {version.label}.")
                 return redirect("exports:version", number=version.number)
-            preview = preview_freeze(filters=form.filters())
+            preview = preview_freeze(project=request.project, filters=form.filters())
         except NothingToFreeze as exc:
             messages.info(request, str(exc))
             return redirect("exports:version", number=exc.latest.number)
@@ -85,7 +88,7 @@ def version_freeze(request):
 
 @role_required(*VIEWERS)
 def version_detail(request, number):
-    version = selectors.get_version(number=number)
+    version = selectors.get_version(project=request.project, number=number)
     try:
         export_files.verify_rows(version)
     except export_files.ChecksumMismatch as exc:
@@ -96,7 +99,7 @@ def version_detail(request, number):
         "files": selectors.version_files_for(version=version, user=request.user),
         "full_snippets": request.user.has_perm(SNIPPET_PERMISSION),
         "revocations": selectors.revocations_for(version),
-        "versions": selectors.list_job_versions(),
+        "versions": selectors.list_job_versions(project=request.project),
     }
     return render(request, "exports/version_detail.html", context)
 
@@ -107,7 +110,7 @@ def version_download(request, number, fmt):
     (``workbench.access.VERSION_FILE_FIELDS``): one path with the API
     (:func:`serve_version_file`); 404 when there is no such file for them, the integrity page
     (500) when the stored bytes fail their checksum."""
-    version = selectors.get_version(number=number)
+    version = selectors.get_version(project=request.project, number=number)
     try:
         download = serve_version_file(user=request.user, version=version, fmt=fmt, via="page")
     except ChecksumMismatch as exc:
@@ -119,23 +122,28 @@ def version_download(request, number, fmt):
 
 @role_required(*VIEWERS)
 def version_diff(request):
-    a = selectors.get_version(number=_int(request.GET.get("a")))
-    b = selectors.get_version(number=_int(request.GET.get("b")))
+    a = selectors.get_version(project=request.project, number=_int(request.GET.get("a")))
+    b = selectors.get_version(project=request.project, number=_int(request.GET.get("b")))
     try:
         before = export_files.verified_row_checksums(a)
         after = export_files.verified_row_checksums(b)
         diff = selectors.diff_versions(a=a, b=b, before=before, after=after)
     except export_files.ChecksumMismatch as exc:
         return _integrity_error(request, exc)
-    context = {"diff": diff, "versions": selectors.list_job_versions()}
+    context = {"diff": diff, "versions": selectors.list_job_versions(project=request.project)}
     return render(request, "exports/version_diff.html", context)
 
 
 @role_required(Role.ADMIN)
 def job_list(request):
-    in_use = pcs_calibration_in_use(project=request.project)
-    form = RunUploadForm(*upload_data(request), initial={"calibration": in_use})
-    page = Paginator(selectors.list_jobs(), PAGE_SIZE).get_page(request.GET.get("page"))
+    form = RunUploadForm(
+        *upload_data(request),
+        project=request.project,
+        initial={"calibration": pcs_calibration_in_use(project=request.project)},
+    )
+    page = Paginator(selectors.list_jobs(project=request.project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     if request.method == "POST" and form.is_valid():
         return submit_upload(
             request,
@@ -156,7 +164,7 @@ def job_list(request):
 @role_required(Role.ADMIN)
 @vary_on_headers("HX-Request")
 def job_detail(request, pk):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     live = job_liveness(job)
     if wants_fragment(request, "job-progress"):
         response = render(
@@ -167,7 +175,9 @@ def job_detail(request, pk):
         return response
     record_event(actor=request.user, verb="scoring_job_viewed", obj=job)
     results = selectors.job_results(job=job) if job.status == "succeeded" else None
-    others = selectors.list_jobs().filter(version=job.version, kind=job.kind, status="succeeded")
+    others = selectors.list_jobs(project=request.project).filter(
+        version=job.version, kind=job.kind, status="succeeded"
+    )
     context = {
         "job": job,
         "live": live,
@@ -183,7 +193,7 @@ def job_detail(request, pk):
 @require_POST
 @role_required(Role.ADMIN)
 def job_retry(request, pk):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     try:
         retry_scoring_job(job=job, actor=request.user)
     except GoldsetError as exc:
@@ -194,7 +204,7 @@ def job_retry(request, pk):
 @require_POST
 @role_required(Role.ADMIN)
 def job_cancel(request, pk):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     try:
         cancel_scoring_job(job=job, actor=request.user)
     except GoldsetError as exc:
@@ -213,7 +223,7 @@ DOWNLOADS = {
 
 @role_required(Role.ADMIN)
 def job_download(request, pk, fmt):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     if fmt not in DOWNLOADS or job.status != "succeeded":
         raise Http404("no such download")
     render_fn, content_type, suffix = DOWNLOADS[fmt]
@@ -238,7 +248,7 @@ def job_compare(request):
         error = "Choose two runs scored against the same gold version to compare."
         return render(request, "exports/compare.html", {"error": error}, status=400)
     try:
-        jobs = selectors.list_comparable_jobs(job_ids=ids)
+        jobs = selectors.list_comparable_jobs(project=request.project, job_ids=ids)
     except Http404:
         error = (
             "Only finished scoring jobs can be compared: one of those chosen is unknown or has "

@@ -35,7 +35,7 @@ from goldset_client.models import (
 from goldset.models import ImportJob, ScoringJob
 from goldset.services.evaluators import create_evaluator
 from goldset.services.freeze import store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.goldset.curation_support import review, write_triple
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
@@ -103,7 +103,9 @@ def world(make_user, transactional_db, settings):
     admin = make_user(Role.ADMIN, username="sdk-admin")
     versions = make_gold_corpus(6)
     frozen = store_frozen_version(
-        rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)], actor=admin
+        project=default_project(),
+        rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
+        actor=admin,
     )
     jobs = [
         ScoringJob.objects.create(
@@ -140,7 +142,9 @@ def world(make_user, transactional_db, settings):
         "triple": triple.external_id,
         "version": frozen.number,
         "jobs": [j.pk for j in jobs],
-        "evaluator": create_evaluator(name="judge", version="1", kind="llm_judge").pk,
+        "evaluator": create_evaluator(
+            project=default_project(), name="judge", version="1", kind="llm_judge"
+        ).pk,
         "imports": imports,
     }
 

@@ -14,7 +14,7 @@ from django.core.cache import cache
 
 from goldset.models import ImportJob
 from goldset.services.freeze import store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
 
@@ -49,7 +49,9 @@ def test_a_client_generated_from_the_live_schema_makes_three_calls(
     admin = make_user(Role.ADMIN, username="gen-admin")
     versions = make_gold_corpus(3)
     store_frozen_version(
-        rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)], actor=admin
+        project=default_project(),
+        rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
+        actor=admin,
     )
     _, token = create_api_token(user=admin, name="gen", scope="write")
     domains_list = importlib.import_module("goldset_generated.api.domains.domains_list")

@@ -5,7 +5,7 @@ import json
 
 from goldset.models import AnswerRecord, CalibrationStatus, PcsCalibration
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import SECRET_SYSTEM, build_conflict_item
 from tests.goldset.curation_support import review, write_triple
 from workbench.roles import Role
@@ -53,7 +53,9 @@ def make_answer_version(make_user):
     triple = write_triple(author)
     review(r1, triple)
     review(r2, triple)
-    version = freeze_gold_version(filters=FreezeFilters(), actor=make_user(Role.ADMIN))
+    version = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(), actor=make_user(Role.ADMIN)
+    )
     return version, record
 
 

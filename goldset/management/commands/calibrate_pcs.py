@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
+from goldset.management.project_option import add_project_argument, project_from_options
 from goldset.services.pcs_calibrations import start_pcs_calibration
 
 
@@ -13,11 +14,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
+        add_project_argument(parser)
         parser.add_argument("--name", default="pcs")
 
-    def handle(self, *args, name, **options):
+    def handle(self, *args, name, project_slug, **options):
+        project = project_from_options(project_slug, returncode=2)
         try:
-            calibration = start_pcs_calibration(name=name)
+            calibration = start_pcs_calibration(project=project, name=name)
         except GoldsetError as exc:
             raise CommandError(str(exc), returncode=2) from exc
         calibration.refresh_from_db()

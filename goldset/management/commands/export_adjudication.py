@@ -11,9 +11,13 @@ from workbench.services.audit import record_event
 
 
 class Command(BaseCommand):
-    help = "Write the adjudication export (one JSON line per finished item) to a file or stdout."
+    help = (
+        "Write a project's adjudication export (one JSON line per finished item) to a file or "
+        "stdout."
+    )
 
     def add_arguments(self, parser):
+        add_project_argument(parser)
         parser.add_argument(
             "--output", "-o", type=Path, default=None, help="File (default stdout)."
         )

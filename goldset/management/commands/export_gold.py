@@ -4,27 +4,33 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
+from goldset.management.project_option import add_project_argument, project_from_options
 from goldset.models import ExportFormat, GoldVersion
 from goldset.services import exports
 
 
 class Command(BaseCommand):
-    help = "Write one file of a frozen gold version (checksum verified first) to a file or stdout."
+    help = (
+        "Write one file of a project's frozen gold version (checksum verified first) to a file "
+        "or stdout."
+    )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         # ``--version N`` names a gold version here, replacing Django's --version flag.
         return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
 
     def add_arguments(self, parser):
+        add_project_argument(parser)
         parser.add_argument("--version", dest="number", type=int, required=True)
         parser.add_argument("--format", dest="fmt", choices=ExportFormat.values, required=True)
         parser.add_argument("--redacted", action="store_true", help="the snippet-free variant")
         parser.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
 
-    def handle(self, *args, number, fmt, redacted, output, **options):
-        version = GoldVersion.objects.filter(number=number, sealed=True).first()
+    def handle(self, *args, number, fmt, redacted, output, project_slug, **options):
+        project = project_from_options(project_slug)
+        version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
         if version is None:
-            raise CommandError(f"there is no frozen gold version v{number}")
+            raise CommandError(f"there is no frozen gold version v{number} in {project.slug}")
         stored = version.files.filter(format=fmt, redacted=redacted).first()
         if stored is None:
             raise CommandError(f"v{number} has no {'redacted ' if redacted else ''}{fmt} file")

@@ -4,13 +4,15 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
+from goldset.management.project_option import add_project_argument, project_from_options
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
 
 
 class Command(BaseCommand):
-    help = "Freeze the curated gold set (with optional filters) as the next gold version."
+    help = "Freeze a project's curated gold set (with optional filters) as its next gold version."
 
     def add_arguments(self, parser):
+        add_project_argument(parser)
         parser.add_argument("--domain", default="")
         parser.add_argument("--tier", default="")
         parser.add_argument("--source", default="")
@@ -26,6 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="", help="username recorded as the creator")
 
     def handle(self, *args, **o):
+        project = project_from_options(o["project_slug"])
         actor = None
         if o["user"]:
             actor = get_user_model().objects.filter(username=o["user"]).first()
@@ -40,12 +43,15 @@ class Command(BaseCommand):
             include_superseded=o["include_superseded"],
         )
         try:
-            version = freeze_gold_version(filters=filters, actor=actor, note=o["note"])
+            version = freeze_gold_version(
+                project=project, filters=filters, actor=actor, note=o["note"]
+            )
         except GoldsetError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(
             json.dumps(
                 {
+                    "project": project.slug,
                     "version": version.number,
                     "triples": version.row_count,
                     "rows_sha256": version.rows_sha256,

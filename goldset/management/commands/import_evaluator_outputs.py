@@ -3,6 +3,7 @@ from django.db import transaction
 
 from goldset.exceptions import GoldsetError
 from goldset.management.file_import import EXIT_REJECTED, FileImportCommand
+from goldset.management.project_option import add_project_argument, project_from_options
 from goldset.models import Evaluator, EvaluatorKind
 from goldset.services.evaluators import create_evaluator, import_evaluator_outputs
 
@@ -16,6 +17,7 @@ class Command(FileImportCommand):
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
+        add_project_argument(parser)
         parser.add_argument("--evaluator", required=True, help="evaluator name")
         parser.add_argument("--evaluator-version", dest="evaluator_version", required=True)
         parser.add_argument("--create", action="store_true", help="register it if missing")
@@ -23,8 +25,11 @@ class Command(FileImportCommand):
         parser.add_argument("--model-id", default="")
         parser.add_argument("--prompt-hash", default="")
 
-    def handle(self, *args, file, evaluator, evaluator_version, create, **options):
-        found = Evaluator.objects.filter(name=evaluator, version=evaluator_version).first()
+    def handle(self, *args, file, evaluator, evaluator_version, create, project_slug, **options):
+        project = project_from_options(project_slug, returncode=EXIT_REJECTED)
+        found = Evaluator.objects.filter(
+            project=project, name=evaluator, version=evaluator_version
+        ).first()
         if found is None and not create:
             raise CommandError(
                 f"no evaluator {evaluator} {evaluator_version} (use --create to register it)",
@@ -36,6 +41,7 @@ class Command(FileImportCommand):
             if found is None:
                 try:
                     found = create_evaluator(
+                        project=project,
                         name=evaluator,
                         version=evaluator_version,
                         kind=options["kind"],

@@ -4,6 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
+from goldset.management.project_option import add_project_argument, project_from_options
 from goldset.models import GoldVersion
 from goldset.selectors.evaluators import get_calibration_by_label
 from goldset.services.release_reports import create_release_report
@@ -16,24 +17,30 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
+        add_project_argument(parser)
         parser.add_argument("--gold-version", dest="number", type=int, required=True)
         parser.add_argument("--run", action="append", dest="runs", required=True)
         parser.add_argument("--calibration", help="NAME:VERSION of a succeeded PCS calibration")
         parser.add_argument("--html", type=Path)
         parser.add_argument("--resamples", type=int)
 
-    def handle(self, *args, number, runs, calibration, html, resamples, **options):
-        version = GoldVersion.objects.filter(number=number, sealed=True).first()
+    def handle(self, *args, number, runs, calibration, html, resamples, project_slug, **options):
+        project = project_from_options(project_slug, returncode=2)
+        version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
         if version is None:
-            raise CommandError(f"no frozen gold version v{number}", returncode=2)
+            raise CommandError(f"no frozen gold version v{number} in {project.slug}", returncode=2)
         chosen = None
         if calibration:
-            chosen = get_calibration_by_label(calibration)
+            chosen = get_calibration_by_label(calibration, project=project)
             if chosen is None:
                 raise CommandError(f"no calibration {calibration} (NAME:VERSION)", returncode=2)
         try:
             report = create_release_report(
-                version=version, run_ids=runs, calibration=chosen, resamples=resamples
+                project=project,
+                version=version,
+                run_ids=runs,
+                calibration=chosen,
+                resamples=resamples,
             )
         except GoldsetError as exc:
             raise CommandError(str(exc), returncode=2) from exc

@@ -7,6 +7,7 @@ from django.db import transaction
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
 from goldset.imports.runs import checked_run_file
+from goldset.management.project_option import add_project_argument, project_from_options
 from goldset.models import GoldVersion, ScoringJob
 from goldset.rules.measures import BadMeasures, check_measures
 from goldset.selectors.evaluators import get_calibration_by_label
@@ -29,6 +30,7 @@ class Command(BaseCommand):
         return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
 
     def add_arguments(self, parser):
+        add_project_argument(parser)
         parser.add_argument("file", type=Path, nargs="?")
         parser.add_argument("--version", dest="number", type=int)
         parser.add_argument("--name", default="")
@@ -46,17 +48,29 @@ class Command(BaseCommand):
         parser.add_argument("--recover", action="store_true")
 
     def handle(
-        self, *args, file, number, name, k, metrics, resamples, calibration, recover, **options
+        self,
+        *args,
+        file,
+        number,
+        name,
+        k,
+        metrics,
+        resamples,
+        calibration,
+        recover,
+        project_slug,
+        **options,
     ):
         if recover:
             self.stdout.write(json.dumps(reconcile(), default=str))
             return
         if file is None or number is None:
             raise CommandError("give a run file and --version N (or --recover)")
-        version = GoldVersion.objects.filter(number=number, sealed=True).first()
+        project = project_from_options(project_slug, returncode=2)
+        version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
         if version is None:
-            raise CommandError(f"there is no frozen gold version v{number}")
-        chosen = get_calibration_by_label(calibration) if calibration else None
+            raise CommandError(f"there is no frozen gold version v{number} in {project.slug}")
+        chosen = get_calibration_by_label(calibration, project=project) if calibration else None
         if calibration and chosen is None:
             raise CommandError(f"no calibration {calibration} (NAME:VERSION)", returncode=2)
         try:

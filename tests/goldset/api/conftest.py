@@ -9,6 +9,7 @@ from tests.factories import (
     BlockFactory,
     BlockVersionFactory,
     DocumentFactory,
+    default_project,
     gold_row_for,
     make_gold_corpus,
 )
@@ -19,6 +20,7 @@ from tests.goldset.curation_support import write_triple
 def version(admin_user):
     versions = make_gold_corpus(6)
     frozen = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
     )
@@ -56,7 +58,9 @@ def api_objects(admin_user, annotator, version, job):
         )  # fmt: skip
         for i in (1, 2)
     ]
-    evaluator = create_evaluator(name="judge", version="1", kind="llm_judge")
+    evaluator = create_evaluator(
+        project=default_project(), name="judge", version="1", kind="llm_judge"
+    )
     return {
         "DOC": document.document_id,
         "BLOCK": block.block_id,

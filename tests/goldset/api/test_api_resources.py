@@ -19,6 +19,7 @@ from tests.factories import (
     BlockFactory,
     BlockVersionFactory,
     DocumentFactory,
+    default_project,
     gold_row_for,
 )
 from tests.goldset.api.test_api import PROBLEM
@@ -123,7 +124,9 @@ def test_the_freeze_is_idempotent_like_the_page(client_for, make_user, admin_use
 
 def test_compare_needs_jobs_on_one_version_else_422(client_for, admin_user, version):
     other = store_frozen_version(
-        rows=[gold_row_for(BlockVersionFactory(), triple_id="Q-other")], actor=admin_user
+        project=default_project(),
+        rows=[gold_row_for(BlockVersionFactory(), triple_id="Q-other")],
+        actor=admin_user,
     )
     jobs = [
         ScoringJob.objects.create(
@@ -198,7 +201,9 @@ def test_import_errors_name_their_line_and_field(
 def test_evaluator_outputs_import_is_a_job_202_rejected_with_line_and_field(
     client_for, admin_user, django_capture_on_commit_callbacks
 ):
-    evaluator = create_evaluator(name="judge", version="1", kind="llm_judge")
+    evaluator = create_evaluator(
+        project=default_project(), name="judge", version="1", kind="llm_judge"
+    )
     record = AnswerRecordFactory()
     url = reverse("api:evaluator_outputs_import", args=[evaluator.pk])
     api = client_for(admin_user)

@@ -8,7 +8,7 @@ import pytest
 
 from goldset.models import EvaluatorOutput
 from goldset.services.evaluators import create_evaluator
-from tests.factories import AnswerRecordFactory
+from tests.factories import AnswerRecordFactory, default_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker]
 
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.worker]
 def test_admin_uploads_evaluator_outputs_and_watches_the_worker_import_them(
     celery_worker_process, browser_login, admin_user, tmp_path
 ):
-    judge = create_evaluator(name="judge", version="1", kind="llm_judge")
+    judge = create_evaluator(project=default_project(), name="judge", version="1", kind="llm_judge")
     records = [AnswerRecordFactory() for _ in range(4)]
     page = browser_login(admin_user)
 

@@ -10,6 +10,7 @@ from goldset.demo.seed import seed_demo
 from goldset.models import Evaluator, EvaluatorOutput, EvaluatorReportSnapshot, ReleaseReport, Run
 from goldset.selectors.evaluators import get_evaluator_report_for
 from goldset.services.evaluators import gold_tier_records
+from tests.factories import default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -23,11 +24,11 @@ def demo(settings):
 def test_demo_ships_an_aligned_and_a_biased_judge(demo, lead):
     judges = {e.name: e for e in Evaluator.objects.all()}
     assert set(judges) == {"judge-aligned", "judge-lenient"}
-    n = gold_tier_records().count()
+    n = gold_tier_records(project=default_project()).count()
     assert n > 0
     for judge in judges.values():
         assert EvaluatorOutput.objects.filter(evaluator=judge).count() == n
-    report = get_evaluator_report_for(user=lead)
+    report = get_evaluator_report_for(project=default_project(), user=lead)
     rows = {r["display"]: r for r in report["rows"]}
     assert {"Evaluator A", "Evaluator B", "weighted vote"} <= set(rows)
     aligned = {a["axis"]: a for a in rows["Evaluator A"]["axes"]}
@@ -40,7 +41,7 @@ def test_demo_ships_an_aligned_and_a_biased_judge(demo, lead):
 
 
 def test_import_command_accepts_a_file_and_rejects_a_bad_one_with_exit_2(demo, tmp_path, capsys):
-    record = gold_tier_records().first()
+    record = gold_tier_records(project=default_project()).first()
     good = tmp_path / "judge.jsonl"
     good.write_text(json.dumps({"record_id": record.public_id, "score": 0.4}) + "\n")
     call_command(

@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from goldset.models import JobStatus, ScoringJob
 from goldset.services import exports
 from goldset.services.freeze import store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.goldset.curation_support import review, write_triple
 from workbench.roles import Role
 
@@ -17,6 +17,7 @@ pytestmark = pytest.mark.django_db
 def test_export_gold_writes_the_verified_file(admin_user, tmp_path):
     versions = make_gold_corpus(3)
     version = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"T{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
     )

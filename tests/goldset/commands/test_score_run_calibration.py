@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 
 from goldset.models import JobStatus, ScoringJob
 from goldset.services.freeze import store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.goldset.run_calibration_support import (
     answer_log,
     make_answer_version,
@@ -58,6 +58,7 @@ def test_a_retrieval_run_with_a_calibration_exits_2_naming_the_field(admin_user,
     make_calibrations()
     blocks = make_gold_corpus(2)
     version = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)],
         actor=admin_user,
     )

@@ -93,7 +93,7 @@ def test_varied_data_gives_the_same_list_as_the_old_rule(team):
     current = _gold(team, single)
     on_v1 = _gold(team, twice)
     # a frozen gold version holds these two; freezing changes nothing about re-review
-    freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    freeze_gold_version(project=default_project(), filters=FreezeFilters(), actor=team["admin"])
     v2 = BlockVersionFactory(block=twice.block, version=2, text="Second text.")
     on_v2 = write_triple(team["author"], version=v2)  # pending review
     v3 = BlockVersionFactory(block=twice.block, version=3, text="Third text.")

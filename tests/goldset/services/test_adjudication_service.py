@@ -6,14 +6,8 @@ from goldset.models import FinalSource, RecordStatus
 from goldset.services.adjudication import AdjudicationRejected, record_adjudication
 from goldset.services.labeling import LabelRuleViolation
 from goldset.services.probe_exports import adjudication_export_rows
-from tests.factories import AnswerRecordFactory, DomainFactory
-from tests.goldset.answers_helpers import (
-    BAD,
-    GOOD,
-    claim_and_label,
-    default_project,
-    qualified_annotators,
-)
+from tests.factories import AnswerRecordFactory, DomainFactory, default_project
+from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +83,7 @@ def test_export_has_labels_rationales_categories_roles_and_result(split_record, 
         primary_failure="stale_source_acceptance",
         rationale="Superseded guide.",
     )
-    (row,) = list(adjudication_export_rows(scope="export:test", project=default_project()))
+    (row,) = list(adjudication_export_rows(project=default_project(), scope="export:test"))
     json.dumps(row)  # every line is plain JSON
     assert row["item_id"] == split_record.public_id
     assert row["system_id"] == split_record.run.system.system_id
@@ -107,7 +101,7 @@ def test_export_has_labels_rationales_categories_roles_and_result(split_record, 
     assert all(r.startswith("person-") for r in reviewers) and len(set(reviewers)) == 3
     ids = {str(label.annotator_id) for label in split_record.labels.all()} | {str(lead.pk)}
     assert not any(r.removeprefix("person-") in ids for r in reviewers)
-    (again,) = list(adjudication_export_rows(scope="export:test", project=default_project()))
-    (other,) = list(adjudication_export_rows(scope="export:another", project=default_project()))
+    (again,) = list(adjudication_export_rows(project=default_project(), scope="export:test"))
+    (other,) = list(adjudication_export_rows(project=default_project(), scope="export:another"))
     assert [label["reviewer"] for label in again["labels"]] == reviewers  # stable in a scope
     assert not set(reviewers) & {label["reviewer"] for label in other["labels"]}

@@ -16,6 +16,7 @@ from goldset.services.pcs_calibrations import (
     run_pcs_calibration,
     start_pcs_calibration,
 )
+from tests.factories import default_project
 from tests.goldset.evaluators_helpers import build_gold_tier
 from workbench.models import AuditEvent
 
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.django_db
 def queued(django_capture_on_commit_callbacks):
     build_gold_tier(20)
     with django_capture_on_commit_callbacks(execute=False):
-        return start_pcs_calibration(name="q2")
+        return start_pcs_calibration(project=default_project(), name="q2")
 
 
 def ago(seconds):

@@ -10,6 +10,7 @@ from goldset.services.evaluators import (
     evaluator_key,
     import_evaluator_outputs,
 )
+from tests.factories import default_project
 from tests.goldset.evaluators_helpers import build_gold_tier, copying_outputs
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +20,9 @@ pytestmark = pytest.mark.django_db
 def partial_judge(settings):
     settings.GOLDSET_EVALUATOR_RESAMPLES = 200
     records = build_gold_tier(20)
-    judge = create_evaluator(name="skipper", version="1", kind="llm_judge", model_id="m")
+    judge = create_evaluator(
+        project=default_project(), name="skipper", version="1", kind="llm_judge", model_id="m"
+    )
     import_evaluator_outputs(
         evaluator=judge, source=copying_outputs(records[:14]), source_name="s.jsonl"
     )
@@ -31,7 +34,7 @@ def _row(snapshot, judge):
 
 
 def test_judge_at_70_percent_coverage_is_not_trusted(partial_judge):
-    snapshot = compute_evaluator_report()
+    snapshot = compute_evaluator_report(project=default_project())
     row = _row(snapshot, partial_judge)
     assert (row["n"], row["n_items"]) == (14, 20)
     assert row["coverage"] == pytest.approx(0.70)
@@ -46,12 +49,12 @@ def test_judge_at_70_percent_coverage_is_not_trusted(partial_judge):
 
 def test_min_coverage_is_the_tunable(partial_judge, settings):
     settings.EVALUATOR_MIN_COVERAGE = 0.70
-    row = _row(compute_evaluator_report(), partial_judge)
+    row = _row(compute_evaluator_report(project=default_project()), partial_judge)
     assert all(axis["trusted"] for axis in row["axes"])
 
 
 def test_report_page_shows_coverage_denominators_and_vote_rule(partial_judge, client, lead):
-    compute_evaluator_report()
+    compute_evaluator_report(project=default_project())
     client.force_login(lead)
     page = client.get(reverse("evaluators:report")).content.decode()
     assert "14 of 20" in page and "70.0 %" in page

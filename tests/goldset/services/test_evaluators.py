@@ -15,6 +15,7 @@ from goldset.services.evaluators import (
     score_rows,
 )
 from scoring.evaluators import EvaluatorConfig, evaluator_report
+from tests.factories import default_project
 from tests.goldset.evaluators_helpers import build_gold_tier, copying_outputs, lenient_outputs
 from workbench.models import AuditEvent
 
@@ -27,7 +28,9 @@ def fast(settings):
 
 
 def _judge(name="judge-a"):
-    return create_evaluator(name=name, version="1", kind="llm_judge", model_id="m-1")
+    return create_evaluator(
+        project=default_project(), name=name, version="1", kind="llm_judge", model_id="m-1"
+    )
 
 
 def test_duplicate_evaluator_is_rejected():
@@ -78,7 +81,7 @@ def test_bad_file_is_rejected_whole_naming_line_and_field():
 
 def test_gold_tier_items_carry_final_labels_human_labels_and_probe_scores():
     records = build_gold_tier(8)
-    items = gold_tier_items()
+    items = gold_tier_items(project=default_project())
     assert [it["record_id"] for it in items] == [r.public_id for r in records]
     first = items[0]
     assert first["labels"]["grounding"] == records[0].final_grounding
@@ -94,7 +97,7 @@ def test_report_trusts_a_copying_judge_and_not_a_lenient_one(fast):
     import_evaluator_outputs(
         evaluator=lenient, source=lenient_outputs(records), source_name="l.jsonl"
     )
-    snapshot = compute_evaluator_report()
+    snapshot = compute_evaluator_report(project=default_project())
     rows = {r["name"]: r for r in snapshot.report["rows"]}
     copy_axes = {a["axis"]: a for a in rows[evaluator_key(copy.pk)]["axes"]}
     lenient_axes = {a["axis"]: a for a in rows[evaluator_key(lenient.pk)]["axes"]}
@@ -102,7 +105,7 @@ def test_report_trusts_a_copying_judge_and_not_a_lenient_one(fast):
     assert copy_axes["grounding"]["trusted"] and copy_axes["acceptability"]["trusted"]
     assert not lenient_axes["grounding"]["trusted"]
     assert "weighted vote" in rows and "pcs" in rows
-    items = gold_tier_items()
+    items = gold_tier_items(project=default_project())
     assert "claim_support" in score_rows(items)
     assert set(score_rows(items)) <= set(rows)  # every PROBE component with a value is a row
     # the stored figures are the library's on the same inputs
@@ -132,13 +135,13 @@ def test_trust_threshold_is_the_kappa_gate_in_conf(fast, settings):
         evaluator=judge, source=copying_outputs(records), source_name="c.jsonl"
     )
     settings.KAPPA_GATE = 0.95
-    snapshot = compute_evaluator_report()
+    snapshot = compute_evaluator_report(project=default_project())
     assert snapshot.trust_kappa == 0.95 and snapshot.report["settings"]["trust_kappa"] == 0.95
 
 
 def test_report_needs_a_gold_tier_and_outputs(fast):
     with pytest.raises(GoldsetError, match="gold tier"):
-        compute_evaluator_report()
+        compute_evaluator_report(project=default_project())
     build_gold_tier(4)
     with pytest.raises(GoldsetError, match="no evaluator"):
-        compute_evaluator_report()
+        compute_evaluator_report(project=default_project())

@@ -8,7 +8,13 @@ from goldset.models import Tier
 from goldset.services.freeze import FreezeFilters, agreement_summary, freeze_gold_version
 from goldset.services.resolution import revise_triple
 from scoring.agreement import krippendorff_alpha, percent_agreement
-from tests.factories import BlockFactory, BlockVersionFactory, DocumentFactory, DomainFactory
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    DocumentFactory,
+    DomainFactory,
+    default_project,
+)
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import review, write_triple
 from tests.goldset.promotion_support import answer_record
@@ -60,7 +66,7 @@ def history(team, settings):
 
 
 def test_triple_reviews_cover_every_revision_before_resolution(team, history):
-    summary = agreement_summary(FreezeFilters(domain="supply_chain"))
+    summary = agreement_summary(FreezeFilters(domain="supply_chain"), project=default_project())
     reviews = summary["triple_reviews"]
     assert (reviews["ratings"], reviews["items"]) == (6, 3)  # 3 revisions, 2 reviews each
     assert reviews["values"] == {"confirm": 5, "flag": 1}
@@ -80,7 +86,7 @@ def test_all_confirmations_say_alpha_is_undefined_instead_of_a_number(team, sett
     triple = write_triple(team["author"])
     review(team["r1"], triple, "confirm")
     review(team["r2"], triple, "confirm")
-    reviews = agreement_summary(FreezeFilters())["triple_reviews"]
+    reviews = agreement_summary(FreezeFilters(), project=default_project())["triple_reviews"]
     assert reviews["krippendorff_alpha"]["value"] is None
     assert "0/0" in reviews["krippendorff_alpha"]["reason"]
     assert reviews["percent_agreement"]["value"] == 1.0
@@ -98,7 +104,9 @@ def test_answer_label_alpha_is_recorded_per_axis(team, settings):
         for who, fields in zip(annotators, labels, strict=True):
             claim_and_label(who, **fields)
         grounding.append([f["grounding"] for f in labels])
-    version = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    version = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(), actor=team["admin"]
+    )
     axes = version.manifest["agreement"]["answer_labels"]["axes"]
     assert set(axes) == {"acceptability", "grounding", "severe_safety"}
     expected = krippendorff_alpha(
@@ -117,4 +125,6 @@ def test_without_answer_labels_the_axes_are_empty(team, settings):
     triple = write_triple(team["author"])
     review(team["r1"], triple, "confirm")
     review(team["r2"], triple, "confirm")
-    assert agreement_summary(FreezeFilters())["answer_labels"]["axes"] == {}
+    assert (
+        agreement_summary(FreezeFilters(), project=default_project())["answer_labels"]["axes"] == {}
+    )

@@ -59,10 +59,12 @@ def test_preview_counts_and_diff_then_freeze_matches_and_a_revoked_customer_neve
     grant_customer_permission(customer=customer, actor=team["admin"], note="addendum")
     public = [gold(team, version=bv) for bv in corpus[:3]]
     private = gold(team, version=corpus[3], source=Source.CUSTOMER_PERMISSIONED, customer=customer)
-    preview = preview_freeze(filters=FreezeFilters())
+    preview = preview_freeze(project=default_project(), filters=FreezeFilters())
     assert preview.count == 4 and preview.against is None
     assert preview.by_source == {"customer_permissioned": 1, "public_rfp": 3}
-    v1 = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    v1 = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(), actor=team["admin"]
+    )
     assert v1.row_count == 4 and set(v1.manifest["diff"]["added"]) == {
         t.external_id for t in [*public, private]
     }
@@ -70,12 +72,19 @@ def test_preview_counts_and_diff_then_freeze_matches_and_a_revoked_customer_neve
     assert reviews["values"] == {"confirm": 8}
     assert reviews["percent_agreement"]["value"] == 1.0
 
-    assert preview_freeze(filters=FreezeFilters(public_only=True)).count == 3
+    assert (
+        preview_freeze(project=default_project(), filters=FreezeFilters(public_only=True)).count
+        == 3
+    )
     revoke_customer_permission(customer=customer, actor=team["admin"], note="opt-out")
-    after = preview_freeze(filters=FreezeFilters())
+    after = preview_freeze(project=default_project(), filters=FreezeFilters())
     assert after.count == 3 and after.diff.removed == [private.external_id]
-    v2 = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
-    v3 = freeze_gold_version(filters=FreezeFilters(domain="supply_chain"), actor=team["admin"])
+    v2 = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(), actor=team["admin"]
+    )
+    v3 = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(domain="supply_chain"), actor=team["admin"]
+    )
     for later in (v2, v3):
         assert not later.rows.filter(triple_id=private.external_id).exists()
         assert (
@@ -89,7 +98,9 @@ def test_preview_counts_and_diff_then_freeze_matches_and_a_revoked_customer_neve
 
 def test_unrag_export_has_the_seed_001_structure(team, corpus):
     triples = [gold(team, version=bv) for bv in corpus]
-    data = unrag(freeze_gold_version(filters=FreezeFilters(), actor=team["admin"]))
+    data = unrag(
+        freeze_gold_version(project=default_project(), filters=FreezeFilters(), actor=team["admin"])
+    )
     assert list(data) == ["defaults", "description", "documents", "id", "queries", "version"]
     assert data["version"] == "1" and isinstance(data["id"], str) and data["id"]
     assert data["defaults"]["scopePrefix"].startswith("eval:")
@@ -110,7 +121,9 @@ def test_unrag_export_has_the_seed_001_structure(team, corpus):
 def test_unrag_export_round_trips_through_the_corpus_importer(team, corpus, admin_user):
     for bv in corpus:
         gold(team, version=bv)
-    version = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    version = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(), actor=team["admin"]
+    )
     text = exports.read_verified_bytes(
         version.files.get(format="unrag_json", redacted=False)
     ).decode()

@@ -34,7 +34,7 @@ from goldset.services.agreement_sources import (
 )
 from goldset.services.exports import canonical_json
 from goldset.services.freeze import FreezeFilters, freeze_gold_version, selected_triples
-from tests.factories import CustomerPermissionFactory
+from tests.factories import CustomerPermissionFactory, default_project
 from tests.goldset import freeze_reference as reference
 from tests.goldset.answers_helpers import default_project
 
@@ -85,7 +85,7 @@ def test_streamed_gold_rows_equal_the_object_built_rows(demo):
 def test_streamed_adjudication_export_equals_the_object_built_export(demo):
     people = list_adjudication_export_people(project=default_project())
     pseudonyms = {pk: f"reviewer-{pk}" for pk in people}
-    new = _bytes(iter_adjudication_export(pseudonyms=pseudonyms, project=default_project()))
+    new = _bytes(iter_adjudication_export(project=default_project(), pseudonyms=pseudonyms))
     old = _bytes(reference.iter_adjudication_export(pseudonyms=pseudonyms))
     exported = AnswerRecord.objects.filter(is_calibration=False, status__in=_export_statuses(False))
     assert len(new) == len(old) == exported.count() > 5
@@ -95,7 +95,7 @@ def test_streamed_adjudication_export_equals_the_object_built_export(demo):
     assert '"labels":[{' in joined
     with_open = _bytes(
         iter_adjudication_export(
-            pseudonyms=pseudonyms, include_open=True, project=default_project()
+            project=default_project(), pseudonyms=pseudonyms, include_open=True
         )
     )
     old_open = _bytes(reference.iter_adjudication_export(pseudonyms=pseudonyms, include_open=True))
@@ -104,8 +104,10 @@ def test_streamed_adjudication_export_equals_the_object_built_export(demo):
 
 def test_a_freeze_stores_the_rows_and_files_the_object_built_rows_give(demo, admin_user):
     filters = FreezeFilters(include_superseded=True)
-    version = freeze_gold_version(filters=filters, actor=admin_user)
-    expected = _bytes(reference.gold_row(t) for t in selected_triples(filters))
+    version = freeze_gold_version(project=default_project(), filters=filters, actor=admin_user)
+    expected = _bytes(
+        reference.gold_row(t) for t in selected_triples(filters, project=default_project())
+    )
     assert list(version.rows.order_by("position").values_list("line", flat=True)) == expected
     gold_file = version.files.get(format="gold_jsonl", redacted=False)
     assert gold_file.size == sum(len(line.encode()) + 1 for line in expected)
@@ -115,7 +117,9 @@ def test_a_freeze_stores_the_rows_and_files_the_object_built_rows_give(demo, adm
 @pytest.mark.postgres
 def test_the_freeze_agreement_summary_reads_columns_with_the_same_figures(demo, settings):
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 200
-    triples = selected_triples(FreezeFilters(include_superseded=True)).values("pk")
+    triples = selected_triples(
+        FreezeFilters(include_superseded=True), project=default_project()
+    ).values("pk")
     for columns, tuples in (
         (triple_review_frame(triples=triples), triple_review_ratings(triples=triples)),
         (answer_label_frame(), answer_label_ratings()),

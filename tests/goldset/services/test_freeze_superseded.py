@@ -55,7 +55,7 @@ def pins(team):
 
 def test_preview_lists_superseded_pins_and_leaves_them_out(pins):
     current, reasoned, stale = pins
-    preview = preview_freeze(filters=FreezeFilters())
+    preview = preview_freeze(project=default_project(), filters=FreezeFilters())
     assert preview.count == 1
     assert preview.diff.added == [current.external_id]
     assert [
@@ -69,7 +69,9 @@ def test_preview_lists_superseded_pins_and_leaves_them_out(pins):
 
 def test_freeze_leaves_superseded_pins_out_and_the_manifest_lists_them(team, pins):
     current, reasoned, stale = pins
-    version = freeze_gold_version(filters=FreezeFilters(), actor=team["admin"])
+    version = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(), actor=team["admin"]
+    )
     assert list(version.rows.values_list("triple_id", flat=True)) == [current.external_id]
     listed = version.manifest["superseded_pins"]
     assert listed["included"] is False
@@ -87,8 +89,8 @@ def test_freeze_leaves_superseded_pins_out_and_the_manifest_lists_them(team, pin
 def test_confirmed_freeze_includes_them_with_the_reason_in_the_row(team, pins):
     current, reasoned, stale = pins
     filters = FreezeFilters(include_superseded=True)
-    assert preview_freeze(filters=filters).count == 3
-    version = freeze_gold_version(filters=filters, actor=team["admin"])
+    assert preview_freeze(project=default_project(), filters=filters).count == 3
+    version = freeze_gold_version(project=default_project(), filters=filters, actor=team["admin"])
     assert version.row_count == 3
     assert version.manifest["superseded_pins"]["included"] is True
     gold_file = version.files.get(format=ExportFormat.GOLD_JSONL)
@@ -104,7 +106,9 @@ def test_confirmed_freeze_includes_them_with_the_reason_in_the_row(team, pins):
 def test_a_frozen_row_with_a_reason_reimports(team, pins):
     _, reasoned, _ = pins
     version = freeze_gold_version(
-        filters=FreezeFilters(include_superseded=True), actor=team["admin"]
+        project=default_project(),
+        filters=FreezeFilters(include_superseded=True),
+        actor=team["admin"],
     )
     gold_file = version.files.get(format=ExportFormat.GOLD_JSONL)
     line = next(
@@ -121,5 +125,5 @@ def test_a_frozen_row_with_a_reason_reimports(team, pins):
 
 def test_without_superseded_pins_the_preview_lists_none(team):
     gold(team, version=block_version())
-    assert superseded_pins(FreezeFilters()) == []
-    assert preview_freeze(filters=FreezeFilters()).superseded == []
+    assert superseded_pins(FreezeFilters(), project=default_project()) == []
+    assert preview_freeze(project=default_project(), filters=FreezeFilters()).superseded == []

@@ -11,7 +11,7 @@ from goldset.exceptions import GoldsetError
 from goldset.models import ExportFormat, GoldVersion, GoldVersionFileChunk, GoldVersionRow
 from goldset.services import exports
 from goldset.services.freeze import store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -27,9 +27,19 @@ def file_bytes(version, fmt, redacted=False):
 
 def test_freezing_the_same_rows_again_gives_identical_files_and_checksums(admin_user):
     versions = make_gold_corpus(7)
-    v1 = store_frozen_version(rows=rows_for(versions), actor=admin_user, filters={"domain": None})
-    store_frozen_version(rows=rows_for(versions[:3]), actor=admin_user)
-    v2 = store_frozen_version(rows=rows_for(versions), actor=admin_user, filters={"domain": None})
+    v1 = store_frozen_version(
+        project=default_project(),
+        rows=rows_for(versions),
+        actor=admin_user,
+        filters={"domain": None},
+    )
+    store_frozen_version(project=default_project(), rows=rows_for(versions[:3]), actor=admin_user)
+    v2 = store_frozen_version(
+        project=default_project(),
+        rows=rows_for(versions),
+        actor=admin_user,
+        filters={"domain": None},
+    )
     assert (v1.number, v2.number) == (1, 3)
     assert v1.rows_sha256 == v2.rows_sha256
     for fmt, redacted in [
@@ -49,10 +59,15 @@ def test_a_freeze_identical_to_the_last_version_says_so_and_creates_nothing(admi
     from workbench.models import AuditEvent
 
     versions = make_gold_corpus(4)
-    v1 = store_frozen_version(rows=rows_for(versions), actor=admin_user)
+    v1 = store_frozen_version(project=default_project(), rows=rows_for(versions), actor=admin_user)
     events = AuditEvent.objects.count()
     with pytest.raises(NothingToFreeze, match="identical to v1 \\(4 triples, same checksums\\)"):
-        store_frozen_version(rows=rows_for(versions), actor=admin_user, note="double click")
+        store_frozen_version(
+            project=default_project(),
+            rows=rows_for(versions),
+            actor=admin_user,
+            note="double click",
+        )
     assert list(GoldVersion.objects.values_list("number", flat=True)) == [v1.number]
     assert GoldVersionRow.objects.count() == 4 and AuditEvent.objects.count() == events
 
@@ -60,12 +75,12 @@ def test_a_freeze_identical_to_the_last_version_says_so_and_creates_nothing(admi
 def test_after_a_change_the_diff_lists_exactly_the_changed_ids(admin_user):
     versions = make_gold_corpus(6)
     rows = rows_for(versions)
-    store_frozen_version(rows=rows, actor=admin_user)
+    store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     rows[1]["expected_answer"] = "A corrected answer."
     rows[3]["question"] = "A reworded question?"
     del rows[5]
     rows.append(gold_row_for(versions[5], triple_id="T-new"))
-    v2 = store_frozen_version(rows=rows, actor=admin_user)
+    v2 = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     assert v2.manifest["diff"] == {
         "against": 1,
         "added": ["T-new"],
@@ -79,7 +94,11 @@ def test_gold_jsonl_is_canonical_and_the_manifest_records_counts_files_and_redac
     rows = rows_for(versions)
     rows[0]["metadata"]["source"] = "customer_permissioned"
     version = store_frozen_version(
-        rows=rows, actor=admin_user, filters={"public_only": False}, seeds={"bootstrap": 8821}
+        project=default_project(),
+        rows=rows,
+        actor=admin_user,
+        filters={"public_only": False},
+        seeds={"bootstrap": 8821},
     )
     data, sha = file_bytes(version, ExportFormat.GOLD_JSONL)
     lines = data.decode().splitlines()
@@ -107,17 +126,19 @@ def test_a_duplicate_triple_or_missing_block_rejects_the_whole_freeze(admin_user
     rows = rows_for(versions)
     rows.append(dict(rows[0]))
     with pytest.raises(GoldsetError, match="appears twice"):
-        store_frozen_version(rows=rows, actor=admin_user)
+        store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     bad = rows_for(versions)
     bad[2]["expected_block"]["version"] = 9
     with pytest.raises(GoldsetError, match="not in the corpus"):
-        store_frozen_version(rows=bad, actor=admin_user)
+        store_frozen_version(project=default_project(), rows=bad, actor=admin_user)
     assert not GoldVersion.objects.exists() and not GoldVersionRow.objects.exists()
 
 
 def test_unrag_export_redacts_snippets_for_the_redacted_variant(admin_user):
     versions = make_gold_corpus(2)
-    version = store_frozen_version(rows=rows_for(versions), actor=admin_user)
+    version = store_frozen_version(
+        project=default_project(), rows=rows_for(versions), actor=admin_user
+    )
     full = json.loads(file_bytes(version, ExportFormat.UNRAG_JSON)[0])
     redacted = json.loads(file_bytes(version, ExportFormat.UNRAG_JSON, True)[0])
     assert full["documents"][0]["content"] == versions[0].text
@@ -130,7 +151,9 @@ def test_unrag_export_redacts_snippets_for_the_redacted_variant(admin_user):
 
 
 def test_tampering_with_a_stored_chunk_is_detected_before_any_byte_is_served(admin_user):
-    version = store_frozen_version(rows=rows_for(make_gold_corpus(3)), actor=admin_user)
+    version = store_frozen_version(
+        project=default_project(), rows=rows_for(make_gold_corpus(3)), actor=admin_user
+    )
     stored = version.files.get(format=ExportFormat.GOLD_JSONL)
     chunk = stored.chunks.get(index=0)
     if connection.vendor == "postgresql":
@@ -161,7 +184,9 @@ def test_tampering_with_a_stored_chunk_is_detected_before_any_byte_is_served(adm
     ],
 )
 def test_sql_writes_to_a_frozen_version_fail_on_postgresql(postgres, admin_user, sql):
-    version = store_frozen_version(rows=rows_for(make_gold_corpus(2)), actor=admin_user)
+    version = store_frozen_version(
+        project=default_project(), rows=rows_for(make_gold_corpus(2)), actor=admin_user
+    )
     with pytest.raises(DatabaseError, match="not allowed"), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(sql, [version.pk])
@@ -181,7 +206,9 @@ def test_sql_writes_to_a_frozen_version_fail_on_postgresql(postgres, admin_user,
 def test_truncate_is_refused_on_every_protected_table(postgres, admin_user, table):
     from workbench.models import AuditEvent
 
-    store_frozen_version(rows=rows_for(make_gold_corpus(2)), actor=admin_user)
+    store_frozen_version(
+        project=default_project(), rows=rows_for(make_gold_corpus(2)), actor=admin_user
+    )
     rows_before = GoldVersionRow.objects.count()
     events_before = AuditEvent.objects.count()
     with connection.cursor() as cursor:

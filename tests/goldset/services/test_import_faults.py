@@ -157,7 +157,9 @@ def test_a_connection_terminated_while_a_run_is_stored_by_copy_requeues_the_impo
     lost connection like any other now: requeued, then imported once."""
     domain = DomainFactory(slug="federal_it")
     version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
-    store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
+    store_frozen_version(
+        project=default_project(), rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user
+    )
     with transaction.atomic():
         job = submit_import(
             project=default_project(),

@@ -146,8 +146,10 @@ def world(admin_user):
     domain = DomainFactory(slug="federal_it")
     version = BlockVersionFactory(block=BlockFactory(block_id="blk-1", document__domain=domain))
     import_questions(source=json.dumps(QUESTION), actor=None, project=default_project())
-    store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
-    return create_evaluator(name="judge", version="1", kind="llm_judge")
+    store_frozen_version(
+        project=default_project(), rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user
+    )
+    return create_evaluator(project=default_project(), name="judge", version="1", kind="llm_judge")
 
 
 @pytest.mark.parametrize(

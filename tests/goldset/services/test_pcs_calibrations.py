@@ -12,6 +12,7 @@ from goldset.services.pcs_calibrations import (
 )
 from goldset.tasks import run_pcs_calibration_task
 from scoring.probe import DEFAULT_CONFIG
+from tests.factories import default_project
 from tests.goldset.evaluators_helpers import build_gold_tier
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +23,7 @@ def test_calibration_runs_after_commit_and_stores_a_selected_configuration(
 ):
     build_gold_tier(30)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        calibration = start_pcs_calibration(name="q2")
+        calibration = start_pcs_calibration(project=default_project(), name="q2")
     assert len(callbacks) == 1
     calibration.refresh_from_db()
     assert calibration.status == CalibrationStatus.SUCCEEDED, calibration.error
@@ -39,9 +40,9 @@ def test_calibration_runs_after_commit_and_stores_a_selected_configuration(
 
 def test_versions_count_per_name_and_a_redelivered_task_does_nothing():
     build_gold_tier(20)
-    first = start_pcs_calibration(name="q2")
-    second = start_pcs_calibration(name="q2")
-    other = start_pcs_calibration(name="q3")
+    first = start_pcs_calibration(project=default_project(), name="q2")
+    second = start_pcs_calibration(project=default_project(), name="q2")
+    other = start_pcs_calibration(project=default_project(), name="q3")
     assert (first.version, second.version, other.version) == (1, 2, 1)
     assert run_pcs_calibration_task(first.pk) == CalibrationStatus.SUCCEEDED
     done = PcsCalibration.objects.get(pk=first.pk)
@@ -51,7 +52,7 @@ def test_versions_count_per_name_and_a_redelivered_task_does_nothing():
 
 
 def test_calibration_without_settled_labels_fails_with_the_reason():
-    calibration = start_pcs_calibration(name="empty")
+    calibration = start_pcs_calibration(project=default_project(), name="empty")
     run_pcs_calibration(calibration_id=calibration.pk)
     calibration.refresh_from_db()
     assert calibration.status == CalibrationStatus.FAILED
@@ -63,7 +64,7 @@ def test_calibration_without_settled_labels_fails_with_the_reason():
 def test_defaults_stay_the_default_and_bad_names_are_refused():
     assert probe_config_for(None) is DEFAULT_CONFIG
     with pytest.raises(GoldsetError):
-        start_pcs_calibration(name="bad name!")
+        start_pcs_calibration(project=default_project(), name="bad name!")
 
 
 def test_paraphrase_group_strips_the_a3_variant_suffix():

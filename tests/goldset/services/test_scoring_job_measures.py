@@ -31,7 +31,7 @@ CATALOGUE = ["map", "rprec", "bpref", "ndcg@20"]
 def version(admin_user):
     versions = make_gold_corpus(12)
     rows = [gold_row_for(bv, triple_id=f"Q-{i:03d}") for i, bv in enumerate(versions)]
-    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     frozen.blocks = [bv.block.block_id for bv in versions]
     return frozen
 

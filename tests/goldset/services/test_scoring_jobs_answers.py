@@ -19,7 +19,7 @@ from goldset.models import (
 from goldset.services import exports
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
 from goldset.services.scoring_jobs import RunRejected, create_scoring_job
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import SECRET_SYSTEM, build_conflict_item
 from tests.goldset.curation_support import review, write_triple
 from workbench.roles import Role
@@ -38,7 +38,7 @@ def frozen(make_user):
     review(r1, triple)
     review(r2, triple)
     admin = make_user(Role.ADMIN, username="boss")
-    version = freeze_gold_version(filters=FreezeFilters(), actor=admin)
+    version = freeze_gold_version(project=default_project(), filters=FreezeFilters(), actor=admin)
     return version, record, admin
 
 

@@ -30,7 +30,7 @@ from goldset.services.scoring_jobs import (
     run_scoring_job,
     strata_csv,
 )
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.django_db
 def version(admin_user):
     versions = make_gold_corpus(12)
     rows = [gold_row_for(bv, triple_id=f"Q-{i:03d}") for i, bv in enumerate(versions)]
-    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     frozen.blocks = [bv.block.block_id for bv in versions]
     return frozen
 
@@ -109,7 +109,9 @@ def test_bad_uploads_are_rejected_with_line_numbers_and_create_no_job(
 
 def test_a_run_for_another_version_names_the_version_it_belongs_to(version, admin_user):
     bv = make_gold_corpus(1)[0]
-    other = store_frozen_version(rows=[gold_row_for(bv, triple_id="ONLY-IN-V2")], actor=admin_user)
+    other = store_frozen_version(
+        project=default_project(), rows=[gold_row_for(bv, triple_id="ONLY-IN-V2")], actor=admin_user
+    )
     with pytest.raises(RunRejected) as rejected:
         create(version, f"ONLY-IN-V2 Q0 {bv.block.block_id} 1 1.0 s\n".encode(), admin_user)
     assert "was the run made for another version? (they belong to v2)" in rejected.value.errors[0]

@@ -50,7 +50,7 @@ TAG = "system-" + "t" * 53
 def version(admin_user):
     versions = make_gold_corpus(QUERIES)
     rows = [gold_row_for(bv, triple_id=f"Q-{i:03d}") for i, bv in enumerate(versions)]
-    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     frozen.blocks = [bv.block.block_id for bv in versions]
     return frozen
 
@@ -324,7 +324,7 @@ def wide_version(admin_user):
     many questions)."""
     versions = make_gold_corpus(WIDE_QUESTIONS)
     rows = [gold_row_for(bv, triple_id=f"W-{i:04d}") for i, bv in enumerate(versions)]
-    frozen = store_frozen_version(rows=rows, actor=admin_user)
+    frozen = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     frozen.blocks = [bv.block.block_id for bv in versions]
     return frozen
 

@@ -148,7 +148,7 @@ def test_freezing_a_version_sends_ids_checksums_counts_and_links_only(
         for i, bv in enumerate(blocks)
     ]
     with django_capture_on_commit_callbacks(execute=True):
-        version = store_frozen_version(rows=rows, actor=admin_user)
+        version = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     (request,) = receiver.requests
     assert request.verified
     data = request.payload["data"]
@@ -186,7 +186,7 @@ def test_scoring_jobs_emit_succeeded_and_failed_without_the_run_name(
 ):
     blocks = make_gold_corpus(2)
     rows = [gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)]
-    version = store_frozen_version(rows=rows, actor=admin_user)
+    version = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     run = "".join(f"Q-{i} Q0 {bv.block.block_id} 1 1.0 sys\n" for i, bv in enumerate(blocks))
     with django_capture_on_commit_callbacks(execute=True):
         job = create_scoring_job(

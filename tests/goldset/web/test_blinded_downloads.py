@@ -13,7 +13,13 @@ from goldset.rules.blinding import SYSTEM_FIELDS
 from goldset.services.adjudication import record_adjudication
 from goldset.services.freeze import store_frozen_version
 from goldset.services.probe_exports import render_adjudication_export
-from tests.factories import AnswerRecordFactory, DomainFactory, gold_row_for, make_gold_corpus
+from tests.factories import (
+    AnswerRecordFactory,
+    DomainFactory,
+    default_project,
+    gold_row_for,
+    make_gold_corpus,
+)
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +58,7 @@ def frozen(admin_user, lead):
     )
     blocks = make_gold_corpus(2)
     version = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)],
         actor=admin_user,
         extra_files={ExportFormat.ADJUDICATION: render_adjudication_export},
@@ -97,6 +104,7 @@ def test_a_leads_gold_jsonl_names_people_by_the_versions_pseudonyms(
 
 def test_a_legacy_file_is_blinded_on_the_way_out(client_for, admin_user, lead, frozen):
     legacy = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"L-{i}") for i, bv in enumerate(make_gold_corpus(2))],
         actor=admin_user,
         extra_files={ExportFormat.ADJUDICATION: _legacy_adjudication},

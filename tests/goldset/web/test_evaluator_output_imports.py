@@ -34,7 +34,7 @@ BOM = b"\xef\xbb\xbf"
 
 @pytest.fixture
 def judge():
-    return create_evaluator(name="judge", version="1", kind="llm_judge")
+    return create_evaluator(project=default_project(), name="judge", version="1", kind="llm_judge")
 
 
 @pytest.fixture
@@ -474,7 +474,7 @@ def test_a_double_submit_is_one_job_with_a_message(
     assert "This file was already imported" in third.content.decode()
     assert ImportJob.objects.count() == 1 and stored() == (3, 1)
     # The same file for another evaluator is another import.
-    other = create_evaluator(name="judge", version="2", kind="llm_judge")
+    other = create_evaluator(project=default_project(), name="judge", version="2", kind="llm_judge")
     with django_capture_on_commit_callbacks(execute=True):
         client.post(page_url(other), {"file": SimpleUploadedFile("o.jsonl", data)})
     assert ImportJob.objects.count() == 2 and stored() == (6, 2)

@@ -14,6 +14,7 @@ from goldset.services.evaluators import (
     import_evaluator_outputs,
 )
 from scoring.report import release_report, render_html
+from tests.factories import default_project
 from tests.goldset.evaluators_helpers import build_gold_tier, copying_outputs, lenient_outputs
 from tests.scoring.unit.test_report import _benchmark
 
@@ -25,16 +26,22 @@ def world(settings, annotator, lead, admin_user):
     settings.GOLDSET_EVALUATOR_RESAMPLES = 200
     records = build_gold_tier(12)
     secret = create_evaluator(
-        name="secret-judge-xyz", version="7", kind="llm_judge", model_id="secret-model-9000"
+        project=default_project(),
+        name="secret-judge-xyz",
+        version="7",
+        kind="llm_judge",
+        model_id="secret-model-9000",
     )
-    other = create_evaluator(name="other-judge", version="1", kind="heuristic")
+    other = create_evaluator(
+        project=default_project(), name="other-judge", version="1", kind="heuristic"
+    )
     import_evaluator_outputs(
         evaluator=secret, source=copying_outputs(records), source_name="s.jsonl"
     )
     import_evaluator_outputs(
         evaluator=other, source=lenient_outputs(records), source_name="o.jsonl"
     )
-    compute_evaluator_report()
+    compute_evaluator_report(project=default_project())
     calibration = PcsCalibration.objects.create(name="pcs", version=1)
     version = GoldVersion.objects.create(number=1)
     questions, answers, labels = _benchmark(6)
@@ -180,7 +187,7 @@ def test_release_report_page_and_downloads(world, client_for):
 @pytest.mark.parametrize("n", [2, 30])
 def test_list_pages_query_count_is_constant(world, client_for, django_assert_max_num_queries, n):
     for i in range(n):
-        create_evaluator(name=f"judge-{i}", version="1", kind="metric")
+        create_evaluator(project=default_project(), name=f"judge-{i}", version="1", kind="metric")
         PcsCalibration.objects.create(name=f"c{i}", version=1)
         ReleaseReport.objects.create(
             version=world["report"].version, run_ids=[], report=world["report"].report, html=""

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from goldset.models import GoldVersionFileChunk, JobStatus, ScoringJob
 from goldset.services.freeze import store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.django_db
 def version(admin_user):
     versions = make_gold_corpus(6)
     frozen = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
     )
@@ -255,6 +256,7 @@ def test_version_and_job_lists_keep_a_constant_query_count(
     versions = make_gold_corpus(2)
     for k in range(n):
         frozen = store_frozen_version(
+            project=default_project(),
             rows=[gold_row_for(bv, triple_id=f"T{i}-{k}") for i, bv in enumerate(versions)],
             actor=admin_user,
         )

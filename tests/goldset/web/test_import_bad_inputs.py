@@ -19,8 +19,7 @@ from goldset.models import (
     Triple,
 )
 from goldset.services.answer_imports import import_questions
-from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory
-from tests.goldset.answers_helpers import default_project
+from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, default_project
 
 pytestmark = pytest.mark.django_db
 RAW = "__raw__"
@@ -495,8 +494,10 @@ def frozen_and_judge(admin_user, corpus):
     from goldset.services.freeze import store_frozen_version
     from tests.factories import gold_row_for
 
-    store_frozen_version(rows=[gold_row_for(corpus, triple_id="Q-0")], actor=admin_user)
-    return create_evaluator(name="judge", version="1", kind="llm_judge")
+    store_frozen_version(
+        project=default_project(), rows=[gold_row_for(corpus, triple_id="Q-0")], actor=admin_user
+    )
+    return create_evaluator(project=default_project(), name="judge", version="1", kind="llm_judge")
 
 
 def empty_upload_targets(judge):

@@ -278,6 +278,7 @@ def test_the_command_refuses_on_behalf_for_a_non_admin(lead, triple_file, tmp_pa
 def version(admin_user):
     versions = make_gold_corpus(3)
     frozen = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
     )

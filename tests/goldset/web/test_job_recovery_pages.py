@@ -13,7 +13,7 @@ from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job
 from goldset.services.scoring_jobs import create_scoring_job
 from tests.clock import stop_the_clock
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.goldset.web.test_exports_pages import run_file, upload
 
 pytestmark = pytest.mark.django_db
@@ -23,6 +23,7 @@ pytestmark = pytest.mark.django_db
 def version(admin_user):
     versions = make_gold_corpus(6)
     frozen = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
     )
@@ -155,6 +156,7 @@ def test_the_same_run_uploaded_twice_shows_the_first_job_with_a_message(
 def test_the_diff_page_verifies_checksums(client_for, admin_user, version):
     versions = make_gold_corpus(2)
     store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"N-{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
     )

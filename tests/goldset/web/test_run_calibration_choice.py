@@ -21,7 +21,7 @@ from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import check_options
 from goldset.services.pcs_calibrations import probe_config_for
 from scoring.probe import score_answers
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.goldset.run_calibration_support import (
     answer_log,
     make_answer_version,
@@ -116,6 +116,7 @@ def test_a_retrieval_run_with_a_calibration_is_rejected_naming_the_field(
 ):
     blocks = make_gold_corpus(2)
     version = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)],
         actor=admin_user,
     )

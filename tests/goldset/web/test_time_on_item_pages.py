@@ -340,6 +340,7 @@ def test_the_adjudication_export_carries_times_and_guideline_versions_for_leads(
     record_adjudication(lead=lead, record=record, **{**FINAL, "severe_safety": False})
     blocks = make_gold_corpus(1)
     version = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)],
         actor=admin_user,
         extra_files={ExportFormat.ADJUDICATION: render_adjudication_export},

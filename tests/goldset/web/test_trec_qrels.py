@@ -14,7 +14,13 @@ from goldset.models import ExportFormat
 from goldset.services.exports import qrels_line, read_verified_bytes, trec_id
 from goldset.services.freeze import store_frozen_version
 from scoring.io import read_qrels
-from tests.factories import BlockFactory, BlockVersionFactory, gold_row_for, make_gold_corpus
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    default_project,
+    gold_row_for,
+    make_gold_corpus,
+)
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -24,6 +30,7 @@ pytestmark = pytest.mark.django_db
 def version(admin_user):
     versions = make_gold_corpus(4)
     frozen = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
     )
@@ -69,7 +76,9 @@ def test_whitespace_in_an_id_is_percent_encoded_and_nothing_else_changes():
 
 def test_a_block_id_with_a_space_still_gives_four_columns(admin_user):
     bv = BlockVersionFactory(block=BlockFactory(block_id="sec 3.1 backups"))
-    frozen = store_frozen_version(rows=[gold_row_for(bv, triple_id="Q-x")], actor=admin_user)
+    frozen = store_frozen_version(
+        project=default_project(), rows=[gold_row_for(bv, triple_id="Q-x")], actor=admin_user
+    )
     line = read_verified_bytes(_qrels_file(frozen)).decode()
     assert line == "Q-x 0 sec%203.1%20backups 1\n"
 

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from goldset.services.freeze import FreezeFilters, freeze_gold_version, store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.goldset.curation_support import review, write_triple
 from workbench.roles import Role
 
@@ -22,7 +22,7 @@ def version(make_user, admin_user, settings):
         triple = write_triple(author, question=f"Q{i}?")
         review(reviewers[2 * i], triple, "confirm")
         review(reviewers[2 * i + 1], triple, "confirm")
-    return freeze_gold_version(filters=FreezeFilters(), actor=admin_user)
+    return freeze_gold_version(project=default_project(), filters=FreezeFilters(), actor=admin_user)
 
 
 def test_version_page_shows_the_agreement_behind_the_version(client_for, lead, admin_user, version):
@@ -47,6 +47,7 @@ def test_version_page_answers_each_role(client, client_for, annotator, lead, adm
 def test_a_version_frozen_before_says_what_its_old_figures_were(client_for, admin_user):
     versions = make_gold_corpus(2)
     old = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(versions)],
         actor=admin_user,
         agreement={"reviews": 4, "percent_agreement": 1.0},

@@ -12,7 +12,13 @@ from django.urls import reverse
 
 from goldset.models import EvaluatorImport, EvaluatorOutput, ImportJob, ImportStatus
 from goldset.services.evaluators import create_evaluator
-from tests.factories import AnswerRecordFactory, DomainFactory, QuestionFactory, RunFactory
+from tests.factories import (
+    AnswerRecordFactory,
+    DomainFactory,
+    QuestionFactory,
+    RunFactory,
+    default_project,
+)
 from tests.goldset.worker.test_import_jobs_worker import wait_until
 
 pytestmark = pytest.mark.worker
@@ -21,7 +27,7 @@ pytestmark = pytest.mark.worker
 def test_evaluator_outputs_are_imported_by_the_worker_all_or_nothing(
     celery_worker_process, client_for, admin_user, settings
 ):
-    judge = create_evaluator(name="judge", version="1", kind="llm_judge")
+    judge = create_evaluator(project=default_project(), name="judge", version="1", kind="llm_judge")
     run, domain = RunFactory(), DomainFactory()
     records = [
         AnswerRecordFactory(run=run, question=QuestionFactory(domain=domain)) for _ in range(1100)

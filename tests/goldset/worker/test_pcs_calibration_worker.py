@@ -4,6 +4,7 @@ import pytest
 
 from goldset.models import CalibrationStatus, PcsCalibration
 from goldset.services.pcs_calibrations import start_pcs_calibration
+from tests.factories import default_project
 from tests.goldset.evaluators_helpers import build_gold_tier
 from tests.goldset.worker.test_scoring_jobs_worker import wait_until
 
@@ -12,7 +13,9 @@ pytestmark = pytest.mark.worker
 
 def test_a_real_worker_runs_the_grid_and_stores_the_selection(celery_worker_process):
     build_gold_tier(30)
-    calibration = start_pcs_calibration(name="worker")  # autocommit: dispatched at once
+    calibration = start_pcs_calibration(
+        project=default_project(), name="worker"
+    )  # autocommit: dispatched at once
     seen = set()
 
     def finished():

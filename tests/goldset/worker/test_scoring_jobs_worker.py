@@ -21,6 +21,7 @@ from goldset.models import (
 from goldset.services.freeze import store_frozen_version
 from goldset.services.scoring_jobs import create_scoring_job, strata_csv
 from tests.conftest import ROOT, _stop
+from tests.factories import default_project
 from tests.waiting import wait_until
 from workbench.celery import app
 
@@ -60,7 +61,7 @@ def big_version(n_queries, n_blocks, admin_user):
         }
         for i in range(n_queries)
     )
-    return store_frozen_version(rows=rows, actor=admin_user)
+    return store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
 
 
 def run_bytes(n_queries, n_blocks):

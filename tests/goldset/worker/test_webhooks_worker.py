@@ -7,7 +7,7 @@ import pytest
 from goldset.models import DeliveryStatus, OutboxMessage, WebhookDelivery, WebhookEvent
 from goldset.services import webhooks
 from goldset.services.freeze import store_frozen_version
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.worker
@@ -31,7 +31,7 @@ def test_freezing_a_version_ends_in_a_verified_delivery_after_one_retry(
     receiver.statuses = [500, 200]
     blocks = make_gold_corpus(4)
     rows = [gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)]
-    version = store_frozen_version(rows=rows, actor=admin_user)
+    version = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
     delivery = WebhookDelivery.objects.get(endpoint=endpoint)
 
     def delivered():

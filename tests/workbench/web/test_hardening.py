@@ -23,8 +23,8 @@ from goldset.services.job_downloads import bundle_zip, results_csv
 from goldset.services.labeling import LabelRuleViolation, claim_next_item, submit_label
 from goldset.services.scoring_jobs import create_scoring_job
 from goldset.services.text_limits import TextTooLong, check_text_length
-from tests.factories import DomainFactory, gold_row_for, make_gold_corpus
-from tests.goldset.answers_helpers import BAD, GOOD, build_conflict_item, default_project
+from tests.factories import DomainFactory, default_project, gold_row_for, make_gold_corpus
+from tests.goldset.answers_helpers import BAD, GOOD, build_conflict_item
 from workbench.csv_safety import csv_safe
 from workbench.roles import Role
 
@@ -104,6 +104,7 @@ def hostile_job(admin_user, django_capture_on_commit_callbacks):
     blocks = make_gold_corpus(4)
     ids = ["=HYPERLINK(1)", "+Q1", "-Q2", "@Q3"]
     version = store_frozen_version(
+        project=default_project(),
         rows=[gold_row_for(bv, triple_id=t) for t, bv in zip(ids, blocks, strict=True)],
         actor=admin_user,
     )

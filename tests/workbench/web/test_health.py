@@ -7,6 +7,7 @@ import threading
 import pytest
 from django.urls import reverse
 
+from tests.factories import default_project
 from workbench.celery import app
 from workbench.services.liveness import forget_liveness
 
@@ -133,7 +134,9 @@ def test_health_reports_stale_jobs_and_a_missing_beat(client_for, admin_user, se
     settings.JOB_STALE_SECONDS = 60
     settings.RECONCILE_INTERVAL_SECONDS = 30
     bv = make_gold_corpus(1)[0]
-    version = store_frozen_version(rows=[gold_row_for(bv, triple_id="T1")], actor=admin_user)
+    version = store_frozen_version(
+        project=default_project(), rows=[gold_row_for(bv, triple_id="T1")], actor=admin_user
+    )
     job = ScoringJob.objects.create(
         version=version,
         name="x",
