@@ -36,7 +36,6 @@ from goldset.services.exports import canonical_json
 from goldset.services.freeze import FreezeFilters, freeze_gold_version, selected_triples
 from tests.factories import CustomerPermissionFactory, default_project
 from tests.goldset import freeze_reference as reference
-from tests.goldset.answers_helpers import default_project
 
 pytestmark = pytest.mark.django_db
 
