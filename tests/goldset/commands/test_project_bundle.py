@@ -263,3 +263,39 @@ def test_export_to_a_stream_reads_back(demo_bundle):
     buffer.seek(0)
     result = import_bundle(source=buffer, slug="from-stream")
     assert result.counts == manifest["counts"]
+
+
+@pytest.mark.parametrize(
+    ("role", "status"), [("admin", 200), ("adjudication_lead", 403), ("annotator", 403)]
+)
+def test_the_settings_page_download_is_for_the_projects_admins(client, postgres, role, status):
+    from tests.factories import DocumentFactory, UserFactory
+
+    DocumentFactory(title="Bundled by the page")
+    user = UserFactory(role=role)
+    client.force_login(user)
+    response = client.get("/p/default/project/bundle.tar.gz")
+    assert response.status_code == status
+    if status != 200:
+        return
+    assert response["Content-Type"] == "application/gzip"
+    assert 'filename="default-' in response["Content-Disposition"]
+    data = b"".join(response.streaming_content)
+    result = import_bundle(source=io.BytesIO(data), slug="from-page", by=user)
+    assert result.counts["goldset.Document"] == 1
+    copy = Project.objects.get(slug="from-page")
+    assert ProjectMembership.objects.get(project=copy, user=user).role == "admin"
+    page = client.get("/p/default/project/settings/")
+    assert b"/p/default/project/bundle.tar.gz" in page.content
+
+
+def test_the_download_of_another_project_is_404(client, postgres):
+    from tests.factories import UserFactory
+
+    other = Project.objects.create(name="Other", slug="other")
+    admin = UserFactory(role="admin")
+    admin.is_staff = False  # an admin of the default project, not of the installation
+    admin.save(update_fields=["is_staff"])
+    client.force_login(admin)
+    assert client.get("/p/default/project/bundle.tar.gz").status_code == 200
+    assert client.get(f"/p/{other.slug}/project/bundle.tar.gz").status_code == 404
