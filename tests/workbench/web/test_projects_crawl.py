@@ -361,7 +361,17 @@ def _plant_project_b() -> dict:
         version=gold,
         run_ids=[run.pk],
         calibration=calibration,
-        report={"title": CANARY},
+        report={  # the shape the release page reads, with nothing scored
+            "meta": {"title": f"{CANARY} release"},
+            "systems": [],
+            "failures": {},
+            "n_unacceptable": 0,
+            "ablation": [],
+            "checklist": [],
+            "comparisons": [],
+            "families": [],
+            "seeds": [],
+        },
         html=f"<html><body>{CANARY} report</body></html>",
         created_by=b_admin,
     )
