@@ -167,6 +167,8 @@ ENTRIES: list[Entry] = [
     Entry("projects:member_remove", Kind.ACTION, ADMINS),
     Entry("projects:archive", Kind.ACTION, ADMINS),
     Entry("projects:delete", Kind.ACTION, ADMINS),
+    # the project's whole state as a bundle (goldset.services.project_bundle)
+    Entry("projects:bundle", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     # corpus
     Entry("corpus:documents", Kind.PAGE, EVERYONE),
     Entry("corpus:search", Kind.PAGE, EVERYONE),

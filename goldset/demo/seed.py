@@ -14,6 +14,7 @@ from goldset.demo.curation import seed_curation_demo
 from goldset.demo.evaluators import seed_evaluators_demo
 from goldset.demo.exports import seed_exports_demo
 from goldset.demo.guidelines import seed_guidelines_demo
+from goldset.demo.policy import POLICY_USERS, seed_policy_project
 from goldset.demo.promotion import seed_promotion_demo
 from goldset.models import Domain, Project, default_project_id
 from goldset.services.corpus import import_corpus
@@ -78,4 +79,35 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
     seed_promotion_demo()
     seed_exports_demo()
     seed_evaluators_demo()
+    # The second project last: the default project's demo (its frozen versions included) is
+    # the same as before projects.
+    policy_existing = set(
+        User.objects.filter(username__in=[u for u, _ in POLICY_USERS]).values_list(
+            "username", flat=True
+        )
+    )
+    credentials |= seed_policy_project(
+        password_for=lambda username: (
+            password
+            if password is not None
+            else None
+            if username in policy_existing
+            else secrets.token_urlsafe(9)
+        )
+    )
+    existing |= policy_existing
     return DemoResult(credentials=credentials, existing_users=sorted(existing), corpus=corpus)
+
+
+def roles_by_project() -> dict[str, list[tuple[str, str]]]:
+    """{username: [(project slug, role label), ...]} for every demo user, projects by name."""
+    from goldset.models import ProjectMembership
+
+    names = [u for u, _ in DEMO_USERS] + [u for u, _ in POLICY_USERS]
+    roles: dict[str, list[tuple[str, str]]] = {u: [] for u in names}
+    memberships = ProjectMembership.objects.filter(user__username__in=names).select_related(
+        "project", "user"
+    )
+    for m in memberships.order_by("project__created_at", "project__slug"):
+        roles[m.user.username].append((m.project.slug, Role(m.role).label))
+    return roles

@@ -66,11 +66,11 @@ def test_seed_demo_prints_the_credentials_once_from_the_settings_var_directory(s
     call_command("seed_demo", password="setup-demo-pass-1", stdout=first)
     credentials = settings.VAR_DIR / "demo-credentials.txt"
     assert credentials.exists()
-    assert first.getvalue().count("setup-demo-pass-1") == 9  # one line per demo user, once
+    assert first.getvalue().count("setup-demo-pass-1") == 11  # one line per demo user, once
 
     again = StringIO()
     call_command("seed_demo", stdout=again)
     assert str(credentials) in again.getvalue()
-    assert again.getvalue().count("setup-demo-pass-1") == 9
+    assert again.getvalue().count("setup-demo-pass-1") == 11
     for line in credentials.read_text().splitlines()[1:]:
         assert line in again.getvalue()

@@ -4,7 +4,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from goldset.demo.seed import DEMO_USERS, seed_demo
+from goldset.demo.seed import roles_by_project, seed_demo
 
 
 class Command(BaseCommand):
@@ -27,15 +27,16 @@ class Command(BaseCommand):
         result = seed_demo(password=password, nist_path=nist)
         for summary in result.corpus:
             self.stdout.write(f"corpus: {summary}")
-        roles = dict(DEMO_USERS)
+        roles = roles_by_project()
         if result.credentials:
             lines = [
-                f"{user:8} {roles[user].label:18} {secret}"
+                f"{user:8} {secret:14} "
+                + " · ".join(f"{slug}: {label}" for slug, label in roles.get(user, []))
                 for user, secret in result.credentials.items()
             ]
             credentials_file.parent.mkdir(parents=True, exist_ok=True)
             credentials_file.write_text(
-                "username role               password\n" + "\n".join(lines) + "\n"
+                "username password       roles (per project)\n" + "\n".join(lines) + "\n"
             )
             os.chmod(credentials_file, 0o600)
             self.stdout.write(f"Demo users (also in {credentials_file}):")
