@@ -20,7 +20,19 @@ import json
 from collections.abc import Sequence
 
 from django.db import connection, models
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
+
+
+def one_of(values) -> list | RawSQL:
+    """The right-hand side of ``text_field__in=`` for an import batch's thousands of ids: on
+    PostgreSQL one array parameter (``IN (SELECT unnest(%s::text[]))``) instead of a placeholder
+    per value, which Django prepares and psycopg splits one by one (about three quarters of the
+    client's time of such a query); elsewhere the list."""
+    values = list(values)
+    if connection.vendor != "postgresql":
+        return values
+    return RawSQL("SELECT unnest(%s::text[])", [values])
 
 
 def insert(model: type[models.Model], objs: list, *, ids: bool = False) -> list:

@@ -144,7 +144,7 @@ class PassageResolver:
         versions: dict[tuple[str, int], ResolvedPassage] = {}
         latest: dict[str, int] = {}
         for pk, block_id, number, start, end, authority in BlockVersion.objects.filter(
-            block__block_id__in=block_ids
+            block__block_id__in=bulk.one_of(block_ids)
         ).values_list(
             "pk",
             "block__block_id",
@@ -193,8 +193,9 @@ def _collect_refs(rows, keys: tuple[str, ...]) -> set[str]:
     return refs
 
 
-def _ids(rows, key: str) -> list[str]:
-    return [o.get(key) for _, o in rows if isinstance(o.get(key), str)]
+def _ids(rows, key: str):
+    """The batch's string values of ``key``, as the right-hand side of ``__in=``."""
+    return bulk.one_of({o.get(key) for _, o in rows if isinstance(o.get(key), str)})
 
 
 # ---------------------------------------------------------------- questions
@@ -447,9 +448,10 @@ class AnswerLogImporter:
 
     def check(self, rows, problems: Problems) -> list:
         """The batch's write plan (empty in the validate pass): per line the run and system
-        ids, the system's config, the record's checked values (:data:`RECORD_VALUES`), its
-        retrieved passages ``(block version, passage id, rank)`` and citations ``(block
-        version, passage id, position)`` as tuples, and its question."""
+        ids, the system's config, the record's checked values ``(answer, model, latency, cost,
+        uncertainty, calibration, extra)``, its retrieved passages ``(block version, passage
+        id, rank)`` and citations ``(block version, passage id, position)`` as tuples, and its
+        question. No model instances: the write pass builds plain rows for bulk.insert_rows."""
         resolver = PassageResolver(_collect_refs(rows, ("retrieved_passages", "citations")))
         questions = {
             qid: AnsweredQuestion(*facts)
@@ -469,10 +471,15 @@ class AnswerLogImporter:
             r.run_id: r
             for r in Run.objects.select_related("system").filter(run_id__in=_ids(rows, "run_id"))
         }
-        existing_pairs = set(
-            AnswerRecord.objects.filter(
-                run__run_id__in=list(runs), question__question_id__in=list(questions)
-            ).values_list("run__run_id", "question__question_id")
+        existing_pairs = (
+            set(
+                AnswerRecord.objects.filter(
+                    run__run_id__in=bulk.one_of(runs),
+                    question__question_id__in=bulk.one_of(questions),
+                ).values_list("run__run_id", "question__question_id")
+            )
+            if runs and questions
+            else set()
         )
         writing, resolved = self.writing, resolver.resolved
         plan = []
