@@ -30,6 +30,20 @@ def _has_control(value: str) -> bool:
     return _CONTROL.search(value) is not None
 
 
+def is_clean_id(value, max_length: int) -> bool:
+    """Whether :meth:`At.identifier` takes ``value`` as it is, without a problem: a non-empty
+    string within ``max_length``, no surrounding whitespace, no control character (NUL
+    included). Lets an importer check its common case without building an :class:`At`; any
+    other value goes through the full check, which words the problem."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= max_length
+        and not value[0].isspace()
+        and not value[-1].isspace()
+        and _CONTROL.search(value) is None
+    )
+
+
 @dataclass(frozen=True)
 class At:
     """Where a member lives: the line (None inside a single JSON document) and a path prefix."""

@@ -40,7 +40,7 @@ from goldset.exceptions import ImportRejected
 from goldset.imports import bulk
 from goldset.imports.batches import run_import
 from goldset.imports.errors import Problems
-from goldset.imports.fields import At, column_length
+from goldset.imports.fields import At, column_length, is_clean_id
 from goldset.imports.reader import as_source, iter_json_lines
 from goldset.models import (
     AnswerCitation,
@@ -57,7 +57,9 @@ from goldset.models import (
     Run,
     System,
     TaskType,
+    Tier,
 )
+from goldset.models.answers import new_public_id
 from goldset.rules.labeling import queue_rank
 from goldset.rules.tiers import RECORD, required_for
 from goldset.services.labeling import add_domain_slots
@@ -143,7 +145,7 @@ class PassageResolver:
         versions: dict[tuple[str, int], ResolvedPassage] = {}
         latest: dict[str, int] = {}
         for pk, block_id, number, start, end, authority in BlockVersion.objects.filter(
-            block__project=project, block__block_id__in=block_ids
+            block__project=project, block__block_id__in=bulk.one_of(block_ids)
         ).values_list(
             "pk",
             "block__block_id",
@@ -192,8 +194,9 @@ def _collect_refs(rows, keys: tuple[str, ...]) -> set[str]:
     return refs
 
 
-def _ids(rows, key: str) -> list[str]:
-    return [o.get(key) for _, o in rows if isinstance(o.get(key), str)]
+def _ids(rows, key: str):
+    """The batch's string values of ``key``, as the right-hand side of ``__in=``."""
+    return bulk.one_of({o.get(key) for _, o in rows if isinstance(o.get(key), str)})
 
 
 # ---------------------------------------------------------------- questions
@@ -400,6 +403,31 @@ def _evidence(obj, at: At, resolver, *, build: bool = True) -> list[EvidencePass
 # ---------------------------------------------------------------- answer logs
 
 
+RUN_ID_LENGTH = column_length(Run, "run_id")
+SYSTEM_ID_LENGTH = column_length(System, "system_id")
+EXTRA_KEYS = ("tokens", "metrics", "prompt_hash")
+# What an answer record's row holds, in this order (every other column takes its default).
+RECORD_COLUMNS = (
+    "project_id",
+    "public_id",
+    "run_id",
+    "question_id",
+    "domain_id",
+    "queue_rank",
+    "answer",
+    "model",
+    "latency_ms",
+    "cost_usd",
+    "extra",
+    "uncertainty",
+    "is_calibration",
+    "tier",
+    "routing_rule",
+    "rules_version",
+    "labels_required",
+)
+
+
 def check_latency(value, at: At, key: str = "latency_ms") -> int | None:
     """Latency in milliseconds: a finite number ≥ 0 (not a string, NaN or negative)."""
     number = at.number(value, key, minimum=0, below=10**12, expected="a number of ms ≥ 0")
@@ -418,7 +446,8 @@ class AnswerLogImporter:
         self.id_factory = id_factory
 
     def begin(self, *, writing: bool) -> None:
-        self.writing = writing  # the validate pass checks only: no model instances
+        self.writing = writing
+        self.project_id = self.project.pk
         self.run_system: dict[str, tuple[str, int]] = {}
         self.seen_pairs: dict[tuple[str, str], int] = {}
         self.summary = AnswerImportSummary()
@@ -427,6 +456,11 @@ class AnswerLogImporter:
         return iter_json_lines(source, problems, what="answer record", progress=progress)
 
     def check(self, rows, problems: Problems) -> list:
+        """The batch's write plan (empty in the validate pass): per line the run and system
+        ids, the system's config, the record's checked values ``(answer, model, latency, cost,
+        uncertainty, calibration, extra)``, its retrieved passages ``(block version, passage
+        id, rank)`` and citations ``(block version, passage id, position)`` as tuples, and its
+        question. No model instances: the write pass builds plain rows for bulk.insert_rows."""
         resolver = PassageResolver(
             _collect_refs(rows, ("retrieved_passages", "citations")), project=self.project
         )
@@ -450,21 +484,30 @@ class AnswerLogImporter:
                 project=self.project, run_id__in=_ids(rows, "run_id")
             )
         }
-        existing_pairs = set(
-            AnswerRecord.objects.filter(
-                project=self.project,
-                run__run_id__in=list(runs),
-                question__question_id__in=list(questions),
-            ).values_list("run__run_id", "question__question_id")
+        existing_pairs = (
+            set(
+                AnswerRecord.objects.filter(
+                    project=self.project,
+                    run__run_id__in=bulk.one_of(runs),
+                    question__question_id__in=bulk.one_of(questions),
+                ).values_list("run__run_id", "question__question_id")
+            )
+            if runs and questions
+            else set()
         )
+        writing, resolved = self.writing, resolver.resolved
         plan = []
         for lineno, obj in rows:
             at = At(problems, lineno)
-            run_id = at.identifier(obj, "run_id", max_length=column_length(Run, "run_id"))
-            system_id = at.identifier(
-                obj, "system_id", max_length=column_length(System, "system_id")
-            )
-            qid = at.identifier(obj, "question_id", max_length=ID_LENGTH)
+            run_id = obj.get("run_id")
+            if not is_clean_id(run_id, RUN_ID_LENGTH):
+                run_id = at.identifier(obj, "run_id", max_length=RUN_ID_LENGTH)
+            system_id = obj.get("system_id")
+            if not is_clean_id(system_id, SYSTEM_ID_LENGTH):
+                system_id = at.identifier(obj, "system_id", max_length=SYSTEM_ID_LENGTH)
+            qid = obj.get("question_id")
+            if not is_clean_id(qid, ID_LENGTH):
+                qid = at.identifier(obj, "question_id", max_length=ID_LENGTH)
             if run_id and system_id:
                 stored = runs.get(run_id)
                 if stored is not None and stored.system.system_id != system_id:
@@ -498,23 +541,19 @@ class AnswerLogImporter:
                 at.add("citations", "expected a list of passage ids")
                 cited = []
             for index, ref in enumerate(cited):
-                key = f"citations[{index}]"
-                if not isinstance(ref, str) or not ref:
-                    at.add(key, "expected a passage id string")
-                    continue
-                ref = at.check_identifier(ref, key)
-                if len(ref) > REF_LENGTH:
-                    at.add(key, f"longer than the limit of {REF_LENGTH}")
-                    continue
-                version = resolver.get(ref, at, key) if ref else None
-                if self.writing:
-                    citations.append(
-                        AnswerCitation(
-                            block_version_id=version and version.pk,
-                            passage_ref=ref,
-                            position=index,
-                        )
-                    )
+                version = resolved.get(ref) if is_clean_id(ref, REF_LENGTH) else None
+                if version is None:  # not the common case: checked in full, problems worded
+                    key = f"citations[{index}]"
+                    if not isinstance(ref, str) or not ref:
+                        at.add(key, "expected a passage id string")
+                        continue
+                    ref = at.check_identifier(ref, key)
+                    if len(ref) > REF_LENGTH:
+                        at.add(key, f"longer than the limit of {REF_LENGTH}")
+                        continue
+                    version = resolver.get(ref, at, key) if ref else None
+                if writing:
+                    citations.append((version and version.pk, ref, index))
             model = obj.get("model", {})
             if not isinstance(model, dict):
                 at.add("model", "expected an object")
@@ -522,25 +561,25 @@ class AnswerLogImporter:
             calibration = obj.get("calibration", False)
             if not isinstance(calibration, bool):
                 at.add("calibration", f"got {calibration!r}", "true or false")
-            values = dict(
-                project=self.project,
-                question_id=question and question.pk,
-                answer=answer,
-                model=model,
-                latency_ms=check_latency(obj.get("latency_ms"), at),
-                cost_usd=check_cost(obj.get("cost_usd"), at),
-                uncertainty=_unit(obj.get("uncertainty"), at, "uncertainty"),
-                is_calibration=calibration is True,
-                extra={k: obj[k] for k in ("tokens", "metrics", "prompt_hash") if k in obj},
+            latency = obj.get("latency_ms")
+            if type(latency) is not int or not 0 <= latency < 10**12:
+                latency = check_latency(latency, at)
+            values = (
+                answer,
+                model,
+                latency,
+                check_cost(obj.get("cost_usd"), at),
+                _unit(obj.get("uncertainty"), at, "uncertainty"),
+                calibration is True,
+                {k: obj[k] for k in EXTRA_KEYS if k in obj},
             )
-            if self.writing:
-                record = AnswerRecord(**values)
+            if writing:
                 plan.append(
                     (
                         run_id,
                         system_id,
                         obj.get("system_config"),
-                        record,
+                        values,
                         retrieved,
                         citations,
                         question,
@@ -548,14 +587,32 @@ class AnswerLogImporter:
                 )
         return plan
 
-    def _retrieved(self, obj, at: At, resolver) -> list[RetrievedPassage]:
+    def _retrieved(self, obj, at: At, resolver) -> list[tuple]:
+        """The line's retrieved passages checked; in the write pass as ``(block version id,
+        passage id, rank)`` rows."""
         retrieved = []
         entries = obj.get("retrieved_passages", [])
         if not isinstance(entries, list):
             at.add("retrieved_passages", "expected a list of {passage_id, rank}")
             return []
         ranks = set()
+        resolved = resolver.resolved
         for index, entry in enumerate(entries):
+            if isinstance(entry, dict):
+                # The common case, a known passage at a new whole rank, is checked here without
+                # an At per entry; anything else is checked in full below (the same problems).
+                ref, rank = entry.get("passage_id"), entry.get("rank")
+                if (
+                    type(rank) is int
+                    and 1 <= rank < 2**31
+                    and rank not in ranks
+                    and is_clean_id(ref, REF_LENGTH)
+                    and (version := resolved.get(ref)) is not None
+                ):
+                    ranks.add(rank)
+                    if self.writing:
+                        retrieved.append((version.pk, ref, rank))
+                    continue
             e_at = at / f"retrieved_passages[{index}]"
             if not isinstance(entry, dict):
                 at.add(f"retrieved_passages[{index}]", "expected an object")
@@ -569,11 +626,7 @@ class AnswerLogImporter:
             ranks.add(rank)
             version = resolver.get(ref, e_at, "passage_id") if ref else None
             if self.writing:
-                retrieved.append(
-                    RetrievedPassage(
-                        block_version_id=version and version.pk, passage_ref=ref, rank=rank
-                    )
-                )
+                retrieved.append((version and version.pk, ref, rank))
         return retrieved
 
     def write(self, plan) -> None:
@@ -614,54 +667,97 @@ class AnswerLogImporter:
                 new_runs.append(runs[run_id])
         Run.objects.bulk_create(new_runs)
         summary.runs_created += len(new_runs)
-        records = []
-        slots: Counter[int] = Counter()
         rules = get_active_rules(project=self.project)
         queue_seed = tunable("QUEUE_SHUFFLE_SEED", project=self.project)
-        for run_id, _, _, record, _, _, question in plan:
-            uncertainty = (
-                record.uncertainty if record.uncertainty is not None else question.uncertainty
+        # decide_tier is pure: one decision per distinct routing input of the batch.
+        decisions: dict[tuple, tuple] = {}
+        new_id = self.id_factory or new_public_id
+        records = []
+        slots: Counter[int] = Counter()
+        by_tier = summary.by_tier
+        for run_id, _, _, values, _, _, question in plan:
+            answer, model, latency, cost, uncertainty, is_calibration, extra = values
+            routing = (
+                question.task_type,
+                uncertainty if uncertainty is not None else question.uncertainty,
+                question.adversarial,
+                question.domain_slug,
             )
-            decision = decide_tier(
-                rules=rules,
-                task_type=question.task_type,
-                uncertainty=uncertainty,
-                adversarial=question.adversarial,
-                domain=question.domain_slug,
+            decided = decisions.get(routing)
+            if decided is None:
+                task_type, routed_uncertainty, adversarial, domain = routing
+                decision = decide_tier(
+                    rules=rules,
+                    task_type=task_type,
+                    uncertainty=routed_uncertainty,
+                    adversarial=adversarial,
+                    domain=domain,
+                )
+                decided = decisions[routing] = (
+                    decision.tier,
+                    Tier(decision.tier).value,
+                    decision.rule,
+                    decision.rules_version,
+                    required_for(RECORD, decision.tier, project=self.project),
+                )
+            tier, tier_value, rule, rules_version, labels_required = decided
+            public_id = new_id()
+            records.append(
+                (
+                    self.project_id,
+                    public_id,
+                    runs[run_id].pk,
+                    question.pk,
+                    question.domain_id,
+                    queue_rank(public_id=public_id, seed=queue_seed),
+                    answer,
+                    model,
+                    latency,
+                    cost,
+                    extra,
+                    uncertainty,
+                    is_calibration,
+                    tier_value,
+                    rule,
+                    rules_version,
+                    labels_required,
+                )
             )
-            record.run = runs[run_id]
-            record.tier = decision.tier
-            record.routing_rule = decision.rule
-            record.rules_version = decision.rules_version
-            record.labels_required = required_for(RECORD, decision.tier, project=rules.project)
-            if self.id_factory is not None:
-                record.public_id = self.id_factory()
-            record.domain_id = question.domain_id
-            record.queue_rank = queue_rank(public_id=record.public_id, seed=queue_seed)
-            if not record.is_calibration:
-                slots[record.domain_id] += record.labels_required
-            records.append(record)
-            summary.by_tier[record.tier] = summary.by_tier.get(record.tier, 0) + 1
-        bulk.insert(AnswerRecord, records, ids=True)
+            if not is_calibration:
+                slots[question.domain_id] += labels_required
+            by_tier[tier] = by_tier.get(tier, 0) + 1
+        record_ids = bulk.insert_rows(AnswerRecord, RECORD_COLUMNS, records, ids=True)
         for domain_id, added in sorted(slots.items()):
             add_domain_slots(domain_id=domain_id, delta=added)
         retrieved, citations, calibration = [], [], []
-        for _, _, _, record, record_retrieved, record_citations, question in plan:
-            for row in (*record_retrieved, *record_citations):
-                row.record = record
-            retrieved.extend(record_retrieved)
-            citations.extend(record_citations)
-            if record.is_calibration:
-                calibration_set, _ = CalibrationSet.objects.get_or_create(
-                    domain_id=question.domain_id, defaults={"project": self.project}
-                )
-                if calibration_set.project_id != self.project.pk:
-                    raise ImportRejected(
-                        [f"{question.domain_slug}: its calibration set belongs to another project"]
+        calibration_sets: dict[int, CalibrationSet] = {}
+        for record_id, (_, _, _, values, record_retrieved, record_citations, question) in zip(
+            record_ids, plan, strict=True
+        ):
+            retrieved.extend((record_id, *row) for row in record_retrieved)
+            citations.extend((record_id, *row) for row in record_citations)
+            if values[5]:  # is_calibration
+                calibration_set = calibration_sets.get(question.domain_id)
+                if calibration_set is None:
+                    calibration_set, _ = CalibrationSet.objects.get_or_create(
+                        domain_id=question.domain_id, defaults={"project": self.project}
                     )
-                calibration.append(CalibrationItem(calibration_set=calibration_set, record=record))
-        bulk.insert(RetrievedPassage, retrieved)
-        bulk.insert(AnswerCitation, citations)
+                    if calibration_set.project_id != self.project.pk:
+                        raise ImportRejected(
+                            [
+                                f"{question.domain_slug}: its calibration set belongs to another project"
+                            ]
+                        )
+                    calibration_sets[question.domain_id] = calibration_set
+                calibration.append(
+                    CalibrationItem(calibration_set=calibration_set, record_id=record_id)
+                )
+        bulk.insert_rows(
+            RetrievedPassage, ("record_id", "block_version_id", "passage_ref", "rank"), retrieved
+        )
+        bulk.insert_rows(
+            AnswerCitation, ("record_id", "block_version_id", "passage_ref", "position"), citations
+        )
         CalibrationItem.objects.bulk_create(calibration)
         summary.calibration_records += len(calibration)
         summary.records_created += len(records)

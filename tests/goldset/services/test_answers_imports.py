@@ -1,4 +1,5 @@
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -6,12 +7,15 @@ from goldset.exceptions import ImportRejected
 from goldset.models import (
     AnswerRecord,
     CalibrationItem,
+    DomainLabelLoad,
     EvidencePassage,
     Question,
     Run,
     System,
     Tier,
+    default_project_id,
 )
+from goldset.rules.labeling import queue_rank
 from goldset.services.answer_imports import import_answer_logs, import_questions
 from tests.factories import BlockFactory, BlockVersionFactory, DocumentFactory, DomainFactory
 from tests.goldset.answers_helpers import default_project
@@ -202,3 +206,62 @@ def test_bad_answer_log_is_rejected_whole_with_line_numbers(corpus):
         in errors
     )
     assert (AnswerRecord.objects.count(), Run.objects.count(), System.objects.count()) == (0, 0, 0)
+
+
+def test_answer_records_keep_every_value_of_their_line(corpus):
+    import_questions(source=question_line(), actor=None)
+    text = "\n".join(
+        [
+            answer_line(
+                latency_ms=1900.6,
+                cost_usd=0.0141234567,
+                uncertainty=0.25,
+                tokens={"prompt": 812, "completion": 96},
+                metrics={"faithfulness": 0.5},
+                prompt_hash="c0ffee",
+                system_config={"reranker": "cross-encoder"},
+                citations=["nw-memo-s2", "route-guide-s4@v1"],
+            ),
+            answer_line(run_id="calib-run", calibration=True, model={}, latency_ms=None),
+        ]
+    )
+    ids = iter(["pub-1", "pub-2"])
+
+    summary = import_answer_logs(source=text, actor=None, id_factory=lambda: next(ids))
+
+    assert summary.as_dict() == {
+        "records_created": 2,
+        "calibration_records": 1,
+        "systems_created": 1,
+        "runs_created": 2,
+        "by_tier": {Tier.GOLD: 2},
+    }
+    record = AnswerRecord.objects.get(public_id="pub-1")
+    assert record.project_id == default_project_id()
+    assert (record.latency_ms, record.cost_usd, record.uncertainty) == (
+        1901,
+        Decimal("0.014123"),
+        Decimal("0.250"),
+    )
+    assert record.model == {"generator": "gpt-4o-mini-2026-02", "temperature": 0}
+    assert record.extra == {
+        "tokens": {"prompt": 812, "completion": 96},
+        "metrics": {"faithfulness": 0.5},
+        "prompt_hash": "c0ffee",
+    }
+    assert (record.domain_id, record.queue_rank) == (corpus.pk, queue_rank(public_id="pub-1"))
+    assert (record.status, record.assigned_count, record.is_calibration) == ("labeling", 0, False)
+    assert [(str(c.block_version), c.position) for c in record.citations.all()] == [
+        ("nw-memo-s2@v1", 0),
+        ("route-guide-s4@v1", 1),
+    ]
+    assert [(str(r.block_version), r.rank) for r in record.retrieved.all()] == [
+        ("nw-memo-s2@v1", 1),
+        ("route-guide-s4@v2", 2),
+    ]
+    assert System.objects.get().config == {"reranker": "cross-encoder"}
+    calibration = AnswerRecord.objects.get(public_id="pub-2")
+    assert calibration.is_calibration and calibration.model == {} and calibration.extra == {}
+    assert calibration.latency_ms is None
+    assert CalibrationItem.objects.get().record == calibration
+    assert DomainLabelLoad.objects.get(domain=corpus).slots == 3
