@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("goldset", "0032_projects")]
+    dependencies = [("goldset", "0034_answers_project_indexes")]
 
     operations = [
         migrations.AddIndex(
