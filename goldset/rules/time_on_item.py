@@ -90,10 +90,11 @@ def start_of(claimed_at: dt.datetime | None, opened_at: dt.datetime | None) -> d
     return max(known) if known else None
 
 
-def fast_threshold_ms(tier: str) -> int:
-    """The tier's fast-decision threshold in ms (0: no check)."""
+def fast_threshold_ms(tier: str, *, project=None) -> int:
+    """The tier's fast-decision threshold in ms (0: no check), the project's setting when
+    given, else the installation's."""
     name = "FAST_DECISION_SECONDS_GOLD" if tier == Tier.GOLD else "FAST_DECISION_SECONDS_TRIAGE"
-    return int(float(tunable(name)) * 1000)
+    return int(float(tunable(name, project=project)) * 1000)
 
 
 def decision_ms(server_ms: int | None, active_ms: int | None) -> int | None:
@@ -102,7 +103,7 @@ def decision_ms(server_ms: int | None, active_ms: int | None) -> int | None:
     return min(known) if known else None
 
 
-def is_fast(*, tier: str, server_ms: int | None, active_ms: int | None) -> bool:
-    threshold = fast_threshold_ms(tier)
+def is_fast(*, tier: str, server_ms: int | None, active_ms: int | None, project=None) -> bool:
+    threshold = fast_threshold_ms(tier, project=project)
     took = decision_ms(server_ms, active_ms)
     return threshold > 0 and took is not None and took < threshold

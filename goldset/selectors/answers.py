@@ -526,7 +526,7 @@ class StatusRow:
 
 
 def get_calibration_status(
-    *, cursor: str | None = None, size: int
+    *, project, cursor: str | None = None, size: int
 ) -> tuple[list[Domain], KeysetPage]:
     """Every domain with a calibration set, and one keyset page of annotators (by username), each
     a :class:`StatusRow` per domain: result, in progress or nothing, and their skips (from the
@@ -549,7 +549,7 @@ def get_calibration_status(
             "annotator_id", "record__question__domain_id"
         )
     )
-    skips = count_skips_by_annotator(ids)
+    skips = count_skips_by_annotator(ids, project=project)
     rows = []
     for user in people.items:
         cells = []
@@ -601,19 +601,21 @@ def get_calibration_item(*, domain_slug: str, public_id: str) -> CalibrationItem
 # ---------------------------------------------------------------- admin
 
 
-def list_runs(*, cursor: str | None = None, size: int) -> KeysetPage:
+def list_runs(*, project, cursor: str | None = None, size: int) -> KeysetPage:
     """Admin only: one keyset page of runs, newest first, with their system and their records'
     counts (all, final or adjudicated, with a lead) from the maintained ``run_status``
     counters: two queries, whatever the number of runs and records. Raises Http404 for a
     malformed cursor."""
     page = keyset_page(
-        Run.objects.select_related("system"),
+        Run.objects.filter(project=project).select_related("system"),
         fields=("imported_at", "id"),
         cursor=cursor,
         size=size,
         descending=True,
     )
-    counts = counters_by_row("run_status", [run.pk for run in page.items], RecordStatus.values)
+    counts = counters_by_row(
+        "run_status", [run.pk for run in page.items], RecordStatus.values, project=project
+    )
     final = (RecordStatus.FINAL, RecordStatus.ADJUDICATED)
     for run in page.items:
         by_status = counts.get(run.pk, {})
@@ -623,10 +625,10 @@ def list_runs(*, cursor: str | None = None, size: int) -> KeysetPage:
     return page
 
 
-def count_records_by_status() -> dict[str, int]:
+def count_records_by_status(*, project) -> dict[str, int]:
     """Production records per status (statuses with none left out), in the statuses' order,
     from the maintained ``record_status`` counters (one query)."""
-    counts = dict(counter_rows("record_status")["record_status"])
+    counts = dict(counter_rows("record_status", project=project)["record_status"])
     return {status: counts[status] for status in RecordStatus.values if status in counts}
 
 
@@ -931,10 +933,11 @@ def get_undoable_label(*, annotator) -> Label | None:
     return last
 
 
-def count_skips_by_annotator(annotator_ids) -> dict[int, int]:
+def count_skips_by_annotator(annotator_ids, *, project) -> dict[int, int]:
     """Skips per annotator (those with none left out), from the maintained ``skips`` counters
     (one query, bounded by the number of annotators asked about)."""
     keys = [str(pk) for pk in annotator_ids]
     if not keys:
         return {}
-    return {int(key): n for key, n in counter_rows("skips", keys=keys)["skips"]}
+    skips = counter_rows("skips", keys=keys, project=project)["skips"]
+    return {int(key): n for key, n in skips}

@@ -434,16 +434,21 @@ class AuthorFlagRate:
 
 
 def counter_rows(
-    *names: str, keys: Iterable[str] | None = None
+    *names: str, project, keys: Iterable[str] | None = None
 ) -> dict[str, list[tuple[str, int]]]:
     """``DashboardCounter`` counts (key, n) by name, the shards of a key summed, zero counts left
-    out; only ``keys`` when given (a page's rows). One query, bounded by the number of keys
-    (states × tiers × domains × sources, days, authors × days) times the shards, never by the
-    number of items."""
+    out; only ``keys`` when given (a page's rows). The project's counters only: their keys start
+    with ``<project_id>|`` (migration 0036), which is stripped from the keys returned;
+    ``project=None`` reads the installation-wide counters (``time_changes``, per person). One
+    query, bounded by the number of keys (states × tiers × domains × sources, days, authors ×
+    days) times the shards, never by the number of items."""
     out: dict[str, list[tuple[str, int]]] = {name: [] for name in names}
+    prefix = "" if project is None else f"{project.pk}|"
     rows = DashboardCounter.objects.filter(name__in=names)
     if keys is not None:
-        rows = rows.filter(key__in=list(keys))
+        rows = rows.filter(key__in=[prefix + key for key in keys])
+    elif prefix:
+        rows = rows.filter(key__startswith=prefix)
     rows = (
         rows.values("name", "key")
         .annotate(total=Sum("n"))
@@ -452,31 +457,31 @@ def counter_rows(
         .values_list("name", "key", "total")
     )
     for name, key, n in rows:
-        out[name].append((key, n))
+        out[name].append((key[len(prefix) :], n))
     return out
 
 
-def counters_by_row(name: str, ids, values) -> dict[int, dict[str, int]]:
+def counters_by_row(name: str, ids, values, *, project) -> dict[int, dict[str, int]]:
     """The ``name`` counters keyed ``<id>|<value>`` for these ids (a page's rows) and values
-    (states, statuses), as ``{id: {value: n}}`` (zero counts left out). One query, none when
-    there is no id."""
+    (states, statuses) in ``project``, as ``{id: {value: n}}`` (zero counts left out). One
+    query, none when there is no id."""
     keys = [f"{pk}|{value}" for pk in ids for value in values]
     counts: dict[int, dict[str, int]] = {}
-    for key, n in counter_rows(name, keys=keys)[name] if keys else ():
+    for key, n in counter_rows(name, keys=keys, project=project)[name] if keys else ():
         pk, _, value = key.partition("|")
         counts.setdefault(int(pk), {})[value] = n
     return counts
 
 
-def list_author_flag_rates(*, now: dt.datetime | None = None) -> list[AuthorFlagRate]:
+def list_author_flag_rates(*, project, now: dt.datetime | None = None) -> list[AuthorFlagRate]:
     """Flags received ÷ reviews received per author, overall and over the recent window
     (``FLAG_RATE_WINDOW_DAYS``, default 4 weeks, counted in whole UTC days from the window's
     first day). From the maintained per-author, per-day counters: two queries."""
     since = (now or timezone.now()) - dt.timedelta(
-        days=int(curation_setting("FLAG_RATE_WINDOW_DAYS"))
+        days=int(curation_setting("FLAG_RATE_WINDOW_DAYS", project=project))
     )
     first_day = since.astimezone(dt.UTC).date().isoformat()
-    rows = counter_rows("author_reviews", "author_flags")
+    rows = counter_rows("author_reviews", "author_flags", project=project)
     totals: dict[int, list[int]] = {}
     for index, name in enumerate(("author_reviews", "author_flags")):
         for key, n in rows[name]:
@@ -525,21 +530,22 @@ class SourceShare:
     warning: bool
 
 
-def triple_counts() -> list[tuple[str, str, int, str, int]]:
-    """(state, tier, domain id, source, n) from the maintained triple counters (one query)."""
+def triple_counts(*, project) -> list[tuple[str, str, int, str, int]]:
+    """(state, tier, domain id, source, n) of the project's triples, from the maintained triple
+    counters (one query)."""
     out = []
-    for key, n in counter_rows("triple")["triple"]:
+    for key, n in counter_rows("triple", project=project)["triple"]:
         state, tier, domain, source = key.split("|")
         out.append((state, tier, int(domain), source, n))
     return out
 
 
-def source_balance(counts=None) -> list[SourceShare]:
+def source_balance(counts=None, *, project) -> list[SourceShare]:
     """Gold-set shares by source group (LLM-generated counts as synthetic) against the target,
     with a warning when one drifts more than ``SOURCE_DRIFT_POINTS`` points. From the maintained
     triple counters (one query, or none given ``counts`` from :func:`triple_counts`)."""
     counts_by = dict.fromkeys(curation_setting("SOURCE_TARGETS"), 0)
-    for state, _, _, source, n in counts if counts is not None else triple_counts():
+    for state, _, _, source, n in counts if counts is not None else triple_counts(project=project):
         if state == TripleState.GOLD:
             group = SOURCE_GROUPS[source]
             counts_by[group] = counts_by.get(group, 0) + n
@@ -568,10 +574,10 @@ def count_by(field: str, *, gold_only: bool = False) -> list[dict]:
     return list(qs.values(field).annotate(n=Count("id")).order_by(field))
 
 
-def dashboard_counts(counts=None) -> dict:
+def dashboard_counts(counts=None, *, project) -> dict:
     """Counts by state (all triples) and, for the gold set, by domain and by tier — from the
     maintained triple counters (two queries: counters, domain slugs)."""
-    counts = counts if counts is not None else triple_counts()
+    counts = counts if counts is not None else triple_counts(project=project)
     states: dict[str, int] = {}
     by_domain: dict[int, int] = {}
     by_tier: dict[str, int] = {}
@@ -580,7 +586,7 @@ def dashboard_counts(counts=None) -> dict:
         if state == TripleState.GOLD:
             by_domain[domain] = by_domain.get(domain, 0) + n
             by_tier[tier] = by_tier.get(tier, 0) + n
-    slugs = dict(Domain.objects.filter(pk__in=by_domain).values_list("pk", "slug"))
+    slugs = dict(Domain.objects.filter(project=project, pk__in=by_domain).values_list("pk", "slug"))
     return {
         "states": [(s, states.get(s.value, 0)) for s in TripleState],
         "gold_by_domain": sorted(
@@ -655,19 +661,21 @@ def list_spot_check_draws():
 # ---------------------------------------------------------------- customers
 
 
-def list_customers(*, cursor: str | None = None, size: int) -> KeysetPage:
+def list_customers(*, project, cursor: str | None = None, size: int) -> KeysetPage:
     """One keyset page of customers by name, each with whether a permission is active and its
     triples (``triple_count``, ``gold_count``) from the maintained ``customer_triples``
     counters: two queries, whatever the number of customers and triples. Raises Http404 for a
     malformed cursor."""
     active = CustomerPermission.objects.filter(customer=OuterRef("pk"), revoked_at__isnull=True)
     page = keyset_page(
-        Customer.objects.annotate(active=Exists(active)),
+        Customer.objects.filter(project=project).annotate(active=Exists(active)),
         fields=("name", "id"),
         cursor=cursor,
         size=size,
     )
-    counts = counters_by_row("customer_triples", [c.pk for c in page.items], TripleState.values)
+    counts = counters_by_row(
+        "customer_triples", [c.pk for c in page.items], TripleState.values, project=project
+    )
     for customer in page.items:
         by_state = counts.get(customer.pk, {})
         customer.triple_count = sum(by_state.values())

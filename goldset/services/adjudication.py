@@ -94,6 +94,7 @@ def record_adjudication(
         **timing_fields(claimed_at=None, timing=timing),
     )
     flag_if_fast(
+        project=record.project,
         decision=adjudication,
         kind=DecisionKind.ADJUDICATION,
         annotator_id=lead.pk,
@@ -116,5 +117,8 @@ def record_adjudication(
         },
     )
     # An adjudication changes only the annotators' agreement with adjudicated labels (facts).
-    schedule_agreement_recompute(dirty={"protocol": ANSWERS, "kind": AgreementDirtyScope.FACTS})
+    schedule_agreement_recompute(
+        project_id=record.project_id,
+        dirty={"protocol": ANSWERS, "kind": AgreementDirtyScope.FACTS},
+    )
     return adjudication

@@ -15,7 +15,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from goldset.exceptions import GoldsetError
-from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WebhookEvent, WorkingSlice
+from goldset.models import (
+    ExportFormat,
+    GoldVersion,
+    GoldVersionRow,
+    Project,
+    WebhookEvent,
+    WorkingSlice,
+)
+from goldset.models.projects import default_project_id
 from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
 from goldset.selectors.curation import (
     iter_gold_rows,
@@ -448,7 +456,7 @@ AGREEMENT_METHOD = (
 )
 
 
-def agreement_summary(filters: FreezeFilters) -> dict:
+def agreement_summary(filters: FreezeFilters, *, project=None) -> dict:
     """Agreement figures that mean something (issue 12 item 3), via the agreement service's
     adapters and ``scoring.agreement``:
 
@@ -461,15 +469,17 @@ def agreement_summary(filters: FreezeFilters) -> dict:
       team's agreement when the version was frozen, stated as such.
 
     Bootstrap seed: the ``AGREEMENT_BOOTSTRAP_SEED`` tunable (8821), recorded in the summary."""
+    # The project whose labels are summarised (the default project's until freezing names one).
+    project = project if project is not None else Project.objects.get(pk=default_project_id())
     triples = selected_triples(filters).values("pk")
     n_resamples, seed = bootstrap_resamples(), bootstrap_seed()
     if connection.vendor == "postgresql":
         # Columnar COPY reads (issue 26): categorical columns instead of a tuple per rating.
-        review_rows = triple_review_frame(triples=triples)
-        label_rows = answer_label_frame()
+        review_rows = triple_review_frame(project=project, triples=triples)
+        label_rows = answer_label_frame(project=project)
     else:
-        review_rows = ratings_frame(triple_review_ratings(triples=triples))
-        label_rows = ratings_frame(answer_label_ratings())
+        review_rows = ratings_frame(triple_review_ratings(project=project, triples=triples))
+        label_rows = ratings_frame(answer_label_ratings(project=project))
     reviews = summary_figures(review_rows, n_resamples=n_resamples, seed=seed)
     labels = summary_figures(label_rows, n_resamples=n_resamples, seed=seed)
     return {

@@ -704,6 +704,7 @@ def submit_label(
         **timing_fields(claimed_at=assignment.claimed_at, timing=timing),
     )
     flag_if_fast(
+        project=record.project,
         decision=label,
         kind=DecisionKind.LABEL,
         annotator_id=assignment.annotator_id,
@@ -721,7 +722,9 @@ def submit_label(
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
         settle_record(record)
-        schedule_agreement_recompute(dirty=_label_scope(label, record))
+        schedule_agreement_recompute(
+            project_id=record.project_id, dirty=_label_scope(label, record)
+        )
     return label
 
 
@@ -803,7 +806,7 @@ def undo_last_label(*, annotator) -> LabelAssignment:
         _release_claim(claim)
     record_event(actor=annotator, verb="label_undone", obj=record, detail=detail)
     assignment.withdrawn = withdrawn
-    schedule_agreement_recompute(dirty=dirty)
+    schedule_agreement_recompute(project_id=record.project_id, dirty=dirty)
     return assignment
 
 

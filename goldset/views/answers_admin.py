@@ -37,8 +37,10 @@ def import_files(request):
 @role_required(Role.ADMIN)
 def runs(request):
     context = {
-        "page": selectors.list_runs(cursor=request.GET.get("after"), size=PAGE_SIZE),
-        "by_status": selectors.count_records_by_status(),
+        "page": selectors.list_runs(
+            project=request.project, cursor=request.GET.get("after"), size=PAGE_SIZE
+        ),
+        "by_status": selectors.count_records_by_status(project=request.project),
     }
     return render(request, "answers/runs.html", context)
 
@@ -46,7 +48,9 @@ def runs(request):
 @role_required(Role.ADMIN)
 def export(request):
     return render(
-        request, "answers/export.html", {"by_status": selectors.count_records_by_status()}
+        request,
+        "answers/export.html",
+        {"by_status": selectors.count_records_by_status(project=request.project)},
     )
 
 

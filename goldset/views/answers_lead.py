@@ -143,7 +143,7 @@ def _next_adjudication(request):
 @role_required(*LEADS)
 def calibration_status(request):
     domains, page = selectors.get_calibration_status(
-        cursor=request.GET.get("after"), size=PAGE_SIZE
+        project=request.project, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
     context = {"domains": domains, "page": page, "sets": selectors.list_calibration_sets()}
     return render(request, "answers/calibration_status.html", context)

@@ -26,7 +26,9 @@ def customers(request):
                 request, f"{customer.name} added. Grant a permission before using their questions."
             )
             return redirect("curation:customer", slug=customer.slug)
-    page = selectors.list_customers(cursor=request.GET.get("after"), size=PAGE_SIZE)
+    page = selectors.list_customers(
+        project=request.project, cursor=request.GET.get("after"), size=PAGE_SIZE
+    )
     return render(request, "curation/customers.html", {"form": form, "page": page})
 
 

@@ -33,11 +33,12 @@ PAGE_SIZE = 25
 
 @role_required(*LEADS)
 def dashboard(request):
-    rates = selectors.list_author_flag_rates()
-    counts = selectors.triple_counts()  # one read of the maintained counters for both
+    project = request.project
+    rates = selectors.list_author_flag_rates(project=project)
+    counts = selectors.triple_counts(project=project)  # one read of the counters for both
     context = {
-        **selectors.dashboard_counts(counts),
-        "balance": selectors.source_balance(counts),
+        **selectors.dashboard_counts(counts, project=project),
+        "balance": selectors.source_balance(counts, project=project),
         "review_skips": selectors.count_review_skips_by_reviewer(),
         "drift_limit": curation_setting("SOURCE_DRIFT_POINTS"),
         "rates": rates,

@@ -6,6 +6,7 @@ from django.core.management import CommandError, call_command
 from goldset.models import QualityTrackerEntry, SpotCheckDraw, Triple, TripleState, WorkingSlice
 from goldset.selectors.curation import list_author_flag_rates
 from tests.factories import BlockVersionFactory
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +61,11 @@ def test_seed_demo_has_triples_in_every_state_and_is_idempotent(tmp_path):
     assert QualityTrackerEntry.objects.exists()
     assert SpotCheckDraw.objects.get().selected_revision_ids
     assert WorkingSlice.objects.get().triple_ids
-    assert [r.username for r in list_author_flag_rates() if r.calibration_needed] == ["ann6"]
+    assert [
+        r.username
+        for r in list_author_flag_rates(project=default_project())
+        if r.calibration_needed
+    ] == ["ann6"]
     count = Triple.objects.count()
     call_command("seed_demo", credentials_file=tmp_path / "c.txt")
     assert Triple.objects.count() == count

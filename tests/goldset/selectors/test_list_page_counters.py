@@ -25,6 +25,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.goldset.curation_support import write_triple
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +43,7 @@ def test_the_promotable_indexes_hold_the_rules():
 
 
 def _run_counts() -> dict[str, int]:
-    return dict(counter_rows("run_status")["run_status"])
+    return dict(counter_rows("run_status", project=default_project())["run_status"])
 
 
 def _direct_run_counts() -> dict[str, int]:
@@ -64,7 +65,11 @@ def test_record_counters_follow_inserts_status_changes_and_deletes():
     one, two = RunFactory(), RunFactory()
     records = [AnswerRecordFactory(run=one) for _ in range(3)] + [AnswerRecordFactory(run=two)]
     calibration = AnswerRecordFactory(run=two, is_calibration=True)
-    assert count_records_by_status() == _direct_status_counts() == {RecordStatus.LABELING: 4}
+    assert (
+        count_records_by_status(project=default_project())
+        == _direct_status_counts()
+        == {RecordStatus.LABELING: 4}
+    )
     assert (
         _run_counts() == _direct_run_counts() == {f"{one.pk}|labeling": 3, f"{two.pk}|labeling": 2}
     )
@@ -74,8 +79,8 @@ def test_record_counters_follow_inserts_status_changes_and_deletes():
     AnswerRecord.objects.filter(pk=records[1].pk).update(status=RecordStatus.NEEDS_ADJUDICATION)
     AnswerRecord.objects.filter(pk=calibration.pk).update(is_calibration=False)
     AnswerRecord.objects.filter(pk=records[2].pk).delete()
-    assert count_records_by_status() == _direct_status_counts()
-    assert count_records_by_status() == {
+    assert count_records_by_status(project=default_project()) == _direct_status_counts()
+    assert count_records_by_status(project=default_project()) == {
         RecordStatus.LABELING: 1,
         RecordStatus.FINAL: 2,
         RecordStatus.NEEDS_ADJUDICATION: 1,
@@ -92,7 +97,7 @@ def test_customer_counters_follow_their_triples(admin_user):
     write_triple(author)  # public: no customer, not counted
     Triple.objects.filter(pk=ours[0].pk).update(state=TripleState.GOLD, resolution="consensus")
     Triple.objects.filter(pk=ours[1].pk).update(tier=Tier.TRIAGE)  # not a counted column
-    rows = dict(counter_rows("customer_triples")["customer_triples"])
+    rows = dict(counter_rows("customer_triples", project=default_project())["customer_triples"])
     direct = (
         Triple.objects.filter(customer__isnull=False)
         .values("customer_id", "state")
@@ -109,5 +114,8 @@ def test_skip_counters_follow_skips():
         ItemSkip.objects.create(record=record, annotator=one, reason="unclear")
     ItemSkip.objects.create(record=records[0], annotator=two, reason="unclear")
     ItemSkip.objects.filter(annotator=one, record=records[2]).delete()
-    assert count_skips_by_annotator([one.pk, two.pk, three.pk]) == {one.pk: 2, two.pk: 1}
-    assert count_skips_by_annotator([]) == {}
+    assert count_skips_by_annotator([one.pk, two.pk, three.pk], project=default_project()) == {
+        one.pk: 2,
+        two.pk: 1,
+    }
+    assert count_skips_by_annotator([], project=default_project()) == {}

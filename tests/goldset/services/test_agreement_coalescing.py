@@ -12,6 +12,7 @@ from goldset.services.agreement import RECOMPUTE_LOCK, schedule_agreement_recomp
 from goldset.tasks import recompute_agreement_task
 from tests.factories import AnswerRecordFactory, DomainFactory
 from tests.goldset.answers_helpers import claim_and_label, qualified_annotators
+from tests.goldset.project_support import default_project
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -88,7 +89,7 @@ def test_a_request_while_a_recompute_runs_is_picked_up_by_the_next_one(labeled):
 
 
 def test_a_recompute_leaves_the_lock_free_for_the_next(labeled):
-    schedule_agreement_recompute(now=True)
+    schedule_agreement_recompute(project_id=default_project().pk, now=True)
     assert "data_version" in recompute_agreement_task()
     s = connection.settings_dict
     with psycopg.connect(

@@ -16,6 +16,7 @@ from goldset.services.quality import (
 )
 from tests.factories import BlockVersionFactory, CustomerFactory, DomainFactory
 from tests.goldset.curation_support import review, write_triple
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -42,23 +43,27 @@ def _triage_reviews(author, reviewer, *, confirms, flags):
 
 def test_author_above_threshold_over_twenty_reviews_needs_calibration(author, reviewer):
     _triage_reviews(author, reviewer, confirms=14, flags=6)
-    [rate] = list_author_flag_rates()
+    [rate] = list_author_flag_rates(project=default_project())
     assert (rate.username, rate.reviews, rate.flags) == ("author", 20, 6)
     assert rate.rate == Decimal("0.3")
     assert (rate.recent_reviews, rate.recent_flags) == (20, 6)
     assert rate.calibration_needed
-    later = list_author_flag_rates(now=timezone.now() + dt.timedelta(days=29))[0]
+    later = list_author_flag_rates(
+        project=default_project(), now=timezone.now() + dt.timedelta(days=29)
+    )[0]
     assert (later.recent_reviews, later.recent_rate) == (0, None)
     assert later.calibration_needed  # still above threshold over all 20 reviews
 
 
 def test_alert_needs_the_minimum_reviews_and_a_rate_above_the_threshold(author, reviewer, settings):
     _triage_reviews(author, reviewer, confirms=13, flags=6)
-    assert not list_author_flag_rates()[0].calibration_needed  # 6/19 = 32 %, but only 19 reviews
+    assert not list_author_flag_rates(project=default_project())[
+        0
+    ].calibration_needed  # 6/19 = 32 %, but only 19 reviews
     settings.CURATION_FLAG_RATE_MIN_REVIEWS = 10
-    assert list_author_flag_rates()[0].calibration_needed
+    assert list_author_flag_rates(project=default_project())[0].calibration_needed
     settings.CURATION_FLAG_RATE_THRESHOLD = Decimal("0.40")
-    assert not list_author_flag_rates()[0].calibration_needed
+    assert not list_author_flag_rates(project=default_project())[0].calibration_needed
 
 
 def _gold(author, reviewer, source, n, customer=None):
@@ -78,7 +83,7 @@ def test_source_balance_warns_when_a_source_drifts_more_than_ten_points(
     _gold(author, reviewer, Source.PUBLIC_RFP, 5)
     _gold(author, reviewer, Source.CUSTOMER_PERMISSIONED, 3, customer)
     _gold(author, reviewer, Source.SYNTHETIC_HUMAN_VERIFIED, 2)
-    shares = {s.group: s for s in source_balance()}
+    shares = {s.group: s for s in source_balance(project=default_project())}
     assert [(g, s.count, s.share, s.target) for g, s in shares.items()] == [
         ("public_rfp", 5, 50, 40),
         ("customer_permissioned", 3, 30, 30),
@@ -86,7 +91,7 @@ def test_source_balance_warns_when_a_source_drifts_more_than_ten_points(
     ]
     assert not any(s.warning for s in shares.values())  # exactly 10 points is not > 10
     _gold(author, reviewer, Source.PUBLIC_RFP, 2)
-    shares = {s.group: s for s in source_balance()}
+    shares = {s.group: s for s in source_balance(project=default_project())}
     assert shares["public_rfp"].warning and shares["synthetic"].warning
     assert not shares["customer_permissioned"].warning
 

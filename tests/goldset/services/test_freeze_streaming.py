@@ -36,6 +36,7 @@ from goldset.services.exports import canonical_json
 from goldset.services.freeze import FreezeFilters, freeze_gold_version, selected_triples
 from tests.factories import CustomerPermissionFactory
 from tests.goldset import freeze_reference as reference
+from tests.goldset.project_support import default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -111,9 +112,13 @@ def test_a_freeze_stores_the_rows_and_files_the_object_built_rows_give(demo, adm
 def test_the_freeze_agreement_summary_reads_columns_with_the_same_figures(demo, settings):
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 200
     triples = selected_triples(FreezeFilters(include_superseded=True)).values("pk")
+    project = default_project()
     for columns, tuples in (
-        (triple_review_frame(triples=triples), triple_review_ratings(triples=triples)),
-        (answer_label_frame(), answer_label_ratings()),
+        (
+            triple_review_frame(project=project, triples=triples),
+            triple_review_ratings(project=project, triples=triples),
+        ),
+        (answer_label_frame(project=project), answer_label_ratings(project=project)),
     ):
         expected = summary_figures(ratings_frame(tuples), n_resamples=200)
         assert expected and summary_figures(columns, n_resamples=200) == expected

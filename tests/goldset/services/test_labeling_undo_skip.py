@@ -18,6 +18,7 @@ from goldset.services.labeling import (
 )
 from tests.factories import AnswerRecordFactory, DomainFactory, QuestionFactory
 from tests.goldset.answers_helpers import GOOD, claim_and_label, qualified_annotators
+from tests.goldset.project_support import default_project
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -115,7 +116,7 @@ def test_skip_frees_the_slot_is_counted_and_never_offers_the_item_again(domain):
     assert not LabelAssignment.objects.filter(annotator=one).exists()
     following = claim_next_item(annotator=one).assignment
     assert following.record_id != skipped.pk and {first.pk, second.pk} >= {following.record_id}
-    assert count_skips_by_annotator([one.pk, two.pk]) == {one.pk: 1}
+    assert count_skips_by_annotator([one.pk, two.pk], project=default_project()) == {one.pk: 1}
     assert AuditEvent.objects.get(verb="skipped").detail["reason"] == "outside my expertise"
     # the freed slot is open to the others
     taken = {claim_next_item(annotator=two).assignment.record_id}

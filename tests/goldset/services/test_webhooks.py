@@ -32,6 +32,7 @@ from goldset.services.import_jobs import submit_import
 from goldset.services.jobs import reconcile
 from goldset.services.scoring_jobs import create_scoring_job, reconcile_scoring_jobs
 from tests.factories import DomainFactory, gold_row_for, make_gold_corpus
+from tests.goldset.project_support import default_project
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -249,7 +250,10 @@ def test_an_alert_is_announced_when_raised_and_not_again_while_it_stays(
         rows = spot_rows("2026-W44", 200, 1000) + spot_rows("2026-W45", disagree_second_week, 1000)
         with django_capture_on_commit_callbacks(execute=True):
             store_agreement_snapshots(
-                ratings=ratings_frame([]), spot_checks=spot_check_frame(rows), n_resamples=10
+                project=default_project(),
+                ratings=ratings_frame([]),
+                spot_checks=spot_check_frame(rows),
+                n_resamples=10,
             )
 
     store(50)  # one week above the limit: no alert

@@ -33,6 +33,7 @@ from goldset.views import quality
 from tests.factories import AnswerRecordFactory, DomainFactory, gold_row_for, make_gold_corpus
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import write_triple
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -300,7 +301,7 @@ def test_dashboard_shows_time_on_item_per_annotator_and_links_the_fast_list(
     html = client_for(lead).get(reverse("quality:agreement")).content.decode()
     assert 'id="time-on-item-stale"' in html
     assert re.search(r'<tr class="stale"><td>Ada Byron <span class="badge warn">stale', html)
-    recompute_agreement_snapshots(full=False)
+    recompute_agreement_snapshots(project=default_project(), full=False)
     html = client_for(lead).get(reverse("quality:agreement")).content.decode()
     assert 'id="time-on-item-stale"' not in html
     section = html[html.index('id="time-on-item"') :]
