@@ -343,16 +343,17 @@ WAITING_COUNT_CAP = 100
 WAITING_WINDOW = 4 * WAITING_COUNT_CAP
 
 
-def count_claimable_revisions(*, reviewer, cap: int = WAITING_COUNT_CAP) -> tuple[int, bool]:
-    """How many revisions ``reviewer`` could claim, looked for among the oldest
-    ``WAITING_WINDOW`` revisions still short of reviewers (a bounded walk of the open-slots
-    index; the planner is never left to join every revision). Returns (count, at_least): with
-    ``at_least`` the true number may be higher (the page shows "N+")."""
-    window = list(
-        TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"))
-        .order_by("created_at", "id")
-        .values_list("pk", flat=True)[:WAITING_WINDOW]
-    )
+def count_claimable_revisions(
+    *, reviewer, cap: int = WAITING_COUNT_CAP, project=None
+) -> tuple[int, bool]:
+    """How many revisions ``reviewer`` could claim (in ``project`` when given), looked for
+    among the oldest ``WAITING_WINDOW`` revisions still short of reviewers (a bounded walk of
+    the open-slots index; the planner is never left to join every revision). Returns (count,
+    at_least): with ``at_least`` the true number may be higher (the page shows "N+")."""
+    short = TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"))
+    if project is not None:
+        short = short.filter(triple__project=project)
+    window = list(short.order_by("created_at", "id").values_list("pk", flat=True)[:WAITING_WINDOW])
     found = claimable_revisions(reviewer=reviewer).filter(pk__in=window)[:cap].count()
     return found, found >= cap or len(window) >= WAITING_WINDOW
 

@@ -415,7 +415,7 @@ def settle_record(record: AnswerRecord) -> None:
         record.finalized_at = now
     record.save()
     if record.status in (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT):
-        notify_adjudication_waiting()
+        notify_adjudication_waiting(project=record.project)
 
 
 # ---------------------------------------------------------------- claims

@@ -30,6 +30,7 @@ from tests.goldset.answers_helpers import (
     qualified_annotators,
 )
 from tests.goldset.inbox_support import flagged_triple
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -70,10 +71,10 @@ def test_a_reply_reaches_every_party_but_its_writer_and_replies_fold_per_discuss
     assert "rev2" not in n.text
     assert not Notification.objects.filter(recipient__in=[team["r1"], team["admin"]]).exists()
     # once read, the next reply starts a new line
-    mark_read(user=team["r2"], notification_id=_unread(team["r2"]).pk)
+    mark_read(user=team["r2"], project=default_project(), notification_id=_unread(team["r2"]).pk)
     post_message(triple=triple, author=team["author"], body="Fixed?")
     assert Notification.objects.filter(recipient=team["r2"]).count() == 2
-    assert mark_all_read(user=team["r2"]) == 1
+    assert mark_all_read(user=team["r2"], project=default_project()) == 1
 
 
 def _unread(user):
@@ -148,6 +149,7 @@ def test_email_is_opt_in_and_leaves_through_the_outbox_after_commit(
 
 def test_notify_drops_duplicates_and_nobody(annotator, lead):
     ids = notify(
+        project=default_project(),
         recipients=[annotator, annotator.pk, None, lead],
         kind=NotificationKind.RETAKE_DECIDED,
         text="x",

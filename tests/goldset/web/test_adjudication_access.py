@@ -18,6 +18,7 @@ from goldset.services.adjudication import AdjudicationRejected, record_adjudicat
 from goldset.services.projects import grant_role
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
+from tests.goldset.project_support import default_project
 from workbench.access import ACCESS
 from workbench.roles import Role
 
@@ -44,7 +45,14 @@ def split():
 
 
 def _inbox_count(user) -> int:
-    return next((e.count for e in get_inbox(user=user).entries if e.key == "adjudication"), 0)
+    return next(
+        (
+            e.count
+            for e in get_inbox(user=user, project=default_project()).entries
+            if e.key == "adjudication"
+        ),
+        0,
+    )
 
 
 def test_an_annotator_lead_is_never_sent_an_item_they_labeled(split, lead, client_for):

@@ -23,6 +23,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.goldset.inbox_support import calibration_domain, fail_calibration, flagged_triple
+from tests.goldset.project_support import default_project
 from workbench.models import AuditEvent
 from workbench.roles import Role
 
@@ -38,7 +39,13 @@ def _client(request, client, client_for, fixture):
 
 
 def _note(user, text="Something happened.", link="/answers/"):
-    (pk,) = notify(recipients=[user], kind=NotificationKind.RETAKE_DECIDED, text=text, link=link)
+    (pk,) = notify(
+        project=default_project(),
+        recipients=[user],
+        kind=NotificationKind.RETAKE_DECIDED,
+        text=text,
+        link=link,
+    )
     return Notification.objects.get(pk=pk)
 
 
