@@ -1214,6 +1214,11 @@ def schedule_agreement_recompute(
 RECOMPUTE_LOCK = SNAPSHOT_LOCK + 1
 
 
+def recompute_lock_key(project_id: int) -> int:
+    """The advisory lock key held while the project's figures are recomputed."""
+    return _lock_key(RECOMPUTE_LOCK, project_id)
+
+
 class _RecomputeLock:
     """A session-level advisory lock held while one worker recomputes a project (PostgreSQL; a
     lost worker's connection closes and the lock goes with it): recomputes of different
@@ -1221,7 +1226,7 @@ class _RecomputeLock:
     one at a time — it is always free."""
 
     def __init__(self, project_id: int):
-        self.key = _lock_key(RECOMPUTE_LOCK, project_id)
+        self.key = recompute_lock_key(project_id)
 
     def acquire(self) -> bool:
         if connection.vendor != "postgresql":

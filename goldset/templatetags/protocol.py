@@ -16,10 +16,10 @@ from goldset.rules.versions import is_superseded
 register = template.Library()
 
 
-def protocol_text(name: str, style: str = "") -> str:
-    """How a page prints the tunable ``name``: ``style`` "percent" for a rate, else the value
-    (floats to two decimals)."""
-    value = tunable(name)
+def protocol_text(name: str, style: str = "", *, project=None) -> str:
+    """How a page prints the tunable ``name`` (``project``'s value when given): ``style``
+    "percent" for a rate, else the value (floats to two decimals)."""
+    value = tunable(name, project=project)
     if style == "percent":
         return f"{float(Decimal(str(value)) * 100):g} %"
     if isinstance(value, float | Decimal) and not isinstance(value, bool):
@@ -27,9 +27,11 @@ def protocol_text(name: str, style: str = "") -> str:
     return str(value)
 
 
-@register.simple_tag
-def protocol(name: str, style: str = "") -> str:
-    return protocol_text(name, style)
+@register.simple_tag(takes_context=True)
+def protocol(context, name: str, style: str = "") -> str:
+    """The value in force in the request's project (the installation's outside one)."""
+    project = getattr(context.get("request"), "project", None)
+    return protocol_text(name, style, project=project)
 
 
 @register.filter

@@ -67,7 +67,7 @@ def fast_decisions(request):
 @require_POST
 @role_required(Role.LEAD, Role.ADMIN)
 def recompute(request):
-    schedule_agreement_recompute(project=request.project, now=True)
+    schedule_agreement_recompute(project_id=request.project.pk, now=True)
     messages.success(
         request,
         "A recompute is queued: the figures update as soon as a worker runs it (reload in a "

@@ -121,7 +121,7 @@ def test_a_label_schedules_one_debounced_recompute(settings, django_capture_on_c
     from goldset.selectors.agreement import get_agreement_stale_since as agreement_stale_since
     from goldset.services.agreement import schedule_agreement_recompute
 
-    assert agreement_stale_since() is None
+    assert agreement_stale_since(project=default_project()) is None
     with django_capture_on_commit_callbacks(execute=False):
         assert schedule_agreement_recompute(project_id=default_project().pk) is True
         assert (
@@ -131,8 +131,10 @@ def test_a_label_schedules_one_debounced_recompute(settings, django_capture_on_c
             schedule_agreement_recompute(project_id=default_project().pk, now=True) is True
         )  # a lead's button skips it
     requests = OutboxMessage.objects.filter(kind="agreement.recompute").order_by("id")
-    assert [m.dedupe_key for m in requests] == ["agreement-recompute", ""]
-    assert agreement_stale_since() == requests[0].created_at
+    project = default_project().pk
+    assert [m.dedupe_key for m in requests] == [f"agreement-recompute:{project}", ""]
+    assert [m.payload["project_id"] for m in requests] == [project, project]
+    assert agreement_stale_since(project=default_project()) == requests[0].created_at
 
 
 def test_a_recompute_request_is_done_once_the_task_ran_and_the_figures_are_fresh(
@@ -144,12 +146,12 @@ def test_a_recompute_request_is_done_once_the_task_ran_and_the_figures_are_fresh
 
     with django_capture_on_commit_callbacks(execute=False):
         schedule_agreement_recompute(project_id=default_project().pk)
-    assert agreement_stale_since() is not None
+    assert agreement_stale_since(project=default_project()) is not None
     with django_capture_on_commit_callbacks(execute=True):
         schedule_agreement_recompute(project_id=default_project().pk, now=True)
     # The lead's recompute ran in-process (embedded mode) and covered the earlier request.
     assert not OutboxMessage.objects.filter(
         kind="agreement.recompute", done_at__isnull=True
     ).exists()
-    assert agreement_stale_since() is None
+    assert agreement_stale_since(project=default_project()) is None
     assert AgreementSnapshot.objects.exists()
