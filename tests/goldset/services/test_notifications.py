@@ -45,7 +45,7 @@ def _texts(user, kind=None):
 
 def test_a_flag_gives_the_author_and_the_flagging_reviewer_a_link_to_the_discussion(team):
     triple = flagged_triple(team["author"], [team["r1"], team["r2"]])
-    link = f"/curation/triples/{triple.pk}/#discussion"
+    link = f"/p/default/curation/triples/{triple.pk}/#discussion"  # into its project
     for who in (team["author"], team["r2"]):
         (n,) = Notification.objects.filter(recipient=who)
         assert (n.kind, n.link) == (NotificationKind.DISCUSSION_OPENED, link)
@@ -96,7 +96,7 @@ def test_a_revision_tells_the_flagging_reviewer_whether_it_waits_for_them(team, 
     if fresh:
         assert "other reviewers will review it" in n.text and n.link.endswith("#discussion")
     else:
-        assert "waits for your re-review" in n.text and n.link == "/curation/reviews/"
+        assert "waits for your re-review" in n.text and n.link == "/p/default/curation/reviews/"
     assert not Notification.objects.filter(recipient=team["r1"]).exists()
 
 
@@ -116,7 +116,7 @@ def test_items_reaching_adjudication_are_one_line_per_lead_whatever_their_number
     for who in (lead, second_lead):
         (n,) = Notification.objects.filter(recipient=who)
         assert n.kind == NotificationKind.ADJUDICATION_WAITING and n.count == 3
-        assert n.link == "/answers/adjudication/"
+        assert n.link == "/p/default/answers/adjudication/"
     assert not Notification.objects.filter(recipient__in=annotators).exists()
     for text in _texts(lead):
         assert not any(secret in text for secret in SECRETS)
@@ -139,7 +139,7 @@ def test_email_is_opt_in_and_leaves_through_the_outbox_after_commit(
         callback()  # the relay publishes; the eager task sends
     assert [m.to for m in mail.outbox] == [["rev2@example.org"]]
     assert "which you flagged, is open" in mail.outbox[0].body
-    assert f"/curation/triples/{triple.pk}/#discussion" in mail.outbox[0].body
+    assert f"/p/default/curation/triples/{triple.pk}/#discussion" in mail.outbox[0].body
     message.refresh_from_db()
     assert message.done_at is not None
     # idempotent: a re-delivered task sends nothing twice
