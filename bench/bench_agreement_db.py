@@ -145,6 +145,7 @@ def change_one_label() -> None:
     label.grounding = "ungrounded" if label.grounding != "ungrounded" else "fully_grounded"
     label.save(update_fields=["grounding"])
     mark_dirty(
+        project_id=label.record.project_id,
         protocol="answer_label",
         tier=label.record.tier,
         task_type=label.record.question.task_type,
@@ -186,8 +187,11 @@ def main():
     django.setup()
     from django.conf import settings
 
-    from goldset.models import AgreementSnapshot, Label
+    from goldset.models import AgreementSnapshot, Label, Project
+    from goldset.models.projects import default_project_id
     from goldset.services import agreement
+
+    project = Project.objects.get(pk=default_project_id())  # the seeded rows' project
 
     settings.AGREEMENT_BOOTSTRAP_RESAMPLES = args.resamples
     settings.AGREEMENT_PROCESSES = args.processes
@@ -195,15 +199,17 @@ def main():
         result["seed_s"] = seed(args.items)
     result["labels"] = Label.objects.count()
     AgreementSnapshot.objects.all().delete()
-    rows, result["read"] = timed(agreement.collect_rows)
+    rows, result["read"] = timed(lambda: agreement.collect_rows(project=project))
     result["rating_rows"] = len(rows[0])
     _, result["hash"] = timed(lambda: agreement._protocol_versions(*rows))
     rows = None  # not held during the recompute
     (_, result["snapshots"]), result["full"] = timed(
-        lambda: agreement.recompute_agreement_snapshots(full=True)
+        lambda: agreement.recompute_agreement_snapshots(project=project, full=True)
     )
     change_one_label()
-    _, result["label"] = timed(lambda: agreement.recompute_agreement_snapshots(full=False))
+    _, result["label"] = timed(
+        lambda: agreement.recompute_agreement_snapshots(project=project, full=False)
+    )
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     result["peak_rss_child_mb"] = round(
         resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

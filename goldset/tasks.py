@@ -33,13 +33,17 @@ def beats(task) -> bool:
 
 
 @shared_task(name=RECOMPUTE_TASK, bind=True, ignore_result=True, **job_time_limits())
-def recompute_agreement_task(self, outbox_id: int | None = None) -> dict:
-    """Recompute the agreement snapshots the dirty-scope marks name (everything when a request
-    asked for it); a no-op when nothing changed, and a no-op that leaves its request to the
+def recompute_agreement_task(
+    self, outbox_id: int | None = None, project_id: int | None = None
+) -> dict:
+    """Recompute a project's agreement snapshots its dirty-scope marks name (everything when a
+    request asked for it; the project is the request's); a no-op when nothing changed, and a no-op that leaves its request to the
     running recompute when one runs (one at a time: ``run_agreement_recompute``). A full
     recompute of a large team can outlast Celery's generic limit: it runs under the job time
     limit."""
-    return run_agreement_recompute(message_id=outbox_id, heartbeat=beats(self))
+    return run_agreement_recompute(
+        project_id=project_id, message_id=outbox_id, heartbeat=beats(self)
+    )
 
 
 @shared_task(

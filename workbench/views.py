@@ -19,7 +19,7 @@ from goldset.selectors.inbox import get_inbox
 from goldset.selectors.projects import list_projects_for
 from workbench.access import entry_for
 from workbench.forms import INVALID_LOGIN, PASSWORDS_OFF, ApiTokenForm, LoginForm
-from workbench.roles import ALL_ROLES, Role, has_role, role_required
+from workbench.roles import ALL_ROLES, Role, has_role, role_required, roles_of
 from workbench.services.accounts import log_in
 from workbench.services.api_tokens import (
     create_api_token,
@@ -87,17 +87,19 @@ def logout_view(request):
 def home(request):
     """A project's home (``/p/<slug>/``): the inbox (what waits for the user there, per role)
     above the role's pages. At ``/``: the projects home, each project with its role and what
-    waits there — or, for someone whose only project is the default one, that project's home."""
+    waits there (its inbox: a fixed number of queries per project) — or, for someone whose only
+    project is the default one, that project's home."""
     if request.project is None:
         projects = list_projects_for(user=request.user)
         if len(projects) != 1 or projects[0].project.slug != DEFAULT_PROJECT_SLUG:
-            return render(request, "workbench/projects_home.html", {"projects": projects})
+            cards = [
+                (access, get_inbox(user=request.user, project=access.project, roles=access.roles))
+                for access in projects
+            ]
+            return render(request, "workbench/projects_home.html", {"cards": cards})
         request.project = projects[0].project
-    return render(
-        request,
-        "workbench/home.html",
-        {"inbox": get_inbox(user=request.user, project=request.project)},
-    )
+    inbox = get_inbox(user=request.user, project=request.project, roles=roles_of(request.user))
+    return render(request, "workbench/home.html", {"inbox": inbox})
 
 
 def _may_see_health_details(request) -> bool:

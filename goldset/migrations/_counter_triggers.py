@@ -822,3 +822,205 @@ def time_counters_per_row(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(_time_statement_drop())
         schema_editor.execute(_time_postgres())
+
+
+# ---------------------------------------------------------------- per project (migration 0036)
+# Every counter a project page reads is keyed by the project first: ``<project_id>|<key>``
+# (``triple`` / ``<project>|state|tier|domain_id|source``, ``labels_day`` / ``<project>|day``, …),
+# so a lead of project A reads A's rows only (``counter_rows(..., project=)``). The project comes
+# from the counted row (triples, answer records, fast decisions) or from its parent (a label's or
+# a skip's answer record, a review's triple). ``time_changes`` stays per person (its figures,
+# ``TimeOnItemFigure``, are per person). Same rows, shards and writers as before: PostgreSQL's
+# statement functions are replaced (the triggers stay), SQLite's row triggers are recreated.
+
+_RECORD = "JOIN goldset_answerrecord a ON a.id = {r}.record_id"
+
+
+def _project_counted(day) -> dict:
+    """(name, key, joins, condition) per counted table, ``day`` turning a timestamp column into
+    ``YYYY-MM-DD`` in the vendor's SQL."""
+    review_day = day("{r}.submitted_at")
+    author = "t.project_id || '|' || t.author_id || '|' || " + review_day
+    return {
+        "goldset_triple": [
+            ("triple", "{r}.project_id || '|' || " + TRIPLE_KEY, "", ""),
+            ("customer_triples", "{r}.project_id || '|' || {r}.customer_id || '|' || {r}.state",
+             "", "{r}.customer_id IS NOT NULL"),
+        ],
+        "goldset_answerrecord": [
+            ("record", "{r}.project_id || '|' || {r}.tier", "", "NOT {r}.is_calibration"),
+            ("record_status", "{r}.project_id || '|' || {r}.status", "",
+             "NOT {r}.is_calibration"),
+            ("run_status", "{r}.project_id || '|' || {r}.run_id || '|' || {r}.status", "", ""),
+        ],
+        "goldset_label": [
+            ("labels_day", "a.project_id || '|' || " + day("{r}.created_at"), _RECORD, ""),
+        ],
+        "goldset_review": [
+            ("reviews_day", "t.project_id || '|' || " + review_day, _REVIEW_AUTHOR, ""),
+            ("author_reviews", author, _REVIEW_AUTHOR, "t.author_id IS NOT NULL"),
+            ("author_flags", author, _REVIEW_AUTHOR,
+             "t.author_id IS NOT NULL AND {r}.verdict = 'flag'"),
+        ],
+        "goldset_itemskip": [("skips", "a.project_id || '|' || {r}.annotator_id", _RECORD, "")],
+    }  # fmt: skip
+
+
+_PROJECT_FAST = [("fast", "{r}.project_id || '|' || {r}.annotator_id || '|' || {r}.kind", "", "")]
+PROJECT_COUNTER_NAMES = (
+    "triple", "customer_triples", "record", "record_status", "run_status", "labels_day",
+    "reviews_day", "author_reviews", "author_flags", "skips", "fast",
+)  # fmt: skip
+
+
+def _pg_day(column: str) -> str:
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+
+
+def _sqlite_day(column: str) -> str:
+    return f"substr({column}, 1, 10)"
+
+
+def _pg_fast_function(counters) -> str:
+    both = _deltas(counters, "old_rows", -1) + " UNION ALL " + _deltas(counters, "new_rows", 1)
+    return f"""
+CREATE OR REPLACE FUNCTION goldset_fast_counter() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {_apply(_deltas(counters, "new_rows", 1), PG_XACT_SHARD)};
+  ELSIF TG_OP = 'DELETE' THEN
+    {_apply(_deltas(counters, "old_rows", -1), PG_XACT_SHARD)};
+  ELSE
+    {_apply(both, PG_XACT_SHARD)};
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+"""
+
+
+# Columns whose change moves a row from one key to another (SQLite's update triggers fire on
+# these only; PostgreSQL's statement triggers net out unchanged keys).
+_WATCHED = {
+    "goldset_triple": ("project_id", "state", "tier", "domain_id", "source", "customer_id"),
+    "goldset_answerrecord": ("project_id", "tier", "is_calibration", "status", "run_id"),
+    "goldset_label": ("record_id", "created_at"),
+    "goldset_review": ("revision_id", "submitted_at", "verdict"),
+    "goldset_itemskip": ("record_id", "annotator_id"),
+    "goldset_fastdecision": ("project_id", "annotator_id", "kind"),
+}
+
+
+def _sqlite_project_counted() -> dict:
+    return _project_counted(_sqlite_day) | {"goldset_fastdecision": _PROJECT_FAST}
+
+
+def _sqlite_project_bump(counter, row: str, delta: int) -> str:
+    name, key, joins, condition = counter
+    where = f"({key.format(r=row)}) IS NOT NULL"
+    if condition:
+        where += f" AND {condition.format(r=row)}"
+    source = f" FROM (SELECT 1) AS one {joins.format(r=row)}" if joins else ""
+    return (
+        "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+        f"SELECT '{name}', {key.format(r=row)}, 0, {delta}{source} WHERE {where} "
+        "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
+    )
+
+
+def _sqlite_project_triggers() -> list[str]:
+    sql = []
+    for table, counters in _sqlite_project_counted().items():
+        changed = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in _WATCHED[table])
+        inserts = "".join(_sqlite_project_bump(c, "NEW", 1) for c in counters)
+        deletes = "".join(_sqlite_project_bump(c, "OLD", -1) for c in counters)
+        sql += [
+            f"CREATE TRIGGER {table}_project_counts_insert AFTER INSERT ON {table} "
+            f"BEGIN {inserts} END",
+            f"CREATE TRIGGER {table}_project_counts_delete AFTER DELETE ON {table} "
+            f"BEGIN {deletes} END",
+            f"CREATE TRIGGER {table}_project_counts_update AFTER UPDATE ON {table} "
+            f"WHEN {changed} BEGIN {deletes}{inserts} END",
+        ]
+    return sql
+
+
+SQLITE_PROJECT_DROP = [
+    f"DROP TRIGGER IF EXISTS {table}_project_counts_{event}"
+    for table in _WATCHED
+    for event in _EVENTS
+]
+
+
+def _sqlite_unprojected_drop() -> list[str]:
+    """The SQLite counter triggers before 0036 (0025's, 0027's list pages', 0026's fast)."""
+    pages = [
+        f"DROP TRIGGER IF EXISTS {table}_{name}_{event}"
+        for table, counters in PAGES_COUNTED.items()
+        for name, *_ in counters
+        for event in _EVENTS
+    ]
+    fast = [f"DROP TRIGGER IF EXISTS goldset_fast_counter_{event}" for event in _EVENTS]
+    return SQLITE_DROP + pages + fast
+
+
+def _sqlite_unprojected_fast() -> list[str]:
+    return [s for s in _time_sqlite() if "goldset_fast_counter_" in s]
+
+
+def _project_backfill(counted: dict) -> list[str]:
+    names = ", ".join(f"'{n}'" for n in PROJECT_COUNTER_NAMES)
+    statements = [f"DELETE FROM goldset_dashboardcounter WHERE name IN ({names})"]
+    for table, counters in counted.items():
+        for name, key, joins, condition in counters:
+            where = f" WHERE ({key.format(r='r')}) IS NOT NULL"
+            where += f" AND {condition.format(r='r')}" if condition else ""
+            statements.append(
+                "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+                f"SELECT '{name}', {key.format(r='r')}, 0, COUNT(*) FROM {table} r "
+                f"{joins.format(r='r')}{where} GROUP BY {key.format(r='r')}"
+            )
+    return statements
+
+
+def key_counters_by_project(apps, schema_editor):
+    """0036: every project page's counter keyed ``<project_id>|…``, recounted."""
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        counted = _project_counted(_pg_day)
+        schema_editor.execute(_pg_statement_functions(PG_XACT_SHARD, counted))
+        schema_editor.execute(_pg_fast_function(_PROJECT_FAST))
+    elif vendor == "sqlite":
+        counted = _project_counted(_sqlite_day)
+        for sql in _sqlite_unprojected_drop():
+            schema_editor.execute(sql)
+        for sql in _sqlite_project_triggers():
+            schema_editor.execute(sql)
+    else:
+        raise RuntimeError(f"no dashboard counter triggers for {vendor}")
+    for sql in _project_backfill(counted | {"goldset_fastdecision": _PROJECT_FAST}):
+        schema_editor.execute(sql)
+
+
+def unkey_counters_by_project(apps, schema_editor):
+    """Reverse of :func:`key_counters_by_project`: 0028's writers and keys, recounted."""
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(_pg_statement_functions(PG_XACT_SHARD, WITH_PAGES))
+        schema_editor.execute(_pg_fast_function(_FAST))
+        day = _pg_day
+    else:
+        for sql in SQLITE_PROJECT_DROP:
+            schema_editor.execute(sql)
+        for sql in [*_sqlite_triggers(sharded=True), *_sqlite_page_triggers()]:
+            schema_editor.execute(sql)
+        for sql in _sqlite_unprojected_fast():
+            schema_editor.execute(sql)
+        day = _sqlite_day
+    unprojected = {
+        table: [(n, k.replace("to_char({r}.submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+                              day("{r}.submitted_at")), j, c) for n, k, j, c in counters]
+        for table, counters in WITH_PAGES.items()
+    }  # fmt: skip
+    unprojected["goldset_label"] = [("labels_day", day("{r}.created_at"), "", "")]
+    for sql in _project_backfill(unprojected | {"goldset_fastdecision": _FAST}):
+        schema_editor.execute(sql)

@@ -107,8 +107,10 @@ class FastDecision(models.Model):
                 name="fast_decision_one_target",
             )
         ]
-        # The lead's list pages by keyset, newest first.
-        indexes = [models.Index(fields=["created_at", "id"], name="fast_decision_time")]
+        # The lead's list pages of a project by keyset, newest first.
+        indexes = [
+            models.Index(fields=["project", "created_at", "id"], name="fast_decision_project_time")
+        ]
 
     def __str__(self):
         return f"fast {self.kind} by {self.annotator_id}: {self.decision_ms} ms"

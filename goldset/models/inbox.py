@@ -49,21 +49,26 @@ class Notification(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            # One unread notification per recipient and thread: later events fold into it.
+            # One unread notification per project, recipient and thread: later events of the
+            # project fold into it (a thread key of another project never does).
             models.UniqueConstraint(
-                fields=["recipient", "key"],
+                fields=["project", "recipient", "key"],
                 condition=Q(read_at__isnull=True) & ~Q(key=""),
-                name="notification_unread_key_once",
+                name="notification_unread_key_once_per_project",
             )
         ]
         indexes = [
-            # The list page: a user's notifications, newest first (keyset on created_at, id).
-            models.Index(fields=["recipient", "created_at", "id"], name="notification_list"),
-            # The badge and the inbox: a user's unread ones, per kind.
+            # The list page: a user's notifications in a project, newest first (keyset on
+            # created_at, id).
             models.Index(
-                fields=["recipient", "kind"],
+                fields=["project", "recipient", "created_at", "id"],
+                name="notification_project_list",
+            ),
+            # The badge and the inbox: a user's unread ones in a project, per kind.
+            models.Index(
+                fields=["project", "recipient", "kind"],
                 condition=Q(read_at__isnull=True),
-                name="notification_unread",
+                name="notification_project_unread",
             ),
         ]
 

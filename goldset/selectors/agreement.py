@@ -41,8 +41,8 @@ class Alert:
     subjects: tuple[int, ...] = ()  # the annotator(s) behind it
 
 
-def list_snapshots(**filters):
-    return AgreementSnapshot.objects.filter(**filters).order_by(
+def list_snapshots(*, project, **filters):
+    return AgreementSnapshot.objects.filter(project=project, **filters).order_by(
         "protocol", "axis", "metric", "tier", "task_type", "domain", "week", "subject"
     )
 
@@ -51,19 +51,21 @@ def _fmt_ci(s: AgreementSnapshot) -> str:
     return f"95 % CI [{s.ci_low:.3f}, {s.ci_high:.3f}]" if s.ci_low is not None else "no CI"
 
 
-def list_agreement_alerts(snapshots=None) -> list[Alert]:
-    """Alerts from the stored figures (one query when ``snapshots`` is not given)."""
+def list_agreement_alerts(*, project, snapshots=None) -> list[Alert]:
+    """Alerts from the project's stored figures, against the project's thresholds (one query
+    when ``snapshots`` is not given)."""
     rows = list(
         snapshots
         if snapshots is not None
         else AgreementSnapshot.objects.filter(
-            metric__in=["krippendorff_alpha", "cohen_kappa", "spot_check_disagreement"]
+            project=project,
+            metric__in=["krippendorff_alpha", "cohen_kappa", "spot_check_disagreement"],
         )
     )
-    min_items = tunable("AGREEMENT_MIN_ITEMS")
-    alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
-    kappa_target = tunable("KAPPA_GATE")
-    limit = tunable("SPOT_CHECK_DISAGREEMENT_LIMIT")
+    min_items = tunable("AGREEMENT_MIN_ITEMS", project=project)
+    alpha_target = tunable("AGREEMENT_ALPHA_TARGET", project=project)
+    kappa_target = tunable("KAPPA_GATE", project=project)
+    limit = tunable("SPOT_CHECK_DISAGREEMENT_LIMIT", project=project)
     alerts: list[Alert] = []
     for s in rows:
         gold_all_time = s.tier == Tier.GOLD and not s.week and not s.domain
@@ -116,8 +118,8 @@ def list_agreement_alerts(snapshots=None) -> list[Alert]:
                 )
             )
     alerts += _spot_check_alerts([s for s in rows if s.metric == "spot_check_disagreement"], limit)
-    alerts += _annotator_alerts(rows, min_items)
-    alerts += _author_flag_rate_alerts()
+    alerts += _annotator_alerts(rows, min_items, project=project)
+    alerts += _author_flag_rate_alerts(project=project)
     return _with_usernames(alerts)
 
 
@@ -130,13 +132,13 @@ ALERT_METRICS = [
 ]
 
 
-def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Alert]:
+def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int, *, project) -> list[Alert]:
     """An annotator whose agreement with adjudicated labels is below the median of annotators by
     more than ``AGREEMENT_OUTLIER_MARGIN`` (0.15), or whose severe-label rate differs from their
     co-annotators' on the same items by more than ``SEVERE_RATE_GAP_MARGIN`` (0.10)."""
     alerts = []
-    outlier_margin = tunable("AGREEMENT_OUTLIER_MARGIN")
-    gap_margin = tunable("SEVERE_RATE_GAP_MARGIN")
+    outlier_margin = tunable("AGREEMENT_OUTLIER_MARGIN", project=project)
+    gap_margin = tunable("SEVERE_RATE_GAP_MARGIN", project=project)
     agreement = [s for s in rows if s.metric == "adjudication_agreement" and s.n_items >= min_items]
     if len(agreement) >= 3:
         values = sorted(s.value for s in agreement)
@@ -183,7 +185,7 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int) -> list[Ale
     return alerts
 
 
-def _author_flag_rate_alerts() -> list[Alert]:
+def _author_flag_rate_alerts(*, project) -> list[Alert]:
     return [
         Alert(
             "author_flag_rate",
@@ -197,8 +199,7 @@ def _author_flag_rate_alerts() -> list[Alert]:
                 "recent_reviews": r.recent_reviews,
             },
         )
-        # installation thresholds until agreement alerts are per project
-        for r in list_author_flag_rates(project=None)
+        for r in list_author_flag_rates(project=project)
         if r.calibration_needed
     ]
 
@@ -277,10 +278,10 @@ def subject_names(snapshots) -> dict[int, str]:
     return display_names(_subject_user_ids((s.metric, s.axis, s.subject) for s in snapshots))
 
 
-def iter_snapshot_rows(**filters) -> list[tuple]:
+def iter_snapshot_rows(*, project, **filters) -> list[tuple]:
     """Snapshot rows in ``CSV_FIELDS`` order for downloads, subjects as display names, never
     user keys (two queries)."""
-    rows = list(list_snapshots(**filters).values_list(*CSV_FIELDS))
+    rows = list(list_snapshots(project=project, **filters).values_list(*CSV_FIELDS))
     at = {name: i for i, name in enumerate(CSV_FIELDS)}
     names = display_names(
         _subject_user_ids((r[at["metric"]], r[at["axis"]], r[at["subject"]]) for r in rows)
@@ -360,11 +361,11 @@ class AgreementView:
     computed_at: object
 
 
-def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
+def get_agreement_view(*, project, protocol: str = "", axis: str = "") -> AgreementView:
     """Everything the agreement dashboard shows for one protocol × axis, from stored snapshots
     (two queries whatever the data size)."""
     choices = list(
-        AgreementSnapshot.objects.filter(metric="krippendorff_alpha")
+        AgreementSnapshot.objects.filter(project=project, metric="krippendorff_alpha")
         .values_list("protocol", "axis")
         .distinct()
         .order_by("protocol", "axis")
@@ -372,7 +373,7 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
     if (protocol, axis) not in choices:
         protocol, axis = choices[0] if choices else ("", "")
     rows = list(
-        AgreementSnapshot.objects.filter(protocol=protocol, axis=axis).order_by(
+        AgreementSnapshot.objects.filter(project=project, protocol=protocol, axis=axis).order_by(
             "week", "task_type", "domain", "subject"
         )
     )
@@ -388,8 +389,8 @@ def get_agreement_view(*, protocol: str = "", axis: str = "") -> AgreementView:
         series.setdefault(display(r.task_type) if r.task_type else "all task types", []).append(
             (r.week, r.value, r.ci_low, r.ci_high)
         )
-    alpha_target = tunable("AGREEMENT_ALPHA_TARGET")
-    kappa_target = tunable("KAPPA_GATE")
+    alpha_target = tunable("AGREEMENT_ALPHA_TARGET", project=project)
+    kappa_target = tunable("KAPPA_GATE", project=project)
     fleiss = [
         r
         for r in rows
@@ -458,10 +459,10 @@ class AnnotatorRow:
         return [(metric, self.figures.get(metric)) for metric in ANNOTATOR_METRICS]
 
 
-def list_annotator_figures() -> list[AnnotatorRow]:
-    """Per-annotator figures from the snapshots, with display names (two queries)."""
+def list_annotator_figures(*, project) -> list[AnnotatorRow]:
+    """Per-annotator figures from the project's snapshots, with display names (two queries)."""
     rows = list(
-        AgreementSnapshot.objects.filter(axis="annotator").values_list(
+        AgreementSnapshot.objects.filter(project=project, axis="annotator").values_list(
             "protocol", "subject", "metric", "value", "n_items"
         )
     )
@@ -489,12 +490,12 @@ class Workload:
         return self.gold_cases * self.cost_gold + self.triage_cases * self.cost_triage
 
 
-def get_workload(*, days: int = 14) -> Workload:
+def get_workload(*, project, days: int = 14) -> Workload:
     """Cases per tier in both protocols, the labeling-cost estimate (GOLD $0.40/case, TRIAGE
     $0.16/case by default: ``LABELING_COST_GOLD`` / ``LABELING_COST_TRIAGE``) and reviews and
     labels per UTC day over the last ``days`` days — all from the maintained dashboard counters
     (one query, whatever the number of items)."""
-    rows = counter_rows("triple", "record", "reviews_day", "labels_day")
+    rows = counter_rows("triple", "record", "reviews_day", "labels_day", project=project)
     triples: dict[str, int] = {}
     for key, n in rows["triple"]:
         tier = key.split("|")[1]
@@ -509,25 +510,26 @@ def get_workload(*, days: int = 14) -> Workload:
         tiers=sorted(tiers, key=lambda t: (t["kind"], t["tier"])),
         gold_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.GOLD),
         triage_cases=sum(t["cases"] for t in tiers if t["tier"] == Tier.TRIAGE),
-        cost_gold=float(tunable("LABELING_COST_GOLD")),
-        cost_triage=float(tunable("LABELING_COST_TRIAGE")),
+        cost_gold=float(tunable("LABELING_COST_GOLD", project=project)),
+        cost_triage=float(tunable("LABELING_COST_TRIAGE", project=project)),
         throughput=[(d, reviews.get(d, 0), labels.get(d, 0)) for d in day_list],
     )
 
 
-def confusion_matrix(*, protocol: str, axis: str, first: int, second: int) -> dict:
-    """Counts of (first annotator's value, second's value) over the items both rated on ``axis``.
-    One query; values in scale order."""
+def confusion_matrix(*, project, protocol: str, axis: str, first: int, second: int) -> dict:
+    """Counts of (first annotator's value, second's value) over the project's items both rated
+    on ``axis``. One query; values in scale order."""
     scale = AXES.get(axis)
     if scale is None or protocol not in PROTOCOL_LABELS:
         return {"categories": [], "rows": [], "n": 0}
     if protocol == "triple_review":
-        rows = Review.objects.filter(reviewer_id__in=[first, second]).values_list(
-            "revision_id", "reviewer_id", "verdict"
-        )
+        rows = Review.objects.filter(
+            revision__triple__project=project, reviewer_id__in=[first, second]
+        ).values_list("revision_id", "reviewer_id", "verdict")
     else:
         field_name = {"severe_safety": "severe_safety"}.get(axis, axis)
         rows = Label.objects.filter(
+            record__project=project,
             annotator_id__in=[first, second],
             record__is_calibration=False,
             assignment__is_calibration=False,
@@ -563,22 +565,22 @@ def _user_ids_by_username(*usernames: str) -> list[int | None]:
     return [found.get(u) for u in usernames]
 
 
-def get_agreement_stale_since():
+def get_agreement_stale_since(*, project):
     """When the oldest change not yet reflected in the stored snapshots was made (None when
     they are up to date): the creation time of the oldest unfinished recompute request in the
     outbox (requests wait there while the broker or the workers are down)."""
-    return OutboxMessage.objects.filter(kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True).aggregate(
-        since=Min("created_at")
-    )["since"]
+    return OutboxMessage.objects.filter(
+        kind=AGREEMENT_OUTBOX_KIND, done_at__isnull=True, payload__project_id=project.pk
+    ).aggregate(since=Min("created_at"))["since"]
 
 
 def get_dashboard(
-    *, protocol: str, axis: str, first: str, second: str, partial: bool = False
+    *, project, protocol: str, axis: str, first: str, second: str, partial: bool = False
 ) -> dict:
     """The agreement dashboard's context, all from stored snapshots plus aggregate counts; with
     ``partial`` only what the confusion-matrix fragment needs. ``first``/``second`` name the
     annotator pair of the confusion matrix by username."""
-    view = get_agreement_view(protocol=protocol, axis=axis)
+    view = get_agreement_view(project=project, protocol=protocol, axis=axis)
     first_id, second_id = _user_ids_by_username(first, second)
     pair_error = ""
     if first and first == second:
@@ -587,7 +589,13 @@ def get_dashboard(
     elif (first or second) and not (first_id and second_id):
         pair_error = "Choose two annotators from the lists."
     confusion = (
-        confusion_matrix(protocol=view.protocol, axis=view.axis, first=first_id, second=second_id)
+        confusion_matrix(
+            project=project,
+            protocol=view.protocol,
+            axis=view.axis,
+            first=first_id,
+            second=second_id,
+        )
         if first_id and second_id
         else None
     )
@@ -601,7 +609,7 @@ def get_dashboard(
     }
     if partial:
         return context
-    annotators = list_annotator_figures()
+    annotators = list_annotator_figures(project=project)
 
     def bar_chart(metric, label):
         values = [
@@ -627,8 +635,8 @@ def get_dashboard(
         # the matrix form opens on two different annotators, never on one twice
         context["a"], context["b"] = pair_choices[0][0], pair_choices[1][0]
     return context | {
-        "stale_since": get_agreement_stale_since(),
-        "alerts": list_agreement_alerts(),
+        "stale_since": get_agreement_stale_since(project=project),
+        "alerts": list_agreement_alerts(project=project),
         "annotators": annotators,
         "annotator_metrics": ANNOTATOR_METRICS,
         "bars": {
@@ -637,16 +645,18 @@ def get_dashboard(
             if m != "severe_rate_gap"
         },
         "pair_choices": pair_choices,
-        "workload": get_workload(),
+        "workload": get_workload(project=project),
     }
 
 
-def confusion_rows(*, protocol: str, axis: str, first: str, second: str) -> tuple[list, list]:
+def confusion_rows(
+    *, project, protocol: str, axis: str, first: str, second: str
+) -> tuple[list, list]:
     """The confusion matrix as long rows (first's value, second's value, count) for downloads;
     the pair named by username."""
     first, second = _user_ids_by_username(first, second)
     matrix = (
-        confusion_matrix(protocol=protocol, axis=axis, first=first, second=second)
+        confusion_matrix(project=project, protocol=protocol, axis=axis, first=first, second=second)
         if first and second
         else {"categories": [], "rows": []}
     )
@@ -658,9 +668,9 @@ def confusion_rows(*, protocol: str, axis: str, first: str, second: str) -> tupl
     return ["first", "second", "count"], rows
 
 
-def workload_rows() -> tuple[list, list]:
+def workload_rows(*, project) -> tuple[list, list]:
     """Cases per tier, the cost estimate and daily throughput as rows for downloads."""
-    w = get_workload()
+    w = get_workload(project=project)
     rows = [("cases", t["kind"], t["tier"], t["cases"]) for t in w.tiers]
     rows.append(("estimated_cost_usd", "all", "", round(w.estimated_cost, 2)))
     rows += [("reviews_per_day", day, "", r) for day, r, _ in w.throughput]

@@ -27,7 +27,6 @@ from goldset.models import (
     DomainLabelLoad,
     EvidenceKind,
     EvidencePassage,
-    ItemSkip,
     Label,
     LabelAssignment,
     Question,
@@ -39,7 +38,7 @@ from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.blinding import sees_labelers, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
-from goldset.selectors.curation import counters_by_row, newest_version_of
+from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
 from goldset.selectors.keyset import KeysetPage, keyset_page
 from workbench.roles import Role, roles_of
 
@@ -658,7 +657,9 @@ def list_runs(*, project, cursor: str | None = None, size: int) -> KeysetPage:
         size=size,
         descending=True,
     )
-    counts = counters_by_row("run_status", [run.pk for run in page.items], RecordStatus.values)
+    counts = counters_by_row(
+        "run_status", [run.pk for run in page.items], RecordStatus.values, project=project
+    )
     final = (RecordStatus.FINAL, RecordStatus.ADJUDICATED)
     for run in page.items:
         by_status = counts.get(run.pk, {})
@@ -669,26 +670,10 @@ def list_runs(*, project, cursor: str | None = None, size: int) -> KeysetPage:
 
 
 def count_records_by_status(*, project) -> dict[str, int]:
-    """``project``'s production records per status (statuses with none left out), in the
-    statuses' order: the maintained ``run_status`` counters of the project's runs (the
-    ``record_status`` counters are the installation's) less its calibration records, which are
-    few (a set per domain). Three queries, bounded by the number of runs, never by records."""
-    runs = list(Run.objects.filter(project=project).values_list("pk", flat=True))
-    by_run = counters_by_row("run_status", runs, RecordStatus.values)
-    counts: dict[str, int] = {}
-    for by_status in by_run.values():
-        for status, n in by_status.items():
-            counts[status] = counts.get(status, 0) + n
-    calibration = (
-        AnswerRecord.objects.filter(project=project, is_calibration=True)
-        .values("status")
-        .annotate(n=Count("id"))
-        .values_list("status", "n")
-        .order_by()
-    )
-    for status, n in calibration:
-        counts[status] = counts.get(status, 0) - n
-    return {s: counts[s] for s in RecordStatus.values if counts.get(s, 0) > 0}
+    """Production records per status (statuses with none left out), in the statuses' order,
+    from the maintained ``record_status`` counters (one query)."""
+    counts = dict(counter_rows("record_status", project=project)["record_status"])
+    return {status: counts[status] for status in RecordStatus.values if status in counts}
 
 
 def _export_statuses(include_open: bool) -> list[str]:
@@ -1002,17 +987,10 @@ def get_undoable_label(*, project, annotator) -> Label | None:
 
 
 def count_skips_by_annotator(annotator_ids, *, project) -> dict[int, int]:
-    """Skips per annotator in ``project`` (those with none left out): one query of the skips of
-    the annotators asked about (the ``skip_annotator_time`` index), each joined to its record's
-    project by key (the maintained ``skips`` counters count every project's)."""
-    ids = list(annotator_ids)
-    if not ids:
+    """Skips per annotator (those with none left out), from the maintained ``skips`` counters
+    (one query, bounded by the number of annotators asked about)."""
+    keys = [str(pk) for pk in annotator_ids]
+    if not keys:
         return {}
-    rows = (
-        ItemSkip.objects.filter(annotator_id__in=ids, record__project=project)
-        .values("annotator_id")
-        .annotate(n=Count("id"))
-        .values_list("annotator_id", "n")
-        .order_by()
-    )
-    return dict(rows)
+    skips = counter_rows("skips", keys=keys, project=project)["skips"]
+    return {int(key): n for key, n in skips}

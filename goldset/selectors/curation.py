@@ -465,16 +465,21 @@ class AuthorFlagRate:
 
 
 def counter_rows(
-    *names: str, keys: Iterable[str] | None = None
+    *names: str, project, keys: Iterable[str] | None = None
 ) -> dict[str, list[tuple[str, int]]]:
     """``DashboardCounter`` counts (key, n) by name, the shards of a key summed, zero counts left
-    out; only ``keys`` when given (a page's rows). One query, bounded by the number of keys
-    (states × tiers × domains × sources, days, authors × days) times the shards, never by the
-    number of items."""
+    out; only ``keys`` when given (a page's rows). The project's counters only: their keys start
+    with ``<project_id>|`` (migration 0036), which is stripped from the keys returned;
+    ``project=None`` reads the installation-wide counters (``time_changes``, per person). One
+    query, bounded by the number of keys (states × tiers × domains × sources, days, authors ×
+    days) times the shards, never by the number of items."""
     out: dict[str, list[tuple[str, int]]] = {name: [] for name in names}
+    prefix = "" if project is None else f"{project.pk}|"
     rows = DashboardCounter.objects.filter(name__in=names)
     if keys is not None:
-        rows = rows.filter(key__in=list(keys))
+        rows = rows.filter(key__in=[prefix + key for key in keys])
+    elif prefix:
+        rows = rows.filter(key__startswith=prefix)
     rows = (
         rows.values("name", "key")
         .annotate(total=Sum("n"))
@@ -483,17 +488,17 @@ def counter_rows(
         .values_list("name", "key", "total")
     )
     for name, key, n in rows:
-        out[name].append((key, n))
+        out[name].append((key[len(prefix) :], n))
     return out
 
 
-def counters_by_row(name: str, ids, values) -> dict[int, dict[str, int]]:
+def counters_by_row(name: str, ids, values, *, project) -> dict[int, dict[str, int]]:
     """The ``name`` counters keyed ``<id>|<value>`` for these ids (a page's rows) and values
-    (states, statuses), as ``{id: {value: n}}`` (zero counts left out). One query, none when
-    there is no id."""
+    (states, statuses) in ``project``, as ``{id: {value: n}}`` (zero counts left out). One
+    query, none when there is no id."""
     keys = [f"{pk}|{value}" for pk in ids for value in values]
     counts: dict[int, dict[str, int]] = {}
-    for key, n in counter_rows(name, keys=keys)[name] if keys else ():
+    for key, n in counter_rows(name, keys=keys, project=project)[name] if keys else ():
         pk, _, value = key.partition("|")
         counts.setdefault(int(pk), {})[value] = n
     return counts
@@ -510,7 +515,7 @@ def list_author_flag_rates(*, project, now: dt.datetime | None = None) -> list[A
     threshold = Decimal(str(curation_setting("FLAG_RATE_THRESHOLD", project=project)))
     minimum = int(curation_setting("FLAG_RATE_MIN_REVIEWS", project=project))
     first_day = since.astimezone(dt.UTC).date().isoformat()
-    rows = counter_rows("author_reviews", "author_flags")
+    rows = counter_rows("author_reviews", "author_flags", project=project)
     totals: dict[int, list[int]] = {}
     for index, name in enumerate(("author_reviews", "author_flags")):
         for key, n in rows[name]:
@@ -561,10 +566,11 @@ class SourceShare:
     warning: bool
 
 
-def triple_counts() -> list[tuple[str, str, int, str, int]]:
-    """(state, tier, domain id, source, n) from the maintained triple counters (one query)."""
+def triple_counts(*, project) -> list[tuple[str, str, int, str, int]]:
+    """(state, tier, domain id, source, n) of the project's triples, from the maintained triple
+    counters (one query)."""
     out = []
-    for key, n in counter_rows("triple")["triple"]:
+    for key, n in counter_rows("triple", project=project)["triple"]:
         state, tier, domain, source = key.split("|")
         out.append((state, tier, int(domain), source, n))
     return out
@@ -576,7 +582,7 @@ def source_balance(counts=None, *, project) -> list[SourceShare]:
     maintained triple counters (one query, or none given ``counts`` from :func:`triple_counts`)."""
     targets = curation_setting("SOURCE_TARGETS", project=project)
     counts_by = dict.fromkeys(targets, 0)
-    for state, _, _, source, n in counts if counts is not None else triple_counts():
+    for state, _, _, source, n in counts if counts is not None else triple_counts(project=project):
         if state == TripleState.GOLD:
             group = SOURCE_GROUPS[source]
             counts_by[group] = counts_by.get(group, 0) + n
@@ -607,10 +613,8 @@ def count_by(field: str, *, project, gold_only: bool = False) -> list[dict]:
 
 def dashboard_counts(counts=None, *, project) -> dict:
     """Counts by state (all triples) and, for the gold set, by domain and by tier — from the
-    maintained triple counters (two queries: counters, domain slugs). Only ``project``'s domains
-    are named (the counters themselves are the installation's until they are kept per
-    project)."""
-    counts = counts if counts is not None else triple_counts()
+    maintained triple counters of ``project`` (two queries: counters, domain slugs)."""
+    counts = counts if counts is not None else triple_counts(project=project)
     states: dict[str, int] = {}
     by_domain: dict[int, int] = {}
     by_tier: dict[str, int] = {}
@@ -718,7 +722,9 @@ def list_customers(*, project, cursor: str | None = None, size: int) -> KeysetPa
         cursor=cursor,
         size=size,
     )
-    counts = counters_by_row("customer_triples", [c.pk for c in page.items], TripleState.values)
+    counts = counters_by_row(
+        "customer_triples", [c.pk for c in page.items], TripleState.values, project=project
+    )
     for customer in page.items:
         by_state = counts.get(customer.pk, {})
         customer.triple_count = sum(by_state.values())

@@ -86,10 +86,12 @@ class Disagreements:
     error: str = ""
 
 
-def _ratings(*, protocol: str, axis: str, user_ids: list[int], task_type: str):
-    """(item id, annotator id, value) for gold items; one query."""
+def _ratings(*, project, protocol: str, axis: str, user_ids: list[int], task_type: str):
+    """(item id, annotator id, value) for the project's gold items; one query."""
     if protocol == "triple_review":
-        rows = Review.objects.filter(revision__triple__tier=Tier.GOLD, spot_check=False)
+        rows = Review.objects.filter(
+            revision__triple__project=project, revision__triple__tier=Tier.GOLD, spot_check=False
+        )
         if task_type:
             rows = rows.filter(revision__triple__task_type=task_type)
         if len(user_ids) == 2:
@@ -98,7 +100,10 @@ def _ratings(*, protocol: str, axis: str, user_ids: list[int], task_type: str):
             rows = rows.filter(revision__reviews__reviewer_id=user_ids[0])
         return rows.distinct().values_list("revision_id", "reviewer_id", "verdict")
     rows = Label.objects.filter(
-        record__tier=Tier.GOLD, record__is_calibration=False, assignment__is_calibration=False
+        record__project=project,
+        record__tier=Tier.GOLD,
+        record__is_calibration=False,
+        assignment__is_calibration=False,
     )
     if task_type:
         rows = rows.filter(record__question__task_type=task_type)
@@ -127,7 +132,9 @@ def _disagreeing(values: dict[int, dict[int, str]], user_ids: list[int]) -> list
     return sorted(out)
 
 
-def _rows(protocol: str, item_ids: list[int], values, names, order) -> list[DisagreementRow]:
+def _rows(
+    project, protocol: str, item_ids: list[int], values, names, order
+) -> list[DisagreementRow]:
     """The page's items (one query), ratings ordered: the asked-about annotators first."""
 
     def ratings(by):
@@ -137,7 +144,9 @@ def _rows(protocol: str, item_ids: list[int], values, names, order) -> list[Disa
         return [Rating(names.get(u, "a former annotator"), display(v)) for u, v in ranked]
 
     if protocol == "triple_review":
-        revisions = TripleRevision.objects.filter(pk__in=item_ids).select_related("triple")
+        revisions = TripleRevision.objects.filter(
+            triple__project=project, pk__in=item_ids
+        ).select_related("triple")
         found = {r.pk: r for r in revisions}
         return [
             DisagreementRow(
@@ -150,7 +159,9 @@ def _rows(protocol: str, item_ids: list[int], values, names, order) -> list[Disa
             for i in item_ids
             if i in found
         ]
-    records = AnswerRecord.objects.filter(pk__in=item_ids).select_related("question")
+    records = AnswerRecord.objects.filter(project=project, pk__in=item_ids).select_related(
+        "question"
+    )
     found = {r.pk: r for r in records}
     blind = LABELERS_HIDDEN_WHILE
     return [
@@ -171,9 +182,16 @@ def _rows(protocol: str, item_ids: list[int], values, names, order) -> list[Disa
 
 
 def list_disagreements(
-    *, protocol: str, axis: str, first: str = "", second: str = "", task_type: str = "", page=1
+    *,
+    project,
+    protocol: str,
+    axis: str,
+    first: str = "",
+    second: str = "",
+    task_type: str = "",
+    page=1,
 ) -> Disagreements:
-    """Gold items on which the named annotators (by login: none, one or a pair) gave different
+    """The project's gold items on which the named annotators (by login: none, one or a pair) gave different
     values on ``axis``, oldest first, paginated. Four queries whatever the data size (the
     logins, the ratings, the page's items, their raters' names)."""
     empty = Paginator([], PAGE_SIZE).get_page(1)
@@ -199,7 +217,7 @@ def list_disagreements(
     user_ids = [found[u] for u in logins]
     values: dict[int, dict[int, str]] = {}
     for item, who, value in _ratings(
-        protocol=protocol, axis=axis, user_ids=user_ids, task_type=task_type
+        project=project, protocol=protocol, axis=axis, user_ids=user_ids, task_type=task_type
     ):
         if axis == "severe_safety":
             value = "yes" if value else "no"
@@ -208,7 +226,7 @@ def list_disagreements(
     on_page = list(page_obj.object_list)
     names = display_names({u for i in on_page for u in values[i]} | set(user_ids))
     order = {u: k for k, u in enumerate(user_ids)}
-    page_obj.object_list = _rows(protocol, on_page, values, names, order)
+    page_obj.object_list = _rows(project, protocol, on_page, values, names, order)
     result.people = [names.get(u, "?") for u in user_ids]
     result.page = page_obj
     return result

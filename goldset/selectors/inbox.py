@@ -1,13 +1,14 @@
 """What waits for a user (issue 14): the inbox on Home, the notification list and the badge.
 
 Every count is bounded (``COUNT_CAP``; the page shows "100+") or read from a maintained counter,
-so the inbox costs the same number of queries whatever the size of the data."""
+so the inbox costs the same number of queries whatever the size of the data. Everything is one
+project's (``project``): its queues, its notifications, links into it
+(:func:`~workbench.project_urls.project_url`, so they work from the projects home too)."""
 
 from dataclasses import dataclass, field
 
 from django.db.models import Count, Exists, F, OuterRef
 from django.http import Http404
-from django.urls import reverse
 
 from goldset.conf import curation_setting
 from goldset.models import (
@@ -19,6 +20,7 @@ from goldset.models import (
     Notification,
     NotificationKind,
     NotificationPreference,
+    ProjectMembership,
     RecordStatus,
     RetakeStatus,
     ReviewAssignment,
@@ -33,7 +35,8 @@ from goldset.selectors.curation import (
     open_assignments,
 )
 from goldset.selectors.keyset import keyset_page
-from workbench.roles import Role, roles_of
+from workbench.project_urls import project_url
+from workbench.roles import Role, project_roles
 
 COUNT_CAP = 100
 RECENT_UNREAD = 5
@@ -80,20 +83,31 @@ def _bounded(qs, cap: int = COUNT_CAP) -> tuple[int, bool]:
     return n, n >= cap
 
 
-def get_inbox(*, user, project) -> Inbox:
-    """The user's inbox: per held role, counts and links for what waits for them, their newest
-    unread notifications and (annotators) failed calibrations with their retake state. A fixed
-    number of queries per role."""
-    roles = roles_of(user)
+def roles_in(*, user, project) -> frozenset[str]:
+    """The roles ``user`` holds in ``project`` (one query)."""
+    role = (
+        ProjectMembership.objects.filter(project=project, user_id=user.pk)
+        .values_list("role", flat=True)
+        .first()
+    )
+    return project_roles(user, role)
+
+
+def get_inbox(*, user, project, roles: frozenset[str] | None = None) -> Inbox:
+    """The user's inbox in ``project``: per role held there (``roles``, read from the
+    membership when not given), counts and links for what waits for them in the project, their
+    newest unread notifications of the project and (annotators) failed calibrations in its
+    domains with their retake state. A fixed number of queries per role and project."""
+    roles = roles_in(user=user, project=project) if roles is None else roles
     inbox = Inbox()
-    unread = Notification.objects.filter(recipient=user, read_at__isnull=True)
+    unread = Notification.objects.filter(project=project, recipient=user, read_at__isnull=True)
     by_kind = dict(
         unread.order_by().values("kind").annotate(n=Count("id")).values_list("kind", "n")
     )
     inbox.unread_total = sum(by_kind.values())
     if inbox.unread_total:
         inbox.unread = list(unread.order_by("-created_at", "-id")[:RECENT_UNREAD])
-    notifications = reverse("inbox:notifications")
+    notifications = project_url(project, "inbox:notifications")
     inbox.add(
         InboxEntry(
             "replies",
@@ -122,6 +136,7 @@ def _annotator_entries(inbox: Inbox, user, *, project) -> None:
         skipped = ItemSkip.objects.filter(annotator=user, record_id=OuterRef("pk"))
         claimable, at_least = _bounded(
             AnswerRecord.objects.filter(
+                project=project,
                 domain_id__in=domain_ids,
                 status=RecordStatus.LABELING,
                 is_calibration=False,
@@ -135,7 +150,7 @@ def _annotator_entries(inbox: Inbox, user, *, project) -> None:
                 "labels",
                 "Labels to do",
                 int(open_label) + min(claimable, share),
-                reverse("answers:queue"),
+                project_url(project, "answers:queue"),
                 "answers in your blinded queue (your fair share)",
                 at_least=at_least and share > claimable,
             )
@@ -147,7 +162,7 @@ def _annotator_entries(inbox: Inbox, user, *, project) -> None:
             "reviews",
             "Reviews to do",
             held + waiting,
-            reverse("curation:queue"),
+            project_url(project, "curation:queue"),
             "triples to confirm or flag",
             at_least=at_least,
         )
@@ -166,24 +181,26 @@ def _annotator_entries(inbox: Inbox, user, *, project) -> None:
                 "rereviews",
                 "Revisions waiting for your re-review",
                 count,
-                reverse("curation:queue"),
+                project_url(project, "curation:queue"),
                 "triples you reviewed, revised since",
                 at_least=at_least,
             )
         )
-    count, at_least = _bounded(Triple.objects.filter(author=user, state=TripleState.IN_DISCUSSION))
+    count, at_least = _bounded(
+        Triple.objects.filter(project=project, author=user, state=TripleState.IN_DISCUSSION)
+    )
     inbox.add(
         InboxEntry(
             "my-discussions",
             "Your triples in discussion",
             count,
-            reverse("curation:triples") + f"?state={TripleState.IN_DISCUSSION}",
+            project_url(project, "curation:triples") + f"?state={TripleState.IN_DISCUSSION}",
             "flagged by a reviewer: revise, split or drop",
             at_least=at_least,
         )
     )
     failed = list(
-        CalibrationResult.objects.filter(annotator=user, passed=False)
+        CalibrationResult.objects.filter(annotator=user, passed=False, domain__project=project)
         .select_related("domain")
         .order_by("domain__slug")
     )
@@ -209,29 +226,33 @@ def _lead_entries(inbox: Inbox, user, *, project) -> None:
             "adjudication",
             "Items awaiting adjudication",
             count,
-            reverse("answers:adjudication_queue"),
+            project_url(project, "answers:adjudication_queue"),
             "no majority, severe safety or audit sample",
             at_least=at_least,
         )
     )
-    count, at_least = _bounded(CalibrationRetake.objects.filter(status=RetakeStatus.PENDING))
+    count, at_least = _bounded(
+        CalibrationRetake.objects.filter(domain__project=project, status=RetakeStatus.PENDING)
+    )
     inbox.add(
         InboxEntry(
             "retakes",
             "Calibration retake requests",
             count,
-            reverse("inbox:retakes"),
+            project_url(project, "inbox:retakes"),
             "annotators who failed a calibration ask to retake it",
             at_least=at_least,
         )
     )
-    count, at_least = _bounded(Triple.objects.filter(state=TripleState.NEEDS_REREVIEW))
+    count, at_least = _bounded(
+        Triple.objects.filter(project=project, state=TripleState.NEEDS_REREVIEW)
+    )
     inbox.add(
         InboxEntry(
             "needs-rereview",
             "Triples needing re-review",
             count,
-            reverse("curation:rereview"),
+            project_url(project, "curation:rereview"),
             "pinned to a superseded block version",
             at_least=at_least,
         )
@@ -241,18 +262,19 @@ def _lead_entries(inbox: Inbox, user, *, project) -> None:
 # ---------------------------------------------------------------- notifications
 
 
-def count_unread(*, user) -> int:
-    """The badge: unread notifications, counted on the ``notification_unread`` partial index
-    (capped: the badge shows "99+")."""
-    return Notification.objects.filter(recipient=user, read_at__isnull=True)[:COUNT_CAP].count()
+def count_unread(*, user, project) -> int:
+    """The badge: unread notifications in the project, counted on the ``notification_unread``
+    partial index (capped: the badge shows "99+")."""
+    unread = Notification.objects.filter(project=project, recipient=user, read_at__isnull=True)
+    return unread[:COUNT_CAP].count()
 
 
 def list_notifications(
-    *, user, cursor: str | None, size: int, unread_only: bool = False, kind: str = ""
+    *, user, project, cursor: str | None, size: int, unread_only: bool = False, kind: str = ""
 ):
-    """One keyset page of the user's notifications, newest first (only unread ones, only one
-    kind: an unknown kind is ignored)."""
-    rows = Notification.objects.filter(recipient=user)
+    """One keyset page of the user's notifications in the project, newest first (only unread
+    ones, only one kind: an unknown kind is ignored)."""
+    rows = Notification.objects.filter(project=project, recipient=user)
     if unread_only:
         rows = rows.filter(read_at__isnull=True)
     if kind in NotificationKind.values:
@@ -260,8 +282,10 @@ def list_notifications(
     return keyset_page(rows, fields=("created_at", "id"), cursor=cursor, size=size, descending=True)
 
 
-def get_notification_for(*, user, pk: int) -> Notification:
-    notification = Notification.objects.filter(recipient=user, pk=pk).first()
+def get_notification_for(*, user, project, pk: int) -> Notification:
+    """One of the user's notifications in the project; 404 for anyone else's or another
+    project's."""
+    notification = Notification.objects.filter(project=project, recipient=user, pk=pk).first()
     if notification is None:
         raise Http404("No such notification.")
     return notification
@@ -274,10 +298,12 @@ def wants_email(*, user) -> bool:
 # ---------------------------------------------------------------- calibration retakes
 
 
-def list_retakes(*, pending: bool, cursor: str | None, size: int):
-    """One keyset page of retake requests with the people and the domain: pending ones oldest
-    first (the longest waiting on top), answered ones newest first."""
-    rows = CalibrationRetake.objects.select_related("annotator", "domain", "decided_by")
+def list_retakes(*, project, pending: bool, cursor: str | None, size: int):
+    """One keyset page of the project's retake requests with the people and the domain:
+    pending ones oldest first (the longest waiting on top), answered ones newest first."""
+    rows = CalibrationRetake.objects.filter(domain__project=project).select_related(
+        "annotator", "domain", "decided_by"
+    )
     if pending:
         rows = rows.filter(status=RetakeStatus.PENDING)
     else:
@@ -287,17 +313,23 @@ def list_retakes(*, pending: bool, cursor: str | None, size: int):
     )
 
 
-def get_retake(*, pk: int) -> CalibrationRetake:
-    retake = CalibrationRetake.objects.select_related("annotator", "domain").filter(pk=pk).first()
+def get_retake(*, project, pk: int) -> CalibrationRetake:
+    retake = (
+        CalibrationRetake.objects.select_related("annotator", "domain")
+        .filter(domain__project=project, pk=pk)
+        .first()
+    )
     if retake is None:
         raise Http404("No such retake request.")
     return retake
 
 
-def get_failed_result(*, annotator, domain_slug: str) -> CalibrationResult:
+def get_failed_result(*, annotator, project, domain_slug: str) -> CalibrationResult:
     result = (
         CalibrationResult.objects.select_related("domain")
-        .filter(annotator=annotator, domain__slug=domain_slug, passed=False)
+        .filter(
+            annotator=annotator, domain__project=project, domain__slug=domain_slug, passed=False
+        )
         .first()
     )
     if result is None:

@@ -18,6 +18,7 @@ from goldset.models import (
     DecisionKind,
     FastDecision,
     Label,
+    ProjectMembership,
     Review,
     TimeOnItemFigure,
 )
@@ -90,11 +91,11 @@ def timed_figures(kind: DecisionKind, users) -> dict[int, tuple[int, float | Non
     }
 
 
-def _counter_pairs(name: str) -> dict[tuple[str, int], int]:
-    """A ``kind|user`` (``time_changes``) or ``user|kind`` (``fast``) counter as
-    {(kind, user): n}, zero rows left out."""
+def _counter_pairs(name: str, *, project=None) -> dict[tuple[str, int], int]:
+    """A ``kind|user`` (``time_changes``, per person across projects) or ``user|kind``
+    (``fast``, the project's) counter as {(kind, user): n}, zero rows left out."""
     out = {}
-    for key, n in counter_rows(name)[name]:
+    for key, n in counter_rows(name, project=project)[name]:
         first, _, second = key.partition("|")
         kind, user = (first, second) if name == "time_changes" else (second, first)
         out[(kind, int(user))] = n
@@ -112,11 +113,15 @@ def stale_time_figures() -> dict[tuple[str, int], int]:
     return {pair: n for pair, n in changes.items() if seen.get(pair) != n}
 
 
-def get_time_on_item_summary() -> list[TimeRow]:
-    """Per annotator and kind of decision: n, median and p90 active time (seconds) as the
-    agreement recompute last stored them, the number of flagged fast decisions (a maintained
-    counter), display names, and whether the stored figures miss a change (``stale``). Four
-    queries whatever the data size."""
+def get_time_on_item_summary(*, project) -> list[TimeRow]:
+    """Per member of the project and kind of decision: n, median and p90 active time (seconds)
+    as the agreement recompute last stored them (a person's figures, over their decisions), the
+    number of flagged fast decisions in the project (a maintained counter), display names, and
+    whether the stored figures miss a change (``stale``). Five queries whatever the data
+    size."""
+    members = set(
+        ProjectMembership.objects.filter(project=project).values_list("user_id", flat=True)
+    )
     changes = _counter_pairs("time_changes")
     stored = {
         (f.kind, f.user_id): f
@@ -124,9 +129,10 @@ def get_time_on_item_summary() -> list[TimeRow]:
             "kind", "user_id", "n", "median_ms", "p90_ms", "changes_seen"
         )
     }
-    fast = _counter_pairs("fast")
+    fast = _counter_pairs("fast", project=project)
     shown = {pair for pair, f in stored.items() if f.n} | set(fast)
     shown |= {pair for pair, n in changes.items() if pair not in stored}
+    shown = {pair for pair in shown if pair[1] in members or pair in fast}
     names = display_names({user for _, user in shown}) if shown else {}
     rows = []
     for kind, user_id in shown:
@@ -148,7 +154,7 @@ def get_time_on_item_summary() -> list[TimeRow]:
     return sorted(rows, key=lambda r: (r.kind, r.name.lower(), r.user_id))
 
 
-def time_on_item_rows() -> tuple[list, list]:
+def time_on_item_rows(*, project) -> tuple[list, list]:
     """The dashboard's time-on-item table for CSV/JSON: display names and figures in seconds."""
     header = ["annotator", "decisions", "n", "median_active_s", "p90_active_s", "flagged_fast"]
     rows = [
@@ -160,7 +166,7 @@ def time_on_item_rows() -> tuple[list, list]:
             None if r.p90_s is None else round(r.p90_s, 3),
             r.fast,
         ]
-        for r in get_time_on_item_summary()
+        for r in get_time_on_item_summary(project=project)
     ]
     return header, rows
 
@@ -198,18 +204,22 @@ def _item_of(decision: FastDecision) -> tuple[str, str]:
     return record.public_id, url
 
 
-def list_fast_decisions(*, cursor: str | None, size: int) -> KeysetPage:
-    """One keyset page of flagged decisions, newest first (``fast_decision_time`` index), as
-    :class:`FastRow`. Two queries whatever the page or data size; Http404 for a bad cursor."""
-    rows = FastDecision.objects.select_related(
-        "label__record__domain",
-        "adjudication__record__domain",
-        "review__revision__triple",
-    ).defer(
-        *(
-            f"{path}__{field}"
-            for path in ("label__record", "adjudication__record")
-            for field in ("model", "extra", "latency_ms", "cost_usd", "answer")
+def list_fast_decisions(*, project, cursor: str | None, size: int) -> KeysetPage:
+    """One keyset page of the project's flagged decisions, newest first, as :class:`FastRow`.
+    Two queries whatever the page or data size; Http404 for a bad cursor."""
+    rows = (
+        FastDecision.objects.filter(project=project)
+        .select_related(
+            "label__record__domain",
+            "adjudication__record__domain",
+            "review__revision__triple",
+        )
+        .defer(
+            *(
+                f"{path}__{field}"
+                for path in ("label__record", "adjudication__record")
+                for field in ("model", "extra", "latency_ms", "cost_usd", "answer")
+            )
         )
     )
     page = keyset_page(rows, fields=("-created_at", "-id"), cursor=cursor, size=size)

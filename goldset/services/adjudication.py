@@ -124,5 +124,8 @@ def record_adjudication(
         },
     )
     # An adjudication changes only the annotators' agreement with adjudicated labels (facts).
-    schedule_agreement_recompute(dirty={"protocol": ANSWERS, "kind": AgreementDirtyScope.FACTS})
+    schedule_agreement_recompute(
+        project_id=record.project_id,
+        dirty={"protocol": ANSWERS, "kind": AgreementDirtyScope.FACTS},
+    )
     return adjudication

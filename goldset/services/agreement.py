@@ -14,6 +14,10 @@ each with a bootstrap 95 % CI (``AGREEMENT_BOOTSTRAP_RESAMPLES`` resamples of th
 seed 8821). Results are stored as :class:`~goldset.models.AgreementSnapshot` rows keyed on the
 scope and stamped with a data version (a hash of the input rows), so a recompute over unchanged
 data is a no-op and dashboards never compute.
+
+Everything is per project: a project's figures are computed from its own reviews and labels
+only, with its own settings, stored as its snapshots, from its own dirty-scope marks; recompute
+requests (outbox messages) carry the project and coalesce per project.
 """
 
 import hashlib
@@ -42,9 +46,11 @@ from goldset.models import (
     AgreementSnapshot,
     Domain,
     OutboxMessage,
+    Project,
     Tier,
     WebhookEvent,
 )
+from goldset.models.projects import default_project_id
 from goldset.rules.axes import AXES
 from goldset.rules.calendar import iso_week
 from goldset.rules.jobs import AGREEMENT_DEBOUNCE_KEY, AGREEMENT_OUTBOX_KIND
@@ -101,12 +107,12 @@ SPOT_CHECK_SOURCES = [
 FACT_SOURCES = ["goldset.services.agreement_sources.annotator_facts"]
 
 
-def bootstrap_resamples() -> int:
-    return tunable("AGREEMENT_BOOTSTRAP_RESAMPLES")
+def bootstrap_resamples(*, project=None) -> int:
+    return tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", project=project)
 
 
-def bootstrap_seed() -> int:
-    return tunable("AGREEMENT_BOOTSTRAP_SEED")
+def bootstrap_seed(*, project=None) -> int:
+    return tunable("AGREEMENT_BOOTSTRAP_SEED", project=project)
 
 
 # ---------------------------------------------------------------- computing (no database)
@@ -140,9 +146,10 @@ class Figure:
     scope: dict = field(default_factory=dict)
     subject: str = ""
 
-    def as_snapshot(self, version: str) -> AgreementSnapshot:
+    def as_snapshot(self, version: str, *, project) -> AgreementSnapshot:
         low, high = self.ci if self.ci else (None, None)
         return AgreementSnapshot(
+            project=project,
             protocol=self.protocol,
             axis=self.axis,
             metric=self.metric,
@@ -812,20 +819,27 @@ def _spot_check_figures(spot_checks: pd.DataFrame) -> list[Figure]:
 # ---------------------------------------------------------------- storing
 
 
-def collect_rows(protocols=None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Rating, spot-check and fact rows of every protocol (or of ``protocols``)."""
+def collect_rows(protocols=None, *, project) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Rating, spot-check and fact rows of the project in every protocol (or in
+    ``protocols``)."""
 
     def gather(sources):
         return chain.from_iterable(
-            import_string(path)() for p, path in sources if protocols is None or p in protocols
+            import_string(path)(project=project)
+            for p, path in sources
+            if protocols is None or p in protocols
         )
 
-    facts = facts_frame(chain.from_iterable(import_string(path)() for path in FACT_SOURCES))
+    facts = facts_frame(
+        chain.from_iterable(import_string(path)(project=project) for path in FACT_SOURCES)
+    )
     if protocols is not None:
         facts = facts[facts["protocol"].isin(list(protocols))].reset_index(drop=True)
     if connection.vendor == "postgresql":  # columnar COPY reads: millions of rows, no tuples
         frames = [
-            FRAME_SOURCES[p]() for p, _ in RATING_SOURCES if protocols is None or p in protocols
+            FRAME_SOURCES[p](project=project)
+            for p, _ in RATING_SOURCES
+            if protocols is None or p in protocols
         ]
         frames = [f for f in frames if len(f)]
         ratings = _concat(frames) if frames else ratings_frame([])
@@ -901,36 +915,54 @@ def _combined(versions: dict[str, str]) -> str:
     ).hexdigest()
 
 
-def _lock_snapshots() -> None:
-    """Two recomputes store one after the other (each reads what to replace under the lock), so
-    they never insert the same figure twice. PostgreSQL only: SQLite writes one at a time."""
+def _lock_snapshots(project_id: int) -> None:
+    """Two recomputes of a project store one after the other (each reads what to replace under
+    the lock), so they never insert the same figure twice; other projects' recomputes do not
+    wait. PostgreSQL only: SQLite writes one at a time."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SNAPSHOT_LOCK])
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s)", [_lock_key(SNAPSHOT_LOCK, project_id)]
+            )
 
 
 # pg_advisory_xact_lock key of the snapshot store ("agreement" in ASCII, as a number).
 SNAPSHOT_LOCK = 0x61677265656D
 
 
-def _stored_versions() -> dict[str, str]:
+def _lock_key(base: int, project_id: int) -> int:
+    """A project's advisory lock key: ``base`` (even) plus four times the project id, so the
+    snapshot (``SNAPSHOT_LOCK``) and recompute (``RECOMPUTE_LOCK``, odd) keys of every project
+    differ."""
+    return base + 4 * project_id
+
+
+def _stored_versions(project) -> dict[str, str]:
     return dict(
-        AgreementSnapshot.objects.order_by().values_list("protocol", "data_version").distinct()
+        AgreementSnapshot.objects.filter(project=project)
+        .order_by()
+        .values_list("protocol", "data_version")
+        .distinct()
     )
+
+
+def _count(project) -> int:
+    return AgreementSnapshot.objects.filter(project=project).count()
 
 
 def store_agreement_snapshots(
     *,
+    project,
     ratings: pd.DataFrame,
     spot_checks: pd.DataFrame,
     facts: pd.DataFrame | None = None,
     n_resamples: int | None = None,
 ) -> tuple[str, int]:
-    """Replace the stored figures with those of these rows, protocol by protocol: a protocol
-    whose data version is the one already stored is left as it is (unchanged data: a no-op).
-    Returns (data version, number of snapshot rows)."""
+    """Replace the project's stored figures with those of these rows (the project's), protocol
+    by protocol: a protocol whose data version is the one already stored is left as it is
+    (unchanged data: a no-op). Returns (data version, number of the project's snapshot rows)."""
     versions = _protocol_versions(ratings, spot_checks, facts)
-    stored = _stored_versions()
+    stored = _stored_versions(project)
     redo = {p for p, v in versions.items() if stored.get(p) != v}
     gone = set(stored) - set(versions)
     if redo:
@@ -938,43 +970,46 @@ def store_agreement_snapshots(
             ratings,
             spot_checks,
             facts,
-            n_resamples=n_resamples or bootstrap_resamples(),
+            n_resamples=n_resamples or bootstrap_resamples(project=project),
+            seed=bootstrap_seed(project=project),
             only={p: EVERYTHING for p in redo},
         )
     else:
         figures = []
     if not (redo or gone):
-        return _combined(versions), AgreementSnapshot.objects.count()
+        return _combined(versions), _count(project)
     watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
     with transaction.atomic():
-        _lock_snapshots()
-        before = _alerts_by_key() if watch_alerts else {}
-        AgreementSnapshot.objects.filter(protocol__in=redo | gone).delete()
+        _lock_snapshots(project.pk)
+        before = _alerts_by_key(project) if watch_alerts else {}
+        AgreementSnapshot.objects.filter(project=project, protocol__in=redo | gone).delete()
         AgreementSnapshot.objects.bulk_create(
-            (f.as_snapshot(versions[f.protocol]) for f in figures), batch_size=2000
+            (f.as_snapshot(versions[f.protocol], project=project) for f in figures),
+            batch_size=2000,
         )
         if watch_alerts:
-            _emit_raised_alerts(before)
-    return _combined(versions), AgreementSnapshot.objects.count()
+            _emit_raised_alerts(before, project)
+    return _combined(versions), _count(project)
 
 
-def _alerts_by_key() -> dict:
+def _alerts_by_key(project) -> dict:
     return {
         webhooks.alert_key(kind=a.kind, title=a.title, numbers=a.numbers): a
-        for a in list_agreement_alerts()
+        for a in list_agreement_alerts(project=project)
     }
 
 
-def _emit_raised_alerts(before: dict) -> None:
+def _emit_raised_alerts(before: dict, project) -> None:
     """An ``alert.raised`` webhook event for each alert the new figures raise that the old
     ones did not (an alert still raised is not announced again)."""
-    for key, alert in _alerts_by_key().items():
+    for key, alert in _alerts_by_key(project).items():
         if key not in before:
             webhooks.emit(
                 WebhookEvent.ALERT_RAISED,
                 webhooks.alert_data(
                     kind=alert.kind, title=alert.title, key=key, numbers=alert.numbers
-                ),
+                )
+                | {"project": project.slug},
             )
 
 
@@ -1021,33 +1056,43 @@ def _selected(row: dict, selection: Selection) -> bool:
 PER_PROTOCOL_METRICS = ("severe_rate_gap", "spot_check_disagreement")
 
 
-def _refresh(marks: list[dict], n_resamples: int) -> tuple[str, int]:
-    """Recompute the figures the marks touch, protocol by protocol; every other stored figure
-    stays. A protocol with an ``all`` mark, or without stored figures, is recomputed whole."""
+def _refresh(project, marks: list[dict], n_resamples: int) -> tuple[str, int]:
+    """Recompute the project's figures its marks touch, protocol by protocol; every other
+    stored figure stays. A protocol with an ``all`` mark, or without stored figures, is
+    recomputed whole."""
     slugs = dict(
-        Domain.objects.filter(pk__in={m["domain_id"] for m in marks}).values_list("pk", "slug")
+        Domain.objects.filter(project=project, pk__in={m["domain_id"] for m in marks}).values_list(
+            "pk", "slug"
+        )
     )
     by_protocol: dict[str, list[dict]] = {}
     for m in marks:
         by_protocol.setdefault(m["protocol"], []).append(
             m | {"domain": slugs.get(m["domain_id"], "")}
         )
-    stored = _stored_versions()
+    stored = _stored_versions(project)
     only = {
         p: EVERYTHING
         if p not in stored or any(m["kind"] == AgreementDirtyScope.ALL for m in ms)
         else _selection(ms)
         for p, ms in by_protocol.items()
     }
-    ratings, spot_checks, facts = collect_rows(set(only))
+    ratings, spot_checks, facts = collect_rows(set(only), project=project)
     versions = _protocol_versions(ratings, spot_checks, facts)
-    figures = compute_figures(ratings, spot_checks, facts, n_resamples=n_resamples, only=only)
+    figures = compute_figures(
+        ratings,
+        spot_checks,
+        facts,
+        n_resamples=n_resamples,
+        seed=bootstrap_seed(project=project),
+        only=only,
+    )
     watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
     with transaction.atomic():
-        _lock_snapshots()
-        before = _alerts_by_key() if watch_alerts else {}
+        _lock_snapshots(project.pk)
+        before = _alerts_by_key(project) if watch_alerts else {}
         for protocol, selection in only.items():
-            rows = AgreementSnapshot.objects.filter(protocol=protocol)
+            rows = AgreementSnapshot.objects.filter(project=project, protocol=protocol)
             if selection is not EVERYTHING:
                 existing = rows.values(
                     "pk", "axis", "metric", "tier", "task_type", "domain", "week", "subject"
@@ -1057,19 +1102,20 @@ def _refresh(marks: list[dict], n_resamples: int) -> tuple[str, int]:
                 )
             rows.delete()
             if protocol in versions:
-                AgreementSnapshot.objects.filter(protocol=protocol).update(
+                AgreementSnapshot.objects.filter(project=project, protocol=protocol).update(
                     data_version=versions[protocol]
                 )
         AgreementSnapshot.objects.bulk_create(
-            (f.as_snapshot(versions[f.protocol]) for f in figures), batch_size=2000
+            (f.as_snapshot(versions[f.protocol], project=project) for f in figures),
+            batch_size=2000,
         )
         if watch_alerts:
-            _emit_raised_alerts(before)
-    return _combined(_stored_versions()), AgreementSnapshot.objects.count()
+            _emit_raised_alerts(before, project)
+    return _combined(_stored_versions(project)), _count(project)
 
 
-def recompute_agreement_snapshots(*, full: bool = True, requests=()) -> tuple[str, int]:
-    """Bring the stored figures up to date (idempotent). ``full``, or a request in
+def recompute_agreement_snapshots(*, project, full: bool = True, requests=()) -> tuple[str, int]:
+    """Bring the project's stored figures up to date (idempotent). ``full``, or a request in
     ``requests`` (outbox message ids) that asked for it, or no stored figures at all: collect
     every protocol's rows and recompute what changed (:func:`store_agreement_snapshots`).
     Otherwise only the figures the dirty-scope marks name (a label at a million items
@@ -1080,29 +1126,34 @@ def recompute_agreement_snapshots(*, full: bool = True, requests=()) -> tuple[st
     full = (
         full
         or OutboxMessage.objects.filter(pk__in=list(requests), payload__full=True).exists()
-        or not AgreementSnapshot.objects.exists()
+        or not AgreementSnapshot.objects.filter(project=project).exists()
     )
     marks = list(
-        AgreementDirtyScope.objects.order_by("id").values(
-            "id", "protocol", "kind", "tier", "task_type", "domain_id", "week", "annotator_id"
-        )
+        AgreementDirtyScope.objects.filter(project=project)
+        .order_by("id")
+        .values("id", "protocol", "kind", "tier", "task_type", "domain_id", "week", "annotator_id")
     )
-    n_resamples = bootstrap_resamples()
+    n_resamples = bootstrap_resamples(project=project)
     if full or any(m["kind"] == AgreementDirtyScope.ALL and not m["protocol"] for m in marks):
-        ratings, spot, facts = collect_rows()
+        ratings, spot, facts = collect_rows(project=project)
         result = store_agreement_snapshots(
-            ratings=ratings, spot_checks=spot, facts=facts, n_resamples=n_resamples
+            project=project,
+            ratings=ratings,
+            spot_checks=spot,
+            facts=facts,
+            n_resamples=n_resamples,
         )
     elif marks:
-        result = _refresh(marks, n_resamples)
+        result = _refresh(project, marks, n_resamples)
     else:
-        return _combined(_stored_versions()), AgreementSnapshot.objects.count()
+        return _combined(_stored_versions(project)), _count(project)
     AgreementDirtyScope.objects.filter(pk__in=[m["id"] for m in marks]).delete()
     return result
 
 
 def mark_dirty(
     *,
+    project_id: int,
     protocol: str = "",
     kind: str = AgreementDirtyScope.RATING,
     tier: str = "",
@@ -1111,10 +1162,11 @@ def mark_dirty(
     at=None,
     annotator_id: int | None = None,
 ) -> None:
-    """Record, in the caller's transaction, that figures of ``protocol`` no longer match the
-    data (see :class:`~goldset.models.AgreementDirtyScope`); ``at`` is the changed rating's
-    time (its ISO week is a scope)."""
+    """Record, in the caller's transaction, that figures of ``protocol`` in the project no
+    longer match the data (see :class:`~goldset.models.AgreementDirtyScope`); ``at`` is the
+    changed rating's time (its ISO week is a scope)."""
     AgreementDirtyScope.objects.create(
+        project_id=project_id,
         protocol=protocol,
         kind=kind,
         tier=tier or "",
@@ -1125,21 +1177,35 @@ def mark_dirty(
     )
 
 
-def schedule_agreement_recompute(*, now: bool = False, dirty: dict | None = None) -> bool:
-    """Ask for a recompute, recorded in the outbox inside the caller's transaction (no cache,
+def _debounce_key(project_id: int) -> str:
+    return f"{AGREEMENT_DEBOUNCE_KEY}:{project_id}"
+
+
+def schedule_agreement_recompute(
+    *, project_id: int, now: bool = False, dirty: dict | None = None
+) -> bool:
+    """Ask for a recompute of the project's figures (``project_id``: the project of the change),
+    recorded in the outbox inside the caller's transaction (no cache,
     no broker: a label or review commits when Redis is down, and the recompute is published when
     it returns). ``dirty`` (keyword arguments of :func:`mark_dirty`) says what changed; without
     it every figure is recomputed. Changes within the debounce window
-    (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) share one request, which runs when the window ends and
-    so sees all of them; ``now=True`` (a lead's button) skips the window and recomputes
-    everything. Returns True when a new request was recorded. In the embedded mode the task
-    runs in-process at commit."""
-    mark_dirty(**(dirty or {"kind": AgreementDirtyScope.ALL}))
+    (``AGREEMENT_DEBOUNCE_SECONDS``, 30 s) of one project share one request, which runs when
+    the window ends and so sees all of them; ``now=True`` (a lead's button) skips the window and
+    recomputes everything of the project. Returns True when a new request was recorded. In the
+    embedded mode the task runs in-process at commit."""
+    mark_dirty(project_id=project_id, **(dirty or {"kind": AgreementDirtyScope.ALL}))
+    payload = {"project_id": project_id}
     if now:
-        return outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, payload={"full": True}) is not None
+        message = outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, payload=payload | {"full": True})
+        return message is not None
     delay = tunable("AGREEMENT_DEBOUNCE_SECONDS")
     return (
-        outbox.enqueue(kind=AGREEMENT_OUTBOX_KIND, dedupe_key=AGREEMENT_DEBOUNCE_KEY, delay=delay)
+        outbox.enqueue(
+            kind=AGREEMENT_OUTBOX_KIND,
+            payload=payload,
+            dedupe_key=_debounce_key(project_id),
+            delay=delay,
+        )
         is not None
     )
 
@@ -1148,28 +1214,39 @@ def schedule_agreement_recompute(*, now: bool = False, dirty: dict | None = None
 RECOMPUTE_LOCK = SNAPSHOT_LOCK + 1
 
 
+def recompute_lock_key(project_id: int) -> int:
+    """The advisory lock key held while the project's figures are recomputed."""
+    return _lock_key(RECOMPUTE_LOCK, project_id)
+
+
 class _RecomputeLock:
-    """A session-level advisory lock held while one worker recomputes (PostgreSQL; a lost
-    worker's connection closes and the lock goes with it). Elsewhere — SQLite, whose embedded
-    mode runs tasks in-process one at a time — it is always free."""
+    """A session-level advisory lock held while one worker recomputes a project (PostgreSQL; a
+    lost worker's connection closes and the lock goes with it): recomputes of different
+    projects run side by side. Elsewhere — SQLite, whose embedded mode runs tasks in-process
+    one at a time — it is always free."""
+
+    def __init__(self, project_id: int):
+        self.key = recompute_lock_key(project_id)
 
     def acquire(self) -> bool:
         if connection.vendor != "postgresql":
             return True
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [RECOMPUTE_LOCK])
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
             return bool(cursor.fetchone()[0])
 
     def release(self) -> None:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [RECOMPUTE_LOCK])
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
 
 
-def _requests_waiting() -> bool:
-    """A due recompute request nobody has started: one whose task found a recompute running."""
+def _requests_waiting(project_id: int) -> bool:
+    """A due recompute request of the project nobody has started: one whose task found a
+    recompute of the project running."""
     return OutboxMessage.objects.filter(
         kind=AGREEMENT_OUTBOX_KIND,
+        payload__project_id=project_id,
         done_at__isnull=True,
         started_at__isnull=True,
         available_at__lte=timezone.now(),
@@ -1181,34 +1258,55 @@ def _requests_waiting() -> bool:
 MAX_RECOMPUTE_PASSES = 5
 
 
-def run_agreement_recompute(*, message_id: int | None = None, heartbeat: bool = True) -> dict:
-    """Serve recompute requests one recompute at a time (coalesced): when another worker is
-    recomputing, return at once (``{"coalesced": True}``) and leave this request open; the
+def project_of_request(message_id: int | None) -> int:
+    """The project a recompute request (outbox message) names; a request recorded before
+    projects names none and is the default project's."""
+    payload = (
+        OutboxMessage.objects.filter(pk=message_id).values_list("payload", flat=True).first()
+        if message_id
+        else None
+    )
+    return (payload or {}).get("project_id") or default_project_id()
+
+
+def run_agreement_recompute(
+    *, project_id: int | None = None, message_id: int | None = None, heartbeat: bool = True
+) -> dict:
+    """Serve a project's recompute requests one recompute at a time per project (coalesced;
+    ``project_id`` defaults to the project ``message_id`` names): when another worker is
+    recomputing the project, return at once (``{"coalesced": True}``) and leave this request open; the
     running recompute picks it up after its current pass (it loops while due requests nobody
     started are waiting, re-checking after it lets go of the lock, so a request skipped at that
     moment is not stranded; the reconciler re-sends any that still is). Each pass marks every
     open request started, recomputes what the dirty-scope marks name (everything when a request
     asked for it) and marks the requests done once the snapshots are stored; while a pass runs
     the requests' heartbeat is stamped."""
-    lock = _RecomputeLock()
-    result: dict = {"coalesced": True}
+    if project_id is None:
+        project_id = project_of_request(message_id)
+    project = Project.objects.get(pk=project_id)
+    lock = _RecomputeLock(project_id)
+    result: dict = {"coalesced": True, "project_id": project_id}
     passes = 0
     while passes < MAX_RECOMPUTE_PASSES and lock.acquire():
         try:
             while passes < MAX_RECOMPUTE_PASSES:
                 passes += 1
                 covered = outbox.start_all_of_kind(
-                    kind=AGREEMENT_OUTBOX_KIND, message_id=message_id
+                    kind=AGREEMENT_OUTBOX_KIND,
+                    message_id=message_id,
+                    payload={"project_id": project_id},
                 )
                 message_id = None
                 with outbox.beating(covered, heartbeat=heartbeat):
-                    version, rows = recompute_agreement_snapshots(full=False, requests=covered)
+                    version, rows = recompute_agreement_snapshots(
+                        project=project, full=False, requests=covered
+                    )
                 outbox.mark_done(covered)
-                result = {"data_version": version, "snapshots": rows}
-                if not _requests_waiting():
+                result = {"data_version": version, "snapshots": rows, "project_id": project_id}
+                if not _requests_waiting(project_id):
                     break
         finally:
             lock.release()
-        if not _requests_waiting():
+        if not _requests_waiting(project_id):
             break
     return result

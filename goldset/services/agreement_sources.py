@@ -8,6 +8,9 @@ primary-key order, so a figure recomputed alone sees its rows in the order a ful
   acceptability), in the ISO week the spot check was made;
 * per-annotator facts: volume, flag rate given (reviews), rationale coverage and agreement with
   the adjudicated acceptability (labels).
+
+Every adapter reads one project's rows (``project``): its figures never include another
+project's reviews or labels.
 """
 
 import io
@@ -27,10 +30,15 @@ from goldset.rules.calendar import iso_week
 TRIPLES, ANSWERS = "triple_review", "answer_label"
 
 
-def triple_review_ratings(*, triples=None):
-    """Every review (spot checks included) as a ``verdict`` rating of its revision; with
-    ``triples`` (a queryset of triple primary keys, or a list) only their revisions' reviews."""
-    reviews = Review.objects.all()
+def _reviews(project):
+    return Review.objects.filter(revision__triple__project=project)
+
+
+def triple_review_ratings(*, project, triples=None):
+    """Every review (spot checks included) of the project as a ``verdict`` rating of its
+    revision; with ``triples`` (a queryset of triple primary keys, or a list) only their
+    revisions' reviews."""
+    reviews = _reviews(project)
     if triples is not None:
         reviews = reviews.filter(revision__triple_id__in=triples)
     rows = reviews.order_by("pk").values_list(
@@ -56,13 +64,13 @@ def triple_review_ratings(*, triples=None):
         )
 
 
-def _production_labels(project=None):
-    labels = Label.objects.filter(record__is_calibration=False, assignment__is_calibration=False)
-    return labels if project is None else labels.filter(record__project=project)
+def _production_labels(project):
+    return Label.objects.filter(
+        record__project=project, record__is_calibration=False, assignment__is_calibration=False
+    )
 
 
-def answer_label_ratings(*, project=None):
-    """Every production answer label as ratings (with ``project``, only that project's)."""
+def answer_label_ratings(*, project):
     rows = (
         _production_labels(project)
         .order_by("pk")
@@ -115,10 +123,12 @@ def answer_label_ratings(*, project=None):
         )
 
 
-def triple_spot_checks():
+def triple_spot_checks(*, project):
     looks: dict[int, dict] = defaultdict(dict)
-    rows = Review.objects.filter(revision__spot_check=True).values_list(
-        "revision_id", "verdict", "spot_check", "submitted_at"
+    rows = (
+        _reviews(project)
+        .filter(revision__spot_check=True)
+        .values_list("revision_id", "verdict", "spot_check", "submitted_at")
     )
     for revision, verdict, is_spot, at in rows:
         looks[revision]["spot" if is_spot else "first"] = (verdict, at)
@@ -132,10 +142,10 @@ def triple_spot_checks():
             )
 
 
-def answer_spot_checks():
+def answer_spot_checks(*, project):
     looks: dict[int, list] = defaultdict(list)
     rows = (
-        _production_labels()
+        _production_labels(project)
         .filter(record__spot_check=True)
         .values_list("record_id", "acceptability", "record__spot_check_week")
     )
@@ -146,9 +156,10 @@ def answer_spot_checks():
             yield (ANSWERS, f"a{record}", labels[0][1], labels[0][0] == labels[1][0])
 
 
-def annotator_facts():
+def annotator_facts(*, project):
     reviews = (
-        Review.objects.order_by()
+        _reviews(project)
+        .order_by()
         .values("reviewer_id")
         .annotate(n=Count("id"), flags=Count("id", filter=Q(verdict=Verdict.FLAG)))
     )
@@ -156,7 +167,7 @@ def annotator_facts():
         yield (TRIPLES, "volume", r["reviewer_id"], float(r["n"]), r["n"])
         yield (TRIPLES, "flag_rate", r["reviewer_id"], r["flags"] / r["n"], r["n"])
     labels = (
-        _production_labels()
+        _production_labels(project)
         .order_by()
         .values("annotator_id")
         .annotate(
@@ -273,10 +284,10 @@ def _frame(protocol, item_prefix, data: pd.DataFrame, axes: dict) -> pd.DataFram
 SCOPE_COLUMNS = ("tier", "task_type", "domain", "week")
 
 
-def triple_review_frame(*, triples=None) -> pd.DataFrame:
+def triple_review_frame(*, project, triples=None) -> pd.DataFrame:
     """:func:`triple_review_ratings` as columns (the same rows in the same order)."""
     names = ["item", "annotator", "verdict", "tier", "task_type", "domain", "week"]
-    reviews = Review.objects.all()
+    reviews = _reviews(project)
     if triples is not None:
         reviews = reviews.filter(revision__triple_id__in=triples)
     rows = (
@@ -296,8 +307,7 @@ def triple_review_frame(*, triples=None) -> pd.DataFrame:
     return _frame(TRIPLES, "r", data, {"verdict": data["verdict"]})
 
 
-def answer_label_frame(*, project=None) -> pd.DataFrame:
-    """:func:`answer_label_ratings` as columns (with ``project``, only that project's)."""
+def answer_label_frame(*, project) -> pd.DataFrame:
     names = [
         "item",
         "annotator",

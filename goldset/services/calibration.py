@@ -36,7 +36,6 @@ kept on the request (``previous_attempt``) and cleared, and the new attempt is s
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.urls import reverse
 from django.utils import timezone
 
 from goldset.conf import tunable
@@ -72,6 +71,7 @@ from goldset.services.notifications import (
 )
 from goldset.services.text_limits import check_text_length
 from scoring.agreement import cohen_kappa
+from workbench.project_urls import project_url
 from workbench.services.audit import record_event
 
 
@@ -306,13 +306,14 @@ def score_calibration(*, annotator, domain: Domain) -> CalibrationResult:
     )
     if not passed:
         notify(
+            project=domain.project,
             recipients=[annotator],
             kind=NotificationKind.CALIBRATION_FAILED,
             text=(
                 f"Your {domain.name} calibration did not reach κ {gate:.2f}. "
                 "See where you differed from the reference, and ask a lead for a retake."
             ),
-            link=reverse("answers:calibration") + f"#calibration-{domain.slug}",
+            link=project_url(domain.project, "answers:calibration") + f"#calibration-{domain.slug}",
             key=f"calibration:{domain.pk}",
         )
     return result
@@ -350,10 +351,11 @@ def request_retake(*, annotator, domain: Domain, message: str = "") -> Calibrati
         detail={"retake": retake.pk, "message": message},
     )
     notify(
-        recipients=lead_ids(),
+        project=domain.project,
+        recipients=lead_ids(project=domain.project),
         kind=NotificationKind.RETAKE_REQUESTED,
         text=f"{display_name(annotator)} asks to retake the {domain.name} calibration.",
-        link=reverse("inbox:retakes"),
+        link=project_url(domain.project, "inbox:retakes"),
         key=RETAKE_REQUESTS_KEY,
     )
     return retake
@@ -401,10 +403,12 @@ def decide_retake(
     else:
         text = f"{display_name(lead)} declined your {domain} calibration retake: {reason}"
     notify(
+        project=retake.domain.project,
         recipients=[retake.annotator_id],
         kind=NotificationKind.RETAKE_DECIDED,
         text=text,
-        link=reverse("answers:calibration") + f"#calibration-{retake.domain.slug}",
+        link=project_url(retake.domain.project, "answers:calibration")
+        + f"#calibration-{retake.domain.slug}",
     )
     return retake
 

@@ -16,7 +16,13 @@ from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
-from goldset.models import ExportFormat, GoldVersion, GoldVersionRow, WebhookEvent, WorkingSlice
+from goldset.models import (
+    ExportFormat,
+    GoldVersion,
+    GoldVersionRow,
+    WebhookEvent,
+    WorkingSlice,
+)
 from goldset.rules.exports import SNIPPET_FORMATS, SNIPPET_PERMISSION
 from goldset.selectors.curation import (
     iter_gold_rows,
@@ -471,10 +477,10 @@ def agreement_summary(filters: FreezeFilters, *, project) -> dict:
     seed = tunable("AGREEMENT_BOOTSTRAP_SEED", project=project)
     if connection.vendor == "postgresql":
         # Columnar COPY reads (issue 26): categorical columns instead of a tuple per rating.
-        review_rows = triple_review_frame(triples=triples)
+        review_rows = triple_review_frame(project=project, triples=triples)
         label_rows = answer_label_frame(project=project)
     else:
-        review_rows = ratings_frame(triple_review_ratings(triples=triples))
+        review_rows = ratings_frame(triple_review_ratings(project=project, triples=triples))
         label_rows = ratings_frame(answer_label_ratings(project=project))
     reviews = summary_figures(review_rows, n_resamples=n_resamples, seed=seed)
     labels = summary_figures(label_rows, n_resamples=n_resamples, seed=seed)

@@ -156,7 +156,7 @@ def _publish_scoring(message: OutboxMessage) -> None:
 def _publish_agreement(message: OutboxMessage) -> None:
     publish(
         RECOMPUTE_TASK,
-        kwargs={"outbox_id": message.pk},
+        kwargs={"outbox_id": message.pk, "project_id": message.payload.get("project_id")},
         countdown=outbox.countdown(message) or None,
     )
 

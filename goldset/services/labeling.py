@@ -433,7 +433,7 @@ def settle_record(record: AnswerRecord) -> None:
         record.finalized_at = now
     record.save()
     if record.status in (RecordStatus.NEEDS_ADJUDICATION, RecordStatus.AUDIT):
-        notify_adjudication_waiting()
+        notify_adjudication_waiting(project=record.project)
 
 
 # ---------------------------------------------------------------- claims
@@ -748,7 +748,9 @@ def submit_label(
         score_calibration_if_complete(annotator=assignment.annotator, domain=record.question.domain)
     else:
         settle_record(record)
-        schedule_agreement_recompute(dirty=_label_scope(label, record))
+        schedule_agreement_recompute(
+            project_id=record.project_id, dirty=_label_scope(label, record)
+        )
     return label
 
 
@@ -836,7 +838,7 @@ def undo_last_label(*, project, annotator) -> LabelAssignment:
         _release_claim(claim)
     record_event(actor=annotator, verb="label_undone", obj=record, detail=detail)
     assignment.withdrawn = withdrawn
-    schedule_agreement_recompute(dirty=dirty)
+    schedule_agreement_recompute(project_id=record.project_id, dirty=dirty)
     return assignment
 
 

@@ -10,6 +10,12 @@ recipient's unread notification of that key absorbs the next event (its count go
 and time are the latest), so leads get one line for fifty items reaching the queue. A partial
 unique index keeps one unread row per (recipient, key) under concurrent events.
 
+Every notification belongs to the project of its subject (a triple's, a record's, a domain's):
+its link points into that project (``workbench.project_urls.project_url``, so it works from the
+projects home and from an e-mail), its recipients are that project's members with the role
+(``ProjectMembership``, never the installation's groups), and it folds only with unread
+notifications of the same project.
+
 E-mail is off unless the user turned it on (:class:`~goldset.models.NotificationPreference`).
 Newly created notifications for such users are sent by the ``goldset.send_notification_emails``
 task, queued through the outbox in the same transaction (never sent inside the request);
@@ -19,11 +25,9 @@ task, queued through the outbox in the same transaction (never sent inside the r
 import logging
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django.urls import reverse
 from django.utils import timezone
 
 from goldset.conf import curation_setting
@@ -33,11 +37,13 @@ from goldset.models import (
     Notification,
     NotificationKind,
     NotificationPreference,
+    ProjectMembership,
     Review,
     Verdict,
 )
 from goldset.rules.jobs import NOTIFICATION_EMAIL_OUTBOX_KIND
 from goldset.services import outbox
+from workbench.project_urls import project_url
 from workbench.roles import Role
 
 logger = logging.getLogger(__name__)
@@ -63,11 +69,15 @@ def discussion_key(triple_id: int) -> str:
     return f"discussion:{triple_id}"
 
 
-def notify(*, recipients, kind: str, text: str, link: str = "", key: str = "") -> list[int]:
-    """Tell each of ``recipients`` (users or ids; duplicates and None dropped) about one event.
+def notify(
+    *, project, recipients, kind: str, text: str, link: str = "", key: str = ""
+) -> list[int]:
+    """Tell each of ``recipients`` (users or ids; duplicates and None dropped) about one event
+    in ``project`` (the project of its subject; ``link`` a path into it, from
+    :func:`~workbench.project_urls.project_url`).
 
     Call inside the event's transaction. With ``key``, a recipient's unread notification of that
-    key is updated (count + 1, latest text, link, kind and time) instead of a new row. Returns the
+    key in the project is updated (count + 1, latest text, link, kind and time) instead of a new row. Returns the
     ids of the notifications created (those are the ones e-mailed). Constant queries for any
     number of recipients."""
     ids = sorted({getattr(r, "pk", r) for r in recipients if r is not None})
@@ -79,23 +89,35 @@ def notify(*, recipients, kind: str, text: str, link: str = "", key: str = "") -
     for _ in range(2):
         try:
             with transaction.atomic():
-                return _fold_or_create(ids, kind=kind, text=text, link=link, key=key)
+                return _fold_or_create(
+                    ids, project_id=project.pk, kind=kind, text=text, link=link, key=key
+                )
         except IntegrityError:
             # A concurrent event created the unread row of this key first: fold into it.
             continue
     raise GoldsetError("Could not record the notification; try again.")
 
 
-def _fold_or_create(ids, *, kind, text, link, key) -> list[int]:
+def _fold_or_create(ids, *, project_id, kind, text, link, key) -> list[int]:
     now = timezone.now()
     folded: set[int] = set()
     if key:
-        unread = Notification.objects.filter(recipient_id__in=ids, key=key, read_at__isnull=True)
+        unread = Notification.objects.filter(
+            project_id=project_id, recipient_id__in=ids, key=key, read_at__isnull=True
+        )
         folded = set(unread.values_list("recipient_id", flat=True))
         if folded:
             unread.update(count=F("count") + 1, text=text, link=link, kind=kind, created_at=now)
     fresh = [
-        Notification(recipient_id=i, kind=kind, text=text, link=link, key=key, created_at=now)
+        Notification(
+            project_id=project_id,
+            recipient_id=i,
+            kind=kind,
+            text=text,
+            link=link,
+            key=key,
+            created_at=now,
+        )
         for i in ids
         if i not in folded
     ]
@@ -106,7 +128,10 @@ def _fold_or_create(ids, *, kind, text, link, key) -> list[int]:
     if len(created_ids) != len(created):  # backends that do not return ids on bulk insert
         created_ids = list(
             Notification.objects.filter(
-                recipient_id__in=[n.recipient_id for n in fresh], created_at=now, kind=kind
+                project_id=project_id,
+                recipient_id__in=[n.recipient_id for n in fresh],
+                created_at=now,
+                kind=kind,
             ).values_list("pk", flat=True)
         )
     _queue_emails(created_ids, recipient_ids=[n.recipient_id for n in fresh])
@@ -122,27 +147,28 @@ def _queue_emails(notification_ids: list[int], *, recipient_ids: list[int]) -> N
 LEAD_ROLES = (Role.LEAD.value, Role.ADMIN.value)
 
 
-def lead_ids() -> list[int]:
-    """Everyone holding the lead role (active accounts)."""
+def lead_ids(*, project) -> list[int]:
+    """Everyone holding the lead role in the project (active accounts)."""
     return list(
-        get_user_model()
-        .objects.filter(groups__name=Role.LEAD.value, is_active=True)
-        .values_list("pk", flat=True)
+        ProjectMembership.objects.filter(
+            project=project, role=Role.LEAD.value, user__is_active=True
+        ).values_list("user_id", flat=True)
     )
 
 
-def notify_adjudication_waiting(*, items: int = 1) -> None:
-    """Items reached the adjudication queue (no majority, severe safety, audit sample): one
-    folded notification per lead, whatever the number of items."""
+def notify_adjudication_waiting(*, project, items: int = 1) -> None:
+    """Items reached the project's adjudication queue (no majority, severe safety, audit
+    sample): one folded notification per lead of the project, whatever the number of items."""
     notify(
-        recipients=lead_ids(),
+        project=project,
+        recipients=lead_ids(project=project),
         kind=NotificationKind.ADJUDICATION_WAITING,
         text=(
             "New items wait in the adjudication queue."
             if items == 1
             else f"{items} new items wait in the adjudication queue."
         ),
-        link=reverse("answers:adjudication_queue"),
+        link=project_url(project, "answers:adjudication_queue"),
         key=ADJUDICATION_KEY,
     )
 
@@ -151,9 +177,12 @@ def notify_adjudication_waiting(*, items: int = 1) -> None:
 
 
 @transaction.atomic
-def mark_read(*, user, notification_id: int) -> Notification:
-    """Mark one of the user's notifications read (idempotent); another user's is not found."""
-    notification = Notification.objects.filter(recipient=user, pk=notification_id).first()
+def mark_read(*, user, project, notification_id: int) -> Notification:
+    """Mark one of the user's notifications in the project read (idempotent); another user's,
+    or one of another project, is not found."""
+    notification = Notification.objects.filter(
+        project=project, recipient=user, pk=notification_id
+    ).first()
     if notification is None:
         raise Notification.DoesNotExist("No such notification.")
     if notification.read_at is None:
@@ -162,19 +191,23 @@ def mark_read(*, user, notification_id: int) -> Notification:
     return notification
 
 
-def mark_discussion_read(*, user, triple_id: int) -> int:
+def mark_discussion_read(*, user, triple) -> int:
     """The user has the triple's discussion in front of them: its notifications are read."""
     return Notification.objects.filter(
-        recipient=user, key=discussion_key(triple_id), read_at__isnull=True
+        project_id=triple.project_id,
+        recipient=user,
+        key=discussion_key(triple.pk),
+        read_at__isnull=True,
     ).update(read_at=timezone.now())
 
 
 @transaction.atomic
-def mark_all_read(*, user) -> int:
-    """Mark every unread notification of the user read; returns how many were unread."""
-    return Notification.objects.filter(recipient=user, read_at__isnull=True).update(
-        read_at=timezone.now()
-    )
+def mark_all_read(*, user, project) -> int:
+    """Mark every unread notification of the user in the project read; returns how many were
+    unread."""
+    return Notification.objects.filter(
+        project=project, recipient=user, read_at__isnull=True
+    ).update(read_at=timezone.now())
 
 
 @transaction.atomic
@@ -231,8 +264,8 @@ def _wants_email(user) -> bool:
 # ---------------------------------------------------------------- discussions and revisions
 
 
-def _triple_link(triple_id: int) -> str:
-    return reverse("curation:triple", args=[triple_id]) + "#discussion"
+def _triple_link(triple) -> str:
+    return project_url(triple.project, "curation:triple", triple.pk) + "#discussion"
 
 
 def notify_discussion_opened(*, triple, revision, flagged_by: list[int], actor) -> None:
@@ -240,8 +273,9 @@ def notify_discussion_opened(*, triple, revision, flagged_by: list[int], actor) 
     a link to it (the reviewers' only way back to a triple they flagged)."""
     about = quote(revision.question)
     key = discussion_key(triple.pk)
-    link = _triple_link(triple.pk)
+    link = _triple_link(triple)
     notify(
+        project=triple.project,
         recipients=[triple.author_id],
         kind=NotificationKind.DISCUSSION_OPENED,
         text=f"A reviewer flagged your triple {about}: discuss it, then revise, split or drop it.",
@@ -249,6 +283,7 @@ def notify_discussion_opened(*, triple, revision, flagged_by: list[int], actor) 
         key=key,
     )
     notify(
+        project=triple.project,
         recipients=[pk for pk in flagged_by if pk != triple.author_id],
         kind=NotificationKind.DISCUSSION_OPENED,
         text=f"The discussion of {about}, which you flagged, is open.",
@@ -270,9 +305,11 @@ def notify_discussion_reply(*, triple, message) -> None:
     if not parties:
         return
     leads = set(
-        get_user_model()
-        .objects.filter(pk__in=parties | {message.author_id}, groups__name__in=LEAD_ROLES)
-        .values_list("pk", flat=True)
+        ProjectMembership.objects.filter(
+            project_id=triple.project_id,
+            user_id__in=parties | {message.author_id},
+            role__in=LEAD_ROLES,
+        ).values_list("user_id", flat=True)
     )
     writer = message.author
     if writer.pk in leads:
@@ -284,10 +321,11 @@ def notify_discussion_reply(*, triple, message) -> None:
     about = quote(message.revision.question)
     for recipients, name in ((parties & leads, display_name(writer)), (parties - leads, blind)):
         notify(
+            project=triple.project,
             recipients=recipients,
             kind=NotificationKind.DISCUSSION_REPLY,
             text=f"{name} replied in the discussion of {about}.",
-            link=_triple_link(triple.pk),
+            link=_triple_link(triple),
             key=discussion_key(triple.pk),
         )
 
@@ -300,17 +338,18 @@ def notify_revised(*, triple, previous, revision, actor) -> None:
         previous.reviews.filter(verdict=Verdict.FLAG).values_list("reviewer_id", flat=True)
     ) - {actor.pk}
     about = quote(revision.question)
-    if curation_setting("FRESH_REVIEWERS_ON_REVISION"):
+    if curation_setting("FRESH_REVIEWERS_ON_REVISION", project=triple.project):
         text, link = (
             f"{about}, which you flagged, was revised; other reviewers will review it.",
-            _triple_link(triple.pk),
+            _triple_link(triple),
         )
     else:
         text, link = (
             f"A revision of {about}, which you flagged, waits for your re-review.",
-            reverse("curation:queue"),
+            project_url(triple.project, "curation:queue"),
         )
     notify(
+        project=triple.project,
         recipients=flaggers,
         kind=NotificationKind.REVISION,
         text=text,

@@ -157,16 +157,26 @@ def mark_started(message_id: int | None) -> None:
         )
 
 
-def start_all_of_kind(*, kind: str, message_id: int | None = None) -> list[int]:
+def start_all_of_kind(
+    *, kind: str, message_id: int | None = None, payload: dict | None = None
+) -> list[int]:
     """For work that covers every earlier request of its kind (a full recompute): mark this
-    message and every open, not yet started message of ``kind`` started; returns their ids,
-    to close with :func:`mark_done` once the work is stored. Requests made after this point
-    stay open and run again."""
+    message and every open, not yet started message of ``kind`` (whose payload has the values
+    of ``payload``, e.g. the same project) started; returns their ids, to close with
+    :func:`mark_done` once the work is stored. Requests made after this point stay open and run
+    again."""
     now = timezone.now()
+    matching = {f"payload__{key}": value for key, value in (payload or {}).items()}
     with transaction.atomic():
         ids = list(
             OutboxMessage.objects.select_for_update(skip_locked=True)
-            .filter(kind=kind, done_at__isnull=True, started_at__isnull=True, created_at__lte=now)
+            .filter(
+                kind=kind,
+                done_at__isnull=True,
+                started_at__isnull=True,
+                created_at__lte=now,
+                **matching,
+            )
             .values_list("pk", flat=True)
         )
         OutboxMessage.objects.filter(pk__in=ids).update(started_at=now)

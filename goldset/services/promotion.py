@@ -454,7 +454,7 @@ def apply_reroute(*, project, actor, token: str) -> ReroutePreview:
         else:
             _reroute_record(row, actor=actor)
     if preview.changes:
-        schedule_agreement_recompute()
+        schedule_agreement_recompute(project_id=rules.project_id)
     return preview
 
 
@@ -662,7 +662,7 @@ def promote_triple(*, actor, triple: Triple, reason: str) -> Triple:
         rules_version=get_active_rules(project=triple.project_id).version,
         batch="",
     )
-    schedule_agreement_recompute()
+    schedule_agreement_recompute(project_id=triple.project_id)
     return result
 
 
@@ -680,7 +680,7 @@ def promote_answer_record(*, actor, record: AnswerRecord, reason: str) -> Answer
         rules_version=get_active_rules(project=record.project_id).version,
         batch="",
     )
-    schedule_agreement_recompute()
+    schedule_agreement_recompute(project_id=record.project_id)
     return result
 
 
@@ -787,5 +787,6 @@ def promote_batch(
             "cases": cases,
         },
     )
-    schedule_agreement_recompute()
+    for project_id in sorted({case.project_id for case in locked}):
+        schedule_agreement_recompute(project_id=project_id)
     return BatchResult(batch, kind, cases)

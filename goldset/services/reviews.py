@@ -211,7 +211,11 @@ def submit_review(
         **timing_fields(claimed_at=assignment.assigned_at, timing=timing),
     )
     flag_if_fast(
-        decision=review, kind=DecisionKind.REVIEW, annotator_id=reviewer.pk, tier=triple.tier
+        project=triple.project,
+        decision=review,
+        kind=DecisionKind.REVIEW,
+        annotator_id=reviewer.pk,
+        tier=triple.tier,
     )
     assignment.completed_at = review.submitted_at
     assignment.save(update_fields=["completed_at"])
@@ -226,6 +230,7 @@ def submit_review(
     else:
         resolve_revision(triple=triple, revision=revision, actor=reviewer)
     schedule_agreement_recompute(
+        project_id=triple.project_id,
         dirty={
             "protocol": TRIPLES,
             "tier": triple.tier,
@@ -233,7 +238,7 @@ def submit_review(
             "domain_id": triple.domain_id,
             "at": review.submitted_at,
             "annotator_id": reviewer.pk,
-        }
+        },
     )
     return review
 
@@ -336,7 +341,7 @@ def undo_last_review(*, project, reviewer) -> ReviewAssignment:
         obj=revision,
         detail={"slot": assignment.slot, "withdrawn": withdrawn, "released": released},
     )
-    schedule_agreement_recompute()
+    schedule_agreement_recompute(project_id=triple.project_id)
     assignment.withdrawn = withdrawn
     return assignment
 

@@ -35,15 +35,16 @@ def timing_fields(*, claimed_at: dt.datetime | None, timing: ItemTiming | None) 
     return {"server_ms": server_ms, "active_ms": active_ms}
 
 
-def flag_if_fast(*, decision, kind: DecisionKind, annotator_id: int, tier: str, project=None):
-    """Record a FastDecision (in ``project``) when ``decision`` (a stored Label, Review or
-    Adjudication) was faster than its tier's threshold (``project``'s settings); returns it,
-    or None. Without a project: the installation's threshold, the default project."""
-    timing = {"server_ms": decision.server_ms, "active_ms": decision.active_ms}
-    if not is_fast(tier=tier, project=project, **timing):
+def flag_if_fast(*, project, decision, kind: DecisionKind, annotator_id: int, tier: str):
+    """Record a FastDecision of the project when ``decision`` (a stored Label, Review or
+    Adjudication of the project) was faster than its tier's threshold (the project's setting);
+    returns it, or None."""
+    if not is_fast(
+        tier=tier, server_ms=decision.server_ms, active_ms=decision.active_ms, project=project
+    ):
         return None
     return FastDecision.objects.create(
-        **({"project": project} if project is not None else {}),
+        project=project,
         kind=kind,
         **{kind.value: decision},
         annotator_id=annotator_id,

@@ -566,7 +566,7 @@ class SnapshotList(ApiList):
     def get_queryset(self):
         q = self.request.query_params
         return agreement_selectors.list_snapshots(
-            **{name: q[name] for name in self.FILTERS if q.get(name)}
+            project=self.request.project, **{name: q[name] for name in self.FILTERS if q.get(name)}
         )
 
     def get_serializer(self, *args, **kwargs):
@@ -585,7 +585,7 @@ class SnapshotList(ApiList):
 def alert_list(request):
     """Agreement and quality alerts currently raised (the dashboard's list)."""
     check_query(request, allowed=())
-    alerts = agreement_selectors.list_agreement_alerts()
+    alerts = agreement_selectors.list_agreement_alerts(project=request.project)
     return Response(s.AlertSerializer(alerts, many=True).data)
 
 

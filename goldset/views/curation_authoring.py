@@ -105,7 +105,7 @@ def detail_context(request, triple, *, message_form=None) -> dict:
 def triple_detail(request, pk):
     triple = selectors.get_triple_for(project=request.project, user=request.user, pk=pk)
     record_event(actor=request.user, verb="triple_viewed", obj=triple)
-    mark_discussion_read(user=request.user, triple_id=triple.pk)
+    mark_discussion_read(user=request.user, triple=triple)
     return render(request, "curation/triple_detail.html", detail_context(request, triple))
 
 

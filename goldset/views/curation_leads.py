@@ -35,10 +35,8 @@ PAGE_SIZE = 25
 @role_required(*LEADS)
 def dashboard(request):
     project = request.project
-    # The author flag rates and the triple counts read the maintained dashboard counters
-    # (goldset_dashboardcounter), which are kept per installation, not per project yet.
     rates = selectors.list_author_flag_rates(project=project)
-    counts = selectors.triple_counts()  # one read of the maintained counters for both
+    counts = selectors.triple_counts(project=project)  # one read of the counters for both
     context = {
         **selectors.dashboard_counts(counts, project=project),
         "balance": selectors.source_balance(counts, project=project),

@@ -33,7 +33,7 @@ def task_panel(
     keep = read_opening(posted, kind=kind, object_id=object_id, user_id=user_id) is not None
     return {
         "guideline": get_guideline_in_force(
-            task=task, domain_id=domain_id, domain_slug=domain_slug
+            task=task, domain_id=domain_id, domain_slug=domain_slug, project=request.project
         ),
         "opening": posted
         if keep
@@ -44,12 +44,14 @@ def task_panel(
 
 @role_required(*LEADS)
 def guideline_list(request):
-    return render(request, "guidelines/list.html", {"rows": list_guidelines()})
+    return render(
+        request, "guidelines/list.html", {"rows": list_guidelines(project=request.project)}
+    )
 
 
 @role_required(*LEADS)
 def guideline_edit(request, domain, task):
-    domain, versions = get_guideline_page(domain_slug=domain, task=task)
+    domain, versions = get_guideline_page(project=request.project, domain_slug=domain, task=task)
     current = versions[0] if versions else None
     form = GuidelineForm(request.POST or None, initial={"body": current.body if current else ""})
     if request.method == "POST" and form.is_valid():
@@ -78,7 +80,7 @@ def guideline_edit(request, domain, task):
 
 @role_required(*LEADS)
 def guideline_version(request, domain, task, version):
-    domain, versions = get_guideline_page(domain_slug=domain, task=task)
+    domain, versions = get_guideline_page(project=request.project, domain_slug=domain, task=task)
     shown = next((v for v in versions if v.version == version), None)
     if shown is None:
         raise Http404("No such version.")

@@ -28,6 +28,7 @@ def notifications(request):
     unread_only = request.GET.get("unread") == "1"
     page = selectors.list_notifications(
         user=request.user,
+        project=request.project,
         cursor=request.GET.get("after"),
         size=PAGE_SIZE,
         unread_only=unread_only,
@@ -43,15 +44,15 @@ def notifications(request):
 @role_required(*ALL_ROLES)
 def badge(request):
     """The nav's unread count, loaded after the page so no page pays for it."""
-    unread = selectors.count_unread(user=request.user)
+    unread = selectors.count_unread(user=request.user, project=request.project)
     return render(request, "inbox/badge.html", {"unread": unread, "cap": selectors.COUNT_CAP})
 
 
 @role_required(*ALL_ROLES)
 def open_notification(request, pk):
     """Follow a notification's link, marking it read on the way."""
-    notification = selectors.get_notification_for(user=request.user, pk=pk)
-    services.mark_read(user=request.user, notification_id=notification.pk)
+    notification = selectors.get_notification_for(user=request.user, project=request.project, pk=pk)
+    services.mark_read(user=request.user, project=request.project, notification_id=notification.pk)
     link = notification.link
     if link and url_has_allowed_host_and_scheme(link, allowed_hosts=None):
         return redirect(link)
@@ -61,15 +62,15 @@ def open_notification(request, pk):
 @require_POST
 @role_required(*ALL_ROLES)
 def mark_read(request, pk):
-    notification = selectors.get_notification_for(user=request.user, pk=pk)
-    services.mark_read(user=request.user, notification_id=notification.pk)
+    notification = selectors.get_notification_for(user=request.user, project=request.project, pk=pk)
+    services.mark_read(user=request.user, project=request.project, notification_id=notification.pk)
     return redirect(_back(request))
 
 
 @require_POST
 @role_required(*ALL_ROLES)
 def mark_all_read(request):
-    n = services.mark_all_read(user=request.user)
+    n = services.mark_all_read(user=request.user, project=request.project)
     messages.success(request, f"{n} notification(s) marked read." if n else "Nothing was unread.")
     return redirect(_back(request))
 
@@ -99,7 +100,7 @@ def notification_settings(request):
 @require_POST
 @role_required(Role.ANNOTATOR)
 def request_retake(request, domain):
-    domain = get_object_or_404(Domain, slug=domain)
+    domain = get_object_or_404(Domain, project=request.project, slug=domain)
     form = RetakeRequestForm(request.POST)
     if not form.is_valid():
         messages.error(request, "; ".join(e for errs in form.errors.values() for e in errs))
@@ -117,8 +118,11 @@ def request_retake(request, domain):
 
 @role_required(*LEADS)
 def retakes(request):
-    pending = selectors.list_retakes(pending=True, cursor=request.GET.get("after"), size=PAGE_SIZE)
-    answered = selectors.list_retakes(pending=False, cursor=None, size=10)
+    project = request.project
+    pending = selectors.list_retakes(
+        project=project, pending=True, cursor=request.GET.get("after"), size=PAGE_SIZE
+    )
+    answered = selectors.list_retakes(project=project, pending=False, cursor=None, size=10)
     context = {"page": pending, "answered": answered, "form": RetakeDecisionForm()}
     return render(request, "inbox/retakes.html", context)
 
@@ -126,7 +130,7 @@ def retakes(request):
 @require_POST
 @role_required(*LEADS)
 def decide_retake(request, pk):
-    retake = selectors.get_retake(pk=pk)
+    retake = selectors.get_retake(project=request.project, pk=pk)
     form = RetakeDecisionForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose grant or decline and give a reason.")

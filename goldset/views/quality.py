@@ -34,7 +34,9 @@ from workbench.roles import Role, role_required
 def agreement_dashboard(request):
     q = request.GET
     partial = wants_fragment(request, "confusion")
+    project = request.project
     context = get_dashboard(
+        project=project,
         protocol=q.get("protocol", ""),
         axis=q.get("axis", ""),
         first=q.get("a", ""),
@@ -44,7 +46,7 @@ def agreement_dashboard(request):
     if not partial:
         context["alerts"] = link_alerts(context["alerts"])
         context["alert_groups"] = group_alerts(context["alerts"])
-        context["time_on_item"] = get_time_on_item_summary()
+        context["time_on_item"] = get_time_on_item_summary(project=project)
         context["time_on_item_stale"] = any(r.stale for r in context["time_on_item"])
     template = "quality/agreement.html#confusion" if partial else "quality/agreement.html"
     return render(request, template, context)
@@ -56,14 +58,16 @@ FAST_PAGE_SIZE = 50
 @role_required(Role.LEAD, Role.ADMIN)
 def fast_decisions(request):
     """Labels, reviews and adjudications decided faster than their tier's threshold."""
-    page = list_fast_decisions(cursor=request.GET.get("after"), size=FAST_PAGE_SIZE)
+    page = list_fast_decisions(
+        project=request.project, cursor=request.GET.get("after"), size=FAST_PAGE_SIZE
+    )
     return render(request, "quality/fast_decisions.html", {"page": page})
 
 
 @require_POST
 @role_required(Role.LEAD, Role.ADMIN)
 def recompute(request):
-    schedule_agreement_recompute(now=True)
+    schedule_agreement_recompute(project_id=request.project.pk, now=True)
     messages.success(
         request,
         "A recompute is queued: the figures update as soon as a worker runs it (reload in a "
@@ -74,7 +78,7 @@ def recompute(request):
 
 @role_required(Role.LEAD, Role.ADMIN)
 def alerts(request):
-    alerts = link_alerts(list_agreement_alerts())
+    alerts = link_alerts(list_agreement_alerts(project=request.project))
     return render(
         request,
         "quality/alerts.html",
@@ -88,6 +92,7 @@ def disagreements(request):
     annotators of a task type gave different values on ``axis``; each item links to its page."""
     q = request.GET
     found = list_disagreements(
+        project=request.project,
         protocol=q.get("protocol", ""),
         axis=q.get("axis", ""),
         first=q.get("a", ""),
@@ -106,7 +111,7 @@ class _Echo:
 @role_required(Role.LEAD, Role.ADMIN)
 def agreement_download(request, fmt):
     filters = {k: v for k in ("protocol", "axis", "metric", "tier") if (v := request.GET.get(k))}
-    rows = iter_snapshot_rows(**filters)
+    rows = iter_snapshot_rows(project=request.project, **filters)
     if fmt == "json":
         body = json.dumps([dict(zip(CSV_FIELDS, row, strict=True)) for row in rows], indent=1)
         response = HttpResponse(body, content_type="application/json")
@@ -124,17 +129,18 @@ def table_download(request, name, fmt):
     time-on-item table as CSV/JSON."""
     q = request.GET
     if name == "time":
-        header, rows = time_on_item_rows()
+        header, rows = time_on_item_rows(project=request.project)
     else:
         header, rows = (
             confusion_rows(
+                project=request.project,
                 protocol=q.get("protocol", ""),
                 axis=q.get("axis", ""),
                 first=q.get("a", ""),
                 second=q.get("b", ""),
             )
             if name == "confusion"
-            else workload_rows()
+            else workload_rows(project=request.project)
         )
     if fmt == "json":
         response = HttpResponse(

@@ -3,6 +3,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from goldset.models import Project
+from goldset.models.projects import DEFAULT_PROJECT_SLUG
 from goldset.selectors.agreement import CSV_FIELDS, list_agreement_alerts, list_snapshots
 from goldset.services.agreement import recompute_agreement_snapshots
 
@@ -10,9 +12,14 @@ SCOPE_KEYS = {"protocol", "axis", "metric", "tier", "task_type", "domain", "week
 
 
 class Command(BaseCommand):
-    help = "Print the stored agreement figures (those of the dashboard) as JSON or CSV."
+    help = "Print a project's stored agreement figures (those of its dashboard) as JSON or CSV."
 
     def add_arguments(self, parser):
+        parser.add_argument(
+            "--project",
+            default=DEFAULT_PROJECT_SLUG,
+            help="The project's slug (default: the default project).",
+        )
         parser.add_argument(
             "--scope",
             default="",
@@ -23,7 +30,11 @@ class Command(BaseCommand):
             "--recompute", action="store_true", help="Recompute the figures from the labels first."
         )
 
-    def handle(self, *args, scope, format, recompute, **options):
+    def handle(self, *args, project, scope, format, recompute, **options):
+        found = Project.objects.filter(slug=project).first()
+        if found is None:
+            raise CommandError(f"--project: no project with the slug {project!r}")
+        project = found
         filters = {}
         for part in filter(None, scope.split(",")):
             key, sep, value = part.partition("=")
@@ -33,13 +44,13 @@ class Command(BaseCommand):
                 )
             filters[key.strip()] = value.strip()
         if recompute:
-            recompute_agreement_snapshots()
+            recompute_agreement_snapshots(project=project)
         rows = [
             dict(zip(CSV_FIELDS, r, strict=True))
-            for r in list_snapshots(**filters).values_list(*CSV_FIELDS)
+            for r in list_snapshots(project=project, **filters).values_list(*CSV_FIELDS)
         ]
         if format == "json":
-            alerts = [a.__dict__ for a in list_agreement_alerts()]
+            alerts = [a.__dict__ for a in list_agreement_alerts(project=project)]
             self.stdout.write(
                 json.dumps({"figures": rows, "alerts": alerts}, indent=1, default=str)
             )

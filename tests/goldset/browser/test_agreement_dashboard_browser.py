@@ -10,6 +10,7 @@ from django.core.management import call_command
 
 from goldset.rules.display import display
 from goldset.selectors.agreement import list_agreement_alerts
+from tests.goldset.project_support import default_project
 
 PASSWORD = "dashboard-browser-1"
 
@@ -20,7 +21,9 @@ def demo(transactional_db, tmp_path):
 
 
 def test_lead_sees_alpha_chart_low_agreement_alert_and_downloads_csv(demo, browser_login):
-    low = [a for a in list_agreement_alerts() if a.kind == "gold_alpha_low"]
+    low = [
+        a for a in list_agreement_alerts(project=default_project()) if a.kind == "gold_alpha_low"
+    ]
     assert low, "the demo must seed at least one task type with gold α below 0.75"
     protocol, axis, task_type = (low[0].numbers[k] for k in ("protocol", "axis", "task_type"))
 

@@ -43,7 +43,7 @@ def test_the_promotable_indexes_hold_the_rules():
 
 
 def _run_counts() -> dict[str, int]:
-    return dict(counter_rows("run_status")["run_status"])
+    return dict(counter_rows("run_status", project=default_project())["run_status"])
 
 
 def _direct_run_counts() -> dict[str, int]:
@@ -97,7 +97,7 @@ def test_customer_counters_follow_their_triples(admin_user):
     write_triple(author)  # public: no customer, not counted
     Triple.objects.filter(pk=ours[0].pk).update(state=TripleState.GOLD, resolution="consensus")
     Triple.objects.filter(pk=ours[1].pk).update(tier=Tier.TRIAGE)  # not a counted column
-    rows = dict(counter_rows("customer_triples")["customer_triples"])
+    rows = dict(counter_rows("customer_triples", project=default_project())["customer_triples"])
     direct = (
         Triple.objects.filter(customer__isnull=False)
         .values("customer_id", "state")

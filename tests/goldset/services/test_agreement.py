@@ -16,6 +16,7 @@ from goldset.services.agreement import (
     spot_check_frame,
     store_agreement_snapshots,
 )
+from tests.goldset.project_support import default_project
 
 GOLD, TRIAGE = Tier.GOLD.value, Tier.TRIAGE.value
 GROUNDING = AXES["grounding"].categories
@@ -188,12 +189,16 @@ def test_iso_week_labels():
 @pytest.mark.django_db
 def test_storing_is_a_no_op_for_unchanged_data_and_replaces_figures_after_a_change(rows):
     version, n = store_agreement_snapshots(
-        ratings=ratings_frame(rows), spot_checks=spot_check_frame([]), n_resamples=50
+        project=default_project(),
+        ratings=ratings_frame(rows),
+        spot_checks=spot_check_frame([]),
+        n_resamples=50,
     )
     first_ids = set(AgreementSnapshot.objects.values_list("id", flat=True))
     stored = set(AgreementSnapshot.objects.values_list("data_version", flat=True))
     assert n == len(first_ids) > 0
     again, _ = store_agreement_snapshots(
+        project=default_project(),
         ratings=ratings_frame(list(reversed(rows))),
         spot_checks=spot_check_frame([]),
         n_resamples=50,
@@ -203,7 +208,10 @@ def test_storing_is_a_no_op_for_unchanged_data_and_replaces_figures_after_a_chan
         and set(AgreementSnapshot.objects.values_list("id", flat=True)) == first_ids
     )
     changed, _ = store_agreement_snapshots(
-        ratings=ratings_frame(rows[:-4]), spot_checks=spot_check_frame([]), n_resamples=50
+        project=default_project(),
+        ratings=ratings_frame(rows[:-4]),
+        spot_checks=spot_check_frame([]),
+        n_resamples=50,
     )
     assert changed != version
     # One protocol here: its rows carry that protocol's data version, a new one after the change.
@@ -232,8 +240,14 @@ def spot_rows(week, disagree, total, protocol="triple_review"):
 )
 def test_spot_check_trigger_fires_exactly_above_12_percent_in_two_consecutive_weeks(weeks, fires):
     spot = spot_check_frame([row for week in weeks for row in spot_rows(*week)])
-    store_agreement_snapshots(ratings=ratings_frame([]), spot_checks=spot, n_resamples=10)
-    alerts = [a for a in list_agreement_alerts() if a.kind == "spot_check_disagreement"]
+    store_agreement_snapshots(
+        project=default_project(), ratings=ratings_frame([]), spot_checks=spot, n_resamples=10
+    )
+    alerts = [
+        a
+        for a in list_agreement_alerts(project=default_project())
+        if a.kind == "spot_check_disagreement"
+    ]
     assert bool(alerts) is fires
     if fires:
         assert "12%" in alerts[0].title and alerts[0].numbers["weeks"] == [w[0] for w in weeks]
@@ -282,9 +296,14 @@ def test_gold_alpha_below_target_fires_for_that_task_type_only():
                 )
             )
     store_agreement_snapshots(
-        ratings=ratings_frame(agreeing + noisy), spot_checks=spot_check_frame([]), n_resamples=50
+        project=default_project(),
+        ratings=ratings_frame(agreeing + noisy),
+        spot_checks=spot_check_frame([]),
+        n_resamples=50,
     )
-    alpha_alerts = [a for a in list_agreement_alerts() if a.kind == "gold_alpha_low"]
+    alpha_alerts = [
+        a for a in list_agreement_alerts(project=default_project()) if a.kind == "gold_alpha_low"
+    ]
     assert {a.numbers["task_type"] for a in alpha_alerts} == {"rag_synthesis"}
     assert all(a.numbers["alpha"] < 0.75 for a in alpha_alerts)
 
@@ -308,11 +327,14 @@ def test_alerts_need_enough_items(settings):
         for a in (1, 2)
     ]
     store_agreement_snapshots(
-        ratings=ratings_frame(rows), spot_checks=spot_check_frame([]), n_resamples=10
+        project=default_project(),
+        ratings=ratings_frame(rows),
+        spot_checks=spot_check_frame([]),
+        n_resamples=10,
     )
-    assert list_agreement_alerts() == []
+    assert list_agreement_alerts(project=default_project()) == []
     settings.AGREEMENT_MIN_ITEMS = 10
-    kinds = {a.kind for a in list_agreement_alerts()}
+    kinds = {a.kind for a in list_agreement_alerts(project=default_project())}
     assert kinds == {"gold_alpha_low", "gold_kappa_low"}
 
 
@@ -350,7 +372,9 @@ def test_alpha_and_kappa_triggers_fire_just_below_their_targets(metric, value, f
     )
     alerts = [
         a
-        for a in list_agreement_alerts([snapshot(metric=metric, value=value, **fields)])
+        for a in list_agreement_alerts(
+            project=default_project(), snapshots=[snapshot(metric=metric, value=value, **fields)]
+        )
         if a.kind == kind
     ]
     assert bool(alerts) is fires
@@ -365,7 +389,11 @@ def test_alpha_trigger_ignores_triage_weekly_and_domain_figures():
         ),
         snapshot(metric="krippendorff_alpha", value=0.1, domain="supply_chain"),
     ]
-    assert [a for a in list_agreement_alerts(rows) if a.kind == "gold_alpha_low"] == []
+    assert [
+        a
+        for a in list_agreement_alerts(project=default_project(), snapshots=rows)
+        if a.kind == "gold_alpha_low"
+    ] == []
 
 
 @pytest.mark.django_db
@@ -378,7 +406,11 @@ def test_annotator_outlier_fires_more_than_the_margin_below_the_median(make_user
         )
         for u, v in zip(users, [0.9, 0.9, 0.92, rate], strict=True)
     ]
-    alerts = [a for a in list_agreement_alerts(rows) if a.kind == "annotator_outlier"]
+    alerts = [
+        a
+        for a in list_agreement_alerts(project=default_project(), snapshots=rows)
+        if a.kind == "annotator_outlier"
+    ]
     assert bool(alerts) is fires  # median 0.9, margin 0.15: the boundary is 0.75
     if fires:
         assert users[3].username in alerts[0].detail
@@ -393,5 +425,9 @@ def test_severe_rate_gap_fires_beyond_the_margin(make_user, gap, fires):
             axis="annotator", metric="severe_rate_gap", tier="", subject=str(user.pk), value=gap
         )
     ]
-    alerts = [a for a in list_agreement_alerts(rows) if a.kind == "severe_rate_gap"]
+    alerts = [
+        a
+        for a in list_agreement_alerts(project=default_project(), snapshots=rows)
+        if a.kind == "severe_rate_gap"
+    ]
     assert bool(alerts) is fires

@@ -8,13 +8,19 @@ from django.db import connection
 
 from goldset.models import AgreementDirtyScope, AgreementSnapshot, OutboxMessage
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
-from goldset.services.agreement import RECOMPUTE_LOCK, schedule_agreement_recompute
+from goldset.services.agreement import recompute_lock_key, schedule_agreement_recompute
 from goldset.tasks import recompute_agreement_task
 from tests.factories import AnswerRecordFactory, DomainFactory
 from tests.goldset.answers_helpers import claim_and_label, qualified_annotators
+from tests.goldset.project_support import default_project
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def _lock() -> int:
+    """The default project's recompute lock (each project has its own)."""
+    return recompute_lock_key(default_project().pk)
 
 
 def _recompute_running_elsewhere() -> psycopg.Connection:
@@ -27,7 +33,7 @@ def _recompute_running_elsewhere() -> psycopg.Connection:
         port=s["PORT"] or None,
         autocommit=True,
     )
-    other.execute("SELECT pg_advisory_lock(%s)", [RECOMPUTE_LOCK])
+    other.execute("SELECT pg_advisory_lock(%s)", [_lock()])
     return other
 
 
@@ -52,7 +58,7 @@ def _lock_held_elsewhere() -> bool:
         cursor.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
             " AND pid <> pg_backend_pid() AND ((classid::bigint << 32) | objid::bigint) = %s)",
-            [RECOMPUTE_LOCK],
+            [_lock()],
         )
         return cursor.fetchone()[0]
 
@@ -70,7 +76,10 @@ def test_a_request_while_a_recompute_runs_is_picked_up_by_the_next_one(labeled):
         # a new label: a mark, and a request whose task (run at commit) finds a recompute running
         claim_and_label(labeled[0])
         request = _open_requests().get()
-        assert recompute_agreement_task(outbox_id=request.pk) == {"coalesced": True}
+        assert recompute_agreement_task(outbox_id=request.pk) == {
+            "coalesced": True,
+            "project_id": default_project().pk,
+        }
         request.refresh_from_db()
         assert request.started_at is None and request.done_at is None  # left for the next run
         assert AgreementDirtyScope.objects.exists()
@@ -88,11 +97,11 @@ def test_a_request_while_a_recompute_runs_is_picked_up_by_the_next_one(labeled):
 
 
 def test_a_recompute_leaves_the_lock_free_for_the_next(labeled):
-    schedule_agreement_recompute(now=True)
+    schedule_agreement_recompute(project_id=default_project().pk, now=True)
     assert "data_version" in recompute_agreement_task()
     s = connection.settings_dict
     with psycopg.connect(
         dbname=s["NAME"], user=s["USER"], host=s["HOST"] or None, port=s["PORT"] or None
     ) as other:
-        taken = other.execute("SELECT pg_try_advisory_lock(%s)", [RECOMPUTE_LOCK]).fetchone()[0]
+        taken = other.execute("SELECT pg_try_advisory_lock(%s)", [_lock()]).fetchone()[0]
     assert taken is True

@@ -170,7 +170,7 @@ def test_incremental_refresh_stores_what_a_full_recompute_stores(
         first = write_triple(author)
         for reviewer in reviewers[:2]:
             review(reviewer, first)
-    recompute_agreement_snapshots()
+    recompute_agreement_snapshots(project=default_project())
     assert not AgreementDirtyScope.objects.exists()
     before = set(AgreementSnapshot.objects.values_list("pk", flat=True))
     for _ in range(3):
@@ -184,14 +184,14 @@ def test_incremental_refresh_stores_what_a_full_recompute_stores(
         review(reviewers[2], write_triple(author, question="Which key length protects backups?"))
     assert AgreementDirtyScope.objects.filter(kind="rating").count() == 6
 
-    recompute_agreement_snapshots(full=False)
+    recompute_agreement_snapshots(project=default_project(), full=False)
     assert not AgreementDirtyScope.objects.exists()
     incremental = stored_figures()
     kept = AgreementSnapshot.objects.filter(pk__in=before).count()
     assert 0 < kept < AgreementSnapshot.objects.count()  # some figures were not recomputed
 
     AgreementSnapshot.objects.all().delete()
-    recompute_agreement_snapshots()
+    recompute_agreement_snapshots(project=default_project())
     assert stored_figures() == incremental
 
 
@@ -230,11 +230,24 @@ def test_columnar_reads_give_the_adapters_rows_in_their_order(
                 "flag",
                 flags=["question_unrealistic"],
             )
-    fast = pd.concat([triple_review_frame(), answer_label_frame()], ignore_index=True)
-    slow = ratings_frame(chain(triple_review_ratings(), answer_label_ratings()))
+    fast = pd.concat(
+        [
+            triple_review_frame(project=default_project()),
+            answer_label_frame(project=default_project()),
+        ],
+        ignore_index=True,
+    )
+    slow = ratings_frame(
+        chain(
+            triple_review_ratings(project=default_project()),
+            answer_label_ratings(project=default_project()),
+        )
+    )
     assert len(fast) == len(slow) == 6 * 3 + 2
     assert per_axis_rows(fast) == per_axis_rows(slow)
-    collected = collect_rows()[0]  # both protocols, text columns kept as categoricals
+    collected = collect_rows(project=default_project())[
+        0
+    ]  # both protocols, text columns kept as categoricals
     assert per_axis_rows(collected) == per_axis_rows(slow)
     text = ("protocol", "item", "axis", "value", "tier", "task_type", "domain", "week")
     assert all(isinstance(collected[c].dtype, pd.CategoricalDtype) for c in text)

@@ -11,6 +11,7 @@ from goldset.models import AgreementSnapshot, Label, Review
 from goldset.services.agreement import AXES, recompute_agreement_snapshots
 from goldset.tasks import recompute_agreement_task
 from tests.conftest import shared_test_data
+from tests.goldset.project_support import default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +61,7 @@ def stored(protocol, axis):
 @pytest.mark.usefixtures("seeded_once")
 class TestOnTheSeededDemo:
     def test_review_verdict_alpha_equals_krippendorff_on_the_review_rows(self):
-        recompute_agreement_snapshots()
+        recompute_agreement_snapshots(project=default_project())
         rows = list(Review.objects.values_list("revision_id", "reviewer_id", "verdict"))
         expected = krippendorff.alpha(
             reliability_data=matrix(rows, list(AXES["verdict"].categories)),
@@ -70,7 +71,7 @@ class TestOnTheSeededDemo:
         assert stored("triple_review", "verdict").value == pytest.approx(expected, abs=1e-12)
 
     def test_label_grounding_alpha_equals_krippendorff_without_calibration_labels(self):
-        recompute_agreement_snapshots()
+        recompute_agreement_snapshots(project=default_project())
         production = Label.objects.filter(
             record__is_calibration=False, assignment__is_calibration=False
         )
@@ -90,7 +91,7 @@ class TestOnTheSeededDemo:
         )
 
     def test_per_annotator_facts_are_stored(self):
-        recompute_agreement_snapshots()
+        recompute_agreement_snapshots(project=default_project())
         volumes = {
             s.subject: s.value
             for s in AgreementSnapshot.objects.filter(protocol="answer_label", metric="volume")
@@ -120,14 +121,20 @@ def test_a_label_schedules_one_debounced_recompute(settings, django_capture_on_c
     from goldset.selectors.agreement import get_agreement_stale_since as agreement_stale_since
     from goldset.services.agreement import schedule_agreement_recompute
 
-    assert agreement_stale_since() is None
+    assert agreement_stale_since(project=default_project()) is None
     with django_capture_on_commit_callbacks(execute=False):
-        assert schedule_agreement_recompute() is True
-        assert schedule_agreement_recompute() is False  # inside the debounce window
-        assert schedule_agreement_recompute(now=True) is True  # a lead's button skips it
+        assert schedule_agreement_recompute(project_id=default_project().pk) is True
+        assert (
+            schedule_agreement_recompute(project_id=default_project().pk) is False
+        )  # inside the debounce window
+        assert (
+            schedule_agreement_recompute(project_id=default_project().pk, now=True) is True
+        )  # a lead's button skips it
     requests = OutboxMessage.objects.filter(kind="agreement.recompute").order_by("id")
-    assert [m.dedupe_key for m in requests] == ["agreement-recompute", ""]
-    assert agreement_stale_since() == requests[0].created_at
+    project = default_project().pk
+    assert [m.dedupe_key for m in requests] == [f"agreement-recompute:{project}", ""]
+    assert [m.payload["project_id"] for m in requests] == [project, project]
+    assert agreement_stale_since(project=default_project()) == requests[0].created_at
 
 
 def test_a_recompute_request_is_done_once_the_task_ran_and_the_figures_are_fresh(
@@ -138,13 +145,13 @@ def test_a_recompute_request_is_done_once_the_task_ran_and_the_figures_are_fresh
     from goldset.services.agreement import schedule_agreement_recompute
 
     with django_capture_on_commit_callbacks(execute=False):
-        schedule_agreement_recompute()
-    assert agreement_stale_since() is not None
+        schedule_agreement_recompute(project_id=default_project().pk)
+    assert agreement_stale_since(project=default_project()) is not None
     with django_capture_on_commit_callbacks(execute=True):
-        schedule_agreement_recompute(now=True)
+        schedule_agreement_recompute(project_id=default_project().pk, now=True)
     # The lead's recompute ran in-process (embedded mode) and covered the earlier request.
     assert not OutboxMessage.objects.filter(
         kind="agreement.recompute", done_at__isnull=True
     ).exists()
-    assert agreement_stale_since() is None
+    assert agreement_stale_since(project=default_project()) is None
     assert AgreementSnapshot.objects.exists()

@@ -44,7 +44,7 @@ def test_a_failed_calibration_tells_the_annotator_and_passing_does_not(annotator
     (note,) = Notification.objects.filter(recipient=annotator)
     assert note.kind == NotificationKind.CALIBRATION_FAILED
     assert domain.name in note.text and "retake" in note.text
-    assert note.link.startswith("/answers/calibration/")
+    assert note.link.startswith("/p/default/answers/calibration/")
     other = UserFactory(role=Role.ANNOTATOR, username="passes")
     start_calibration(annotator=other, domain=domain, project=default_project())
     assert label_pending(other, domain, right=True).passed

@@ -16,17 +16,24 @@ from goldset.selectors.curation import counter_rows
 from tests.factories import AnswerRecordFactory, DomainFactory, UserFactory
 from tests.goldset.bulk_support import grow_answer_pool, grow_revision_pool
 from tests.goldset.curation_support import write_triple
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
 
 
 def test_readers_sum_the_shards_of_a_key_and_leave_out_zero_totals():
+    project = default_project().pk  # keys start with the project (migration 0036)
     for shard, n in ((0, 3), (5, 4), (11, 1)):
-        DashboardCounter.objects.create(name="labels_day", key="2026-11-23", shard=shard, n=n)
-    DashboardCounter.objects.create(name="labels_day", key="2026-11-22", shard=2, n=2)
-    DashboardCounter.objects.create(name="labels_day", key="2026-11-22", shard=7, n=-2)
-    assert counter_rows("labels_day") == {"labels_day": [("2026-11-23", 8)]}
+        DashboardCounter.objects.create(
+            name="labels_day", key=f"{project}|2026-11-23", shard=shard, n=n
+        )
+    DashboardCounter.objects.create(name="labels_day", key=f"{project}|2026-11-22", shard=2, n=2)
+    DashboardCounter.objects.create(name="labels_day", key=f"{project}|2026-11-22", shard=7, n=-2)
+    DashboardCounter.objects.create(name="labels_day", key=f"{project + 1}|2026-11-23", n=5)
+    assert counter_rows("labels_day", project=default_project()) == {
+        "labels_day": [("2026-11-23", 8)]
+    }
 
 
 def _connect():
@@ -100,10 +107,10 @@ def test_a_bulk_statement_writes_each_key_once_not_once_per_row(postgres):
     # record|tier, record_status|labeling and run_status|run|labeling (0027), and the triples'
     # key (its UPDATE of the current revision changes no counted key)
     assert written <= 4, written
-    counts = dict(counter_rows("record")["record"])
+    counts = dict(counter_rows("record", project=default_project())["record"])
     assert (
         counts[template.tier]
         == AnswerRecord.objects.filter(is_calibration=False, tier=template.tier).count()
     )
-    triples = sum(n for _, n in counter_rows("triple")["triple"])
+    triples = sum(n for _, n in counter_rows("triple", project=default_project())["triple"])
     assert triples == Triple.objects.count()

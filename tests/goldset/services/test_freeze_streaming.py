@@ -119,9 +119,13 @@ def test_the_freeze_agreement_summary_reads_columns_with_the_same_figures(demo, 
     triples = selected_triples(
         FreezeFilters(include_superseded=True), project=default_project()
     ).values("pk")
+    project = default_project()
     for columns, tuples in (
-        (triple_review_frame(triples=triples), triple_review_ratings(triples=triples)),
-        (answer_label_frame(), answer_label_ratings()),
+        (
+            triple_review_frame(project=project, triples=triples),
+            triple_review_ratings(project=project, triples=triples),
+        ),
+        (answer_label_frame(project=project), answer_label_ratings(project=project)),
     ):
         expected = summary_figures(ratings_frame(tuples), n_resamples=200)
         assert expected and summary_figures(columns, n_resamples=200) == expected

@@ -30,6 +30,7 @@ from tests.goldset.answers_helpers import (
     qualified_annotators,
 )
 from tests.goldset.inbox_support import flagged_triple
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +45,7 @@ def _texts(user, kind=None):
 
 def test_a_flag_gives_the_author_and_the_flagging_reviewer_a_link_to_the_discussion(team):
     triple = flagged_triple(team["author"], [team["r1"], team["r2"]])
-    link = f"/curation/triples/{triple.pk}/#discussion"
+    link = f"/p/default/curation/triples/{triple.pk}/#discussion"  # into its project
     for who in (team["author"], team["r2"]):
         (n,) = Notification.objects.filter(recipient=who)
         assert (n.kind, n.link) == (NotificationKind.DISCUSSION_OPENED, link)
@@ -70,10 +71,10 @@ def test_a_reply_reaches_every_party_but_its_writer_and_replies_fold_per_discuss
     assert "rev2" not in n.text
     assert not Notification.objects.filter(recipient__in=[team["r1"], team["admin"]]).exists()
     # once read, the next reply starts a new line
-    mark_read(user=team["r2"], notification_id=_unread(team["r2"]).pk)
+    mark_read(user=team["r2"], project=default_project(), notification_id=_unread(team["r2"]).pk)
     post_message(triple=triple, author=team["author"], body="Fixed?")
     assert Notification.objects.filter(recipient=team["r2"]).count() == 2
-    assert mark_all_read(user=team["r2"]) == 1
+    assert mark_all_read(user=team["r2"], project=default_project()) == 1
 
 
 def _unread(user):
@@ -95,7 +96,7 @@ def test_a_revision_tells_the_flagging_reviewer_whether_it_waits_for_them(team, 
     if fresh:
         assert "other reviewers will review it" in n.text and n.link.endswith("#discussion")
     else:
-        assert "waits for your re-review" in n.text and n.link == "/curation/reviews/"
+        assert "waits for your re-review" in n.text and n.link == "/p/default/curation/reviews/"
     assert not Notification.objects.filter(recipient=team["r1"]).exists()
 
 
@@ -115,7 +116,7 @@ def test_items_reaching_adjudication_are_one_line_per_lead_whatever_their_number
     for who in (lead, second_lead):
         (n,) = Notification.objects.filter(recipient=who)
         assert n.kind == NotificationKind.ADJUDICATION_WAITING and n.count == 3
-        assert n.link == "/answers/adjudication/"
+        assert n.link == "/p/default/answers/adjudication/"
     assert not Notification.objects.filter(recipient__in=annotators).exists()
     for text in _texts(lead):
         assert not any(secret in text for secret in SECRETS)
@@ -138,7 +139,7 @@ def test_email_is_opt_in_and_leaves_through_the_outbox_after_commit(
         callback()  # the relay publishes; the eager task sends
     assert [m.to for m in mail.outbox] == [["rev2@example.org"]]
     assert "which you flagged, is open" in mail.outbox[0].body
-    assert f"/curation/triples/{triple.pk}/#discussion" in mail.outbox[0].body
+    assert f"/p/default/curation/triples/{triple.pk}/#discussion" in mail.outbox[0].body
     message.refresh_from_db()
     assert message.done_at is not None
     # idempotent: a re-delivered task sends nothing twice
@@ -148,6 +149,7 @@ def test_email_is_opt_in_and_leaves_through_the_outbox_after_commit(
 
 def test_notify_drops_duplicates_and_nobody(annotator, lead):
     ids = notify(
+        project=default_project(),
         recipients=[annotator, annotator.pk, None, lead],
         kind=NotificationKind.RETAKE_DECIDED,
         text="x",

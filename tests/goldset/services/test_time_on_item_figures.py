@@ -29,6 +29,7 @@ from tests.factories import AnswerRecordFactory, DomainFactory
 from tests.goldset import time_on_item_reference as reference
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import review, write_triple
+from tests.goldset.project_support import default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +48,7 @@ def _old():
 
 
 def _new():
-    rows = get_time_on_item_summary()
+    rows = get_time_on_item_summary(project=default_project())
     assert not any(r.stale for r in rows)
     return [astuple(r)[:-1] for r in rows]
 
@@ -102,13 +103,17 @@ def test_stored_figures_equal_the_old_aggregation_on_varied_data(decisions):
 
 def test_a_change_marks_only_its_person_stale_until_the_recompute_stores_it(decisions):
     annotators, lead = decisions
-    recompute_agreement_snapshots(full=False)
+    recompute_agreement_snapshots(project=default_project(), full=False)
     assert stale_time_figures() == {}
     # every one of their times changes (times capped at the server's clock may all be equal)
     Label.objects.filter(annotator=annotators[2]).update(active_ms=5)
-    stale = {(r.kind, r.user_id) for r in get_time_on_item_summary() if r.stale}
+    stale = {
+        (r.kind, r.user_id) for r in get_time_on_item_summary(project=default_project()) if r.stale
+    }
     assert stale == {("label", annotators[2].pk)}
-    assert [astuple(r)[:-1] for r in get_time_on_item_summary()] != _old()  # not yet
+    assert [
+        astuple(r)[:-1] for r in get_time_on_item_summary(project=default_project())
+    ] != _old()  # not yet
     # the recompute reads only the stale person's labels and stores one row
     with CaptureQueriesContext(connection) as ctx:
         assert refresh_time_on_item_figures() == 1
@@ -131,8 +136,9 @@ def test_the_dashboard_reads_the_same_number_of_statements_whatever_the_decision
     decisions, django_assert_max_num_queries
 ):
     refresh_time_on_item_figures()
+    project = default_project()
     with CaptureQueriesContext(connection) as small:
-        get_time_on_item_summary()
+        get_time_on_item_summary(project=project)
     annotators, _ = decisions
     for _ in range(3):
         AnswerRecordFactory(question__domain=annotators[0].calibration_results.first().domain)
@@ -140,8 +146,8 @@ def test_the_dashboard_reads_the_same_number_of_statements_whatever_the_decision
         claim_and_label(user, **GOOD, timing=ItemTiming(active_ms=3000))
     refresh_time_on_item_figures()
     with CaptureQueriesContext(connection) as large:
-        get_time_on_item_summary()
-    assert len(small.captured_queries) == len(large.captured_queries) == 4
+        get_time_on_item_summary(project=project)
+    assert len(small.captured_queries) == len(large.captured_queries) == 5  # + members
     for q in large.captured_queries:
         for table in ("goldset_label", "goldset_review", "goldset_adjudication"):
             assert f'"{table}"' not in q["sql"]

@@ -251,7 +251,10 @@ def test_an_alert_is_announced_when_raised_and_not_again_while_it_stays(
         rows = spot_rows("2026-W44", 200, 1000) + spot_rows("2026-W45", disagree_second_week, 1000)
         with django_capture_on_commit_callbacks(execute=True):
             store_agreement_snapshots(
-                ratings=ratings_frame([]), spot_checks=spot_check_frame(rows), n_resamples=10
+                project=default_project(),
+                ratings=ratings_frame([]),
+                spot_checks=spot_check_frame(rows),
+                n_resamples=10,
             )
 
     store(50)  # one week above the limit: no alert

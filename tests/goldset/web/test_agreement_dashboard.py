@@ -5,6 +5,7 @@ import pytest
 from django.urls import reverse
 
 from goldset.services.agreement import ratings_frame, spot_check_frame, store_agreement_snapshots
+from tests.goldset.project_support import default_project
 from tests.goldset.services.test_agreement import make_ratings
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +17,10 @@ def store(n_items, weeks=("2026-W44", "2026-W45", "2026-W46")):
         r for r in make_ratings(seed=7, n_items=n_items, task_type="factual_qa", week=weeks[-1])
     ]
     store_agreement_snapshots(
-        ratings=ratings_frame(rows), spot_checks=spot_check_frame([]), n_resamples=50
+        project=default_project(),
+        ratings=ratings_frame(rows),
+        spot_checks=spot_check_frame([]),
+        n_resamples=50,
     )
     return rows
 
@@ -112,7 +116,7 @@ def demo_with_figures(django_db_setup, django_db_blocker, tmp_path_factory):
                 call_command(
                     "seed_demo", password="dash-demo-pass-1", credentials_file=tmp_path / "c.txt"
                 )
-            recompute_agreement_snapshots()
+            recompute_agreement_snapshots(project=default_project())
         yield
 
 

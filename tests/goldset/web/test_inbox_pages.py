@@ -23,6 +23,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.goldset.inbox_support import calibration_domain, fail_calibration, flagged_triple
+from tests.goldset.project_support import default_project
 from workbench.models import AuditEvent
 from workbench.roles import Role
 
@@ -38,7 +39,13 @@ def _client(request, client, client_for, fixture):
 
 
 def _note(user, text="Something happened.", link="/answers/"):
-    (pk,) = notify(recipients=[user], kind=NotificationKind.RETAKE_DECIDED, text=text, link=link)
+    (pk,) = notify(
+        project=default_project(),
+        recipients=[user],
+        kind=NotificationKind.RETAKE_DECIDED,
+        text=text,
+        link=link,
+    )
     return Notification.objects.get(pk=pk)
 
 
@@ -166,7 +173,8 @@ def test_home_inbox_counts_and_links_per_role(client_for, annotator, lead, team)
     _grow(2, annotator=annotator, lead=lead, team=team)
     html = client_for(annotator).get(reverse("home")).content.decode()
     assert re.search(
-        r'id="inbox-replies"><a href="/inbox/\?unread=1&amp;kind=discussion_reply"', html
+        r'id="inbox-replies"><a href="/p/default/inbox/\?unread=1&amp;kind=discussion_reply"',
+        html,
     )
     assert 'id="inbox-my-discussions"' in html and "Your triples in discussion" in html
     assert 'action="/inbox/calibration/domain-2/retake/"' in html  # the failed calibration
@@ -174,9 +182,12 @@ def test_home_inbox_counts_and_links_per_role(client_for, annotator, lead, team)
     assert 'id="inbox-adjudication"' not in html and 'id="inbox-retakes"' not in html
     html = client_for(lead).get(reverse("home")).content.decode()
     assert re.search(
-        r'id="inbox-adjudication"><a href="/answers/adjudication/"><strong[^>]*>2<', html
+        r'id="inbox-adjudication"><a href="/p/default/answers/adjudication/"><strong[^>]*>2<',
+        html,
     )
-    assert re.search(r'id="inbox-retakes"><a href="/inbox/retakes/"><strong[^>]*>2<', html)
+    assert re.search(
+        r'id="inbox-retakes"><a href="/p/default/inbox/retakes/"><strong[^>]*>2<', html
+    )
     assert re.search(r'id="inbox-replies"><a [^>]*><strong[^>]*>2<', html)
     assert "Request a retake" not in html
 
@@ -250,7 +261,9 @@ def test_a_revision_waiting_for_re_review_shows_on_the_flagging_reviewers_home(
         expected_answer="AES-256 at the storage layer.",
     )
     html = c.get(reverse("home")).content.decode()
-    assert re.search(r'id="inbox-rereviews"><a href="/curation/reviews/"><strong[^>]*>1<', html)
+    assert re.search(
+        r'id="inbox-rereviews"><a href="/p/default/curation/reviews/"><strong[^>]*>1<', html
+    )
     replies = c.get(reverse("inbox:notifications"), {"kind": "revision"}).context["page"]
     assert [n.kind for n in replies] == ["revision"]
 

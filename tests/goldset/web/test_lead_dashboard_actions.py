@@ -20,6 +20,7 @@ from goldset.services.resolution import mark_superseded_pins, retire_triple
 from tests.factories import AnswerRecordFactory, BlockVersionFactory, DomainFactory
 from tests.goldset.answers_helpers import BAD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import write_triple
+from tests.goldset.project_support import default_project
 from tests.goldset.web.test_curation_pages import _to_discussion
 from tests.workbench.web.test_display_crawl import crawl_problems
 from workbench.models import AuditEvent
@@ -84,7 +85,7 @@ def test_alerts_lead_to_their_pairs_matrix_and_items_by_display_name(client, cli
     chosen = re.findall(r'<option value="([^"]+)" selected>', html)
     assert len(chosen) == 2 and chosen[0] != chosen[1]
     # every pair alert links to its matrix and its items
-    linked = link_alerts(list_agreement_alerts())
+    linked = link_alerts(list_agreement_alerts(project=default_project()))
     pair = [a for a in linked if a.kind == "gold_kappa_low"][0]
     assert pair.matrix and pair.items and "a=ann" in pair.matrix
     assert f'href="/quality/agreement/?{pair.matrix.replace("&", "&amp;")}#confusion"' in html

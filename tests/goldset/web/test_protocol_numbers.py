@@ -65,7 +65,12 @@ def _alert_kinds(**snapshot):
         "ci_low": None,
         "ci_high": None,
     }
-    return {a.kind for a in list_agreement_alerts([AgreementSnapshot(**{**base, **snapshot})])}
+    return {
+        a.kind
+        for a in list_agreement_alerts(
+            project=default_project(), snapshots=[AgreementSnapshot(**{**base, **snapshot})]
+        )
+    }
 
 
 def _page(client_for, user, name) -> str:
@@ -99,12 +104,17 @@ def test_the_spot_check_limit_moves_the_alerts_page_and_the_alert(client_for, le
     weeks = ("2026-W44", "2026-W45")
     rows = [("triple_review", f"{w}-{i}", w, i >= 100) for w in weeks for i in range(1000)]
     store_agreement_snapshots(
-        ratings=ratings_frame([]), spot_checks=spot_check_frame(rows), n_resamples=10
+        project=default_project(),
+        ratings=ratings_frame([]),
+        spot_checks=spot_check_frame(rows),
+        n_resamples=10,
     )
-    kinds = {a.kind for a in list_agreement_alerts()}
+    kinds = {a.kind for a in list_agreement_alerts(project=default_project())}
     assert "spot_check_disagreement" not in kinds  # 10 % is below 12 %
     settings.SPOT_CHECK_DISAGREEMENT_LIMIT = 0.08
-    assert "spot_check_disagreement" in {a.kind for a in list_agreement_alerts()}
+    assert "spot_check_disagreement" in {
+        a.kind for a in list_agreement_alerts(project=default_project())
+    }
     assert "disagreement &gt; 8 % in two" in _page(client_for, lead, "quality:alerts")
 
 

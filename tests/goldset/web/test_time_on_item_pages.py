@@ -306,7 +306,7 @@ def test_dashboard_shows_time_on_item_per_annotator_and_links_the_fast_list(
     html = client_for(lead).get(reverse("quality:agreement")).content.decode()
     assert 'id="time-on-item-stale"' in html
     assert re.search(r'<tr class="stale"><td>Ada Byron <span class="badge warn">stale', html)
-    recompute_agreement_snapshots(full=False)
+    recompute_agreement_snapshots(project=default_project(), full=False)
     html = client_for(lead).get(reverse("quality:agreement")).content.decode()
     assert 'id="time-on-item-stale"' not in html
     section = html[html.index('id="time-on-item"') :]
