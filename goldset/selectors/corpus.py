@@ -17,12 +17,16 @@ from goldset.selectors.keyset import keyset_page
 from goldset.selectors.text_search import SEARCH_CONFIG, search_query, text_matches
 
 
-def list_domains():
-    return Domain.objects.order_by("slug")
+def list_domains(*, project):
+    return Domain.objects.filter(project=project).order_by("slug")
 
 
-def list_documents(*, domain: str = "", query: str = ""):
-    qs = Document.objects.select_related("domain").annotate(block_count=Count("blocks"))
+def list_documents(*, project, domain: str = "", query: str = ""):
+    qs = (
+        Document.objects.filter(project=project)
+        .select_related("domain")
+        .annotate(block_count=Count("blocks"))
+    )
     if domain:
         qs = qs.filter(domain__slug=domain)
     if query:
@@ -50,8 +54,11 @@ def documents_page(*, domain: str = "", query: str = "", cursor: str | None, siz
     return page
 
 
-def get_document(*, document_id: str) -> Document:
-    return get_object_or_404(Document.objects.select_related("domain"), document_id=document_id)
+def get_document(*, project, document_id: str) -> Document:
+    """A document of ``project`` by its id; Http404 for another project's."""
+    return get_object_or_404(
+        Document.objects.select_related("domain"), project=project, document_id=document_id
+    )
 
 
 def list_blocks_of(*, document: Document):
@@ -81,15 +88,16 @@ def get_block(*, block_id: str) -> Block:
     )
 
 
-def list_versions_of(*, block_id: str):
-    """A block's versions, oldest first; Http404 for an unknown block."""
-    block = get_object_or_404(Block.objects.only("pk"), block_id=block_id)
+def list_versions_of(*, project, block_id: str):
+    """A block's versions, oldest first; Http404 for an unknown block (or another project's)."""
+    block = get_object_or_404(Block.objects.only("pk"), project=project, block_id=block_id)
     return BlockVersion.objects.filter(block=block).select_related("block__document")
 
 
-def get_block_version(*, block_id: str, version: int) -> BlockVersion:
+def get_block_version(*, project, block_id: str, version: int) -> BlockVersion:
     return get_object_or_404(
         BlockVersion.objects.select_related("block__document"),
+        block__project=project,
         block__block_id=block_id,
         version=version,
     )

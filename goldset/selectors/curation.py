@@ -178,10 +178,10 @@ def triple_actions_for(*, user, triple: Triple) -> dict[str, bool]:
     }
 
 
-def list_triples_for(*, user, state: str = ""):
-    """The triples :func:`may_discuss` lets ``user`` see, as one query: every triple for a
-    lead/admin; for anyone else the triples they wrote and those they flagged in a review."""
-    qs = Triple.objects.select_related(*TRIPLE_JOINS)
+def list_triples_for(*, project, user, state: str = ""):
+    """The triples of ``project`` :func:`may_discuss` lets ``user`` see, as one query: every
+    triple for a lead/admin; for anyone else the triples they wrote and those they flagged."""
+    qs = Triple.objects.filter(project=project).select_related(*TRIPLE_JOINS)
     if not has_role(user, Role.LEAD, Role.ADMIN):
         flagged = Review.objects.filter(
             revision__triple=OuterRef("pk"), reviewer=user, verdict=Verdict.FLAG
@@ -192,10 +192,11 @@ def list_triples_for(*, user, state: str = ""):
     return qs
 
 
-def get_triple_by_external_id_for(*, user, external_id: str) -> Triple:
-    """A triple by its public id, for those :func:`may_discuss` lets see it; Http404 else."""
+def get_triple_by_external_id_for(*, project, user, external_id: str) -> Triple:
+    """A triple of ``project`` by its public id, for those :func:`may_discuss` lets see it;
+    Http404 else (and for another project's)."""
     triple = get_object_or_404(
-        Triple.objects.select_related(*TRIPLE_JOINS), external_id=external_id
+        Triple.objects.select_related(*TRIPLE_JOINS), project=project, external_id=external_id
     )
     if not may_discuss(user=user, triple=triple):
         raise Http404("No such triple.")

@@ -34,9 +34,9 @@ def list_evaluators_for(*, user):
     return Evaluator.objects.annotate(n_outputs=Count("outputs")).order_by("name", "version")
 
 
-def get_evaluator_for(*, user, evaluator_id: int) -> Evaluator:
+def get_evaluator_for(*, project, user, evaluator_id: int) -> Evaluator:
     _admin_only(user)
-    return get_object_or_404(Evaluator, pk=evaluator_id)
+    return get_object_or_404(Evaluator, project=project, pk=evaluator_id)
 
 
 def list_evaluator_imports(*, evaluator: Evaluator):

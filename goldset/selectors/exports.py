@@ -26,13 +26,16 @@ from scoring.stats import WILCOXON_METHODS, compare_paired
 DIFF_LIMIT = 200
 
 
-def list_versions():
-    return GoldVersion.objects.filter(sealed=True).select_related("created_by", "parent")
+def list_versions(*, project):
+    return GoldVersion.objects.filter(project=project, sealed=True).select_related(
+        "created_by", "parent"
+    )
 
 
-def get_version(*, number: int) -> GoldVersion:
+def get_version(*, project, number: int) -> GoldVersion:
+    """A frozen version of ``project`` by number; Http404 for another project's."""
     return get_object_or_404(
-        GoldVersion.objects.filter(sealed=True)
+        GoldVersion.objects.filter(project=project, sealed=True)
         .select_related("created_by", "parent")
         .prefetch_related("files"),
         number=number,
@@ -140,13 +143,20 @@ def diff_versions(
 # ---------------------------------------------------------------- scoring jobs
 
 
-def list_jobs():
-    return ScoringJob.objects.select_related("version", "created_by").order_by("-created_at")
+def list_jobs(*, project):
+    return (
+        ScoringJob.objects.filter(project=project)
+        .select_related("version", "created_by")
+        .order_by("-created_at")
+    )
 
 
-def get_job(*, pk: int) -> ScoringJob:
+def get_job(*, project, pk: int) -> ScoringJob:
+    """A scoring job of ``project``; Http404 for another project's."""
     return get_object_or_404(
-        ScoringJob.objects.select_related("version", "created_by", "calibration"), pk=pk
+        ScoringJob.objects.select_related("version", "created_by", "calibration"),
+        project=project,
+        pk=pk,
     )
 
 
@@ -220,12 +230,13 @@ def iter_query_results(job: ScoringJob):
     )
 
 
-def list_comparable_jobs(*, job_ids: list[int]) -> list[ScoringJob]:
-    """The succeeded jobs named, all on one version; Http404 for unknown ids."""
+def list_comparable_jobs(*, project, job_ids: list[int]) -> list[ScoringJob]:
+    """The succeeded jobs of ``project`` named, all on one version; Http404 for unknown ids
+    (and another project's)."""
     jobs = list(
-        ScoringJob.objects.filter(pk__in=job_ids, status=JobStatus.SUCCEEDED).select_related(
-            "version"
-        )
+        ScoringJob.objects.filter(
+            project=project, pk__in=job_ids, status=JobStatus.SUCCEEDED
+        ).select_related("version")
     )
     if len(jobs) != len(set(job_ids)):
         raise Http404("unknown or unfinished scoring job")

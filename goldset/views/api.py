@@ -15,13 +15,14 @@ from rest_framework.response import Response
 
 from goldset.exceptions import GoldsetError
 from goldset.imports.errors import problem_from_text
-from goldset.models import ImportKind, ScoringJob, TripleState
+from goldset.models import DEFAULT_PROJECT_SLUG, ImportKind, ScoringJob, TripleState
 from goldset.selectors import agreement as agreement_selectors
 from goldset.selectors import corpus as corpus_selectors
 from goldset.selectors import curation as curation_selectors
 from goldset.selectors import evaluators as evaluator_selectors
 from goldset.selectors import exports as export_selectors
 from goldset.selectors.imports import get_import_job_for
+from goldset.selectors.projects import list_projects_for
 from goldset.services import exports as export_files
 from goldset.services.blinded_downloads import ChecksumMismatch, NoSuchDownload, serve_version_file
 from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
@@ -33,10 +34,11 @@ from goldset.services.import_jobs import (
 )
 from goldset.views import api_serializers as s
 from goldset.views.api_parsers import DepthLimitedJSONParser
-from goldset.views.api_support import Cursor, ListFilters, Problem, check_query
+from goldset.views.api_support import Cursor, ListFilters, Problem, api_url, check_query
 from goldset.views.downloads import file_response
 from workbench.access import entry_for
-from workbench.roles import roles_of
+from workbench.models import ApiToken
+from workbench.roles import Role, roles_of
 
 MAX_ID = 2**63 - 1  # the largest id the database stores (bigint)
 ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
@@ -49,6 +51,31 @@ IMPORT_PAGE = {
     ImportKind.ANSWERS: "answers:import",
     ImportKind.RUN: "exports:jobs",
 }
+
+
+# The stored figures alerts are computed from (goldset.selectors.agreement.list_agreement_alerts).
+ALERT_METRICS = ("krippendorff_alpha", "cohen_kappa", "spot_check_disagreement")
+# A person's strongest role in a project names it in the project list.
+ROLE_STRENGTH = (Role.ADMIN, Role.LEAD, Role.ANNOTATOR)
+
+
+@extend_schema(responses={200: s.ProjectSerializer(many=True)})
+@api_view(["GET"])
+def project_list(request):
+    """The projects the caller belongs to (every project for installation admins), by name,
+    each with the caller's role in it and the prefix of its API; a token limited to one project
+    lists that project only."""
+    check_query(request, allowed=())
+    if getattr(request, "project_slug", None):
+        raise Problem(status_code=404, title="Not Found", detail="No such endpoint.")
+    token = request.auth
+    rows = []
+    for access in list_projects_for(user=request.user):
+        if isinstance(token, ApiToken) and token.project_id not in (None, access.project.pk):
+            continue
+        role = next((r for r in ROLE_STRENGTH if r.value in access.roles), None)
+        rows.append({"project": access.project, "role": role.value if role else ""})
+    return Response(s.ProjectSerializer(rows, many=True).data)
 
 
 class ApiList(generics.ListAPIView):
@@ -67,7 +94,7 @@ class DomainList(ApiList):
     pagination_class = type("DomainCursor", (Cursor,), {"ordering": "slug"})
 
     def get_queryset(self):
-        return corpus_selectors.list_domains()
+        return corpus_selectors.list_domains(project=self.request.project)
 
 
 class DocumentList(ApiList):
@@ -84,6 +111,7 @@ class DocumentList(ApiList):
 
     def get_queryset(self):
         return corpus_selectors.list_documents(
+            project=self.request.project,
             domain=self.request.query_params.get("domain", ""),
             query=self.request.query_params.get("q", ""),
         )
@@ -93,7 +121,9 @@ class DocumentDetail(generics.RetrieveAPIView):
     serializer_class = s.DocumentSerializer
 
     def get_object(self):
-        return corpus_selectors.get_document(document_id=self.kwargs["document_id"])
+        return corpus_selectors.get_document(
+            project=self.request.project, document_id=self.kwargs["document_id"]
+        )
 
 
 @extend_schema(
@@ -121,7 +151,9 @@ def _queued_import(request, *, kind: str, upload, options: dict, title: str = "F
     """Store the upload as a background import job (the upload pages' service) and answer 202
     with the job; poll ``Location`` for status, progress and errors with line and field."""
     try:
-        submission = submit_import(kind=kind, upload=upload, actor=request.user, options=options)
+        submission = submit_import(
+            project=request.project, kind=kind, upload=upload, actor=request.user, options=options
+        )
     except UploadRejected as exc:
         problem = problem_from_text(str(exc))
         errors = [problem.as_dict()] if problem.line is not None else None
@@ -131,7 +163,7 @@ def _queued_import(request, *, kind: str, upload, options: dict, title: str = "F
     return Response(
         s.ImportJobSerializer(job).data,
         status=status.HTTP_202_ACCEPTED,
-        headers={"Location": f"/api/v1/imports/{job.pk}/"},
+        headers={"Location": api_url(request, "api:import", pk=job.pk)},
     )
 
 
@@ -182,7 +214,9 @@ class DocumentBlocks(ApiList):
     pagination_class = type("BlockCursor", (Cursor,), {"ordering": "block_id"})
 
     def get_queryset(self):
-        document = corpus_selectors.get_document(document_id=self.kwargs["document_id"])
+        document = corpus_selectors.get_document(
+            project=self.request.project, document_id=self.kwargs["document_id"]
+        )
         return corpus_selectors.list_blocks_of(document=document)
 
 
@@ -194,7 +228,9 @@ class BlockVersions(ApiList):
     updated_fields = ("created_at",)
 
     def get_queryset(self):
-        return corpus_selectors.list_versions_of(block_id=self.kwargs["block_id"])
+        return corpus_selectors.list_versions_of(
+            project=self.request.project, block_id=self.kwargs["block_id"]
+        )
 
 
 class BlockVersionDetail(generics.RetrieveAPIView):
@@ -202,7 +238,9 @@ class BlockVersionDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         return corpus_selectors.get_block_version(
-            block_id=self.kwargs["block_id"], version=self.kwargs["version"]
+            project=self.request.project,
+            block_id=self.kwargs["block_id"],
+            version=self.kwargs["version"],
         )
 
 
@@ -228,7 +266,9 @@ class TripleList(ApiList):
                 detail=f"unknown state {state!r}",
                 errors=[{"field": "state", "message": "expected a triple state"}],
             )
-        return curation_selectors.list_triples_for(user=self.request.user, state=state)
+        return curation_selectors.list_triples_for(
+            project=self.request.project, user=self.request.user, state=state
+        )
 
 
 class TripleDetail(generics.RetrieveAPIView):
@@ -236,7 +276,9 @@ class TripleDetail(generics.RetrieveAPIView):
 
     def get_object(self):
         return curation_selectors.get_triple_by_external_id_for(
-            user=self.request.user, external_id=self.kwargs["triple_id"]
+            project=self.request.project,
+            user=self.request.user,
+            external_id=self.kwargs["triple_id"],
         )
 
 
@@ -250,7 +292,9 @@ def evaluator_outputs_import(request, pk):
     """Import one evaluator's outputs (JSONL: record_id, labels, score, unsafe_probability) in
     the background, all or nothing, like the evaluator's page: 202 with the import job; poll
     ``Location`` for status, progress and errors with line and field."""
-    evaluator = evaluator_selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
+    evaluator = evaluator_selectors.get_evaluator_for(
+        project=request.project, user=request.user, evaluator_id=pk
+    )
     body = s.FileUploadSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     return _queued_import(
@@ -267,7 +311,9 @@ class ImportDetail(generics.RetrieveAPIView):
     serializer_class = s.ImportJobSerializer
 
     def get_object(self):
-        return get_import_job_for(user=self.request.user, pk=self.kwargs["pk"])
+        return get_import_job_for(
+            project=self.request.project, user=self.request.user, pk=self.kwargs["pk"]
+        )
 
 
 def _import_action(service, *, doc: str, name: str):
@@ -284,7 +330,7 @@ def _import_action(service, *, doc: str, name: str):
     )
     @api_view(["POST"])
     def act(request, pk: int):
-        job = get_import_job_for(user=request.user, pk=pk)
+        job = get_import_job_for(project=request.project, user=request.user, pk=pk)
         try:
             job = service(job=job, actor=request.user)
         except GoldsetError as exc:
@@ -317,7 +363,9 @@ class VersionList(ApiList):
     updated_fields = ("created_at",)
 
     def get_queryset(self):
-        return export_selectors.list_versions().prefetch_related("files")
+        return export_selectors.list_versions(project=self.request.project).prefetch_related(
+            "files"
+        )
 
 
 class VersionDetail(generics.RetrieveAPIView):
@@ -326,7 +374,9 @@ class VersionDetail(generics.RetrieveAPIView):
     serializer_class = s.GoldVersionDetailSerializer
 
     def get_object(self):
-        return export_selectors.get_version(number=self.kwargs["number"])
+        return export_selectors.get_version(
+            project=self.request.project, number=self.kwargs["number"]
+        )
 
 
 @extend_schema(
@@ -349,20 +399,28 @@ def version_freeze(request):
         working_slice=data.get("working_slice", ""),
         include_superseded=data["include_superseded"],
     )
+    if request.project.slug != DEFAULT_PROJECT_SLUG:
+        # The freeze service selects and numbers the default project's triples only until it
+        # takes a project (goldset.services.freeze): refuse rather than freeze another's.
+        raise Problem(
+            status_code=409,
+            title="Conflict",
+            detail="Freezing through the API is available in the default project only for now.",
+        )
     try:
         version = freeze_gold_version(
             filters=filters, actor=request.user, note=data.get("note", "")
         )
     except NothingToFreeze as exc:
-        latest = export_selectors.get_version(number=exc.latest.number)
+        latest = export_selectors.get_version(project=request.project, number=exc.latest.number)
         body = {"created": False, "detail": str(exc), "version": latest}
         return Response(s.FreezeResultSerializer(body).data, status=status.HTTP_200_OK)
-    version = export_selectors.get_version(number=version.number)
+    version = export_selectors.get_version(project=request.project, number=version.number)
     body = {"created": True, "detail": f"Froze gold version {version.label}.", "version": version}
     return Response(
         s.FreezeResultSerializer(body).data,
         status=status.HTTP_201_CREATED,
-        headers={"Location": f"/api/v1/versions/{version.number}/"},
+        headers={"Location": api_url(request, "api:version", number=version.number)},
     )
 
 
@@ -376,8 +434,12 @@ def version_freeze(request):
 @api_view(["GET"])
 def version_diff(request):
     """Triples added, removed and changed between versions ``a`` and ``b``."""
-    a = export_selectors.get_version(number=_positive(request.query_params.get("a"), "a"))
-    b = export_selectors.get_version(number=_positive(request.query_params.get("b"), "b"))
+    a = export_selectors.get_version(
+        project=request.project, number=_positive(request.query_params.get("a"), "a")
+    )
+    b = export_selectors.get_version(
+        project=request.project, number=_positive(request.query_params.get("b"), "b")
+    )
     before = export_files.verified_row_checksums(a)
     after = export_files.verified_row_checksums(b)
     diff = export_selectors.diff_versions(a=a, b=b, before=before, after=after)
@@ -408,7 +470,7 @@ def version_download(request, number, fmt):
     """A version's file in ``fmt`` (gold_jsonl, unrag_json, probe_questions, probe_packets,
     adjudication, manifest), reduced to the fields the caller's role gets: the page's path
     (:func:`serve_version_file`) and status codes (404 no such file, 500 failed integrity)."""
-    version = export_selectors.get_version(number=number)
+    version = export_selectors.get_version(project=request.project, number=number)
     try:
         download = serve_version_file(user=request.user, version=version, fmt=fmt, via="api")
     except ChecksumMismatch as exc:
@@ -429,7 +491,7 @@ class JobList(ApiList, generics.CreateAPIView):
     parser_classes = [DepthLimitedJSONParser, MultiPartParser, FormParser]
 
     def get_queryset(self):
-        return export_selectors.list_jobs().select_related("version")
+        return export_selectors.list_jobs(project=self.request.project).select_related("version")
 
     @extend_schema(
         request={
@@ -464,6 +526,7 @@ class JobDetail(generics.RetrieveAPIView):
     def get_object(self):
         return get_object_or_404(
             ScoringJob.objects.select_related("version").prefetch_related("aggregates"),
+            project=self.request.project,
             pk=self.kwargs["pk"],
         )
 
@@ -475,7 +538,7 @@ class JobQueries(ApiList):
     pagination_class = type("QueryCursor", (Cursor,), {"ordering": "id"})
 
     def get_queryset(self):
-        job = export_selectors.get_job(pk=self.kwargs["pk"])
+        job = export_selectors.get_job(project=self.request.project, pk=self.kwargs["pk"])
         return job.query_results.all()
 
 
@@ -505,7 +568,7 @@ def job_compare(request):
     """Paired comparison of succeeded scoring jobs (the compare page): ``jobs`` repeated, all
     scored against one gold version; otherwise 422 saying why."""
     ids = [_positive(v, "jobs", what="job ids") for v in request.query_params.getlist("jobs")]
-    jobs = export_selectors.list_comparable_jobs(job_ids=ids)
+    jobs = export_selectors.list_comparable_jobs(project=request.project, job_ids=ids)
     method = request.query_params.get("method") or "auto"
     comparison = export_selectors.compare_jobs(jobs=jobs, wilcoxon_method=method)
     return Response(_finite(s.ComparisonSerializer(comparison).data))
@@ -539,7 +602,7 @@ class SnapshotList(ApiList):
     def get_queryset(self):
         q = self.request.query_params
         return agreement_selectors.list_snapshots(
-            **{name: q[name] for name in self.FILTERS if q.get(name)}
+            project=self.request.project, **{name: q[name] for name in self.FILTERS if q.get(name)}
         )
 
     def get_serializer(self, *args, **kwargs):
@@ -558,7 +621,9 @@ class SnapshotList(ApiList):
 def alert_list(request):
     """Agreement and quality alerts currently raised (the dashboard's list)."""
     check_query(request, allowed=())
-    alerts = agreement_selectors.list_agreement_alerts()
+    alerts = agreement_selectors.list_agreement_alerts(
+        agreement_selectors.list_snapshots(project=request.project, metric__in=ALERT_METRICS)
+    )
     return Response(s.AlertSerializer(alerts, many=True).data)
 
 

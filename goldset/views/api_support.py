@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.db.models import Q
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 from rest_framework import exceptions
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.pagination import CursorPagination
@@ -54,6 +55,20 @@ class Cursor(CursorPagination):
                     "default": self.page_size,
                 }
         return parameters
+
+
+API_ROOT = "/api/v1/"
+
+
+def api_url(request, viewname: str, **kwargs) -> str:
+    """``viewname``'s API URL as the caller addressed the API: under
+    ``/api/v1/projects/<slug>/`` when the request came through a project's prefix (Location
+    headers and links stay in the project), unprefixed otherwise (the default project)."""
+    path = reverse(viewname, kwargs=kwargs or None)
+    slug = getattr(request, "project_slug", None)
+    if slug and API_ROOT in path:
+        path = path.replace(API_ROOT, f"{API_ROOT}projects/{slug}/", 1)
+    return path
 
 
 def bad_query(name: str, message: str) -> "Problem":
@@ -276,6 +291,12 @@ def document_problems(result, generator, request, public):
     (and 408/409/413/422 for writes), the response headers the API sends, and the Idempotency-Key header
     of every POST, so generated clients and schemathesis know every status and header."""
     result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
+    # Every project-scoped path also exists under a project's prefix (see info.description).
+    result["x-project-prefix"] = {
+        "prefix": f"{API_ROOT}projects/{{project}}/",
+        "unscoped": [f"{API_ROOT}projects/", f"{API_ROOT}schema/", f"{API_ROOT}docs/"],
+        "default": "Without the prefix, the default project answers.",
+    }
     content = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():

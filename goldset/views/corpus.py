@@ -17,7 +17,12 @@ def document_list(request):
     page = selectors.documents_page(
         domain=domain, query=query, cursor=request.GET.get("after"), size=PAGE_SIZE
     )
-    context = {"page": page, "domains": selectors.list_domains(), "domain": domain, "q": query}
+    context = {
+        "page": page,
+        "domains": selectors.list_domains(project=request.project),
+        "domain": domain,
+        "q": query,
+    }
     return render(request, "corpus/document_list.html", context)
 
 
@@ -34,7 +39,7 @@ def search(request):
 
 @role_required(*ALL_ROLES)
 def document_detail(request, document_id):
-    document = selectors.get_document(document_id=document_id)
+    document = selectors.get_document(project=request.project, document_id=document_id)
     page = Paginator(selectors.list_blocks_of(document=document), PAGE_SIZE).get_page(
         request.GET.get("page")
     )

@@ -46,7 +46,9 @@ def evaluator_list(request):
 def evaluator_detail(request, pk):
     """The evaluator and its imports; POST stores an outputs file as an import job (a worker
     validates and writes it) and goes to the job's page."""
-    evaluator = selectors.get_evaluator_for(user=request.user, evaluator_id=pk)
+    evaluator = selectors.get_evaluator_for(
+        project=request.project, user=request.user, evaluator_id=pk
+    )
     form = JsonlUploadForm(*upload_data(request))
     imports = selectors.list_evaluator_imports(evaluator=evaluator)[:50]
     context = {

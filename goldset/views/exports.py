@@ -51,7 +51,9 @@ def _stream(content, *, filename, content_type):
 
 @role_required(*VIEWERS)
 def version_list(request):
-    page = Paginator(selectors.list_versions(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.list_versions(project=request.project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return render(request, "exports/version_list.html", {"page": page})
 
 
@@ -84,7 +86,7 @@ def version_freeze(request):
 
 @role_required(*VIEWERS)
 def version_detail(request, number):
-    version = selectors.get_version(number=number)
+    version = selectors.get_version(project=request.project, number=number)
     try:
         export_files.verify_rows(version)
     except export_files.ChecksumMismatch as exc:
@@ -106,7 +108,7 @@ def version_download(request, number, fmt):
     (``workbench.access.VERSION_FILE_FIELDS``): one path with the API
     (:func:`serve_version_file`); 404 when there is no such file for them, the integrity page
     (500) when the stored bytes fail their checksum."""
-    version = selectors.get_version(number=number)
+    version = selectors.get_version(project=request.project, number=number)
     try:
         download = serve_version_file(user=request.user, version=version, fmt=fmt, via="page")
     except ChecksumMismatch as exc:
@@ -118,8 +120,8 @@ def version_download(request, number, fmt):
 
 @role_required(*VIEWERS)
 def version_diff(request):
-    a = selectors.get_version(number=_int(request.GET.get("a")))
-    b = selectors.get_version(number=_int(request.GET.get("b")))
+    a = selectors.get_version(project=request.project, number=_int(request.GET.get("a")))
+    b = selectors.get_version(project=request.project, number=_int(request.GET.get("b")))
     try:
         before = export_files.verified_row_checksums(a)
         after = export_files.verified_row_checksums(b)
@@ -133,7 +135,9 @@ def version_diff(request):
 @role_required(Role.ADMIN)
 def job_list(request):
     form = RunUploadForm(*upload_data(request))
-    page = Paginator(selectors.list_jobs(), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(selectors.list_jobs(project=request.project), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     if request.method == "POST" and form.is_valid():
         return submit_upload(
             request,
@@ -154,7 +158,7 @@ def job_list(request):
 @role_required(Role.ADMIN)
 @vary_on_headers("HX-Request")
 def job_detail(request, pk):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     live = job_liveness(job)
     if wants_fragment(request, "job-progress"):
         response = render(
@@ -165,7 +169,9 @@ def job_detail(request, pk):
         return response
     record_event(actor=request.user, verb="scoring_job_viewed", obj=job)
     results = selectors.job_results(job=job) if job.status == "succeeded" else None
-    others = selectors.list_jobs().filter(version=job.version, kind=job.kind, status="succeeded")
+    others = selectors.list_jobs(project=request.project).filter(
+        version=job.version, kind=job.kind, status="succeeded"
+    )
     context = {
         "job": job,
         "live": live,
@@ -181,7 +187,7 @@ def job_detail(request, pk):
 @require_POST
 @role_required(Role.ADMIN)
 def job_retry(request, pk):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     try:
         retry_scoring_job(job=job, actor=request.user)
     except GoldsetError as exc:
@@ -192,7 +198,7 @@ def job_retry(request, pk):
 @require_POST
 @role_required(Role.ADMIN)
 def job_cancel(request, pk):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     try:
         cancel_scoring_job(job=job, actor=request.user)
     except GoldsetError as exc:
@@ -211,7 +217,7 @@ DOWNLOADS = {
 
 @role_required(Role.ADMIN)
 def job_download(request, pk, fmt):
-    job = selectors.get_job(pk=pk)
+    job = selectors.get_job(project=request.project, pk=pk)
     if fmt not in DOWNLOADS or job.status != "succeeded":
         raise Http404("no such download")
     render_fn, content_type, suffix = DOWNLOADS[fmt]
@@ -236,7 +242,7 @@ def job_compare(request):
         error = "Choose two runs scored against the same gold version to compare."
         return render(request, "exports/compare.html", {"error": error}, status=400)
     try:
-        jobs = selectors.list_comparable_jobs(job_ids=ids)
+        jobs = selectors.list_comparable_jobs(project=request.project, job_ids=ids)
     except Http404:
         error = (
             "Only finished scoring jobs can be compared: one of those chosen is unknown or has "
