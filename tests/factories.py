@@ -12,12 +12,18 @@ from goldset.models import (
     BlockVersion,
     Document,
     Domain,
+    Project,
     ProjectMembership,
     default_project_id,
 )
 from workbench.roles import Role
 
 TEST_PASSWORD = "correct-horse-battery-staple"
+
+
+def default_project() -> Project:
+    """The default project (where a test that names no project keeps its data)."""
+    return Project.objects.get(pk=default_project_id())
 
 
 class UserFactory(factory.django.DjangoModelFactory):

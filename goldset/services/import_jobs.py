@@ -106,8 +106,9 @@ def _dedupe_key(kind: str, sha256: str, options: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def check_options(*, kind: str, actor, options: dict) -> dict:
-    """The options each kind accepts; raises GoldsetError for a wrong one."""
+def check_options(*, project, kind: str, actor, options: dict) -> dict:
+    """The options each kind accepts; raises GoldsetError for a wrong one, and for an
+    evaluator, gold version or calibration of another project than ``project``."""
     if kind not in ImportKind.values:
         raise GoldsetError(f"unknown import kind {kind!r}")
     allowed = {
@@ -123,16 +124,26 @@ def check_options(*, kind: str, actor, options: dict) -> dict:
     if kind == ImportKind.EVALUATOR:
         if not has_role(actor, Role.ADMIN):
             raise GoldsetError("Only an admin may import evaluator outputs.")
-        _evaluator(cleaned)  # raises unless it exists
+        if _evaluator(cleaned).project_id != project.pk:  # raises unless it exists
+            raise GoldsetError(
+                f"evaluator: evaluator #{cleaned['evaluator']} belongs to another project"
+            )
     if (
         kind == ImportKind.RUN
-        and not GoldVersion.objects.filter(number=cleaned.get("version"), sealed=True).exists()
+        and not GoldVersion.objects.filter(
+            project=project, number=cleaned.get("version"), sealed=True
+        ).exists()
     ):
         raise GoldsetError(f"gold version v{cleaned.get('version')} is not frozen")
     if kind == ImportKind.RUN and cleaned.get("calibration"):
         if not has_role(actor, Role.ADMIN):
             raise GoldsetError("Only an admin may score a run with a PCS calibration.")
-        probe_config_for(_calibration(cleaned))  # raises unless it has succeeded
+        calibration = _calibration(cleaned)
+        if calibration.project_id != project.pk:
+            raise GoldsetError(
+                f"calibration: PCS calibration #{calibration.pk} belongs to another project"
+            )
+        probe_config_for(calibration)  # raises unless it has succeeded
     if kind == ImportKind.RUN and "metrics" in cleaned:
         # Stored as labels, so the same measures spelled twice ("P_5", "precision@5") are
         # the same options; other measures are another job.
@@ -159,15 +170,18 @@ def _evaluator(options: dict) -> Evaluator:
     return evaluator
 
 
-def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> Submission:
-    """Store an upload and queue its import; see the module docstring. Raises UploadRejected
-    (nothing stored) for a file over the size cap, not UTF-8 or empty, GoldsetError for a bad
-    option. Idempotent per (kind, file sha256, options)."""
+def submit_import(*, project, kind: str, upload, actor, options: dict | None = None) -> Submission:
+    """Store an upload and queue its import into ``project``; see the module docstring. Raises
+    UploadRejected (nothing stored) for a file over the size cap, not UTF-8 or empty,
+    GoldsetError for a bad option (or one naming another project's object). Idempotent per
+    (project, kind, file sha256, options)."""
     name = upload.name or "upload"
-    options = check_options(kind=kind, actor=actor, options=options or {})
+    options = check_options(project=project, kind=kind, actor=actor, options=options or {})
     stored = storage.store_upload(upload, name=name)
     try:
-        submission = _submit(kind=kind, stored=stored, name=name, actor=actor, options=options)
+        submission = _submit(
+            project=project, kind=kind, stored=stored, name=name, actor=actor, options=options
+        )
     except BaseException:
         stored.discard()  # no job refers to it (the transaction rolled back)
         raise
@@ -177,14 +191,21 @@ def submit_import(*, kind: str, upload, actor, options: dict | None = None) -> S
 
 
 @transaction.atomic
-def _submit(*, kind: str, stored: StoredFile, name: str, actor, options: dict) -> Submission:
+def _submit(
+    *, project, kind: str, stored: StoredFile, name: str, actor, options: dict
+) -> Submission:
     key = _dedupe_key(kind, stored.sha256, options)
-    existing = ImportJob.objects.select_for_update().filter(kind=kind, dedupe_key=key).first()
+    existing = (
+        ImportJob.objects.select_for_update()
+        .filter(project=project, kind=kind, dedupe_key=key)
+        .first()
+    )
     if existing is not None:
         return _resubmitted(existing, actor, stored)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
+                project=project,
                 kind=kind,
                 dedupe_key=key,
                 filename=name[:300],
@@ -198,7 +219,9 @@ def _submit(*, kind: str, stored: StoredFile, name: str, actor, options: dict) -
             )
     except IntegrityError:
         # A concurrent submission of the same file committed first: that is the job.
-        existing = ImportJob.objects.select_for_update().get(kind=kind, dedupe_key=key)
+        existing = ImportJob.objects.select_for_update().get(
+            project=project, kind=kind, dedupe_key=key
+        )
         return _resubmitted(existing, actor, stored)
     record_event(
         actor=actor,
@@ -315,7 +338,9 @@ def cancel_import_job(*, job: ImportJob, actor) -> ImportJob:
     locked.save(update_fields=["status", "stage", "finished_at", "message"])
     record_event(actor=actor, verb="import_cancelled", obj=locked, detail={"was": was})
     webhooks.emit(
-        WebhookEvent.IMPORT_FINISHED, webhooks.import_data(locked, status=ImportStatus.CANCELLED)
+        WebhookEvent.IMPORT_FINISHED,
+        webhooks.import_data(locked, status=ImportStatus.CANCELLED),
+        project=locked.project,
     )
     return locked
 
@@ -633,6 +658,7 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
         webhooks.emit(
             WebhookEvent.IMPORT_FINISHED,
             webhooks.import_data(job, status=ImportStatus.SUCCEEDED, summary=summary.as_dict()),
+            project=job.project,
         )
 
     source = StoredUpload(job)
@@ -785,6 +811,7 @@ def _finish(
     webhooks.emit(
         WebhookEvent.IMPORT_FINISHED,
         webhooks.import_data(job, status=status, errors=len(problems)),
+        project=job.project,
     )
 
 

@@ -27,7 +27,11 @@ def submit_upload(request, *, kind: str, options: dict, template: str, context: 
     before (size, encoding) or, in the embedded default, by the import itself."""
     try:
         submission = submit_import(
-            kind=kind, upload=request.FILES["file"], actor=request.user, options=options
+            project=request.project,
+            kind=kind,
+            upload=request.FILES["file"],
+            actor=request.user,
+            options=options,
         )
     except (UploadRejected, GoldsetError) as exc:
         return render(request, template, {**context, "errors": [str(exc)]}, status=422)
@@ -82,7 +86,7 @@ def _job_context(request, job, *, errors=()) -> dict:
 @role_required(*ALL_ROLES)
 @vary_on_headers("HX-Request")
 def import_job(request, pk):
-    job = get_import_job_for(user=request.user, pk=pk)
+    job = get_import_job_for(project=request.project, user=request.user, pk=pk)
     context = _job_context(request, job)
     if wants_fragment(request, "import-progress"):
         return render(request, "imports/job.html#import-progress", context)
@@ -95,7 +99,7 @@ def import_job(request, pk):
 def _act(request, pk, service, done: str):
     """Cancel or retry through the service; the job's progress card again for htmx (the error
     shown in it), else back to the job page with a message."""
-    job = get_import_job_for(user=request.user, pk=pk)
+    job = get_import_job_for(project=request.project, user=request.user, pk=pk)
     errors = []
     try:
         job = service(job=job, actor=request.user)

@@ -17,7 +17,13 @@ from goldset.rules.jobs import import_dedupe_key
 from goldset.services import import_jobs, scoring_jobs
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import retry_import_job, run_import_job, submit_import
-from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, gold_row_for
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    DomainFactory,
+    default_project,
+    gold_row_for,
+)
 from workbench.models import AuditEvent
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -54,7 +60,10 @@ def terminate(pid: int) -> None:
 def submitted(data: bytes, actor):
     with transaction.atomic():  # queued, not run at commit: each test runs it below
         job = submit_import(
-            kind="corpus", upload=ContentFile(data, name="cut.jsonl"), actor=actor
+            project=default_project(),
+            kind="corpus",
+            upload=ContentFile(data, name="cut.jsonl"),
+            actor=actor,
         ).job
         OutboxMessage.objects.filter(dedupe_key=import_dedupe_key(job.pk)).delete()
     return job
@@ -151,6 +160,7 @@ def test_a_connection_terminated_while_a_run_is_stored_by_copy_requeues_the_impo
     store_frozen_version(rows=[gold_row_for(version, triple_id="Q-0")], actor=admin_user)
     with transaction.atomic():
         job = submit_import(
+            project=default_project(),
             kind="run",
             upload=ContentFile(b"Q-0 Q0 blk-1 1 0.9 sys\n", name="cut.trec"),
             actor=admin_user,

@@ -15,7 +15,13 @@ from goldset.services.answer_imports import import_questions
 from goldset.services.evaluators import create_evaluator
 from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import run_import_job, submit_import
-from tests.factories import BlockFactory, BlockVersionFactory, DomainFactory, gold_row_for
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    DomainFactory,
+    default_project,
+    gold_row_for,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +159,11 @@ def test_every_importer_gives_every_problem_a_line_number(
     if kind == "evaluator":
         options = {"evaluator": world.pk}
     job = submit_import(
-        kind=kind, upload=ContentFile(data, name=name), actor=admin_user, options=options
+        project=default_project(),
+        kind=kind,
+        upload=ContentFile(data, name=name),
+        actor=admin_user,
+        options=options,
     ).job
     run_import_job(job_id=job.pk)
     ended = ImportJob.objects.get(pk=job.pk)

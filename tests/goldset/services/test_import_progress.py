@@ -15,7 +15,7 @@ from goldset.models import Document, ImportJob, ImportStatus, OutboxMessage
 from goldset.rules.jobs import import_dedupe_key
 from goldset.services.corpus import CorpusImporter
 from goldset.services.import_jobs import run_import_job, submit_import
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -59,7 +59,10 @@ def test_the_store_stage_moves_the_progress_bar_by_bytes_seen_from_another_conne
     DomainFactory(slug="federal_it")
     with transaction.atomic():
         job = submit_import(
-            kind="corpus", upload=ContentFile(manifest(DOCUMENTS), name="p.jsonl"), actor=admin_user
+            project=default_project(),
+            kind="corpus",
+            upload=ContentFile(manifest(DOCUMENTS), name="p.jsonl"),
+            actor=admin_user,
         ).job
         OutboxMessage.objects.filter(dedupe_key=import_dedupe_key(job.pk)).delete()
     seen: list[tuple[str, int]] = []

@@ -14,7 +14,7 @@ from goldset.models import Document, ImportJob, ImportStatus, OutboxMessage
 from goldset.rules.jobs import IMPORT_OUTBOX_KIND, import_dedupe_key
 from goldset.services.import_jobs import reconcile_imports, run_import_job, submit_import
 from tests.clock import stop_the_clock
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,9 @@ def corpus_upload(n=2):
 def queued(admin_user, django_capture_on_commit_callbacks):
     DomainFactory(slug="federal_it")
     with django_capture_on_commit_callbacks(execute=False):
-        return submit_import(kind="corpus", upload=corpus_upload(), actor=admin_user).job
+        return submit_import(
+            project=default_project(), kind="corpus", upload=corpus_upload(), actor=admin_user
+        ).job
 
 
 def ago(seconds):

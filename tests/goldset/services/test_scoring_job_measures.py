@@ -20,7 +20,7 @@ from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import submit_import
 from goldset.services.job_downloads import bundle_zip
 from goldset.services.scoring_jobs import create_scoring_job, reproduce_command
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -140,6 +140,7 @@ def test_an_upload_passes_its_measures_through_the_import_job(
 ):
     def submit(metrics):
         return submit_import(
+            project=default_project(),
             kind=ImportKind.RUN,
             upload=SimpleUploadedFile("run.trec", trec_run(version)),
             actor=admin_user,

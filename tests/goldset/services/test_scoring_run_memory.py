@@ -35,7 +35,7 @@ from goldset.services.scoring_runs import text_lines
 from scoring.io import read_qrels, read_run
 from scoring.probe import score_answers
 from scoring.retrieval import default_metrics, evaluate
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 
 pytestmark = pytest.mark.django_db
 
@@ -128,6 +128,7 @@ def test_a_run_is_imported_and_scored_in_memory_well_under_its_size(
     size = run_file.stat().st_size
     with run_file.open("rb") as handle, django_capture_on_commit_callbacks(execute=False):
         queued = submit_import(
+            project=default_project(),
             kind="run",
             upload=File(handle, name=run_file.name),
             actor=admin_user,
@@ -171,6 +172,7 @@ def test_an_unknown_block_deep_in_a_large_run_is_named_without_reading_it_whole(
     run_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with run_file.open("rb") as handle, django_capture_on_commit_callbacks(execute=False):
         queued = submit_import(
+            project=default_project(),
             kind="run",
             upload=File(handle, name=run_file.name),
             actor=admin_user,
@@ -190,6 +192,7 @@ def import_and_score(path, version, actor, capture, *, resamples=None):
     import peak, scoring peak)."""
     with path.open("rb") as handle, capture(execute=False):
         queued = submit_import(
+            project=default_project(),
             kind="run",
             upload=File(handle, name=path.name),
             actor=actor,

@@ -23,7 +23,7 @@ from goldset.models import (
 )
 from goldset.services.evaluators import create_evaluator
 from goldset.services.import_jobs import run_import_job, submit_import
-from tests.factories import AnswerRecordFactory
+from tests.factories import AnswerRecordFactory, default_project
 from workbench.models import AuditEvent
 from workbench.services.api_tokens import create_api_token
 
@@ -159,11 +159,19 @@ def test_the_service_refuses_a_non_admin_and_an_unknown_evaluator(lead, admin_us
     upload = SimpleUploadedFile("o.jsonl", b'{"record_id": "x", "score": 1}\n')
     with pytest.raises(GoldsetError, match="Only an admin"):
         submit_import(
-            kind=ImportKind.EVALUATOR, upload=upload, actor=lead, options={"evaluator": judge.pk}
+            project=default_project(),
+            kind=ImportKind.EVALUATOR,
+            upload=upload,
+            actor=lead,
+            options={"evaluator": judge.pk},
         )
     with pytest.raises(GoldsetError, match="no evaluator #999"):
         submit_import(
-            kind=ImportKind.EVALUATOR, upload=upload, actor=admin_user, options={"evaluator": 999}
+            project=default_project(),
+            kind=ImportKind.EVALUATOR,
+            upload=upload,
+            actor=admin_user,
+            options={"evaluator": 999},
         )
     assert not ImportJob.objects.exists()
 
@@ -209,6 +217,7 @@ def test_a_rejected_file_written_past_its_first_batch_stores_nothing(admin_user,
     records = [AnswerRecordFactory() for _ in range(1002)]
     rows = [row(r) for r in records[:-1]] + [row(records[-1], score="high")]
     submission = submit_import(
+        project=default_project(),
         kind=ImportKind.EVALUATOR,
         upload=SimpleUploadedFile("o.jsonl", jsonl(*rows)),
         actor=admin_user,
@@ -229,6 +238,7 @@ def test_a_rejected_file_written_past_its_first_batch_stores_nothing(admin_user,
 
 def test_an_evaluator_deleted_before_the_worker_runs_rejects_the_job(admin_user, judge, records):
     submission = submit_import(
+        project=default_project(),
         kind=ImportKind.EVALUATOR,
         upload=SimpleUploadedFile("o.jsonl", jsonl(row(records[0]))),
         actor=admin_user,

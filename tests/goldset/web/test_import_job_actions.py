@@ -26,7 +26,7 @@ from goldset.services.import_jobs import (
     run_import_job,
     submit_import,
 )
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +53,10 @@ def queued_import(actor, *, n: int = 3, prefix: str = "doc") -> ImportJob:
     """A submitted import whose message is not relayed (this test runs or acts on it)."""
     with transaction.atomic():
         job = submit_import(
-            kind="corpus", upload=ContentFile(manifest(n, prefix), name="c.jsonl"), actor=actor
+            project=default_project(),
+            kind="corpus",
+            upload=ContentFile(manifest(n, prefix), name="c.jsonl"),
+            actor=actor,
         ).job
         OutboxMessage.objects.filter(dedupe_key=import_dedupe_key(job.pk)).delete()
     return job

@@ -21,7 +21,7 @@ from goldset.services.import_jobs import (
     run_import_job,
     submit_import,
 )
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -137,7 +137,10 @@ def test_a_file_over_the_size_cap_is_refused_with_its_size_and_nothing_is_kept(
     # The same through the service with a file given in memory (the API's runs): copied, refused.
     with pytest.raises(UploadRejected, match="the limit for an upload is 1000 bytes"):
         submit_import(
-            kind="corpus", upload=ContentFile(b"y" * 1001, name="c.jsonl"), actor=admin_user
+            project=default_project(),
+            kind="corpus",
+            upload=ContentFile(b"y" * 1001, name="c.jsonl"),
+            actor=admin_user,
         )
     # Not UTF-8: refused with the line, counted only when it happens.
     bad = corpus_bytes(2) + b'{"document_id": "caf\xe9"}\n'
@@ -157,7 +160,10 @@ def test_files_left_behind_are_swept_and_an_unfinished_jobs_file_is_kept(
     settings.IMPORT_ORPHAN_SECONDS = 60
     with django_capture_on_commit_callbacks(execute=False):
         job = submit_import(
-            kind="corpus", upload=ContentFile(corpus_bytes(), name="m.jsonl"), actor=admin_user
+            project=default_project(),
+            kind="corpus",
+            upload=ContentFile(corpus_bytes(), name="m.jsonl"),
+            actor=admin_user,
         ).job
     left = [storage / "files" / "lost.upload", storage / "incoming" / "tmpdead.upload.jsonl"]
     fresh = storage / "files" / "just-stored.upload"
@@ -177,7 +183,10 @@ def test_a_job_whose_file_is_gone_fails_with_a_message(
 ):
     with django_capture_on_commit_callbacks(execute=False):
         job = submit_import(
-            kind="corpus", upload=ContentFile(corpus_bytes(), name="m.jsonl"), actor=admin_user
+            project=default_project(),
+            kind="corpus",
+            upload=ContentFile(corpus_bytes(), name="m.jsonl"),
+            actor=admin_user,
         ).job
     (storage / job.file_name).unlink()
     job = run_import_job(job_id=job.pk)

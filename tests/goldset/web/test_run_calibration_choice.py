@@ -21,7 +21,7 @@ from goldset.services.freeze import store_frozen_version
 from goldset.services.import_jobs import check_options
 from goldset.services.pcs_calibrations import probe_config_for
 from scoring.probe import score_answers
-from tests.factories import gold_row_for, make_gold_corpus
+from tests.factories import default_project, gold_row_for, make_gold_corpus
 from tests.goldset.run_calibration_support import (
     answer_log,
     make_answer_version,
@@ -167,12 +167,25 @@ def test_the_service_allows_only_admins_and_only_succeeded_calibrations(
     version, _ = answer_version
     options = {"version": version.number, "calibration": calibrations["succeeded"].pk}
     with pytest.raises(GoldsetError, match="Only an admin"):
-        check_options(kind="run", actor=make_user(Role.LEAD), options=options)
+        check_options(
+            project=default_project(), kind="run", actor=make_user(Role.LEAD), options=options
+        )
     admin = make_user(Role.ADMIN)
-    assert check_options(kind="run", actor=admin, options=options) == options
+    assert (
+        check_options(project=default_project(), kind="run", actor=admin, options=options)
+        == options
+    )
     with pytest.raises(GoldsetError, match="has not succeeded"):
         check_options(
-            kind="run", actor=admin, options={**options, "calibration": calibrations["failed"].pk}
+            project=default_project(),
+            kind="run",
+            actor=admin,
+            options={**options, "calibration": calibrations["failed"].pk},
         )
     with pytest.raises(GoldsetError, match="no PCS calibration"):
-        check_options(kind="run", actor=admin, options={**options, "calibration": 999_999})
+        check_options(
+            project=default_project(),
+            kind="run",
+            actor=admin,
+            options={**options, "calibration": 999_999},
+        )

@@ -20,6 +20,7 @@ from goldset.rules.jobs import import_dedupe_key
 from goldset.services import outbox
 from goldset.services.import_jobs import reconcile_imports, submit_import
 from tests.conftest import ROOT, _stop
+from tests.factories import default_project
 from tests.waiting import wait_until
 from workbench.celery import app
 
@@ -87,7 +88,10 @@ def test_an_import_whose_message_was_lost_is_reconciled_and_the_worker_finds_its
     )
     with transaction.atomic():
         job = submit_import(
-            kind="corpus", upload=ContentFile(text.encode(), name="lost.jsonl"), actor=admin_user
+            project=default_project(),
+            kind="corpus",
+            upload=ContentFile(text.encode(), name="lost.jsonl"),
+            actor=admin_user,
         ).job
         # The message is lost before it is published (a broker restart would do the same).
         OutboxMessage.objects.filter(dedupe_key=import_dedupe_key(job.pk)).delete()
@@ -141,7 +145,10 @@ def test_an_import_on_a_sigkilled_worker_stores_nothing_then_is_imported_once_by
         for i in range(n)
     )
     job = submit_import(
-        kind="corpus", upload=ContentFile(text.encode(), name="kill.jsonl"), actor=admin_user
+        project=default_project(),
+        kind="corpus",
+        upload=ContentFile(text.encode(), name="kill.jsonl"),
+        actor=admin_user,
     ).job
     wait_until(
         lambda: ImportJob.objects.filter(
