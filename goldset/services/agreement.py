@@ -945,7 +945,7 @@ def store_agreement_snapshots(
         figures = []
     if not (redo or gone):
         return _combined(versions), AgreementSnapshot.objects.count()
-    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED, project=_alerts_project())
     with transaction.atomic():
         _lock_snapshots()
         before = _alerts_by_key() if watch_alerts else {}
@@ -965,16 +965,31 @@ def _alerts_by_key() -> dict:
     }
 
 
+def _alerts_project():
+    """The project whose webhook endpoints hear ``alert.raised``: the figures are computed over
+    the installation's data in one pass until the recompute runs per project, so their alerts
+    go to the default project's endpoints (where they went before projects)."""
+    from goldset.models import Project, default_project_id
+
+    return Project.objects.get(pk=default_project_id())
+
+
 def _emit_raised_alerts(before: dict) -> None:
     """An ``alert.raised`` webhook event for each alert the new figures raise that the old
     ones did not (an alert still raised is not announced again)."""
     for key, alert in _alerts_by_key().items():
         if key not in before:
+            project = _alerts_project()
             webhooks.emit(
                 WebhookEvent.ALERT_RAISED,
                 webhooks.alert_data(
-                    kind=alert.kind, title=alert.title, key=key, numbers=alert.numbers
+                    project=project,
+                    kind=alert.kind,
+                    title=alert.title,
+                    key=key,
+                    numbers=alert.numbers,
                 ),
+                project=project,
             )
 
 
@@ -1042,7 +1057,7 @@ def _refresh(marks: list[dict], n_resamples: int) -> tuple[str, int]:
     ratings, spot_checks, facts = collect_rows(set(only))
     versions = _protocol_versions(ratings, spot_checks, facts)
     figures = compute_figures(ratings, spot_checks, facts, n_resamples=n_resamples, only=only)
-    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED, project=_alerts_project())
     with transaction.atomic():
         _lock_snapshots()
         before = _alerts_by_key() if watch_alerts else {}
