@@ -291,12 +291,6 @@ def document_problems(result, generator, request, public):
     (and 408/409/413/422 for writes), the response headers the API sends, and the Idempotency-Key header
     of every POST, so generated clients and schemathesis know every status and header."""
     result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
-    # Every project-scoped path also exists under a project's prefix (see info.description).
-    result["x-project-prefix"] = {
-        "prefix": f"{API_ROOT}projects/{{project}}/",
-        "unscoped": [f"{API_ROOT}projects/", f"{API_ROOT}schema/", f"{API_ROOT}docs/"],
-        "default": "Without the prefix, the default project answers.",
-    }
     content = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
