@@ -341,7 +341,7 @@ def send_test_event(*, actor, endpoint: WebhookEndpoint) -> WebhookDelivery:
         },
         now=now,
     )
-    record_event(actor=actor, verb="webhook_test_sent", obj=delivery)
+    record_event(actor=actor, verb="webhook_test_sent", obj=delivery, project=endpoint.project)
     return delivery
 
 
@@ -362,6 +362,7 @@ def redeliver_webhook(*, actor, delivery: WebhookDelivery) -> WebhookDelivery:
         actor=actor,
         verb="webhook_redelivered",
         obj=locked,
+        project=locked.endpoint.project,
         detail={"was": previous, "attempt": locked.attempts + 1},
     )
     _queue(locked.pk)

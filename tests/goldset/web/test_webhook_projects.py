@@ -86,6 +86,9 @@ def test_a_test_event_names_its_endpoints_project(endpoints, django_capture_on_c
     with django_capture_on_commit_callbacks(execute=False):
         delivery = webhooks.send_test_event(actor=None, endpoint=b)
     assert delivery.payload["project"]["slug"] == "customer-bot"
+    from workbench.models import AuditEvent
+
+    assert AuditEvent.objects.get(verb="webhook_test_sent").project == b.project
 
 
 def test_the_pages_of_a_project_list_and_reach_its_endpoints_only(
