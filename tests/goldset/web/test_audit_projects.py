@@ -9,6 +9,7 @@ from django.urls import reverse
 from goldset.models import Project
 from goldset.services.projects import grant_role
 from tests.factories import UserFactory, default_project
+from workbench.models import AuditEvent
 from workbench.roles import Role
 from workbench.services.audit import record_event
 
@@ -91,8 +92,6 @@ def test_only_a_projects_admins_reach_its_audit_log(client_for, project_b, role)
 
 
 def test_a_download_of_a_projects_log_is_audited_in_that_project(client_for, project_b, events):
-    from workbench.models import AuditEvent
-
     b_admin = UserFactory(username="b-admin")
     grant_role(project=project_b, user=b_admin, role=Role.ADMIN)
     client_for(b_admin).get("/p/customer-bot" + reverse("audit:csv"))

@@ -18,6 +18,7 @@ from goldset.models import (
 from goldset.services import webhooks
 from goldset.services.projects import grant_role
 from tests.factories import UserFactory, default_project
+from workbench.models import AuditEvent
 from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
@@ -86,8 +87,6 @@ def test_a_test_event_names_its_endpoints_project(endpoints, django_capture_on_c
     with django_capture_on_commit_callbacks(execute=False):
         delivery = webhooks.send_test_event(actor=None, endpoint=b)
     assert delivery.payload["project"]["slug"] == "customer-bot"
-    from workbench.models import AuditEvent
-
     assert AuditEvent.objects.get(verb="webhook_test_sent").project == b.project
 
 
