@@ -309,6 +309,8 @@ ENTRIES: list[Entry] = [
     Entry(
         "api:not_found", Kind.API, None, scoped=False
     ),  # any other /api/v1/ URL: a problem+json 404
+    # the projects the caller belongs to, with the role in each (an installation list)
+    Entry("api:projects", Kind.API, EVERYONE, scoped=False),
     Entry("api:domains", Kind.API, EVERYONE),
     Entry("api:documents", Kind.API, EVERYONE),
     Entry("api:document", Kind.API, EVERYONE),

@@ -23,7 +23,13 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied, Suspi
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from workbench.client_address import client_address
-from workbench.roles import claim_values, parse_role_map, role_from_claims
+from workbench.roles import (
+    claim_values,
+    mapped_project_slugs,
+    parse_role_map,
+    project_roles_from_claims,
+    role_from_claims,
+)
 from workbench.services.accounts import SignInRefused, sign_in_with_provider
 from workbench.services.audit import record_event
 from workbench.services.login_throttle import (
@@ -163,6 +169,8 @@ class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
                 role=role_from_claims(claims, claim=claim, role_map=role_map),
                 provider=settings.OIDC_PROVIDER_NAME,
                 values=claim_values(claims, claim),
+                project_roles=project_roles_from_claims(claims, claim=claim, role_map=role_map),
+                mapped_projects=mapped_project_slugs(role_map),
             )
         except SignInRefused as exc:
             message = (

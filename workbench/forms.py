@@ -41,10 +41,24 @@ class ApiTokenForm(FormTokenForm):
         initial=90,
     )
 
-    def __init__(self, *args, max_days: int = 0, **kwargs):
+    project = forms.ChoiceField(
+        required=False,
+        label="Projects",
+        help_text="One project, or every project you belong to (now and later).",
+    )
+
+    field_order = ["name", "project", "scope", "expires_in_days"]
+
+    def __init__(self, *args, max_days: int = 0, projects=(), **kwargs):
         """``max_days`` (API_TOKEN_MAX_LIFETIME_DAYS; 0: none) removes the longer choices and
-        "Never", offering the maximum itself instead."""
+        "Never", offering the maximum itself instead. ``projects``: the projects the person
+        belongs to, one of which the token may be limited to (``cleaned_data["project"]`` is
+        that Project, or None for all of them)."""
         super().__init__(*args, **kwargs)
+        self._projects = {p.slug: p for p in projects}
+        self.fields["project"].choices = [("", "All my projects")] + [
+            (p.slug, p.name) for p in projects
+        ]
         if max_days:
             field = self.fields["expires_in_days"]
             kept = [(v, label) for v, label in field.choices if v != "" and int(v) <= max_days]
@@ -53,3 +67,7 @@ class ApiTokenForm(FormTokenForm):
             field.choices = kept
             field.required = True
             field.initial = min(90, max_days) if any(int(v) == 90 for v, _ in kept) else max_days
+
+    def clean_project(self):
+        slug = self.cleaned_data.get("project") or ""
+        return self._projects.get(slug) if slug else None

@@ -90,6 +90,7 @@ class ApiWriteAuditMiddleware:
         token = getattr(request, "auth", None)
         record_event(
             actor=user,
+            project=getattr(request, "project", None),
             verb="api_write",
             detail={
                 "method": request.method,

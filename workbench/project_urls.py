@@ -37,6 +37,18 @@ def project_url(project, viewname: str, *args, **kwargs) -> str:
     return f"{root_prefix()}p/{slug}/{path}"
 
 
+def project_api_url(project, viewname: str, *args, **kwargs) -> str:
+    """An API endpoint's URL inside ``project`` (``/api/v1/projects/<slug>/…``)."""
+    slug = getattr(project, "slug", project)
+    path = _unmounted(reverse(viewname, args=args or None, kwargs=kwargs or None))
+    if path.startswith(_API):
+        path = f"{_API}projects/{slug}/{path[len(_API) :]}"
+    return root_prefix() + path
+
+
+_API = "api/v1/"
+
+
 def project_home_url(project) -> str:
     slug = getattr(project, "slug", project)
     return f"{root_prefix()}p/{slug}/"

@@ -5,6 +5,7 @@ open them with :func:`role_required`; anonymous users are sent to the login page
 the role get 403. Object-level checks (is this item *yours*?) live in selectors and answer 404.
 """
 
+import re
 from collections.abc import Iterable
 from functools import wraps
 
@@ -100,10 +101,14 @@ ROLE_NAMES: dict[str, Role] = {
 
 
 def parse_role_map(text: str) -> dict[str, Role]:
-    """``OIDC_ROLE_MAP`` (``value:role,value:role``) as {claim value: role}.
+    """``OIDC_ROLE_MAP`` (``value:role,value:project-slug:role,…``) as {key: role}, the key
+    being what precedes the last ``:``.
 
-    A claim value may itself contain ``:`` (URNs): the role is what follows the last one. Raises
-    ``ValueError`` naming the first bad pair (no role, an unknown role, an empty value, a value
+    ``value:role`` gives the role in the default project; ``value:project-slug:role`` in that
+    project (``gs-cust-annot:customer-bot:annotator``). A claim value may itself contain ``:``
+    (URNs): a key matches a claim value exactly (the default project), or as ``<claim
+    value>:<slug>`` (the project ``slug``; see :func:`project_roles_from_claims`). Raises
+    ``ValueError`` naming the first bad pair (no role, an unknown role, an empty value, a key
     mapped twice)."""
     mapping: dict[str, Role] = {}
     for raw in text.split(","):
@@ -144,3 +149,33 @@ def role_from_claims(claims, *, claim: str, role_map: dict[str, Role]) -> Role |
     maps to, or ``None`` (no value maps: the sign-in is refused). Values match exactly."""
     roles = [role_map[v] for v in claim_values(claims, claim) if v in role_map]
     return max(roles, key=ROLE_RANK.__getitem__, default=None)
+
+
+_SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
+
+
+def _project_key(key: str) -> tuple[str, str] | None:
+    """``(claim value, project slug)`` for a key of the form ``value:slug``, else None."""
+    value, sep, slug = key.rpartition(":")
+    return (value, slug) if sep and value and _SLUG.match(slug) else None
+
+
+def mapped_project_slugs(role_map: dict[str, Role]) -> frozenset[str]:
+    """Every project slug the map may name (``value:slug:role``): the projects whose
+    memberships a sign-in sets and removes. Only existing projects count, where it is used."""
+    return frozenset(found[1] for key in role_map if (found := _project_key(key)))
+
+
+def project_roles_from_claims(claims, *, claim: str, role_map: dict[str, Role]) -> dict[str, Role]:
+    """The roles the claims give in named projects: ``{slug: strongest role}`` for every key
+    ``<value>:<slug>`` whose value the claim carries (exactly). The default project's role is
+    :func:`role_from_claims`'s."""
+    values = set(claim_values(claims, claim))
+    found: dict[str, Role] = {}
+    for key, role in role_map.items():
+        parts = _project_key(key)
+        if parts is None or parts[0] not in values:
+            continue
+        held = found.get(parts[1])
+        found[parts[1]] = role if held is None else max(held, role, key=ROLE_RANK.__getitem__)
+    return found

@@ -271,6 +271,16 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="") or "goldset-workb
 WORKBENCH_BASE_URL = env.str("WORKBENCH_BASE_URL", default="")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Goldset Workbench API",
+    "DESCRIPTION": (
+        "**Projects.** An installation holds several projects (gold sets). Every path below "
+        "except `/api/v1/projects/`, `/api/v1/schema/` and `/api/v1/docs/` also exists under "
+        "a project's prefix, `/api/v1/projects/{project}/…` (e.g. "
+        "`/api/v1/projects/customer-bot/documents/`), and answers with that project's objects "
+        "only; without the prefix the default project answers. `GET /api/v1/projects/` lists "
+        "the caller's projects with the role held in each. A project the caller is not a "
+        "member of, or that the token is not for, is a 404. Links and `Location` headers keep "
+        "the prefix the request came through."
+    ),
     "VERSION": "1",
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -317,7 +327,8 @@ LOCAL_PASSWORDS_ENABLED = env.bool("LOCAL_PASSWORDS_ENABLED", default=True)
 
 # OpenID Connect sign-in (mozilla-django-oidc; workbench.auth.RoleMappingOIDCBackend). Each
 # sign-in creates or updates the user and sets the role from OIDC_ROLE_CLAIM through
-# OIDC_ROLE_MAP ("claim-value:role,…"; workbench.roles.parse_role_map); no mapped value: refused.
+# OIDC_ROLE_MAP ("claim-value:role,claim-value:project-slug:role,…"; workbench.roles
+# .parse_role_map): value:role is the default project's role; no mapped value: refused.
 OIDC_ENABLED = env.bool("OIDC_ENABLED", default=False)
 OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", default="your identity provider")
 OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", default="")

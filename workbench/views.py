@@ -132,13 +132,14 @@ def health(request):
 def api_tokens(request):
     """The user's API tokens; POST creates one and shows it once (never stored in clear)."""
     max_days = max_lifetime_days()
-    form = ApiTokenForm(request.POST or None, max_days=max_days)
+    projects = [access.project for access in list_projects_for(user=request.user)]
+    form = ApiTokenForm(request.POST or None, max_days=max_days, projects=projects)
     token, created = None, None
     status = 200
     if request.method == "POST":
         if form.is_valid():
             token, created = create_api_token(user=request.user, **form.cleaned_data)
-            form = ApiTokenForm(max_days=max_days)
+            form = ApiTokenForm(max_days=max_days, projects=projects)
         else:
             status = 422
     context = {

@@ -6,7 +6,7 @@ Every operation of the API's schema has a method (lists iterate over every page)
 retried with backoff (honouring Retry-After on 429/503), and AsyncGoldsetClient has the same
 methods as coroutines.
 
-with GoldsetClient("https://goldset.example.org", token) as gs:
+with GoldsetClient("https://goldset.example.org", token, project="customer-bot") as gs:
     gs.push_answers("answers.jsonl")
     version = gs.freeze(note="weekly").version
     gs.download_version(version.number, "gold_jsonl", "gold.jsonl")
@@ -49,6 +49,7 @@ from goldset_client.models import (
     FreezeResult,
     ImportResult,
     Progress,
+    Project,
     QueryResult,
     ReleaseGate,
     Resource,
@@ -92,6 +93,7 @@ __all__ = [
     "Problem",
     "ProblemItem",
     "Progress",
+    "Project",
     "QueryResult",
     "RateLimited",
     "ReleaseGate",

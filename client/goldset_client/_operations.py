@@ -26,6 +26,7 @@ from goldset_client.models import (
     FreezeResult,
     ImportResult,
     Progress,
+    Project,
     QueryResult,
     ScoreResult,
     Snapshot,
@@ -143,15 +144,41 @@ def _freeze_result(data: dict[str, Any]) -> FreezeResult:
 Since = datetime | str | None
 
 
+def api_prefix(base_url: str, project: str | None) -> str:
+    """The URL every call's path is relative to: the API's root, or a project's
+    (``/api/v1/projects/<slug>/``); without a project the server addresses its default one."""
+    root = f"{base_url}/api/v1/"
+    if project is None:
+        return root
+    slug = project.strip().strip("/")
+    if not slug or "/" in slug:
+        raise ValueError(f"project: {project!r} is not a project slug")
+    return f"{root}projects/{slug}/"
+
+
 class Operations(ABC):
-    """The API's 28 operations. Lists return iterators over every page (``page_size`` rows a
+    """The API's 29 operations. Lists return iterators over every page (``page_size`` rows a
     request); ``updated_since`` (a datetime or RFC 3339 text) gives the rows created or changed
-    since then, for incremental sync."""
+    since then, for incremental sync. Every call but :meth:`list_projects` goes to the client's
+    project (``project=``), or to the server's default project without one."""
+
+    base_url: str
 
     @abstractmethod
     def _run(self, call: Call) -> Any:
         """Send ``call`` and decode its answer (the sync client returns the value, the async
         client an awaitable of it)."""
+
+    # ------------------------------------------------------------------ projects
+
+    @operation("projects_list")
+    def list_projects(self):
+        """The projects the token's owner belongs to (the token's one project, for a token
+        limited to one), each with the owner's role in it."""
+        return self._run(
+            Call("projects_list", "GET", f"{self.base_url}/api/v1/projects/",
+                 parse=lambda rows: [Project.from_json(r) for r in rows])
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ corpus
 

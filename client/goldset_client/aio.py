@@ -24,6 +24,7 @@ from goldset_client._operations import (
     Operations,
     ProgressCallback,
     Records,
+    api_prefix,
     operation,
 )
 from goldset_client._retry import RetryPolicy
@@ -48,7 +49,8 @@ T = TypeVar("T")
 
 
 class AsyncGoldsetClient(Operations):
-    """``AsyncGoldsetClient(url, token)``, used with ``async with`` (or ``await aclose()``)."""
+    """``AsyncGoldsetClient(url, token, project=None)``, used with ``async with`` (or ``await
+    aclose()``); ``project`` as for :class:`~goldset_client.GoldsetClient`."""
 
     def __init__(
         self,
@@ -59,12 +61,14 @@ class AsyncGoldsetClient(Operations):
         poll_interval: float = 0.5,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        project: str | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        self.project = project
         self.poll_interval = poll_interval
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(
-            base_url=f"{self.base_url}/api/v1/",
+            base_url=api_prefix(self.base_url, project),
             headers=_headers(token),
             timeout=timeout,
             transport=transport,

@@ -2,7 +2,8 @@
 
     python -m goldset_client score --version latest --run run.jsonl --fail-on-gate
 
-The server and token come from ``--url``/``--token`` or ``GOLDSET_URL``/``GOLDSET_TOKEN``.
+The server and token come from ``--url``/``--token`` or ``GOLDSET_URL``/``GOLDSET_TOKEN``; the
+project from ``--project`` or ``GOLDSET_PROJECT`` (the server's default project without one).
 Exit codes: 0 done (and, with ``--fail-on-gate``, the release gate passed); 1 the release gate
 failed; 2 a usage, API or job error (the problem is printed to stderr)."""
 
@@ -30,6 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--url", default=os.environ.get("GOLDSET_URL", ""))
     parser.add_argument("--token", default=os.environ.get("GOLDSET_TOKEN", ""))
+    parser.add_argument(
+        "--project",
+        default=os.environ.get("GOLDSET_PROJECT") or None,
+        help="the project's slug (default: the server's default project)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait in all")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -66,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: give --url and --token (or GOLDSET_URL and GOLDSET_TOKEN)", file=sys.stderr)
         return EXIT_ERROR
     try:
-        with GoldsetClient(args.url, args.token) as client:
+        with GoldsetClient(args.url, args.token, project=args.project) as client:
             return _run(client, args)
     except ApiError as exc:
         _print({"error": exc.title, "status": exc.status, "detail": exc.detail,

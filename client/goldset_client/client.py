@@ -25,6 +25,7 @@ from goldset_client._operations import (
     Operations,
     ProgressCallback,
     Records,
+    api_prefix,
     operation,
 )
 from goldset_client._retry import RetryPolicy
@@ -55,7 +56,8 @@ USER_AGENT = "goldset-client"
 
 class GoldsetClient(Operations):
     """``GoldsetClient("https://goldset.example.org", token)``; use it as a context manager or
-    call :meth:`close`. ``poll_interval`` is how often a waiting call asks for a job's status;
+    call :meth:`close`. ``project="customer-bot"`` sends every call to that project
+    (``/api/v1/projects/customer-bot/…``; without it, the server's default project). ``poll_interval`` is how often a waiting call asks for a job's status;
     ``retry`` says when a request is tried again (429/503 after ``Retry-After``, connection
     errors; :data:`goldset_client.NO_RETRY` never)."""
 
@@ -68,12 +70,14 @@ class GoldsetClient(Operations):
         poll_interval: float = 0.5,
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
+        project: str | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        self.project = project
         self.poll_interval = poll_interval
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(
-            base_url=f"{self.base_url}/api/v1/",
+            base_url=api_prefix(self.base_url, project),
             headers=_headers(token),
             timeout=timeout,
             transport=transport,

@@ -224,6 +224,18 @@ class Resource:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Project(Resource):
+    """A project the caller belongs to, with their role in it and the prefix of its API."""
+
+    slug: str = ""
+    name: str = ""
+    description: str = ""
+    archived: bool = False
+    role: str = ""
+    api: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Domain(Resource):
     slug: str = ""
     name: str = ""

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from goldset.selectors.keyset import KeysetPage, keyset_page
@@ -53,11 +53,16 @@ def _start_of(day: dt.date) -> dt.datetime:
     return timezone.make_aware(dt.datetime.combine(day, dt.time.min))
 
 
-def filter_audit_events(filters: AuditFilters) -> QuerySet:
-    """The events matching every filter given (each on an indexed column: the actor by id
-    through a subquery on the username, the date range as bounds on ``created_at``, never a
-    cast), with their actor joined."""
-    events = AuditEvent.objects.select_related("actor")
+def filter_audit_events(filters: AuditFilters, *, project, installation: bool = False) -> QuerySet:
+    """The events of ``project`` (with ``installation``, also the installation-level events:
+    sign-ins, projects and members, tokens valid in every project) matching every filter given
+    (each on an indexed column: the project first, the actor by id through a subquery on the
+    username, the date range as bounds on ``created_at``, never a cast), with their actor
+    joined."""
+    scope = Q(project=project)
+    if installation:
+        scope |= Q(project__isnull=True)
+    events = AuditEvent.objects.filter(scope).select_related("actor")
     if filters.actor:
         users = get_user_model().objects.filter(username=filters.actor).values("pk")
         events = events.filter(actor_id__in=users)
@@ -74,10 +79,19 @@ def filter_audit_events(filters: AuditFilters) -> QuerySet:
     return events
 
 
-def audit_page(*, filters: AuditFilters, cursor: str | None, size: int) -> KeysetPage:
-    """One page of matching events, newest first, after ``cursor`` (keyset: one query for the
-    rows and their actors whatever the page or log size; Http404 for a malformed cursor)."""
-    page = keyset_page(filter_audit_events(filters), fields=ORDER, cursor=cursor, size=size)
+def audit_page(
+    *,
+    filters: AuditFilters,
+    project,
+    installation: bool = False,
+    cursor: str | None,
+    size: int,
+) -> KeysetPage:
+    """One page of matching events of ``project`` (and installation-level ones with
+    ``installation``), newest first, after ``cursor`` (keyset: one query for the rows and their
+    actors whatever the page or log size; Http404 for a malformed cursor)."""
+    events = filter_audit_events(filters, project=project, installation=installation)
+    page = keyset_page(events, fields=ORDER, cursor=cursor, size=size)
     for event in page.items:
         event.detail_json = detail_json(event.detail)
     return page
@@ -88,11 +102,14 @@ def detail_json(detail) -> str:
     return json.dumps(detail, sort_keys=True, ensure_ascii=False) if detail else ""
 
 
-def iter_audit_rows(filters: AuditFilters, *, chunk_size: int = 2000) -> Iterator[tuple]:
-    """Every matching event as a :data:`CSV_FIELDS` tuple, newest first, read in chunks (a
-    server-side cursor on PostgreSQL), so memory stays flat however many rows match."""
+def iter_audit_rows(
+    filters: AuditFilters, *, project, installation: bool = False, chunk_size: int = 2000
+) -> Iterator[tuple]:
+    """Every matching event (as :func:`filter_audit_events` scopes them) as a
+    :data:`CSV_FIELDS` tuple, newest first, read in chunks (a server-side cursor on
+    PostgreSQL), so memory stays flat however many rows match."""
     rows = (
-        filter_audit_events(filters)
+        filter_audit_events(filters, project=project, installation=installation)
         .order_by(*ORDER)
         .values_list(
             "created_at", "actor__username", "verb", "object_type", "object_id",

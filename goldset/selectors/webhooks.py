@@ -6,21 +6,33 @@ from django.shortcuts import get_object_or_404
 from goldset.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
 
-def list_endpoints():
-    """Every endpoint with its delivery counts and last delivery time (one query)."""
-    return WebhookEndpoint.objects.annotate(
-        delivery_count=Count("deliveries"),
-        failed_count=Count("deliveries", filter=Q(deliveries__status=DeliveryStatus.FAILED)),
-        open_count=Count(
-            "deliveries",
-            filter=Q(deliveries__status__in=[DeliveryStatus.PENDING, DeliveryStatus.DELIVERING]),
-        ),
-        last_delivery_at=Max("deliveries__created_at"),
-    ).order_by("id")
+def list_endpoints(*, project):
+    """The endpoints of ``project`` with their delivery counts and last delivery time (one
+    query)."""
+    return (
+        WebhookEndpoint.objects.filter(project=project)
+        .annotate(
+            delivery_count=Count("deliveries"),
+            failed_count=Count("deliveries", filter=Q(deliveries__status=DeliveryStatus.FAILED)),
+            open_count=Count(
+                "deliveries",
+                filter=Q(
+                    deliveries__status__in=[DeliveryStatus.PENDING, DeliveryStatus.DELIVERING]
+                ),
+            ),
+            last_delivery_at=Max("deliveries__created_at"),
+        )
+        .order_by("id")
+    )
 
 
-def get_endpoint(*, endpoint_id: int) -> WebhookEndpoint:
-    return get_object_or_404(WebhookEndpoint.objects.select_related("created_by"), pk=endpoint_id)
+def get_endpoint(*, project, endpoint_id: int) -> WebhookEndpoint:
+    """An endpoint of ``project``; Http404 for another project's."""
+    return get_object_or_404(
+        WebhookEndpoint.objects.select_related("created_by", "project"),
+        project=project,
+        pk=endpoint_id,
+    )
 
 
 def list_deliveries(*, endpoint: WebhookEndpoint):
@@ -28,5 +40,10 @@ def list_deliveries(*, endpoint: WebhookEndpoint):
     return WebhookDelivery.objects.filter(endpoint=endpoint).order_by("-id")
 
 
-def get_delivery(*, delivery_id: int) -> WebhookDelivery:
-    return get_object_or_404(WebhookDelivery.objects.select_related("endpoint"), pk=delivery_id)
+def get_delivery(*, project, delivery_id: int) -> WebhookDelivery:
+    """A delivery to an endpoint of ``project``; Http404 for another project's."""
+    return get_object_or_404(
+        WebhookDelivery.objects.select_related("endpoint"),
+        endpoint__project=project,
+        pk=delivery_id,
+    )

@@ -978,7 +978,7 @@ def store_agreement_snapshots(
         figures = []
     if not (redo or gone):
         return _combined(versions), _count(project)
-    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED, project=project)
     with transaction.atomic():
         _lock_snapshots(project.pk)
         before = _alerts_by_key(project) if watch_alerts else {}
@@ -1007,9 +1007,13 @@ def _emit_raised_alerts(before: dict, project) -> None:
             webhooks.emit(
                 WebhookEvent.ALERT_RAISED,
                 webhooks.alert_data(
-                    kind=alert.kind, title=alert.title, key=key, numbers=alert.numbers
-                )
-                | {"project": project.slug},
+                    project=project,
+                    kind=alert.kind,
+                    title=alert.title,
+                    key=key,
+                    numbers=alert.numbers,
+                ),
+                project=project,
             )
 
 
@@ -1087,7 +1091,7 @@ def _refresh(project, marks: list[dict], n_resamples: int) -> tuple[str, int]:
         seed=bootstrap_seed(project=project),
         only=only,
     )
-    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED)
+    watch_alerts = webhooks.wants(WebhookEvent.ALERT_RAISED, project=project)
     with transaction.atomic():
         _lock_snapshots(project.pk)
         before = _alerts_by_key(project) if watch_alerts else {}

@@ -330,7 +330,12 @@ def store_frozen_version(
             "filters": filters or {},
         },
     )
-    webhooks.emit(WebhookEvent.GOLD_VERSION_FROZEN, webhooks.gold_version_data(version), now=now)
+    webhooks.emit(
+        WebhookEvent.GOLD_VERSION_FROZEN,
+        webhooks.gold_version_data(version),
+        project=version.project,
+        now=now,
+    )
     return version
 
 

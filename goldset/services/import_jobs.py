@@ -331,7 +331,9 @@ def cancel_import_job(*, job: ImportJob, actor) -> ImportJob:
     locked.save(update_fields=["status", "stage", "finished_at", "message"])
     record_event(actor=actor, verb="import_cancelled", obj=locked, detail={"was": was})
     webhooks.emit(
-        WebhookEvent.IMPORT_FINISHED, webhooks.import_data(locked, status=ImportStatus.CANCELLED)
+        WebhookEvent.IMPORT_FINISHED,
+        webhooks.import_data(locked, status=ImportStatus.CANCELLED),
+        project=locked.project,
     )
     return locked
 
@@ -658,6 +660,7 @@ def run_import_job(*, job_id: int, worker: str = "", heartbeat: bool = False) ->
         webhooks.emit(
             WebhookEvent.IMPORT_FINISHED,
             webhooks.import_data(job, status=ImportStatus.SUCCEEDED, summary=summary.as_dict()),
+            project=job.project,
         )
 
     source = StoredUpload(job)
@@ -810,6 +813,7 @@ def _finish(
     webhooks.emit(
         WebhookEvent.IMPORT_FINISHED,
         webhooks.import_data(job, status=status, errors=len(problems)),
+        project=job.project,
     )
 
 

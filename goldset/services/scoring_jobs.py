@@ -599,7 +599,12 @@ def _fail(job: ScoringJob, *, error: str, now: dt.datetime) -> None:
     job.save(update_fields=["status", "error", "claim", "finished_at"])
     scoring_chunks.discard_pieces(job)
     record_event(actor=None, verb="scoring_job_failed", obj=job, detail={"error": error[:500]})
-    webhooks.emit(WebhookEvent.SCORING_JOB_FAILED, webhooks.scoring_job_data(job), now=now)
+    webhooks.emit(
+        WebhookEvent.SCORING_JOB_FAILED,
+        webhooks.scoring_job_data(job),
+        project=job.project,
+        now=now,
+    )
 
 
 # ---------------------------------------------------------------- running (the task's work)
@@ -1036,6 +1041,7 @@ def _store(*, job: ScoringJob, claim: str, outcome: Outcome, progress: "_Progres
         webhooks.emit(
             WebhookEvent.SCORING_JOB_SUCCEEDED,
             webhooks.scoring_job_data(locked),
+            project=locked.project,
             now=locked.finished_at,
         )
 

@@ -32,7 +32,6 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.urls import reverse
 from django.utils import timezone
 
 from goldset.conf import tunable
@@ -62,6 +61,7 @@ from goldset.rules.webhooks import (
     sign,
 )
 from goldset.services import outbox
+from workbench.project_urls import project_api_url, project_url
 from workbench.services.audit import record_event
 from workbench.services.idempotency import claim_form_token
 
@@ -157,6 +157,7 @@ def _check_events(events) -> list[str]:
 @transaction.atomic
 def create_webhook_endpoint(
     *,
+    project,
     actor,
     url: str,
     events,
@@ -164,7 +165,8 @@ def create_webhook_endpoint(
     enabled: bool = True,
     form_token: str | None = None,
 ) -> tuple[WebhookEndpoint, str]:
-    """Register an endpoint; returns it and its signing secret (show it once: pages never
+    """Register an endpoint of ``project`` (it receives that project's events only); returns
+    it and its signing secret (show it once: pages never
     display it again). Raises :class:`TargetRefused` for a refused URL, GoldsetError for
     unknown events. Audited. A ``form_token`` already used by ``actor`` (a double-submitted
     form) registers nothing and returns the endpoint its first submit registered."""
@@ -175,6 +177,7 @@ def create_webhook_endpoint(
     check_target(url)
     secret = new_secret()
     endpoint = WebhookEndpoint.objects.create(
+        project=project,
         url=url.strip(),
         description=description,
         events=_check_events(events),
@@ -263,33 +266,49 @@ def _new_delivery(
     return delivery
 
 
-def subscribed_endpoint_ids(event_type: str) -> list[int]:
-    """Enabled endpoints subscribed to ``event_type`` (one query; endpoints are few, and the
-    JSON list is filtered here so SQLite and PostgreSQL agree)."""
+def subscribed_endpoint_ids(event_type: str, *, project) -> list[int]:
+    """Enabled endpoints of ``project`` subscribed to ``event_type`` (one query; endpoints are
+    few, and the JSON list is filtered here so SQLite and PostgreSQL agree)."""
     return [
         pk
-        for pk, events in WebhookEndpoint.objects.filter(enabled=True).values_list("pk", "events")
+        for pk, events in WebhookEndpoint.objects.filter(project=project, enabled=True).values_list(
+            "pk", "events"
+        )
         if event_type in (events or [])
     ]
 
 
-def wants(event_type: str) -> bool:
-    """Whether any enabled endpoint subscribes to ``event_type`` (skip building payloads)."""
-    return bool(subscribed_endpoint_ids(event_type))
+def wants(event_type: str, *, project) -> bool:
+    """Whether an enabled endpoint of ``project`` subscribes to ``event_type`` (skip building
+    payloads)."""
+    return bool(subscribed_endpoint_ids(event_type, project=project))
+
+
+def project_data(project) -> dict:
+    """The project a payload belongs to: its slug and name."""
+    return {"slug": project.slug, "name": project.name}
 
 
 @transaction.atomic
-def emit(event_type: str, data: dict, *, now: dt.datetime | None = None) -> list[WebhookDelivery]:
-    """Record the event for every enabled endpoint subscribed to it, in the caller's transaction,
-    and queue the deliveries through the outbox (published after commit). The body is
-    ``{"type", "timestamp", "data"}``; every endpoint gets the same message id. Returns the
-    deliveries (none when nobody subscribes)."""
-    endpoint_ids = subscribed_endpoint_ids(str(event_type))
+def emit(
+    event_type: str, data: dict, *, project, now: dt.datetime | None = None
+) -> list[WebhookDelivery]:
+    """Record an event of ``project`` for every enabled endpoint of that project subscribed to
+    it (another project's endpoints never see it), in the caller's transaction, and queue the
+    deliveries through the outbox (published after commit). The body is ``{"type",
+    "timestamp", "project": {"slug", "name"}, "data"}``; every endpoint gets the same message
+    id. Returns the deliveries (none when nobody subscribes)."""
+    endpoint_ids = subscribed_endpoint_ids(str(event_type), project=project)
     if not endpoint_ids:
         return []
     now = now or timezone.now()
     # blind whatever the builder put in: no system field leaves the application
-    payload = {"type": str(event_type), "timestamp": _iso(now), "data": without_system_fields(data)}
+    payload = {
+        "type": str(event_type),
+        "timestamp": _iso(now),
+        "project": project_data(project),
+        "data": without_system_fields(data),
+    }
     message_id = new_message_id()
     return [
         _new_delivery(
@@ -317,11 +336,12 @@ def send_test_event(*, actor, endpoint: WebhookEndpoint) -> WebhookDelivery:
         payload={
             "type": TEST_EVENT,
             "timestamp": _iso(now),
+            "project": project_data(endpoint.project),
             "data": {"endpoint_id": endpoint.pk, "note": "a test event sent from the workbench"},
         },
         now=now,
     )
-    record_event(actor=actor, verb="webhook_test_sent", obj=delivery)
+    record_event(actor=actor, verb="webhook_test_sent", obj=delivery, project=endpoint.project)
     return delivery
 
 
@@ -342,6 +362,7 @@ def redeliver_webhook(*, actor, delivery: WebhookDelivery) -> WebhookDelivery:
         actor=actor,
         verb="webhook_redelivered",
         obj=locked,
+        project=locked.endpoint.project,
         detail={"was": previous, "attempt": locked.attempts + 1},
     )
     _queue(locked.pk)
@@ -355,8 +376,13 @@ def _iso(moment: dt.datetime | None) -> str | None:
     return moment.isoformat(timespec="seconds") if moment else None
 
 
-def _link(name: str, **kwargs) -> str:
-    return tunable("WEBHOOKS_LINK_BASE_URL").rstrip("/") + reverse(name, kwargs=kwargs)
+def _link(project, name: str, **kwargs) -> str:
+    """An absolute link into ``project``: its page, or (``api:*``) its API endpoint."""
+    if name.startswith("api:"):
+        path = project_api_url(project, name, **kwargs)
+    else:
+        path = project_url(project, name, **kwargs)
+    return tunable("WEBHOOKS_LINK_BASE_URL").rstrip("/") + path
 
 
 def gold_version_data(version: GoldVersion) -> dict:
@@ -377,8 +403,8 @@ def gold_version_data(version: GoldVersion) -> dict:
             for f in manifest.get("files", [])
         ],
         "links": {
-            "page": _link("exports:version", number=version.number),
-            "api": _link("api:version", number=version.number),
+            "page": _link(version.project, "exports:version", number=version.number),
+            "api": _link(version.project, "api:version", number=version.number),
         },
     }
 
@@ -395,8 +421,8 @@ def scoring_job_data(job: ScoringJob) -> dict:
         "created_at": _iso(job.created_at),
         "finished_at": _iso(job.finished_at),
         "links": {
-            "page": _link("exports:job", pk=job.pk),
-            "api": _link("api:job", pk=job.pk),
+            "page": _link(job.project, "exports:job", pk=job.pk),
+            "api": _link(job.project, "api:job", pk=job.pk),
         },
     }
     if job.status == "failed":
@@ -421,7 +447,10 @@ def import_data(job: ImportJob, *, status: str, summary: dict | None = None, err
         "problems": errors,
         "counts": counts,
         "finished_at": _iso(timezone.now()),
-        "links": {"page": _link("imports:job", pk=job.pk), "api": _link("api:import", pk=job.pk)},
+        "links": {
+            "page": _link(job.project, "imports:job", pk=job.pk),
+            "api": _link(job.project, "api:import", pk=job.pk),
+        },
     }
 
 
@@ -439,7 +468,7 @@ def alert_key(*, kind: str, title: str, numbers: dict) -> str:
     return digest.hexdigest()[:24]
 
 
-def alert_data(*, kind: str, title: str, key: str, numbers: dict) -> dict:
+def alert_data(*, project, kind: str, title: str, key: str, numbers: dict) -> dict:
     """The ``alert.raised`` data: the alert's kind, title, a stable key and its scope and
     figures, without people (annotators, pairs and authors are left out)."""
     scope_keys = ("protocol", "axis", "task_type", "weeks")
@@ -453,7 +482,10 @@ def alert_data(*, kind: str, title: str, key: str, numbers: dict) -> dict:
             for k, v in numbers.items()
             if isinstance(v, int | float) and not isinstance(v, bool)
         },
-        "links": {"page": _link("quality:alerts"), "api": _link("api:alerts")},
+        "links": {
+            "page": _link(project, "quality:alerts"),
+            "api": _link(project, "api:alerts"),
+        },
     }
 
 

@@ -8,6 +8,7 @@ app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
+    path("projects/", api.project_list, name="projects"),
     path("domains/", api.DomainList.as_view(), name="domains"),
     path("documents/", api.DocumentList.as_view(), name="documents"),
     path("documents/<str:document_id>/", api.DocumentDetail.as_view(), name="document"),

@@ -15,13 +15,14 @@ from rest_framework.response import Response
 
 from goldset.exceptions import GoldsetError
 from goldset.imports.errors import problem_from_text
-from goldset.models import ImportKind, ScoringJob, TripleState
+from goldset.models import DEFAULT_PROJECT_SLUG, ImportKind, ScoringJob, TripleState
 from goldset.selectors import agreement as agreement_selectors
 from goldset.selectors import corpus as corpus_selectors
 from goldset.selectors import curation as curation_selectors
 from goldset.selectors import evaluators as evaluator_selectors
 from goldset.selectors import exports as export_selectors
 from goldset.selectors.imports import get_import_job_for
+from goldset.selectors.projects import list_projects_for
 from goldset.services import exports as export_files
 from goldset.services.blinded_downloads import ChecksumMismatch, NoSuchDownload, serve_version_file
 from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
@@ -33,10 +34,11 @@ from goldset.services.import_jobs import (
 )
 from goldset.views import api_serializers as s
 from goldset.views.api_parsers import DepthLimitedJSONParser
-from goldset.views.api_support import Cursor, ListFilters, Problem, check_query
+from goldset.views.api_support import Cursor, ListFilters, Problem, api_url, check_query
 from goldset.views.downloads import file_response
 from workbench.access import entry_for
-from workbench.roles import roles_of
+from workbench.models import ApiToken
+from workbench.roles import Role, roles_of
 
 MAX_ID = 2**63 - 1  # the largest id the database stores (bigint)
 ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
@@ -49,6 +51,30 @@ IMPORT_PAGE = {
     ImportKind.ANSWERS: "answers:import",
     ImportKind.RUN: "exports:jobs",
 }
+
+
+# The stored figures alerts are computed from (goldset.selectors.agreement.list_agreement_alerts).
+# A person's strongest role in a project names it in the project list.
+ROLE_STRENGTH = (Role.ADMIN, Role.LEAD, Role.ANNOTATOR)
+
+
+@extend_schema(responses={200: s.ProjectSerializer(many=True)})
+@api_view(["GET"])
+def project_list(request):
+    """The projects the caller belongs to (every project for installation admins), by name,
+    each with the caller's role in it and the prefix of its API; a token limited to one project
+    lists that project only."""
+    check_query(request, allowed=())
+    if getattr(request, "project_slug", None):
+        raise Problem(status_code=404, title="Not Found", detail="No such endpoint.")
+    token = request.auth
+    rows = []
+    for access in list_projects_for(user=request.user):
+        if isinstance(token, ApiToken) and token.project_id not in (None, access.project.pk):
+            continue
+        role = next((r for r in ROLE_STRENGTH if r.value in access.roles), None)
+        rows.append({"project": access.project, "role": role.value if role else ""})
+    return Response(s.ProjectSerializer(rows, many=True).data)
 
 
 class ApiList(generics.ListAPIView):
@@ -136,7 +162,7 @@ def _queued_import(request, *, kind: str, upload, options: dict, title: str = "F
     return Response(
         s.ImportJobSerializer(job).data,
         status=status.HTTP_202_ACCEPTED,
-        headers={"Location": f"/api/v1/imports/{job.pk}/"},
+        headers={"Location": api_url(request, "api:import", pk=job.pk)},
     )
 
 
@@ -284,7 +310,9 @@ class ImportDetail(generics.RetrieveAPIView):
     serializer_class = s.ImportJobSerializer
 
     def get_object(self):
-        return get_import_job_for(user=self.request.user, pk=self.kwargs["pk"])
+        return get_import_job_for(
+            project=self.request.project, user=self.request.user, pk=self.kwargs["pk"]
+        )
 
 
 def _import_action(service, *, doc: str, name: str):
@@ -301,7 +329,7 @@ def _import_action(service, *, doc: str, name: str):
     )
     @api_view(["POST"])
     def act(request, pk: int):
-        job = get_import_job_for(user=request.user, pk=pk)
+        job = get_import_job_for(project=request.project, user=request.user, pk=pk)
         try:
             job = service(job=job, actor=request.user)
         except GoldsetError as exc:
@@ -370,6 +398,14 @@ def version_freeze(request):
         working_slice=data.get("working_slice", ""),
         include_superseded=data["include_superseded"],
     )
+    if request.project.slug != DEFAULT_PROJECT_SLUG:
+        # The freeze service selects and numbers the default project's triples only until it
+        # takes a project (goldset.services.freeze): refuse rather than freeze another's.
+        raise Problem(
+            status_code=409,
+            title="Conflict",
+            detail="Freezing through the API is available in the default project only for now.",
+        )
     try:
         version = freeze_gold_version(
             project=request.project, filters=filters, actor=request.user, note=data.get("note", "")
@@ -383,7 +419,7 @@ def version_freeze(request):
     return Response(
         s.FreezeResultSerializer(body).data,
         status=status.HTTP_201_CREATED,
-        headers={"Location": f"/api/v1/versions/{version.number}/"},
+        headers={"Location": api_url(request, "api:version", number=version.number)},
     )
 
 

@@ -25,6 +25,20 @@ from goldset.selectors.agreement import subject_display
 from goldset.selectors.exports import release_gate
 
 
+class ProjectSerializer(serializers.Serializer):
+    """A project the caller belongs to: ``{"project": Project, "role": str}``."""
+
+    slug = serializers.SlugField(source="project.slug")
+    name = serializers.CharField(source="project.name")
+    description = serializers.CharField(source="project.description")
+    archived = serializers.BooleanField(source="project.archived")
+    role = serializers.ChoiceField(choices=["annotator", "adjudication_lead", "admin"])
+    api = serializers.SerializerMethodField(help_text="The prefix of the project's API.")
+
+    def get_api(self, obj) -> str:
+        return f"/api/v1/projects/{obj['project'].slug}/"
+
+
 class DomainSerializer(serializers.ModelSerializer):
     class Meta:
         model = Domain

@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.db.models import Q
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 from rest_framework import exceptions
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.pagination import CursorPagination
@@ -54,6 +55,20 @@ class Cursor(CursorPagination):
                     "default": self.page_size,
                 }
         return parameters
+
+
+API_ROOT = "/api/v1/"
+
+
+def api_url(request, viewname: str, **kwargs) -> str:
+    """``viewname``'s API URL as the caller addressed the API: under
+    ``/api/v1/projects/<slug>/`` when the request came through a project's prefix (Location
+    headers and links stay in the project), unprefixed otherwise (the default project)."""
+    path = reverse(viewname, kwargs=kwargs or None)
+    slug = getattr(request, "project_slug", None)
+    if slug and API_ROOT in path:
+        path = path.replace(API_ROOT, f"{API_ROOT}projects/{slug}/", 1)
+    return path
 
 
 def bad_query(name: str, message: str) -> "Problem":

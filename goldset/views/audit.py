@@ -9,7 +9,7 @@ from django.shortcuts import render
 from goldset.forms.audit import AuditFilterForm
 from goldset.selectors.audit import CSV_FIELDS, audit_page, detail_json, iter_audit_rows
 from workbench.csv_safety import csv_safe_row
-from workbench.roles import Role, role_required
+from workbench.roles import Role, is_installation_admin, role_required
 from workbench.services.audit import record_event
 
 PAGE_SIZE = 50
@@ -22,16 +22,36 @@ class _Echo:
         return value
 
 
+def _with_installation(request) -> bool:
+    """Installation-level events (sign-ins, projects, members, tokens valid everywhere) are for
+    installation admins, on the unprefixed page (the default project's, beside them)."""
+    return request.project_slug is None and is_installation_admin(request.user)
+
+
 @role_required(Role.ADMIN)
 def audit_log(request):
-    """The page; invalid filters re-render the form with its errors and no rows (400)."""
+    """The project's events (its admins); invalid filters re-render the form with its errors
+    and no rows (400)."""
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
         return render(request, "audit/log.html", {"form": form, "page": None}, status=400)
-    page = audit_page(filters=form.filters(), cursor=request.GET.get("after"), size=PAGE_SIZE)
+    installation = _with_installation(request)
+    page = audit_page(
+        filters=form.filters(),
+        project=request.project,
+        installation=installation,
+        cursor=request.GET.get("after"),
+        size=PAGE_SIZE,
+    )
     query = request.GET.copy()
     query.pop("after", None)
-    context = {"form": form, "page": page, "query": query.urlencode()}
+    context = {
+        "form": form,
+        "page": page,
+        "query": query.urlencode(),
+        "project": request.project,
+        "installation": installation,
+    }
     return render(request, "audit/log.html", context)
 
 
@@ -52,15 +72,20 @@ def audit_csv(request):
     if not form.is_valid():
         return render(request, "audit/log.html", {"form": form, "page": None}, status=400)
     filters = form.filters()
+    installation = _with_installation(request)
     record_event(
         actor=request.user,
         verb="audit_log_downloaded",
         object_type="workbench.auditevent",
-        detail={"filters": filters.as_dict()},
+        detail={"filters": filters.as_dict(), "installation": installation},
+        project=request.project,
     )
     writer = csv.writer(_Echo())
     header = (writer.writerow(CSV_FIELDS),)
-    lines = (writer.writerow(_csv_line(row)) for row in iter_audit_rows(filters))
+    lines = (
+        writer.writerow(_csv_line(row))
+        for row in iter_audit_rows(filters, project=request.project, installation=installation)
+    )
     response = StreamingHttpResponse(
         (line for part in (header, lines) for line in part), content_type="text/csv"
     )

@@ -86,7 +86,7 @@ def _job_context(request, job, *, errors=()) -> dict:
 @role_required(*ALL_ROLES)
 @vary_on_headers("HX-Request")
 def import_job(request, pk):
-    job = get_import_job_for(user=request.user, pk=pk)
+    job = get_import_job_for(project=request.project, user=request.user, pk=pk)
     context = _job_context(request, job)
     if wants_fragment(request, "import-progress"):
         return render(request, "imports/job.html#import-progress", context)
@@ -99,7 +99,7 @@ def import_job(request, pk):
 def _act(request, pk, service, done: str):
     """Cancel or retry through the service; the job's progress card again for htmx (the error
     shown in it), else back to the job page with a message."""
-    job = get_import_job_for(user=request.user, pk=pk)
+    job = get_import_job_for(project=request.project, user=request.user, pk=pk)
     errors = []
     try:
         job = service(job=job, actor=request.user)

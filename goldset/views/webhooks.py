@@ -31,7 +31,10 @@ def endpoint_list(request):
     created, secret, status = None, "", 200
     if request.method == "POST":
         saved = form.is_valid() and _save(
-            form, lambda **data: service.create_webhook_endpoint(actor=request.user, **data)
+            form,
+            lambda **data: service.create_webhook_endpoint(
+                project=request.project, actor=request.user, **data
+            ),
         )
         if saved:
             (created, secret), form = saved, NewWebhookEndpointForm()
@@ -41,7 +44,7 @@ def endpoint_list(request):
         "form": form,
         "created": created,
         "secret": secret,
-        "endpoints": selectors.list_endpoints(),
+        "endpoints": selectors.list_endpoints(project=request.project),
         "allow_private": tunable("WEBHOOKS_ALLOW_PRIVATE_TARGETS"),
     }
     return render(request, "webhooks/endpoints.html", context, status=status)
@@ -50,7 +53,7 @@ def endpoint_list(request):
 @role_required(Role.ADMIN)
 def endpoint_detail(request, pk):
     """An endpoint's settings (POST saves them) and its delivery log, newest first."""
-    endpoint = selectors.get_endpoint(endpoint_id=pk)
+    endpoint = selectors.get_endpoint(project=request.project, endpoint_id=pk)
     form = WebhookEndpointForm.for_endpoint(endpoint, data=request.POST or None)
     status = 200
     if request.method == "POST":
@@ -74,7 +77,7 @@ def endpoint_detail(request, pk):
 @require_POST
 @role_required(Role.ADMIN)
 def endpoint_enabled(request, pk):
-    endpoint = selectors.get_endpoint(endpoint_id=pk)
+    endpoint = selectors.get_endpoint(project=request.project, endpoint_id=pk)
     enabled = request.POST.get("enabled") == "1"
     service.set_webhook_endpoint_enabled(actor=request.user, endpoint=endpoint, enabled=enabled)
     messages.success(request, f"The endpoint is {'enabled' if enabled else 'disabled'}.")
@@ -84,7 +87,7 @@ def endpoint_enabled(request, pk):
 @require_POST
 @role_required(Role.ADMIN)
 def endpoint_test(request, pk):
-    endpoint = selectors.get_endpoint(endpoint_id=pk)
+    endpoint = selectors.get_endpoint(project=request.project, endpoint_id=pk)
     try:
         delivery = service.send_test_event(actor=request.user, endpoint=endpoint)
     except GoldsetError as exc:
@@ -97,7 +100,7 @@ def endpoint_test(request, pk):
 @require_POST
 @role_required(Role.ADMIN)
 def redeliver(request, pk):
-    delivery = selectors.get_delivery(delivery_id=pk)
+    delivery = selectors.get_delivery(project=request.project, delivery_id=pk)
     try:
         service.redeliver_webhook(actor=request.user, delivery=delivery)
     except GoldsetError as exc:

@@ -49,7 +49,7 @@ def schema_operations(client) -> set[str]:
 @pytest.mark.django_db
 def test_the_client_has_a_method_for_every_operation_of_the_schema(client):
     operations = schema_operations(client)
-    assert len(operations) == 28
+    assert len(operations) == 29
     assert set(operation_ids(GoldsetClient)) == operations
     assert set(operation_ids(AsyncGoldsetClient)) == operations
     for name in operation_ids(AsyncGoldsetClient).values():
@@ -156,6 +156,7 @@ def exercise(call, world, tmp_path) -> None:
     document_id = block.block.document.document_id
     since = datetime(2000, 1, 1, tzinfo=UTC)
 
+    assert [(p.slug, p.role) for p in call("list_projects")] == [("default", "admin")]
     assert {d.slug for d in call("list_domains")} >= {"supply_chain", "federal_it"}
     one_by_one = call("list_documents", updated_since=since, page_size=1)
     assert len(one_by_one) >= 2 and all(isinstance(d, Document) for d in one_by_one)

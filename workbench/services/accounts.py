@@ -9,9 +9,9 @@ from django.contrib.auth.models import Group, Permission
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from goldset.models import ProjectMembership, default_project_id
+from goldset.models import DEFAULT_PROJECT_SLUG, Project, ProjectMembership, default_project_id
 from workbench.models import OidcIdentity
-from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, Role
+from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, ROLE_RANK, Role
 from workbench.services.api_tokens import revoke_all_api_tokens
 from workbench.services.audit import record_event
 
@@ -104,16 +104,29 @@ def _text_claim(claims: dict, name: str, limit: int) -> str:
 
 
 def sign_in_with_provider(
-    *, issuer: str, subject: str, claims: dict, role: Role | None, provider: str, values: list[str]
+    *,
+    issuer: str,
+    subject: str,
+    claims: dict,
+    role: Role | None,
+    provider: str,
+    values: list[str],
+    project_roles: dict[str, Role] | None = None,
+    mapped_projects: frozenset[str] = frozenset(),
 ):
     """The user an OpenID Connect sign-in stands for, created on the first sign-in and updated on
-    every one: e-mail and name from the claims, and exactly ``role`` (is_staff for admins), so a
-    role changed at the provider takes effect at the next sign-in. ``role`` is what
-    ``workbench.roles.role_from_claims`` made of the claim's ``values``.
+    every one: e-mail and name from the claims, and exactly ``role`` in the default project
+    (is_staff for admins there), so a role changed at the provider takes effect at the next
+    sign-in. ``role`` is what ``workbench.roles.role_from_claims`` made of the claim's
+    ``values``; ``project_roles`` ({slug: role}, from ``project_roles_from_claims``) are the
+    roles in named projects. The memberships of every project the role map names
+    (``mapped_projects``) are set at each sign-in: granted or changed where the claims give a
+    role, removed where they no longer do; other projects' memberships (granted on their
+    members page) are left alone. Slugs of projects that do not exist are ignored.
 
-    Without a role the sign-in is refused (:class:`SignInRefused`, raised after the refusal
-    committed): a user who had signed in before loses every role at once, since the provider has
-    withdrawn them. A user deactivated here is refused too (roles kept). Either refusal revokes
+    Without a role in any existing project the sign-in is refused (:class:`SignInRefused`,
+    raised after the refusal committed): a user who had signed in before loses every mapped
+    role at once, since the provider has withdrawn them. A user deactivated here is refused too (roles kept). Either refusal revokes
     every API token of the user, so someone removed at the provider does not keep calling the
     API. Every sign-in and every refusal is audited; a role change is its own event.
     Atomic; locks the identity row, so simultaneous first sign-ins make one user."""
@@ -121,16 +134,42 @@ def sign_in_with_provider(
     inactive = OidcIdentity.objects.filter(
         issuer=issuer, subject=subject, user__is_active=False
     ).exists()
-    if role is None or inactive:
+    project_roles = dict(project_roles or {})
+    if DEFAULT_PROJECT_SLUG in project_roles:  # "value:default:role" is "value:role"
+        given = project_roles.pop(DEFAULT_PROJECT_SLUG)
+        role = given if role is None else max(role, given, key=ROLE_RANK.__getitem__)
+    managed = {
+        p.slug: p
+        for p in Project.objects.filter(slug__in=set(mapped_projects) | set(project_roles)).exclude(
+            slug=DEFAULT_PROJECT_SLUG
+        )
+    }
+    named = {managed[slug]: given for slug, given in project_roles.items() if slug in managed}
+    if (role is None and not named) or inactive:
         reason = "inactive" if inactive else "no_role"
-        _refuse_sign_in(issuer=issuer, subject=subject, detail=detail, values=values, reason=reason)
+        _refuse_sign_in(
+            issuer=issuer,
+            subject=subject,
+            detail=detail,
+            values=values,
+            reason=reason,
+            managed=list(managed.values()),
+        )
         raise SignInRefused(reason=reason, values=values)
-    return _sign_in(issuer=issuer, subject=subject, claims=claims, role=role, detail=detail)
+    return _sign_in(
+        issuer=issuer,
+        subject=subject,
+        claims=claims,
+        role=role,
+        detail=detail,
+        named=named,
+        managed=list(managed.values()),
+    )
 
 
 @transaction.atomic
 def _refuse_sign_in(
-    *, issuer: str, subject: str, detail: dict, values: list[str], reason: str
+    *, issuer: str, subject: str, detail: dict, values: list[str], reason: str, managed: list
 ) -> None:
     identity = (
         OidcIdentity.objects.select_for_update()
@@ -141,6 +180,7 @@ def _refuse_sign_in(
     user = identity.user if identity else None
     if user is not None and reason == "no_role":
         _set_role(user, None)
+        _set_project_roles(user, named={}, managed=managed)
     if user is not None:  # the provider no longer vouches for them: their tokens end too
         revoke_all_api_tokens(user=user, reason=f"oidc_sign_in_refused:{reason}")
     record_event(
@@ -153,7 +193,16 @@ def _refuse_sign_in(
 
 
 @transaction.atomic
-def _sign_in(*, issuer: str, subject: str, claims: dict, role: Role, detail: dict):
+def _sign_in(
+    *,
+    issuer: str,
+    subject: str,
+    claims: dict,
+    role: Role | None,
+    detail: dict,
+    named: dict,
+    managed: list,
+):
     identity = (
         OidcIdentity.objects.select_for_update()
         .select_related("user")
@@ -169,17 +218,40 @@ def _sign_in(*, issuer: str, subject: str, claims: dict, role: Role, detail: dic
     user.last_name = _text_claim(claims, "family_name", 150)
     user.save(update_fields=["email", "first_name", "last_name"])
     previous = _set_role(user, role)
+    before, after = _set_project_roles(user, named=named, managed=managed)
     identity.last_sign_in_at = timezone.now()
     identity.save(update_fields=["last_sign_in_at"])
-    if previous != {role.value}:
-        record_event(
-            actor=user,
-            verb="role_changed",
-            obj=user,
-            detail={**detail, "from": sorted(previous), "to": [role.value]},
-        )
-    record_event(actor=user, verb="login", obj=user, detail={**detail, "role": role.value})
+    now_held = {role.value} if role else set()
+    if previous != now_held or before != after:
+        changes = {"from": sorted(previous), "to": sorted(now_held)}
+        if before != after:
+            changes["projects"] = {"from": before, "to": after}
+        record_event(actor=user, verb="role_changed", obj=user, detail={**detail, **changes})
+    login_detail = {**detail, "role": role.value if role else None}
+    if after:
+        login_detail["projects"] = after
+    record_event(actor=user, verb="login", obj=user, detail=login_detail)
     return user
+
+
+def _set_project_roles(user, *, named: dict, managed: list) -> tuple[dict, dict]:
+    """Give ``user`` exactly the roles ``named`` ({Project: role}) in the ``managed`` projects
+    (those the role map names): granted or changed, or removed where no longer named. Returns
+    the roles held in those projects before and after, as {slug: role}."""
+    rows = ProjectMembership.objects.filter(user=user, project__in=managed).select_related(
+        "project"
+    )
+    before = {m.project.slug: m.role for m in rows}
+    for project in managed:
+        given = named.get(project)
+        if given is None:
+            ProjectMembership.objects.filter(user=user, project=project).delete()
+        else:
+            ProjectMembership.objects.update_or_create(
+                project=project, user=user, defaults={"role": given.value}
+            )
+    user.__dict__.pop("_workbench_roles", None)
+    return before, {p.slug: named[p].value for p in managed if p in named}
 
 
 def _create_identity(*, issuer: str, subject: str, claims: dict) -> OidcIdentity:
@@ -199,10 +271,17 @@ def _create_identity(*, issuer: str, subject: str, claims: dict) -> OidcIdentity
 
 
 def _set_role(user, role: Role | None) -> set[str]:
-    """Give ``user`` exactly ``role`` (or none); returns the roles held before."""
+    """Give ``user`` exactly ``role`` (or none) in the default project; returns the roles held
+    there before."""
     previous = set(user.groups.filter(name__in=ALL_ROLES).values_list("name", flat=True))
     others = list(user.groups.exclude(name__in=ALL_ROLES))
     user.groups.set(others + ([Group.objects.get(name=role.value)] if role else []))
+    if role is None:
+        ProjectMembership.objects.filter(user=user, project_id=default_project_id()).delete()
+    else:
+        ProjectMembership.objects.update_or_create(
+            project_id=default_project_id(), user=user, defaults={"role": role.value}
+        )
     if user.is_staff != (role == Role.ADMIN):
         user.is_staff = role == Role.ADMIN
         user.save(update_fields=["is_staff"])

@@ -13,6 +13,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from goldset.conf import tunable
+from goldset.selectors.projects import access_project
 from workbench.models import ApiToken, ThrottleScope, TokenScope
 from workbench.services.audit import record_event
 from workbench.services.idempotency import claim_form_token
@@ -40,15 +41,20 @@ def create_api_token(
     user,
     name: str,
     scope: str = TokenScope.READ,
+    project=None,
     expires_in_days: int | None = None,
     form_token: str | None = None,
 ) -> tuple[ApiToken, str | None]:
-    """A new token for ``user``; returns it and the plaintext, which is never stored or shown
-    again. ``expires_in_days=None`` means no expiry. A ``form_token`` already used by ``user``
-    (a double-submitted form) creates nothing: the first submit's token and ``None`` (its
-    plaintext was in the first answer only)."""
+    """A new token for ``user``, limited to ``project`` (one of the user's projects) or valid
+    in every project the user belongs to (``None``; it reaches a project only while they are a
+    member, with their role there); returns it and the plaintext, which is never stored or
+    shown again. ``expires_in_days=None`` means no expiry. A ``form_token`` already used by
+    ``user`` (a double-submitted form) creates nothing: the first submit's token and ``None``
+    (its plaintext was in the first answer only). Http404 for a project the user is not in."""
     if scope not in TokenScope.values:
         raise ValueError(f"unknown scope {scope!r}")
+    if project is not None:
+        access_project(user=user, slug=project.slug)  # Http404 unless a member
     claim = claim_form_token(user=user, token=form_token, kind="api_token")
     if claim is not None and not claim.first:
         return ApiToken.objects.get(pk=claim.row.object_id), None
@@ -64,13 +70,19 @@ def create_api_token(
         prefix=prefix,
         digest=_digest(raw),
         scope=scope,
+        project=project,
         expires_at=expires_at,
     )
     record_event(
         actor=user,
         verb="api_token_created",
         obj=token,
-        detail={"prefix": prefix, "scope": scope, "expires_at": str(expires_at or "")},
+        detail={
+            "prefix": prefix,
+            "scope": scope,
+            "project": project.slug if project is not None else None,
+            "expires_at": str(expires_at or ""),
+        },
     )
     if claim is not None:
         claim.record(token)
@@ -139,7 +151,9 @@ def revoke_all_api_tokens(*, user, reason: str) -> int:
 def list_api_tokens(*, user) -> list[ApiToken]:
     """``user``'s tokens, newest first, each with ``ends_at``: when it stops working (its expiry,
     or earlier the maximum lifetime; None: never)."""
-    tokens = list(ApiToken.objects.filter(user=user).order_by("-created_at", "-id"))
+    tokens = list(
+        ApiToken.objects.filter(user=user).select_related("project").order_by("-created_at", "-id")
+    )
     longest = max_lifetime_days()
     for token in tokens:
         ends = [token.expires_at] if token.expires_at else []

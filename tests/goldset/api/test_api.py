@@ -22,6 +22,7 @@ PROBLEM = "application/problem+json"
 ENDPOINTS = [
     ("api:schema", [], 200, 200, 200, 200),
     ("api:docs", [], 200, 200, 200, 200),
+    ("api:projects", [], 401, 200, 200, 200),
     ("api:domains", [], 401, 200, 200, 200),
     ("api:documents", [], 401, 200, 200, 200),
     ("api:document", ["DOC"], 401, 200, 200, 200),

@@ -24,13 +24,8 @@ from goldset.selectors.answers import (
 )
 from goldset.selectors.promotion import get_record_for_promotion
 from goldset.services import webhooks
-from tests.factories import AnswerRecordFactory, DomainFactory
-from tests.goldset.answers_helpers import (
-    GOOD,
-    claim_and_label,
-    default_project,
-    qualified_annotators,
-)
+from tests.factories import AnswerRecordFactory, DomainFactory, default_project
+from tests.goldset.answers_helpers import GOOD, claim_and_label, qualified_annotators
 from workbench.access import ALL_FIELDS, VERSION_FILE_FIELDS
 from workbench.roles import Role
 
@@ -99,6 +94,7 @@ def test_labelers_are_named_on_the_adjudication_labels_for_admins_only(lead, adm
 def test_a_webhook_payload_carries_no_system_field(admin_user, settings):
     settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
     webhooks.create_webhook_endpoint(
+        project=default_project(),
         actor=admin_user,
         url="http://127.0.0.1:9/hook",
         events=[WebhookEvent.SCORING_JOB_SUCCEEDED],
@@ -106,6 +102,7 @@ def test_a_webhook_payload_carries_no_system_field(admin_user, settings):
     webhooks.emit(
         WebhookEvent.SCORING_JOB_SUCCEEDED,
         {"job_id": 1, "run_id": "CANARY-RUN", "detail": {"system_id": "CANARY", "model": "m"}},
+        project=default_project(),
     )
     (delivery,) = WebhookDelivery.objects.all()
     assert delivery.payload["data"] == {"job_id": 1, "detail": {}}

@@ -194,6 +194,7 @@ def test_a_freeze_commits_with_the_broker_and_the_cache_down_and_its_webhook_wai
 
     settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True
     webhooks.create_webhook_endpoint(
+        project=default_project(),
         actor=team["admin"],
         url="http://127.0.0.1:9/hook",
         events=[WebhookEvent.GOLD_VERSION_FROZEN],

@@ -47,7 +47,10 @@ def allow_private(settings):
 @pytest.fixture
 def endpoint(admin_user, receiver, allow_private):
     endpoint, secret = webhooks.create_webhook_endpoint(
-        actor=admin_user, url=receiver.url, events=list(WebhookEvent.values)
+        project=default_project(),
+        actor=admin_user,
+        url=receiver.url,
+        events=list(WebhookEvent.values),
     )
     receiver.secret = secret
     return endpoint
@@ -55,7 +58,7 @@ def endpoint(admin_user, receiver, allow_private):
 
 def emit_now(callbacks, event=FROZEN, data=None):
     with callbacks(execute=True):
-        return webhooks.emit(event, data or {"version": 1})
+        return webhooks.emit(event, data or {"version": 1}, project=default_project())
 
 
 def test_a_500_is_retried_with_backoff_and_the_next_attempt_verifies(
@@ -116,22 +119,29 @@ def test_only_enabled_subscribed_endpoints_get_deliveries_and_a_rollback_sends_n
     django_capture_on_commit_callbacks,
 ):
     frozen_only, _ = webhooks.create_webhook_endpoint(
-        actor=admin_user, url=receiver.url, events=[FROZEN]
+        project=default_project(), actor=admin_user, url=receiver.url, events=[FROZEN]
     )
     webhooks.create_webhook_endpoint(
-        actor=admin_user, url=receiver.url, events=[FROZEN], enabled=False
+        project=default_project(),
+        actor=admin_user,
+        url=receiver.url,
+        events=[FROZEN],
+        enabled=False,
     )
     webhooks.create_webhook_endpoint(
-        actor=admin_user, url=receiver.url, events=[WebhookEvent.ALERT_RAISED]
+        project=default_project(),
+        actor=admin_user,
+        url=receiver.url,
+        events=[WebhookEvent.ALERT_RAISED],
     )
     with django_capture_on_commit_callbacks(execute=True):
         with pytest.raises(RuntimeError), transaction.atomic():
-            webhooks.emit(FROZEN, {"version": 1})
+            webhooks.emit(FROZEN, {"version": 1}, project=default_project())
             raise RuntimeError("the action failed")
     assert not WebhookDelivery.objects.exists() and not OutboxMessage.objects.exists()
     assert receiver.requests == []
     with django_capture_on_commit_callbacks(execute=False):
-        deliveries = webhooks.emit(FROZEN, {"version": 1})
+        deliveries = webhooks.emit(FROZEN, {"version": 1}, project=default_project())
     assert [d.endpoint_id for d in deliveries] == [frozen_only.pk]
     assert OutboxMessage.objects.filter(kind=WEBHOOK_OUTBOX_KIND).count() == 1
 
@@ -171,8 +181,10 @@ def test_freezing_a_version_sends_ids_checksums_counts_and_links_only(
     assert {f["sha256"] for f in data["files"]} == set(
         version.files.exclude(format="manifest").values_list("sha256", flat=True)
     )
-    assert data["links"]["page"] == f"/versions/v{version.number}/"
-    assert data["links"]["api"] == f"/api/v1/versions/{version.number}/"
+    # links name the project: its pages under /p/<slug>/, its API under /api/v1/projects/<slug>/
+    assert request.payload["project"] == {"slug": "default", "name": default_project().name}
+    assert data["links"]["page"] == f"/p/default/versions/v{version.number}/"
+    assert data["links"]["api"] == f"/api/v1/projects/default/versions/{version.number}/"
     text = request.body.decode()
     assert "Secret question" not in text and "alice" not in text and "admin-test" not in text
 
@@ -235,7 +247,7 @@ def test_a_rejected_import_emits_import_finished_with_its_problem_count(
     assert request.payload["type"] == "import.finished"
     assert data["import_id"] == job.pk and data["status"] == "rejected"
     assert data["problems"] >= 1 and data["sha256"] == job.sha256
-    assert data["links"]["page"] == f"/imports/{job.pk}/"
+    assert data["links"]["page"] == f"/p/default/imports/{job.pk}/"
 
 
 def spot_rows(week, disagree, total):
@@ -304,7 +316,9 @@ def test_private_targets_are_refused_at_registration_before_any_connection(
     why,
 ):
     with pytest.raises(webhooks.TargetRefused, match=why):
-        webhooks.create_webhook_endpoint(actor=admin_user, url=url, events=[FROZEN])
+        webhooks.create_webhook_endpoint(
+            project=default_project(), actor=admin_user, url=url, events=[FROZEN]
+        )
     assert no_outside_connections == [] and not WebhookEndpoint.objects.exists()
 
 
@@ -339,7 +353,10 @@ def test_dns_rebinding_to_a_private_address_is_refused_at_delivery(
 
     monkeypatch.setattr(socket, "getaddrinfo", fake_dns)
     webhooks.create_webhook_endpoint(
-        actor=admin_user, url="https://hooks.example.test/in", events=[FROZEN]
+        project=default_project(),
+        actor=admin_user,
+        url="https://hooks.example.test/in",
+        events=[FROZEN],
     )
     answers["address"] = "10.0.0.7"  # the name now points inside the network
     (delivery,) = emit_now(django_capture_on_commit_callbacks)
@@ -372,7 +389,7 @@ def test_redeliver_makes_one_more_attempt_with_the_same_message_and_is_audited(
     event = AuditEvent.objects.get(verb="webhook_redelivered")
     assert event.actor == admin_user and event.detail == {"was": "failed", "attempt": 2}
     with django_capture_on_commit_callbacks(execute=False):
-        (open_delivery,) = webhooks.emit(FROZEN, {"version": 2})
+        (open_delivery,) = webhooks.emit(FROZEN, {"version": 2}, project=default_project())
     with pytest.raises(GoldsetError, match="still pending"):
         webhooks.redeliver_webhook(actor=admin_user, delivery=open_delivery)
 
@@ -385,7 +402,7 @@ def test_the_reconciler_sends_deliveries_whose_message_or_worker_was_lost(
     long_ago = timezone.now() - dt.timedelta(hours=1)
     with django_capture_on_commit_callbacks(execute=False):
         published_lost, no_message, worker_lost = (
-            webhooks.emit(FROZEN, {"version": n})[0] for n in (1, 2, 3)
+            webhooks.emit(FROZEN, {"version": n}, project=default_project())[0] for n in (1, 2, 3)
         )
     messages = {m.payload["delivery_id"]: m for m in OutboxMessage.objects.all()}
     # 1: published to the broker, which lost it
@@ -436,7 +453,7 @@ def test_the_attempt_connects_to_the_address_it_checked_with_the_names_host_head
     monkeypatch.setattr(socket, "getaddrinfo", fake_dns)
     url = f"http://hooks.example.test:{receiver.port}/in?team=qa"
     _, receiver.secret = webhooks.create_webhook_endpoint(
-        actor=admin_user, url=url, events=[FROZEN]
+        project=default_project(), actor=admin_user, url=url, events=[FROZEN]
     )
     (delivery,) = emit_now(django_capture_on_commit_callbacks)
     delivery.refresh_from_db()

@@ -12,6 +12,7 @@ from goldset.models import (
     WebhookEvent,
 )
 from goldset.services import webhooks
+from tests.factories import default_project
 from workbench.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +27,7 @@ def allow_private(settings):
 @pytest.fixture
 def endpoint(admin_user, receiver, allow_private):
     endpoint, secret = webhooks.create_webhook_endpoint(
-        actor=admin_user, url=receiver.url, events=[FROZEN]
+        project=default_project(), actor=admin_user, url=receiver.url, events=[FROZEN]
     )
     receiver.secret = secret
     return endpoint
@@ -184,7 +185,7 @@ def test_the_delivery_log_and_the_list_run_constant_queries_and_paginate(
     make_deliveries(endpoint, n)
     for i in range(3):
         other, _ = webhooks.create_webhook_endpoint(
-            actor=admin_user, url=f"{endpoint.url}/{i}", events=[FROZEN]
+            project=default_project(), actor=admin_user, url=f"{endpoint.url}/{i}", events=[FROZEN]
         )
         make_deliveries(other, n)
     c = client_for(admin_user)

@@ -26,7 +26,10 @@ def test_freezing_a_version_ends_in_a_verified_delivery_after_one_retry(
     webhook_worker, receiver, admin_user
 ):
     endpoint, receiver.secret = webhooks.create_webhook_endpoint(
-        actor=admin_user, url=receiver.url, events=[WebhookEvent.GOLD_VERSION_FROZEN]
+        project=default_project(),
+        actor=admin_user,
+        url=receiver.url,
+        events=[WebhookEvent.GOLD_VERSION_FROZEN],
     )
     receiver.statuses = [500, 200]
     blocks = make_gold_corpus(4)
