@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
-from goldset.management.project_option import add_project_argument, project_from_options
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.services.pcs_calibrations import start_pcs_calibration
 
 
@@ -17,8 +17,8 @@ class Command(BaseCommand):
         add_project_argument(parser)
         parser.add_argument("--name", default="pcs")
 
-    def handle(self, *args, name, project_slug, **options):
-        project = project_from_options(project_slug, returncode=2)
+    def handle(self, *args, name, project, **options):
+        project = project_from(project, returncode=2)
         try:
             calibration = start_pcs_calibration(project=project, name=name)
         except GoldsetError as exc:

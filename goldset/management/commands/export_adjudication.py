@@ -21,7 +21,6 @@ class Command(BaseCommand):
         parser.add_argument(
             "--output", "-o", type=Path, default=None, help="File (default stdout)."
         )
-        add_project_argument(parser)
 
     def handle(self, *args, output: Path | None, project: str, **options):
         project = project_from(project)

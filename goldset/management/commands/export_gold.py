@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
-from goldset.management.project_option import add_project_argument, project_from_options
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.models import ExportFormat, GoldVersion
 from goldset.services import exports
 
@@ -26,8 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--redacted", action="store_true", help="the snippet-free variant")
         parser.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
 
-    def handle(self, *args, number, fmt, redacted, output, project_slug, **options):
-        project = project_from_options(project_slug)
+    def handle(self, *args, number, fmt, redacted, output, project, **options):
+        project = project_from(project)
         version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
         if version is None:
             raise CommandError(f"there is no frozen gold version v{number} in {project.slug}")

@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
-from goldset.management.project_option import add_project_argument, project_from_options
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
 
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="", help="username recorded as the creator")
 
     def handle(self, *args, **o):
-        project = project_from_options(o["project_slug"])
+        project = project_from(o["project"])
         actor = None
         if o["user"]:
             actor = get_user_model().objects.filter(username=o["user"]).first()

@@ -3,7 +3,7 @@ from django.db import transaction
 
 from goldset.exceptions import GoldsetError
 from goldset.management.file_import import EXIT_REJECTED, FileImportCommand
-from goldset.management.project_option import add_project_argument, project_from_options
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.models import Evaluator, EvaluatorKind
 from goldset.services.evaluators import create_evaluator, import_evaluator_outputs
 
@@ -25,8 +25,8 @@ class Command(FileImportCommand):
         parser.add_argument("--model-id", default="")
         parser.add_argument("--prompt-hash", default="")
 
-    def handle(self, *args, file, evaluator, evaluator_version, create, project_slug, **options):
-        project = project_from_options(project_slug, returncode=EXIT_REJECTED)
+    def handle(self, *args, file, evaluator, evaluator_version, create, project, **options):
+        project = project_from(project, returncode=EXIT_REJECTED)
         found = Evaluator.objects.filter(
             project=project, name=evaluator, version=evaluator_version
         ).first()

@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
-from goldset.management.project_option import add_project_argument, project_from_options
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.models import GoldVersion
 from goldset.selectors.evaluators import get_calibration_by_label
 from goldset.services.release_reports import create_release_report
@@ -24,8 +24,8 @@ class Command(BaseCommand):
         parser.add_argument("--html", type=Path)
         parser.add_argument("--resamples", type=int)
 
-    def handle(self, *args, number, runs, calibration, html, resamples, project_slug, **options):
-        project = project_from_options(project_slug, returncode=2)
+    def handle(self, *args, number, runs, calibration, html, resamples, project, **options):
+        project = project_from(project, returncode=2)
         version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
         if version is None:
             raise CommandError(f"no frozen gold version v{number} in {project.slug}", returncode=2)

@@ -7,7 +7,7 @@ from django.db import transaction
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
 from goldset.imports.runs import checked_run_file
-from goldset.management.project_option import add_project_argument, project_from_options
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.models import GoldVersion, ScoringJob
 from goldset.rules.measures import BadMeasures, check_measures
 from goldset.selectors.evaluators import get_calibration_by_label
@@ -58,7 +58,7 @@ class Command(BaseCommand):
         resamples,
         calibration,
         recover,
-        project_slug,
+        project,
         **options,
     ):
         if recover:
@@ -66,7 +66,7 @@ class Command(BaseCommand):
             return
         if file is None or number is None:
             raise CommandError("give a run file and --version N (or --recover)")
-        project = project_from_options(project_slug, returncode=2)
+        project = project_from(project, returncode=2)
         version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
         if version is None:
             raise CommandError(f"there is no frozen gold version v{number} in {project.slug}")

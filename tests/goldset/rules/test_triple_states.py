@@ -3,7 +3,7 @@
 import pytest
 
 from goldset.exceptions import GoldsetError
-from goldset.models import Triple, TripleState
+from goldset.models import Project, Triple, TripleState
 from goldset.rules.triple_states import CLOSED, TRANSITIONS, TransitionRefused, transition
 from goldset.services.customers import grant_customer_permission, revoke_customer_permission
 from goldset.services.resolution import drop_triple, retire_triple
@@ -11,6 +11,9 @@ from tests.factories import CustomerFactory
 from tests.goldset.curation_support import review, write_triple
 
 S = TripleState
+
+# Rules are pure: the triple needs a project, never the database.
+UNSAVED_PROJECT = Project(slug="rules", name="Rules")
 
 
 def test_every_state_has_a_row_and_every_target_is_a_state():
@@ -25,7 +28,7 @@ def test_closed_states_are_exactly_those_with_no_way_out():
 @pytest.mark.parametrize("closed", [S.DROPPED, S.SPLIT, S.RETIRED, S.REVOKED])
 @pytest.mark.parametrize("target", list(S.values))
 def test_a_closed_triple_never_moves(closed, target):
-    triple = Triple(external_id="t-closed", state=closed)
+    triple = Triple(project=UNSAVED_PROJECT, external_id="t-closed", state=closed)
     with pytest.raises(TransitionRefused, match="cannot go from"):
         transition(triple, target)
     assert triple.state == closed
@@ -44,14 +47,14 @@ def test_a_closed_triple_never_moves(closed, target):
     ],
 )
 def test_moves_the_protocol_does_not_have_are_refused(current, target):
-    triple = Triple(external_id="t-1", state=current, previous_state="")
+    triple = Triple(project=UNSAVED_PROJECT, external_id="t-1", state=current, previous_state="")
     with pytest.raises(TransitionRefused):
         transition(triple, target)
     assert (triple.state, triple.previous_state) == (current, "")
 
 
 def test_an_allowed_move_keeps_where_the_triple_came_from():
-    triple = Triple(external_id="t-2", state=S.PENDING_REVIEW)
+    triple = Triple(project=UNSAVED_PROJECT, external_id="t-2", state=S.PENDING_REVIEW)
     assert transition(triple, S.GOLD) == S.PENDING_REVIEW
     assert (triple.state, triple.previous_state) == (S.GOLD, S.PENDING_REVIEW)
 
