@@ -16,7 +16,7 @@ from goldset.demo.exports import seed_exports_demo
 from goldset.demo.guidelines import seed_guidelines_demo
 from goldset.demo.policy import POLICY_USERS, seed_policy_project
 from goldset.demo.promotion import seed_promotion_demo
-from goldset.models import Domain, Project, default_project_id
+from goldset.models import Domain, Project, ProjectMembership, default_project_id
 from goldset.services.corpus import import_corpus
 from workbench.roles import Role
 from workbench.services.accounts import create_user_with_role
@@ -101,8 +101,6 @@ def seed_demo(*, password: str | None = None, nist_path: Path | None = None) -> 
 
 def roles_by_project() -> dict[str, list[tuple[str, str]]]:
     """{username: [(project slug, role label), ...]} for every demo user, projects by name."""
-    from goldset.models import ProjectMembership
-
     names = [u for u, _ in DEMO_USERS] + [u for u, _ in POLICY_USERS]
     roles: dict[str, list[tuple[str, str]]] = {u: [] for u in names}
     memberships = ProjectMembership.objects.filter(user__username__in=names).select_related(

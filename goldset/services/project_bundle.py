@@ -60,7 +60,13 @@ from django.utils import timezone
 from django.utils.duration import duration_iso_string
 
 from goldset.exceptions import GoldsetError
-from goldset.models import AnswerRecord, GoldVersion, Project, ProjectMembership
+from goldset.models import (
+    AnswerRecord,
+    CalibrationRetake,
+    GoldVersion,
+    Project,
+    ProjectMembership,
+)
 from goldset.models.answers import new_public_id
 from goldset.services.projects import check_slug
 from workbench.roles import Role
@@ -681,8 +687,6 @@ def _insert(plan, batch, pks, later, sealed) -> int:
 
 
 def _follow_public_ids(project, public_ids: dict[str, str]) -> None:
-    from goldset.models import CalibrationRetake
-
     for retake in CalibrationRetake.objects.filter(domain__project=project):
         items = [public_ids.get(i, i) for i in retake.drawn_items or []]
         if items != retake.drawn_items:

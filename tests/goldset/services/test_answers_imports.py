@@ -17,8 +17,13 @@ from goldset.models import (
 )
 from goldset.rules.labeling import queue_rank
 from goldset.services.answer_imports import import_answer_logs, import_questions
-from tests.factories import BlockFactory, BlockVersionFactory, DocumentFactory, DomainFactory
-from tests.goldset.answers_helpers import default_project
+from tests.factories import (
+    BlockFactory,
+    BlockVersionFactory,
+    DocumentFactory,
+    DomainFactory,
+    default_project,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -209,7 +214,7 @@ def test_bad_answer_log_is_rejected_whole_with_line_numbers(corpus):
 
 
 def test_answer_records_keep_every_value_of_their_line(corpus):
-    import_questions(source=question_line(), actor=None)
+    import_questions(source=question_line(), actor=None, project=default_project())
     text = "\n".join(
         [
             answer_line(
@@ -227,7 +232,9 @@ def test_answer_records_keep_every_value_of_their_line(corpus):
     )
     ids = iter(["pub-1", "pub-2"])
 
-    summary = import_answer_logs(source=text, actor=None, id_factory=lambda: next(ids))
+    summary = import_answer_logs(
+        source=text, actor=None, id_factory=lambda: next(ids), project=default_project()
+    )
 
     assert summary.as_dict() == {
         "records_created": 2,
