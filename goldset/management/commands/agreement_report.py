@@ -3,7 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from goldset.models import Project
+from goldset.management.project_option import project_from
 from goldset.models.projects import DEFAULT_PROJECT_SLUG
 from goldset.selectors.agreement import CSV_FIELDS, list_agreement_alerts, list_snapshots
 from goldset.services.agreement import recompute_agreement_snapshots
@@ -31,10 +31,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, project, scope, format, recompute, **options):
-        found = Project.objects.filter(slug=project).first()
-        if found is None:
-            raise CommandError(f"--project: no project with the slug {project!r}")
-        project = found
+        project = project_from(project)
         filters = {}
         for part in filter(None, scope.split(",")):
             key, sep, value = part.partition("=")
