@@ -9,29 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
-from goldset.models import DEFAULT_PROJECT_SLUG, Project
 
 EXIT_REJECTED = 2
-
-
-def add_project_argument(parser) -> None:
-    parser.add_argument(
-        "--project",
-        default=DEFAULT_PROJECT_SLUG,
-        help=f"The project's slug (default: {DEFAULT_PROJECT_SLUG!r}, the default project).",
-    )
-
-
-def project_named(slug: str) -> Project:
-    """The project ``--project`` names; a CommandError (exit 2) for an unknown slug."""
-    if slug == DEFAULT_PROJECT_SLUG:
-        return Project.objects.get_or_create(
-            slug=DEFAULT_PROJECT_SLUG, defaults={"name": "Default project"}
-        )[0]
-    project = Project.objects.filter(slug=slug).first()
-    if project is None:
-        raise CommandError(f"--project: no project {slug!r}", returncode=EXIT_REJECTED)
-    return project
 
 
 class FileImportCommand(BaseCommand):

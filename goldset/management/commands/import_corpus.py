@@ -1,8 +1,5 @@
-from goldset.management.file_import import (
-    FileImportCommand,
-    add_project_argument,
-    project_named,
-)
+from goldset.management.file_import import EXIT_REJECTED, FileImportCommand
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.services.corpus import import_corpus
 
 
@@ -22,7 +19,7 @@ class Command(FileImportCommand):
         self.run_import(
             file,
             import_corpus,
-            project=project_named(project),
+            project=project_from(project, returncode=EXIT_REJECTED),
             actor=None,
             default_domain=domain,
         )

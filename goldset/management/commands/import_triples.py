@@ -1,12 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from goldset.management.file_import import (
-    EXIT_REJECTED,
-    FileImportCommand,
-    add_project_argument,
-    project_named,
-)
+from goldset.management.file_import import EXIT_REJECTED, FileImportCommand
+from goldset.management.project_option import add_project_argument, project_from
 from goldset.services.triples import import_triples
 
 
@@ -29,7 +25,7 @@ class Command(FileImportCommand):
         )
 
     def handle(self, *args, file, actor, on_behalf, project, **options):
-        target = project_named(project)
+        target = project_from(project, returncode=EXIT_REJECTED)
         user = get_user_model().objects.filter(username=actor).first()
         if user is None:
             raise CommandError(f"--actor: unknown user {actor!r}", returncode=EXIT_REJECTED)
