@@ -56,7 +56,7 @@ def _decision_timing(decision) -> dict:
 
 
 def iter_adjudication_export(
-    *, pseudonyms: Mapping[int, str], include_open: bool = False
+    *, project, pseudonyms: Mapping[int, str], include_open: bool = False
 ) -> Iterator[dict]:
     """One dict per item (seed 004 Table 9 "Adjudication export"): labels with rationales,
     failure categories and reviewer role, the adjudication if any, and the final result.
@@ -67,7 +67,7 @@ def iter_adjudication_export(
     """
     statuses = _export_statuses(include_open)
     records = (
-        AnswerRecord.objects.filter(is_calibration=False, status__in=statuses)
+        AnswerRecord.objects.filter(project=project, is_calibration=False, status__in=statuses)
         .select_related("question__domain", "run__system", "adjudication__guideline")
         .prefetch_related(
             Prefetch(
@@ -143,9 +143,10 @@ def iter_adjudication_export(
         }
 
 
-def _questions():
+def _questions(project):
     return (
-        Question.objects.select_related("domain")
+        Question.objects.filter(project=project)
+        .select_related("domain")
         .prefetch_related(
             Prefetch("evidence", queryset=EvidencePassage.objects.order_by("position", "pk"))
         )
@@ -192,6 +193,6 @@ def packet_record(q: Question) -> dict:
     }
 
 
-def iter_answer_question_packets() -> Iterator[dict]:
-    for q in _questions().iterator(chunk_size=500):
+def iter_answer_question_packets(*, project) -> Iterator[dict]:
+    for q in _questions(project).iterator(chunk_size=500):
         yield packet_record(q)

@@ -85,8 +85,12 @@ def test_streamed_adjudication_export_equals_the_object_built_export(demo):
     people = list_adjudication_export_people(project=default_project())
     pseudonyms = {pk: f"reviewer-{pk}" for pk in people}
     new = _bytes(iter_adjudication_export(project=default_project(), pseudonyms=pseudonyms))
-    old = _bytes(reference.iter_adjudication_export(pseudonyms=pseudonyms))
-    exported = AnswerRecord.objects.filter(is_calibration=False, status__in=_export_statuses(False))
+    old = _bytes(
+        reference.iter_adjudication_export(project=default_project(), pseudonyms=pseudonyms)
+    )
+    exported = AnswerRecord.objects.filter(
+        project=default_project(), is_calibration=False, status__in=_export_statuses(False)
+    )
     assert len(new) == len(old) == exported.count() > 5
     assert new == old
     joined = "\n".join(new)
@@ -97,7 +101,11 @@ def test_streamed_adjudication_export_equals_the_object_built_export(demo):
             project=default_project(), pseudonyms=pseudonyms, include_open=True
         )
     )
-    old_open = _bytes(reference.iter_adjudication_export(pseudonyms=pseudonyms, include_open=True))
+    old_open = _bytes(
+        reference.iter_adjudication_export(
+            project=default_project(), pseudonyms=pseudonyms, include_open=True
+        )
+    )
     assert with_open == old_open and len(with_open) > len(new)
 
 
@@ -133,8 +141,8 @@ def test_the_freeze_agreement_summary_reads_columns_with_the_same_figures(demo, 
 
 def test_streamed_question_packets_equal_the_object_built_packets(demo):
     new = _bytes(iter_answer_question_packets(project=default_project()))
-    old = _bytes(reference.iter_answer_question_packets())
-    assert len(new) == len(old) == Question.objects.count() > 5
+    old = _bytes(reference.iter_answer_question_packets(project=default_project()))
+    assert len(new) == len(old) == Question.objects.filter(project=default_project()).count() > 5
     assert new == old
     assert any('"gold_evidence":[{' in line for line in new)
     assert any('"near_miss":[{' in line for line in new)

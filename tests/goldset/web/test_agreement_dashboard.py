@@ -137,12 +137,16 @@ class TestOnTheDemoWithFigures:
         )
         assert "Agreement with adjudicated label" in html and "ann1" in html
         gold = (
-            Triple.objects.filter(tier="tier_b").count()
-            + AnswerRecord.objects.filter(tier="tier_b", is_calibration=False).count()
+            Triple.objects.filter(project=default_project(), tier="tier_b").count()
+            + AnswerRecord.objects.filter(
+                project=default_project(), tier="tier_b", is_calibration=False
+            ).count()
         )
         triage = (
-            Triple.objects.filter(tier="tier_a").count()
-            + AnswerRecord.objects.filter(tier="tier_a", is_calibration=False).count()
+            Triple.objects.filter(project=default_project(), tier="tier_a").count()
+            + AnswerRecord.objects.filter(
+                project=default_project(), tier="tier_a", is_calibration=False
+            ).count()
         )
         assert f"{gold} GOLD × $0.40 + {triage} TRIAGE × $0.16" in html
         assert f"${gold * 0.40 + triage * 0.16:.2f}" in html

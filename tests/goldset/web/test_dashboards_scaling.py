@@ -85,6 +85,13 @@ def _plan(sql: str) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
+def _walks_pk(sql: str, table: str) -> bool:
+    """``sql`` reads ``table`` in primary-key order through its primary key, stopping at a
+    LIMIT."""
+    plan = _plan(sql)
+    return plan.startswith("Limit") and f"Index Scan using {table}_pkey on {table} " in plan
+
+
 def _seq_scans(statements, tables=GROWN_TABLES) -> list[str]:
     found = []
     for sql in statements:
@@ -139,12 +146,14 @@ def test_lead_pages_cost_the_same_at_two_sizes(client_for, lead, admin_user, pos
     for sql in rereview:
         assert "triple_needs_rereview" in _plan(sql), _plan(sql)
     # the promotion list and batch walk the promotable indexes, a page and a batch at a time
-    for page, index in (
-        ("promotion:index", "triple_promotable"),
-        ("promotion:index?kind=answer_record", "answer_record_promotable"),
+    for page, index, table in (
+        ("promotion:index", "triple_promotable", "goldset_triple"),
+        ("promotion:index?kind=answer_record", "answer_record_promotable", "goldset_answerrecord"),
     ):
         selects = [sql for sql in large[page] if sql.lstrip().upper().startswith("SELECT")]
-        walks = [sql for sql in selects if index in _plan(sql)]
+        # the partial index, or the primary key in id order when (as here) nearly every row
+        # is promotable and the planner finds the two equal: either way a bounded index walk
+        walks = [sql for sql in selects if index in _plan(sql) or _walks_pk(sql, table)]
         assert len(walks) == 2 and all("LIMIT" in sql for sql in walks), (page, walks)
     # calibration status finds calibration claims through their own index
     (claims,) = [s for s in large["answers:calibration_status"] if "goldset_labelassignment" in s]
