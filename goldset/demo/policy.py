@@ -31,6 +31,7 @@ from goldset.models.answers import new_public_id
 from goldset.rules.labeling import queue_rank
 from goldset.services.labeling import add_domain_slots
 from goldset.services.projects import grant_role
+from goldset.services.triples import take_triple_ids
 from workbench.roles import Role
 
 POLICY_SLUG = "policy-assistant"
@@ -173,11 +174,12 @@ def _triples(project, domains, versions) -> None:
         ("sec-access-2026#3", QUESTIONS[1][2], QUESTIONS[1][3]),
         ("hr-leave-2026#3", QUESTIONS[2][2], QUESTIONS[2][3]),
     ]
-    for number, (block_id, question, answer) in enumerate(pins, start=1):
+    names = take_triple_ids(project, len(pins))
+    for name, (block_id, question, answer) in zip(names, pins, strict=True):
         version = versions[block_id]
         triple = Triple.objects.create(
             project=project,
-            external_id=f"gt-{number:05d}",
+            external_id=name,
             state="pending_review",
             tier=Tier.GOLD,
             routing_rule="default",

@@ -32,6 +32,9 @@ class Project(models.Model):
     # Overrides of the installation defaults: {tunable name: value as JSON}; goldset.conf
     # validates each key and value (only tunables declared per-project may appear).
     settings = models.JSONField(default=dict, blank=True)
+    # The last number given to a triple of this project (``gt-00042``: item ids are per
+    # project); goldset.services.triples.take_triple_ids is its one writer.
+    last_triple_number = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

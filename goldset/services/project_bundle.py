@@ -69,6 +69,7 @@ from goldset.models import (
 )
 from goldset.models.answers import new_public_id
 from goldset.services.projects import check_slug
+from goldset.services.triples import resume_triple_numbers
 from workbench.roles import Role
 from workbench.services.audit import record_event
 
@@ -611,6 +612,7 @@ def _import_verified(directory: Path, manifest: dict, *, slug, name, by) -> Impo
         _follow_public_ids(project, public_ids)
     if sealed:
         GoldVersion.objects.filter(pk__in=sealed).update(sealed=True)
+    resume_triple_numbers(project)
     record_event(
         actor=by,
         verb="project.import",

@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from goldset.exceptions import CrossProjectReference, GoldsetError, ImportRejected
@@ -33,6 +33,7 @@ from goldset.models import (
     CustomerPermission,
     Difficulty,
     Domain,
+    Project,
     ProjectMembership,
     Source,
     TaskType,
@@ -51,6 +52,47 @@ from workbench.services.audit import record_event, record_events
 
 ID_LENGTH = column_length(Triple, "external_id")
 MAX_SUPERSEDED_REASON = 1000
+
+
+TRIPLE_ID = "gt-{:05d}"
+
+
+def take_triple_ids(project, n: int) -> list[str]:
+    """The next ``n`` ids of ``project``'s triples (``gt-00042``: numbered per project). The
+    counter is the project row's ``last_triple_number``; its update holds the row until the
+    caller's transaction ends, so two writers never draw the same number. A number an import
+    already gave a triple by name is passed over."""
+    names: list[str] = []
+    with transaction.atomic():
+        while len(names) < n:
+            names += _draw_triple_ids(project, n - len(names))
+    return names
+
+
+def resume_triple_numbers(project) -> None:
+    """Set ``project``'s triple counter past the highest ``gt-`` number its triples hold (after
+    triples arrived with their ids, as in a project bundle)."""
+    numbers = (
+        int(name[3:])
+        for name in Triple.objects.filter(project=project, external_id__startswith="gt-")
+        .values_list("external_id", flat=True)
+        .iterator(chunk_size=5000)
+        if name[3:].isdigit()
+    )
+    Project.objects.filter(pk=project.pk).update(last_triple_number=max(numbers, default=0))
+
+
+def _draw_triple_ids(project, want: int) -> list[str]:
+    rows = Project.objects.filter(pk=getattr(project, "pk", project))
+    rows.update(last_triple_number=F("last_triple_number") + want)
+    last = rows.values_list("last_triple_number", flat=True).get()
+    drawn = [TRIPLE_ID.format(k) for k in range(last - want + 1, last + 1)]
+    taken = set(
+        Triple.objects.filter(project=project, external_id__in=drawn).values_list(
+            "external_id", flat=True
+        )
+    )
+    return [name for name in drawn if name not in taken]
 
 
 def check_same_project(*, project, block_version: BlockVersion | None = None, **objects) -> None:
@@ -227,7 +269,7 @@ def create_triple(
     verified = source == Source.LLM_GENERATED and llm_verified
     triple = Triple.objects.create(
         project=project,
-        external_id=external_id or f"pending-{uuid.uuid4().hex}",
+        external_id=external_id or take_triple_ids(project, 1)[0],
         state=TripleState.PENDING_REVIEW,
         tier=decision.tier,
         routing_rule=decision.rule,
@@ -245,8 +287,6 @@ def create_triple(
         parent=parent,
         added_at=added_at or timezone.now(),
     )
-    if not external_id:
-        triple.external_id = f"gt-{triple.pk:05d}"
     revision = new_revision(
         triple=triple,
         question=question,
@@ -255,7 +295,7 @@ def create_triple(
         actor=author,
         superseded_reason=superseded_reason,
     )
-    triple.save(update_fields=["external_id", "current_revision", "updated_at"])
+    triple.save(update_fields=["current_revision", "updated_at"])
     detail = {
         "tier": decision.tier,
         "routing_rule": decision.rule,
@@ -599,8 +639,8 @@ class TripleImporter:
             details.append(detail)
         Triple.objects.bulk_create(triples)
         unnamed = [t for t in triples if t.external_id.startswith("pending-")]
-        for triple in unnamed:
-            triple.external_id = f"gt-{triple.pk:05d}"
+        for triple, name in zip(unnamed, take_triple_ids(self.project, len(unnamed)), strict=True):
+            triple.external_id = name
         for triple, revision in zip(triples, revisions, strict=True):
             revision.triple = triple
         TripleRevision.objects.bulk_create(revisions)

@@ -37,7 +37,8 @@ def test_a_new_triple_is_routed_and_stores_the_rule_that_fired(author, fields, t
     assert (triple.tier, triple.rules_version) == (tier, 1)
     assert triple.routing_rule.startswith(rule)
     assert triple.state == TripleState.PENDING_REVIEW
-    assert triple.external_id == f"gt-{triple.pk:05d}"
+    triple.project.refresh_from_db()
+    assert triple.external_id == f"gt-{triple.project.last_triple_number:05d}"
     event = AuditEvent.objects.get(verb="triple_created", object_id=str(triple.pk))
     assert event.detail["routing_rule"] == rule
 
