@@ -26,7 +26,7 @@ from workbench import request_context
 from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
 from workbench.project_urls import root_url
-from workbench.roles import roles_of
+from workbench.roles import hold_roles, roles_of
 from workbench.services.audit import record_event
 from workbench.services.idempotency import record_api_answer
 
@@ -209,7 +209,7 @@ class AccessMiddleware:
         if entry.scoped or request.project_slug:
             access = access_project(user=request.user, slug=request.project_slug)
             request.project = access.project
-            request.user._workbench_roles = access.roles  # roles_of(user): roles in the project
+            hold_roles(request.user, access.project, access.roles)
         if not roles_of(request.user) & entry.roles:
             raise PermissionDenied("Your role does not give access to this page.")
         return None

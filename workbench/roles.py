@@ -58,6 +58,39 @@ def roles_of(user) -> frozenset[str]:
     return cached
 
 
+def roles_in(user, project) -> frozenset[str]:
+    """The role names a user holds in ``project`` (a project or its id), wherever the call
+    comes from — a request of that project, another project's page, a task or a command.
+    Services that decide who may act on a project's object ask this, not :func:`roles_of`.
+    Cached on the user object per project."""
+    if not user.is_authenticated:
+        return frozenset()
+    project_id = getattr(project, "pk", project)
+    held = user.__dict__.setdefault("_workbench_roles_in", {})
+    if project_id not in held:
+        roles = user.project_memberships.filter(project_id=project_id).values_list(
+            "role", flat=True
+        )
+        held[project_id] = frozenset(roles) & ALL_ROLES
+        if is_installation_admin(user):
+            held[project_id] |= {Role.ADMIN.value}
+    return held[project_id]
+
+
+def hold_roles(user, project, roles: frozenset[str]) -> None:
+    """Record the roles the request's project gives ``user`` (resolved with the project in one
+    statement by the access middleware and the API permission): :func:`roles_of` and
+    :func:`roles_in` answer from them for the rest of the request."""
+    user._workbench_roles = roles
+    user.__dict__.setdefault("_workbench_roles_in", {})[project.pk] = roles
+
+
+def forget_roles(user) -> None:
+    """Drop the roles cached on ``user`` (after their memberships change)."""
+    user.__dict__.pop("_workbench_roles", None)
+    user.__dict__.pop("_workbench_roles_in", None)
+
+
 def project_roles(user, role: str | None) -> frozenset[str]:
     """The roles a membership row (``role``, or ``None`` without one) gives ``user``."""
     held = frozenset({role}) & ALL_ROLES if role else frozenset()

@@ -40,7 +40,7 @@ from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
 from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
 from goldset.selectors.keyset import KeysetPage, keyset_page
-from workbench.roles import Role, roles_of
+from workbench.roles import Role, roles_in, roles_of
 
 # ---------------------------------------------------------------- qualification and load
 
@@ -304,7 +304,7 @@ def adjudicable_records(*, user, project, statuses=LEAD_VISIBLE):
     annotator and lead never adjudicates their own label). No records for anyone else, never a
     record of another project. The queue, the page, the next-item step and
     :func:`record_adjudication` all filter with it."""
-    if not roles_of(user) & ADJUDICATORS:
+    if not roles_in(user, project) & ADJUDICATORS:
         return AnswerRecord.objects.none()
     own_label = Label.objects.filter(record_id=OuterRef("pk"), annotator_id=user.pk)
     return AnswerRecord.objects.filter(

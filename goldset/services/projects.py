@@ -10,7 +10,7 @@ from django.utils import timezone
 from goldset.exceptions import GoldsetError
 from goldset.models import GoldVersion, Project, ProjectMembership, ProjectSettingChange
 from goldset.models.projects import RESERVED_SLUGS
-from workbench.roles import ROLE_RANK, Role
+from workbench.roles import ROLE_RANK, Role, forget_roles
 from workbench.services.audit import record_event
 
 _SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
@@ -78,6 +78,7 @@ def grant_role(*, project: Project, user, role: Role | str, by=None) -> ProjectM
             detail={"project": project.slug, "role": role.value, "before": before},
             project=project,
         )
+    forget_roles(user)
     return membership
 
 
@@ -102,6 +103,7 @@ def remove_member(*, project: Project, user, by=None) -> bool:
         detail={"project": project.slug, "role": membership.role},
         project=project,
     )
+    forget_roles(user)
     return True
 
 

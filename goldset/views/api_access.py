@@ -14,7 +14,7 @@ from goldset.selectors.projects import access_project
 from workbench.access import entry_for
 from workbench.client_address import client_address
 from workbench.models import ApiToken, TokenScope
-from workbench.roles import roles_of
+from workbench.roles import hold_roles, roles_of
 from workbench.services.api_tokens import authenticate_api_token, record_token_refusal
 from workbench.services.idempotency import MAX_KEY_CHARS, claim_api_key
 from workbench.services.rate_limits import hit_rate_limit
@@ -46,7 +46,7 @@ class AccessTablePermission(BasePermission):
             if isinstance(token, ApiToken) and token.project_id not in (None, access.project.pk):
                 raise exceptions.NotFound()
             request._request.project = access.project
-            request.user._workbench_roles = access.roles
+            hold_roles(request.user, access.project, access.roles)
         if not roles_of(request.user) & entry.roles:
             raise exceptions.PermissionDenied("Your role does not give access to this endpoint.")
         return True

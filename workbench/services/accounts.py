@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from goldset.models import DEFAULT_PROJECT_SLUG, Project, ProjectMembership, default_project_id
 from workbench.models import OidcIdentity
-from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, ROLE_RANK, Role
+from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, ROLE_RANK, Role, forget_roles
 from workbench.services.api_tokens import revoke_all_api_tokens
 from workbench.services.audit import record_event
 
@@ -250,7 +250,7 @@ def _set_project_roles(user, *, named: dict, managed: list) -> tuple[dict, dict]
             ProjectMembership.objects.update_or_create(
                 project=project, user=user, defaults={"role": given.value}
             )
-    user.__dict__.pop("_workbench_roles", None)
+    forget_roles(user)
     return before, {p.slug: named[p].value for p in managed if p in named}
 
 
@@ -285,5 +285,5 @@ def _set_role(user, role: Role | None) -> set[str]:
     if user.is_staff != (role == Role.ADMIN):
         user.is_staff = role == Role.ADMIN
         user.save(update_fields=["is_staff"])
-    user.__dict__.pop("_workbench_roles", None)
+    forget_roles(user)
     return previous

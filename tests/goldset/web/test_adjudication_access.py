@@ -25,7 +25,7 @@ from tests.goldset.answers_helpers import (
     qualified_annotators,
 )
 from workbench.access import ACCESS
-from workbench.roles import Role
+from workbench.roles import Role, forget_roles
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,7 @@ def split():
     claim_and_label(three, **{**BAD, "severe_safety": True, "rationale": "Unsafe."})
     # the first labeler is a lead now (one role per project: promoted after labeling)
     grant_role(project=record.project, user=one, role=Role.LEAD)
-    one._workbench_roles = None
+    forget_roles(one)
     record.refresh_from_db()
     assert record.status == RecordStatus.NEEDS_ADJUDICATION
     return record, one

@@ -52,7 +52,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.goldset.answers_helpers import GOOD, default_project
-from workbench.roles import Role
+from workbench.roles import Role, forget_roles
 
 pytestmark = pytest.mark.django_db
 
@@ -151,7 +151,7 @@ def test_a_member_of_a_never_gets_bs_records_in_queue_claim_or_adjudication_queu
     # the adjudication queue: A's lead sees A's items only
     _to_lead(ra, rb)
     lead = world["lead_a"]
-    lead._workbench_roles = None
+    forget_roles(lead)
     items = list_adjudication_queue(user=lead, project=a, include_done=True, size=25).items
     assert [r.public_id for r in items] == [ra.public_id]
     html = client_for(lead).get(_in(a, "answers:adjudication_queue")).content.decode()
@@ -246,8 +246,8 @@ def test_as_audit_sample_rate_changes_as_routing_and_not_bs(world, settings):
     assert in_audit_sample(rb.public_id, project=a)[0] is True
     assert in_audit_sample(rb.public_id, project=b)[0] is False
     # the audit item goes to A's leads, not B's
-    world["lead_a"]._workbench_roles = None
-    world["lead_b"]._workbench_roles = None
+    forget_roles(world["lead_a"])
+    forget_roles(world["lead_b"])
     queue_a = list_adjudication_queue(user=world["lead_a"], project=a, size=25).items
     queue_b = list_adjudication_queue(user=world["lead_b"], project=b, size=25).items
     assert [r.pk for r in queue_a] == [ra.pk] and queue_b == []
