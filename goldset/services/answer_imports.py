@@ -484,14 +484,18 @@ class AnswerLogImporter:
                 project=self.project, run_id__in=_ids(rows, "run_id")
             )
         }
+        # by keys, so each pair is one probe of the (run, question) unique index: a join on
+        # the run's id walked every record the run already had, and grew with the table
+        run_ids = {r.pk: r.run_id for r in runs.values()}
+        question_ids = {q.pk: qid for qid, q in questions.items()}
         existing_pairs = (
-            set(
-                AnswerRecord.objects.filter(
-                    project=self.project,
-                    run__run_id__in=bulk.one_of(runs),
-                    question__question_id__in=bulk.one_of(questions),
-                ).values_list("run__run_id", "question__question_id")
-            )
+            {
+                (run_ids[run], question_ids[question])
+                for run, question in AnswerRecord.objects.filter(
+                    run_id__in=bulk.one_of(run_ids, of="bigint"),
+                    question_id__in=bulk.one_of(question_ids, of="bigint"),
+                ).values_list("run_id", "question_id")
+            }
             if runs and questions
             else set()
         )
