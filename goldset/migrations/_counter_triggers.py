@@ -1024,3 +1024,134 @@ def unkey_counters_by_project(apps, schema_editor):
     unprojected["goldset_label"] = [("labels_day", day("{r}.created_at"), "", "")]
     for sql in _project_backfill(unprojected | {"goldset_fastdecision": _FAST}):
         schema_editor.execute(sql)
+
+
+# ---------------------------------------------------------------- time on item per project (0038)
+# ``time_changes`` keyed ``<project_id>|kind|user_id``: a person's stored figures are per project
+# (``TimeOnItemFigure.project``), so a lead of project A reads times of A's decisions only. The
+# project comes from the decision's parent (a label's or an adjudication's answer record, a
+# review's triple). Same bumps as 0026/0028 otherwise: PostgreSQL's statement functions are
+# replaced (the triggers stay), SQLite's row triggers are recreated.
+
+_TIME_PARENT = {
+    "label": (_RECORD, "a.project_id"),
+    "review": (_REVIEW_AUTHOR, "t.project_id"),
+    "adjudication": (_RECORD, "a.project_id"),
+}
+
+
+def _project_time_key(kind: str, who: str, row: str) -> tuple[str, str]:
+    """(key SQL, joins SQL) of a decision row ``row`` of ``kind``."""
+    joins, project = _TIME_PARENT[kind]
+    return f"{project} || '|{kind}|' || {row}.{who}", joins.format(r=row)
+
+
+def _project_time_bumps(kind: str, who: str, event: str) -> str:
+    """0028's bumps (:func:`_time_bumps`), keyed by the decision's project."""
+    if event in ("INSERT", "DELETE"):
+        rows = "new_rows" if event == "INSERT" else "old_rows"
+        key, joins = _project_time_key(kind, who, "r")
+        return f"SELECT {key} AS key FROM {rows} r {joins} WHERE r.active_ms IS NOT NULL"
+    changed = f"(o.active_ms IS DISTINCT FROM n.active_ms OR o.{who} IS DISTINCT FROM n.{who})"
+    selects = []
+    for row in ("o", "n"):
+        key, joins = _project_time_key(kind, who, row)
+        selects.append(
+            f"SELECT {key} AS key FROM old_rows o JOIN new_rows n ON n.id = o.id {joins} "
+            f"WHERE {changed} AND {row}.active_ms IS NOT NULL"
+        )
+    return " UNION ALL ".join(selects)
+
+
+def _pg_time_functions(bumps) -> str:
+    """The three ``goldset_time_changes_<kind>`` statement functions, ``bumps(kind, who,
+    event)`` giving each event's person keys."""
+    sql = []
+    for _, kind, who in TIMED:
+        sql.append(f"""
+CREATE OR REPLACE FUNCTION goldset_time_changes_{kind}() RETURNS trigger AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    {_time_bump_apply(bumps(kind, who, "INSERT"))};
+  ELSIF TG_OP = 'DELETE' THEN
+    {_time_bump_apply(bumps(kind, who, "DELETE"))};
+  ELSE
+    {_time_bump_apply(bumps(kind, who, "UPDATE"))};
+  END IF;
+  RETURN NULL;
+END $$ LANGUAGE plpgsql;
+""")
+    return "".join(sql)
+
+
+def _sqlite_project_time_bump(kind: str, who: str, row: str) -> str:
+    key, joins = _project_time_key(kind, who, row)
+    return (
+        "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+        f"SELECT 'time_changes', {key}, 0, 1 FROM (SELECT 1) AS one {joins} "
+        f"WHERE {row}.active_ms IS NOT NULL AND ({key}) IS NOT NULL "
+        "ON CONFLICT (name, key, shard) DO UPDATE SET n = goldset_dashboardcounter.n + excluded.n;"
+    )
+
+
+def _sqlite_project_time_triggers() -> list[str]:
+    sql = []
+    for table, kind, who in TIMED:
+        name = f"goldset_time_changes_{kind}"
+        old, new = (_sqlite_project_time_bump(kind, who, row) for row in ("OLD", "NEW"))
+        sql += [
+            f"CREATE TRIGGER {name}_insert AFTER INSERT ON {table} BEGIN {new} END",
+            f"CREATE TRIGGER {name}_delete AFTER DELETE ON {table} BEGIN {old} END",
+            f"CREATE TRIGGER {name}_update AFTER UPDATE ON {table} "
+            f"WHEN OLD.active_ms IS NOT NEW.active_ms OR OLD.{who} IS NOT NEW.{who} "
+            f"BEGIN {old}{new} END",
+        ]
+    return sql
+
+
+_SQLITE_TIME_DROP = [
+    f"DROP TRIGGER IF EXISTS goldset_time_changes_{kind}_{event}"
+    for _, kind, _ in TIMED
+    for event in _EVENTS
+]
+
+
+def _project_time_backfill() -> list[str]:
+    statements = ["DELETE FROM goldset_dashboardcounter WHERE name = 'time_changes'"]
+    for table, kind, who in TIMED:
+        key, joins = _project_time_key(kind, who, "r")
+        statements.append(
+            "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+            f"SELECT 'time_changes', {key}, 0, COUNT(*) FROM {table} r {joins} "
+            f"WHERE r.active_ms IS NOT NULL GROUP BY {key}"
+        )
+    return statements
+
+
+def key_time_changes_by_project(apps, schema_editor):
+    """0038: ``time_changes`` keyed ``<project_id>|kind|user_id``, recounted."""
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(_pg_time_functions(_project_time_bumps))
+    elif vendor == "sqlite":
+        for sql in _SQLITE_TIME_DROP + _sqlite_project_time_triggers():
+            schema_editor.execute(sql)
+    else:
+        raise RuntimeError(f"no time-on-item counter triggers for {vendor}")
+    for sql in _project_time_backfill():
+        schema_editor.execute(sql)
+
+
+def unkey_time_changes_by_project(apps, schema_editor):
+    """Reverse of :func:`key_time_changes_by_project`: 0028's keys (``kind|user_id``)."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(_pg_time_functions(_time_bumps))
+    else:
+        for sql in _SQLITE_TIME_DROP:
+            schema_editor.execute(sql)
+        for sql in _time_sqlite():
+            if "goldset_time_changes_" in sql:
+                schema_editor.execute(sql)
+    schema_editor.execute("DELETE FROM goldset_dashboardcounter WHERE name = 'time_changes'")
+    for sql in _time_backfill()[: len(TIMED)]:
+        schema_editor.execute(sql)

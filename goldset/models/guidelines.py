@@ -117,12 +117,14 @@ class FastDecision(models.Model):
 
 
 class TimeOnItemFigure(models.Model):
-    """One person's stored active-time figures for one kind of decision (the agreement
-    dashboard's time-on-item table), computed by the agreement recompute from that person's
-    timed decisions. ``changes_seen`` is the ``time_changes`` counter (``kind|user_id``, kept by
-    database triggers on every timed label, review and adjudication) when they were computed:
-    a counter that has moved on since marks them stale."""
+    """One person's stored active-time figures for one kind of decision in one project (the
+    project's agreement dashboard's time-on-item table), computed by the agreement recompute
+    from that person's timed decisions in the project. ``changes_seen`` is the ``time_changes``
+    counter (``<project_id>|kind|user_id``, kept by database triggers on every timed label,
+    review and adjudication) when they were computed: a counter that has moved on since marks
+    them stale."""
 
+    project = models.ForeignKey("goldset.Project", on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=16, choices=DecisionKind.choices)
     user_id = models.BigIntegerField()
     n = models.PositiveIntegerField(default=0)  # decisions with an active time
@@ -133,7 +135,9 @@ class TimeOnItemFigure(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["kind", "user_id"], name="time_on_item_figure_once")
+            models.UniqueConstraint(
+                fields=["project", "kind", "user_id"], name="time_on_item_figure_once_per_project"
+            )
         ]
 
     def __str__(self):

@@ -18,6 +18,7 @@ from goldset.models import (
     DecisionKind,
     FastDecision,
     Label,
+    Project,
     ProjectMembership,
     Review,
     TimeOnItemFigure,
@@ -27,11 +28,11 @@ from goldset.selectors.agreement import display_names
 from goldset.selectors.curation import counter_rows
 from goldset.selectors.keyset import KeysetPage, keyset_page
 
-# Each kind of decision: its model and the field naming who decided.
+# Each kind of decision: its model, the field naming who decided, and the path to its project.
 _SOURCES = {
-    DecisionKind.LABEL: (Label, "annotator_id"),
-    DecisionKind.REVIEW: (Review, "reviewer_id"),
-    DecisionKind.ADJUDICATION: (Adjudication, "lead_id"),
+    DecisionKind.LABEL: (Label, "annotator_id", "record__project"),
+    DecisionKind.REVIEW: (Review, "reviewer_id", "revision__triple__project"),
+    DecisionKind.ADJUDICATION: (Adjudication, "lead_id", "record__project"),
 }
 
 
@@ -65,12 +66,17 @@ class TimeRow:
     stale: bool = False  # the stored figures miss a change (the next recompute brings it)
 
 
-def timed_figures(kind: DecisionKind, users) -> dict[int, tuple[int, float | None, float | None]]:
-    """{user: (n, median ms, p90 ms)} of the active time of ``kind`` decisions by ``users``
-    (one query over those people's decisions, by the index on who decided). Nobody in
-    ``users`` without a timed decision is left out."""
-    model, who = _SOURCES[kind]
-    rows = model.objects.filter(active_ms__isnull=False, **{f"{who}__in": list(users)})
+def timed_figures(
+    kind: DecisionKind, users, *, project
+) -> dict[int, tuple[int, float | None, float | None]]:
+    """{user: (n, median ms, p90 ms)} of the active time of ``kind`` decisions by ``users`` in
+    ``project`` (a project or its id; one query over those people's decisions, by the index on
+    who decided). Nobody in ``users`` without a timed decision there is left out."""
+    model, who, in_project = _SOURCES[kind]
+    rows = model.objects.filter(
+        active_ms__isnull=False,
+        **{f"{who}__in": list(users), f"{in_project}_id": getattr(project, "pk", project)},
+    )
     if connection.vendor == "postgresql":
         return {
             row[who]: (row["n"], row["median"], row["p90"])
@@ -91,9 +97,9 @@ def timed_figures(kind: DecisionKind, users) -> dict[int, tuple[int, float | Non
     }
 
 
-def _counter_pairs(name: str, *, project=None) -> dict[tuple[str, int], int]:
-    """A ``kind|user`` (``time_changes``, per person across projects) or ``user|kind``
-    (``fast``, the project's) counter as {(kind, user): n}, zero rows left out."""
+def _counter_pairs(name: str, *, project) -> dict[tuple[str, int], int]:
+    """A project's ``kind|user`` (``time_changes``) or ``user|kind`` (``fast``) counter as
+    {(kind, user): n}, zero rows left out."""
     out = {}
     for key, n in counter_rows(name, project=project)[name]:
         first, _, second = key.partition("|")
@@ -102,30 +108,39 @@ def _counter_pairs(name: str, *, project=None) -> dict[tuple[str, int], int]:
     return out
 
 
-def stale_time_figures() -> dict[tuple[str, int], int]:
-    """{(kind, user): changes counter} of every stored figure that misses a change (or was
-    never computed): two reads, bounded by people × kinds, never by decisions."""
-    changes = _counter_pairs("time_changes")
+def stale_time_figures() -> dict[tuple[int, str, int], int]:
+    """{(project id, kind, user): changes counter} of every stored figure, in any project, that
+    misses a change (or was never computed): three reads, bounded by projects × people × kinds,
+    never by decisions."""
+    projects = set(Project.objects.values_list("pk", flat=True))  # a deleted one's keys stay
+    changes = {}
+    for key, n in counter_rows("time_changes", project=None)["time_changes"]:
+        project_id, kind, user = key.split("|")
+        if int(project_id) in projects:
+            changes[(int(project_id), kind, int(user))] = n
     seen = {
-        (kind, user): n
-        for kind, user, n in TimeOnItemFigure.objects.values_list("kind", "user_id", "changes_seen")
+        (project_id, kind, user): n
+        for project_id, kind, user, n in TimeOnItemFigure.objects.values_list(
+            "project_id", "kind", "user_id", "changes_seen"
+        )
     }
-    return {pair: n for pair, n in changes.items() if seen.get(pair) != n}
+    return {triple: n for triple, n in changes.items() if seen.get(triple) != n}
 
 
 def get_time_on_item_summary(*, project) -> list[TimeRow]:
     """Per member of the project and kind of decision: n, median and p90 active time (seconds)
-    as the agreement recompute last stored them (a person's figures, over their decisions), the
+    as the agreement recompute last stored them (a person's figures, over their decisions in
+    the project), the
     number of flagged fast decisions in the project (a maintained counter), display names, and
     whether the stored figures miss a change (``stale``). Five queries whatever the data
     size."""
     members = set(
         ProjectMembership.objects.filter(project=project).values_list("user_id", flat=True)
     )
-    changes = _counter_pairs("time_changes")
+    changes = _counter_pairs("time_changes", project=project)
     stored = {
         (f.kind, f.user_id): f
-        for f in TimeOnItemFigure.objects.only(
+        for f in TimeOnItemFigure.objects.filter(project=project).only(
             "kind", "user_id", "n", "median_ms", "p90_ms", "changes_seen"
         )
     }

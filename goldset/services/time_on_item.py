@@ -55,27 +55,29 @@ def flag_if_fast(*, project, decision, kind: DecisionKind, annotator_id: int, ti
 
 
 def refresh_time_on_item_figures() -> int:
-    """Recompute and store the time-on-item figures of every (kind, person) whose
+    """Recompute and store the time-on-item figures of every (project, kind, person) whose
     ``time_changes`` counter moved since they were stored (the agreement recompute calls this;
-    idempotent: nothing stale, nothing read). Each person's figures come from their own timed
-    decisions only, so a label recomputes one row, never every decision. The counter is read
-    before the decisions: a decision committed in between may be counted in the figures and
-    still leave them marked stale, never the other way round. Returns the rows refreshed."""
+    idempotent: nothing stale, nothing read). Each figure comes from that person's timed
+    decisions in that project only, so a label recomputes one row, never every decision. The
+    counter is read before the decisions: a decision committed in between may be counted in the
+    figures and still leave them marked stale, never the other way round. Returns the rows
+    refreshed."""
     stale = stale_time_figures()
     if not stale:
         return 0
-    by_kind: dict[str, set[int]] = {}
-    for kind, user in stale:
-        by_kind.setdefault(kind, set()).add(user)
+    wanted: dict[tuple[int, str], set[int]] = {}
+    for project_id, kind, user in stale:
+        wanted.setdefault((project_id, kind), set()).add(user)
     computed = {
-        (kind, user): figures
-        for kind, users in by_kind.items()
-        for user, figures in timed_figures(DecisionKind(kind), users).items()
+        (project_id, kind, user): figures
+        for (project_id, kind), users in wanted.items()
+        for user, figures in timed_figures(DecisionKind(kind), users, project=project_id).items()
     }
     with transaction.atomic():
-        for (kind, user), changes in stale.items():
-            n, median, p90 = computed.get((kind, user), (0, None, None))
+        for (project_id, kind, user), changes in stale.items():
+            n, median, p90 = computed.get((project_id, kind, user), (0, None, None))
             TimeOnItemFigure.objects.update_or_create(
+                project_id=project_id,
                 kind=kind,
                 user_id=user,
                 defaults={"n": n, "median_ms": median, "p90_ms": p90, "changes_seen": changes},

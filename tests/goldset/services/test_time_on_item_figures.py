@@ -1,14 +1,18 @@
 """Issue 17: the agreement dashboard's time-on-item figures are stored by the agreement
 recompute (per person, from that person's decisions only) and read back with maintained
 counters; they equal what the old per-request aggregation computed, and a change the stored
-figures miss marks them stale until the next recompute."""
+figures miss marks them stale until the next recompute. Issue 27: figures and counters are per
+project — a person who labels in two projects has two sets of figures, each from that
+project's decisions, and a change in one marks only that project's figures stale."""
 
 import random
 from dataclasses import astuple
+from importlib import import_module
 
 import pytest
+from django.apps import apps
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, Sum
 from django.test.utils import CaptureQueriesContext
 
 from goldset.models import (
@@ -17,6 +21,7 @@ from goldset.models import (
     DecisionKind,
     FastDecision,
     Label,
+    Project,
     Review,
     TimeOnItemFigure,
 )
@@ -24,8 +29,16 @@ from goldset.rules.time_on_item import ItemTiming
 from goldset.selectors.time_on_item import get_time_on_item_summary, stale_time_figures
 from goldset.services.adjudication import record_adjudication
 from goldset.services.agreement import recompute_agreement_snapshots
+from goldset.services.projects import grant_role
 from goldset.services.time_on_item import refresh_time_on_item_figures
-from tests.factories import AnswerRecordFactory, DomainFactory
+from tests.factories import (
+    AnswerRecordFactory,
+    CalibrationResultFactory,
+    DomainFactory,
+    QuestionFactory,
+    RunFactory,
+    SystemFactory,
+)
 from tests.goldset import time_on_item_reference as reference
 from tests.goldset.answers_helpers import BAD, GOOD, claim_and_label, qualified_annotators
 from tests.goldset.curation_support import review, write_triple
@@ -175,7 +188,7 @@ def test_one_statement_over_a_persons_decisions_writes_their_counter_once(decisi
     person = annotators[0]
     timed = Label.objects.filter(annotator=person, active_ms__isnull=False).count()
     assert timed >= 4
-    key = f"label|{person.pk}"
+    key = f"{default_project().pk}|label|{person.pk}"
     before, writes = _time_changes(key), _counter_writes()
 
     Label.objects.filter(annotator=person).update(active_ms=F("active_ms") + 1)
@@ -189,3 +202,63 @@ def test_one_statement_over_a_persons_decisions_writes_their_counter_once(decisi
     assert FastDecision.objects.count() == sum(
         DashboardCounter.objects.filter(name="fast").values_list("n", flat=True)
     )
+
+
+def _label_in(project, annotator, domain, active_ms):
+    """One label by ``annotator`` on a fresh record of ``project``, ``active_ms`` long (set
+    after the fact: a label submitted at once has its time capped by the server's clock)."""
+    tag = f"{project.slug}-{active_ms}"
+    system = SystemFactory(project=project, system_id=f"sys-{tag}")
+    AnswerRecordFactory(
+        project=project,
+        question=QuestionFactory(project=project, domain=domain, question_id=f"q-{tag}"),
+        run=RunFactory(project=project, run_id=f"run-{tag}", system=system),
+    )
+    label = claim_and_label(annotator, project=project, **GOOD)
+    Label.objects.filter(pk=label.pk).update(active_ms=active_ms)
+
+
+def test_figures_are_per_project(make_user):
+    a = default_project()
+    b = Project.objects.create(name="Bravo", slug="bravo")
+    domain_a = DomainFactory(slug="supply_chain")
+    domain_b = DomainFactory(project=b, slug="bravo_supply_chain")
+    (person,) = qualified_annotators(domain_a, 1)
+    grant_role(project=b, user=person, role=Role.ANNOTATOR)
+    CalibrationResultFactory(annotator=person, domain=domain_b)
+    _label_in(a, person, domain_a, 2000)
+    _label_in(a, person, domain_a, 4000)
+    _label_in(b, person, domain_b, 60_000)
+    assert refresh_time_on_item_figures() == 2  # one figure per project
+    rows_a = {r.kind: r for r in get_time_on_item_summary(project=a) if r.user_id == person.pk}
+    rows_b = {r.kind: r for r in get_time_on_item_summary(project=b) if r.user_id == person.pk}
+    assert (rows_a["label"].n, rows_a["label"].median_s) == (2, 3.0)
+    assert (rows_b["label"].n, rows_b["label"].median_s) == (1, 60.0)
+    # a change in B marks B's figure stale, A's stays fresh; the refresh stores B's only
+    Label.objects.filter(record__project=b).update(active_ms=30_000)
+    assert set(stale_time_figures()) == {(b.pk, "label", person.pk)}
+    assert not any(r.stale for r in get_time_on_item_summary(project=a))
+    assert [r.stale for r in get_time_on_item_summary(project=b) if r.user_id == person.pk] == [
+        True
+    ]
+    assert refresh_time_on_item_figures() == 1
+    figure = TimeOnItemFigure.objects.get(project=b, kind="label", user_id=person.pk)
+    assert (figure.n, figure.median_ms) == (1, 30_000)
+
+
+def test_the_migration_recounts_every_project_s_changes(decisions, make_user):
+    """0038's backfill gives the counts the triggers keep."""
+    kept = sorted(
+        DashboardCounter.objects.filter(name="time_changes")
+        .values("key")
+        .annotate(n=Sum("n"))
+        .values_list("key", "n")
+    )
+    assert kept and all(key.startswith(f"{default_project().pk}|") for key, _ in kept)
+    migration = import_module("goldset.migrations.0038_time_figures_per_project")
+    with connection.schema_editor() as editor:
+        migration._counter_triggers.key_time_changes_by_project(apps, editor)
+    recounted = sorted(DashboardCounter.objects.filter(name="time_changes").values_list("key", "n"))
+    timed = Label.objects.filter(active_ms__isnull=False).count()
+    assert sum(n for key, n in recounted if "|label|" in key) == timed
+    assert {key for key, _ in recounted} <= {key for key, _ in kept}
