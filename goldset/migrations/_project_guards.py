@@ -20,7 +20,9 @@ the commit) refuses it.
 
 SQLite rebuilds a table to change its constraints, which fails while triggers on other tables
 name it (see ``_projects.suspend_sqlite_triggers``): a later migration that rebuilds one of the
-tables named here drops the guards first (:func:`uninstall`) and installs them after."""
+tables named here (any table of :data:`GUARDS`, or one their ``tables`` join) drops the guards
+first and installs them after: ``RunPython(suspend_sqlite, resume_sqlite)`` before its
+operations, ``RunPython(resume_sqlite, suspend_sqlite)`` after them."""
 
 from dataclasses import dataclass
 
@@ -311,4 +313,16 @@ def uninstall(apps, schema_editor):
         schema_editor.execute(postgres_drop())
     else:
         for sql in sqlite_drop():
+            schema_editor.execute(sql)
+
+
+def suspend_sqlite(apps, schema_editor):
+    """Before a later migration rebuilds a guarded table on SQLite (see the module's note)."""
+    if schema_editor.connection.vendor == "sqlite":
+        uninstall(apps, schema_editor)
+
+
+def resume_sqlite(apps, schema_editor):
+    if schema_editor.connection.vendor == "sqlite":
+        for sql in sqlite():
             schema_editor.execute(sql)
