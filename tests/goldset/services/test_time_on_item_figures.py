@@ -255,7 +255,7 @@ def test_the_migration_recounts_every_project_s_changes(decisions, make_user):
         .values_list("key", "n")
     )
     assert kept and all(key.startswith(f"{default_project().pk}|") for key, _ in kept)
-    migration = import_module("goldset.migrations.0038_time_figures_per_project")
+    migration = import_module("goldset.migrations.0039_time_figures_per_project")
     with connection.schema_editor() as editor:
         migration._counter_triggers.key_time_changes_by_project(apps, editor)
     recounted = sorted(DashboardCounter.objects.filter(name="time_changes").values_list("key", "n"))

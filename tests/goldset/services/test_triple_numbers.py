@@ -117,7 +117,7 @@ def test_the_migration_starts_each_counter_past_the_ids_held():
     _write(project, version, author, external_id="gt-00417")
     _write(project, version, author, external_id="rfp-7")
     Project.objects.filter(pk=project.pk).update(last_triple_number=0)
-    migration = import_module("goldset.migrations.0037_triple_numbers")
+    migration = import_module("goldset.migrations.0038_triple_numbers")
     migration.start_counters(apps, None)
     project.refresh_from_db()
     assert project.last_triple_number == 417

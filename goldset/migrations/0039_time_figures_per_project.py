@@ -15,7 +15,7 @@ def drop_figures(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("goldset", "0037_triple_numbers")]
+    dependencies = [("goldset", "0038_triple_numbers")]
 
     operations = [
         migrations.RunPython(drop_figures, drop_figures),

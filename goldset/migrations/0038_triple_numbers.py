@@ -21,7 +21,7 @@ def start_counters(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("goldset", "0036_counters_per_project"),
+        ("goldset", "0037_project_guards"),
     ]
 
     operations = [
