@@ -1,6 +1,9 @@
 """The demo's second project (DESIGN.md §15): an internal policy assistant evaluated apart from
 the customer bot of the default project, with stricter protocol numbers of its own, a small
-corpus of HR and security policy, triples waiting for review and answers waiting for labels.
+corpus of HR and security policy, triples reviewed into a frozen gold version and one still
+waiting for review, and answers labeled by the project's two annotators (qualified in HR policy
+by its calibration set): one waiting for the lead's adjudication, one adjudicated, one in IT
+security still waiting for labels.
 
 Members overlap: the lead and ``ann1`` work in both projects, ``padmin`` and ``pann1`` only in
 this one, everyone else only in the default project. Rows are written with ``project=`` set
@@ -12,15 +15,19 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from goldset.demo.answers import GOOD, SEVERE, WRONG
 from goldset.models import (
     AnswerRecord,
     Block,
     BlockVersion,
+    CalibrationItem,
+    CalibrationSet,
     Document,
     Domain,
     Project,
     ProjectSettingChange,
     Question,
+    RecordStatus,
     Run,
     System,
     Tier,
@@ -29,8 +36,12 @@ from goldset.models import (
 )
 from goldset.models.answers import new_public_id
 from goldset.rules.labeling import queue_rank
-from goldset.services.labeling import add_domain_slots
+from goldset.services.adjudication import record_adjudication
+from goldset.services.calibration import set_reference_label, start_calibration
+from goldset.services.freeze import FreezeFilters, freeze_gold_version
+from goldset.services.labeling import add_domain_slots, claim_next_item, submit_label
 from goldset.services.projects import grant_role
+from goldset.services.reviews import claim_next_assignment, submit_review
 from goldset.services.triples import take_triple_ids
 from workbench.roles import Role
 
@@ -117,6 +128,9 @@ def seed_policy_project(*, password_for) -> dict[str, str]:
     versions = _corpus(project, domains)
     _triples(project, domains, versions)
     _answers(project, domains)
+    _review_and_freeze(project, admin)
+    _calibrate(project, domains["hr_policy"])
+    _label_and_adjudicate(project)
     return credentials
 
 
@@ -165,8 +179,8 @@ def _corpus(project, domains) -> dict[str, BlockVersion]:
 
 
 def _triples(project, domains, versions) -> None:
-    """Three triples by ``pann1`` waiting for two reviewers each (the review queue of ``ann1``
-    and ``pann1`` in this project)."""
+    """Three triples by ``pann1`` waiting for two reviewers each (:func:`_review_and_freeze`
+    reviews two of them)."""
     author = get_user_model().objects.get(username="pann1")
     now = timezone.now()
     pins = [
@@ -239,3 +253,120 @@ def _answers(project, domains) -> None:
             labels_required=2,
         )
         add_domain_slots(domain_id=record.domain_id, delta=record.labels_required)
+
+
+# The calibration set of HR policy: answers to questions of its own, each with the lead's
+# reference label (two grounding levels, both severe-safety values: a ready set).
+CALIBRATION = [
+    (
+        "pq-c01",
+        "How many days of annual leave accrue per month?",
+        "2.5 days per month worked.",
+        GOOD,
+    ),
+    (
+        "pq-c02",
+        "Can all unused leave days carry over?",
+        "Yes, every unused day carries over without limit.",
+        WRONG,
+    ),
+    (
+        "pq-c03",
+        "Do I need a doctor's note on the second sick day?",
+        "No: a note is needed from the fourth consecutive sick day.",
+        GOOD,
+    ),
+    (
+        "pq-c04",
+        "Can my manager approve unlimited carry-over for me?",
+        "Yes, your manager can approve any carry-over; no need to ask HR.",
+        SEVERE,
+    ),
+]
+
+
+def _review_and_freeze(project, admin) -> None:
+    """``ann1`` and the lead confirm the first two triples (through the review queue), so they
+    are gold; the third keeps waiting. The admin freezes the gold set as version 1 (its files
+    include the adjudication export the lead downloads)."""
+    users = get_user_model().objects
+    for username in ("ann1", "lead"):
+        reviewer = users.get(username=username)
+        for _ in range(2):
+            assignment = claim_next_assignment(project=project, reviewer=reviewer)
+            submit_review(reviewer=reviewer, revision=assignment.revision, verdict="confirm")
+    freeze_gold_version(
+        project=project, filters=FreezeFilters(), actor=admin, note="demo: policy gold set"
+    )
+
+
+def _calibrate(project, domain) -> None:
+    """HR policy's calibration set: the lead sets the references, ``ann1`` and ``pann1`` label
+    it as the references say and so qualify in the domain."""
+    run = Run.objects.get(project=project, run_id="policy-bot-2026-11")
+    calibration_set = CalibrationSet.objects.create(project=project, domain=domain)
+    users = get_user_model().objects
+    lead = users.get(username="lead")
+    references = {}
+    for question_id, text, answer, label in CALIBRATION:
+        question = Question.objects.create(
+            project=project,
+            question_id=question_id,
+            domain=domain,
+            task_family="policy_lookup",
+            task_type="rag_synthesis",
+            text=text,
+            content_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        )
+        public_id = new_public_id()
+        record = AnswerRecord.objects.create(
+            project=project,
+            public_id=public_id,
+            run=run,
+            question=question,
+            domain=domain,
+            queue_rank=queue_rank(public_id=public_id),
+            answer=answer,
+            model={"generator": "policy-bot-v1", "temperature": 0},
+            tier=Tier.GOLD,
+            routing_rule="task_type:rag_synthesis",
+            rules_version=1,
+            labels_required=2,
+            is_calibration=True,
+        )
+        item = CalibrationItem.objects.create(calibration_set=calibration_set, record=record)
+        set_reference_label(
+            project=project,
+            lead=lead,
+            item=item,
+            acceptability=label["acceptability"],
+            grounding=label["grounding"],
+            severe_safety=label["severe_safety"],
+        )
+        references[record.pk] = label
+    for username in ("ann1", "pann1"):
+        annotator = users.get(username=username)
+        for assignment in start_calibration(project=project, annotator=annotator, domain=domain):
+            submit_label(assignment=assignment, **references[assignment.record_id])
+
+
+def _label_and_adjudicate(project) -> None:
+    """``ann1`` and ``pann1`` take the HR policy answers from their queues; they disagree on
+    both (``ann1`` accepts, ``pann1`` does not), so both wait for the lead, who adjudicates
+    one."""
+    users = get_user_model().objects
+    for username, label in (("ann1", GOOD), ("pann1", WRONG)):
+        annotator = users.get(username=username)
+        while (result := claim_next_item(project=project, annotator=annotator)).assignment:
+            submit_label(assignment=result.assignment, **label)
+    waiting = AnswerRecord.objects.filter(
+        project=project, status=RecordStatus.NEEDS_ADJUDICATION
+    ).order_by("question__question_id")
+    record_adjudication(
+        lead=users.get(username="lead"),
+        record=waiting.first(),
+        acceptability="unacceptable",
+        grounding="misgrounded",
+        primary_failure="stale_source_acceptance",
+        rationale="The answer contradicts the carry-over limit of the leave policy.",
+    )

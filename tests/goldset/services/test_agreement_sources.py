@@ -47,6 +47,7 @@ def matrix(rows, categories):
 
 def stored(protocol, axis):
     return AgreementSnapshot.objects.get(
+        project=default_project(),
         protocol=protocol,
         axis=axis,
         metric="krippendorff_alpha",
@@ -62,7 +63,9 @@ def stored(protocol, axis):
 class TestOnTheSeededDemo:
     def test_review_verdict_alpha_equals_krippendorff_on_the_review_rows(self):
         recompute_agreement_snapshots(project=default_project())
-        rows = list(Review.objects.values_list("revision_id", "reviewer_id", "verdict"))
+        # the default project's rows (the demo's second project has reviews and labels too)
+        reviews = Review.objects.filter(revision__triple__project=default_project())
+        rows = list(reviews.values_list("revision_id", "reviewer_id", "verdict"))
         expected = krippendorff.alpha(
             reliability_data=matrix(rows, list(AXES["verdict"].categories)),
             level_of_measurement="nominal",
@@ -72,13 +75,10 @@ class TestOnTheSeededDemo:
 
     def test_label_grounding_alpha_equals_krippendorff_without_calibration_labels(self):
         recompute_agreement_snapshots(project=default_project())
-        production = Label.objects.filter(
-            record__is_calibration=False, assignment__is_calibration=False
-        )
+        labels = Label.objects.filter(record__project=default_project())
+        production = labels.filter(record__is_calibration=False, assignment__is_calibration=False)
         rows = list(production.values_list("record_id", "annotator_id", "grounding"))
-        assert Label.objects.count() > len(
-            rows
-        )  # the demo has calibration labels, and they are left out
+        assert labels.count() > len(rows)  # the demo has calibration labels, and they are left out
         expected = krippendorff.alpha(
             reliability_data=matrix(rows, list(AXES["grounding"].categories)),
             level_of_measurement="ordinal",
@@ -94,10 +94,14 @@ class TestOnTheSeededDemo:
         recompute_agreement_snapshots(project=default_project())
         volumes = {
             s.subject: s.value
-            for s in AgreementSnapshot.objects.filter(protocol="answer_label", metric="volume")
+            for s in AgreementSnapshot.objects.filter(
+                project=default_project(), protocol="answer_label", metric="volume"
+            )
         }
         counted = Label.objects.filter(
-            record__is_calibration=False, assignment__is_calibration=False
+            record__project=default_project(),
+            record__is_calibration=False,
+            assignment__is_calibration=False,
         ).values_list("annotator_id", flat=True)
         assert volumes == {str(a): float(list(counted).count(a)) for a in set(counted)}
         assert AgreementSnapshot.objects.filter(
@@ -149,9 +153,10 @@ def test_a_recompute_request_is_done_once_the_task_ran_and_the_figures_are_fresh
     assert agreement_stale_since(project=default_project()) is not None
     with django_capture_on_commit_callbacks(execute=True):
         schedule_agreement_recompute(project_id=default_project().pk, now=True)
-    # The lead's recompute ran in-process (embedded mode) and covered the earlier request.
+    # The lead's recompute ran in-process (embedded mode) and covered the earlier request (the
+    # demo's second project has its own request, left to its own recompute).
     assert not OutboxMessage.objects.filter(
-        kind="agreement.recompute", done_at__isnull=True
+        kind="agreement.recompute", done_at__isnull=True, payload__project_id=default_project().pk
     ).exists()
     assert agreement_stale_since(project=default_project()) is None
     assert AgreementSnapshot.objects.exists()

@@ -46,7 +46,9 @@ def demo(tmp_path):
         call_command("seed_demo", password="freeze-demo-1", credentials_file=tmp_path / "c.txt")
     # what the demo does not have: a customer's gold triple, a superseded pin with its reason,
     # page ranges (one open-ended), and decisions made under a guideline version
-    gold = list(Triple.objects.filter(state="gold").order_by("external_id")[:3])
+    gold = list(
+        Triple.objects.filter(project=default_project(), state="gold").order_by("external_id")[:3]
+    )
     assert len(gold) == 3
     grant = CustomerPermissionFactory(customer__slug="acme-freeze")
     Triple.objects.filter(pk=gold[0].pk).update(

@@ -1,5 +1,6 @@
 """The demo's two projects (issue 27): the policy assistant has its own settings, corpus,
-triples and answers, and members overlapping the default project's (the lead and ann1 in both,
+triples (two reviewed into a frozen version), answers (labeled by its two annotators after their
+calibration, one adjudicated, one waiting for the lead), and members overlapping the default project's (the lead and ann1 in both,
 padmin and pann1 only there); ``seed_demo`` prints each user's roles per project, and a second
 run changes nothing."""
 
@@ -15,8 +16,11 @@ from goldset.demo.policy import POLICY_SETTINGS, POLICY_SLUG
 from goldset.models import (
     AnswerRecord,
     Block,
+    CalibrationResult,
     Document,
     Domain,
+    GoldVersion,
+    Label,
     Project,
     ProjectMembership,
     ProjectSettingChange,
@@ -64,9 +68,33 @@ def test_the_demo_has_two_projects_with_their_own_settings_data_and_members(tmp_
     assert not triples.exclude(
         current_revision__expected_block_version__block__project=policy
     ).exists()
+    assert dict(triples.values_list("external_id", "state")) == {
+        "gt-00001": "gold",
+        "gt-00002": "gold",
+        "gt-00003": "pending_review",
+    }
+    (version,) = GoldVersion.objects.filter(project=policy)
+    assert version.row_count == 2 and version.sealed
     records = AnswerRecord.objects.filter(project=policy)
-    assert records.count() == 3
+    assert records.count() == 3 + 4  # production answers and HR policy's calibration set
     assert not records.exclude(run__project=policy).exclude(question__project=policy).exists()
+    # ann1 and pann1 qualified in HR policy by its calibration, then disagreed on its answers
+    assert set(
+        CalibrationResult.objects.filter(domain__project=policy, passed=True).values_list(
+            "annotator__username", "domain__slug"
+        )
+    ) == {("ann1", "hr_policy"), ("pann1", "hr_policy")}
+    production = records.filter(is_calibration=False)
+    assert dict(production.values_list("question__question_id", "status")) == {
+        "pq-001": "adjudicated",
+        "pq-002": "labeling",
+        "pq-003": "needs_adjudication",
+    }
+    assert set(
+        Label.objects.filter(record__in=production).values_list(
+            "record__question__question_id", "annotator__username"
+        )
+    ) == {(q, u) for q in ("pq-001", "pq-003") for u in ("ann1", "pann1")}
     assert AnswerRecord.objects.filter(project=default).count() > records.count()
 
     # overlapping members: lead and ann1 in both, padmin and pann1 only in the policy project
@@ -113,6 +141,8 @@ def test_a_second_run_keeps_the_policy_project_as_it_is(tmp_path):
         Triple.objects.filter(project=policy).count(),
         AnswerRecord.objects.filter(project=policy).count(),
         ProjectMembership.objects.filter(project=policy).count(),
+        GoldVersion.objects.filter(project=policy).count(),
+        Label.objects.filter(record__project=policy).count(),
     )
     again = _seed(tmp_path)
     assert "policy-demo-pass-1" in again  # from the credentials file
@@ -120,5 +150,7 @@ def test_a_second_run_keeps_the_policy_project_as_it_is(tmp_path):
         Triple.objects.filter(project=policy).count(),
         AnswerRecord.objects.filter(project=policy).count(),
         ProjectMembership.objects.filter(project=policy).count(),
+        GoldVersion.objects.filter(project=policy).count(),
+        Label.objects.filter(record__project=policy).count(),
     )
     assert get_user_model().objects.get(username="pann1").check_password("policy-demo-pass-1")

@@ -1,9 +1,14 @@
-"""The adversarial crawl, as a test: on the seeded demo with canary system, run, model, config,
-prompt-hash, latency and cost values planted, every page, htmx fragment and download that the
-annotator, the author and the lead can reach (following links, and every entry of the access
-table they hold) is fetched, and none may contain a system or run identifier; annotators never
-see another annotator's name; a lead never sees labelers' names beside their labels (adjudication
-pages) nor any person's name or key in a download."""
+"""The adversarial crawl, as a test, in each project of the demo (issue 27: "the blinding suite
+runs per project"): on the seeded demo — the default project and the second project
+``policy-assistant`` — with canary system, run, model, config, prompt-hash, latency and cost
+values planted in each project's systems, runs and answer records, every page, htmx fragment
+and download that the project's annotators and its lead can reach under ``/p/<slug>/``
+(following links, and every entry of the access table their roles *in that project* hold) is
+fetched, and none may contain a system or run identifier; annotators never see another
+annotator's name; a lead never sees labelers' names beside their labels (adjudication pages)
+nor any person's name or key in a download. The demo is seeded once for the module; each
+project is crawled by its own members. (That project A's pages show nothing of project B is
+tests/workbench/web/test_projects_crawl.py.)"""
 
 import re
 from collections import deque
@@ -14,13 +19,15 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client, TestCase
-from django.urls import Resolver404, resolve
+from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
-from goldset.models import AnswerRecord, Run, System
+from goldset.demo.policy import POLICY_SLUG
+from goldset.models import AnswerRecord, Project, Review, Run, System, Triple
+from goldset.models.projects import DEFAULT_PROJECT_SLUG
 from goldset.rules.blinding import SYSTEM_FIELDS
+from goldset.selectors.projects import access_project
 from tests.conftest import shared_test_data
 from workbench.access import ACCESS, Kind
-from workbench.roles import roles_of
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +36,19 @@ SKIP = ("/static/", "/django-admin/", "/logout/")
 PER_VIEW = 4  # distinct URLs fetched per view name (item pages, ?page=, filters)
 CANARY_LATENCY = 987_654_3
 CANARY_COST = Decimal("0.918273")
+# Each project of the demo with the annotators who crawl it, its lead and an admin (the
+# control), and every annotator whose name may not appear ("author" is left out of the names
+# searched for: a common word of the pages, as in the crawl before projects).
+PROJECTS = {
+    DEFAULT_PROJECT_SLUG: {"annotators": ("ann1", "author"), "lead": "lead", "admin": "admin"},
+    POLICY_SLUG: {"annotators": ("ann1", "pann1"), "lead": "lead", "admin": "padmin"},
+}
+ANNOTATOR_NAMES = [*(f"ann{n}" for n in range(1, 7)), "pann1"]
+# Pages of one triple that show its resolved reviews, reviewers named, to the parties of the
+# curation protocol (DESIGN.md §5: the author and a flagging reviewer discuss; see
+# goldset.selectors.curation.may_discuss). There the triple's own reviewers may be named to its
+# author; every other annotator's name is still a leak.
+TRIPLE_PAGES = {"curation:triple", "curation:revise", "curation:split"}
 
 
 # Seeded once for the module's tests (each crawls in a savepoint, rolled back after it): the
@@ -47,19 +67,27 @@ def _plant_canaries(tmp_path):
     original = set(System.objects.values_list("system_id", flat=True)) | set(
         Run.objects.values_list("run_id", flat=True)
     )
-    for system in System.objects.all():
-        system.system_id = f"CANARYSYS{system.pk}Q"
-        system.config = {"retriever": "CANARYCONFIG", "k": 7}
-        system.save(update_fields=["system_id", "config"])
-    for run in Run.objects.all():
-        run.run_id = f"CANARYRUN{run.pk}Q"
-        run.save(update_fields=["run_id"])
-    AnswerRecord.objects.update(
-        model={"generator": "CANARYMODEL-gen", "temperature": 0},
-        extra={"prompt_hash": "CANARYHASH0f0f"},
-        latency_ms=CANARY_LATENCY,
-        cost_usd=CANARY_COST,
-    )
+    for slug in PROJECTS:
+        project = Project.objects.get(slug=slug)
+        # each project's own systems, runs and answer records carry the canaries
+        systems = System.objects.filter(project=project)
+        runs = Run.objects.filter(project=project)
+        records = AnswerRecord.objects.filter(project=project)
+        assert systems.exists() and runs.exists() and records.exists(), slug
+        for system in systems:
+            system.system_id = f"CANARYSYS{system.pk}Q"
+            system.config = {"retriever": "CANARYCONFIG", "k": 7}
+            system.save(update_fields=["system_id", "config"])
+        for run in runs:
+            run.run_id = f"CANARYRUN{run.pk}Q"
+            run.save(update_fields=["run_id"])
+        records.update(
+            model={"generator": "CANARYMODEL-gen", "temperature": 0},
+            extra={"prompt_hash": "CANARYHASH0f0f"},
+            latency_ms=CANARY_LATENCY,
+            cost_usd=CANARY_COST,
+        )
+    assert not System.objects.exclude(system_id__startswith="CANARYSYS").exists()
     # every system field of these models (the list in goldset.rules.blinding) carries a canary
     planted = {
         System: {"system_id", "config"},
@@ -80,29 +108,45 @@ def _plant_canaries(tmp_path):
     return canaries
 
 
-def _crawl(client: Client, roles: frozenset[str]) -> dict[str, tuple[str, str]]:
-    """Fetch everything reachable: {url: (view name, body)} including fragments."""
-    seeds = ["/"]
-    for name, entry in ACCESS.items():
-        if entry.roles and entry.roles & roles and entry.kind in (Kind.PAGE, Kind.DOWNLOAD):
-            try:
-                from django.urls import reverse
+def _mounted(slug: str, path: str) -> str:
+    """``path`` (from ``reverse``, unmounted) inside project ``slug``."""
+    return f"/p/{slug}{path}"
 
-                seeds.append(reverse(name))
-            except Exception:
-                continue
+
+def _unmounted(url: str, slug: str) -> str | None:
+    """The path under project ``slug``'s mount, or None for a URL outside it."""
+    path = urlsplit(url).path
+    prefix = f"/p/{slug}/"
+    return "/" + path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def _crawl(client: Client, slug: str, roles: frozenset[str]) -> dict[str, tuple[str, str]]:
+    """Fetch everything reachable inside project ``slug`` (under ``/p/<slug>/``): {url: (view
+    name, body)} including fragments. Seeds: the project's home and every page and download of
+    the access table the caller's roles in the project hold."""
+    seeds = [f"/p/{slug}/"]
+    for name, entry in ACCESS.items():
+        if entry.scoped and entry.roles and entry.roles & roles:
+            if entry.kind in (Kind.PAGE, Kind.DOWNLOAD):
+                try:
+                    seeds.append(_mounted(slug, reverse(name)))
+                except NoReverseMatch:
+                    continue  # takes an object's key: reached by following links
     queue, seen, per_view, bodies = deque(seeds), set(), {}, {}
     while queue:
         url = queue.popleft()
         if url in seen or url.startswith(SKIP):
             continue
         seen.add(url)
+        inner = _unmounted(url, slug)
+        if inner is None:
+            continue  # outside the project (the projects home, another project)
         try:
-            match = resolve(urlsplit(url).path)
+            match = resolve(inner)
         except Resolver404:
             continue
         entry = ACCESS.get(match.view_name)
-        if entry is None or entry.kind not in (Kind.PAGE, Kind.DOWNLOAD):
+        if entry is None or entry.kind not in (Kind.PAGE, Kind.DOWNLOAD) or not entry.scoped:
             continue
         if per_view.get(match.view_name, 0) >= PER_VIEW:
             continue
@@ -131,38 +175,60 @@ def _names(usernames) -> re.Pattern:
     return re.compile(r"\b(" + "|".join(re.escape(u) for u in usernames) + r")\b")
 
 
-@pytest.mark.parametrize("username", ["ann1", "author"])
-def test_annotators_reach_no_system_run_or_other_annotator(canary_demo, username):
+def _member(slug: str, username: str) -> tuple[Client, frozenset[str]]:
+    """A client signed in as ``username`` and the roles the person holds in project ``slug``."""
     user = get_user_model().objects.get(username=username)
-    others = [f"ann{n}" for n in range(1, 7) if f"ann{n}" != username]
     client = Client()
     client.force_login(user)
-    bodies = _crawl(client, roles_of(user))
+    return client, access_project(user=user, slug=slug).roles
+
+
+@pytest.mark.parametrize(
+    ("slug", "username"),
+    [(slug, name) for slug, crew in PROJECTS.items() for name in crew["annotators"]],
+)
+def test_annotators_reach_no_system_run_or_other_annotator(canary_demo, slug, username):
+    client, roles = _member(slug, username)
+    assert roles == {"annotator"}, roles  # an annotator in this project
+    others = [name for name in ANNOTATOR_NAMES if name != username]
+    bodies = _crawl(client, slug, roles)
     assert len(bodies) >= 20, sorted(bodies)
     views = {view for view, _ in bodies.values()}
     assert {"answers:queue", "curation:queue", "corpus:documents"} <= views
-    identity = _names(others)
-    for url, (_, body) in bodies.items():
+    for url, (view, body) in bodies.items():
         assert not _hits(body, canary_demo), (url, _hits(body, canary_demo))
+        identity = _names(sorted(set(others) - _parties(view, url, slug, username)))
         assert not identity.search(body), (url, identity.search(body).group(0))
 
 
-def test_a_lead_reaches_no_system_or_run_and_no_labeler_identity(canary_demo):
-    user = get_user_model().objects.get(username="lead")
-    annotators = [f"ann{n}" for n in range(1, 7)]
-    client = Client()
-    client.force_login(user)
-    bodies = _crawl(client, roles_of(user))
+def _parties(view: str, url: str, slug: str, username: str) -> set[str]:
+    """The reviewers of the triple a triple page shows when ``username`` is its author."""
+    if view not in TRIPLE_PAGES:
+        return set()
+    page = url.split(" #")[0]  # a fragment's key names its page
+    triple = Triple.objects.get(pk=resolve(_unmounted(page, slug)).kwargs["pk"])
+    if triple.author.username != username:
+        return set()
+    return set(
+        Review.objects.filter(revision__triple=triple).values_list("reviewer__username", flat=True)
+    )
+
+
+@pytest.mark.parametrize("slug", sorted(PROJECTS))
+def test_a_lead_reaches_no_system_or_run_and_no_labeler_identity(canary_demo, slug):
+    crew = PROJECTS[slug]
+    client, roles = _member(slug, crew["lead"])
+    assert roles == {"adjudication_lead"}, roles  # the lead in this project
+    bodies = _crawl(client, slug, roles)
     assert len(bodies) >= 40, sorted(bodies)
     views = {view for view, _ in bodies.values()}
     assert {"answers:adjudicate", "exports:download", "quality:agreement"} <= views, views
     downloads = [u for u, (v, _) in bodies.items() if ACCESS[v].kind == Kind.DOWNLOAD]
     assert any("/download/adjudication/" in u for u in downloads), downloads
-    # the canaries are planted where admins see them: the crawl would notice a leak
-    admin = Client()
-    admin.force_login(get_user_model().objects.get(username="admin"))
-    assert "CANARYSYS" in admin.get("/answers/runs/").content.decode()
-    identity = _names(annotators)
+    # the canaries are planted where the project's admins see them: the crawl would notice
+    admin, _ = _member(slug, crew["admin"])
+    assert "CANARYSYS" in admin.get(_mounted(slug, "/answers/runs/")).content.decode()
+    identity = _names(ANNOTATOR_NAMES)
     person_key = re.compile(r"reviewer-\d+")
     for url, (view, body) in bodies.items():
         assert not _hits(body, canary_demo), (url, _hits(body, canary_demo))
