@@ -26,6 +26,14 @@ Run (PostgreSQL and Redis as in the README; figures go to BENCHMARKS.md):
     .venv/bin/python bench/bench_load.py --sizes 10000,100000,1000000 --duration 60
 
 The scenarios are bounded by ``--duration``.
+
+With ``--projects N`` (issue 27) the database holds N projects (the default project, then
+``bench-p2`` …), each with ``size`` answer records and ``size`` pending triples of its own (the
+same cloning, per project); annotator ``i`` is a member of project ``i % N`` only and works at
+``/p/<slug>/…``, the idle scenario's annotator (the last) and the lead in the last project
+seeded (its rows have the highest ids). The database is ``<prefix><size>x<N>p`` and every JSON
+line carries ``projects``:
+    .venv/bin/python bench/bench_load.py --projects 10 --sizes 100000 --duration 60
 """
 
 import argparse
@@ -84,8 +92,11 @@ def create_database(base_url: str, name: str) -> str:
 # ---------------------------------------------------------------- seeding (in a child process)
 
 
-def seed(size: int, users: int, history: int = 0) -> dict:
-    """Runs with DJANGO settings pointing at the bench database (see main)."""
+def seed(size: int, users: int, history: int = 0, projects: int = 1) -> dict:
+    """Runs with DJANGO settings pointing at the bench database (see main). Every one of
+    ``projects`` projects (the default project first, then ``bench-p2`` …) gets ``size`` answer
+    records and ``size`` pending triples of its own; annotator ``i`` is a member of project
+    ``i % projects`` only (``homes``: username → project slug), the lead of every project."""
     # Runs in a child process whose environment points Django at the bench database.
     import django
 
@@ -98,21 +109,18 @@ def seed(size: int, users: int, history: int = 0) -> dict:
 
     from goldset.models import (
         AnswerRecord,
-        CalibrationResult,
-        Domain,
+        Project,
         Question,
         Run,
         Triple,
         TripleRevision,
+        default_project_id,
     )
-    from goldset.services.triples import create_triple
-    from tests.factories import AnswerRecordFactory, BlockVersionFactory, QuestionFactory
-    from tests.goldset.bulk_support import analyze, clone_rows, seed_answer_records
+    from goldset.services.projects import grant_role
+    from tests.goldset.bulk_support import analyze
     from workbench.roles import Role
 
     started = time.perf_counter()
-    domains = [Domain.objects.get_or_create(slug=s, defaults={"name": s})[0] for s in DOMAINS]
-    domain_array = "ARRAY[" + ",".join(str(d.pk) for d in domains) + "]"
     User = get_user_model()
     annotators = Group.objects.get(name=Role.ANNOTATOR.value)
     lead_group = Group.objects.get(name=Role.LEAD.value)
@@ -123,6 +131,74 @@ def seed(size: int, users: int, history: int = 0) -> dict:
     author.groups.add(annotators)
     lead = User.objects.create(username="bench-lead")
     lead.groups.add(lead_group)
+    all_projects = [Project.objects.get(pk=default_project_id())] + [
+        Project.objects.create(name=f"Bench project {k + 1}", slug=f"bench-p{k + 1}")
+        for k in range(1, projects)
+    ]
+    homes = {}
+    supersede_s = 0.0
+    for k, project in enumerate(all_projects):
+        members = people[k :: len(all_projects)]
+        for user in members:
+            grant_role(project=project, user=user, role=Role.ANNOTATOR)
+            homes[user.username] = project.slug
+        grant_role(project=project, user=author, role=Role.ANNOTATOR)
+        grant_role(project=project, user=lead, role=Role.LEAD)
+        supersede_s += seed_project(project, k, size, members, author)
+    # The lead's pages in the idle scenario are those of the idle annotator's project.
+    homes["bench-lead"] = homes[people[-1].username]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM goldset_domainlabelload;"
+            "INSERT INTO goldset_domainlabelload (domain_id, slots) SELECT domain_id,"
+            " sum(labels_required) FROM goldset_answerrecord WHERE NOT is_calibration"
+            " GROUP BY domain_id"
+        )
+    heavy = []
+    if history:
+        template = AnswerRecord.objects.filter(project=all_projects[0]).order_by("pk").first()
+        triple = Triple.objects.filter(project=all_projects[0]).order_by("pk").first()
+        heavy = seed_history(history, people[-HEAVY_USERS:], template, triple)
+    analyze(Question, Run, AnswerRecord, Triple, TripleRevision)
+
+    sessions = make_sessions()
+    return {
+        "seed_s": round(time.perf_counter() - started, 1),
+        "projects": len(all_projects),
+        "records": AnswerRecord.objects.count(),
+        "revisions": TripleRevision.objects.count(),
+        "superseded_pins": Triple.objects.filter(pin_superseded=True).count(),
+        "supersede_s": round(supersede_s, 2),
+        "history_per_person": history,
+        "people_with_history": heavy,
+        "homes": homes,
+        "sessions": sessions,
+    }
+
+
+def seed_project(project, k: int, size: int, members, author) -> float:
+    """``size`` answer records and ``size`` pending triples in ``project`` (the ``k``-th), with
+    ``members`` qualified in its domains; returns the seconds the superseding block version's
+    trigger work took."""
+    from django.db import connection
+
+    from goldset.models import CalibrationResult, Domain, Triple, TripleRevision
+    from goldset.services.triples import create_triple
+    from tests.factories import (
+        AnswerRecordFactory,
+        BlockVersionFactory,
+        QuestionFactory,
+        RunFactory,
+        SystemFactory,
+    )
+    from tests.goldset.bulk_support import clone_rows, seed_answer_records
+
+    tag = f"bench{k}"
+    domains = [
+        Domain.objects.get_or_create(project=project, slug=s, defaults={"name": s})[0]
+        for s in DOMAINS
+    ]
+    domain_array = "ARRAY[" + ",".join(str(d.pk) for d in domains) + "]"
     CalibrationResult.objects.bulk_create(
         CalibrationResult(
             annotator=u,
@@ -133,32 +209,41 @@ def seed(size: int, users: int, history: int = 0) -> dict:
             threshold=0.7,
             passed=True,
         )
-        for u in people
+        for u in members
         for d in domains
     )
 
     # answer records: Q questions × R runs, GOLD (3 labels) for 2 of 5 questions, else TRIAGE
-    template = AnswerRecordFactory(question=QuestionFactory(domain=domains[0]))
+    template = AnswerRecordFactory(
+        project=project,
+        question=QuestionFactory(project=project, domain=domains[0]),
+        run=RunFactory(
+            project=project,
+            system=SystemFactory(project=project, system_id=f"bench-system-{k}"),
+        ),
+    )
     seed_answer_records(
         template,
         size,
-        tag="bench",
+        tag=tag,
         domain_ids=[d.pk for d in domains],
         labels_required="CASE WHEN {gold} THEN 3 ELSE 1 END",
         assigned_count="0",
     )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "DELETE FROM goldset_domainlabelload;"
-            "INSERT INTO goldset_domainlabelload (domain_id, slots) SELECT domain_id,"
-            " sum(labels_required) FROM goldset_answerrecord WHERE NOT is_calibration"
-            " GROUP BY domain_id"
+
+    def block_version(**kwargs):
+        return BlockVersionFactory(
+            block__project=project,
+            block__document__project=project,
+            block__document__domain=domains[0],
+            **kwargs,
         )
 
     # pending triples, one unreviewed revision each
     triple = create_triple(
+        project=project,
         author=author,
-        block_version=BlockVersionFactory(),
+        block_version=block_version(),
         question="What encryption-at-rest mechanism protects customer documents?",
         expected_answer="AES-256 at the storage layer.",
         task_type="factual_qa",
@@ -169,7 +254,7 @@ def seed(size: int, users: int, history: int = 0) -> dict:
         template_pk=triple.pk,
         source=f"generate_series(1, {size}) AS s(g)",
         overrides={
-            "external_id": "'bench-t-' || s.g",
+            "external_id": f"'{tag}-t-' || s.g",
             "current_revision_id": "NULL",
             "domain_id": f"({domain_array})[1 + s.g %% {len(domains)}]",
         },
@@ -177,41 +262,31 @@ def seed(size: int, users: int, history: int = 0) -> dict:
     clone_rows(
         TripleRevision,
         template_pk=triple.current_revision_id,
-        source="(SELECT id FROM goldset_triple WHERE external_id LIKE 'bench-t-%%') AS s",
+        source=(
+            f"(SELECT id FROM goldset_triple WHERE project_id = {project.pk}"
+            f" AND external_id LIKE '{tag}-t-%%') AS s"
+        ),
         overrides={"triple_id": "s.id", "assigned_count": "0", "number": "1"},
     )
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE goldset_triple AS t SET current_revision_id = r.id FROM goldset_triplerevision"
-            " AS r WHERE r.triple_id = t.id AND t.external_id LIKE 'bench-t-%%'"
+            " AS r WHERE r.triple_id = t.id AND t.project_id = %s AND t.external_id LIKE %s",
+            [project.pk, f"{tag}-t-%"],
         )
     # 1 % of the triples pin another block, which then gets a newer version (as a corpus import
     # would): the re-review list has rows, and the new version's trigger work is timed.
-    superseded = BlockVersionFactory()
+    superseded = block_version()
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE goldset_triplerevision AS r SET expected_block_version_id = %s"
-            " FROM goldset_triple AS t WHERE t.id = r.triple_id"
-            " AND t.external_id LIKE 'bench-t-%%' AND t.id %% 100 = 0",
-            [superseded.pk],
+            " FROM goldset_triple AS t WHERE t.id = r.triple_id AND t.project_id = %s"
+            " AND t.external_id LIKE %s AND t.id %% 100 = 0",
+            [superseded.pk, project.pk, f"{tag}-t-%"],
         )
     supersede_started = time.perf_counter()
     BlockVersionFactory(block=superseded.block, version=2)
-    supersede_s = time.perf_counter() - supersede_started
-    heavy = seed_history(history, people[-HEAVY_USERS:], template, triple) if history else []
-    analyze(Question, Run, AnswerRecord, Triple, TripleRevision)
-
-    sessions = make_sessions()
-    return {
-        "seed_s": round(time.perf_counter() - started, 1),
-        "records": AnswerRecord.objects.count(),
-        "revisions": TripleRevision.objects.count(),
-        "superseded_pins": Triple.objects.filter(pin_superseded=True).count(),
-        "supersede_s": round(supersede_s, 2),
-        "history_per_person": history,
-        "people_with_history": heavy,
-        "sessions": sessions,
-    }
+    return time.perf_counter() - supersede_started
 
 
 # The people given a long history (the idle scenario's annotator among them): at most two, as
@@ -329,8 +404,10 @@ def make_sessions() -> dict:
 
 
 class Client:
-    def __init__(self, port: int, session_key: str):
+    def __init__(self, port: int, session_key: str, project: str = ""):
         self.port = port
+        # Every path this user requests is under their project's mount (DESIGN.md §15).
+        self.prefix = f"/p/{project}" if project else ""
         self.cookie = f"sessionid={session_key}; csrftoken={CSRF}"
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
 
@@ -346,6 +423,8 @@ class Client:
             )
         if htmx:
             headers.update({"HX-Request": "true", "HX-Target": htmx})
+        if path.startswith("/") and not path.startswith(self.prefix + "/"):
+            path = self.prefix + path
         for attempt in range(2):
             try:
                 self.conn.request(method, path, body=body, headers=headers)
@@ -464,7 +543,7 @@ def work_queue(client: Client, rec: Recorder, think, kind: str, *, stint: int = 
     return True
 
 
-def run_users(port, sessions, *, n_users, duration, think_range, queues, seed=17) -> dict:
+def run_users(port, sessions, homes, *, n_users, duration, think_range, queues, seed=17) -> dict:
     """``n_users`` annotators for ``duration`` seconds; user i works ``queues[i % len(queues)]``."""
     rec = Recorder()
     deadline = time.monotonic() + duration
@@ -474,7 +553,7 @@ def run_users(port, sessions, *, n_users, duration, think_range, queues, seed=17
 
     def user(i, name):
         rng = random.Random(seed * 1000 + i)
-        client = Client(port, sessions[name])
+        client = Client(port, sessions[name], homes.get(name, ""))
 
         def think():
             """The simulated person's pause: a pause that would outlast the window ends the
@@ -554,16 +633,13 @@ IDLE_PAGES = {
 }
 
 
-def run_idle(port, sessions) -> dict:
+def run_idle(port, sessions, homes) -> dict:
+    # the last annotator: one of the two with a history when the seed gave them one (with
+    # several projects, a member of the last project seeded; the lead works in that project)
+    annotator = max((k for k in sessions if k.startswith("bench-ann")), key=lambda k: int(k[9:]))
     clients = {
-        # the last annotator: one of the two with a history when the seed gave them one
-        "annotator": Client(
-            port,
-            sessions[
-                max((k for k in sessions if k.startswith("bench-ann")), key=lambda k: int(k[9:]))
-            ],
-        ),
-        "lead": Client(port, sessions["bench-lead"]),
+        "annotator": Client(port, sessions[annotator], homes.get(annotator, "")),
+        "lead": Client(port, sessions["bench-lead"], homes.get("bench-lead", "")),
     }
     out = {}
     for name, (who, path) in IDLE_PAGES.items():
@@ -591,12 +667,13 @@ def run_idle(port, sessions) -> dict:
     return out
 
 
-def warm_up(port, sessions, n_connections: int) -> None:
+def warm_up(port, sessions, homes, n_connections: int) -> None:
     """Load every page once in every worker (imports, URL conf, templates), not measured."""
 
     def visit(i):
-        client = Client(port, sessions[f"bench-ann{i % 100}"])
-        lead = Client(port, sessions["bench-lead"])
+        name = f"bench-ann{i % 100}"
+        client = Client(port, sessions[name], homes.get(name, ""))
+        lead = Client(port, sessions["bench-lead"], homes.get(name, ""))
         for who, path in IDLE_PAGES.values():
             (lead if who == "lead" else client).request("GET", path)
 
@@ -645,7 +722,7 @@ def wait_for(port: int, deadline_s: float = 60):
 
 
 def one_size(args, size: int) -> dict:
-    name = f"{args.db_prefix}{size}"
+    name = f"{args.db_prefix}{size}" + (f"x{args.projects}p" if args.projects > 1 else "")
     prepared = Path(tempfile.gettempdir()) / f"{name}.seed.json"
     env = {
         **os.environ,
@@ -663,6 +740,7 @@ def one_size(args, size: int) -> dict:
     python = sys.executable
     if args.use_prepared:  # seeded earlier by --prepare (and not used since): fresh sessions
         info = json.loads(prepared.read_text())
+        homes = info.pop("homes")
         made = subprocess.run(
             [python, __file__, "--sessions-only"],
             cwd=ROOT,
@@ -691,6 +769,8 @@ def one_size(args, size: int) -> dict:
                 str(args.users),
                 "--history",
                 str(args.history),
+                "--projects",
+                str(args.projects),
             ],  # fmt: skip
             cwd=ROOT,
             env={**env, "DB_STATEMENT_TIMEOUT_MS": "0"},
@@ -700,8 +780,9 @@ def one_size(args, size: int) -> dict:
         )
         info = json.loads(seeded.stdout.strip().splitlines()[-1])
         sessions = info.pop("sessions")
+        homes = info.pop("homes")
         if args.prepare:
-            prepared.write_text(json.dumps(info))
+            prepared.write_text(json.dumps({**info, "homes": homes}))
             return {"size": size, "prepared": str(prepared), **info}
     subprocess.run(
         [python, "manage.py", "collectstatic", "--no-input", "-v", "0"],
@@ -740,19 +821,23 @@ def one_size(args, size: int) -> dict:
     result = {"size": size, **info, "worker": args.worker}
     try:
         wait_for(args.port, deadline_s=300)  # four workers warming up on a busy machine
-        warm_up(args.port, sessions, args.workers * args.threads)
-        result["idle"] = run_idle(args.port, sessions)
+        warm_up(args.port, sessions, homes, args.workers * args.threads)
+        result["idle"] = run_idle(args.port, sessions, homes)
         for scenario in filter(None, args.scenarios.split(",")):
             pace, n_users, only = SCENARIO.fullmatch(scenario).groups()
             result[scenario] = run_users(
                 args.port,
                 sessions,
+                homes,
                 n_users=int(n_users),
                 duration=args.duration,
                 think_range=(5.0, 30.0) if pace == "think" else None,
                 queues=[only] if only else ["labels", "reviews"],
             )
-            print(json.dumps({"size": size, scenario: result[scenario]}), file=sys.stderr)
+            print(
+                json.dumps({"size": size, "projects": args.projects, scenario: result[scenario]}),
+                file=sys.stderr,
+            )
     finally:
         for process in [server, *background]:
             process.terminate()
@@ -856,6 +941,13 @@ def main():
         "`nice -n --worker-nice`, so agreement refreshes and the reconciler share the machine",
     )
     parser.add_argument("--worker-nice", type=int, default=10)
+    parser.add_argument(
+        "--projects",
+        type=int,
+        default=1,
+        help="projects, each with `size` answer records and `size` triples of its own; the "
+        "annotators are members of one project each (spread over them) and work at /p/<slug>/",
+    )
     parser.add_argument("--seed-only", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--sessions-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -872,11 +964,15 @@ def main():
         "--markdown", metavar="RESULTS_JSONL", help="print the BENCHMARKS.md tables"
     )
     args = parser.parse_args()
+    if args.projects < 1:
+        parser.error("--projects: at least 1")
+    if args.history and args.projects > 1:
+        parser.error("--history: with one project only (its two people are in one project)")
     if args.markdown:
         print(markdown(args.markdown))
         return
     if args.seed_only:
-        print(json.dumps(seed(args.seed_only, args.users, args.history)))
+        print(json.dumps(seed(args.seed_only, args.users, args.history, args.projects)))
         return
     if args.sessions_only:
         print(json.dumps(make_sessions()))

@@ -205,6 +205,7 @@ def _triples(project, domains, versions) -> None:
             added_at=now,
         )
         revision = TripleRevision.objects.create(
+            project_id=triple.project_id,
             triple=triple,
             number=1,
             question=question,

@@ -242,8 +242,11 @@ class TripleRevision(models.Model):
     """One numbered version of a triple's content, pinned to one block *version*.
 
     ``reviewers_needed`` is 2 for GOLD, 1 for TRIAGE (2 once drawn for a spot-check);
-    ``assigned_count`` is only changed while the row is locked, so claims never over-assign."""
+    ``assigned_count`` is only changed while the row is locked, so claims never over-assign.
+    ``project`` repeats ``triple.project`` (set when the revision is created, never changed), so
+    the review claim walks one project's open revisions in an index that starts with it."""
 
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     triple = models.ForeignKey(Triple, on_delete=models.PROTECT, related_name="revisions")
     number = models.PositiveIntegerField()
     question = models.TextField()
@@ -277,9 +280,10 @@ class TripleRevision(models.Model):
         ]
         indexes = [
             models.Index(fields=["created_at", "id"]),
-            # The review claim walks this, oldest first: only revisions short of reviewers.
+            # The review claim walks this, oldest first: only one project's revisions short of
+            # reviewers (issue 27: other projects' open revisions are never walked past).
             models.Index(
-                fields=["created_at", "id"],
+                fields=["project", "created_at", "id"],
                 condition=Q(assigned_count__lt=F("reviewers_needed")),
                 name="revision_open_slots",
             ),

@@ -373,9 +373,7 @@ def count_claimable_revisions(
     index; the planner is never left to join every revision). Returns (count, at_least): with
     ``at_least`` the true number may be higher (the page shows "N+")."""
     window = list(
-        TripleRevision.objects.filter(
-            assigned_count__lt=F("reviewers_needed"), triple__project=project
-        )
+        TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"), project=project)
         .order_by("created_at", "id")
         .values_list("pk", flat=True)[:WAITING_WINDOW]
     )

@@ -56,9 +56,7 @@ def _open_batch(*, project, after: tuple | None, limit: int) -> list[tuple]:
     """The next ``limit`` revisions of ``project`` short of reviewers, oldest first, after the
     keyset ``after``: a walk of the ``revision_open_slots`` partial index, never a scan of all
     revisions."""
-    rows = TripleRevision.objects.filter(
-        assigned_count__lt=F("reviewers_needed"), triple__project=project
-    )
+    rows = TripleRevision.objects.filter(assigned_count__lt=F("reviewers_needed"), project=project)
     if after is not None:
         rows = rows.filter(created_at__gte=after[0]).exclude(created_at=after[0], pk__lte=after[1])
     return list(rows.order_by("created_at", "id").values_list("created_at", "pk")[:limit])

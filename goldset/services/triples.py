@@ -181,6 +181,7 @@ def new_revision(
     reason = check_pin(block_version=block_version, superseded_reason=superseded_reason)
     last = triple.revisions.order_by("-number").values_list("number", flat=True).first() or 0
     revision = TripleRevision.objects.create(
+        project_id=triple.project_id,
         triple=triple,
         number=last + 1,
         question=question,
@@ -643,6 +644,7 @@ class TripleImporter:
             triple.external_id = name
         for triple, revision in zip(triples, revisions, strict=True):
             revision.triple = triple
+            revision.project_id = triple.project_id
         TripleRevision.objects.bulk_create(revisions)
         Triple.objects.filter(pk__in=[t.pk for t in triples]).update(
             current_revision=Subquery(

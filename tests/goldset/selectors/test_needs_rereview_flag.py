@@ -191,6 +191,7 @@ def test_random_histories_give_the_same_list_as_the_old_rule(team):
                 block=block, version=rng.randint(1, newest[block.pk])
             )
             revision = TripleRevision.objects.create(
+                project_id=triple.project_id,
                 triple=triple,
                 number=TripleRevision.objects.filter(triple=triple).count() + 1,
                 question="Q?",

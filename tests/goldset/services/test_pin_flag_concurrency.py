@@ -51,6 +51,7 @@ def pinned_elsewhere(make_user):
     triple = write_triple(author)
     v1 = block_version()
     revision = TripleRevision.objects.create(
+        project_id=triple.project_id,
         triple=triple,
         number=2,
         question="Q?",

@@ -177,6 +177,7 @@ def _plant_project_b() -> dict:
         added_at=now,
     )
     revision = TripleRevision.objects.create(
+        project_id=triple.project_id,
         triple=triple,
         number=1,
         question=f"{CANARY} question?",
