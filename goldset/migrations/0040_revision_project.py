@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
     on (created_at, id) walked past every older open revision of every other project (measured:
     2.6 s past 200,000 open revisions of two other projects)."""
 
-    dependencies = [("goldset", "0036_counters_per_project")]
+    dependencies = [("goldset", "0039_time_figures_per_project")]
 
     operations = [
         migrations.AddField(
