@@ -582,11 +582,15 @@ def start_worker():
         stderr=subprocess.DEVNULL,
     )
     host = name.replace("%h", os.uname().nodename)
-    wait_for(
-        lambda: bool(app.control.ping(destination=[host], timeout=0.5)),
-        timeout=60,
-        what="celery worker",
-    )
+    try:
+        wait_for(
+            lambda: bool(app.control.ping(destination=[host], timeout=0.5)),
+            timeout=60,
+            what="celery worker",
+        )
+    except RuntimeError:
+        stop(proc)
+        raise
     return proc
 
 
@@ -656,7 +660,11 @@ def run_kind(kind: str, path: Path, extra: dict | None = None, request_only=Fals
     from goldset.models import ImportJob, ScoringJob
 
     web, web_worker = start_web()
-    worker = None if request_only else start_worker()
+    try:
+        worker = None if request_only else start_worker()
+    except BaseException:
+        stop(web)  # a worker that never came up leaves no server holding the port
+        raise
     load_before = os.getloadavg()[0]
     try:
         session = login()
