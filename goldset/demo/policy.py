@@ -229,31 +229,37 @@ def _answers(project, domains) -> None:
         "pq-003": "You need a doctor's note from the first sick day.",
     }
     for question_id, domain, text, _expected in QUESTIONS:
-        question = Question.objects.create(
-            project=project,
-            question_id=question_id,
-            domain=domains[domain],
-            task_family="policy_lookup",
-            task_type="rag_synthesis",
-            text=text,
-            content_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        )
-        public_id = new_public_id()
-        record = AnswerRecord.objects.create(
-            project=project,
-            public_id=public_id,
-            run=run,
-            question=question,
-            domain=question.domain,
-            queue_rank=queue_rank(public_id=public_id),
-            answer=answers[question_id],
-            model={"generator": "policy-bot-v1", "temperature": 0},
-            tier=Tier.GOLD,
-            routing_rule="task_type:rag_synthesis",
-            rules_version=1,
-            labels_required=2,
-        )
+        record = _answered(run, question_id, domains[domain], text, answers[question_id])
         add_domain_slots(domain_id=record.domain_id, delta=record.labels_required)
+
+
+def _answered(run, question_id, domain, text, answer, *, is_calibration=False) -> AnswerRecord:
+    """A question of the run's project and the policy bot's GOLD answer to it (two labels)."""
+    question = Question.objects.create(
+        project=run.project,
+        question_id=question_id,
+        domain=domain,
+        task_family="policy_lookup",
+        task_type="rag_synthesis",
+        text=text,
+        content_sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
+    public_id = new_public_id()
+    return AnswerRecord.objects.create(
+        project=run.project,
+        public_id=public_id,
+        run=run,
+        question=question,
+        domain=domain,
+        queue_rank=queue_rank(public_id=public_id),
+        answer=answer,
+        model={"generator": "policy-bot-v1", "temperature": 0},
+        tier=Tier.GOLD,
+        routing_rule="task_type:rag_synthesis",
+        rules_version=1,
+        labels_required=2,
+        is_calibration=is_calibration,
+    )
 
 
 # The calibration set of HR policy: answers to questions of its own, each with the lead's
@@ -310,31 +316,7 @@ def _calibrate(project, domain) -> None:
     lead = users.get(username="lead")
     references = {}
     for question_id, text, answer, label in CALIBRATION:
-        question = Question.objects.create(
-            project=project,
-            question_id=question_id,
-            domain=domain,
-            task_family="policy_lookup",
-            task_type="rag_synthesis",
-            text=text,
-            content_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        )
-        public_id = new_public_id()
-        record = AnswerRecord.objects.create(
-            project=project,
-            public_id=public_id,
-            run=run,
-            question=question,
-            domain=domain,
-            queue_rank=queue_rank(public_id=public_id),
-            answer=answer,
-            model={"generator": "policy-bot-v1", "temperature": 0},
-            tier=Tier.GOLD,
-            routing_rule="task_type:rag_synthesis",
-            rules_version=1,
-            labels_required=2,
-            is_calibration=True,
-        )
+        record = _answered(run, question_id, domain, text, answer, is_calibration=True)
         item = CalibrationItem.objects.create(calibration_set=calibration_set, record=record)
         set_reference_label(
             project=project,

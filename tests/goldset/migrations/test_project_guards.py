@@ -90,6 +90,7 @@ class World:
 
     def make_revision(self, triple, version, number=1) -> TripleRevision:
         return TripleRevision.objects.create(
+            project_id=triple.project_id,
             triple=triple,
             number=number,
             question="q?",

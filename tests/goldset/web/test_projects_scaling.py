@@ -182,7 +182,7 @@ def _scans(statements: list[str]) -> list[str]:
                 continue
             cursor.execute("EXPLAIN " + sql)
             plan = "\n".join(row[0] for row in cursor.fetchall())
-            if any(f"Seq Scan on {table}" in plan for table in GROWN_TABLES):
+            if any(f"Seq Scan on {table} " in plan for table in GROWN_TABLES):
                 found.append(plan)
     return found
 

@@ -9,10 +9,11 @@ from html.parser import HTMLParser
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from goldset.models.projects import DEFAULT_PROJECT_SLUG, default_project_id
 from goldset.rules.display import DISPLAY
 from tests.workbench.web.test_blinding_crawl import _crawl
 from workbench.access import ACCESS, Kind
-from workbench.roles import roles_of
+from workbench.roles import roles_in
 
 # Codes that contain an underscore never occur in prose: any of them in visible text is a leak.
 RAW_CODES = sorted(code for code in DISPLAY if "_" in code)
@@ -72,7 +73,8 @@ def crawl_problems() -> dict[str, list[str]]:
         user = get_user_model().objects.get(username=username)
         client = Client()
         client.force_login(user)
-        for url, (view, body) in _crawl(client, roles_of(user)).items():
+        roles = roles_in(user, default_project_id())
+        for url, (view, body) in _crawl(client, DEFAULT_PROJECT_SLUG, roles).items():
             if ACCESS[view].kind == Kind.DOWNLOAD or not body.lstrip().startswith(("<", "{%")):
                 continue
             found = problems(visible_text(body))
