@@ -242,4 +242,6 @@ def test_reviewing_costs_the_same_with_ten_projects(client_for, installer, no_fa
     # project), never past the 9,000 older open revisions of the other projects.
     own = TripleRevision.objects.filter(project=seen["scaled"].project).count()
     assert TripleRevision.objects.count() > 20 * own
-    assert 0 < _rows_read(seen["statements"], TripleRevision._meta.db_table) <= own
+    # (a statement may read the project's rows twice, by the open-slots index and by the
+    # primary key, as the planner chooses with the whole suite's statistics: 594 for 301 once)
+    assert 0 < _rows_read(seen["statements"], TripleRevision._meta.db_table) <= 2 * own
