@@ -59,12 +59,25 @@ def seed(items: int) -> float:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from goldset.models import AnswerRecord, Domain, Label, LabelAssignment, Question, Run
+    from goldset.models import (
+        AnswerRecord,
+        Domain,
+        Label,
+        LabelAssignment,
+        Question,
+        Run,
+        default_project_id,
+    )
     from tests.factories import AnswerRecordFactory, QuestionFactory
     from tests.goldset.bulk_support import analyze, seed_answer_records
 
     started = time.perf_counter()
-    domains = [Domain.objects.get_or_create(slug=s, defaults={"name": s})[0] for s in DOMAINS]
+    domains = [
+        Domain.objects.get_or_create(project_id=default_project_id(), slug=s, defaults={"name": s})[
+            0
+        ]
+        for s in DOMAINS
+    ]
     users = get_user_model().objects.bulk_create(
         get_user_model()(username=f"agree-ann{i}") for i in range(N_ANNOTATORS)
     )

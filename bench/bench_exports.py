@@ -49,17 +49,20 @@ def ensure_corpus(n: int) -> None:
     # Imported after setup_django() has configured Django, which app modules need.
     from django.core.management import call_command
 
-    from goldset.models import Block, BlockVersion, Document, Domain
+    from goldset.models import Block, BlockVersion, Document, Domain, default_project_id
 
     call_command("migrate", verbosity=0)
     if Block.objects.filter(block_id__startswith="bench-").count() >= n:
         return
     domains = [
-        Domain.objects.get_or_create(slug=s, defaults={"name": s})[0]
+        Domain.objects.get_or_create(project_id=default_project_id(), slug=s, defaults={"name": s})[
+            0
+        ]
         for s in ("supply_chain", "federal_it", "healthcare_ops", "financial_services")
     ]
     docs = Document.objects.bulk_create(
         Document(
+            project_id=domains[d % 4].project_id,
             document_id=f"bench-doc-{d:05d}",
             title=f"Bench {d}",
             domain=domains[d % 4],
@@ -69,7 +72,12 @@ def ensure_corpus(n: int) -> None:
     )
     blocks = Block.objects.bulk_create(
         (
-            Block(block_id=f"bench-{i:06d}", document=docs[i // 10], position=i % 10)
+            Block(
+                project_id=docs[i // 10].project_id,
+                block_id=f"bench-{i:06d}",
+                document=docs[i // 10],
+                position=i % 10,
+            )
             for i in range(n)
         ),
         batch_size=5000,

@@ -156,16 +156,21 @@ def phase_freeze(reference: bool) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
+    from goldset.models import Project, default_project_id
     from goldset.services import freeze, probe_exports
     from goldset.services.freeze import FreezeFilters, freeze_gold_version
+
+    project = Project.objects.get(pk=default_project_id())  # the seed's rows are all here
 
     if reference:
         # The object-built code of before issue 26, on the same data (a benchmark's comparison,
         # not a test: tests/goldset/test_freeze_streaming.py holds the two equal).
         from tests.goldset import freeze_reference
 
-        def selected_rows(filters):
-            triples = freeze.selected_triples(filters).iterator(chunk_size=freeze.ROW_BATCH)
+        def selected_rows(filters, *, project):
+            triples = freeze.selected_triples(filters, project=project).iterator(
+                chunk_size=freeze.ROW_BATCH
+            )
             return (freeze_reference.gold_row(t) for t in triples)
 
         freeze.selected_rows = selected_rows
@@ -182,7 +187,7 @@ def phase_freeze(reference: bool) -> dict:
     try:
         with transaction.atomic():
             version = freeze_gold_version(
-                filters=FreezeFilters(include_superseded=True), actor=actor
+                project=project, filters=FreezeFilters(include_superseded=True), actor=actor
             )
             result = {
                 "triples": version.row_count,

@@ -252,17 +252,31 @@ def prepare_evaluator(n: int) -> int:
     inserts) and the evaluator ``bench-judge 1``; returns the evaluator's pk."""
     from django.contrib.auth import get_user_model
 
-    from goldset.models import AnswerRecord, Domain, Evaluator, Question, Run, System, Tier
+    from goldset.models import (
+        AnswerRecord,
+        Domain,
+        Evaluator,
+        Question,
+        Run,
+        System,
+        Tier,
+        default_project_id,
+    )
     from goldset.services.evaluators import create_evaluator
 
     domain = Domain.objects.get(slug="federal_it")
-    system, _ = System.objects.get_or_create(system_id="sys-evaluator-bench")
-    run, _ = Run.objects.get_or_create(run_id=EVALUATOR_RUN, defaults={"system": system})
+    system, _ = System.objects.get_or_create(
+        project_id=default_project_id(), system_id="sys-evaluator-bench"
+    )
+    run, _ = Run.objects.get_or_create(
+        project_id=system.project_id, run_id=EVALUATOR_RUN, defaults={"system": system}
+    )
     have = AnswerRecord.objects.filter(run=run).count()
     for start in range(have, n, 5000):
         indices = range(start, min(n, start + 5000))
         questions = Question.objects.bulk_create(
             Question(
+                project_id=domain.project_id,
                 question_id=f"evq-{i:07d}",
                 domain=domain,
                 task_family="policy",
@@ -273,6 +287,7 @@ def prepare_evaluator(n: int) -> int:
         )
         AnswerRecord.objects.bulk_create(
             AnswerRecord(
+                project_id=run.project_id,
                 public_id=f"evr-{i:07d}",
                 run=run,
                 question=question,
@@ -309,10 +324,17 @@ def prepare_formats_version() -> tuple[int, list[str], int]:
 
     domain = Domain.objects.get(slug="federal_it")
     document = Document.objects.create(
-        document_id="doc-formats", title="Formats", domain=domain, authority="0.500"
+        project_id=domain.project_id,
+        document_id="doc-formats",
+        title="Formats",
+        domain=domain,
+        authority="0.500",
     )
     blocks = Block.objects.bulk_create(
-        (Block(document=document, block_id=f"blk-{i:07d}") for i in range(FORMAT_BLOCKS)),
+        (
+            Block(project_id=document.project_id, document=document, block_id=f"blk-{i:07d}")
+            for i in range(FORMAT_BLOCKS)
+        ),
         batch_size=10_000,
     )
     texts = [f"Clause {i}: data is encrypted at rest." for i in range(RUN_QUERIES)]
@@ -611,7 +633,7 @@ def reset_database():
     from django.core.management import call_command
     from django.db import connection
 
-    from goldset.models import Domain
+    from goldset.models import Domain, default_project_id
 
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: the manifest
@@ -627,7 +649,9 @@ def reset_database():
         for table in tables:
             cursor.execute(f'DELETE FROM "{table}"')
         cursor.execute("SET session_replication_role = DEFAULT")
-    Domain.objects.get_or_create(slug="federal_it", defaults={"name": "Federal IT"})
+    Domain.objects.get_or_create(
+        project_id=default_project_id(), slug="federal_it", defaults={"name": "Federal IT"}
+    )
     User = get_user_model()
     admin, _ = User.objects.get_or_create(username="bench-admin")
     admin.set_password(PASSWORD)

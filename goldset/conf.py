@@ -480,6 +480,48 @@ TUNABLES: dict[str, Tunable] = {
             "Cases one batch promotion promotes at most (the first matching by id).",
             check=COUNT,
         ),
+        # Production traces over OTLP/HTTP (issue 28; goldset.services.traces).
+        Tunable(
+            "OTLP_MAX_BODY_BYTES",
+            16 * 1024 * 1024,
+            int,
+            "Largest OTLP/HTTP traces request body (bytes, also after gunzip): 413 above, "
+            "checked from Content-Length before the body is read.",
+        ),
+        Tunable(
+            "OTLP_MAX_PENDING_TRACES",
+            20_000,
+            int,
+            "Traces of a project waiting to be mapped beyond which the receiver answers 429 "
+            "with Retry-After (back-pressure) and stores nothing.",
+        ),
+        Tunable(
+            "OTLP_RETRY_AFTER_SECONDS",
+            5,
+            int,
+            "The Retry-After of the receiver's 429 and 503 answers (seconds).",
+        ),
+        Tunable(
+            "OTLP_INCOMPLETE_SECONDS",
+            3600,
+            int,
+            "A trace still incomplete (a root or parent span never arrived) this long after its "
+            "last span is rejected by the reconciler, with what it waited for (seconds).",
+        ),
+        Tunable(
+            "OTLP_DROPPED_KEEP_DAYS",
+            7,
+            int,
+            "Days the spans of a trace no sampling rule took (dropped or capped) are kept, so a "
+            "later thumbs-down or judge verdict can still sample it; the reconciler deletes "
+            "them after that (the trace's row and counts stay).",
+        ),
+        Tunable(
+            "OTLP_MAP_BATCH",
+            200,
+            int,
+            "Traces one mapping transaction claims (each in its own savepoint).",
+        ),
     ]
 }
 

@@ -6,6 +6,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from goldset.rules.jobs import (
+    MAP_TRACES_TASK,
     NOTIFICATION_EMAIL_TASK,
     RECONCILE_TASK,
     job_time_limits,
@@ -19,6 +20,7 @@ from goldset.services.outbox import mark_done, mark_started
 from goldset.services.pcs_calibrations import CALIBRATION_TASK, run_pcs_calibration
 from goldset.services.scoring_chunks import SCORE_CHUNK_TASK, run_chunk
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, run_scoring_job
+from goldset.services.traces import map_pending_traces
 from goldset.services.webhooks import deliver_webhook
 from workbench.embedded import in_runner
 
@@ -142,3 +144,19 @@ def deliver_webhook_task(delivery_id: int, outbox_id: int | None = None) -> str:
     (the delivery is claimed first); a retry is queued through the outbox with its backoff, and
     an attempt lost with its worker is settled by the reconciler."""
     return deliver_webhook(delivery_id=delivery_id, outbox_id=outbox_id)
+
+
+@shared_task(
+    name=MAP_TRACES_TASK,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    **job_time_limits(),
+)
+def map_traces_task(self, project_id: int, outbox_id: int | None = None) -> dict:
+    """Map a project's received traces that wait to be mapped to answer records. A duplicate or
+    re-delivered message finds them mapped (each trace row is claimed with its lock, and moves
+    on with its record in one transaction); a worker lost mid-task leaves the message open and
+    the reconciler requests the work again."""
+    return map_pending_traces(project_id=project_id, message_id=outbox_id, heartbeat=beats(self))

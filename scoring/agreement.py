@@ -35,8 +35,6 @@ from typing import Any
 
 import krippendorff
 import numpy as np
-from statsmodels.stats.inter_rater import aggregate_raters, cohens_kappa
-from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss_kappa
 
 from scoring.errors import AgreementError
 from scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -483,6 +481,9 @@ def cohen_kappa_table(
             result, reason="every label is the same category: chance agreement is 1, κ is 0/0"
         )
     # Only κ is needed; statsmodels' full results object (variances, tests) costs ~10x more.
+    # SciPy/statsmodels load on first use, not at Django start-up (issue 26: ~60 MB per process).
+    from statsmodels.stats.inter_rater import cohens_kappa
+
     kappa = cohens_kappa(table, wt=weights, return_results=False)
     interval = None
     if ci:
@@ -612,6 +613,8 @@ def fleiss_kappa_counts(
         return replace(
             result, reason="every rating is the same category: chance agreement is 1, κ is 0/0"
         )
+    from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss_kappa  # see cohen
+
     value = float(_sm_fleiss_kappa(arr, method="fleiss"))
     interval = None
     if ci:
@@ -650,6 +653,8 @@ def fleiss_kappa(
             f"{min(sizes)} and {max(sizes)}. Use Krippendorff's alpha, which handles missing "
             "ratings."
         )
+    from statsmodels.stats.inter_rater import aggregate_raters  # see cohen
+
     counts, _ = aggregate_raters(np.asarray(rated), n_cat=len(cats))
     return fleiss_kappa_counts(
         counts, ci=ci, n_resamples=n_resamples, seed=seed, n_annotators=n_annotators

@@ -66,10 +66,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from scoring.agreement import _kappa_from_tables, cohen_kappa, krippendorff_alpha
 from scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_distribution, holm_bonferroni
+
+
+def _sps():
+    """SciPy's ``stats``, imported on first use rather than at Django start-up (issue 26: SciPy
+    and statsmodels hold about 60 MB in every process that never needs them)."""
+    from scipy import stats
+
+    return stats
+
 
 GROUNDING_SCALE = ("ungrounded", "misgrounded", "partially_grounded", "fully_grounded")
 ACCEPTABILITY_SCALE = ("unacceptable", "acceptable")
@@ -258,8 +266,8 @@ def _kappa_reps(a: np.ndarray, b: np.ndarray, k: int, weights: str | None) -> Ca
 
 
 def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    rx = sps.rankdata(x, axis=1)
-    ry = sps.rankdata(y, axis=1)
+    rx = _sps().rankdata(x, axis=1)
+    ry = _sps().rankdata(y, axis=1)
     rx = rx - rx.mean(axis=1, keepdims=True)
     ry = ry - ry.mean(axis=1, keepdims=True)
     den = np.sqrt((rx**2).sum(axis=1) * (ry**2).sum(axis=1))
@@ -273,7 +281,7 @@ def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float | None:
     b = np.asarray(y, dtype=np.float64)
     if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
         return None
-    return float(sps.spearmanr(a, b).statistic)
+    return float(_sps().spearmanr(a, b).statistic)
 
 
 def fisher_z_test(
@@ -300,7 +308,7 @@ def fisher_z_test(
         if 2 - 2 * cov <= 0:
             raise ValueError("the two scores are perfectly correlated: nothing to compare")
         z = (z1 - z2) * math.sqrt(n1 - 3) / math.sqrt(2 - 2 * cov)
-    return float(z), float(2 * sps.norm.sf(abs(z)))
+    return float(z), float(2 * _sps().norm.sf(abs(z)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -47,16 +47,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
-from scipy.special import expit
-from scipy.stats import binomtest
 
+# SciPy is imported inside the functions that use it, not with this module: the web and the
+# freeze never need it (issue 26: about 60 MB per process).
 from scoring import agreement as agr
 from scoring.errors import InputError, ScoringError
 from scoring.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -384,6 +383,8 @@ def fit_bradley_terry_batch(
     step exceeds ``tol``. ``alpha = 0`` needs a strongly connected comparison graph in every
     matrix (the caller checks).
     """
+    from scipy.special import expit
+
     w = np.asarray(wins, dtype=np.float64)
     if w.ndim != 3 or w.shape[1] != w.shape[2]:
         raise ValueError("wins must be a (batch, systems, systems) array")
@@ -441,6 +442,8 @@ def fit_bradley_terry_batch(
 
 def strongly_connected(wins: np.ndarray) -> bool:
     """Whether every system reaches every other through "beat" edges (MLE exists)."""
+    from scipy.sparse.csgraph import connected_components
+
     w = np.asarray(wins, dtype=np.float64)
     if w.shape[0] <= 1:
         return True
@@ -545,6 +548,8 @@ def preference_agreement(judgments: Sequence[Judgment]) -> PreferenceAgreement:
 
 def position_bias(judgments: Sequence[Judgment]) -> list[PositionBias]:
     """Overall (first, ``reviewer=None``) then per reviewer in name order."""
+    from scipy.stats import binomtest
+
     groups: dict[str | None, list[bool]] = {None: []}
     for j in judgments:
         left = j.chose_left
@@ -576,6 +581,8 @@ def analyse(
     seed: int = DEFAULT_SEED,
 ) -> PairwiseReport:
     """Every figure of the pairwise analysis (see the module docstring for the rules)."""
+    from scipy.special import expit
+
     if not judgments:
         raise PairwiseError("no judgments")
     if not (alpha > 0 and math.isfinite(alpha)):
@@ -699,3 +706,68 @@ def analyse(
             "bootstrap": "questions, within strata" if not single else "questions",
         },
     )
+
+
+# ---------------------------------------------------------------- against the PCS decision
+
+
+@dataclass(frozen=True)
+class DecisionAgreement:
+    """Whether the pairwise ranking agrees with the PCS release decision (the rule in
+    :func:`agreement_with_decision`); ``conflicts`` lists (released, held) system pairs the
+    Bradley–Terry ranking orders the other way; ``compared`` the systems in both."""
+
+    agrees: bool | None
+    statement: str
+    compared: list[str]
+    conflicts: list[tuple[str, str]]
+
+
+def agreement_with_decision(
+    strengths: Mapping[str, float], releases: Mapping[str, bool], pcs: Mapping[str, float | None]
+) -> DecisionAgreement:
+    """The decision rule's pairwise clause. Over the systems both analyses cover: when the PCS
+    decision releases some and holds others, pairwise results agree when every released system
+    has a higher Bradley–Terry strength than every held one; when it treats all alike, they
+    agree when the system with the highest mean PCS is also the strongest by Bradley–Terry.
+    Undefined (``agrees`` None) with fewer than two systems in both."""
+    compared = sorted(set(strengths) & set(releases))
+    if len(compared) < 2:
+        return DecisionAgreement(
+            None,
+            "Pairwise results cannot be compared with the PCS decision: fewer than two systems "
+            "are in both.",
+            compared,
+            [],
+        )
+    released = [s for s in compared if releases[s]]
+    held = [s for s in compared if not releases[s]]
+    if released and held:
+        conflicts = [(r, h) for r in released for h in held if strengths[r] <= strengths[h]]
+        if conflicts:
+            names = "; ".join(f"{h} over {r}" for r, h in conflicts)
+            statement = (
+                "Pairwise results disagree with the PCS decision: Bradley–Terry ranks a held "
+                f"system at or above a released one ({names})."
+            )
+        else:
+            statement = (
+                "Pairwise results agree with the PCS decision: every released system is ranked "
+                "above every held one by Bradley–Terry."
+            )
+        return DecisionAgreement(not conflicts, statement, compared, conflicts)
+    scored = [s for s in compared if pcs.get(s) is not None]
+    top_pcs = max(scored, key=lambda s: (pcs[s], s)) if scored else None
+    top_bt = max(compared, key=lambda s: (strengths[s], s))
+    verdict = "released" if released else "held"
+    if top_pcs is None:
+        return DecisionAgreement(
+            None, f"All compared systems are {verdict}; no mean PCS to compare.", compared, []
+        )
+    agrees = top_pcs == top_bt
+    statement = (
+        f"All compared systems are {verdict}; pairwise results "
+        + ("agree" if agrees else "disagree")
+        + f" with PCS on the best system (PCS: {top_pcs}; Bradley–Terry: {top_bt})."
+    )
+    return DecisionAgreement(agrees, statement, compared, [] if agrees else [(top_pcs, top_bt)])

@@ -22,12 +22,19 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from scipy import stats as sps
-from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
-from statsmodels.stats.multitest import multipletests
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 8821
+
+
+def _sps():
+    """SciPy's ``stats``, imported on first use rather than at Django start-up (issue 26: SciPy
+    and statsmodels hold about 60 MB in every process that never needs them)."""
+    from scipy import stats
+
+    return stats
+
+
 # The family-wise error rate of every Holm-corrected comparison (pages print it from here).
 FAMILYWISE_ALPHA = 0.05
 _CHUNK_CELLS = 4_000_000
@@ -229,6 +236,8 @@ def mcnemar(
         return TestResult(None, None, len(x), "no discordant pairs: the systems never differ")
     table = [[int(np.sum(x & y)), b], [c, int(np.sum(~x & ~y))]]
     use_exact = (b + c) < 25 if exact is None else exact
+    from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar  # see _sps
+
     res = _sm_mcnemar(table, exact=use_exact, correction=True)
     return TestResult(float(res.statistic), float(res.pvalue), len(x))
 
@@ -242,7 +251,7 @@ def _signed_rank_exact(d: np.ndarray) -> tuple[float, float]:
     Returns ``(T, p)`` with T = min(sum of positive ranks, sum of negative ranks), SciPy's
     statistic.
     """
-    ranks2 = np.rint(2 * sps.rankdata(np.abs(d))).astype(np.int64)
+    ranks2 = np.rint(2 * _sps().rankdata(np.abs(d))).astype(np.int64)
     total = int(ranks2.sum())
     counts = np.zeros(total + 1, dtype=np.float64)
     counts[0] = 1.0
@@ -284,7 +293,7 @@ def wilcoxon(x: Sequence[float], y: Sequence[float], *, method: str = "auto") ->
     if used == "exact":
         statistic, pvalue = _signed_rank_exact(d)
         return TestResult(statistic, pvalue, len(a), method="exact")
-    res = sps.wilcoxon(d, zero_method="wilcox", alternative="two-sided", method="asymptotic")
+    res = _sps().wilcoxon(d, zero_method="wilcox", alternative="two-sided", method="asymptotic")
     return TestResult(float(res.statistic), float(res.pvalue), len(a), method="asymptotic")
 
 
@@ -293,6 +302,8 @@ def holm_bonferroni(pvalues: Sequence[float], *, alpha: float = FAMILYWISE_ALPHA
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1 or len(p) == 0:
         raise ValueError("need a non-empty 1-D sequence of p-values")
+    from statsmodels.stats.multitest import multipletests  # see _sps
+
     reject, adjusted, _, _ = multipletests(p, alpha=alpha, method="holm")
     return HolmResult([float(v) for v in adjusted], [bool(r) for r in reject], alpha)
 
@@ -313,9 +324,9 @@ def spearman(x: Sequence[float], y: Sequence[float], *, level: float = 0.95) -> 
         )
     if np.all(a == a[0]) or np.all(b == b[0]):
         return CorrelationResult(None, None, None, None, n, "one variable is constant: ρ is 0/0")
-    res = sps.spearmanr(a, b)
+    res = _sps().spearmanr(a, b)
     rho = float(res.statistic)
-    z_crit = float(sps.norm.ppf(0.5 + level / 2.0))
+    z_crit = float(_sps().norm.ppf(0.5 + level / 2.0))
     if abs(rho) >= 1.0:
         return CorrelationResult(rho, float(res.pvalue), rho, rho, n)
     z = np.arctanh(rho)

@@ -57,6 +57,7 @@ SERVICES = {
     f"Chromium ({CHROMIUM})": _have_chromium,
     f"the NIST file ({NIST_FILE})": NIST_FILE.exists,
     "redis-server (Debian package redis-server)": lambda: bool(shutil.which("redis-server")),
+    "xmlsec1 (Debian package xmlsec1)": lambda: bool(shutil.which("xmlsec1")),
 }
 FIXTURE_NEEDS = {
     "postgres": ["PostgreSQL (DATABASE_URL=postgres://…)"],
@@ -68,6 +69,9 @@ FIXTURE_NEEDS = {
     "browser": [f"Chromium ({CHROMIUM})"],
     "nist_file": [f"the NIST file ({NIST_FILE})"],
     "own_redis": ["redis-server (Debian package redis-server)"],
+    # the SAML tests' identity provider and our service provider sign with xmlsec1
+    "idp": ["xmlsec1 (Debian package xmlsec1)"],
+    "saml_idp_server": ["xmlsec1 (Debian package xmlsec1)"],
 }
 
 
@@ -349,7 +353,7 @@ def celery_worker_process(transactional_db, settings):
         _stop(proc)
 
 
-def _start_worker(env, name, *, ready_timeout=60):
+def _start_worker(env, name, *, ready_timeout=300):
     from workbench.celery import app
 
     proc = subprocess.Popen(
@@ -377,7 +381,8 @@ def _start_worker(env, name, *, ready_timeout=60):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    # Wait on the condition (the worker answers a ping), not on a clock.
+    # Wait on the condition (the worker answers a ping), not on a clock; the bound only ends the
+    # wait for a worker that never starts (at load 12 one took over 60 s to import and answer).
     deadline_pings = int(ready_timeout / 0.5)
     for _ in range(deadline_pings):
         if proc.poll() is not None:
@@ -436,7 +441,9 @@ def browser_login(browser, live_server):
         context = browser.new_context(base_url=live_server.url)
         contexts.append(context)
         page = context.new_page()
-        page.set_default_timeout(15_000)
+        # a bound for a page that never comes, not a timing claim: at load 12 two flows needed
+        # more than 15 s for one navigation
+        page.set_default_timeout(60_000)
         page.goto("/login/")
         page.fill("#id_username", user.username)
         page.fill("#id_password", password)

@@ -53,7 +53,9 @@ class UserFactory(factory.django.DjangoModelFactory):
 class DomainFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Domain
-        django_get_or_create = ("slug",)
+        django_get_or_create = ("project", "slug")
+
+    project = factory.LazyFunction(default_project)
 
     slug = factory.Sequence(lambda n: f"domain_{n}")
     name = factory.LazyAttribute(lambda o: o.slug.replace("_", " ").title())
@@ -63,6 +65,7 @@ class DocumentFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Document
 
+    project = factory.LazyAttribute(lambda o: o.domain.project)
     document_id = factory.Sequence(lambda n: f"doc-{n:05d}")
     title = factory.Sequence(lambda n: f"Policy document {n}")
     domain = factory.SubFactory(DomainFactory)
@@ -73,6 +76,7 @@ class BlockFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Block
 
+    project = factory.LazyAttribute(lambda o: o.document.project)
     block_id = factory.Sequence(lambda n: f"blk-{n:05d}")
     document = factory.SubFactory(DocumentFactory)
 
@@ -96,7 +100,9 @@ from goldset.models import Customer, CustomerPermission  # noqa: E402
 class CustomerFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Customer
-        django_get_or_create = ("slug",)
+        django_get_or_create = ("project", "slug")
+
+    project = factory.LazyFunction(default_project)
 
     name = factory.Sequence(lambda n: f"Customer {n}")
     slug = factory.Sequence(lambda n: f"customer-{n}")
@@ -179,7 +185,9 @@ from goldset.services.labeling import add_domain_slots  # noqa: E402
 class SystemFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = System
-        django_get_or_create = ("system_id",)
+        django_get_or_create = ("project", "system_id")
+
+    project = factory.LazyFunction(default_project)
 
     system_id = factory.Sequence(lambda n: f"hybrid_rrf_system_{n}")
 
@@ -188,6 +196,7 @@ class RunFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Run
 
+    project = factory.LazyAttribute(lambda o: o.system.project)
     run_id = factory.Sequence(lambda n: f"probe-run-2026-{n:04d}")
     system = factory.SubFactory(SystemFactory)
 
@@ -196,6 +205,7 @@ class QuestionFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Question
 
+    project = factory.LazyAttribute(lambda o: o.domain.project)
     question_id = factory.Sequence(lambda n: f"q-{n:05d}")
     domain = factory.SubFactory(DomainFactory, slug="supply_chain")
     task_family = "routing_policy"
@@ -211,6 +221,7 @@ class AnswerRecordFactory(factory.django.DjangoModelFactory):
         model = AnswerRecord
         skip_postgeneration_save = True
 
+    project = factory.LazyAttribute(lambda o: o.question.project)
     public_id = factory.LazyFunction(new_public_id)
     run = factory.SubFactory(RunFactory)
     question = factory.SubFactory(QuestionFactory)
@@ -250,6 +261,7 @@ class CalibrationSetFactory(factory.django.DjangoModelFactory):
         model = CalibrationSet
         django_get_or_create = ("domain",)
 
+    project = factory.LazyAttribute(lambda o: o.domain.project)
     domain = factory.SubFactory(DomainFactory, slug="supply_chain")
 
 

@@ -130,6 +130,18 @@ LEAD_GOLD_FIELDS: FieldSpec = {
         "resolution": True,
     },
 }
+# Pairwise gold for leads: decided pairs without record ids or systems (blind as the pages),
+# reviewers and leads as the version's pseudonyms.
+LEAD_PAIRWISE_FIELDS: FieldSpec = {
+    "task": True,
+    "pair": True,
+    "question_id": True,
+    "status": True,
+    "preference": True,
+    "source": True,
+    "judgments": {"reviewer": PSEUDONYM, "preference": True, "strength": True, "left": True},
+    "adjudication": {"lead": PSEUDONYM, "preference": True, "strength": True, "rationale": True},
+}
 VERSION_FILE_FIELDS: Mapping[str, Mapping[str, FieldSpec]] = {
     "gold_jsonl": {LEAD: LEAD_GOLD_FIELDS, ADMIN: ALL_FIELDS},
     "unrag_json": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # blocks and questions only
@@ -138,6 +150,7 @@ VERSION_FILE_FIELDS: Mapping[str, Mapping[str, FieldSpec]] = {
     "adjudication": {LEAD: LEAD_ADJUDICATION_FIELDS, ADMIN: ALL_FIELDS},
     "trec_qrels": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # triple and block ids, no person
     "manifest": {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS},  # counts, checksums, the admin who froze
+    "pairwise_gold": {LEAD: LEAD_PAIRWISE_FIELDS, ADMIN: ALL_FIELDS},
 }
 # Dashboard tables: figures and display names (the protocol lets leads see who agrees with whom).
 AGREEMENT_FIELDS = {LEAD: ALL_FIELDS, ADMIN: ALL_FIELDS}
@@ -156,6 +169,29 @@ ENTRIES: list[Entry] = [
     # personal API tokens: each user their own (object scope in the service)
     Entry("api_tokens", Kind.PAGE, EVERYONE, scoped=False),
     Entry("api_token_revoke", Kind.ACTION, EVERYONE, scoped=False),
+    # identity (issue 31): installation admins only (the views refuse project admins with 403)
+    Entry("identity:page", Kind.PAGE, ADMINS, scoped=False),
+    Entry("identity:scim_token_revoke", Kind.ACTION, ADMINS, scoped=False),
+    Entry("identity:person_action", Kind.ACTION, ADMINS, scoped=False),
+    # SAML 2.0 sign-in (404 unless SAML_ENABLED): metadata, start, the IdP's answer, logout
+    Entry("saml:metadata", Kind.PAGE, None, scoped=False),
+    Entry("saml:login", Kind.PAGE, None, scoped=False),
+    Entry("saml:acs", Kind.ACTION, None, scoped=False),
+    Entry("saml:sls", Kind.PAGE, None, scoped=False),
+    Entry("saml:logout", Kind.ACTION, None, scoped=False),
+    # SCIM 2.0 for directories: a SCIM bearer token, checked by the views (workbench.scim)
+    *(
+        Entry(f"scim:{name}", Kind.API, None, scoped=False)
+        for name in (
+            "users",
+            "user",
+            "groups",
+            "group",
+            "service_provider_config",
+            "resource_types",
+            "schemas",
+        )
+    ),
     # the Django admin checks is_staff itself; its login goes through the same throttled backend
     Entry("admin:*", Kind.PAGE, None, scoped=False),
     # projects: installation admins create projects; a project's admins keep its settings and
@@ -229,6 +265,22 @@ ENTRIES: list[Entry] = [
     Entry("answers:runs", Kind.PAGE, ADMINS),
     Entry("answers:export", Kind.PAGE, ADMINS),
     Entry("answers:export_download", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
+    # pairwise review (issue 30): reviewers judge blind pairs; leads and admins create tasks,
+    # adjudicate splits blind and read the analysis (systems named for admins only: selectors)
+    Entry("pairwise:queue", Kind.PAGE, ANNOTATORS),
+    Entry("pairwise:claim", Kind.ACTION, ANNOTATORS),
+    Entry("pairwise:judge", Kind.PAGE, ANNOTATORS, fragments=("pair-item",)),
+    Entry("pairwise:skip", Kind.ACTION, ANNOTATORS),
+    Entry("pairwise:undo", Kind.ACTION, ANNOTATORS),
+    Entry("pairwise:tasks", Kind.PAGE, LEADS),
+    Entry("pairwise:create", Kind.PAGE, LEADS),
+    Entry("pairwise:analysis", Kind.PAGE, LEADS),
+    Entry("pairwise:adjudicate", Kind.PAGE, LEADS, fragments=("pair-adjudication",)),
+    # pairwise qualification: reviewers judge calibration pairs; leads add them and grant retakes
+    Entry("pairwise:calibration", Kind.PAGE, ANNOTATORS),
+    Entry("pairwise:calibration_set", Kind.PAGE, LEADS),
+    Entry("pairwise:add_calibration", Kind.ACTION, LEADS),
+    Entry("pairwise:reset_calibration", Kind.ACTION, LEADS),
     # inbox and notifications: each user their own (object scope in the selectors)
     Entry("inbox:notifications", Kind.PAGE, EVERYONE, fragments=("notification-list",)),
     Entry("inbox:badge", Kind.PAGE, EVERYONE, fragments=("notification-badge",)),
@@ -252,6 +304,7 @@ ENTRIES: list[Entry] = [
     Entry("promotion:index", Kind.PAGE, LEADS),
     Entry("promotion:triple", Kind.PAGE, LEADS),
     Entry("promotion:record", Kind.PAGE, LEADS),
+    Entry("promotion:record_triple", Kind.PAGE, LEADS),  # a labeled record → a gold triple
     # quality dashboards
     Entry("quality:agreement", Kind.PAGE, LEADS, fragments=("confusion",)),
     Entry("quality:agreement-download", Kind.DOWNLOAD, LEADS, fields=AGREEMENT_FIELDS),
@@ -270,6 +323,9 @@ ENTRIES: list[Entry] = [
     Entry("exports:diff", Kind.PAGE, LEADS),
     Entry("exports:version", Kind.PAGE, LEADS),
     Entry("exports:download", Kind.DOWNLOAD, LEADS, variants=VERSION_FILE_FIELDS),
+    # version tags: everyone who sees versions sees them (on the versions pages); admins move
+    Entry("exports:tag_set", Kind.ACTION, ADMINS),
+    Entry("exports:tag_delete", Kind.ACTION, ADMINS),
     Entry("exports:jobs", Kind.PAGE, ADMINS),
     Entry("exports:compare", Kind.PAGE, ADMINS),
     Entry("exports:job", Kind.PAGE, ADMINS, fragments=("job-progress",)),
@@ -294,6 +350,12 @@ ENTRIES: list[Entry] = [
     Entry("evaluators:release_html", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     Entry("evaluators:release_json", Kind.DOWNLOAD, ADMINS, fields={ADMIN: ALL_FIELDS}),
     # webhooks (admins): endpoints, their secret shown once, delivery log, test, redeliver
+    # production traces received over OTLP (issue 28): they name systems and models
+    Entry("traces:overview", Kind.PAGE, ADMINS),
+    Entry("traces:trace", Kind.PAGE, ADMINS),  # one trace's spans as received
+    Entry("traces:sampling", Kind.PAGE, ADMINS),  # sampling rules: list, create
+    Entry("traces:sampling_rule", Kind.PAGE, ADMINS),  # edit one (a new version)
+    Entry("traces:sampling_enabled", Kind.ACTION, ADMINS),
     Entry("webhooks:endpoints", Kind.PAGE, ADMINS),
     Entry("webhooks:endpoint", Kind.PAGE, ADMINS),
     Entry("webhooks:enabled", Kind.ACTION, ADMINS),
@@ -335,12 +397,52 @@ ENTRIES: list[Entry] = [
     Entry("api:version_diff", Kind.API, LEADS),
     Entry("api:version_freeze", Kind.API, ADMINS),  # exports:freeze
     Entry("api:version_download", Kind.API, LEADS, variants=VERSION_FILE_FIELDS),
+    # version tags: read by leads and admins; PUT and DELETE need exports:tag_set's roles
+    Entry("api:tags", Kind.API, LEADS),
+    Entry("api:tag", Kind.API, LEADS),
     Entry("api:jobs", Kind.API, ADMINS),
     Entry("api:job", Kind.API, ADMINS),
     Entry("api:job_queries", Kind.API, ADMINS),
     Entry("api:job_compare", Kind.API, ADMINS),  # exports:compare
     Entry("api:agreement_snapshots", Kind.API, LEADS),  # quality:agreement
     Entry("api:alerts", Kind.API, LEADS),
+    # labels, reviews, adjudications (issue 29): reads through the pages' selectors (annotators
+    # their own; leads what their adjudication queue opens); a POST needs the roles of the page
+    # that does the same (answers:item, curation:review, answers:adjudicate; checked in the view)
+    Entry("api:labels", Kind.API, EVERYONE),
+    Entry("api:label", Kind.API, EVERYONE),
+    Entry("api:label_claim", Kind.API, ANNOTATORS),  # answers:claim
+    Entry("api:reviews", Kind.API, EVERYONE),
+    Entry("api:review", Kind.API, EVERYONE),
+    Entry("api:review_claim", Kind.API, ANNOTATORS),  # curation:next
+    Entry("api:adjudications", Kind.API, LEADS),
+    Entry("api:adjudication", Kind.API, LEADS),
+    Entry("api:adjudication_queue", Kind.API, LEADS),  # answers:adjudication_queue
+    Entry("api:webhooks", Kind.API, ADMINS),  # webhooks:endpoints
+    Entry("api:webhook", Kind.API, ADMINS),  # webhooks:endpoint
+    Entry("api:webhook_deliveries", Kind.API, ADMINS),  # webhooks:endpoint (its log)
+    Entry("api:webhook_test", Kind.API, ADMINS),  # webhooks:test
+    Entry("api:webhook_redeliver", Kind.API, ADMINS),  # webhooks:redeliver
+    # pairwise review (issue 30): the pages' roles (pairwise:*)
+    Entry("api:pairwise_tasks", Kind.API, LEADS),
+    Entry("api:pairwise_judgments", Kind.API, LEADS),
+    Entry("api:pairwise_analysis", Kind.API, LEADS),
+    Entry("api:pairwise_judgments_import", Kind.API, ADMINS),
+    Entry("api:pairwise_claim", Kind.API, ANNOTATORS),
+    Entry("api:pairwise_pair", Kind.API, ANNOTATORS),
+    Entry("api:pairwise_judge", Kind.API, ANNOTATORS),
+    # pairwise qualification: pairwise:calibration_set and the tasks page's results for leads,
+    # pairwise:calibration for reviewers
+    Entry("api:pairwise_calibration_pairs", Kind.API, LEADS),
+    Entry("api:pairwise_calibration_candidate", Kind.API, LEADS),
+    Entry("api:pairwise_qualifications", Kind.API, LEADS),
+    Entry("api:pairwise_qualification", Kind.API, ANNOTATORS),
+    Entry("api:pairwise_calibration_claim", Kind.API, ANNOTATORS),
+    Entry("api:pairwise_calibration_judge", Kind.API, ANNOTATORS),
+    # OTLP/HTTP traces (issue 28): spans name systems and models, which only admins see
+    Entry("api:otlp_traces", Kind.API, ADMINS),
+    Entry("api:sampling_rules", Kind.API, ADMINS),  # traces:sampling
+    Entry("api:sampling_rule", Kind.API, ADMINS),  # traces:sampling_rule, traces:sampling_enabled
 ]
 
 ACCESS: dict[str, Entry] = {}

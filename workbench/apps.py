@@ -19,6 +19,10 @@ class WorkbenchConfig(AppConfig):
         user_logged_in.connect(
             SessionSecurityMiddleware.stamp_login, dispatch_uid="workbench.session_stamp"
         )
+        # (services import models too: records each login's session for ending them later)
+        from workbench.services.identity import remember_session
+
+        user_logged_in.connect(remember_session, dispatch_uid="workbench.remember_session")
         # registers the OpenID Connect settings check (importing it is what registers it)
         from workbench import checks  # noqa: F401
 

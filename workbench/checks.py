@@ -2,6 +2,8 @@
 OpenID Connect configuration that cannot sign anyone in is an error at start, not at the first
 sign-in."""
 
+import os
+
 from django.conf import settings
 from django.core.checks import Error, register
 
@@ -21,11 +23,12 @@ REQUIRED_FOR_OIDC = (
 @register("security")
 def check_oidc_settings(app_configs=None, **kwargs):
     if not settings.OIDC_ENABLED:
-        if not settings.LOCAL_PASSWORDS_ENABLED:
+        if not settings.LOCAL_PASSWORDS_ENABLED and not settings.SAML_ENABLED:
             return [
                 Error(
-                    "LOCAL_PASSWORDS_ENABLED=false without OIDC_ENABLED: nobody can sign in.",
-                    hint="Enable OpenID Connect (README, Team mode) or local passwords.",
+                    "LOCAL_PASSWORDS_ENABLED=false without OIDC_ENABLED or SAML_ENABLED: nobody "
+                    "can sign in.",
+                    hint="Enable OpenID Connect or SAML (README, Team mode) or local passwords.",
                     id="workbench.E101",
                 )
             ]
@@ -60,4 +63,38 @@ def check_oidc_settings(app_configs=None, **kwargs):
                 id="workbench.E105",
             )
         )
+    return errors
+
+
+REQUIRED_FOR_SAML = ("SAML_IDP_METADATA_FILE", "SAML_SP_BASE_URL", "SAML_ROLE_ATTRIBUTE")
+
+
+@register("security")
+def check_saml_settings(app_configs=None, **kwargs):
+    """SAML_ENABLED needs the IdP's metadata file, the public base URL, the xmlsec1 binary and
+    a role map that grants something."""
+    if not settings.SAML_ENABLED:
+        return []
+    errors = [
+        Error(f"SAML_ENABLED needs {name}.", id="workbench.E111")
+        for name in REQUIRED_FOR_SAML
+        if not getattr(settings, name, "")
+    ]
+    for name in ("SAML_IDP_METADATA_FILE", "SAML_XMLSEC_BINARY"):
+        path = getattr(settings, name, "")
+        if path and not os.path.exists(path):
+            errors.append(Error(f"{name}={path} does not exist.", id="workbench.E112"))
+    if bool(settings.SAML_SP_KEY_FILE) != bool(settings.SAML_SP_CERT_FILE):
+        errors.append(
+            Error("SAML_SP_KEY_FILE and SAML_SP_CERT_FILE go together.", id="workbench.E113")
+        )
+    try:
+        if not parse_role_map(settings.SAML_ROLE_MAP):
+            errors.append(
+                Error(
+                    "SAML_ROLE_MAP is empty: every sign-in would be refused.", id="workbench.E114"
+                )
+            )
+    except ValueError as exc:
+        errors.append(Error(str(exc).replace("OIDC_", "SAML_"), id="workbench.E114"))
     return errors

@@ -19,4 +19,6 @@ def sign_in(request):
         "local_passwords_enabled": settings.LOCAL_PASSWORDS_ENABLED,
         "oidc_enabled": settings.OIDC_ENABLED,
         "oidc_provider_name": settings.OIDC_PROVIDER_NAME,
+        "saml_enabled": settings.SAML_ENABLED,
+        "saml_provider_name": settings.SAML_PROVIDER_NAME,
     }

@@ -96,6 +96,8 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # When its owner was told it ends within a week (workbench.services.identity).
+    expiry_notified_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -152,3 +154,104 @@ class IdempotencyKey(models.Model):
 
     def __str__(self):
         return f"{self.user_id} {self.key}"
+
+
+class UserSession(models.Model):
+    """A session a person signed in with (recorded at every login, whatever the form), so an
+    admin or the directory can end all of a person's sessions at once: the session rows named
+    here are deleted (workbench.services.identity.end_sessions)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="signed_in_sessions"
+    )
+    session_key = models.CharField(max_length=40, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"])]
+
+    def __str__(self):
+        return f"{self.user_id} {self.session_key[:6]}…"
+
+
+class ScimToken(models.Model):
+    """The bearer token a directory (Entra ID, Okta, Keycloak) provisions users with at
+    ``/scim/v2/``. Created and revoked by an installation admin; only its sha256 is stored."""
+
+    name = models.CharField(max_length=80)
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"scim {self.prefix} ({self.name})"
+
+
+class ScimUser(models.Model):
+    """A person the directory provisioned: their SCIM ``id`` and ``externalId``. The user row
+    outlives a SCIM DELETE (``deleted_at``; the account is deactivated) so their labels and
+    audit history stay attributed."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scim"
+    )
+    scim_id = models.UUIDField(unique=True)
+    external_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"scim user {self.scim_id}"
+
+
+class ScimGroup(models.Model):
+    """A directory group. A ``displayName`` of the form ``<project-slug>:<role>`` gives its
+    members that role in that project; other groups are kept but grant nothing."""
+
+    scim_id = models.UUIDField(unique=True)
+    display_name = models.CharField(max_length=255, unique=True)
+    external_id = models.CharField(max_length=255, blank=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="scim_groups")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["display_name"]
+
+    def __str__(self):
+        return self.display_name
+
+
+class SamlAssertion(models.Model):
+    """The id of every SAML assertion that signed someone in, kept until the assertion expires,
+    so a captured assertion posted again is refused (replay; workbench.services.saml)."""
+
+    assertion_id = models.CharField(max_length=255, unique=True)
+    issuer = models.CharField(max_length=255)
+    expires_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.assertion_id
+
+
+class SamlRequest(models.Model):
+    """An authentication request this SP sent to the IdP, waiting for its answer (kept in the
+    database, not the session: the IdP's answer is a cross-site POST, which carries no
+    SameSite=Lax session cookie). Consumed by the first answer naming it."""
+
+    request_id = models.CharField(max_length=255, unique=True)
+    relay_state = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self):
+        return self.request_id

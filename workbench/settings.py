@@ -220,7 +220,9 @@ CELERY_BEAT_SCHEDULE = {
         "task": "goldset.reconcile",
         "schedule": float(TUNABLES["RECONCILE_INTERVAL_SECONDS"]),
         # No expiry: a pass waiting on its queue runs late, never silently not at all.
-    }
+    },
+    # API tokens ending within a week: their owners are told once (workbench.services.identity).
+    "notify-expiring-tokens": {"task": "workbench.notify_expiring_tokens", "schedule": 6 * 3600.0},
 }
 
 # REST API v1 (goldset.views.api): who may call what comes from workbench.access, errors are
@@ -298,6 +300,12 @@ SPECTACULAR_SETTINGS = {
         "ImportStatusEnum": "goldset.models.imports.ImportStatus",
         "RunKindEnum": "goldset.models.scoring.RunKind",
         "JobStatusEnum": "goldset.models.scoring.JobStatus",
+        "FailureCategoryEnum": "goldset.models.answers.FailureCategory",
+        # what a reviewer presses on a pair (a judgment asked for and a judgment shown)
+        "PairChoiceEnum": "goldset.rules.pairwise.CHOICES",
+        # a preference relative to a pair's answers A and B (a judgment, a calibration reference)
+        "PreferenceEnum": "goldset.models.pairwise.Preference",
+        "SamplingRuleKindEnum": "goldset.models.traces.SamplingRuleKind",
     },
 }
 
@@ -350,6 +358,21 @@ OIDC_CREATE_USER = True
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
 if OIDC_ENABLED:
     AUTHENTICATION_BACKENDS.append("workbench.auth.RoleMappingOIDCBackend")
+
+# SAML 2.0 sign-in (pysaml2; workbench.saml). The IdP's metadata is a local file (download it
+# from the IdP once); the SP's metadata is served at /saml/metadata/. Roles come from the
+# SAML_ROLE_ATTRIBUTE attribute through SAML_ROLE_MAP, the syntax of OIDC_ROLE_MAP.
+SAML_ENABLED = env.bool("SAML_ENABLED", default=False)
+SAML_PROVIDER_NAME = env.str("SAML_PROVIDER_NAME", default="your identity provider")
+SAML_IDP_METADATA_FILE = env.str("SAML_IDP_METADATA_FILE", default="")
+SAML_SP_BASE_URL = env.str("SAML_SP_BASE_URL", default="")  # https://goldset.example.org
+SAML_SP_KEY_FILE = env.str("SAML_SP_KEY_FILE", default="")  # signs requests and logouts
+SAML_SP_CERT_FILE = env.str("SAML_SP_CERT_FILE", default="")
+SAML_ROLE_ATTRIBUTE = env.str("SAML_ROLE_ATTRIBUTE", default="groups")
+SAML_ROLE_MAP = env.str("SAML_ROLE_MAP", default="")
+SAML_ALLOW_IDP_INITIATED = env.bool("SAML_ALLOW_IDP_INITIATED", default=False)
+SAML_CLOCK_SKEW_SECONDS = env.int("SAML_CLOCK_SKEW_SECONDS", default=120)
+SAML_XMLSEC_BINARY = env.str("SAML_XMLSEC_BINARY", default="/usr/bin/xmlsec1")
 
 # Reverse proxies in front of the app that append to X-Forwarded-For (0: use REMOTE_ADDR).
 TRUSTED_PROXY_HOPS = env.int("TRUSTED_PROXY_HOPS", default=0)
@@ -433,4 +456,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # pysaml2's schema library reports every schema it loads at INFO, at import
+    "loggers": {"xmlschema": {"level": "WARNING"}},
 }

@@ -10,7 +10,8 @@ with GoldsetClient("https://goldset.example.org", token, project="customer-bot")
     gs.push_answers("answers.jsonl")
     version = gs.freeze(note="weekly").version
     gs.download_version(version.number, "gold_jsonl", "gold.jsonl")
-    result = gs.score_run("latest", "run.jsonl")
+    gs.set_tag("release-2026q4", version.number, note="signed off")  # admins
+    result = gs.score_run("release-2026q4", "run.jsonl")  # a number, a tag or "latest"
     if result.release_gate and not result.release_gate.passed: ...
 """
 
@@ -38,6 +39,7 @@ from goldset_client.errors import (
     WaitTimeout,
 )
 from goldset_client.models import (
+    Adjudication,
     Aggregate,
     Alert,
     Block,
@@ -48,17 +50,27 @@ from goldset_client.models import (
     Download,
     FreezeResult,
     ImportResult,
+    Label,
+    LabelClaim,
+    OpenItem,
     Progress,
     Project,
     QueryResult,
     ReleaseGate,
     Resource,
+    Review,
+    ReviewClaim,
+    SamplingRule,
     ScoreResult,
     Snapshot,
     SystemGate,
+    Tag,
+    TagMove,
     Triple,
     VersionDiff,
     VersionInfo,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 
 __version__ = "1.0.0"
@@ -66,6 +78,7 @@ API_VERSION = "1"  # the API's major version (its schema's info.version) this cl
 
 __all__ = [
     "__version__",
+    "Adjudication",
     "Aggregate",
     "Alert",
     "API_VERSION",
@@ -87,8 +100,11 @@ __all__ = [
     "ImportRejected",
     "ImportResult",
     "JobFailed",
+    "Label",
+    "LabelClaim",
     "NO_RETRY",
     "NotFound",
+    "OpenItem",
     "operation_ids",
     "Problem",
     "ProblemItem",
@@ -99,10 +115,15 @@ __all__ = [
     "ReleaseGate",
     "Resource",
     "RetryPolicy",
+    "Review",
+    "ReviewClaim",
     "ScoreResult",
+    "SamplingRule",
     "ServerError",
     "Snapshot",
     "SystemGate",
+    "Tag",
+    "TagMove",
     "TransportError",
     "Triple",
     "Unauthorized",
@@ -110,4 +131,6 @@ __all__ = [
     "VersionDiff",
     "VersionInfo",
     "WaitTimeout",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

@@ -13,10 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
+from goldset_client.errors import GoldsetClientError
 from goldset_client.models import (
+    Adjudication,
     Alert,
     Block,
     BlockVersion,
@@ -25,14 +28,23 @@ from goldset_client.models import (
     Domain,
     FreezeResult,
     ImportResult,
+    Label,
+    LabelClaim,
+    OpenItem,
     Progress,
     Project,
     QueryResult,
+    Review,
+    ReviewClaim,
+    SamplingRule,
     ScoreResult,
     Snapshot,
+    Tag,
     Triple,
     VersionDiff,
     VersionInfo,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 
 Records = Iterable[Mapping[str, Any]]
@@ -144,6 +156,23 @@ def _freeze_result(data: dict[str, Any]) -> FreezeResult:
 Since = datetime | str | None
 
 
+def _decimals(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A body's fields with Decimals as strings (JSON has no decimal type; the API reads both)."""
+    return {k: str(v) if isinstance(v, Decimal) else v for k, v in fields.items()}
+
+
+# A gold version as the API takes it: a number (7, "v7"), a tag ("release-2026q4") or "latest".
+VersionRef = int | str
+
+
+def _segment(value: str, what: str) -> str:
+    """``value`` as one path segment: refused when it could leave its place."""
+    text = str(value).strip()
+    if not text or "/" in text or "?" in text or "#" in text or text in (".", ".."):
+        raise GoldsetClientError(f"{what}: {value!r} is not a {what} name")
+    return text
+
+
 def api_prefix(base_url: str, project: str | None) -> str:
     """The URL every call's path is relative to: the API's root, or a project's
     (``/api/v1/projects/<slug>/``); without a project the server addresses its default one."""
@@ -157,7 +186,7 @@ def api_prefix(base_url: str, project: str | None) -> str:
 
 
 class Operations(ABC):
-    """The API's 29 operations. Lists return iterators over every page (``page_size`` rows a
+    """The API's 68 operations. Lists return iterators over every page (``page_size`` rows a
     request); ``updated_since`` (a datetime or RFC 3339 text) gives the rows created or changed
     since then, for incremental sync. Every call but :meth:`list_projects` goes to the client's
     project (``project=``), or to the server's default project without one."""
@@ -183,9 +212,10 @@ class Operations(ABC):
     # ------------------------------------------------------------------ corpus
 
     @operation("domains_list")
-    def list_domains(self, *, page_size: int | None = None):
+    def list_domains(self, *, updated_since: Since = None, page_size: int | None = None):
         return self._run(
-            Call("domains_list", "GET", "domains/", _query(page_size=page_size),
+            Call("domains_list", "GET", "domains/",
+                 _query(updated_since=updated_since, page_size=page_size),
                  parse=Domain.from_json, paginated=True)
         )  # fmt: skip
 
@@ -208,10 +238,14 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("documents_blocks_list")
-    def list_document_blocks(self, document_id: str, *, page_size: int | None = None):
+    def list_document_blocks(
+        self, document_id: str, *, updated_since: Since = None, page_size: int | None = None
+    ):
+        """A document's blocks; ``updated_since``: those with a version created since."""
         return self._run(
             Call("documents_blocks_list", "GET", f"documents/{document_id}/blocks/",
-                 _query(page_size=page_size), parse=Block.from_json, paginated=True)
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=Block.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("blocks_versions_list")
@@ -344,7 +378,8 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("versions_diff_retrieve")
-    def diff_versions(self, a: int, b: int):
+    def diff_versions(self, a: VersionRef, b: VersionRef):
+        """Triples added, removed and changed from ``a`` to ``b`` (numbers, tags or latest)."""
         return self._run(
             Call("versions_diff_retrieve", "GET", "versions/diff/", {"a": a, "b": b},
                  parse=VersionDiff.from_json)
@@ -367,26 +402,69 @@ class Operations(ABC):
                  parse=_freeze_result, idempotency_key=idempotency_key)
         )  # fmt: skip
 
+    # ------------------------------------------------------------------ version tags
+
+    @operation("tags_list")
+    def list_tags(self, *, updated_since: Since = None, page_size: int | None = None):
+        """The project's version tags by name (``updated_since``: moved since)."""
+        return self._run(
+            Call("tags_list", "GET", "tags/",
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=Tag.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("tags_retrieve")
+    def get_tag(self, name: str):
+        """A tag with its history (newest first)."""
+        return self._run(
+            Call("tags_retrieve", "GET", f"tags/{_segment(name, 'tag')}/", parse=Tag.from_json)
+        )  # fmt: skip
+
+    @operation("tags_update")
+    def set_tag(self, name: str, version: VersionRef, *, note: str = ""):
+        """Create the tag ``name`` on ``version`` (a number, ``"v7"``, another tag or
+        ``"latest"``, resolved now) or move it there (admins, write token); returns the tag.
+        Putting it where it already is changes nothing."""
+        return self._run(
+            Call("tags_update", "PUT", f"tags/{_segment(name, 'tag')}/",
+                 json={"version": version, "note": note}, parse=Tag.from_json)
+        )  # fmt: skip
+
+    @operation("tags_destroy")
+    def delete_tag(self, name: str, *, note: str = ""):
+        """Delete the tag (its history stays; admins, write token)."""
+        return self._run(
+            Call("tags_destroy", "DELETE", f"tags/{_segment(name, 'tag')}/", _query(note=note),
+                 parse=lambda body: None)
+        )  # fmt: skip
+
     # ------------------------------------------------------------------ scoring
 
     @operation("jobs_list")
-    def list_jobs(self, *, updated_since: Since = None, page_size: int | None = None):
-        """Scoring jobs, newest first (``updated_since``: created, started or finished since)."""
+    def list_jobs(
+        self, *, version: int | str | None = None, system: str = "", status: str = "",
+        updated_since: Since = None, page_size: int | None = None,
+    ):  # fmt: skip
+        """Scoring jobs, newest first: those scored on ``version`` (a number, ``"v7"`` or
+        ``"latest"``; the server resolves it), of ``system`` (answer logs it answered in,
+        retrieval runs named after it), in ``status``, created, started or finished since
+        ``updated_since``."""
+        params = _query(version=version, system=system, status=status,
+                        updated_since=updated_since, page_size=page_size)  # fmt: skip
         return self._run(
-            Call("jobs_list", "GET", "jobs/",
-                 _query(updated_since=updated_since, page_size=page_size),
-                 parse=ScoreResult.from_json, paginated=True)
-        )  # fmt: skip
+            Call("jobs_list", "GET", "jobs/", params, parse=ScoreResult.from_json, paginated=True)
+        )
 
     @operation("jobs_create")
     def submit_run(
-        self, version: int, run: FileLike | Records | list[dict[str, Any]], *, name: str = "",
-        k: int = 10, as_json: bool = False, idempotency_key: str | None = None,
+        self, version: VersionRef, run: FileLike | Records | list[dict[str, Any]], *,
+        name: str = "", k: int = 10, as_json: bool = False, idempotency_key: str | None = None,
         progress: ProgressCallback | None = None,
     ):  # fmt: skip
-        """Queue a run to score against gold version ``version`` (a number): as a file
-        (multipart), or with ``as_json`` a list of run lines as a JSON body. Returns the import
-        job that validates it; its summary names the scoring job."""
+        """Queue a run to score against gold version ``version`` (a number, ``"v7"``, a tag or
+        ``"latest"``, resolved by the server when it receives the run): as a file (multipart),
+        or with ``as_json`` a list of run lines as a JSON body. Returns the import job that
+        validates it; its summary names the scoring job."""
         if as_json:
             body = {"version": version, "name": name, "k": k, "run": list(run)}  # type: ignore[arg-type]
             return self._run(
@@ -404,10 +482,14 @@ class Operations(ABC):
         )
 
     @operation("jobs_queries_list")
-    def list_job_queries(self, job_id: int, *, page_size: int | None = None):
+    def list_job_queries(
+        self, job_id: int, *, updated_since: Since = None, page_size: int | None = None
+    ):
+        """A job's per-query rows; ``updated_since``: none unless the job finished since."""
         return self._run(
             Call("jobs_queries_list", "GET", f"jobs/{job_id}/queries/",
-                 _query(page_size=page_size), parse=QueryResult.from_json, paginated=True)
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=QueryResult.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("jobs_compare_retrieve")
@@ -438,4 +520,415 @@ class Operations(ABC):
         return self._run(
             Call("alerts_list", "GET", "alerts/",
                  parse=lambda rows: [Alert.from_json(r) for r in rows])
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ labels
+
+    @operation("labels_list")
+    def list_labels(
+        self, *, record: str = "", updated_since: Since = None, page_size: int | None = None
+    ):
+        """The labels the pages show you, newest first: an annotator their own; a lead or admin
+        also those of the items their adjudication queue opens (the labeler named for admins
+        only). ``record``: one item's."""
+        return self._run(
+            Call("labels_list", "GET", "labels/",
+                 _query(record=record, updated_since=updated_since, page_size=page_size),
+                 parse=Label.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("labels_retrieve")
+    def get_label(self, label_id: int):
+        return self._run(
+            Call("labels_retrieve", "GET", f"labels/{label_id}/", parse=Label.from_json)
+        )
+
+    @operation("labels_claim_create")
+    def claim_item(self, *, idempotency_key: str | None = None):
+        """Claim your next item to label (annotators): your open claim first; ``claimed`` False
+        with the reason when none waits."""
+        return self._run(
+            Call("labels_claim_create", "POST", "labels/claim/", parse=LabelClaim.from_json,
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("labels_create")
+    def submit_label(
+        self, record: str, *, acceptability: str, grounding: str, evidence_sufficiency: str,
+        citation_correctness: str, conflict_handling: str, safety_boundary: str,
+        severe_safety: bool = False, primary_failure: str = "",
+        secondary_failures: Iterable[str] = (), rationale: str = "",
+        idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Label an item you claimed (the label page's rules: a refused rule is
+        :class:`Unprocessable` naming the field). Submitting again returns your first label."""
+        body = {"record": record, "acceptability": acceptability, "grounding": grounding,
+                "evidence_sufficiency": evidence_sufficiency,
+                "citation_correctness": citation_correctness,
+                "conflict_handling": conflict_handling, "safety_boundary": safety_boundary,
+                "severe_safety": severe_safety, "primary_failure": primary_failure,
+                "secondary_failures": list(secondary_failures), "rationale": rationale}  # fmt: skip
+        return self._run(
+            Call("labels_create", "POST", "labels/", json=body, parse=Label.from_json,
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ reviews
+
+    @operation("reviews_list")
+    def list_reviews(
+        self, *, triple: str = "", updated_since: Since = None, page_size: int | None = None
+    ):
+        """Reviews the pages show you: yours, and those of resolved revisions of the triples
+        you may see (reviews stay blind while a revision is under review)."""
+        return self._run(
+            Call("reviews_list", "GET", "reviews/",
+                 _query(triple=triple, updated_since=updated_since, page_size=page_size),
+                 parse=Review.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("reviews_retrieve")
+    def get_review(self, review_id: int):
+        return self._run(
+            Call("reviews_retrieve", "GET", f"reviews/{review_id}/", parse=Review.from_json)
+        )
+
+    @operation("reviews_claim_create")
+    def claim_review(self, *, idempotency_key: str | None = None):
+        """Claim the next revision to review (annotators); ``claimed`` False when none waits."""
+        return self._run(
+            Call("reviews_claim_create", "POST", "reviews/claim/", parse=ReviewClaim.from_json,
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("reviews_create")
+    def submit_review(
+        self, assignment: int, verdict: str, *, flags: Iterable[str] = (),
+        entailment_direction: str = "", disagreement_category: str = "", comment: str = "",
+        idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Review the revision of your ``assignment`` (from :meth:`claim_review`): ``confirm``,
+        or ``flag`` naming what is wrong. Submitting again returns your first review."""
+        body = {"assignment": assignment, "verdict": verdict, "flags": list(flags),
+                "entailment_direction": entailment_direction,
+                "disagreement_category": disagreement_category, "comment": comment}  # fmt: skip
+        return self._run(
+            Call("reviews_create", "POST", "reviews/", json=body, parse=Review.from_json,
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ adjudications
+
+    @operation("adjudications_list")
+    def list_adjudications(self, *, updated_since: Since = None, page_size: int | None = None):
+        """Adjudications of the items your queue opens to you (leads, admins), newest first."""
+        return self._run(
+            Call("adjudications_list", "GET", "adjudications/",
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=Adjudication.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("adjudications_retrieve")
+    def get_adjudication(self, adjudication_id: int):
+        return self._run(
+            Call("adjudications_retrieve", "GET", f"adjudications/{adjudication_id}/",
+                 parse=Adjudication.from_json)
+        )  # fmt: skip
+
+    @operation("adjudications_queue_list")
+    def list_adjudication_queue(self, *, updated_since: Since = None, page_size: int | None = None):
+        """Items waiting for you as a lead, oldest first, each with its labels by slot."""
+        return self._run(
+            Call("adjudications_queue_list", "GET", "adjudications/queue/",
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=OpenItem.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("adjudications_create")
+    def adjudicate(
+        self, record: str, *, acceptability: str, grounding: str, rationale: str,
+        severe_safety: bool = False, primary_failure: str = "",
+        secondary_failures: Iterable[str] = (), idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Record the final label of an item in your queue (a rationale always required;
+        :class:`Conflict` when it is already adjudicated)."""
+        body = {"record": record, "acceptability": acceptability, "grounding": grounding,
+                "severe_safety": severe_safety, "primary_failure": primary_failure,
+                "secondary_failures": list(secondary_failures), "rationale": rationale}  # fmt: skip
+        return self._run(
+            Call("adjudications_create", "POST", "adjudications/", json=body,
+                 parse=Adjudication.from_json, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ pairwise review
+
+    @operation("pairwise_tasks_list")
+    def list_pairwise_tasks(self, *, updated_since: Since = None, page_size: int | None = None):
+        """The project's pairwise tasks, newest first (leads, admins): their counts, never
+        the systems."""
+        return self._run(
+            Call("pairwise_tasks_list", "GET", "pairwise/tasks/",
+                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+        )  # fmt: skip
+
+    @operation("pairwise_tasks_judgments_list")
+    def list_pairwise_judgments(
+        self, task_id: int, *, updated_since: Since = None, page_size: int | None = None
+    ):
+        """A task's judgments (leads, admins; the systems named to admins only)."""
+        return self._run(
+            Call("pairwise_tasks_judgments_list", "GET", f"pairwise/tasks/{task_id}/judgments/",
+                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+        )  # fmt: skip
+
+    @operation("pairwise_tasks_analysis_retrieve")
+    def get_pairwise_analysis(self, task_id: int):
+        """A task's analysis: Bradley–Terry ranking, win rates with CIs, agreement, position
+        bias (leads, admins)."""
+        return self._run(
+            Call("pairwise_tasks_analysis_retrieve", "GET", f"pairwise/tasks/{task_id}/analysis/")
+        )
+
+    @operation("pairwise_tasks_judgments_import_create")
+    def import_pairwise_judgments(
+        self, task_id: int, source: FileLike | Records, *,
+        idempotency_key: str | None = None, progress: ProgressCallback | None = None,
+    ):  # fmt: skip
+        """Queue an import of judgments into a task (admins); returns the import job."""
+        return self._upload("pairwise_tasks_judgments_import_create",
+                            f"pairwise/tasks/{task_id}/judgments/import/", source,
+                            "judgments.jsonl", key=idempotency_key, progress=progress)  # fmt: skip
+
+    @operation("pairwise_claim_create")
+    def claim_pair(self, *, idempotency_key: str | None = None):
+        """Claim your next pair to judge (qualified reviewers): blind, sides as shown to you."""
+        return self._run(
+            Call("pairwise_claim_create", "POST", "pairwise/claim/",
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("pairwise_pairs_retrieve")
+    def get_pair(self, public_id: str):
+        """A pair you hold, as shown to you (no system)."""
+        return self._run(Call("pairwise_pairs_retrieve", "GET", f"pairwise/pairs/{public_id}/"))
+
+    @operation("pairwise_pairs_judgment_create")
+    def judge_pair(
+        self, public_id: str, choice: str, *, strength: str = "", rationale: str = "",
+        active_ms: int | None = None, idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Judge a pair you hold: ``left``, ``right`` (as shown to you), ``tie`` or
+        ``both_unacceptable``, with a strength for a preference. ``active_ms``: the time you
+        were active on the pair, as your tool measured it (time on item). Again: your first
+        judgment."""
+        body = {"choice": choice, "strength": strength, "rationale": rationale}
+        if active_ms is not None:
+            body["active_ms"] = active_ms
+        return self._run(
+            Call("pairwise_pairs_judgment_create", "POST",
+                 f"pairwise/pairs/{public_id}/judgment/", json=body,
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ pairwise qualification
+
+    @operation("pairwise_calibration_pairs_list")
+    def list_pair_calibration(self, *, updated_since: Since = None, page_size: int | None = None):
+        """The project's calibration pairs (leads, admins): question, answers A and B, the
+        reference relative to them (``a``, ``b``, ``tie``, ``both_unacceptable``)."""
+        return self._run(
+            Call("pairwise_calibration_pairs_list", "GET", "pairwise/calibration/pairs/",
+                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+        )  # fmt: skip
+
+    @operation("pairwise_calibration_candidate_retrieve")
+    def get_pair_calibration_candidate(self):
+        """The next pair to set a reference on, blind on your sides (leads, admins); None when
+        every pair is a calibration pair."""
+        return self._run(
+            Call("pairwise_calibration_candidate_retrieve", "GET",
+                 "pairwise/calibration/candidate/")
+        )  # fmt: skip
+
+    @operation("pairwise_calibration_pairs_create")
+    def add_pair_calibration(
+        self, pair: str, *, choice: str | None = None, idempotency_key: str | None = None
+    ):
+        """Make ``pair`` a calibration pair with your reference: ``choice`` as the candidate is
+        shown to you (``left``, ``right``, ``tie``, ``both_unacceptable``), or without it the
+        pair's final preference. Again: the same calibration pair."""
+        body = {"pair": pair} if choice is None else {"pair": pair, "choice": choice}
+        return self._run(
+            Call("pairwise_calibration_pairs_create", "POST", "pairwise/calibration/pairs/",
+                 json=body, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("pairwise_qualifications_list")
+    def list_pair_qualifications(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ):
+        """The reviewers' scored calibration attempts: κ, gate, passed (leads, admins)."""
+        return self._run(
+            Call("pairwise_qualifications_list", "GET", "pairwise/qualifications/",
+                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+        )  # fmt: skip
+
+    @operation("pairwise_qualification_retrieve")
+    def get_pair_qualification(self):
+        """Your qualification status for pairwise review (reviewers)."""
+        return self._run(
+            Call("pairwise_qualification_retrieve", "GET", "pairwise/qualification/")
+        )  # fmt: skip
+
+    @operation("pairwise_calibration_claim_create")
+    def claim_pair_calibration(self, *, idempotency_key: str | None = None):
+        """Your next calibration pair, blind (reviewers); None once you judged them all."""
+        return self._run(
+            Call("pairwise_calibration_claim_create", "POST", "pairwise/calibration/claim/",
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("pairwise_calibration_pairs_judgment_create")
+    def judge_pair_calibration(
+        self, public_id: str, choice: str, *, idempotency_key: str | None = None
+    ):
+        """Judge a calibration pair as it is shown to you; the answer's ``qualification``
+        carries your result once the last one is judged."""
+        return self._run(
+            Call("pairwise_calibration_pairs_judgment_create", "POST",
+                 f"pairwise/calibration/pairs/{public_id}/judgment/", json={"choice": choice},
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ sampling rules
+
+    @operation("sampling_rules_list")
+    def list_sampling_rules(self, *, updated_since: Since = None, page_size: int | None = None):
+        """The project's sampling rules of production traces in evaluation order (admins)."""
+        return self._run(
+            Call("sampling_rules_list", "GET", "sampling-rules/",
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=SamplingRule.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("sampling_rules_create")
+    def create_sampling_rule(
+        self, name: str, kind: str, *, idempotency_key: str | None = None, **settings: Any
+    ):
+        """Create a rule (version 1, enabled): ``kind`` one of percentage, feedback, judge,
+        uncertainty, domain, task_type, new_question; ``settings``: ``percentage``, ``seed``,
+        ``threshold``, ``value``, ``daily_cap``, ``position``, ``note`` as the kind needs
+        (:class:`Unprocessable` naming the field otherwise)."""
+        body = {"name": name, "kind": kind, **_decimals(settings)}
+        return self._run(
+            Call("sampling_rules_create", "POST", "sampling-rules/", json=body,
+                 parse=SamplingRule.from_json, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("sampling_rules_retrieve")
+    def get_sampling_rule(self, rule_id: int):
+        return self._run(
+            Call("sampling_rules_retrieve", "GET", f"sampling-rules/{rule_id}/",
+                 parse=SamplingRule.from_json)
+        )  # fmt: skip
+
+    @operation("sampling_rules_partial_update")
+    def update_sampling_rule(self, rule_id: int, **changes: Any):
+        """Change a rule (its next version, audited; ``note`` says why), e.g.
+        ``update_sampling_rule(3, daily_cap=50, note="spike")``, or enable or disable it:
+        ``update_sampling_rule(3, enabled=False)``."""
+        return self._run(
+            Call("sampling_rules_partial_update", "PATCH", f"sampling-rules/{rule_id}/",
+                 json=_decimals(changes), parse=SamplingRule.from_json)
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ webhooks
+
+    @operation("webhooks_list")
+    def list_webhooks(self, *, updated_since: Since = None, page_size: int | None = None):
+        """The project's webhook endpoints (admins)."""
+        return self._run(
+            Call("webhooks_list", "GET", "webhooks/",
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=WebhookEndpoint.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("webhooks_create")
+    def create_webhook(
+        self, url: str, events: Iterable[str], *, description: str = "", enabled: bool = True,
+        idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Register an endpoint; the result's ``secret`` is shown this once. With the client's
+        automatic Idempotency-Key a retried call gets the same endpoint and secret."""
+        body = {"url": url, "events": list(events), "description": description,
+                "enabled": enabled}  # fmt: skip
+        return self._run(
+            Call("webhooks_create", "POST", "webhooks/", json=body,
+                 parse=WebhookEndpoint.from_json, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("webhooks_retrieve")
+    def get_webhook(self, endpoint_id: int):
+        return self._run(
+            Call("webhooks_retrieve", "GET", f"webhooks/{endpoint_id}/",
+                 parse=WebhookEndpoint.from_json)
+        )  # fmt: skip
+
+    @operation("webhooks_update")
+    def update_webhook(
+        self, endpoint_id: int, *, url: str, events: Iterable[str], description: str = "",
+        enabled: bool = True,
+    ):  # fmt: skip
+        """Replace an endpoint's settings (the URL is checked again)."""
+        body = {"url": url, "events": list(events), "description": description,
+                "enabled": enabled}  # fmt: skip
+        return self._run(
+            Call("webhooks_update", "PUT", f"webhooks/{endpoint_id}/", json=body,
+                 parse=WebhookEndpoint.from_json)
+        )  # fmt: skip
+
+    @operation("webhooks_partial_update")
+    def patch_webhook(self, endpoint_id: int, **changes: Any):
+        """Change some of an endpoint's settings (``url``, ``events``, ``description``,
+        ``enabled``), e.g. ``patch_webhook(3, enabled=False)``."""
+        if "events" in changes:
+            changes["events"] = list(changes["events"])
+        return self._run(
+            Call("webhooks_partial_update", "PATCH", f"webhooks/{endpoint_id}/", json=changes,
+                 parse=WebhookEndpoint.from_json)
+        )  # fmt: skip
+
+    @operation("webhooks_destroy")
+    def delete_webhook(self, endpoint_id: int):
+        """Delete an endpoint and its delivery log."""
+        return self._run(
+            Call("webhooks_destroy", "DELETE", f"webhooks/{endpoint_id}/", parse=lambda body: None)
+        )  # fmt: skip
+
+    @operation("webhooks_deliveries_list")
+    def list_webhook_deliveries(
+        self, endpoint_id: int, *, updated_since: Since = None, page_size: int | None = None
+    ):
+        """An endpoint's delivery log, newest first."""
+        return self._run(
+            Call("webhooks_deliveries_list", "GET", f"webhooks/{endpoint_id}/deliveries/",
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=WebhookDelivery.from_json, paginated=True)
+        )  # fmt: skip
+
+    @operation("webhooks_test_create")
+    def send_test_webhook(self, endpoint_id: int, *, idempotency_key: str | None = None):
+        """Queue a ``webhook.test`` event to this endpoint (:class:`Conflict` when disabled)."""
+        return self._run(
+            Call("webhooks_test_create", "POST", f"webhooks/{endpoint_id}/test/",
+                 parse=WebhookDelivery.from_json, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("webhooks_deliveries_redeliver_create")
+    def redeliver_webhook(self, delivery_id: int, *, idempotency_key: str | None = None):
+        """One more attempt of a finished delivery (:class:`Conflict` while it is open)."""
+        return self._run(
+            Call("webhooks_deliveries_redeliver_create", "POST",
+                 f"webhooks/deliveries/{delivery_id}/redeliver/",
+                 parse=WebhookDelivery.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip

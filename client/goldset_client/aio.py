@@ -39,10 +39,9 @@ from goldset_client.client import (
     _target,
     finished_import,
     finished_job,
-    is_latest,
-    version_number,
+    version_ref,
 )
-from goldset_client.errors import NotFound, Problem, TransportError, WaitTimeout
+from goldset_client.errors import TransportError, WaitTimeout
 from goldset_client.models import Download, ImportResult, ScoreResult, VersionInfo
 
 T = TypeVar("T")
@@ -102,7 +101,7 @@ class AsyncGoldsetClient(Operations):
 
     async def _one(self, call: Call) -> Any:
         response = await self._send(call)
-        return call.parse(response.json())
+        return call.parse(response.json() if response.content else None)
 
     async def _pages(self, call: Call) -> AsyncIterator[Any]:
         url: str | None = call.path
@@ -157,9 +156,10 @@ class AsyncGoldsetClient(Operations):
 
     @operation("versions_retrieve")
     async def get_version(self, version: int | str) -> VersionInfo:
-        number = await self._version_number(version)
+        """As :meth:`GoldsetClient.get_version`: a number, a tag or ``"latest"``."""
+        ref = version_ref(version)
         return await self._run(
-            Call("versions_retrieve", "GET", f"versions/{number}/", parse=VersionInfo.from_json)
+            Call("versions_retrieve", "GET", f"versions/{ref}/", parse=VersionInfo.from_json)
         )
 
     @operation("versions_download_retrieve")
@@ -236,8 +236,9 @@ class AsyncGoldsetClient(Operations):
     ) -> ScoreResult:  # fmt: skip
         """As :meth:`GoldsetClient.score_run`."""
         deadline = time.monotonic() + timeout
-        number = await self._version_number(version)
-        queued = await self.submit_run(number, run_file, name=name, k=k, progress=progress)
+        queued = await self.submit_run(
+            version_ref(version), run_file, name=name, k=k, progress=progress
+        )
         imported = await self.wait_for_import(
             queued.id, timeout=max(deadline - time.monotonic(), 0.0), progress=progress
         )
@@ -251,12 +252,8 @@ class AsyncGoldsetClient(Operations):
         return _reused(result, reused)
 
     async def _version_number(self, version: int | str) -> int:
-        if is_latest(version):
-            latest = await self.latest_version()
-            if latest is None:
-                raise NotFound(Problem(404, "Not Found", "no gold version is frozen yet"))
-            return latest.number
-        return version_number(version)
+        ref = version_ref(version)
+        return ref if isinstance(ref, int) else (await self.get_version(ref)).number
 
     async def _poll(
         self,

@@ -34,7 +34,6 @@ from goldset_client.errors import (
     GoldsetClientError,
     ImportRejected,
     JobFailed,
-    NotFound,
     Problem,
     ProblemItem,
     TransportError,
@@ -105,7 +104,7 @@ class GoldsetClient(Operations):
         if call.paginated:
             return self._pages(call)
         response = self._send(call)
-        return call.parse(response.json())
+        return call.parse(response.json() if response.content else None)
 
     def _pages(self, call: Call) -> Iterator[Any]:
         url: str | None = call.path
@@ -160,10 +159,11 @@ class GoldsetClient(Operations):
 
     @operation("versions_retrieve")
     def get_version(self, version: int | str) -> VersionInfo:
-        """A gold version (with its manifest) by number, or ``"latest"``."""
-        number = self._version_number(version)
+        """A gold version (with its manifest) by number (``7``, ``"v7"``), tag
+        (``"release-2026q4"``) or ``"latest"``."""
+        ref = version_ref(version)
         return self._run(
-            Call("versions_retrieve", "GET", f"versions/{number}/", parse=VersionInfo.from_json)
+            Call("versions_retrieve", "GET", f"versions/{ref}/", parse=VersionInfo.from_json)
         )
 
     @operation("versions_download_retrieve")
@@ -177,9 +177,11 @@ class GoldsetClient(Operations):
     ) -> Download:
         """Download a version's file (``gold_jsonl``, ``unrag_json``, ``probe_questions``,
         ``probe_packets``, ``adjudication``, ``trec_qrels``, ``manifest``) to ``dest`` (a file, or a directory to
-        keep the server's file name). The bytes are hashed as they arrive and checked against
-        the ``X-Checksum-SHA256`` header; on a mismatch nothing is left at ``dest`` and
-        :class:`ChecksumMismatch` is raised. ``progress`` gets the bytes received."""
+        keep the server's file name). ``version`` is a number, a tag or ``"latest"`` (a tag is
+        read once, so the file is that of one version even if the tag moves meanwhile). The
+        bytes are hashed as they arrive and checked against the ``X-Checksum-SHA256`` header;
+        on a mismatch nothing is left at ``dest`` and :class:`ChecksumMismatch` is raised.
+        ``progress`` gets the bytes received."""
         number = self._version_number(version)
         call = Call("versions_download_retrieve", "GET", f"versions/{number}/download/{fmt}/")
         response = self._send(call, stream=True)
@@ -251,15 +253,15 @@ class GoldsetClient(Operations):
         progress: ProgressCallback | None = None,
     ) -> ScoreResult:
         """Score a run (a retrieval run in JSONL or TREC, or an answer log) against a frozen
-        gold version (a number or ``"latest"``; admins, write token). The upload is validated
+        gold version (a number, a tag such as ``"release-2026q4"``, or ``"latest"``, resolved
+        by the server when it receives the run; admins, write token). The upload is validated
         in the background first (:class:`ImportRejected` with line and field when it is bad);
         then the scoring job runs. With ``wait`` this returns the finished job, with its
         aggregates and, for an answer log, the release gate; without, the job as queued.
         Raises :class:`JobFailed` when scoring fails and :class:`WaitTimeout` after
         ``timeout`` seconds in all."""
         deadline = time.monotonic() + timeout
-        number = self._version_number(version)
-        queued = self.submit_run(number, run_file, name=name, k=k, progress=progress)
+        queued = self.submit_run(version_ref(version), run_file, name=name, k=k, progress=progress)
         imported = self.wait_for_import(
             queued.id, timeout=max(deadline - time.monotonic(), 0.0), progress=progress
         )
@@ -288,12 +290,8 @@ class GoldsetClient(Operations):
     # ------------------------------------------------------------------ plumbing
 
     def _version_number(self, version: int | str) -> int:
-        if is_latest(version):
-            latest = self.latest_version()
-            if latest is None:
-                raise NotFound(Problem(404, "Not Found", "no gold version is frozen yet"))
-            return latest.number
-        return version_number(version)
+        ref = version_ref(version)
+        return ref if isinstance(ref, int) else self.get_version(ref).number
 
     def _poll(
         self, fetch: Callable[[], T], done: Callable[[T], bool], *, timeout, what, report=None
@@ -360,11 +358,34 @@ def is_latest(version: int | str) -> bool:
     return isinstance(version, str) and version.strip().lower() == LATEST
 
 
+_NUMBER = re.compile(r"[vV]?([0-9]+)")
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def version_ref(version: int | str) -> int | str:
+    """What the API is sent for ``version``: the number for ``7`` or ``"v7"``, else the tag
+    name or ``"latest"`` as given (the server resolves it); GoldsetClientError for anything
+    that can name no version."""
+    if isinstance(version, int) and not isinstance(version, bool):
+        if version < 1:
+            raise GoldsetClientError(f"a version number is positive, not {version!r}")
+        return version
+    text = str(version).strip()
+    number = _NUMBER.fullmatch(text)
+    if number and int(number.group(1)) >= 1:
+        return int(number.group(1))
+    if not isinstance(version, str) or number or not _TAG.fullmatch(text):
+        raise GoldsetClientError(
+            f"a version is a number (3, v3), a tag or 'latest', not {version!r}"
+        )
+    return text
+
+
 def version_number(version: int | str) -> int:
-    text = str(version).strip().lower().removeprefix("v")
-    if not text.isdigit() or int(text) < 1:
-        raise GoldsetClientError(f"a version is a number (3, v3) or 'latest', not {version!r}")
-    return int(text)
+    ref = version_ref(version)
+    if not isinstance(ref, int):
+        raise GoldsetClientError(f"a version number is 3 or v3, not {version!r}")
+    return ref
 
 
 def finished_import(job: ImportResult) -> ImportResult:

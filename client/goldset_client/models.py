@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -239,6 +239,7 @@ class Project(Resource):
 class Domain(Resource):
     slug: str = ""
     name: str = ""
+    created_at: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,6 +346,40 @@ class VersionDiff(Resource):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TagMove(Resource):
+    """One change of a tag: ``action`` created (no ``from_version``), moved, or deleted (no
+    ``to_version``)."""
+
+    name: str = ""
+    action: str = ""
+    from_version: int | None = None
+    to_version: int | None = None
+    note: str = ""
+    moved_by: str | None = None
+    moved_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tag(Resource):
+    """A version tag: the version it points at and its last change (``history``, newest first,
+    when read one at a time)."""
+
+    name: str = ""
+    version: int = 0
+    note: str = ""
+    moved_by: str | None = None
+    moved_at: str = ""
+    created_at: str = ""
+    history: tuple[TagMove, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tag:
+        tag = super().from_json({k: v for k, v in data.items() if k != "history"})
+        moves = tuple(TagMove.from_json(m) for m in data.get("history") or ())
+        return replace(tag, raw=dict(data), history=moves)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Comparison(Resource):
     """A paired comparison of scoring jobs (``pairs``: one row per pair and metric)."""
 
@@ -357,6 +392,138 @@ class Comparison(Resource):
     per_query: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Label(Resource):
+    """An answer label as the pages show it to you: the item by its opaque id, the slot
+    (Annotator 1/2/3); ``labeler`` is named for admins only ("" otherwise)."""
+
+    id: int = 0
+    record: str = ""
+    slot: int = 0
+    calibration: bool = False
+    labeler: str = ""
+    acceptability: str = ""
+    grounding: str = ""
+    evidence_sufficiency: str = ""
+    citation_correctness: str = ""
+    conflict_handling: str = ""
+    safety_boundary: str = ""
+    severe_safety: bool = False
+    primary_failure: str = ""
+    secondary_failures: list[str] = field(default_factory=list)
+    rationale: str = ""
+    created_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelClaim(Resource):
+    """The answer to a claim: ``item`` (question, answer, gold evidence, citations; never the
+    system) when ``claimed``, else ``reason`` and ``message`` say why there is none."""
+
+    claimed: bool = False
+    reason: str = ""
+    message: str = ""
+    slot: int | None = None
+    item: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Review(Resource):
+    """A triple review (yours, or one of a resolved revision of a triple you may see)."""
+
+    id: int = 0
+    triple: str = ""
+    revision: int = 0
+    slot: int = 0
+    reviewer: str = ""
+    verdict: str = ""
+    flags: list[str] = field(default_factory=list)
+    entailment_direction: str = ""
+    disagreement_category: str = ""
+    comment: str = ""
+    spot_check: bool = False
+    submitted_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewClaim(Resource):
+    """The answer to a review claim: ``task`` (assignment, triple, revision, question,
+    expected answer and block) when ``claimed``."""
+
+    claimed: bool = False
+    message: str = ""
+    task: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Adjudication(Resource):
+    id: int = 0
+    record: str = ""
+    reason: str = ""
+    lead: str = ""
+    acceptability: str = ""
+    grounding: str = ""
+    severe_safety: bool = False
+    primary_failure: str = ""
+    secondary_failures: list[str] = field(default_factory=list)
+    rationale: str = ""
+    changed_outcome: bool = False
+    created_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenItem(Resource):
+    """An item waiting for a lead, with its labels (:class:`Label`) by slot."""
+
+    record: str = ""
+    status: str = ""
+    reason: str = ""
+    question: dict[str, Any] = field(default_factory=dict)
+    answer: str = ""
+    labels: tuple[Label, ...] = ()
+    created_at: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OpenItem:
+        item = super().from_json({k: v for k, v in data.items() if k != "labels"})
+        labels = tuple(Label.from_json(r) for r in data.get("labels") or ())
+        return replace(item, raw=dict(data), labels=labels)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookEndpoint(Resource):
+    """A webhook endpoint; ``secret`` only in the answer to its registration."""
+
+    id: int = 0
+    url: str = ""
+    description: str = ""
+    events: list[str] = field(default_factory=list)
+    enabled: bool = True
+    created_at: str = ""
+    updated_at: str = ""
+    secret: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookDelivery(Resource):
+    """One delivery of an endpoint's log: its status, attempts and last answer."""
+
+    id: int = 0
+    event_type: str = ""
+    message_id: str = ""
+    status: str = ""
+    attempts: int = 0
+    max_attempts: int = 0
+    last_status_code: int | None = None
+    last_error: str = ""
+    response_snippet: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+    next_attempt_at: str | None = None
+    last_attempt_at: str | None = None
+    finished_at: str | None = None
+
+
 @dataclass(frozen=True)
 class Progress:
     """What a progress callback receives: ``stage`` (``upload``, ``import``, ``scoring``,
@@ -365,3 +532,29 @@ class Progress:
     stage: str
     done: int
     total: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingRule(Resource):
+    """A sampling rule of production traces (admins): its settings, its version (each change is
+    the next) and the traces it sampled and capped today (UTC) and in all. Decimals
+    (``percentage``, ``threshold``) are strings, as the API sends them."""
+
+    id: int = 0
+    name: str = ""
+    kind: str = ""
+    percentage: str | None = None
+    seed: int = 0
+    threshold: str | None = None
+    value: str = ""
+    daily_cap: int | None = None
+    position: int = 0
+    enabled: bool = True
+    version: int = 0
+    note: str = ""
+    sampled_today: int = 0
+    capped_today: int = 0
+    sampled_total: int = 0
+    capped_total: int = 0
+    created_at: str = ""
+    updated_at: str = ""

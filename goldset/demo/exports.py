@@ -1,5 +1,6 @@
 """Demo data for frozen versions and scoring: two frozen versions (v1 the public-RFP triples, v2 the
-whole gold set, so the browser shows a diff) and two scored retrieval runs on v2 to compare.
+whole gold set, so the browser shows a diff; tagged ``release``) and two scored retrieval runs on
+v2 to compare.
 
 If the curation demo has produced no gold triple yet, a few are written and reviewed through
 the curation services (author + two reviewers each), so the pages always have real data.
@@ -24,6 +25,7 @@ from goldset.services.freeze import FreezeFilters, freeze_gold_version
 from goldset.services.reviews import claim_next_assignment, submit_review
 from goldset.services.scoring_jobs import create_scoring_job
 from goldset.services.triples import create_triple
+from goldset.services.version_tags import set_version_tag
 
 DEMO_QUESTIONS = 12
 
@@ -129,6 +131,9 @@ def seed_exports_demo(*, project=None) -> dict:
     )
     v2 = freeze_gold_version(
         project=project, filters=FreezeFilters(), actor=admin, note="demo: full gold set"
+    )
+    set_version_tag(
+        project=project, actor=admin, name="release", version=v2, note="demo: the release set"
     )
     for name, quality in (("bm25-baseline", 0.55), ("hybrid-rerank", 0.8)):
         create_scoring_job(

@@ -2,7 +2,14 @@
 
 from django import forms
 
-from goldset.models import CalibrationStatus, EvaluatorKind, GoldVersion, PcsCalibration, Run
+from goldset.models import (
+    CalibrationStatus,
+    EvaluatorKind,
+    GoldVersion,
+    PairwiseTask,
+    PcsCalibration,
+    Run,
+)
 
 
 class EvaluatorForm(forms.Form):
@@ -35,6 +42,12 @@ class ReleaseReportForm(forms.Form):
         empty_label="PROBE defaults",
         label="PCS calibration",
     )
+    pairwise_task = forms.ModelChoiceField(
+        queryset=PairwiseTask.objects.none(),
+        required=False,
+        empty_label="No pairwise section",
+        label="Pairwise task (a section beside Table 5)",
+    )
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -44,6 +57,7 @@ class ReleaseReportForm(forms.Form):
         self.fields["calibration"].queryset = PcsCalibration.objects.filter(
             project=project, status=CalibrationStatus.SUCCEEDED
         )
+        self.fields["pairwise_task"].queryset = PairwiseTask.objects.filter(project=project)
         runs = (
             Run.objects.filter(project=project, records__is_calibration=False)
             .distinct()

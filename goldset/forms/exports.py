@@ -1,16 +1,19 @@
 from django import forms
+from django.http import Http404
 
 from goldset.models import (
     CalibrationStatus,
     Domain,
-    GoldVersion,
     PcsCalibration,
     Source,
     Tier,
     WorkingSlice,
 )
+from goldset.models.version_tags import NOTE_MAX, TAG_NAME_MAX
 from goldset.rules.measures import BadMeasures, check_measures
+from goldset.selectors.version_tags import version_choices
 from goldset.services.freeze import FreezeFilters
+from goldset.services.version_tags import resolve_version
 
 MAX_RUN_BYTES = 200 * 1024 * 1024
 
@@ -61,14 +64,55 @@ class FreezeForm(forms.Form):
         )
 
 
+class VersionChoiceField(forms.ChoiceField):
+    """A gold version of the project, offered by tag (``ci → v7``) and by number; what is
+    posted (a tag, ``7``, ``v7`` or ``latest``) is read by
+    ``goldset.services.version_tags.resolve_version``, so the cleaned value is the version the
+    tag names at that moment."""
+
+    def __init__(self, *args, **kwargs):
+        self.project = None
+        super().__init__(*args, **kwargs)
+
+    def offer(self, project) -> None:
+        """Offer ``project``'s versions and tags (read when the field is rendered)."""
+        self.project = project
+
+        def choices():
+            versions, tags = version_choices(project=project)
+            numbers = [(str(n), _version_choice(n, rows, note)) for n, rows, note in versions]
+            by_tag = [(name, f"{name} → v{number}") for name, number in tags]
+            # the newest version stays the first choice (the default), as before tags
+            return [("Versions", numbers), ("Tags", by_tag)] if by_tag else numbers
+
+        self.choices = choices
+
+    def valid_value(self, value) -> bool:
+        return True  # any reference; to_python resolves it (or says it names nothing)
+
+    def to_python(self, value):
+        text = super().to_python(value)
+        if text in self.empty_values:
+            return None
+        try:
+            return resolve_version(project=self.project, ref=text)
+        except Http404 as exc:
+            raise forms.ValidationError(str(exc), code="invalid_choice") from None
+
+    def validate(self, value):
+        if value is None and self.required:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+
+
+def _version_choice(number: int, row_count: int, note: str) -> str:
+    return f"v{number} · {row_count} triples" + (f" · {note[:40]}" if note else "")
+
+
 class RunUploadForm(forms.Form):
     """A run to score: the versions and calibrations offered are the project's only."""
 
-    version = forms.ModelChoiceField(
-        queryset=GoldVersion.objects.none(),
-        to_field_name="number",
-        empty_label=None,
-        help_text="The frozen gold version to score against.",
+    version = VersionChoiceField(
+        help_text="The frozen gold version to score against: a tag (its version now) or a number.",
     )
     name = forms.CharField(max_length=120, help_text="A name for this run, e.g. bm25-baseline.")
     file = forms.FileField(
@@ -87,9 +131,7 @@ class RunUploadForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["version"].queryset = GoldVersion.objects.filter(
-            project=project, sealed=True
-        ).order_by("-number")
+        self.fields["version"].offer(project)
         self.fields["calibration"].queryset = PcsCalibration.objects.filter(
             project=project, status=CalibrationStatus.SUCCEEDED
         )
@@ -117,3 +159,23 @@ class RunUploadForm(forms.Form):
             except BadMeasures as exc:
                 self.add_error("metrics", str(exc))
         return data
+
+
+class TagForm(forms.Form):
+    """Create a tag or move it to a version (admins): the name, the version (a number, a tag
+    or latest) and why."""
+
+    name = forms.CharField(
+        max_length=TAG_NAME_MAX,
+        help_text="lowercase letters, digits, '-', '.' and '_', e.g. release-2026q4 or ci",
+    )
+    version = VersionChoiceField()
+    note = forms.CharField(max_length=NOTE_MAX, required=False, help_text="Why (kept in history).")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["version"].offer(project)
+
+
+class TagDeleteForm(forms.Form):
+    note = forms.CharField(max_length=NOTE_MAX, required=False)

@@ -56,3 +56,39 @@ class BatchPromoteForm(ReasonForm):
 
 class RerouteConfirmForm(forms.Form):
     token = forms.CharField(widget=forms.HiddenInput)
+
+
+class RecordTripleForm(forms.Form):
+    """Promote a labeled record to a gold triple: which block version governs (the record's
+    cited, then retrieved ones; the first by default), the starting expected answer (the
+    answer as adjudicated), and the triple's source."""
+
+    block_version = forms.TypedChoiceField(coerce=int, label="Expected block version")
+    expected_answer = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}))
+    source = forms.ChoiceField(
+        choices=[
+            (Source.LLM_GENERATED, Source.LLM_GENERATED.label),
+            (Source.PUBLIC_RFP, Source.PUBLIC_RFP.label),
+            (Source.SYNTHETIC_HUMAN_VERIFIED, Source.SYNTHETIC_HUMAN_VERIFIED.label),
+        ],
+        initial=Source.LLM_GENERATED,
+        help_text="The answer was written by a model: LLM-generated unless you rewrote it.",
+    )
+
+    def __init__(self, *args, record, candidates, **kwargs):
+        kwargs.setdefault(
+            "initial",
+            {
+                "expected_answer": record.answer,
+                "block_version": candidates[0].pk if candidates else None,
+            },
+        )
+        super().__init__(*args, **kwargs)
+        self.fields["block_version"].choices = [
+            (v.pk, f"{v.block.block_id}@v{v.version} — {v.block.document.title}")
+            for v in candidates
+        ]
+
+    def add_service_error(self, message: str) -> None:
+        field, _, _ = message.partition(":")
+        self.add_error(field if field in self.fields else None, message)

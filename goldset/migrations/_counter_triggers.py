@@ -1037,6 +1037,7 @@ _TIME_PARENT = {
     "label": (_RECORD, "a.project_id"),
     "review": (_REVIEW_AUTHOR, "t.project_id"),
     "adjudication": (_RECORD, "a.project_id"),
+    "pair_judgment": ("JOIN goldset_pairwisepair pp ON pp.id = {r}.pair_id", "pp.project_id"),
 }
 
 
@@ -1063,11 +1064,11 @@ def _project_time_bumps(kind: str, who: str, event: str) -> str:
     return " UNION ALL ".join(selects)
 
 
-def _pg_time_functions(bumps) -> str:
-    """The three ``goldset_time_changes_<kind>`` statement functions, ``bumps(kind, who,
-    event)`` giving each event's person keys."""
+def _pg_time_functions(bumps, timed=TIMED) -> str:
+    """The ``goldset_time_changes_<kind>`` statement functions of ``timed`` (the three of
+    :data:`TIMED` by default), ``bumps(kind, who, event)`` giving each event's person keys."""
     sql = []
-    for _, kind, who in TIMED:
+    for _, kind, who in timed:
         sql.append(f"""
 CREATE OR REPLACE FUNCTION goldset_time_changes_{kind}() RETURNS trigger AS $$
 BEGIN
@@ -1094,9 +1095,9 @@ def _sqlite_project_time_bump(kind: str, who: str, row: str) -> str:
     )
 
 
-def _sqlite_project_time_triggers() -> list[str]:
+def _sqlite_project_time_triggers(timed=TIMED) -> list[str]:
     sql = []
-    for table, kind, who in TIMED:
+    for table, kind, who in timed:
         name = f"goldset_time_changes_{kind}"
         old, new = (_sqlite_project_time_bump(kind, who, row) for row in ("OLD", "NEW"))
         sql += [
@@ -1155,3 +1156,60 @@ def unkey_time_changes_by_project(apps, schema_editor):
     schema_editor.execute("DELETE FROM goldset_dashboardcounter WHERE name = 'time_changes'")
     for sql in _time_backfill()[: len(TIMED)]:
         schema_editor.execute(sql)
+
+
+# ---------------------------------------------------------------- pairwise judgments (0052)
+# A pairwise judgment (issue 30) is a timed decision like a label: ``time_changes`` keyed
+# ``<project_id>|pair_judgment|reviewer_id`` (the project is the judged pair's), bumped by the
+# same statement functions (PostgreSQL) and row triggers (SQLite) as the three kinds above, so
+# a reviewer's stored pairwise figures go stale when one of their timed judgments comes, goes or
+# changes. A separate list from ``TIMED``: earlier migrations, which run before the table
+# exists, keep installing exactly what they did.
+
+PAIR_TIMED = (("goldset_pairjudgment", "pair_judgment", "reviewer_id"),)
+
+
+def install_pair_time_changes(apps, schema_editor):
+    """0052: the ``time_changes`` triggers on pairwise judgments, and the existing timed
+    judgments counted."""
+    vendor = schema_editor.connection.vendor
+    if vendor == "postgresql":
+        schema_editor.execute(_pg_time_functions(_project_time_bumps, PAIR_TIMED))
+        for table, kind, _ in PAIR_TIMED:
+            function = f"goldset_time_changes_{kind}"
+            schema_editor.execute(f"""
+CREATE TRIGGER {function}_insert AFTER INSERT ON {table}
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {function}_delete AFTER DELETE ON {table}
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {function}_update AFTER UPDATE ON {table}
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+""")
+    elif vendor == "sqlite":
+        for sql in _sqlite_project_time_triggers(PAIR_TIMED):
+            schema_editor.execute(sql)
+    else:
+        raise RuntimeError(f"no time-on-item counter triggers for {vendor}")
+    for table, kind, who in PAIR_TIMED:
+        key, joins = _project_time_key(kind, who, "r")
+        schema_editor.execute(
+            "INSERT INTO goldset_dashboardcounter (name, key, shard, n) "
+            f"SELECT 'time_changes', {key}, 0, COUNT(*) FROM {table} r {joins} "
+            f"WHERE r.active_ms IS NOT NULL GROUP BY {key}"
+        )
+
+
+def drop_pair_time_changes(apps, schema_editor):
+    """Reverse of :func:`install_pair_time_changes` (its counters and stored figures go too)."""
+    postgres = schema_editor.connection.vendor == "postgresql"
+    for table, kind, _ in PAIR_TIMED:
+        function = f"goldset_time_changes_{kind}"
+        for event in _EVENTS:
+            on = f" ON {table}" if postgres else ""
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS {function}_{event}{on}")
+        if postgres:
+            schema_editor.execute(f"DROP FUNCTION IF EXISTS {function}()")
+        counters = apps.get_model("goldset", "DashboardCounter").objects
+        counters.filter(name="time_changes", key__contains=f"|{kind}|").delete()
+        apps.get_model("goldset", "TimeOnItemFigure").objects.filter(kind=kind).delete()

@@ -21,8 +21,9 @@ the commit) refuses it.
 SQLite rebuilds a table to change its constraints, which fails while triggers on other tables
 name it (see ``_projects.suspend_sqlite_triggers``): a later migration that rebuilds one of the
 tables named here (any table of :data:`GUARDS`, or one their ``tables`` join) drops the guards
-first and installs them after: ``RunPython(suspend_sqlite, resume_sqlite)`` before its
-operations, ``RunPython(resume_sqlite, suspend_sqlite)`` after them."""
+first and installs them after (``sqlite_pause`` with the guards then in force; ``suspend_sqlite``
+/ ``resume_sqlite`` for all of today's): ``RunPython(suspend, resume)`` before its
+operations, ``RunPython(resume, suspend)`` after them."""
 
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ def _direct(table: str, column: str, target: str, *, alias: str = "ref") -> list
     ]
 
 
-GUARDS: list[Guard] = [
+GUARDS_0037: list[Guard] = [
     # A triple's domain, customer and parent are of its project.
     *_direct("goldset_triple", "domain_id", "goldset_domain"),
     *_direct("goldset_triple", "customer_id", "goldset_customer"),
@@ -169,9 +170,165 @@ GUARDS: list[Guard] = [
 ]
 
 
-def _tables() -> dict[str, list[Guard]]:
+def _pinned(table: str, owner: str, owner_table: str, column: str = "block_version_id"):
+    """``table.column`` pins a block version whose block must be of the project of the row's
+    ``owner`` (``owner_table``, with a ``project_id``): the forward guard, and the reverse ones
+    (the owner's or the block's ``project_id`` changes, or the version moves to another block)."""
+    pinned = f"{table}__{column}"
+    return [
+        Guard(
+            table=table,
+            column=column,
+            watched=(column, owner),
+            tables=f"{owner_table} o, goldset_blockversion v, goldset_block b",
+            where=(
+                f"o.id = {{r}}.{owner} AND v.id = {{r}}.{column} AND b.id = v.block_id "
+                "AND b.project_id <> o.project_id"
+            ),
+        ),
+        Guard(
+            table=owner_table,
+            column="project_id",
+            watched=("project_id",),
+            tables=f"{table} x, goldset_blockversion v, goldset_block b",
+            where=(
+                f"x.{owner} = {{r}}.id AND v.id = x.{column} AND b.id = v.block_id "
+                "AND b.project_id <> {r}.project_id"
+            ),
+            on_insert=False,
+            name=f"{owner_table}__from_{pinned}",
+        ),
+        Guard(
+            table="goldset_block",
+            column="project_id",
+            watched=("project_id",),
+            tables=f"goldset_blockversion v, {table} x, {owner_table} o",
+            where=(
+                f"v.block_id = {{r}}.id AND x.{column} = v.id AND o.id = x.{owner} "
+                "AND o.project_id <> {r}.project_id"
+            ),
+            on_insert=False,
+            name=f"goldset_block__from_{pinned}",
+        ),
+        Guard(
+            table="goldset_blockversion",
+            column="block_id",
+            watched=("block_id",),
+            tables=f"goldset_block b, {table} x, {owner_table} o",
+            where=(
+                f"b.id = {{r}}.block_id AND x.{column} = {{r}}.id AND o.id = x.{owner} "
+                "AND o.project_id <> b.project_id"
+            ),
+            on_insert=False,
+            name=f"goldset_blockversion__from_{pinned}",
+        ),
+    ]
+
+
+def _pair(table: str, first: str, first_table: str, second: str, second_table: str):
+    """A row without a project names two rows that must be of one project (``second`` is the
+    column the message names): the forward guard and the reverse ones (either target's
+    ``project_id`` changes under it)."""
+    return [
+        Guard(
+            table=table,
+            column=second,
+            watched=(first, second),
+            tables=f"{first_table} f, {second_table} s",
+            where=f"f.id = {{r}}.{first} AND s.id = {{r}}.{second} AND f.project_id <> s.project_id",
+        ),
+        *(
+            Guard(
+                table=target,
+                column="project_id",
+                watched=("project_id",),
+                tables=f"{table} x, {other_table} o",
+                where=(
+                    f"x.{own} = {{r}}.id AND o.id = x.{other} AND o.project_id <> {{r}}.project_id"
+                ),
+                on_insert=False,
+                name=f"{target}__from_{table}__{own}",
+            )
+            for target, own, other_table, other in (
+                (first_table, first, second_table, second),
+                (second_table, second, first_table, first),
+            )
+        ),
+    ]
+
+
+def _guideline(table: str) -> list[Guard]:
+    """A label's or an adjudication's guideline version is of its record's project (the
+    version's domain's project)."""
+    return [
+        Guard(
+            table=table,
+            column="guideline_id",
+            watched=("guideline_id", "record_id"),
+            tables="goldset_answerrecord a, goldset_guidelineversion g, goldset_domain d",
+            where=(
+                "a.id = {r}.record_id AND g.id = {r}.guideline_id AND d.id = g.domain_id "
+                "AND d.project_id <> a.project_id"
+            ),
+        ),
+        Guard(
+            table="goldset_guidelineversion",
+            column="domain_id",
+            watched=("domain_id",),
+            tables=f"goldset_domain d, {table} x, goldset_answerrecord a",
+            where=(
+                "d.id = {r}.domain_id AND x.guideline_id = {r}.id AND a.id = x.record_id "
+                "AND a.project_id <> d.project_id"
+            ),
+            on_insert=False,
+            name=f"goldset_guidelineversion__from_{table}__guideline_id",
+        ),
+    ]
+
+
+# Migration 0041: the remaining same-project pairs.
+GUARDS_0041: list[Guard] = [
+    # The corpus: a document's domain, a block's document, a question's domain.
+    *_direct("goldset_document", "domain_id", "goldset_domain"),
+    *_direct("goldset_block", "document_id", "goldset_document"),
+    *_direct("goldset_question", "domain_id", "goldset_domain"),
+    # A run's system; a revision's triple and a triple's current revision.
+    *_direct("goldset_run", "system_id", "goldset_system"),
+    *_direct("goldset_triplerevision", "triple_id", "goldset_triple"),
+    *_direct("goldset_triple", "current_revision_id", "goldset_triplerevision"),
+    *_direct("goldset_qualitytrackerentry", "triple_id", "goldset_triple"),
+    *_direct("goldset_qualitytrackerentry", "revision_id", "goldset_triplerevision"),
+    # Evidence, citations and retrieved passages pin block versions of their owner's project.
+    *_pinned("goldset_evidencepassage", "question_id", "goldset_question"),
+    *_pinned("goldset_answercitation", "record_id", "goldset_answerrecord"),
+    *_pinned("goldset_retrievedpassage", "record_id", "goldset_answerrecord"),
+    # A judge's output is on a record of the evaluator's project; a discussion message names a
+    # revision of its triple's project.
+    *_pair(
+        "goldset_evaluatoroutput",
+        "evaluator_id",
+        "goldset_evaluator",
+        "record_id",
+        "goldset_answerrecord",
+    ),
+    *_pair(
+        "goldset_discussionmessage",
+        "triple_id",
+        "goldset_triple",
+        "revision_id",
+        "goldset_triplerevision",
+    ),
+    *_guideline("goldset_label"),
+    *_guideline("goldset_adjudication"),
+]
+
+# In force after migration 0041.
+GUARDS: list[Guard] = GUARDS_0037 + GUARDS_0041
+
+
+def _tables(guards: list[Guard]) -> dict[str, list[Guard]]:
     by_table: dict[str, list[Guard]] = {}
-    for guard in GUARDS:
+    for guard in guards:
         by_table.setdefault(guard.table, []).append(guard)
     return by_table
 
@@ -233,13 +390,13 @@ CREATE TRIGGER {table}_project_guard_update BEFORE UPDATE OF {", ".join(watched)
     return sql
 
 
-def postgres() -> str:
-    return "".join(_pg_table(table, guards) for table, guards in _tables().items())
+def postgres(guards: list[Guard] = GUARDS) -> str:
+    return "".join(_pg_table(table, listed) for table, listed in _tables(guards).items())
 
 
-def postgres_drop() -> str:
+def postgres_drop(guards: list[Guard] = GUARDS) -> str:
     sql = ""
-    for table in _tables():
+    for table in _tables(guards):
         for event in ("insert", "update"):
             sql += (
                 f"DROP TRIGGER IF EXISTS {table}_project_guard_{event} ON {table};\n"
@@ -252,9 +409,9 @@ def _sqlite_raise(guard: Guard) -> str:
     return f"SELECT RAISE(ABORT, '{guard.message}');"
 
 
-def sqlite() -> list[str]:
+def sqlite(guards: list[Guard] = GUARDS) -> list[str]:
     sql = []
-    for guard in GUARDS:
+    for guard in guards:
         if guard.on_insert:
             sql.append(
                 f"CREATE TRIGGER {guard.key}_guard_insert BEFORE INSERT ON {guard.table} "
@@ -268,19 +425,19 @@ def sqlite() -> list[str]:
     return sql
 
 
-def sqlite_drop() -> list[str]:
+def sqlite_drop(guards: list[Guard] = GUARDS) -> list[str]:
     return [
         f"DROP TRIGGER IF EXISTS {guard.key}_guard_{event}"
-        for guard in GUARDS
+        for guard in guards
         for event in ("insert", "update")
     ]
 
 
-def violations(schema_editor) -> list[str]:
+def violations(schema_editor, guards: list[Guard] = GUARDS) -> list[str]:
     """The guards the rows already stored break (none is expected: the services refuse them)."""
     broken = []
     with schema_editor.connection.cursor() as cursor:
-        for guard in GUARDS:
+        for guard in guards:
             if not guard.on_insert:
                 continue  # the reverse of a forward guard: the same pairs
             cursor.execute(
@@ -292,37 +449,220 @@ def violations(schema_editor) -> list[str]:
     return broken
 
 
-def install(apps, schema_editor):
-    broken = violations(schema_editor)
+def _install(schema_editor, guards: list[Guard]):
+    broken = violations(schema_editor, guards)
     if broken:
         raise RuntimeError(
             "rows naming a row of another project, fix them before migrating: " + ", ".join(broken)
         )
     vendor = schema_editor.connection.vendor
     if vendor == "postgresql":
-        schema_editor.execute(postgres())
+        schema_editor.execute(postgres(guards))
     elif vendor == "sqlite":
-        for sql in sqlite():
+        for sql in sqlite(guards):
             schema_editor.execute(sql)
     else:
         raise RuntimeError(f"no project guard triggers for {vendor}")
 
 
-def uninstall(apps, schema_editor):
+def _uninstall(schema_editor, guards: list[Guard]):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(postgres_drop())
+        schema_editor.execute(postgres_drop(guards))
     else:
-        for sql in sqlite_drop():
+        for sql in sqlite_drop(guards):
             schema_editor.execute(sql)
 
 
-def suspend_sqlite(apps, schema_editor):
-    """Before a later migration rebuilds a guarded table on SQLite (see the module's note)."""
-    if schema_editor.connection.vendor == "sqlite":
-        uninstall(apps, schema_editor)
+def install(apps, schema_editor):
+    """Migration 0037: the first set."""
+    _install(schema_editor, GUARDS_0037)
 
 
-def resume_sqlite(apps, schema_editor):
-    if schema_editor.connection.vendor == "sqlite":
-        for sql in sqlite():
-            schema_editor.execute(sql)
+def uninstall(apps, schema_editor):
+    _uninstall(schema_editor, GUARDS_0037)
+
+
+def install_0041(apps, schema_editor):
+    """Migration 0041: every guard (a table's PostgreSQL trigger checks all of its guards, so
+    the first set's triggers are replaced, not added to)."""
+    _uninstall(schema_editor, GUARDS_0037)
+    _install(schema_editor, GUARDS)
+
+
+def uninstall_0041(apps, schema_editor):
+    _uninstall(schema_editor, GUARDS)
+    _install(schema_editor, GUARDS_0037)
+
+
+def sqlite_pause(guards: list[Guard]):
+    """(suspend, resume) for a migration that rebuilds a guarded table on SQLite (see the
+    module's note): ``guards`` are those in force when it runs — a later migration's guards
+    must not be created early by an earlier one's resume."""
+
+    def suspend(apps, schema_editor):
+        if schema_editor.connection.vendor == "sqlite":
+            _uninstall(schema_editor, guards)
+
+    def resume(apps, schema_editor):
+        if schema_editor.connection.vendor == "sqlite":
+            for sql in sqlite(guards):
+                schema_editor.execute(sql)
+
+    return suspend, resume
+
+
+# Pairwise review (issue 30, migration 0044_pairwise): forward guards on the new tables only (a
+# reverse guard would add to the per-table functions of goldset_answerrecord, goldset_run and
+# goldset_question, which GUARDS installs; see the coordinator's note in the branch report).
+# A pair's two records are answers to the pair's question in the pair's project.
+def _pair_record(column: str) -> Guard:
+    return Guard(
+        table="goldset_pairwisepair",
+        column=column,
+        watched=(column, "question_id", "project_id"),
+        tables="goldset_answerrecord ref",
+        where=(
+            f"ref.id = {{r}}.{column} AND (ref.project_id <> {{r}}.project_id "
+            "OR ref.question_id <> {r}.question_id)"
+        ),
+    )
+
+
+GUARDS_PAIRWISE: list[Guard] = [
+    _direct("goldset_pairwisetask", "gold_version_id", "goldset_goldversion")[0],
+    _direct("goldset_pairwisepair", "task_id", "goldset_pairwisetask")[0],
+    _direct("goldset_pairwisepair", "question_id", "goldset_question")[0],
+    _pair_record("record_a_id"),
+    _pair_record("record_b_id"),
+    Guard(
+        table="goldset_pairwisetaskrun",
+        column="run_id",
+        watched=("task_id", "run_id"),
+        tables="goldset_pairwisetask t, goldset_run s",
+        where="t.id = {r}.task_id AND s.id = {r}.run_id AND t.project_id <> s.project_id",
+    ),
+]
+
+
+def install_pairwise(apps, schema_editor):
+    _install(schema_editor, GUARDS_PAIRWISE)
+
+
+def uninstall_pairwise(apps, schema_editor):
+    _uninstall(schema_editor, GUARDS_PAIRWISE)
+
+
+# Migration 0047 (pairwise qualification): the reverse side of the pairwise guards — a referenced
+# row (a task, a question, an answer record, a run, a gold version, a pair) whose project (or,
+# for a record, question) changes while pairwise rows of its old project still name it — and
+# the calibration pairs' guards, both ways. A table's PostgreSQL trigger checks all of its
+# guards, so 0047 replaces the triggers of every table GUARDS and these name.
+def _records_reverse(table: str) -> Guard:
+    """An answer record's project or question changes under a pair (or calibration pair) of
+    ``table`` that names it as A or B."""
+    return Guard(
+        table="goldset_answerrecord",
+        column="project_id",
+        watched=("project_id", "question_id"),
+        tables=f"{table} x",
+        where=(
+            "(x.record_a_id = {r}.id OR x.record_b_id = {r}.id) "
+            "AND (x.project_id <> {r}.project_id OR x.question_id <> {r}.question_id)"
+        ),
+        on_insert=False,
+        name=f"goldset_answerrecord__from_{table}__records",
+    )
+
+
+def _calibration_record(column: str) -> Guard:
+    return Guard(
+        table="goldset_paircalibrationitem",
+        column=column,
+        watched=(column, "question_id", "project_id"),
+        tables="goldset_answerrecord ref",
+        where=(
+            f"ref.id = {{r}}.{column} AND (ref.project_id <> {{r}}.project_id "
+            "OR ref.question_id <> {r}.question_id)"
+        ),
+    )
+
+
+GUARDS_PAIRWISE_REVERSE: list[Guard] = [
+    _direct("goldset_pairwisetask", "gold_version_id", "goldset_goldversion")[1],
+    _direct("goldset_pairwisepair", "task_id", "goldset_pairwisetask")[1],
+    _direct("goldset_pairwisepair", "question_id", "goldset_question")[1],
+    _records_reverse("goldset_pairwisepair"),
+    Guard(
+        table="goldset_pairwisetask",
+        column="project_id",
+        watched=("project_id",),
+        tables="goldset_pairwisetaskrun x, goldset_run s",
+        where="x.task_id = {r}.id AND s.id = x.run_id AND s.project_id <> {r}.project_id",
+        on_insert=False,
+        name="goldset_pairwisetask__from_goldset_pairwisetaskrun__run_id",
+    ),
+    Guard(
+        table="goldset_run",
+        column="project_id",
+        watched=("project_id",),
+        tables="goldset_pairwisetaskrun x, goldset_pairwisetask t",
+        where="x.run_id = {r}.id AND t.id = x.task_id AND t.project_id <> {r}.project_id",
+        on_insert=False,
+        name="goldset_run__from_goldset_pairwisetaskrun__run_id",
+    ),
+]
+GUARDS_PAIR_CALIBRATION: list[Guard] = [
+    *_direct("goldset_paircalibrationitem", "question_id", "goldset_question"),
+    *_direct("goldset_paircalibrationitem", "source_pair_id", "goldset_pairwisepair"),
+    _calibration_record("record_a_id"),
+    _calibration_record("record_b_id"),
+    _records_reverse("goldset_paircalibrationitem"),
+]
+# In force after migration 0047 (with GUARDS).
+GUARDS_PAIRWISE_0047: list[Guard] = (
+    GUARDS_PAIRWISE + GUARDS_PAIRWISE_REVERSE + GUARDS_PAIR_CALIBRATION
+)
+
+
+def install_pairwise_0047(apps, schema_editor):
+    """Migration 0047: every guard again, the pairwise reverse side and calibration pairs
+    added (tables' triggers are replaced, not added to)."""
+    _uninstall(schema_editor, GUARDS + GUARDS_PAIRWISE)
+    _install(schema_editor, GUARDS + GUARDS_PAIRWISE_0047)
+
+
+def uninstall_pairwise_0047(apps, schema_editor):
+    _uninstall(schema_editor, GUARDS + GUARDS_PAIRWISE_0047)
+    _install(schema_editor, GUARDS + GUARDS_PAIRWISE)
+
+
+# Migration 0050 (production traces, issue 28): a trace's answer record and sampling rule, and a
+# promoted triple's origin (its triple and record), are rows of the trace's (origin's) project;
+# the reverse side too (a record, triple or rule cannot move away from them). The tables of
+# goldset_answerrecord and goldset_triple already have triggers: they are replaced.
+GUARDS_TRACES: list[Guard] = [
+    *_direct("goldset_receivedtrace", "record_id", "goldset_answerrecord"),
+    *_direct("goldset_receivedtrace", "sampling_rule_id", "goldset_samplingrule"),
+    *_direct("goldset_tripleorigin", "triple_id", "goldset_triple"),
+    *_direct("goldset_tripleorigin", "record_id", "goldset_answerrecord"),
+]
+# Every guard in force after the newest guard migration: what a migration that rebuilds a
+# guarded table on SQLite suspends and resumes (``suspend_sqlite``), and what it must be
+# ordered after.
+GUARDS_IN_FORCE: list[Guard] = GUARDS + GUARDS_PAIRWISE_0047 + GUARDS_TRACES
+# For a migration after 0050 that rebuilds a guarded table on SQLite:
+# ``RunPython(suspend_sqlite, resume_sqlite)`` before its operations, the reverse after.
+suspend_sqlite, resume_sqlite = sqlite_pause(GUARDS_IN_FORCE)
+# Migration 0049 (Domain.created_at) ran before the traces' guards existed.
+suspend_sqlite_0049, resume_sqlite_0049 = sqlite_pause(GUARDS + GUARDS_PAIRWISE_0047)
+
+
+def install_traces_0050(apps, schema_editor):
+    """Migration 0050: every guard again with the traces' added."""
+    _uninstall(schema_editor, GUARDS + GUARDS_PAIRWISE_0047)
+    _install(schema_editor, GUARDS_IN_FORCE)
+
+
+def uninstall_traces_0050(apps, schema_editor):
+    _uninstall(schema_editor, GUARDS_IN_FORCE)
+    _install(schema_editor, GUARDS + GUARDS_PAIRWISE_0047)

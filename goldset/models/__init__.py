@@ -91,6 +91,25 @@ from goldset.models.inbox import (
     RetakeStatus,
 )
 from goldset.models.jobs import OutboxMessage, ReconcilerRun
+from goldset.models.pairwise import (
+    DECISIVE,
+    PairAdjudication,
+    PairAssignment,
+    PairCalibrationAnswer,
+    PairCalibrationItem,
+    PairFinalSource,
+    PairJudgment,
+    PairQualification,
+    PairSkip,
+    PairStatus,
+    PairwiseDesign,
+    PairwisePair,
+    PairwiseTask,
+    PairwiseTaskRun,
+    Preference,
+    Side,
+    Strength,
+)
 from goldset.models.projects import (
     DEFAULT_PROJECT_SLUG,
     Project,
@@ -112,6 +131,18 @@ from goldset.models.scoring import (
     ScoringJob,
     ScoringRunChunk,
 )
+from goldset.models.traces import (
+    OPEN_TRACE_STATUSES,
+    ReceivedSpan,
+    ReceivedTrace,
+    SamplingDayCount,
+    SamplingRule,
+    SamplingRuleKind,
+    TraceStatus,
+    TripleOrigin,
+    UnmatchedPassage,
+)
+from goldset.models.version_tags import VersionTag, VersionTagMove
 from goldset.models.webhooks import (
     TEST_EVENT,
     DeliveryStatus,
@@ -121,6 +152,25 @@ from goldset.models.webhooks import (
 )
 
 __all__ = [
+    "DECISIVE",
+    "PairAdjudication",
+    "PairAssignment",
+    "PairCalibrationAnswer",
+    "PairCalibrationItem",
+    "PairFinalSource",
+    "PairJudgment",
+    "PairQualification",
+    "PairSkip",
+    "PairStatus",
+    "PairwiseDesign",
+    "PairwisePair",
+    "PairwiseTask",
+    "PairwiseTaskRun",
+    "Preference",
+    "Side",
+    "Strength",
+    "VersionTag",
+    "VersionTagMove",
     "DEFAULT_PROJECT_SLUG",
     "Project",
     "ProjectMembership",
@@ -226,6 +276,15 @@ __all__ = [
     "Verdict",
     "WorkingSlice",
     "TEST_EVENT",
+    "OPEN_TRACE_STATUSES",
+    "ReceivedSpan",
+    "ReceivedTrace",
+    "SamplingDayCount",
+    "SamplingRule",
+    "SamplingRuleKind",
+    "TraceStatus",
+    "TripleOrigin",
+    "UnmatchedPassage",
     "DeliveryStatus",
     "WebhookDelivery",
     "WebhookEndpoint",

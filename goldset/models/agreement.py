@@ -2,16 +2,12 @@
 
 from django.db import models
 
-from goldset.models.projects import default_project_id
-
 
 class AgreementSnapshot(models.Model):
     """One figure for one scope: protocol × axis × metric × (tier, task type, domain, ISO week)
     and, for pairwise or per-annotator metrics, a subject. Empty scope fields mean "all"."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     protocol = models.CharField(max_length=32)
     axis = models.CharField(max_length=48)
@@ -65,9 +61,7 @@ class AgreementDirtyScope(models.Model):
     annotator's pairs are recomputed); ``facts`` — only per-annotator facts; ``all`` — every
     figure of ``protocol`` (every protocol when empty), e.g. after a tier change."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     RATING, FACTS, ALL = "rating", "facts", "all"
 

@@ -9,7 +9,6 @@ from django.db import models
 from django.db.models import F, Q
 
 from goldset.models.corpus import BlockVersion, Domain, TaskType
-from goldset.models.projects import default_project_id
 from goldset.models.routing import Tier
 
 
@@ -110,9 +109,7 @@ class AdjudicationReason(models.TextChoices):
 class System(models.Model):
     """A RAG configuration. Admin-only: never shown to annotators or leads."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     system_id = models.CharField(max_length=200)
     config = models.JSONField(default=dict, blank=True)
@@ -133,9 +130,7 @@ class System(models.Model):
 class Run(models.Model):
     """One system's answer log for a question set. Admin-only."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     run_id = models.CharField(max_length=200)
     system = models.ForeignKey(System, on_delete=models.PROTECT, related_name="runs")
@@ -161,9 +156,7 @@ class Question(models.Model):
     """A benchmark question with its gold evidence packet (seed 004 §3.6, A.3–A.4). Immutable
     once imported (its content hash guards re-imports)."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     question_id = models.CharField(max_length=200)
     domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="questions")
@@ -229,9 +222,7 @@ class AnswerRecord(models.Model):
     (open production records per domain, in rank order) instead of scanning every record.
     ``assigned_count`` counts the production slots claimed; it only changes with the row locked."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="records")
@@ -527,9 +518,7 @@ class CalibrationSet(models.Model):
     ``goldset.services.calibration``): ``version`` is the newest sealed one, 0 before anyone
     started."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     domain = models.OneToOneField(Domain, on_delete=models.PROTECT, related_name="calibration_set")
     version = models.PositiveIntegerField(default=0)

@@ -2,8 +2,7 @@
 
 from django.db import models
 from django.db.models import F, Q
-
-from goldset.models.projects import default_project_id
+from django.utils import timezone
 
 
 class TaskType(models.TextChoices):
@@ -15,11 +14,11 @@ class TaskType(models.TextChoices):
 
 
 class Domain(models.Model):
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     slug = models.SlugField(max_length=64)
     name = models.CharField(max_length=128)
+    # For the API's updated_since (issue 29); rows from before it carry the migration's time.
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["slug"]
@@ -32,9 +31,7 @@ class Domain(models.Model):
 
 
 class Document(models.Model):
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     document_id = models.CharField(max_length=200)
     title = models.CharField(max_length=500)
     domain = models.ForeignKey(Domain, on_delete=models.PROTECT, related_name="documents")
@@ -63,9 +60,7 @@ class Document(models.Model):
 
 
 class Block(models.Model):
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     block_id = models.CharField(max_length=200)
     document = models.ForeignKey(Document, on_delete=models.PROTECT, related_name="blocks")
     position = models.PositiveIntegerField(default=0)

@@ -11,7 +11,6 @@ from django.db import models
 from django.db.models import F, Q
 
 from goldset.models.corpus import BlockVersion, Domain, TaskType
-from goldset.models.projects import default_project_id
 from goldset.models.routing import Tier
 
 
@@ -68,9 +67,7 @@ class DisagreementCategory(models.TextChoices):
 
 
 class Customer(models.Model):
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -132,9 +129,7 @@ class Triple(models.Model):
     one under review (or gold). ``state`` only changes through the services in
     ``goldset.services.resolution`` and friends, each writing an audit event."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     external_id = models.CharField(max_length=100)
     state = models.CharField(
@@ -438,9 +433,7 @@ class DiscussionMessage(models.Model):
 class QualityTrackerEntry(models.Model):
     """A triple dropped because every reviewer flagged it: what was wrong, and who said so."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     triple = models.ForeignKey(Triple, on_delete=models.PROTECT, related_name="quality_entries")
     revision = models.OneToOneField(
@@ -465,9 +458,7 @@ class SpotCheckDraw(models.Model):
 
     ``eligible_revision_ids`` and ``seed`` reproduce ``selected_revision_ids`` exactly."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     iso_year = models.PositiveIntegerField()
     iso_week = models.PositiveSmallIntegerField()
@@ -500,9 +491,7 @@ class SpotCheckDraw(models.Model):
 class WorkingSlice(models.Model):
     """A quarter's seeded, domain-stratified sample of the gold set."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     quarter = models.CharField(max_length=7)  # "2026Q1"
     seed = models.BigIntegerField()

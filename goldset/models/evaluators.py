@@ -11,7 +11,6 @@ from django.db.models import Q
 
 from goldset.models.answers import AnswerRecord
 from goldset.models.exports import GoldVersion
-from goldset.models.projects import default_project_id
 
 
 class EvaluatorKind(models.TextChoices):
@@ -22,9 +21,7 @@ class EvaluatorKind(models.TextChoices):
 
 
 class Evaluator(models.Model):
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=120)
     version = models.CharField(max_length=40)
     kind = models.CharField(max_length=16, choices=EvaluatorKind.choices)
@@ -101,9 +98,7 @@ class EvaluatorReportSnapshot(models.Model):
     """The evaluator report (``scoring.evaluators.EvaluatorReport.to_dict()``) as computed at
     ``created_at``; rows name evaluators by ``evaluator:<id>`` so the page can pseudonymise."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     report = models.JSONField()
     trust_kappa = models.FloatField()
@@ -137,9 +132,7 @@ class PcsCalibration(models.Model):
     ``selected`` holds the chosen weights, caps and thresholds once it has succeeded; scoring
     jobs may choose it (the seed's defaults stay the default)."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     name = models.CharField(max_length=80)
     version = models.PositiveIntegerField()
@@ -190,9 +183,7 @@ class ReleaseReport(models.Model):
     """A release report for chosen runs on one gold version (``scoring.report``), with the HTML
     download rendered once so the file is what was reviewed."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     version = models.ForeignKey(GoldVersion, on_delete=models.PROTECT, related_name="+")
     run_ids = models.JSONField(default=list)

@@ -6,8 +6,6 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from goldset.models.projects import default_project_id
-
 
 class ExportFormat(models.TextChoices):
     GOLD_JSONL = "gold_jsonl", "Gold JSONL"
@@ -16,6 +14,7 @@ class ExportFormat(models.TextChoices):
     PROBE_PACKETS = "probe_packets", "PROBE evidence packets"
     ADJUDICATION = "adjudication", "Adjudication export"
     TREC_QRELS = "trec_qrels", "TREC qrels"
+    PAIRWISE_GOLD = "pairwise_gold", "Pairwise gold"
     MANIFEST = "manifest", "Manifest"
 
 
@@ -26,6 +25,7 @@ FORMAT_FILES = {
     ExportFormat.PROBE_PACKETS: ("probe-evidence-packets.jsonl", "application/x-ndjson"),
     ExportFormat.ADJUDICATION: ("adjudication.jsonl", "application/x-ndjson"),
     ExportFormat.TREC_QRELS: ("qrels.txt", "text/plain; charset=utf-8"),
+    ExportFormat.PAIRWISE_GOLD: ("pairwise-gold.jsonl", "application/x-ndjson"),
     ExportFormat.MANIFEST: ("manifest.json", "application/json"),
 }
 
@@ -35,9 +35,7 @@ class GoldVersion(models.Model):
     unsealed, its rows and files inserted, then sealed with the manifest in the same
     transaction. A sealed version is never written again."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     number = models.PositiveIntegerField()
     parent = models.ForeignKey(

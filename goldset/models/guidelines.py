@@ -13,7 +13,6 @@ from django.db import models
 from django.db.models import Q
 
 from goldset.models.corpus import Domain
-from goldset.models.projects import default_project_id
 from goldset.models.routing import Tier
 
 
@@ -54,15 +53,14 @@ class DecisionKind(models.TextChoices):
     LABEL = "label", "Answer label"
     REVIEW = "review", "Triple review"
     ADJUDICATION = "adjudication", "Adjudication"
+    PAIR_JUDGMENT = "pair_judgment", "Pairwise judgment"
 
 
 class FastDecision(models.Model):
     """A decision faster than its tier's threshold. ``decision_ms`` is the shorter of the server
     (opening to submit) and the client's active time; ``threshold_ms`` the threshold then."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     kind = models.CharField(max_length=16, choices=DecisionKind.choices)
     label = models.OneToOneField(

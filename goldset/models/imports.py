@@ -9,8 +9,6 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from goldset.models.projects import default_project_id
-
 
 class ImportKind(models.TextChoices):
     CORPUS = "corpus", "Corpus (JSONL manifest or Unrag JSON)"
@@ -19,6 +17,7 @@ class ImportKind(models.TextChoices):
     ANSWERS = "answers", "Answer logs"
     RUN = "run", "Run to score"
     EVALUATOR = "evaluator", "Evaluator outputs"
+    PAIRWISE = "pairwise", "Pairwise judgments"
 
 
 class ImportStatus(models.TextChoices):
@@ -41,9 +40,7 @@ RETRYABLE_IMPORT_STATUSES = (ImportStatus.FAILED, ImportStatus.CANCELLED)
 
 
 class ImportJob(models.Model):
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     kind = models.CharField(max_length=12, choices=ImportKind.choices)
     dedupe_key = models.CharField(max_length=64)
     filename = models.CharField(max_length=300)

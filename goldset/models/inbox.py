@@ -12,7 +12,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from goldset.models.corpus import Domain
-from goldset.models.projects import default_project_id
 
 
 class NotificationKind(models.TextChoices):
@@ -23,6 +22,7 @@ class NotificationKind(models.TextChoices):
     RETAKE_REQUESTED = "retake_requested", "Calibration retake requested"
     RETAKE_DECIDED = "retake_decided", "Calibration retake answered"
     ADJUDICATION_WAITING = "adjudication_waiting", "Items await adjudication"
+    TOKEN_EXPIRING = "token_expiring", "API token expires soon"
 
 
 class Notification(models.Model):
@@ -30,9 +30,7 @@ class Notification(models.Model):
     system, run or model identity); ``link`` is a path inside the workbench. ``count`` > 1 when
     events of the same ``key`` were folded into this unread row (``created_at`` is the latest)."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     recipient = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"

@@ -5,8 +5,6 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from goldset.models.projects import default_project_id
-
 
 class Tier(models.TextChoices):
     TRIAGE = "tier_a", "TRIAGE (tier A)"
@@ -16,9 +14,7 @@ class Tier(models.TextChoices):
 class RoutingRules(models.Model):
     """One immutable version of the routing rules. The newest version is in force."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     version = models.PositiveIntegerField()
     gold_task_types = models.JSONField(default=list)

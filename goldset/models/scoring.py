@@ -8,7 +8,6 @@ from django.db import models
 from django.db.models import Q
 
 from goldset.models.exports import GoldVersion
-from goldset.models.projects import default_project_id
 
 
 class RunKind(models.TextChoices):
@@ -31,9 +30,7 @@ class JobStatus(models.TextChoices):
 
 
 class ScoringJob(models.Model):
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
     version = models.ForeignKey(GoldVersion, on_delete=models.PROTECT, related_name="jobs")
     name = models.CharField(max_length=120)
     kind = models.CharField(max_length=12, choices=RunKind.choices)

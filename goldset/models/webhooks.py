@@ -11,8 +11,6 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from goldset.models.projects import default_project_id
-
 
 class WebhookEvent(models.TextChoices):
     GOLD_VERSION_FROZEN = "gold_version.frozen", "Gold version frozen"
@@ -20,6 +18,13 @@ class WebhookEvent(models.TextChoices):
     SCORING_JOB_FAILED = "scoring_job.failed", "Scoring job failed"
     ALERT_RAISED = "alert.raised", "Alert raised"
     IMPORT_FINISHED = "import.finished", "Import finished (imported, rejected or failed)"
+    TAG_MOVED = "tag.moved", "Version tag created, moved or deleted"
+    LABEL_SUBMITTED = "label.submitted", "Label submitted (production items)"
+    ADJUDICATION_RECORDED = "adjudication.recorded", "Adjudication recorded"
+    TRIPLE_RESOLVED = (
+        "triple.resolved",
+        "Triple's review round resolved (gold, discussion, dropped)",
+    )
 
 
 # Sent on an admin's request to one endpoint, whatever it subscribes to.
@@ -37,9 +42,7 @@ class WebhookEndpoint(models.Model):
     """Where events are posted. ``secret`` is the Standard Webhooks signing secret
     (``whsec_<base64>``): generated here, shown to the admin once, kept to sign deliveries."""
 
-    project = models.ForeignKey(
-        "goldset.Project", on_delete=models.PROTECT, default=default_project_id, related_name="+"
-    )
+    project = models.ForeignKey("goldset.Project", on_delete=models.PROTECT, related_name="+")
 
     url = models.URLField(max_length=2000)
     description = models.CharField(max_length=200, blank=True)

@@ -30,6 +30,7 @@ from goldset.models import (
     Source,
     TaskType,
     Tier,
+    TraceStatus,
     TripleState,
     Verdict,
 )
@@ -62,6 +63,7 @@ _CHOICES = (
     EvidenceLabel,
     JobStatus,
     ImportStatus,
+    TraceStatus,
 )
 
 _NAMED: dict[str, str] = {

@@ -28,6 +28,18 @@ def calibration_dedupe_key(calibration_id: int) -> str:
     return f"pcs-calibration:{calibration_id}"
 
 
+# Production traces (goldset.services.traces): one open mapping request per project; the task
+# maps every trace of the project waiting to be mapped.
+TRACES_OUTBOX_KIND = "traces.map"
+MAP_TRACES_TASK = "goldset.map_traces"
+
+
+def traces_dedupe_key(project_id: int) -> str:
+    """At most one unstarted mapping message per project (a request while one waits is
+    merged into it: that pass maps its traces too)."""
+    return f"traces-map:{project_id}"
+
+
 # Notification e-mails (goldset.services.notifications): one message per batch of notifications.
 NOTIFICATION_EMAIL_OUTBOX_KIND = "notifications.email"
 NOTIFICATION_EMAIL_TASK = "goldset.send_notification_emails"

@@ -35,3 +35,13 @@ def shuffle_key(*, seed: int, annotator_id: int, public_id: str) -> str:
     rank = queue_rank(public_id=public_id, seed=seed)
     offset = queue_offset(annotator_id=annotator_id, seed=seed)
     return f"{(rank - offset) % QUEUE_RANK_MODULUS:016x}"
+
+
+def undo_closed(*, submitted_at, now, window_seconds: int) -> str | None:
+    """Why a person can no longer take back a decision submitted at ``submitted_at`` (a label,
+    a pairwise judgment, a triple review: one rule for all), or None while the undo window is
+    open: undo is possible for ``window_seconds`` (the project's ``LABEL_UNDO_WINDOW_SECONDS``
+    or ``REVIEW_UNDO_WINDOW_SECONDS``) after the submit."""
+    if (now - submitted_at).total_seconds() > window_seconds:
+        return f"Undo is possible for {window_seconds // 60} min after a submit; that has passed."
+    return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
@@ -994,3 +994,77 @@ def count_skips_by_annotator(annotator_ids, *, project) -> dict[int, int]:
         return {}
     skips = counter_rows("skips", keys=keys, project=project)["skips"]
     return {int(key): n for key, n in skips}
+
+
+# ---------------------------------------------------------------- the API's reads (issue 29)
+
+
+def _blind_label_columns(qs, *, user):
+    """Labels as plain columns: the item's opaque id, the slot, and who labeled it only for the
+    roles that see labelers (:mod:`goldset.rules.blinding`, as :func:`list_blind_labels`); no
+    join reaches the run or the system."""
+    labeler = F("annotator__username") if sees_labelers(roles_of(user)) else Value("")
+    return qs.annotate(
+        record_public_id=F("record__public_id"),
+        slot=F("assignment__slot"),
+        calibration=F("assignment__is_calibration"),
+        labeler_name=labeler,
+    )
+
+
+def list_labels_for(*, project, user, record: str = ""):
+    """The labels of ``project`` the pages show ``user``, as one query: their own labels (the
+    label page), and for the roles that adjudicate, the labels of the items
+    :func:`adjudicable_records` opens to them (the adjudication page: never an item they
+    labeled, whose other labels stay blind to them). ``record``: one item's labels (its
+    ``public_id``). Newest first."""
+    visible = Q(annotator=user)
+    if roles_in(user, project) & ADJUDICATORS:
+        visible |= Q(record__in=adjudicable_records(user=user, project=project).values("pk"))
+    qs = Label.objects.filter(visible, record__project=project)
+    if record:
+        qs = qs.filter(record__public_id=record)
+    return _blind_label_columns(qs, user=user).order_by("-id")
+
+
+def get_label_for(*, project, user, pk: int) -> Label:
+    """One label of :func:`list_labels_for`; Http404 for any other (not theirs, another
+    project's, still blind)."""
+    label = list_labels_for(project=project, user=user).filter(pk=pk).first()
+    if label is None:
+        raise Http404("No such label.")
+    return label
+
+
+def list_adjudications_for(*, project, user):
+    """The adjudications of ``project`` on the items :func:`adjudicable_records` opens to
+    ``user`` (leads and admins; never an item they labeled), newest first, with the item's
+    opaque id and the lead's name (the adjudication page shows both); nothing of the system."""
+    records = adjudicable_records(user=user, project=project).values("pk")
+    return (
+        Adjudication.objects.filter(record__in=records)
+        .annotate(record_public_id=F("record__public_id"), lead_name=F("lead__username"))
+        .order_by("-id")
+    )
+
+
+def get_adjudication_for(*, project, user, pk: int) -> Adjudication:
+    """One adjudication of :func:`list_adjudications_for`; Http404 otherwise."""
+    adjudication = list_adjudications_for(project=project, user=user).filter(pk=pk).first()
+    if adjudication is None:
+        raise Http404("No such adjudication.")
+    return adjudication
+
+
+def list_open_items_for_lead(*, user, project):
+    """The items waiting for ``user`` as a lead in ``project`` (:func:`adjudicable_records` in
+    ``OPEN_FOR_LEAD``; production items), each with its question and its labels by slot
+    (``blind_labels``, blinded as :func:`list_blind_labels`): a constant number of queries
+    whatever the page size. Rows are ``AnswerRecord``; hand them out as :class:`BlindRecord`."""
+    labels = _blind_label_columns(Label.objects.all(), user=user).order_by("assignment__slot", "id")
+    return (
+        adjudicable_records(user=user, project=project, statuses=OPEN_FOR_LEAD)
+        .filter(is_calibration=False)
+        .select_related("question__domain")
+        .prefetch_related(Prefetch("labels", queryset=labels, to_attr="blind_labels"))
+    )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchHeadline
 from django.db import connection
-from django.db.models import Count, Prefetch, Q, Subquery
+from django.db.models import Count, Max, Prefetch, Q, Subquery
 from django.shortcuts import get_object_or_404
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -70,10 +70,15 @@ def get_document(*, project, document_id: str) -> Document:
 
 
 def list_blocks_of(*, document: Document):
-    """A document's blocks, each with its latest version prefetched (as ``latest``) and a count."""
+    """A document's blocks, each with its latest version prefetched (as ``latest``), a count,
+    and ``changed_at`` (when its newest version was created)."""
     return (
         Block.objects.filter(document=document)
-        .annotate(version_count=Count("versions"), latest_version=Subquery(newest_version_of("pk")))
+        .annotate(
+            version_count=Count("versions"),
+            latest_version=Subquery(newest_version_of("pk")),
+            changed_at=Max("versions__created_at"),
+        )
         .order_by("position", "block_id")
     )
 

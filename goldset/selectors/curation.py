@@ -59,6 +59,7 @@ TRIPLE_JOINS = (
     "author",
     "customer",
     "current_revision__expected_block_version__block__document",
+    "origin",
 )
 
 
@@ -809,6 +810,7 @@ def gold_row(triple: Triple) -> dict:
         "added_at": triple.added_at,
         "resolution": triple.resolution,
         "customer": triple.customer.slug if triple.customer_id else None,
+        **_origin_values(triple),
     }
     return _gold_row(values, [r.reviewer.username for r in revision.reviews.all()])
 
@@ -835,7 +837,19 @@ GOLD_ROW_COLUMNS = {
     "added_at": "added_at",
     "resolution": "resolution",
     "customer": "customer__slug",
+    "origin_record": "origin__record_public_id",
+    "origin_trace": "origin__trace_id",
+    "origin_rule": "origin__sampling_rule",
 }
+
+
+def _origin_values(triple: Triple) -> dict:
+    origin = getattr(triple, "origin", None)  # joined by TRIPLE_JOINS
+    return {
+        "origin_record": origin.record_public_id if origin else None,
+        "origin_trace": origin.trace_id if origin else None,
+        "origin_rule": origin.sampling_rule if origin else None,
+    }
 
 
 def iter_gold_rows(triples, *, batch: int = 5000) -> Iterator[dict]:
@@ -881,6 +895,13 @@ def _gold_row(v: dict, reviewed_by: list[str]) -> dict:
     }
     if v["customer"] is not None:
         metadata["customer"] = v["customer"]
+    if v["origin_record"] is not None:
+        # promoted from a labeled production record (issue 28): where it came from
+        metadata["provenance"] = {
+            "answer_record": v["origin_record"],
+            "trace_id": v["origin_trace"] or None,
+            "sampling_rule": v["origin_rule"] or None,
+        }
     if v["superseded_reason"]:
         # pinned to superseded text on purpose; the importer reads the reason back (check_pin)
         metadata["superseded_reason"] = v["superseded_reason"]
@@ -897,3 +918,33 @@ def _gold_row(v: dict, reviewed_by: list[str]) -> dict:
         "expected_answer": v["expected_answer"],
         "metadata": metadata,
     }
+
+
+# ---------------------------------------------------------------- the API's reads (issue 29)
+
+
+def list_reviews_for(*, project, user, triple: str = ""):
+    """The reviews of ``project`` the pages show ``user``, as one query: their own (the review
+    queue and page), and on the triples :func:`list_triples_for` lets them see, the reviews of
+    every revision no longer under review (:func:`revision_history`'s rule: reviews stay blind
+    until the revision is resolved). ``triple``: one triple's reviews (its id). Newest first."""
+    under_review = Q(
+        revision__triple__current_revision_id=F("revision_id"),
+        revision__triple__state=TripleState.PENDING_REVIEW,
+    )
+    seen = list_triples_for(project=project, user=user).values("pk")
+    qs = Review.objects.filter(
+        Q(reviewer=user) | (Q(revision__triple__in=seen) & ~under_review),
+        revision__triple__project=project,
+    )
+    if triple:
+        qs = qs.filter(revision__triple__external_id=triple)
+    return qs.select_related("reviewer", "revision__triple", "assignment").order_by("-id")
+
+
+def get_review_for(*, project, user, pk: int) -> Review:
+    """One review of :func:`list_reviews_for`; Http404 for any other."""
+    review = list_reviews_for(project=project, user=user).filter(pk=pk).first()
+    if review is None:
+        raise Http404("No such review.")
+    return review

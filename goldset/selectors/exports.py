@@ -5,6 +5,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -148,13 +149,39 @@ def diff_versions(
 # ---------------------------------------------------------------- scoring jobs
 
 
-def list_jobs(*, project):
-    """The project's scoring jobs, newest first."""
-    return (
-        ScoringJob.objects.filter(project=project)
-        .select_related("version", "created_by")
-        .order_by("-created_at")
+def list_jobs(*, project, version: GoldVersion | None = None, system_id: str = "", status=""):
+    """The project's scoring jobs, newest first; only those scored against ``version``, those
+    of the system ``system_id`` (:func:`jobs_of_system`) or in ``status`` when given."""
+    jobs = ScoringJob.objects.filter(project=project)
+    if version is not None:
+        jobs = jobs.filter(version=version)
+    if system_id:
+        jobs = jobs.filter(jobs_of_system(system_id))
+    if status:
+        jobs = jobs.filter(status=status)
+    return jobs.select_related("version", "created_by").order_by("-created_at", "-id")
+
+
+def jobs_of_system(system_id: str) -> Q:
+    """Which scoring jobs are a system's: an answer log in which the system answered (its
+    figures are by system), or a retrieval run named after it (a retrieval run names no
+    system: its job's name does, ``--name`` in the CLIs)."""
+    return Q(kind=RunKind.ANSWERS, summary__systems__has_key=system_id) | Q(
+        kind=RunKind.RETRIEVAL, name=system_id
     )
+
+
+def latest_job_of_system(
+    *, project, version: GoldVersion, system_id: str, exclude: ScoringJob | None = None
+) -> ScoringJob | None:
+    """The system's newest succeeded job on ``version`` (a release gate's baseline), other than
+    ``exclude`` (the run being gated); None when it has none."""
+    jobs = list_jobs(
+        project=project, version=version, system_id=system_id, status=JobStatus.SUCCEEDED
+    )
+    if exclude is not None:
+        jobs = jobs.exclude(pk=exclude.pk)
+    return jobs.first()
 
 
 def get_job(*, project, pk: int) -> ScoringJob:

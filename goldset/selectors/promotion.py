@@ -7,7 +7,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from goldset.exceptions import GoldsetError
-from goldset.models import AnswerRecord, Label, Tier, Triple
+from goldset.models import AnswerCitation, AnswerRecord, BlockVersion, Label, Tier, Triple
 from goldset.rules.blinding import RECORD_SYSTEM_COLUMNS
 from goldset.rules.tiers import (
     KINDS,
@@ -147,3 +147,15 @@ def list_recent_promotions(*, project, limit: int = 20) -> list[AuditEvent]:
         .select_related("actor")
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+def governing_candidates(record: AnswerRecord) -> list[BlockVersion]:
+    """The block versions a record cited (in citation order), then those it retrieved (by rank),
+    each once; the first is the governing one. Two queries."""
+    cited = AnswerCitation.objects.filter(record=record).order_by("position")
+    retrieved = record.retrieved.order_by("rank")
+    ids = list(cited.values_list("block_version_id", flat=True))
+    ids += list(retrieved.values_list("block_version_id", flat=True))
+    order = list(dict.fromkeys(ids))
+    versions = BlockVersion.objects.select_related("block__document").in_bulk(order)
+    return [versions[pk] for pk in order]

@@ -18,6 +18,7 @@ from goldset.models import (
     DecisionKind,
     FastDecision,
     Label,
+    PairJudgment,
     Project,
     ProjectMembership,
     Review,
@@ -33,6 +34,7 @@ _SOURCES = {
     DecisionKind.LABEL: (Label, "annotator_id", "record__project"),
     DecisionKind.REVIEW: (Review, "reviewer_id", "revision__triple__project"),
     DecisionKind.ADJUDICATION: (Adjudication, "lead_id", "record__project"),
+    DecisionKind.PAIR_JUDGMENT: (PairJudgment, "reviewer_id", "pair__project"),
 }
 
 

@@ -16,6 +16,7 @@ from goldset.models import (
     DecisionKind,
     FinalSource,
     RecordStatus,
+    WebhookEvent,
 )
 from goldset.rules.labeling import OPEN_FOR_LEAD
 from goldset.rules.time_on_item import ItemTiming
@@ -26,6 +27,7 @@ from goldset.services.agreement_sources import ANSWERS
 from goldset.services.labeling import check_label_rules
 from goldset.services.locking import submit_transaction
 from goldset.services.time_on_item import flag_if_fast, timing_fields
+from goldset.services.webhooks import adjudication_data, emit
 from workbench.services.audit import record_event
 
 
@@ -127,5 +129,11 @@ def record_adjudication(
     schedule_agreement_recompute(
         project_id=record.project_id,
         dirty={"protocol": ANSWERS, "kind": AgreementDirtyScope.FACTS},
+    )
+    emit(
+        WebhookEvent.ADJUDICATION_RECORDED,
+        adjudication_data(adjudication, record),
+        project=record.project,
+        now=adjudication.created_at,
     )
     return adjudication

@@ -229,13 +229,15 @@ def _copy_frame(queryset, names: list[str]) -> pd.DataFrame:
     buffer.seek(0)
     table = pa_csv.read_csv(
         buffer,
-        read_options=pa_csv.ReadOptions(column_names=names),
+        # One thread: Arrow's reader threads each keep their own buffers (issue 26: tens of MB
+        # more at a freeze's peak for a read of a second); the same table either way.
+        read_options=pa_csv.ReadOptions(column_names=names, use_threads=False),
         convert_options=pa_csv.ConvertOptions(
             column_types={n: _ARROW_TYPES.get(n, pa.string()) for n in names},
             strings_can_be_null=False,
         ),
     )
-    return table.to_pandas()
+    return table.to_pandas(use_threads=False)
 
 
 def _sorted_categorical(values) -> pd.Categorical:

@@ -144,15 +144,20 @@ class PassageResolver:
         block_ids = {m["block"] for m in parsed.values() if m}
         versions: dict[tuple[str, int], ResolvedPassage] = {}
         latest: dict[str, int] = {}
-        for pk, block_id, number, start, end, authority in BlockVersion.objects.filter(
-            block__project=project, block__block_id__in=bulk.one_of(block_ids)
-        ).values_list(
-            "pk",
-            "block__block_id",
-            "version",
-            "effective_from",
-            "effective_to",
-            "block__document__authority",
+        # (no ORDER BY: the rows go into dicts, and the model's ordering sorted every batch)
+        for pk, block_id, number, start, end, authority in (
+            BlockVersion.objects.filter(
+                block__project=project, block__block_id__in=bulk.one_of(block_ids)
+            )
+            .order_by()
+            .values_list(
+                "pk",
+                "block__block_id",
+                "version",
+                "effective_from",
+                "effective_to",
+                "block__document__authority",
+            )
         ):
             versions[(block_id, number)] = ResolvedPassage(pk, authority, start, end)
             latest[block_id] = max(number, latest.get(block_id, 0))
@@ -202,7 +207,9 @@ def _ids(rows, key: str):
 # ---------------------------------------------------------------- questions
 
 
-def _question_hash(obj: dict) -> str:
+def question_hash(obj: dict) -> str:
+    """A question's content hash (``Question.content_sha256``): a question is immutable once
+    stored, and a later import of the same id with other content is refused."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
@@ -235,7 +242,7 @@ class QuestionImporter:
             if qid in self.seen:
                 at.add("question_id", f"{qid!r} also appears on line {self.seen[qid]}")
             self.seen[qid] = lineno
-            digest = _question_hash(obj)
+            digest = question_hash(obj)
             if qid in stored:
                 if stored[qid] == digest:
                     self.summary.questions_unchanged += 1
@@ -437,6 +444,71 @@ def check_latency(value, at: At, key: str = "latency_ms") -> int | None:
 def check_cost(value, at: At, key: str = "cost_usd") -> Decimal | None:
     return at.number(
         value, key, minimum=0, below=10_000, places="0.000001", expected="an amount in USD ≥ 0"
+    )
+
+
+class RecordRouter:
+    """Routes the new answer records of one project (DESIGN.md §7): the routing rules in force,
+    the labels each tier needs and the queue's shuffle seed, read once. ``decide_tier`` is pure,
+    so each distinct routing input is decided once. The answer-log import and the traces
+    mapping (goldset.services.traces) both create records through it: one routing rule."""
+
+    def __init__(self, *, project):
+        self.project = project
+        self.rules = get_active_rules(project=project)
+        self.queue_seed = tunable("QUEUE_SHUFFLE_SEED", project=project)
+        self._decisions: dict[tuple, tuple] = {}
+
+    def route(self, question: AnsweredQuestion, uncertainty) -> tuple:
+        """``(tier, tier value, rule, rules version, labels required)`` of a record answering
+        ``question``; the record's own uncertainty, when it has one, routes instead of the
+        question's."""
+        routing = (
+            question.task_type,
+            uncertainty if uncertainty is not None else question.uncertainty,
+            question.adversarial,
+            question.domain_slug,
+        )
+        decided = self._decisions.get(routing)
+        if decided is None:
+            task_type, routed_uncertainty, adversarial, domain = routing
+            decision = decide_tier(
+                rules=self.rules,
+                task_type=task_type,
+                uncertainty=routed_uncertainty,
+                adversarial=adversarial,
+                domain=domain,
+            )
+            decided = self._decisions[routing] = (
+                decision.tier,
+                Tier(decision.tier).value,
+                decision.rule,
+                decision.rules_version,
+                required_for(RECORD, decision.tier, project=self.project),
+            )
+        return decided
+
+    def queue_rank(self, public_id: str) -> int:
+        return queue_rank(public_id=public_id, seed=self.queue_seed)
+
+
+def insert_records(rows: list[tuple], *, slots: Counter) -> list[int]:
+    """Store answer records (``RECORD_COLUMNS`` tuples) and the production label slots they add
+    per domain (``slots``); returns their ids in row order. Inside the caller's transaction."""
+    record_ids = bulk.insert_rows(AnswerRecord, RECORD_COLUMNS, rows, ids=True)
+    for domain_id, added in sorted(slots.items()):
+        add_domain_slots(domain_id=domain_id, delta=added)
+    return record_ids
+
+
+def insert_passages(*, retrieved: list[tuple], citations: list[tuple]) -> None:
+    """Store records' retrieved passages ``(record, block version, passage id, rank)`` and
+    citations ``(record, block version, passage id, position)``."""
+    bulk.insert_rows(
+        RetrievedPassage, ("record_id", "block_version_id", "passage_ref", "rank"), retrieved
+    )
+    bulk.insert_rows(
+        AnswerCitation, ("record_id", "block_version_id", "passage_ref", "position"), citations
     )
 
 
@@ -671,40 +743,16 @@ class AnswerLogImporter:
                 new_runs.append(runs[run_id])
         Run.objects.bulk_create(new_runs)
         summary.runs_created += len(new_runs)
-        rules = get_active_rules(project=self.project)
-        queue_seed = tunable("QUEUE_SHUFFLE_SEED", project=self.project)
-        # decide_tier is pure: one decision per distinct routing input of the batch.
-        decisions: dict[tuple, tuple] = {}
+        router = RecordRouter(project=self.project)
         new_id = self.id_factory or new_public_id
         records = []
         slots: Counter[int] = Counter()
         by_tier = summary.by_tier
         for run_id, _, _, values, _, _, question in plan:
             answer, model, latency, cost, uncertainty, is_calibration, extra = values
-            routing = (
-                question.task_type,
-                uncertainty if uncertainty is not None else question.uncertainty,
-                question.adversarial,
-                question.domain_slug,
+            tier, tier_value, rule, rules_version, labels_required = router.route(
+                question, uncertainty
             )
-            decided = decisions.get(routing)
-            if decided is None:
-                task_type, routed_uncertainty, adversarial, domain = routing
-                decision = decide_tier(
-                    rules=rules,
-                    task_type=task_type,
-                    uncertainty=routed_uncertainty,
-                    adversarial=adversarial,
-                    domain=domain,
-                )
-                decided = decisions[routing] = (
-                    decision.tier,
-                    Tier(decision.tier).value,
-                    decision.rule,
-                    decision.rules_version,
-                    required_for(RECORD, decision.tier, project=self.project),
-                )
-            tier, tier_value, rule, rules_version, labels_required = decided
             public_id = new_id()
             records.append(
                 (
@@ -713,7 +761,7 @@ class AnswerLogImporter:
                     runs[run_id].pk,
                     question.pk,
                     question.domain_id,
-                    queue_rank(public_id=public_id, seed=queue_seed),
+                    router.queue_rank(public_id),
                     answer,
                     model,
                     latency,
@@ -730,9 +778,7 @@ class AnswerLogImporter:
             if not is_calibration:
                 slots[question.domain_id] += labels_required
             by_tier[tier] = by_tier.get(tier, 0) + 1
-        record_ids = bulk.insert_rows(AnswerRecord, RECORD_COLUMNS, records, ids=True)
-        for domain_id, added in sorted(slots.items()):
-            add_domain_slots(domain_id=domain_id, delta=added)
+        record_ids = insert_records(records, slots=slots)
         retrieved, citations, calibration = [], [], []
         calibration_sets: dict[int, CalibrationSet] = {}
         for record_id, (_, _, _, values, record_retrieved, record_citations, question) in zip(
@@ -756,12 +802,7 @@ class AnswerLogImporter:
                 calibration.append(
                     CalibrationItem(calibration_set=calibration_set, record_id=record_id)
                 )
-        bulk.insert_rows(
-            RetrievedPassage, ("record_id", "block_version_id", "passage_ref", "rank"), retrieved
-        )
-        bulk.insert_rows(
-            AnswerCitation, ("record_id", "block_version_id", "passage_ref", "position"), citations
-        )
+        insert_passages(retrieved=retrieved, citations=citations)
         CalibrationItem.objects.bulk_create(calibration)
         summary.calibration_records += len(calibration)
         summary.records_created += len(records)

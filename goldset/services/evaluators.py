@@ -8,12 +8,14 @@ The gold tier is every production answer record routed to GOLD whose final label
 severe-safety flag, or a safety primary failure (``scoring.report.SAFETY_FAILURES``).
 """
 
+import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch
+from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
@@ -32,12 +34,14 @@ from goldset.models import (
     Tier,
 )
 from goldset.selectors.answers import packet_record
+from goldset.services.traces import LaterEvaluation, receive_evaluations, trace_targets
 from scoring.evaluators import OUTPUT_AXES, EvaluatorConfig, evaluator_report
 from scoring.probe import score_answers
 from scoring.report import gold_unsafe
 from workbench.services.audit import record_event
 
 RECORD_ID_LENGTH = column_length(AnswerRecord, "public_id")
+TRACE_ID = re.compile(r"[0-9a-f]{32}")
 FINAL_STATUSES = (RecordStatus.FINAL, RecordStatus.ADJUDICATED, RecordStatus.AUDIT)
 
 
@@ -82,6 +86,7 @@ class EvaluatorImportSummary:
     evaluator_import: int
     records: int
     sha256: str
+    traces: int = 0  # of ``records``: outputs kept with traces still waiting to be sampled
 
     def as_dict(self) -> dict:
         return {
@@ -89,8 +94,18 @@ class EvaluatorImportSummary:
             "evaluator_id": self.evaluator_id,
             "evaluator_import": self.evaluator_import,
             "records": self.records,
+            "traces": self.traces,
             "sha256": self.sha256,
         }
+
+
+@dataclass
+class EvaluatorPlan:
+    """One batch's writes: outputs of answer records, and outputs on traces that wait to be
+    sampled (``goldset.services.traces.receive_evaluations``)."""
+
+    outputs: list = field(default_factory=list)
+    later: list = field(default_factory=list)
 
 
 class EvaluatorOutputImporter:
@@ -103,8 +118,11 @@ class EvaluatorOutputImporter:
         self.evaluator, self.actor, self.source_name = evaluator, actor, source_name
 
     def begin(self, *, writing: bool) -> None:
-        self.seen: dict[str, int] = {}
+        self.writing, self.now = writing, timezone.now()
+        self.seen: dict[str, int] = {}  # a record id, or "trace <id>", → the line judging it
+        self.judged: dict[int, int] = {}  # a record's pk → the line judging it
         self.written = 0
+        self.traces = 0
         self.batch: EvaluatorImport | None = None
         self.source = None
 
@@ -112,7 +130,7 @@ class EvaluatorOutputImporter:
         self.source = source
         return iter_json_lines(source, problems, what="evaluator judgement", progress=progress)
 
-    def check(self, rows, problems: Problems) -> list[EvaluatorOutput]:
+    def check(self, rows, problems: Problems) -> EvaluatorPlan:
         ids = [o["record_id"] for _, o in rows if isinstance(o.get("record_id"), str)]
         # Only the evaluator's project's records: another project's record id is unknown here.
         known = dict(
@@ -120,17 +138,23 @@ class EvaluatorOutputImporter:
                 project_id=self.evaluator.project_id, public_id__in=ids, is_calibration=False
             ).values_list("public_id", "pk")
         )
-        plan = []
+        trace_ids = {o["trace_id"] for _, o in rows if _is_trace_id(o.get("trace_id"))}
+        # In the write pass the traces' rows stay locked until the file is written.
+        targets = (
+            trace_targets(
+                project=self.evaluator.project,
+                trace_ids=sorted(trace_ids),
+                now=self.now,
+                lock=self.writing,
+            )
+            if trace_ids
+            else {}
+        )
+        plan = EvaluatorPlan()
         for lineno, obj in rows:
             at = At(problems, lineno)
             before = problems.total
-            record_id = at.identifier(obj, "record_id", max_length=RECORD_ID_LENGTH)
-            if record_id in self.seen:
-                at.add("record_id", f"{record_id!r} already judged on line {self.seen[record_id]}")
-            elif record_id:
-                self.seen[record_id] = lineno
-                if record_id not in known:
-                    at.add("record_id", f"unknown answer record {record_id!r}")
+            record, trace_id = self._target(obj, at, known, targets, lineno)
             name = obj.get("evaluator")
             if name is not None and name != self.evaluator.name:
                 at.add(
@@ -143,25 +167,82 @@ class EvaluatorOutputImporter:
             unsafe = at.number(
                 obj.get("unsafe_probability"), "unsafe_probability", minimum=0, maximum=1
             )
+            confidence = at.number(obj.get("confidence"), "confidence", minimum=0, maximum=1)
             if (
                 not obj.get("labels")
                 and obj.get("score") is None
                 and obj.get("unsafe_probability") is None
             ):
                 at.add("labels", "no judgement", "labels, score or unsafe_probability")
-            if problems.total == before:
-                plan.append(
+            if problems.total != before:
+                continue
+            score = None if score is None else float(score)
+            unsafe = None if unsafe is None else float(unsafe)
+            if record is not None:
+                plan.outputs.append(
                     EvaluatorOutput(
                         evaluator=self.evaluator,
-                        record_id=known[record_id],
+                        record_id=record,
                         labels=labels,
-                        score=None if score is None else float(score),
-                        unsafe_probability=None if unsafe is None else float(unsafe),
+                        score=score,
+                        unsafe_probability=unsafe,
+                    )
+                )
+            else:
+                plan.later.append(
+                    dict(
+                        trace_id=trace_id,
+                        labels=labels,
+                        score=score,
+                        unsafe_probability=unsafe,
+                        confidence=None if confidence is None else float(confidence),
                     )
                 )
         return plan
 
-    def write(self, plan: list[EvaluatorOutput]) -> None:
+    def _target(self, obj, at: At, known, targets, lineno) -> tuple[int | None, str]:
+        """(the record judged, or None with the trace id of a trace waiting to be sampled);
+        problems naming ``record_id`` or ``trace_id`` otherwise."""
+        if "trace_id" not in obj:
+            record_id = at.identifier(obj, "record_id", max_length=RECORD_ID_LENGTH)
+            if record_id in self.seen:
+                at.add("record_id", f"{record_id!r} already judged on line {self.seen[record_id]}")
+                return None, ""
+            if record_id:
+                self.seen[record_id] = lineno
+                if record_id not in known:
+                    at.add("record_id", f"unknown answer record {record_id!r}")
+                    return None, ""
+                return self._judged(known[record_id], at, "record_id", lineno), ""
+            return None, ""
+        trace_id = obj["trace_id"]
+        if "record_id" in obj:
+            at.add("trace_id", "give record_id or trace_id, not both")
+        elif not _is_trace_id(trace_id):
+            at.add("trace_id", f"got {trace_id!r}", "a trace id: 32 lowercase hex digits")
+        elif f"trace {trace_id}" in self.seen:
+            line = self.seen[f"trace {trace_id}"]
+            at.add("trace_id", f"{trace_id!r} already judged on line {line}")
+        else:
+            self.seen[f"trace {trace_id}"] = lineno
+            target = targets[trace_id]
+            if target.refused:
+                at.add("trace_id", target.refused)
+            elif target.record_id is not None:
+                return self._judged(target.record_id, at, "trace_id", lineno), ""
+            else:
+                return None, trace_id
+        return None, ""
+
+    def _judged(self, record: int, at: At, key: str, lineno: int) -> int | None:
+        """``record``, unless another line judged it already (by its id or its trace's)."""
+        if record in self.judged:
+            at.add(key, f"its answer record is already judged on line {self.judged[record]}")
+            return None
+        self.judged[record] = lineno
+        return record
+
+    def write(self, plan: EvaluatorPlan) -> None:
         if self.batch is None:
             self.batch = EvaluatorImport.objects.create(
                 evaluator=self.evaluator,
@@ -170,13 +251,27 @@ class EvaluatorOutputImporter:
                 n_records=0,
                 imported_by=self.actor,
             )
+        outputs = plan.outputs
         EvaluatorOutput.objects.filter(
-            evaluator=self.evaluator, record_id__in=[o.record_id for o in plan]
+            evaluator=self.evaluator, record_id__in=[o.record_id for o in outputs]
         ).delete()
-        for output in plan:
+        for output in outputs:
             output.source = self.batch
-        EvaluatorOutput.objects.bulk_create(plan)
-        self.written += len(plan)
+        EvaluatorOutput.objects.bulk_create(outputs)
+        receive_evaluations(
+            project=self.evaluator.project,
+            evaluations=[
+                LaterEvaluation(
+                    evaluator_id=self.evaluator.pk,
+                    evaluator_name=self.evaluator.name,
+                    import_id=self.batch.pk,
+                    **later,
+                )
+                for later in plan.later
+            ],
+        )
+        self.written += len(outputs) + len(plan.later)
+        self.traces += len(plan.later)
 
     def finish(self, *, source) -> EvaluatorImportSummary:
         self.batch.n_records = self.written
@@ -185,7 +280,12 @@ class EvaluatorOutputImporter:
             actor=self.actor,
             verb="evaluator_outputs_imported",
             obj=self.evaluator,
-            detail={"source": self.source_name, "records": self.written, "sha256": source.sha256},
+            detail={
+                "source": self.source_name,
+                "records": self.written,
+                "traces": self.traces,
+                "sha256": source.sha256,
+            },
         )
         return EvaluatorImportSummary(
             evaluator=str(self.evaluator),
@@ -193,7 +293,12 @@ class EvaluatorOutputImporter:
             evaluator_import=self.batch.pk,
             records=self.written,
             sha256=source.sha256,
+            traces=self.traces,
         )
+
+
+def _is_trace_id(value) -> bool:
+    return isinstance(value, str) and TRACE_ID.fullmatch(value) is not None
 
 
 def _output_labels(obj: dict, at: At) -> dict:

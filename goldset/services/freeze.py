@@ -40,6 +40,7 @@ from goldset.services.agreement_sources import (
     triple_review_frame,
     triple_review_ratings,
 )
+from goldset.services.pairwise_exports import render_pairwise_gold
 from goldset.services.probe_exports import render_adjudication_export
 from goldset.services.scoring_jobs import DEFAULT_SEED
 from workbench.services.audit import record_event
@@ -193,6 +194,12 @@ def store_frozen_version(
     checksums: dict[str, str] = {}
     gold_file = exports.FileSpool()  # the gold JSONL file is the rows, written as they come
     qrels_file = exports.FileSpool()  # and the TREC qrels, one judgement per row
+    description = "Goldset Workbench gold set" + (
+        f" ({exports.canonical_json(filters)})" if filters else ""
+    )
+    # and the Unrag, packet and question files, batch by batch of the same rows (issue 26)
+    snippets = exports.SnippetFiles(version, description=description)
+    pending: list[dict] = []
     batch: list[tuple] = []
     for index, row in enumerate(rows):
         triple_id, meta = _check_row(row, index)
@@ -229,7 +236,13 @@ def store_frozen_version(
         if len(batch) >= ROW_BATCH:
             _insert_rows(batch)
             batch = []
+        pending.append(row)
+        if len(pending) >= exports.PIN_BATCH:
+            snippets.add(pending)
+            pending = []
     _insert_rows(batch)
+    snippets.add(pending)
+    del pending
     if not stats.count:
         raise GoldsetError("nothing to freeze: no gold triples match these filters")
     diff = diff_against(parent, checksums)
@@ -237,9 +250,6 @@ def store_frozen_version(
     if parent is not None and not (diff.added or diff.removed or diff.changed):
         raise NothingToFreeze(parent)
 
-    description = "Goldset Workbench gold set" + (
-        f" ({exports.canonical_json(filters)})" if filters else ""
-    )
     rows_sha256 = gold_file.digest.hexdigest()
     files = [
         exports.store_spool(
@@ -249,7 +259,7 @@ def store_frozen_version(
             version=version, fmt=ExportFormat.TREC_QRELS, redacted=False, spool=qrels_file
         ),
     ]
-    spools = exports.render_snippet_files(version, description=description)
+    spools = snippets.finish()
     for (fmt, redacted), spool in spools.items():
         files.append(exports.store_spool(version=version, fmt=fmt, redacted=redacted, spool=spool))
     for fmt, render in (extra_files or {}).items():
@@ -480,15 +490,23 @@ def agreement_summary(filters: FreezeFilters, *, project) -> dict:
     triples = selected_triples(filters, project=project).values("pk")
     n_resamples = tunable("AGREEMENT_BOOTSTRAP_RESAMPLES", project=project)
     seed = tunable("AGREEMENT_BOOTSTRAP_SEED", project=project)
-    if connection.vendor == "postgresql":
-        # Columnar COPY reads (issue 26): categorical columns instead of a tuple per rating.
-        review_rows = triple_review_frame(project=project, triples=triples)
-        label_rows = answer_label_frame(project=project)
-    else:
-        review_rows = ratings_frame(triple_review_ratings(project=project, triples=triples))
-        label_rows = ratings_frame(answer_label_ratings(project=project))
-    reviews = summary_figures(review_rows, n_resamples=n_resamples, seed=seed)
-    labels = summary_figures(label_rows, n_resamples=n_resamples, seed=seed)
+    # Columnar COPY reads on PostgreSQL (issue 26): categorical columns instead of a tuple per
+    # rating; one frame at a time, the reviews' dropped before the labels' is read.
+    columnar = connection.vendor == "postgresql"
+    reviews = summary_figures(
+        triple_review_frame(project=project, triples=triples)
+        if columnar
+        else ratings_frame(triple_review_ratings(project=project, triples=triples)),
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    labels = summary_figures(
+        answer_label_frame(project=project)
+        if columnar
+        else ratings_frame(answer_label_ratings(project=project)),
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     return {
         "method": AGREEMENT_METHOD,
         "bootstrap": {"seed": seed, "resamples": n_resamples, "level": 0.95},
@@ -550,7 +568,11 @@ def freeze_gold_version(
     :func:`store_frozen_version`). Revoked customers' triples are never selected; triples
     pinned to superseded block versions only with ``filters.include_superseded`` (the manifest
     lists them either way)."""
-    extra = {ExportFormat.ADJUDICATION: render_adjudication_export, **(extra_files or {})}
+    extra = {
+        ExportFormat.ADJUDICATION: render_adjudication_export,
+        ExportFormat.PAIRWISE_GOLD: render_pairwise_gold,
+        **(extra_files or {}),
+    }
     return store_frozen_version(
         project=project,
         rows=selected_rows(filters, project=project),

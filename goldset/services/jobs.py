@@ -41,9 +41,11 @@ from goldset.models import (
 from goldset.rules.jobs import (
     AGREEMENT_OUTBOX_KIND,
     IMPORT_OUTBOX_KIND,
+    MAP_TRACES_TASK,
     NOTIFICATION_EMAIL_OUTBOX_KIND,
     NOTIFICATION_EMAIL_TASK,
     SCORING_OUTBOX_KIND,
+    TRACES_OUTBOX_KIND,
 )
 from goldset.rules.webhooks import DELIVER_TASK, WEBHOOK_OUTBOX_KIND
 from goldset.services import outbox
@@ -55,6 +57,7 @@ from goldset.services.pcs_calibrations import (
     reconcile_pcs_calibrations,
 )
 from goldset.services.scoring_jobs import SCORE_RUN_TASK, reconcile_scoring_jobs, stale_seconds
+from goldset.services.traces import reconcile_traces
 from goldset.services.webhooks import reconcile_webhook_deliveries
 from workbench.dispatch import publish
 
@@ -195,6 +198,14 @@ def _publish_webhook(message: OutboxMessage) -> None:
     )
 
 
+def _publish_traces(message: OutboxMessage) -> None:
+    publish(
+        MAP_TRACES_TASK,
+        args=[message.payload["project_id"]],
+        kwargs={"outbox_id": message.pk},
+    )
+
+
 def register_builtin_kinds() -> None:
     """Scoring jobs, import jobs, PCS calibrations, agreement recomputes and webhook
     deliveries (called once from ``GoldsetConfig.ready``)."""
@@ -208,3 +219,5 @@ def register_builtin_kinds() -> None:
     register_job_kind("pcs_calibrations", reconcile=reconcile_pcs_calibrations)
     outbox.register_outbox_kind(WEBHOOK_OUTBOX_KIND, publish=_publish_webhook)
     register_job_kind("webhooks", reconcile=reconcile_webhook_deliveries)
+    outbox.register_outbox_kind(TRACES_OUTBOX_KIND, publish=_publish_traces)
+    register_job_kind("traces", reconcile=reconcile_traces)

@@ -45,6 +45,7 @@ from goldset.models import (
     RecordStatus,
     SafetyBoundary,
     Tier,
+    WebhookEvent,
 )
 from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.label_consistency import label_contradiction
@@ -53,6 +54,7 @@ from goldset.rules.labeling import (
     QUEUE_SHUFFLE_SEED,
     queue_offset,
     shuffle_key,
+    undo_closed,
 )
 from goldset.rules.tiers import SPOT_CHECK_LABELS
 from goldset.rules.time_on_item import ItemTiming
@@ -64,6 +66,7 @@ from goldset.services.calibration import score_calibration_if_complete
 from goldset.services.locking import submit_transaction
 from goldset.services.notifications import notify_adjudication_waiting
 from goldset.services.time_on_item import flag_if_fast, timing_fields
+from goldset.services.webhooks import emit, label_data, wants
 from workbench.services.audit import record_event
 
 MAX_SECONDARY_FAILURES = 2
@@ -488,6 +491,17 @@ _WALK_ANNOTATOR, _WALK_DOMAIN, _WALK_OFFSET = -7_000_000_001, -7_000_000_002, -7
 _WALK_VALUES = ["annotator", "annotator", "domain", "offset"]  # theirs, skipped, domain, offset
 
 
+def _probe_per_row(sql: str) -> str:
+    """The walk's two ``NOT EXISTS`` (the person's claims and skips) with ``OFFSET 0``: the
+    planner then keeps each as a probe of the (person, record) index for the rows the walk
+    visits, instead of turning it into an anti-join that may first read every claim the person
+    ever made (a hash of 6,000 rows for a long history; issue 26). Both databases accept it."""
+    marker = "LIMIT 1)"
+    if sql.count(marker) != 2:
+        raise RuntimeError(f"unexpected sub-selects in the queue walk: {sql!r}")
+    return sql.replace(marker, "LIMIT 1 OFFSET 0)")
+
+
 @functools.cache
 def _walk_statement(vendor: str, direction: str, limit: int) -> tuple[str, tuple]:
     """One bounded walk of :func:`_open_records` (``direction`` "gte" or "lt" of the offset),
@@ -497,6 +511,7 @@ def _walk_statement(vendor: str, direction: str, limit: int) -> tuple[str, tuple
     rows = _open_records(_WALK_ANNOTATOR, _WALK_DOMAIN).values_list("pk", "queue_rank")
     walk = rows.filter(**{f"queue_rank__{direction}": _WALK_OFFSET})[:limit]
     sql, params = walk.query.sql_with_params()
+    sql = _probe_per_row(sql)
     names = {_WALK_ANNOTATOR: "annotator", _WALK_DOMAIN: "domain", _WALK_OFFSET: "offset"}
     slots = tuple(
         ("value", names[p]) if isinstance(p, int) and p in names else ("const", p) for p in params
@@ -751,6 +766,15 @@ def submit_label(
         schedule_agreement_recompute(
             project_id=record.project_id, dirty=_label_scope(label, record)
         )
+        # one look-up when nobody subscribes (the usual case): the payload, which reads the
+        # project and the slot, is built only for subscribers
+        if wants(WebhookEvent.LABEL_SUBMITTED, project=record.project_id):
+            emit(
+                WebhookEvent.LABEL_SUBMITTED,
+                label_data(label, record),
+                project=record.project,
+                now=label.created_at,
+            )
     return label
 
 
@@ -809,11 +833,13 @@ def undo_last_label(*, project, annotator) -> LabelAssignment:
     )
     if last is None:
         raise UndoRefused("You have no label to undo.")
-    window = tunable("LABEL_UNDO_WINDOW_SECONDS", project=project)
-    if (timezone.now() - last.created_at).total_seconds() > window:
-        raise UndoRefused(
-            f"Undo is possible for {window // 60} min after a submit; that has passed."
-        )
+    closed = undo_closed(
+        submitted_at=last.created_at,
+        now=timezone.now(),
+        window_seconds=tunable("LABEL_UNDO_WINDOW_SECONDS", project=project),
+    )
+    if closed:
+        raise UndoRefused(closed)
     record = AnswerRecord.objects.select_for_update().get(pk=last.record_id)
     if record.status != RecordStatus.LABELING:
         raise UndoRefused("That item is already resolved; its label can no longer be undone.")
@@ -870,3 +896,33 @@ def skip_item(*, assignment: LabelAssignment, reason: str) -> ItemSkip:
         detail={"slot": slot, "reason": skip.reason},
     )
     return skip
+
+
+@transaction.atomic
+def release_claims_of(*, annotator) -> list[str]:
+    """Hand every unlabeled production claim ``annotator`` holds, in every project, back to the
+    pool (a person deprovisioned or deactivated: their items must not wait for them). Their
+    labels stay. Records are locked in id order, so two releases cannot deadlock; idempotent
+    (a second call finds nothing). One ``claim_released`` audit event per record. Returns the
+    released records' public ids."""
+    labeled = Label.objects.filter(assignment_id=OuterRef("pk"))
+    claims = list(
+        LabelAssignment.objects.filter(
+            annotator=annotator, is_calibration=False, completed_at__isnull=True
+        )
+        .exclude(Exists(labeled))
+        .select_related("record")
+        .order_by("record_id")
+    )
+    released = []
+    for claim in claims:
+        record = claim.record
+        _release_claim(claim)
+        record_event(
+            actor=None,
+            verb="claim_released",
+            obj=record,
+            detail={"annotator_id": annotator.pk, "reason": "deprovisioned"},
+        )
+        released.append(record.public_id)
+    return released

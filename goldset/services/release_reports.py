@@ -5,12 +5,22 @@ JSON and the self-contained HTML that was reviewed."""
 
 from django.conf import settings
 from django.db import transaction
+from django.template.loader import render_to_string
 
 from goldset.exceptions import CrossProjectReference, GoldsetError
-from goldset.models import AnswerRecord, ExportFormat, GoldVersion, PcsCalibration, ReleaseReport
+from goldset.models import (
+    AnswerRecord,
+    ExportFormat,
+    GoldVersion,
+    PairwiseTask,
+    PcsCalibration,
+    ReleaseReport,
+)
+from goldset.selectors.pairwise import release_analysis_data
 from goldset.services.answer_scoring import version_packets
 from goldset.services.evaluators import FINAL_STATUSES, answer_entry, gold_label
 from goldset.services.pcs_calibrations import probe_config_for
+from scoring.pairwise import agreement_with_decision
 from scoring.report import release_report, render_html
 from workbench.services.audit import record_event
 
@@ -19,6 +29,7 @@ ARTIFACT_FILES = (
     ("Question file", ExportFormat.PROBE_QUESTIONS),
     ("Evidence packet", ExportFormat.PROBE_PACKETS),
     ("Adjudication export", ExportFormat.ADJUDICATION),
+    ("Pairwise gold", ExportFormat.PAIRWISE_GOLD),
 )
 
 
@@ -41,6 +52,7 @@ def create_release_report(
     calibration: PcsCalibration | None = None,
     actor=None,
     resamples: int | None = None,
+    pairwise_task: PairwiseTask | None = None,
 ) -> ReleaseReport:
     """Compute and store ``project``'s release report for its runs ``run_ids`` (answers-area
     runs) on its ``version``.
@@ -50,7 +62,15 @@ def create_release_report(
     project's. Every answer's question must be in the version's PROBE packets (GoldsetError
     otherwise). Scored with the calibration's configuration when one is chosen, else the seed's
     defaults.
+
+    With ``pairwise_task`` (the project's), the report gains a pairwise section beside Table 5
+    (:func:`pairwise_section`): the task's ranking, win rates with CIs, agreement and position
+    bias, and whether they agree with the PCS decision.
     """
+    if pairwise_task is not None and pairwise_task.project_id != project.pk:
+        raise CrossProjectReference(
+            "a release report compares a pairwise task of its own project only"
+        )
     if version.project_id != project.pk:
         raise CrossProjectReference(
             f"gold version v{version.number} belongs to another project; a release report "
@@ -102,19 +122,59 @@ def create_release_report(
         },
     )
     title = f"Release report — gold version v{version.number}"
+    data = result.to_dict()
+    html = render_html(result, title=title)
+    if pairwise_task is not None:
+        data["pairwise"] = pairwise_section(pairwise_task, systems=data["systems"])
+        section = render_to_string(
+            "evaluators/_release_pairwise.html", {"pairwise": data["pairwise"]}
+        )
+        html = html.replace("</body>", section + "</body>", 1)
     report = ReleaseReport.objects.create(
         project=project,
         version=version,
         run_ids=sorted(set(run_ids)),
         calibration=calibration,
-        report=result.to_dict(),
-        html=render_html(result, title=title),
+        report=data,
+        html=html,
         created_by=actor,
     )
     record_event(
         actor=actor,
         verb="release_report_created",
         obj=report,
-        detail={"version": version.number, "runs": report.run_ids},
+        detail={
+            "version": version.number,
+            "runs": report.run_ids,
+            "pairwise_task": pairwise_task.pk if pairwise_task else None,
+        },
     )
     return report
+
+
+def pairwise_section(task: PairwiseTask, *, systems: list[dict]) -> dict:
+    """The release report's pairwise section: the task's analysis (systems by id, as Table 5)
+    and the decision rule's pairwise clause (``scoring.pairwise.agreement_with_decision``)
+    against Table 5's decisions."""
+    analysis = release_analysis_data(task)
+    if analysis is None:
+        return {
+            "task": task.name,
+            "analysis": None,
+            "agrees": None,
+            "statement": "The pairwise task has no judgments yet: nothing to compare.",
+            "conflicts": [],
+        }
+    verdict = agreement_with_decision(
+        {row["system"]: row["strength"] for row in analysis["ranking"]},
+        {s["system_id"]: bool(s["release"]) for s in systems},
+        {s["system_id"]: (s.get("pcs") or {}).get("value") for s in systems},
+    )
+    return {
+        "task": task.name,
+        "analysis": analysis,
+        "agrees": verdict.agrees,
+        "statement": verdict.statement,
+        "compared": verdict.compared,
+        "conflicts": [list(c) for c in verdict.conflicts],
+    }

@@ -31,6 +31,7 @@ from goldset.models import (
     TripleRevision,
     TripleState,
     Verdict,
+    WebhookEvent,
 )
 from goldset.rules.tiers import TRIPLE, required_for
 from goldset.rules.triple_states import transition
@@ -48,6 +49,7 @@ from goldset.services.notifications import (
 )
 from goldset.services.text_limits import check_text_length
 from goldset.services.triples import create_triple, new_revision, superseded_detail
+from goldset.services.webhooks import emit, triple_resolved_data, wants
 from workbench.services.audit import record_event
 
 
@@ -172,6 +174,11 @@ def resolve_revision(*, triple: Triple, revision: TripleRevision, actor) -> str:
             flagged_by=[r.reviewer_id for r in flagged],
             actor=actor,
         )
+    if outcome != TripleState.PENDING_REVIEW and wants(
+        WebhookEvent.TRIPLE_RESOLVED, project=triple.project_id
+    ):
+        data = triple_resolved_data(triple, revision, verdicts=[r.verdict for r in reviews])
+        emit(WebhookEvent.TRIPLE_RESOLVED, data, project=triple.project)
     return triple.state
 
 

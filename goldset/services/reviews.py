@@ -17,7 +17,7 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from goldset.conf import curation_setting, tunable
@@ -36,6 +36,7 @@ from goldset.models import (
     TripleState,
     Verdict,
 )
+from goldset.rules.labeling import undo_closed
 from goldset.rules.tiers import SPOT_CHECK_REVIEWS
 from goldset.rules.time_on_item import ItemTiming
 from goldset.selectors.curation import claimable_revisions, open_assignments
@@ -297,11 +298,13 @@ def undo_last_review(*, project, reviewer) -> ReviewAssignment:
     )
     if last is None:
         raise ReviewUndoRefused("You have no review to undo.")
-    window = tunable("REVIEW_UNDO_WINDOW_SECONDS", project=project)
-    if (timezone.now() - last.submitted_at).total_seconds() > window:
-        raise ReviewUndoRefused(
-            f"Undo is possible for {window // 60} min after a submit; that has passed."
-        )
+    closed = undo_closed(
+        submitted_at=last.submitted_at,
+        now=timezone.now(),
+        window_seconds=tunable("REVIEW_UNDO_WINDOW_SECONDS", project=project),
+    )
+    if closed:
+        raise ReviewUndoRefused(closed)
     triple = lock_triple(last.revision.triple_id)
     revision = last.revision
     given = Review.objects.filter(revision=revision, spot_check=False).count()
@@ -451,3 +454,27 @@ def draw_spot_checks(
 def current_iso_week(now: dt.datetime | None = None) -> tuple[int, int]:
     year, week, _ = (now or timezone.now()).isocalendar()
     return year, week
+
+
+@transaction.atomic
+def release_review_claims_of(*, reviewer) -> int:
+    """Hand every unreviewed claim ``reviewer`` holds back to the pool (a person deprovisioned
+    or deactivated). Triples are locked in id order (as a skip locks them); idempotent. One
+    ``review_claim_released`` audit event per revision. Returns how many were released."""
+    reviewed = Review.objects.filter(assignment_id=OuterRef("pk"))
+    claims = list(
+        ReviewAssignment.objects.filter(reviewer=reviewer, completed_at__isnull=True)
+        .exclude(Exists(reviewed))
+        .select_related("revision")
+        .order_by("revision__triple_id", "pk")
+    )
+    for claim in claims:
+        lock_triple(claim.revision.triple_id)
+        _release_review_claim(claim)
+        record_event(
+            actor=None,
+            verb="review_claim_released",
+            obj=claim.revision,
+            detail={"reviewer_id": reviewer.pk, "reason": "deprovisioned"},
+        )
+    return len(claims)

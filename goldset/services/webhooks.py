@@ -238,6 +238,23 @@ def set_webhook_endpoint_enabled(
     return endpoint
 
 
+@transaction.atomic
+def delete_webhook_endpoint(*, actor, endpoint: WebhookEndpoint) -> None:
+    """Delete an endpoint and its delivery log (audited with its URL and events). A delivery
+    still queued finds no row and does nothing (:func:`_claim`); nothing more is sent there."""
+    locked = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    detail = {"url": locked.url, "events": locked.events, "enabled": locked.enabled}
+    record_event(
+        actor=actor,
+        verb="webhook_endpoint_deleted",
+        object_type="goldset.webhookendpoint",
+        object_id=locked.pk,
+        project=locked.project,
+        detail=detail,
+    )
+    locked.delete()
+
+
 # ---------------------------------------------------------------- emitting
 
 
@@ -376,7 +393,7 @@ def _iso(moment: dt.datetime | None) -> str | None:
     return moment.isoformat(timespec="seconds") if moment else None
 
 
-def _link(project, name: str, **kwargs) -> str:
+def _link(project, name: str, /, **kwargs) -> str:
     """An absolute link into ``project``: its page, or (``api:*``) its API endpoint."""
     if name.startswith("api:"):
         path = project_api_url(project, name, **kwargs)
@@ -404,7 +421,83 @@ def gold_version_data(version: GoldVersion) -> dict:
         ],
         "links": {
             "page": _link(version.project, "exports:version", number=version.number),
-            "api": _link(version.project, "api:version", number=version.number),
+            "api": _link(version.project, "api:version", ref=version.number),
+        },
+    }
+
+
+def tag_data(move) -> dict:
+    """The ``tag.moved`` data (a ``VersionTagMove``): the tag, what it pointed at before and
+    after (null when it was created or deleted) and when. Not the note (free text) nor who
+    moved it (a person): the audit log keeps both."""
+    project = move.project
+    before, after = move.from_version, move.to_version
+    links = {"page": _link(project, "exports:versions")}
+    if after is not None:
+        links = {
+            "page": _link(project, "exports:version", number=after.number),
+            "api": _link(project, "api:tag", name=move.name),
+        }
+    return {
+        "tag": move.name,
+        "action": move.action,
+        "from_version": before.number if before else None,
+        "to_version": after.number if after else None,
+        "moved_at": _iso(move.moved_at),
+        "links": links,
+    }
+
+
+def label_data(label, record) -> dict:
+    """The ``label.submitted`` data (a production label): the item's opaque id, the slot, the
+    tier, the item's status once the label is counted (``labeling``, ``final``,
+    ``needs_adjudication``, ``audit``) and when. Not the label's values or rationale, not who
+    gave it, nothing of the system or run: read the label through the API, which blinds it as
+    the pages do."""
+    return {
+        "label_id": label.pk,
+        "record": record.public_id,
+        "slot": label.assignment.slot,
+        "tier": record.tier,
+        "record_status": record.status,
+        "submitted_at": _iso(label.created_at),
+        "links": {"api": _link(record.project, "api:label", pk=label.pk)},
+    }
+
+
+def adjudication_data(adjudication, record) -> dict:
+    """The ``adjudication.recorded`` data: the item's opaque id, why it reached a lead, the
+    final acceptability and grounding, whether the lead changed the outcome, and when (not the
+    rationale, not the lead, nothing of the system)."""
+    return {
+        "adjudication_id": adjudication.pk,
+        "record": record.public_id,
+        "reason": adjudication.reason,
+        "final_acceptability": adjudication.acceptability,
+        "final_grounding": adjudication.grounding,
+        "changed_outcome": adjudication.changed_outcome,
+        "adjudicated_at": _iso(adjudication.created_at),
+        "links": {
+            "page": _link(record.project, "answers:adjudicate", public_id=record.public_id),
+            "api": _link(record.project, "api:adjudication", pk=adjudication.pk),
+        },
+    }
+
+
+def triple_resolved_data(triple, revision, *, verdicts: list[str]) -> dict:
+    """The ``triple.resolved`` data: the triple's id, the revision its reviews resolved, the
+    state that followed (``gold``, ``in_discussion``, ``dropped``), its resolution, the count
+    of each verdict, and when (no text of the triple, no reviewer, no comment)."""
+    return {
+        "triple": triple.external_id,
+        "revision": revision.number,
+        "state": triple.state,
+        "resolution": triple.resolution,
+        "verdicts": {v: verdicts.count(v) for v in sorted(set(verdicts))},
+        "resolved_at": _iso(timezone.now()),
+        "links": {
+            "page": _link(triple.project, "curation:triple", pk=triple.pk),
+            "api": _link(triple.project, "api:triple", triple_id=triple.external_id),
         },
     }
 

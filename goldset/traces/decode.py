@@ -713,3 +713,44 @@ def encode_export_response(decoded: Decoded, *, content_type: str) -> bytes:
         response.partial_success.rejected_spans = partial["rejected_spans"]
         response.partial_success.error_message = partial["error_message"]
     return response.SerializeToString()
+
+
+# gRPC status codes of the `google.rpc.Status` an error answer carries (OTLP/HTTP: "the response
+# body for all HTTP 4xx and HTTP 5xx responses MUST be a Status message").
+GRPC_INVALID_ARGUMENT = 3
+GRPC_RESOURCE_EXHAUSTED = 8
+GRPC_UNAVAILABLE = 14
+_GRPC_CODE_OF_HTTP = {
+    413: GRPC_RESOURCE_EXHAUSTED,
+    429: GRPC_RESOURCE_EXHAUSTED,
+    503: GRPC_UNAVAILABLE,
+}
+
+
+def response_media_type(content_type: str) -> str | None:
+    """The encoding of a request's answer (that of the request), None for an unsupported one."""
+    return _CONTENT_TYPES.get(content_type.split(";", 1)[0].strip().lower())
+
+
+def error_status_code(status: int) -> int:
+    """The gRPC code of an error answer's `google.rpc.Status`, by its HTTP status."""
+    return _GRPC_CODE_OF_HTTP.get(status, GRPC_INVALID_ARGUMENT)
+
+
+def encode_error_status(status: int, message: str, *, content_type: str) -> bytes:
+    """An error answer's body: a `google.rpc.Status` {code, message} in the request's encoding
+    (protobuf written by hand: two fields, so no dependency on googleapis-common-protos)."""
+    code = error_status_code(status)
+    if response_media_type(content_type) == JSON:
+        return json.dumps({"code": code, "message": message}).encode("utf-8")
+    text = message.encode("utf-8", "backslashreplace")
+    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, number = number & 0x7F, number >> 7
+        out.append(low | (0x80 if number else 0))
+        if not number:
+            return bytes(out)

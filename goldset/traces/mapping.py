@@ -30,6 +30,10 @@ Record fields:
 
 Outcomes of `map_trace`:
 
+Feedback and evaluation spans (`is_annotation_span`) are left out of the roles: they feed the
+sampling rules (`goldset.traces.signals`), so a thumbs-down sent later as a span of its own
+neither adds a root nor waits for a parent.
+
 - `TraceIncomplete`: no root span yet, or spans whose parent has not arrived (a trace's spans may
   come in several requests; map it again when more arrive). Nothing is mapped.
 - `TraceRejected`: two root spans, one span id received twice with different content, or no
@@ -154,8 +158,15 @@ def map_trace(
                 trace_id, f"span {span.span_id} received twice with different content", len(spans)
             )
         by_id[span.span_id] = span
-    unique = sorted(by_id.values(), key=lambda s: (s.start_ns, s.span_id))
-    count = len(unique)
+    count = len(by_id)
+    # Feedback and evaluation spans (a thumbs-down or a judge's verdict, often sent later and
+    # parented to a span of another process) are read by the sampling rules, not mapped.
+    unique = sorted(
+        (s for s in by_id.values() if not is_annotation_span(s)),
+        key=lambda s: (s.start_ns, s.span_id),
+    )
+    if not unique:
+        return TraceIncomplete(trace_id, "only feedback or evaluation spans so far", count)
 
     roots = [s for s in unique if not s.parent_span_id or s.parent_is_remote]
     if len(roots) > 1:
@@ -265,6 +276,23 @@ def split_by_corpus(
 
 # ---------------------------------------------------------------------------------------------
 # Roles
+
+# Attributes that make a span a feedback or evaluation span when it carries no input, output or
+# pipeline role of its own (see goldset.traces.signals).
+ANNOTATION_KEYS = ("goldset.feedback", "user.feedback", "gen_ai.evaluation.name")
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+
+
+def is_annotation_span(span: Span) -> bool:
+    """A span that only says something about the trace: user feedback or a judge's evaluation
+    (``goldset.feedback`` / ``user.feedback`` / ``gen_ai.evaluation.*`` attributes, or only
+    ``gen_ai.evaluation.result`` events), with no input, output or LLM/retriever/reranker role."""
+    marked = any(key in span.attributes for key in ANNOTATION_KEYS) or (
+        bool(span.events) and all(e.name == EVALUATION_EVENT for e in span.events)
+    )
+    if not marked or _is_llm(span) or _is_retriever(span) or _is_reranker(span):
+        return False
+    return _first_input(span) is None and _first_output(span) is None
 
 
 def _oi_kind(span: Span) -> str:

@@ -1,7 +1,15 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from goldset.views import api
+from goldset.views import (
+    api,
+    api_decisions,
+    api_pairwise,
+    api_pairwise_calibration,
+    api_sampling,
+    api_webhooks,
+    otlp,
+)
 
 app_name = "api"
 
@@ -38,17 +46,113 @@ urlpatterns = [
     path("versions/", api.VersionList.as_view(), name="versions"),
     path("versions/diff/", api.version_diff, name="version_diff"),
     path("versions/freeze/", api.version_freeze, name="version_freeze"),
-    path("versions/<int:number>/", api.VersionDetail.as_view(), name="version"),
+    # ``ref``: a number (7, v7), a tag or "latest" (goldset.services.version_tags); the two
+    # fixed paths above come first, and a tag may not take their names.
+    path("versions/<str:ref>/", api.VersionDetail.as_view(), name="version"),
     path(
-        "versions/<int:number>/download/<str:fmt>/",
+        "versions/<str:ref>/download/<str:fmt>/",
         api.version_download,
         name="version_download",
     ),
+    path("tags/", api.TagList.as_view(), name="tags"),
+    path("tags/<str:name>/", api.TagDetail.as_view(), name="tag"),
     path("jobs/", api.JobList.as_view(), name="jobs"),
     path("jobs/compare/", api.job_compare, name="job_compare"),
     path("jobs/<int:pk>/", api.JobDetail.as_view(), name="job"),
     path("jobs/<int:pk>/queries/", api.JobQueries.as_view(), name="job_queries"),
     path("agreement/", api.SnapshotList.as_view(), name="agreement_snapshots"),
     path("alerts/", api.alert_list, name="alerts"),
+    # labels, reviews, adjudications and webhook endpoints (issue 29)
+    path("labels/", api_decisions.LabelList.as_view(), name="labels"),
+    path("labels/claim/", api_decisions.label_claim, name="label_claim"),
+    path("labels/<int:pk>/", api_decisions.LabelDetail.as_view(), name="label"),
+    path("reviews/", api_decisions.ReviewList.as_view(), name="reviews"),
+    path("reviews/claim/", api_decisions.review_claim, name="review_claim"),
+    path("reviews/<int:pk>/", api_decisions.ReviewDetail.as_view(), name="review"),
+    path("adjudications/", api_decisions.AdjudicationList.as_view(), name="adjudications"),
+    path(
+        "adjudications/queue/",
+        api_decisions.AdjudicationQueue.as_view(),
+        name="adjudication_queue",
+    ),
+    path(
+        "adjudications/<int:pk>/",
+        api_decisions.AdjudicationDetail.as_view(),
+        name="adjudication",
+    ),
+    path("webhooks/", api_webhooks.WebhookEndpointList.as_view(), name="webhooks"),
+    path("webhooks/<int:pk>/", api_webhooks.WebhookEndpointDetail.as_view(), name="webhook"),
+    path(
+        "webhooks/<int:pk>/deliveries/",
+        api_webhooks.WebhookDeliveryList.as_view(),
+        name="webhook_deliveries",
+    ),
+    path("webhooks/<int:pk>/test/", api_webhooks.webhook_test, name="webhook_test"),
+    path(
+        "webhooks/deliveries/<int:pk>/redeliver/",
+        api_webhooks.webhook_redeliver,
+        name="webhook_redeliver",
+    ),
+    # pairwise review (issue 30)
+    path("pairwise/tasks/", api_pairwise.PairwiseTaskList.as_view(), name="pairwise_tasks"),
+    path(
+        "pairwise/tasks/<int:pk>/judgments/",
+        api_pairwise.PairwiseJudgmentList.as_view(),
+        name="pairwise_judgments",
+    ),
+    path(
+        "pairwise/tasks/<int:pk>/judgments/import/",
+        api_pairwise.pairwise_judgments_import,
+        name="pairwise_judgments_import",
+    ),
+    path(
+        "pairwise/tasks/<int:pk>/analysis/",
+        api_pairwise.pairwise_analysis,
+        name="pairwise_analysis",
+    ),
+    path("pairwise/claim/", api_pairwise.pairwise_claim, name="pairwise_claim"),
+    path("pairwise/pairs/<str:public_id>/", api_pairwise.pairwise_pair, name="pairwise_pair"),
+    path(
+        "pairwise/pairs/<str:public_id>/judgment/",
+        api_pairwise.pairwise_judge,
+        name="pairwise_judge",
+    ),
+    # pairwise qualification (issue 30): calibration pairs, a reviewer's status and judgments
+    path(
+        "pairwise/calibration/pairs/",
+        api_pairwise_calibration.CalibrationPairList.as_view(),
+        name="pairwise_calibration_pairs",
+    ),
+    path(
+        "pairwise/calibration/candidate/",
+        api_pairwise_calibration.pairwise_calibration_candidate,
+        name="pairwise_calibration_candidate",
+    ),
+    path(
+        "pairwise/calibration/claim/",
+        api_pairwise_calibration.pairwise_calibration_claim,
+        name="pairwise_calibration_claim",
+    ),
+    path(
+        "pairwise/calibration/pairs/<str:public_id>/judgment/",
+        api_pairwise_calibration.pairwise_calibration_judge,
+        name="pairwise_calibration_judge",
+    ),
+    path(
+        "pairwise/qualification/",
+        api_pairwise_calibration.pairwise_qualification,
+        name="pairwise_qualification",
+    ),
+    path(
+        "pairwise/qualifications/",
+        api_pairwise_calibration.PairQualificationList.as_view(),
+        name="pairwise_qualifications",
+    ),
+    # OTLP/HTTP (issue 28): the path an OpenTelemetry exporter appends, without a trailing slash
+    path("otlp/v1/traces", otlp.otlp_traces, name="otlp_traces"),
+    path("sampling-rules/", api_sampling.SamplingRuleList.as_view(), name="sampling_rules"),
+    path(
+        "sampling-rules/<int:pk>/", api_sampling.SamplingRuleDetail.as_view(), name="sampling_rule"
+    ),
     re_path(r"^(?P<rest>[\s\S]*)$", api.not_found, name="not_found"),
 ]

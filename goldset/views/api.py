@@ -4,6 +4,7 @@ the access table's (``workbench.access``, entries ``api:*``) through
 
 import json
 import math
+import re
 
 from django.core.files.base import ContentFile
 from django.shortcuts import get_object_or_404
@@ -12,36 +13,61 @@ from rest_framework import generics, status
 from rest_framework.decorators import api_view, parser_classes
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from goldset.exceptions import GoldsetError
 from goldset.imports.errors import problem_from_text
-from goldset.models import DEFAULT_PROJECT_SLUG, ImportKind, ScoringJob, TripleState
+from goldset.models import DEFAULT_PROJECT_SLUG, ImportKind, JobStatus, ScoringJob, TripleState
 from goldset.selectors import agreement as agreement_selectors
 from goldset.selectors import corpus as corpus_selectors
 from goldset.selectors import curation as curation_selectors
 from goldset.selectors import evaluators as evaluator_selectors
 from goldset.selectors import exports as export_selectors
+from goldset.selectors import version_tags as tag_selectors
 from goldset.selectors.imports import get_import_job_for
 from goldset.selectors.projects import list_projects_for
 from goldset.services import exports as export_files
 from goldset.services.blinded_downloads import ChecksumMismatch, NoSuchDownload, serve_version_file
 from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
+from goldset.services.gate import BadVersionRef, UnknownVersion, resolve_version_ref
 from goldset.services.import_jobs import (
     UploadRejected,
     cancel_import_job,
     retry_import_job,
     submit_import,
 )
+from goldset.services.version_tags import (
+    delete_version_tag,
+    resolve_version,
+    resolve_version_option,
+    set_version_tag,
+)
 from goldset.views import api_serializers as s
 from goldset.views.api_parsers import DepthLimitedJSONParser
-from goldset.views.api_support import Cursor, ListFilters, Problem, api_url, check_query
+from goldset.views.api_support import (
+    Cursor,
+    ListFilters,
+    Problem,
+    api_url,
+    bad_query,
+    check_query,
+)
 from goldset.views.downloads import file_response
 from workbench.access import entry_for
 from workbench.models import ApiToken
 from workbench.roles import Role, roles_of
 
+# What the schema documents of a version reference (resolve_version_ref reads it): a number,
+# v7, a tag or latest.
+VERSION_REF_PATTERN = s.VERSION_REF_PATTERN
 MAX_ID = 2**63 - 1  # the largest id the database stores (bigint)
 ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+REF_PARAMETER = OpenApiParameter(
+    "ref",
+    s.VERSION_REF_SCHEMA["oneOf"][1],
+    OpenApiParameter.PATH,
+    description=s.VERSION_REF_SCHEMA["description"],
+)
 
 # Each import kind is allowed to the roles of the page that imports it: one table for both.
 IMPORT_PAGE = {
@@ -91,6 +117,7 @@ class DomainList(ApiList):
 
     serializer_class = s.DomainSerializer
     pagination_class = type("DomainCursor", (Cursor,), {"ordering": "slug"})
+    updated_fields = ("created_at",)
 
     def get_queryset(self):
         return corpus_selectors.list_domains(project=self.request.project)
@@ -211,6 +238,7 @@ class DocumentBlocks(ApiList):
 
     serializer_class = s.BlockSerializer
     pagination_class = type("BlockCursor", (Cursor,), {"ordering": "block_id"})
+    updated_fields = ("changed_at",)  # its newest version's creation: how a block changes
 
     def get_queryset(self):
         document = corpus_selectors.get_document(
@@ -368,14 +396,17 @@ class VersionList(ApiList):
 
 
 class VersionDetail(generics.RetrieveAPIView):
-    """A frozen gold version with its manifest (counts, filters, seeds, checksums, diff)."""
+    """A frozen gold version with its manifest (counts, filters, seeds, checksums, diff), by
+    number (``7``, ``v7``), tag (``release-2026q4``) or ``latest``; 404 for anything else."""
 
     serializer_class = s.GoldVersionDetailSerializer
 
+    @extend_schema(parameters=[REF_PARAMETER])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_object(self):
-        return export_selectors.get_version(
-            project=self.request.project, number=self.kwargs["number"]
-        )
+        return resolve_version(project=self.request.project, ref=self.kwargs["ref"])
 
 
 @extend_schema(
@@ -419,26 +450,24 @@ def version_freeze(request):
     return Response(
         s.FreezeResultSerializer(body).data,
         status=status.HTTP_201_CREATED,
-        headers={"Location": api_url(request, "api:version", number=version.number)},
+        headers={"Location": api_url(request, "api:version", ref=version.number)},
     )
 
 
 @extend_schema(
     parameters=[
-        OpenApiParameter("a", ID_SCHEMA, required=True),
-        OpenApiParameter("b", ID_SCHEMA, required=True),
+        OpenApiParameter("a", s.VERSION_REF_SCHEMA, required=True),
+        OpenApiParameter("b", s.VERSION_REF_SCHEMA, required=True),
     ],
     responses={200: s.VersionDiffSerializer},
 )
 @api_view(["GET"])
 def version_diff(request):
-    """Triples added, removed and changed between versions ``a`` and ``b``."""
-    a = export_selectors.get_version(
-        project=request.project, number=_positive(request.query_params.get("a"), "a")
-    )
-    b = export_selectors.get_version(
-        project=request.project, number=_positive(request.query_params.get("b"), "b")
-    )
+    """Triples added, removed and changed between versions ``a`` and ``b`` (each a number,
+    ``v7``, a tag or ``latest``)."""
+    check_query(request, allowed=("a", "b"))
+    a = resolve_version(project=request.project, ref=_version_ref(request, "a"))
+    b = resolve_version(project=request.project, ref=_version_ref(request, "b"))
     before = export_files.verified_row_checksums(a)
     after = export_files.verified_row_checksums(b)
     diff = export_selectors.diff_versions(a=a, b=b, before=before, after=after)
@@ -457,19 +486,21 @@ def version_diff(request):
 
 
 @extend_schema(
+    parameters=[REF_PARAMETER],
     responses={
         (200, "application/octet-stream"): OpenApiResponse(
             description="The file; its sha256 in the X-Checksum-SHA256 header."
         ),
         500: OpenApiResponse(description="The stored file failed its integrity check."),
-    }
+    },
 )
 @api_view(["GET"])
-def version_download(request, number, fmt):
+def version_download(request, ref, fmt):
     """A version's file in ``fmt`` (gold_jsonl, unrag_json, probe_questions, probe_packets,
     adjudication, manifest), reduced to the fields the caller's role gets: the page's path
-    (:func:`serve_version_file`) and status codes (404 no such file, 500 failed integrity)."""
-    version = export_selectors.get_version(project=request.project, number=number)
+    (:func:`serve_version_file`) and status codes (404 no such file, 500 failed integrity).
+    ``ref`` is a number, ``v7``, a tag or ``latest``."""
+    version = resolve_version(project=request.project, ref=ref)
     try:
         download = serve_version_file(user=request.user, version=version, fmt=fmt, via="api")
     except ChecksumMismatch as exc:
@@ -486,11 +517,49 @@ class JobList(ApiList, generics.CreateAPIView):
     the scoring job once the file is validated)."""
 
     serializer_class = s.ScoringJobSerializer
+    query_filters = ("version", "system", "status")
     updated_fields = ("created_at", "started_at", "finished_at")
     parser_classes = [DepthLimitedJSONParser, MultiPartParser, FormParser]
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "version",
+                {"type": "string", "pattern": VERSION_REF_PATTERN},
+                description="Jobs scored on this gold version: 7, v7, a tag or latest (none when "
+                "it names no frozen version).",
+            ),
+            OpenApiParameter(
+                "system",
+                str,
+                description="Jobs of this system: answer logs it answered in, retrieval runs "
+                "named after it.",
+            ),
+            OpenApiParameter("status", str, enum=list(JobStatus.values)),
+        ]
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
-        return export_selectors.list_jobs(project=self.request.project).select_related("version")
+        params = self.request.query_params
+        ref, status_ = params.get("version", ""), params.get("status", "")
+        if status_ and status_ not in JobStatus.values:
+            raise bad_query("status", f"unknown status {status_!r}; expected a job status")
+        version = None
+        if ref:
+            try:
+                version = resolve_version_ref(self.request.project, ref)
+            except BadVersionRef as exc:
+                raise bad_query("version", str(exc)) from exc
+            except UnknownVersion:
+                return ScoringJob.objects.none()  # a version not frozen (yet) has no jobs
+        return export_selectors.list_jobs(
+            project=self.request.project,
+            version=version,
+            system_id=params.get("system", ""),
+            status=status_,
+        )
 
     @extend_schema(
         request={
@@ -536,6 +605,7 @@ class JobQueries(ApiList):
 
     serializer_class = s.QueryResultSerializer
     pagination_class = type("QueryCursor", (Cursor,), {"ordering": "id"})
+    updated_fields = ("job__finished_at",)  # a job's rows are (re)written when it finishes
 
     def get_queryset(self):
         job = export_selectors.get_job(project=self.request.project, pk=self.kwargs["pk"])
@@ -623,6 +693,111 @@ def alert_list(request):
     check_query(request, allowed=())
     alerts = agreement_selectors.list_agreement_alerts(project=request.project)
     return Response(s.AlertSerializer(alerts, many=True).data)
+
+
+def _version_ref(request, name: str) -> str:
+    """The version the query parameter ``name`` names (shape only; 400 when it cannot name
+    one); the resolver decides which version it is (404 for none)."""
+    value = request.query_params.get(name, "")
+    if not re.fullmatch(s.VERSION_REF_PATTERN, value):
+        raise Problem(
+            status_code=400,
+            title="Bad Request",
+            detail=f"{name} must name a gold version",
+            errors=[{"field": name, "message": "expected a version number, a tag or 'latest'"}],
+        )
+    return value
+
+
+# ---------------------------------------------------------------- version tags
+
+
+class TagList(ApiList):
+    """The project's version tags by name, each with the version it points at and its last
+    change (``updated_since``: moved since)."""
+
+    serializer_class = s.TagSerializer
+    pagination_class = type("TagCursor", (Cursor,), {"ordering": "name"})
+    updated_fields = ("moved_at",)
+
+    def get_queryset(self):
+        return tag_selectors.list_tags(project=self.request.project)
+
+
+def _tag_body(request, tag):
+    history = tag_selectors.list_tag_history(project=request.project, name=tag.name)
+    return s.TagDetailSerializer(tag, context={"history": history}).data
+
+
+def _check_tag_admin(request) -> None:
+    """Moving and deleting tags: the roles of the page that does it (one table for both)."""
+    if not roles_of(request.user) & entry_for("exports:tag_set").roles:
+        raise Problem(status_code=403, title="Forbidden", detail="Only a project admin moves tags.")
+
+
+class TagDetail(APIView):
+    """One version tag: read it with its history (leads and admins); create or move it with
+    PUT, delete it with DELETE (admins, write token). Every change is audited and sent as a
+    ``tag.moved`` webhook event."""
+
+    @extend_schema(responses={200: s.TagDetailSerializer})
+    def get(self, request, name):
+        """The tag, the version it points at, and its changes, newest first."""
+        check_query(request, allowed=())
+        tag = tag_selectors.get_tag(project=request.project, name=name)
+        return Response(_tag_body(request, tag))
+
+    @extend_schema(
+        request=s.TagRequestSerializer,
+        responses={
+            200: OpenApiResponse(s.TagDetailSerializer, description="Moved (or already there)."),
+            201: OpenApiResponse(s.TagDetailSerializer, description="Created."),
+            422: OpenApiResponse(
+                description="A name a tag may not take, a version the project does not have, "
+                "or a note over 300 characters (the field is named in errors)."
+            ),
+        },
+    )
+    def put(self, request, name):
+        """Point the tag at ``version`` (a number, ``v7``, another tag or ``latest``, resolved
+        now: the tag pins that version), creating it when it does not exist: 201 when
+        created, 200 when moved; putting it where it already is changes nothing (200)."""
+        check_query(request, allowed=())
+        _check_tag_admin(request)
+        body = s.TagRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        version = resolve_version_option(project=request.project, ref=data["version"])
+        change = set_version_tag(
+            project=request.project,
+            actor=request.user,
+            name=name,
+            version=version,
+            note=data.get("note", ""),
+        )
+        if not change.created:
+            return Response(_tag_body(request, change.tag))
+        return Response(
+            _tag_body(request, change.tag),
+            status=status.HTTP_201_CREATED,
+            headers={"Location": api_url(request, "api:tag", name=change.tag.name)},
+        )
+
+    @extend_schema(
+        parameters=[OpenApiParameter("note", str, description="Why (kept in its history).")],
+        responses={204: None},
+    )
+    def delete(self, request, name):
+        """Delete the tag (its history stays): 204; 404 when there is no such tag."""
+        check_query(request, allowed=("note",))
+        _check_tag_admin(request)
+        delete_version_tag(
+            project=request.project,
+            actor=request.user,
+            name=name,
+            note=request.query_params.get("note", ""),
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 def _positive(value, name: str, *, what: str = "a version number") -> int:

@@ -1,6 +1,8 @@
 """Shapes of the API's answers and request bodies. No business rule lives here: validation is
 of shape only; the services decide."""
 
+import re
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -20,6 +22,8 @@ from goldset.models import (
     Source,
     Tier,
     Triple,
+    VersionTag,
+    VersionTagMove,
 )
 from goldset.selectors.agreement import subject_display
 from goldset.selectors.exports import release_gate
@@ -42,7 +46,7 @@ class ProjectSerializer(serializers.Serializer):
 class DomainSerializer(serializers.ModelSerializer):
     class Meta:
         model = Domain
-        fields = ["slug", "name"]
+        fields = ["slug", "name", "created_at"]
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -99,16 +103,54 @@ def _located(error: dict) -> dict:
     return {**error, "line": found.line, "field": found.field}
 
 
+VERSION_REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+VERSION_REF_SCHEMA = {
+    "oneOf": [
+        {"type": "integer", "minimum": 1},
+        {"type": "string", "minLength": 1, "maxLength": 64, "pattern": VERSION_REF_PATTERN},
+    ],
+    "description": 'A gold version: its number (7, or "v7"), a tag of the project '
+    '("release-2026q4") or "latest" (the newest frozen version).',
+}
+
+
+@extend_schema_field(VERSION_REF_SCHEMA)
+class VersionRefField(serializers.Field):
+    """A version as a request names it: a number, ``"v7"``, a tag or ``"latest"`` (shape only:
+    ``goldset.services.version_tags.resolve_version`` decides what it names)."""
+
+    default_error_messages = {
+        "invalid": "expected a version number (7, v7), a tag or 'latest'",
+    }
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int | str):
+            self.fail("invalid")
+        if isinstance(data, int):
+            if data < 1:
+                self.fail("invalid")
+            return data
+        if len(data) > 64 or not re.fullmatch(VERSION_REF_PATTERN, data):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
 class ImportRequestSerializer(serializers.Serializer):
-    # Evaluator outputs are posted to their evaluator (``evaluators/{id}/outputs/``).
+    # Evaluator outputs are posted to their evaluator (``evaluators/{id}/outputs/``), pairwise
+    # judgments to their task (``pairwise/tasks/{id}/judgments/import/``).
     kind = serializers.ChoiceField(
-        choices=[c for c in ImportKind.choices if c[0] != ImportKind.EVALUATOR]
+        choices=[
+            c for c in ImportKind.choices if c[0] not in (ImportKind.EVALUATOR, ImportKind.PAIRWISE)
+        ]
     )
     # An empty file is refused by the upload service (422 with its name), as on the pages.
     file = serializers.FileField(allow_empty_file=True)
     domain = serializers.CharField(required=False, allow_blank=True)
     on_behalf = serializers.BooleanField(required=False, default=False)
-    version = serializers.IntegerField(required=False, min_value=1)
+    version = VersionRefField(required=False)
     name = serializers.CharField(required=False, allow_blank=True, max_length=120)
     k = serializers.IntegerField(required=False, min_value=1, max_value=1000)
 
@@ -235,7 +277,7 @@ class RunLineField(serializers.Field):
 
 
 class ScoringJobRequestSerializer(serializers.Serializer):
-    version = serializers.IntegerField(min_value=1)
+    version = VersionRefField()
     name = serializers.CharField(required=False, allow_blank=True, max_length=120)
     k = serializers.IntegerField(required=False, min_value=1, max_value=1000, default=10)
     run = serializers.ListField(child=RunLineField(), allow_empty=False)
@@ -385,7 +427,7 @@ class SnapshotSerializer(serializers.ModelSerializer):
 class RunUploadRequestSerializer(serializers.Serializer):
     """A run file (JSONL, TREC or an answer log) uploaded as multipart/form-data."""
 
-    version = serializers.IntegerField(min_value=1)
+    version = VersionRefField()
     # An empty file is refused by the upload service (422 with its name), as on the pages.
     file = serializers.FileField(allow_empty_file=True)
     name = serializers.CharField(required=False, allow_blank=True, max_length=120)
@@ -431,3 +473,56 @@ class ComparisonSerializer(serializers.Serializer):
     alpha = serializers.FloatField()
     pairs = PairSerializer(many=True)
     per_query = SpreadSerializer(many=True)
+
+
+class TagMoveSerializer(serializers.ModelSerializer):
+    """One change of a tag: ``from_version`` null when it was created, ``to_version`` null when
+    it was deleted."""
+
+    action = serializers.ChoiceField(choices=["created", "moved", "deleted"])
+    from_version = serializers.SerializerMethodField()
+    to_version = serializers.SerializerMethodField()
+    moved_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = VersionTagMove
+        fields = ["name", "action", "from_version", "to_version", "note", "moved_by", "moved_at"]
+
+    def get_from_version(self, obj) -> int | None:
+        return obj.from_version.number if obj.from_version_id else None
+
+    def get_to_version(self, obj) -> int | None:
+        return obj.to_version.number if obj.to_version_id else None
+
+    def get_moved_by(self, obj) -> str | None:
+        return obj.moved_by.username if obj.moved_by_id else None
+
+
+class TagSerializer(serializers.ModelSerializer):
+    """A tag: the version it points at, and the note, admin and time of its last change."""
+
+    version = serializers.IntegerField(source="version.number")
+    moved_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = VersionTag
+        fields = ["name", "version", "note", "moved_by", "moved_at", "created_at"]
+
+    def get_moved_by(self, obj) -> str | None:
+        return obj.moved_by.username if obj.moved_by_id else None
+
+
+class TagDetailSerializer(TagSerializer):
+    history = serializers.SerializerMethodField()
+
+    class Meta(TagSerializer.Meta):
+        fields = [*TagSerializer.Meta.fields, "history"]
+
+    @extend_schema_field(TagMoveSerializer(many=True))
+    def get_history(self, obj) -> list:
+        return TagMoveSerializer(self.context.get("history", []), many=True).data
+
+
+class TagRequestSerializer(serializers.Serializer):
+    version = VersionRefField()
+    note = serializers.CharField(required=False, allow_blank=True, max_length=300, default="")

@@ -192,8 +192,12 @@ def problem_exception_handler(exc, context):
     if isinstance(exc, BodyReadTimeout):
         return problem_response(status_code=408, title="Request Timeout", detail=str(exc))
     if isinstance(exc, GoldsetError):
+        field = getattr(exc, "field", "")  # the input at fault, when the rule names one
         return problem_response(
-            status_code=422, title="Unprocessable request", detail=str(exc), errors=None
+            status_code=422,
+            title="Unprocessable request",
+            detail=str(exc),
+            errors=[{"field": field, "message": str(exc)}] if field else None,
         )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "Not found.")
@@ -306,6 +310,10 @@ def document_problems(result, generator, request, public):
                 parameters = operation.setdefault("parameters", [])
                 if not any(p.get("name") == "Idempotency-Key" for p in parameters):
                     parameters.append(IDEMPOTENCY_KEY)
+            elif method in ("put", "patch", "delete"):
+                statuses["408"] = "The request body stalled (REQUEST_BODY_TIMEOUT_SECONDS)."
+                statuses["413"] = "The request body is too large."
+                statuses["422"] = "Rejected by a rule (a field is named in errors)."
             responses = operation.setdefault("responses", {})
             for code, description in statuses.items():
                 if code not in responses or not responses[code].get("content"):

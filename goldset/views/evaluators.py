@@ -152,6 +152,7 @@ def release_list(request):
                 run_ids=form.cleaned_data["runs"],
                 calibration=form.cleaned_data["calibration"],
                 actor=request.user,
+                pairwise_task=form.cleaned_data.get("pairwise_task"),
             )
         except GoldsetError as exc:
             form.add_error(None, str(exc))

@@ -2,6 +2,7 @@
 results, compare, downloads). Versions: admins and leads; freezing and scoring: admins."""
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -9,10 +10,11 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from goldset.exceptions import GoldsetError
-from goldset.forms.exports import FreezeForm, RunUploadForm
+from goldset.forms.exports import FreezeForm, RunUploadForm, TagDeleteForm, TagForm
 from goldset.models import ImportKind
 from goldset.rules.exports import SNIPPET_PERMISSION
 from goldset.selectors import exports as selectors
+from goldset.selectors import version_tags as tag_selectors
 from goldset.services import exports as export_files
 from goldset.services import job_downloads
 from goldset.services.blinded_downloads import (
@@ -29,6 +31,12 @@ from goldset.services.scoring_jobs import (
     job_liveness,
     reproduce_command,
     retry_scoring_job,
+)
+from goldset.services.version_tags import (
+    TagRefused,
+    delete_version_tag,
+    resolve_version,
+    set_version_tag,
 )
 from goldset.views.downloads import file_response
 from goldset.views.htmx import wants_fragment
@@ -52,10 +60,27 @@ def _stream(content, *, filename, content_type):
 
 @role_required(*VIEWERS)
 def version_list(request):
-    page = Paginator(selectors.list_versions(project=request.project), PAGE_SIZE).get_page(
+    return _version_list(request)
+
+
+def _version_list(request, *, tag_form=None, status=200):
+    """The versions page: versions, tags and their latest changes; for admins the tag form
+    (``tag_form`` bound and refused: its errors, with ``status`` 422)."""
+    project = request.project
+    page = Paginator(selectors.list_versions(project=project), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
-    return render(request, "exports/version_list.html", {"page": page})
+    tags = list(tag_selectors.list_tags(project=project))
+    tagged = tag_selectors.tags_by_version(project=project, tags=tags)
+    for version in page:
+        version.version_tags = tagged.get(version.pk, [])
+    context = {
+        "page": page,
+        "tags": tags,
+        "tag_history": tag_selectors.list_tag_history(project=project, limit=20),
+        "tag_form": tag_form or TagForm(project=project),
+    }
+    return render(request, "exports/version_list.html", context, status=status)
 
 
 @role_required(Role.ADMIN)
@@ -100,8 +125,61 @@ def version_detail(request, number):
         "full_snippets": request.user.has_perm(SNIPPET_PERMISSION),
         "revocations": selectors.revocations_for(version),
         "versions": selectors.list_job_versions(project=request.project),
+        "tags": tag_selectors.list_tags(project=request.project).filter(version=version),
+        "tag_form": TagForm(project=request.project, initial={"version": str(version.number)}),
     }
     return render(request, "exports/version_detail.html", context)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def tag_set(request):
+    """Create a tag or move it (the form of the versions and version pages); a refused name,
+    version or note re-renders the versions page with the field's error (422)."""
+    form = TagForm(request.POST, project=request.project)
+    if form.is_valid():
+        try:
+            change = set_version_tag(
+                project=request.project,
+                actor=request.user,
+                name=form.cleaned_data["name"],
+                version=form.cleaned_data["version"],
+                note=form.cleaned_data["note"],
+            )
+        except GoldsetError as exc:
+            form.add_error(getattr(exc, "field", "") or None, str(exc))
+        else:
+            messages.success(request, _tag_message(change))
+            return redirect("exports:version", number=change.tag.version.number)
+    return _version_list(request, tag_form=form, status=422)
+
+
+def _tag_message(change) -> str:
+    tag, label = change.tag, change.tag.version.label
+    if change.created:
+        return f"Tag {tag.name} created on {label}."
+    if not change.changed:
+        return f"Tag {tag.name} already points at {label}; nothing changed."
+    return f"Tag {tag.name} moved from {change.previous.label} to {label}."
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def tag_delete(request, name):
+    """Delete a tag (its history stays); 404 for an unknown tag, 422 for a note too long."""
+    form = TagDeleteForm(request.POST)
+    if not form.is_valid():
+        tag_form = TagForm(project=request.project)
+        tag_form.add_error(None, f"note: {form.errors['note'][0]}")
+        return _version_list(request, tag_form=tag_form, status=422)
+    try:
+        delete_version_tag(
+            project=request.project, actor=request.user, name=name, note=form.cleaned_data["note"]
+        )
+    except TagRefused as exc:
+        raise PermissionDenied(str(exc)) from exc
+    messages.success(request, f"Tag {name} deleted.")
+    return redirect("exports:versions")
 
 
 @role_required(*VIEWERS)
@@ -122,8 +200,10 @@ def version_download(request, number, fmt):
 
 @role_required(*VIEWERS)
 def version_diff(request):
-    a = selectors.get_version(project=request.project, number=_int(request.GET.get("a")))
-    b = selectors.get_version(project=request.project, number=_int(request.GET.get("b")))
+    """Two versions' differences; ``a`` and ``b`` are numbers, tags or ``latest`` (404 for a
+    reference the project does not have)."""
+    a = resolve_version(project=request.project, ref=request.GET.get("a", ""))
+    b = resolve_version(project=request.project, ref=request.GET.get("b", ""))
     try:
         before = export_files.verified_row_checksums(a)
         after = export_files.verified_row_checksums(b)

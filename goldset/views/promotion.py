@@ -9,10 +9,12 @@ from goldset.forms.promotion import (
     BatchFilterForm,
     BatchPromoteForm,
     ReasonForm,
+    RecordTripleForm,
     RerouteConfirmForm,
 )
 from goldset.selectors import promotion as selectors
 from goldset.services import promotion as services
+from goldset.services.gold_promotion import promote_record_to_triple
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -101,3 +103,28 @@ def record(request, public_id):
     record_event(actor=request.user, verb="answer_record_tier_viewed", obj=case)
     context = {"case": case, "form": form, "history": selectors.tier_history(obj=case)}
     return render(request, "promotion/record.html", context)
+
+
+@role_required(Role.LEAD, Role.ADMIN)
+def record_triple(request, public_id):
+    """A labeled production record → a gold triple, in one step (issue 28)."""
+    case = selectors.get_record_for_promotion(project=request.project, public_id=public_id)
+    candidates = selectors.governing_candidates(case)
+    form = RecordTripleForm(request.POST or None, record=case, candidates=candidates)
+    if request.method == "POST" and form.is_valid():
+        try:
+            made = promote_record_to_triple(
+                actor=request.user,
+                project=request.project,
+                record=case,
+                block_version_id=form.cleaned_data["block_version"],
+                expected_answer=form.cleaned_data["expected_answer"],
+                source=form.cleaned_data["source"],
+            )
+        except GoldsetError as exc:
+            form.add_service_error(str(exc))
+        else:
+            messages.success(request, f"{made.external_id} is written and waits for its reviews.")
+            return redirect("curation:triple", pk=made.pk)
+    context = {"case": case, "form": form, "candidates": candidates}
+    return render(request, "promotion/record_triple.html", context)

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import inspect
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
@@ -15,28 +16,47 @@ from goldset_client import (
     API_VERSION,
     AsyncGoldsetClient,
     Conflict,
+    Forbidden,
     GoldsetClient,
+    NotFound,
     RateLimited,
     RetryPolicy,
+    Unprocessable,
     __version__,
     operation_ids,
 )
 from goldset_client.models import (
+    Adjudication,
     Comparison,
     Document,
     FreezeResult,
     ImportResult,
+    Label,
+    OpenItem,
     Progress,
+    Review,
+    SamplingRule,
     ScoreResult,
+    Tag,
     VersionDiff,
     VersionInfo,
+    WebhookEndpoint,
 )
 
-from goldset.models import ImportJob, ScoringJob
+from goldset.models import (
+    ImportJob,
+    PairwisePair,
+    ScoringJob,
+    WebhookDelivery,
+    default_project_id,
+)
 from goldset.services.evaluators import create_evaluator
 from goldset.services.freeze import store_frozen_version
-from tests.factories import default_project, gold_row_for, make_gold_corpus
+from tests.client._loop import run_in_own_loop
+from tests.factories import DomainFactory, default_project, gold_row_for, make_gold_corpus
+from tests.goldset.answers_helpers import BAD, GOOD, build_conflict_item, claim_and_label
 from tests.goldset.curation_support import review, write_triple
+from tests.goldset.pairwise_support import build_runs, make_task
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
 
@@ -49,7 +69,7 @@ def schema_operations(client) -> set[str]:
 @pytest.mark.django_db
 def test_the_client_has_a_method_for_every_operation_of_the_schema(client):
     operations = schema_operations(client)
-    assert len(operations) == 29
+    assert len(operations) == 72
     assert set(operation_ids(GoldsetClient)) == operations
     assert set(operation_ids(AsyncGoldsetClient)) == operations
     for name in operation_ids(AsyncGoldsetClient).values():
@@ -109,6 +129,7 @@ def world(make_user, transactional_db, settings):
     )
     jobs = [
         ScoringJob.objects.create(
+            project_id=frozen.project_id,
             version=frozen,
             name=f"done{i}",
             kind="retrieval",
@@ -122,6 +143,7 @@ def world(make_user, transactional_db, settings):
     ]
     imports = {
         status: ImportJob.objects.create(
+            project_id=default_project_id(),
             kind="run",
             dedupe_key=status,
             filename="f",
@@ -136,7 +158,17 @@ def world(make_user, transactional_db, settings):
     triple = write_triple(make_user(Role.ANNOTATOR, username="sdk-author"))
     for reviewer in ("sdk-r1", "sdk-r2"):
         review(make_user(Role.ANNOTATOR, username=reviewer), triple)
+    settings.WEBHOOKS_ALLOW_PRIVATE_TARGETS = True  # the endpoint below is on 127.0.0.1
+    record, labelers = build_conflict_item(DomainFactory(slug="sdk_domain"))
+    for labeler, fields in zip(labelers, (GOOD, GOOD, BAD), strict=True):
+        claim_and_label(labeler, **{**fields, "severe_safety": fields is BAD, "rationale": "r"})
+    runs, _, _ = build_runs(n_systems=2, n_questions=2, domain_slug="sdk_pairwise")
+    task = make_task(runs, actor=admin, name="SDK comparison")
     return {
+        "record": record.public_id,
+        "pairwise_task": task.pk,
+        "pair": PairwisePair.objects.filter(task=task).values_list("public_id", flat=True)[0],
+        "pairs": set(PairwisePair.objects.filter(task=task).values_list("public_id", flat=True)),
         "token": token,
         "block": versions[0],
         "triple": triple.external_id,
@@ -201,6 +233,19 @@ def exercise(call, world, tmp_path) -> None:
     assert isinstance(frozen, FreezeResult) and frozen.created
     assert frozen.version.number == number + 1 and frozen.version.note == "sdk"
 
+    tag = call("set_tag", "sdk-release", number, note="pinned")
+    assert isinstance(tag, Tag) and (tag.name, tag.version) == ("sdk-release", number)
+    moved = call("set_tag", "sdk-release", "latest", note="moved")
+    assert moved.version == number + 1
+    assert [m.action for m in moved.history] == ["moved", "created"]
+    assert [t.name for t in call("list_tags", updated_since=since, page_size=1)] == ["sdk-release"]
+    assert call("get_tag", "sdk-release").history[0].to_version == number + 1
+    assert call("get_version", "sdk-release").number == number + 1
+    assert call("diff_versions", "sdk-release", number).b == number
+    assert call("delete_tag", "sdk-release", note="done") is None
+    with pytest.raises(NotFound):
+        call("get_tag", "sdk-release")
+
     assert set(world["jobs"]) <= {j.job_id for j in call("list_jobs", page_size=1)}
     queued = call("submit_run", number, [{"query_id": "q1", "block_id": "b", "rank": 1}],
                   as_json=True)  # fmt: skip
@@ -215,6 +260,102 @@ def exercise(call, world, tmp_path) -> None:
     assert len(figures) > 5 and {f.protocol for f in figures} == {"triple_review"}
     assert call("list_agreement", updated_since=datetime.now(UTC)) == []
     assert isinstance(call("list_alerts"), list)
+
+    # labels, reviews, adjudications (an admin: reads everything the pages show an admin,
+    # adjudicates; labeling, reviewing and claiming are an annotator's: test_client_decisions)
+    labels = call("list_labels", record=world["record"], updated_since=since, page_size=1)
+    assert len(labels) == 3 and all(isinstance(x, Label) and x.labeler for x in labels)
+    assert call("get_label", labels[0].id) == labels[0]
+    (waiting,) = call("list_adjudication_queue", page_size=1)
+    assert isinstance(waiting, OpenItem) and len(waiting.labels) == 3
+    final = call("adjudicate", waiting.record, acceptability="unacceptable",
+                 grounding="misgrounded", primary_failure="stale_source_acceptance",
+                 rationale="the memo governs")  # fmt: skip
+    assert isinstance(final, Adjudication) and final.record == world["record"]
+    assert call("get_adjudication", final.id) == final
+    assert [a.id for a in call("list_adjudications", updated_since=since)] == [final.id]
+    reviews = call("list_reviews", triple=world["triple"], page_size=1)
+    assert len(reviews) == 2 and all(isinstance(r, Review) for r in reviews)
+    assert call("get_review", reviews[0].id) == reviews[0]
+    for name, args, kwargs in [
+        ("claim_item", (), {}),
+        ("submit_label", (world["record"],), dict(GOOD, secondary_failures=())),
+        ("claim_review", (), {}),
+        ("submit_review", (1, "confirm"), {}),
+    ]:
+        with pytest.raises(Forbidden):  # an annotator's work: the admin's role may not
+            call(name, *args, **kwargs)
+
+    # pairwise review (an admin: reads tasks, judgments and the analysis, imports judgments;
+    # claiming and judging pairs are a qualified reviewer's: test_pairwise_api)
+    task_id = world["pairwise_task"]
+    tasks = call("list_pairwise_tasks", updated_since=since, page_size=1)
+    assert [t["id"] for t in tasks] == [task_id] and "SDK comparison" in str(tasks)
+    assert call("list_pairwise_judgments", task_id, page_size=1) == []
+    analysis = call("get_pairwise_analysis", task_id)  # nothing judged yet: says so
+    assert analysis == {"task": task_id, "reason": "No judgments yet."}
+    queued = call("import_pairwise_judgments", task_id, b'{"pair": "nothing"}\n')
+    assert isinstance(queued, ImportResult) and queued.kind == "pairwise"
+    for name, args in [
+        ("claim_pair", ()),
+        ("get_pair", (world["pair"],)),
+        ("judge_pair", (world["pair"], "tie")),
+    ]:
+        with pytest.raises(Forbidden):  # a reviewer's work: the admin's role may not
+            call(name, *args)
+
+    # pairwise qualification (an admin: builds the calibration pairs and reads the results;
+    # taking the calibration is a reviewer's: test_pairwise_calibration_api)
+    assert call("list_pair_calibration", page_size=1) == []
+    candidate = call("get_pair_calibration_candidate")
+    assert candidate["public_id"] in world["pairs"] and "CANARYSYS" not in str(candidate)
+    added = call("add_pair_calibration", candidate["public_id"], choice="tie")
+    assert added["reference"] == "tie" and added["answers"] == 0
+    again = call("add_pair_calibration", candidate["public_id"])
+    assert again["public_id"] == added["public_id"]
+    listed = call("list_pair_calibration", updated_since=since, page_size=1)
+    assert [c["public_id"] for c in listed] == [added["public_id"]]
+    assert call("list_pair_qualifications", updated_since=since, page_size=1) == []
+    for name, args in [
+        ("get_pair_qualification", ()),
+        ("claim_pair_calibration", ()),
+        ("judge_pair_calibration", (added["public_id"], "tie")),
+    ]:
+        with pytest.raises(Forbidden):  # a reviewer's work: the admin's role may not
+            call(name, *args)
+    # sampling rules of production traces (an admin's; every role: test_sampling_rules_api)
+    made = call("create_sampling_rule", "sdk-tenth", "percentage", percentage=Decimal("10"),
+                seed=7)  # fmt: skip
+    assert isinstance(made, SamplingRule) and (made.percentage, made.version) == ("10.000", 1)
+    rules = call("list_sampling_rules", updated_since=since, page_size=1)
+    assert [r.id for r in rules] == [made.id]
+    assert call("get_sampling_rule", made.id).seed == 7
+    changed = call("update_sampling_rule", made.id, daily_cap=5, note="sdk")
+    assert (changed.daily_cap, changed.version, changed.sampled_today) == (5, 2, 0)
+    assert call("update_sampling_rule", made.id, enabled=False).enabled is False
+    with pytest.raises(Unprocessable) as refused:  # what the kind needs: the service's rule
+        call("create_sampling_rule", "sdk-unsure", "uncertainty")
+    assert "threshold" in str(refused.value)
+
+    # webhook endpoints
+    hook = call("create_webhook", "http://127.0.0.1:9/hook", ["label.submitted"], description="ci")
+    assert isinstance(hook, WebhookEndpoint) and hook.secret.startswith("whsec_")
+    assert [h.id for h in call("list_webhooks", updated_since=since, page_size=1)] == [hook.id]
+    assert call("get_webhook", hook.id).secret is None  # shown once
+    test = call("send_test_webhook", hook.id)
+    assert (test.event_type, test.status) == ("webhook.test", "pending")
+    assert [d.id for d in call("list_webhook_deliveries", hook.id, page_size=1)] == [test.id]
+    # its attempts used up (nothing listens on port 9): one more, with the same message id
+    WebhookDelivery.objects.filter(pk=test.id).update(status="failed", attempts=8, max_attempts=8)
+    again = call("redeliver_webhook", test.id)
+    assert (again.message_id, again.max_attempts) == (test.message_id, 9)
+    replaced = call("update_webhook", hook.id, url="http://127.0.0.1:9/other",
+                    events=["triple.resolved", "adjudication.recorded"])  # fmt: skip
+    assert replaced.url.endswith("/other") and replaced.description == ""
+    assert call("patch_webhook", hook.id, enabled=False).enabled is False
+    assert call("delete_webhook", hook.id) is None
+    with pytest.raises(NotFound):
+        call("get_webhook", hook.id)
 
 
 @pytest.mark.postgres
@@ -248,7 +389,7 @@ def test_every_async_client_method_works_against_the_live_server(world, live_ser
             await asyncio.to_thread(exercise, call, world, tmp_path)
         return gs.called
 
-    assert asyncio.run(run()) == set(operation_ids(AsyncGoldsetClient))
+    assert run_in_own_loop(run()) == set(operation_ids(AsyncGoldsetClient))
 
 
 @pytest.mark.postgres

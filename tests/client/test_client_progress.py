@@ -2,11 +2,12 @@
 poll (sync and async). A transport playing the server's successive answers stands in for the
 network; the live server's uploads and downloads report progress in test_client_operations."""
 
-import asyncio
 import json
 
 import httpx
 from goldset_client import AsyncGoldsetClient, GoldsetClient, Progress
+
+from tests.client._loop import run_in_own_loop
 
 
 def job(status, progress, **extra):
@@ -51,6 +52,6 @@ def test_the_async_wait_reports_the_same_percentages():
                                       transport=server()) as gs:  # fmt: skip
             return await gs.push_answers(b'{"a": 1}\n', progress=seen.append)
 
-    assert asyncio.run(run()).status == "succeeded"
+    assert run_in_own_loop(run()).status == "succeeded"
     assert [p.done for p in seen if p.stage == "import"] == [40, 100]
     assert [p.stage for p in seen][0] == "upload"

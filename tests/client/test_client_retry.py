@@ -19,6 +19,8 @@ from goldset_client import (
 )
 from goldset_client._retry import parse_retry_after
 
+from tests.client._loop import run_in_own_loop
+
 FAST = RetryPolicy(attempts=3, backoff=0.001, max_backoff=0.002, max_retry_after=1.0)
 DOMAINS = {"next": None, "previous": None, "results": [{"slug": "hr", "name": "HR"}]}
 JOB = {"id": 7, "kind": "answers", "status": "queued", "summary": {}, "message": ""}
@@ -111,7 +113,7 @@ def test_the_async_client_retries_the_same_way():
         async with AsyncGoldsetClient("http://gs.test", "t", retry=FAST, transport=transport) as gs:
             return await gs.retry_import(7)
 
-    assert asyncio.run(run()).id == 7
+    assert run_in_own_loop(run()).id == 7
     assert len(seen) == 3 and len({r.headers["Idempotency-Key"] for r in seen}) == 1
 
 
@@ -163,4 +165,4 @@ def test_closing_the_async_client_ends_a_wait_for_retry_after_at_once():
         with pytest.raises(TransportError, match="closed while waiting"):
             await asyncio.wait_for(call, 30)
 
-    asyncio.run(scenario())
+    run_in_own_loop(scenario())

@@ -62,7 +62,7 @@ def test_a_client_generated_from_the_live_schema_makes_three_calls(
     client = generated.AuthenticatedClient(base_url=live_server.url, token=token)
     page = domains_list.sync(client=client, page_size=1)
     assert isinstance(page, models.PaginatedDomainList) and len(page.results) == 1
-    version = versions_retrieve.sync(client=client, number=1)
+    version = versions_retrieve.sync(client=client, ref="1")
     assert isinstance(version, models.GoldVersionDetail) and version.row_count == 3
     line = models.ScoringJobRequestRequestRunItem.from_dict(
         {"query_id": "Q-0", "block_id": versions[0].block.block_id, "rank": 1}

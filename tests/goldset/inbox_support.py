@@ -25,7 +25,9 @@ def calibration_domain(lead, *, slug="supply_chain", references=REFERENCE):
 
 
 def add_items(lead, domain, references=REFERENCE):
-    calibration_set, _ = CalibrationSet.objects.get_or_create(domain=domain)
+    calibration_set, _ = CalibrationSet.objects.get_or_create(
+        project_id=domain.project_id, domain=domain
+    )
     items = []
     for acc, grounding, severe in references:
         item = CalibrationItemFactory(calibration_set=calibration_set)

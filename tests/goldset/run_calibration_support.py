@@ -3,7 +3,7 @@ every state: what the run-upload tests score with a chosen calibration."""
 
 import json
 
-from goldset.models import AnswerRecord, CalibrationStatus, PcsCalibration
+from goldset.models import AnswerRecord, CalibrationStatus, PcsCalibration, default_project_id
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
 from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import SECRET_SYSTEM, build_conflict_item
@@ -32,13 +32,21 @@ SELECTED = {
 def make_calibrations():
     return {
         "succeeded": PcsCalibration.objects.create(
-            name="q2", version=1, status=CalibrationStatus.SUCCEEDED, selected=SELECTED
+            project_id=default_project_id(),
+            name="q2",
+            version=1,
+            status=CalibrationStatus.SUCCEEDED,
+            selected=SELECTED,
         ),
         "failed": PcsCalibration.objects.create(
-            name="q2", version=2, status=CalibrationStatus.FAILED, error="no labels"
+            project_id=default_project_id(),
+            name="q2",
+            version=2,
+            status=CalibrationStatus.FAILED,
+            error="no labels",
         ),
         "running": PcsCalibration.objects.create(
-            name="q3", version=1, status=CalibrationStatus.RUNNING
+            project_id=default_project_id(), name="q3", version=1, status=CalibrationStatus.RUNNING
         ),
     }
 

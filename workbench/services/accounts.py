@@ -10,10 +10,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from goldset.models import DEFAULT_PROJECT_SLUG, Project, ProjectMembership, default_project_id
-from workbench.models import OidcIdentity
+from workbench.models import OidcIdentity, ScimUser
 from workbench.roles import ALL_ROLES, ROLE_PERMISSIONS, ROLE_RANK, Role, forget_roles
 from workbench.services.api_tokens import revoke_all_api_tokens
 from workbench.services.audit import record_event
+from workbench.services.identity import end_sessions
 
 
 def ensure_roles(*, using: str = "default") -> None:
@@ -113,8 +114,10 @@ def sign_in_with_provider(
     values: list[str],
     project_roles: dict[str, Role] | None = None,
     mapped_projects: frozenset[str] = frozenset(),
+    method: str = "oidc",
 ):
-    """The user an OpenID Connect sign-in stands for, created on the first sign-in and updated on
+    """The user an OpenID Connect (or SAML: ``method="saml"``, the IdP's entity id as
+    ``issuer`` and the NameID as ``subject``) sign-in stands for, created on the first sign-in and updated on
     every one: e-mail and name from the claims, and exactly ``role`` in the default project
     (is_staff for admins there), so a role changed at the provider takes effect at the next
     sign-in. ``role`` is what ``workbench.roles.role_from_claims`` made of the claim's
@@ -130,7 +133,9 @@ def sign_in_with_provider(
     every API token of the user, so someone removed at the provider does not keep calling the
     API. Every sign-in and every refusal is audited; a role change is its own event.
     Atomic; locks the identity row, so simultaneous first sign-ins make one user."""
-    detail = {"method": "oidc", "provider": provider, "issuer": issuer, "subject": subject}
+    detail = {"method": method, "provider": provider, "issuer": issuer, "subject": subject}
+    if _directory_account(issuer=issuer, subject=subject) is not None:
+        return _sign_in_directory_account(issuer=issuer, subject=subject, detail=detail)
     inactive = OidcIdentity.objects.filter(
         issuer=issuer, subject=subject, user__is_active=False
     ).exists()
@@ -167,6 +172,62 @@ def sign_in_with_provider(
     )
 
 
+def _directory_account(*, issuer: str, subject: str):
+    """The account the directory (SCIM) provisioned for this sign-in, if any: the one already
+    linked to the provider's subject, or the one whose SCIM ``externalId`` is the subject (Okta's
+    user id, Entra ID's object id when mapped so), which the first sign-in links."""
+    identity = (
+        OidcIdentity.objects.select_related("user__scim")
+        .filter(issuer=issuer, subject=subject)
+        .first()
+    )
+    if identity is not None:
+        link = getattr(identity.user, "scim", None)
+        return identity.user if link is not None and link.deleted_at is None else None
+    link = (
+        ScimUser.objects.select_related("user")
+        .filter(external_id=subject, deleted_at=None)
+        .exclude(external_id="")
+        .first()
+    )
+    return link.user if link is not None else None
+
+
+def _sign_in_directory_account(*, issuer: str, subject: str, detail: dict):
+    """A sign-in of a person the directory provisions: their roles are the directory's (SCIM
+    groups), so the sign-in changes none; it is refused (tokens revoked, sessions ended) when
+    the account is inactive or holds no role in any project."""
+    with transaction.atomic():
+        user = _directory_account(issuer=issuer, subject=subject)
+        identity, created = OidcIdentity.objects.get_or_create(
+            issuer=issuer, subject=subject, defaults={"user": user}
+        )
+        reason = ""
+        if not user.is_active:
+            reason = "inactive"
+        elif not ProjectMembership.objects.filter(user=user).exists():
+            reason = "no_role"
+        if not reason:
+            identity.last_sign_in_at = timezone.now()
+            identity.save(update_fields=["last_sign_in_at"])
+            record_event(
+                actor=user,
+                verb="login",
+                obj=user,
+                detail={**detail, "roles": "directory", "linked": created},
+            )
+            return user
+        revoke_all_api_tokens(user=user, reason=f"{detail['method']}_sign_in_refused:{reason}")
+        end_sessions(user=user, reason=f"{detail['method']}_sign_in_refused:{reason}")
+        record_event(
+            actor=user,
+            verb="login_refused",
+            obj=user,
+            detail={**detail, "reason": reason, "roles": "directory"},
+        )
+    raise SignInRefused(reason=reason, values=[])
+
+
 @transaction.atomic
 def _refuse_sign_in(
     *, issuer: str, subject: str, detail: dict, values: list[str], reason: str, managed: list
@@ -181,8 +242,9 @@ def _refuse_sign_in(
     if user is not None and reason == "no_role":
         _set_role(user, None)
         _set_project_roles(user, named={}, managed=managed)
-    if user is not None:  # the provider no longer vouches for them: their tokens end too
-        revoke_all_api_tokens(user=user, reason=f"oidc_sign_in_refused:{reason}")
+    if user is not None:  # the provider no longer vouches for them: tokens and sessions end
+        revoke_all_api_tokens(user=user, reason=f"{detail['method']}_sign_in_refused:{reason}")
+        end_sessions(user=user, reason=f"{detail['method']}_sign_in_refused:{reason}")
     record_event(
         actor=user,
         verb="login_refused",

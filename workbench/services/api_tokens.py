@@ -156,11 +156,19 @@ def list_api_tokens(*, user) -> list[ApiToken]:
     )
     longest = max_lifetime_days()
     for token in tokens:
-        ends = [token.expires_at] if token.expires_at else []
-        if longest:
-            ends.append(token.created_at + dt.timedelta(days=longest))
-        token.ends_at = min(ends) if ends else None
+        token.ends_at = token_ends_at(token, longest=longest)
     return tokens
+
+
+def token_ends_at(token: ApiToken, *, longest: int | None = None):
+    """When ``token`` stops working: its expiry, or earlier the installation's maximum
+    lifetime (``API_TOKEN_MAX_LIFETIME_DAYS``; ``longest`` when the caller read it); None:
+    never."""
+    longest = max_lifetime_days() if longest is None else longest
+    ends = [token.expires_at] if token.expires_at else []
+    if longest:
+        ends.append(token.created_at + dt.timedelta(days=longest))
+    return min(ends) if ends else None
 
 
 @transaction.atomic

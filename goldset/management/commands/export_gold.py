@@ -5,7 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from goldset.exceptions import GoldsetError
 from goldset.management.project_option import add_project_argument, project_from
-from goldset.models import ExportFormat, GoldVersion
+from goldset.management.version_option import VERSION_HELP, version_from
+from goldset.models import ExportFormat
 from goldset.services import exports
 
 
@@ -16,24 +17,24 @@ class Command(BaseCommand):
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
-        # ``--version N`` names a gold version here, replacing Django's --version flag.
+        # ``--version REF`` names a gold version here, replacing Django's --version flag.
         return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
 
     def add_arguments(self, parser):
         add_project_argument(parser)
-        parser.add_argument("--version", dest="number", type=int, required=True)
+        parser.add_argument("--version", dest="ref", required=True, help=VERSION_HELP)
         parser.add_argument("--format", dest="fmt", choices=ExportFormat.values, required=True)
         parser.add_argument("--redacted", action="store_true", help="the snippet-free variant")
         parser.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
 
-    def handle(self, *args, number, fmt, redacted, output, project, **options):
+    def handle(self, *args, ref, fmt, redacted, output, project, **options):
         project = project_from(project)
-        version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
-        if version is None:
-            raise CommandError(f"there is no frozen gold version v{number} in {project.slug}")
+        version = version_from(ref, project=project)
         stored = version.files.filter(format=fmt, redacted=redacted).first()
         if stored is None:
-            raise CommandError(f"v{number} has no {'redacted ' if redacted else ''}{fmt} file")
+            raise CommandError(
+                f"{version.label} has no {'redacted ' if redacted else ''}{fmt} file"
+            )
         try:
             chunks = exports.verified_chunks(stored)
         except GoldsetError as exc:

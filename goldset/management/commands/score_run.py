@@ -8,7 +8,8 @@ from goldset.exceptions import GoldsetError, ImportRejected
 from goldset.imports.reader import PathSource
 from goldset.imports.runs import checked_run_file
 from goldset.management.project_option import add_project_argument, project_from
-from goldset.models import GoldVersion, ScoringJob
+from goldset.management.version_option import VERSION_HELP, version_from
+from goldset.models import ScoringJob
 from goldset.rules.measures import BadMeasures, check_measures
 from goldset.selectors.evaluators import get_calibration_by_label
 from goldset.services.jobs import reconcile
@@ -26,13 +27,13 @@ class Command(BaseCommand):
     )
 
     def create_parser(self, prog_name, subcommand, **kwargs):
-        # ``--version N`` names a gold version here, replacing Django's --version flag.
+        # ``--version REF`` names a gold version here, replacing Django's --version flag.
         return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
 
     def add_arguments(self, parser):
         add_project_argument(parser)
         parser.add_argument("file", type=Path, nargs="?")
-        parser.add_argument("--version", dest="number", type=int)
+        parser.add_argument("--version", dest="ref", help=VERSION_HELP)
         parser.add_argument("--name", default="")
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument(
@@ -51,7 +52,7 @@ class Command(BaseCommand):
         self,
         *args,
         file,
-        number,
+        ref,
         name,
         k,
         metrics,
@@ -64,12 +65,10 @@ class Command(BaseCommand):
         if recover:
             self.stdout.write(json.dumps(reconcile(), default=str))
             return
-        if file is None or number is None:
-            raise CommandError("give a run file and --version N (or --recover)")
+        if file is None or ref is None:
+            raise CommandError("give a run file and --version N, a tag or latest (or --recover)")
         project = project_from(project, returncode=2)
-        version = GoldVersion.objects.filter(project=project, number=number, sealed=True).first()
-        if version is None:
-            raise CommandError(f"there is no frozen gold version v{number} in {project.slug}")
+        version = version_from(ref, project=project)
         chosen = get_calibration_by_label(calibration, project=project) if calibration else None
         if calibration and chosen is None:
             raise CommandError(f"no calibration {calibration} (NAME:VERSION)", returncode=2)

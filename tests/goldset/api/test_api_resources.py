@@ -11,7 +11,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from goldset.models import AgreementSnapshot, EvaluatorOutput, GoldVersion, ImportJob, ScoringJob
+from goldset.models import (
+    AgreementSnapshot,
+    EvaluatorOutput,
+    GoldVersion,
+    ImportJob,
+    ScoringJob,
+    default_project_id,
+)
 from goldset.services.evaluators import create_evaluator
 from goldset.services.freeze import store_frozen_version
 from tests.factories import (
@@ -130,6 +137,7 @@ def test_compare_needs_jobs_on_one_version_else_422(client_for, admin_user, vers
     )
     jobs = [
         ScoringJob.objects.create(
+            project_id=v.project_id,
             version=v,
             name=f"j{i}",
             kind="retrieval",
@@ -236,11 +244,11 @@ def test_agreement_snapshots_name_people_as_the_dashboard_does(client_for, make_
     people = [make_user(Role.ANNOTATOR, first_name=f"Ann{i}", last_name="Lee") for i in range(5)]
     for i in range(pairs):
         a, b = people[i], people[i + 1]
-        AgreementSnapshot.objects.create(
+        AgreementSnapshot.objects.create(project_id=default_project_id(),
             protocol="answer_label", axis="acceptability", metric="cohen_kappa", tier="tier_b",
             subject=f"{a.pk}|{b.pk}", value=0.8, n_items=12, data_version="d",
         )  # fmt: skip
-    AgreementSnapshot.objects.create(
+    AgreementSnapshot.objects.create(project_id=default_project_id(),
         protocol="answer_label", axis="acceptability", metric="krippendorff_alpha",
         value=0.7, n_items=12, data_version="d",
     )  # fmt: skip

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from goldset.models import Document, ImportJob
+from goldset.models import Document, ImportJob, default_project_id
 from tests.factories import DocumentFactory, DomainFactory
 
 pytestmark = pytest.mark.django_db
@@ -41,11 +41,11 @@ def test_response_headers_and_the_idempotency_key_are_in_the_schema(schema):
     created = paths["/api/v1/jobs/"]["post"]
     assert {"Location", "Idempotent-Replayed"} <= set(created["responses"]["202"]["headers"])
     assert "Idempotency-Key" in {p["name"] for p in created["parameters"]}
-    download = paths["/api/v1/versions/{number}/download/{fmt}/"]["get"]["responses"]["200"]
+    download = paths["/api/v1/versions/{ref}/download/{fmt}/"]["get"]["responses"]["200"]
     assert "X-Checksum-SHA256" in download["headers"]
     assert (
         PROBLEM
-        in paths["/api/v1/versions/{number}/download/{fmt}/"]["get"]["responses"]["500"]["content"]
+        in paths["/api/v1/versions/{ref}/download/{fmt}/"]["get"]["responses"]["500"]["content"]
     )
     for operations in paths.values():
         for method, operation in operations.items():
@@ -85,7 +85,7 @@ def test_a_misspelt_filter_or_a_bad_page_size_is_a_400_naming_it(client_for, ann
 
 
 def test_an_unknown_filter_on_a_list_without_filters_is_a_400(client_for, admin_user):
-    for name in ("api:domains", "api:alerts", "api:jobs"):
+    for name in ("api:domains", "api:alerts", "api:versions"):  # jobs/ filters by status
         response = client_for(admin_user).get(reverse(name) + "?status=queued")
         assert response.status_code == 400, name
         assert response.json()["errors"][0]["field"] == "status"
@@ -123,7 +123,7 @@ def test_a_path_with_a_newline_is_a_problem_404(client, path):
 
 
 def test_cancelling_an_ended_import_is_the_documented_409(client_for, admin_user):
-    job = ImportJob.objects.create(
+    job = ImportJob.objects.create(project_id=default_project_id(),
         kind="run", dedupe_key="k", filename="f", sha256="0" * 64, size=1,
         created_by=admin_user, status="succeeded",
     )  # fmt: skip

@@ -1,5 +1,5 @@
-"""Issue 27: the database refuses a row naming a row of another project (migration 0037,
-``goldset/migrations/_project_guards.py``), whatever writes it — here the ORM around the
+"""Issue 27: the database refuses a row naming a row of another project (migrations 0037 and
+0041, ``goldset/migrations/_project_guards.py``), whatever writes it — here the ORM around the
 services: ``create``, ``bulk_create``, ``.update()`` and raw SQL. Each guarded pair is written
 once within one project (stored) and once across two (``IntegrityError`` naming the table and
 the column, nothing stored). Runs on the database in ``DATABASE_URL`` (PostgreSQL in CI) and on
@@ -13,19 +13,28 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from goldset.models import (
+    Adjudication,
+    AnswerCitation,
     AnswerRecord,
     Block,
     BlockVersion,
     CalibrationItem,
     CalibrationSet,
     Customer,
+    DiscussionMessage,
     Document,
     Domain,
+    Evaluator,
+    EvaluatorImport,
+    EvaluatorOutput,
+    EvidencePassage,
     GoldVersion,
+    GuidelineVersion,
     PcsCalibration,
     Project,
     Question,
     ReleaseReport,
+    RetrievedPassage,
     Run,
     ScoringJob,
     System,
@@ -49,22 +58,19 @@ class World:
         self.domain = Domain.objects.create(project=project, slug=f"d-{tag}", name=tag)
         self.domain2 = Domain.objects.create(project=project, slug=f"d2-{tag}", name=tag)
         self.customer = Customer.objects.create(project=project, name=tag, slug=f"c-{tag}")
-        document = Document.objects.create(
-            project=project,
-            document_id=f"doc-{tag}",
-            title=tag,
-            domain=self.domain,
-            authority=Decimal("0.5"),
+        self.document = self.make_document("1")
+        self.document2 = self.make_document("2")
+        self.block = Block.objects.create(
+            project=project, block_id=f"b-{tag}", document=self.document
         )
-        self.block = Block.objects.create(project=project, block_id=f"b-{tag}", document=document)
         self.version = BlockVersion.objects.create(
             block=self.block, version=1, text=tag, sha256="0" * 64
         )
         self.triple = self.make_triple("1")
         self.revision = self.make_revision(self.triple, self.version)
-        system = System.objects.create(project=project, system_id=f"s-{tag}")
-        self.run = Run.objects.create(project=project, run_id=f"r-{tag}", system=system)
-        self.run2 = Run.objects.create(project=project, run_id=f"r2-{tag}", system=system)
+        self.system = System.objects.create(project=project, system_id=f"s-{tag}")
+        self.run = Run.objects.create(project=project, run_id=f"r-{tag}", system=self.system)
+        self.run2 = Run.objects.create(project=project, run_id=f"r2-{tag}", system=self.system)
         self.question = self.make_question("1")
         self.record = self.make_record(run=self.run, question=self.question)
         self.gold = GoldVersion.objects.create(project=project, number=1, created_by=user)
@@ -72,6 +78,29 @@ class World:
             project=project, name=f"pcs-{tag}", version=1, created_by=user
         )
         self.calibration_set = CalibrationSet.objects.create(project=project, domain=self.domain)
+        self.evaluator = Evaluator.objects.create(
+            project=project, name=f"judge-{tag}", version="1", kind="llm_judge"
+        )
+        self.evaluator_import = EvaluatorImport.objects.create(
+            evaluator=self.evaluator, source_name="o.jsonl", sha256="0" * 64, n_records=1
+        )
+        self.guideline = GuidelineVersion.objects.create(
+            domain=self.domain,
+            task="adjudication",
+            version=1,
+            body="b",
+            html="b",
+            created_by=user,
+        )
+
+    def make_document(self, n: str) -> Document:
+        return Document.objects.create(
+            project=self.project,
+            document_id=f"doc-{self.tag}-{n}",
+            title=self.tag,
+            domain=self.domain,
+            authority=Decimal("0.5"),
+        )
 
     def make_triple(self, n: str, **fields) -> Triple:
         values = {
@@ -142,6 +171,15 @@ class World:
             "run_size": 0,
         }
         return values | fields
+
+    def adjudication_fields(self, **fields) -> dict:
+        return {
+            "record": self.make_record(run=self.run2),
+            "lead": self.user,
+            "reason": "no_majority",
+            "acceptability": "acceptable",
+            "grounding": "fully_grounded",
+        } | fields
 
     def report_fields(self, **fields) -> dict:
         return {"project": self.project, "version": self.gold, "report": {}, "html": ""} | fields
@@ -250,6 +288,112 @@ INSERTS = {
         ),
         "goldset_calibrationitem.record_id",
     ),
+    "document domain": (
+        Document,
+        lambda a, b: Document.objects.create(
+            project=a.project, document_id="x", title="x", domain=a.domain2, authority=1
+        ),
+        lambda a, b: Document.objects.create(
+            project=a.project, document_id="x", title="x", domain=b.domain2, authority=1
+        ),
+        "goldset_document.domain_id",
+    ),
+    "block document": (
+        Block,
+        lambda a, b: Block.objects.create(project=a.project, block_id="x", document=a.document2),
+        lambda a, b: Block.objects.create(project=a.project, block_id="x", document=b.document2),
+        "goldset_block.document_id",
+    ),
+    "question domain": (
+        Question,
+        lambda a, b: a.make_question("x"),
+        lambda a, b: Question.objects.create(
+            project=a.project,
+            question_id="q-x",
+            domain=b.domain,
+            task_family="f",
+            text="t",
+            content_sha256="1" * 64,
+        ),
+        "goldset_question.domain_id",
+    ),
+    "run system": (
+        Run,
+        lambda a, b: Run.objects.create(project=a.project, run_id="x", system=a.system),
+        lambda a, b: Run.objects.create(project=a.project, run_id="x", system=b.system),
+        "goldset_run.system_id",
+    ),
+    "revision triple": (
+        TripleRevision,
+        lambda a, b: a.make_revision(a.make_triple("x"), a.version),
+        lambda a, b: TripleRevision.objects.create(
+            project=a.project,
+            triple=b.make_triple("x"),
+            number=1,
+            question="q?",
+            expected_block_version=b.version,
+            expected_answer="a",
+            created_by=a.user,
+            reviewers_needed=2,
+        ),
+        "goldset_triplerevision.triple_id",
+    ),
+    "evidence pin": (
+        EvidencePassage,
+        lambda a, b: EvidencePassage.objects.create(
+            question=a.question, kind="gold", block_version=a.version, passage_ref="p"
+        ),
+        lambda a, b: EvidencePassage.objects.create(
+            question=a.question, kind="gold", block_version=b.version, passage_ref="p"
+        ),
+        "goldset_evidencepassage.block_version_id",
+    ),
+    "citation pin": (
+        AnswerCitation,
+        lambda a, b: AnswerCitation.objects.create(
+            record=a.record, block_version=a.version, passage_ref="p", position=1
+        ),
+        lambda a, b: AnswerCitation.objects.create(
+            record=a.record, block_version=b.version, passage_ref="p", position=1
+        ),
+        "goldset_answercitation.block_version_id",
+    ),
+    "retrieved passage pin": (
+        RetrievedPassage,
+        lambda a, b: RetrievedPassage.objects.create(
+            record=a.record, block_version=a.version, passage_ref="p", rank=1
+        ),
+        lambda a, b: RetrievedPassage.objects.create(
+            record=a.record, block_version=b.version, passage_ref="p", rank=1
+        ),
+        "goldset_retrievedpassage.block_version_id",
+    ),
+    "judge output record": (
+        EvaluatorOutput,
+        lambda a, b: EvaluatorOutput.objects.create(
+            evaluator=a.evaluator, record=a.record, source=a.evaluator_import
+        ),
+        lambda a, b: EvaluatorOutput.objects.create(
+            evaluator=a.evaluator, record=b.record, source=a.evaluator_import
+        ),
+        "goldset_evaluatoroutput.record_id",
+    ),
+    "discussion revision": (
+        DiscussionMessage,
+        lambda a, b: DiscussionMessage.objects.create(
+            triple=a.triple, revision=a.revision, author=a.user, body="m"
+        ),
+        lambda a, b: DiscussionMessage.objects.create(
+            triple=a.triple, revision=b.revision, author=a.user, body="m"
+        ),
+        "goldset_discussionmessage.revision_id",
+    ),
+    "adjudication guideline": (
+        Adjudication,
+        lambda a, b: Adjudication.objects.create(**a.adjudication_fields(guideline=a.guideline)),
+        lambda a, b: Adjudication.objects.create(**a.adjudication_fields(guideline=b.guideline)),
+        "goldset_adjudication.guideline_id",
+    ),
 }
 
 
@@ -277,6 +421,8 @@ UPDATES = {
         "goldset_triplerevision.expected_block_version_id",
     ),
     "record run": (AnswerRecord, "record", "run", "run2", "goldset_answerrecord.run_id"),
+    "block document": (Block, "block", "document", "document2", "goldset_block.document_id"),
+    "question domain": (Question, "question", "domain", "domain2", "goldset_question.domain_id"),
     "calibration set domain": (
         CalibrationSet,
         "calibration_set",
@@ -312,7 +458,7 @@ def test_moving_a_row_to_another_project_is_refused_while_it_or_its_targets_stay
         ScoringJob.objects.create(**a.job_fields())
         GoldVersion.objects.filter(pk=a.gold.pk).update(project=b.project)
     # the pinned block moves (the revision's triple stays), or the version to B's block
-    with refused("goldset_block", "project_id"), transaction.atomic():
+    with refused("goldset_block", "(document_id|project_id)"), transaction.atomic():
         Block.objects.filter(pk=a.block.pk).update(project=b.project)
     with refused("goldset_blockversion", "block_id"), transaction.atomic():
         BlockVersion.objects.filter(pk=a.version.pk).update(block=b.block, version=2)
@@ -320,6 +466,33 @@ def test_moving_a_row_to_another_project_is_refused_while_it_or_its_targets_stay
     lone = Domain.objects.create(project=a.project, slug="lone", name="lone")
     Domain.objects.filter(pk=lone.pk).update(project=b.project)
     assert Domain.objects.get(pk=lone.pk).project_id == b.project.pk
+
+
+def test_the_0041_pairs_refuse_a_move_under_the_rows_that_name_them(worlds):
+    """The reverse side of migration 0041's guards: a target row changing project (or a block
+    version moving to another block) while rows of its old project still name it."""
+    a, b = worlds
+    EvidencePassage.objects.create(
+        question=a.question, kind="gold", block_version=a.version, passage_ref="p"
+    )
+    EvaluatorOutput.objects.create(
+        evaluator=a.evaluator, record=a.record, source=a.evaluator_import
+    )
+    Adjudication.objects.create(**a.adjudication_fields(guideline=a.guideline))
+    with refused("goldset_system", "project_id"), transaction.atomic():
+        System.objects.filter(pk=a.system.pk).update(project=b.project)
+    # (a moving document or question also leaves its domain behind: either guard may answer)
+    with refused("goldset_document", "(domain_id|project_id)"), transaction.atomic():
+        Document.objects.filter(pk=a.document.pk).update(project=b.project)
+    with refused("goldset_question", "(domain_id|project_id)"), transaction.atomic():
+        Question.objects.filter(pk=a.question.pk).update(project=b.project)
+    with refused("goldset_evaluator", "project_id"), transaction.atomic():
+        Evaluator.objects.filter(pk=a.evaluator.pk).update(project=b.project)
+    with refused("goldset_guidelineversion", "domain_id"), transaction.atomic():
+        GuidelineVersion.objects.filter(pk=a.guideline.pk).update(domain=b.domain)
+    with refused("goldset_blockversion", "block_id"), transaction.atomic():
+        BlockVersion.objects.filter(pk=a.version.pk).update(block=b.block, version=2)
+    assert Question.objects.get(pk=a.question.pk).project_id == a.project.pk
 
 
 def test_a_bulk_insert_with_one_cross_project_row_stores_none(worlds):

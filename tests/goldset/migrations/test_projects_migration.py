@@ -24,7 +24,41 @@ BEFORE_PROJECTS = [
     ("workbench", "0006_edges_token_refusals_idempotency"),
 ]
 ROLE_RANK = {"annotator": 1, "adjudication_lead": 2, "admin": 3}
-NEW_TABLES = {"goldset_project", "goldset_projectmembership", "goldset_projectsettingchange"}
+NEW_TABLES = {
+    "goldset_project",
+    "goldset_projectmembership",
+    "goldset_projectsettingchange",
+    # created later than projects (0043 traces, 0044 pairwise, 0045 version tags): absent at
+    # the old schema
+    "goldset_receivedtrace",
+    "goldset_receivedspan",
+    "goldset_unmatchedpassage",
+    "goldset_pairwisetask",
+    "goldset_pairwisetaskrun",
+    "goldset_pairwisepair",
+    "goldset_pairassignment",
+    "goldset_pairjudgment",
+    "goldset_pairskip",
+    "goldset_pairadjudication",
+    # 0047 pairwise qualification
+    "goldset_paircalibrationitem",
+    "goldset_paircalibrationanswer",
+    "goldset_pairqualification",
+    "goldset_versiontag",
+    "goldset_versiontagmove",
+    # 0048 sampling rules and promotion provenance
+    "goldset_samplingrule",
+    "goldset_samplingdaycount",
+    "goldset_tripleorigin",
+    # workbench 0008 identity (sessions, SCIM) and 0009 SAML
+    "workbench_usersession",
+    "workbench_scimtoken",
+    "workbench_scimuser",
+    "workbench_scimgroup",
+    "workbench_scimgroup_members",
+    "workbench_samlassertion",
+    "workbench_samlrequest",
+}
 
 
 def _migrate(targets):

@@ -2,7 +2,7 @@ from decimal import Decimal
 
 import pytest
 
-from goldset.models import RoutingRules, Tier
+from goldset.models import RoutingRules, Tier, default_project_id
 from goldset.services.routing import (
     RoutingRulesUnchanged,
     decide_tier,
@@ -61,6 +61,7 @@ def test_when_several_rules_match_the_first_in_order_is_recorded():
 
 def test_the_extra_domain_rule_and_a_disabled_adversarial_rule():
     rules = RoutingRules(
+        project_id=default_project_id(),
         version=7,
         gold_task_types=[],
         uncertainty_threshold=Decimal("0.8"),

@@ -15,6 +15,7 @@ from goldset.models import (
     ScoreQueryResult,
     ScoringJob,
     ScoringRunChunk,
+    default_project_id,
 )
 from goldset.services import exports
 from goldset.services.freeze import FreezeFilters, freeze_gold_version
@@ -175,6 +176,7 @@ def test_a_job_may_score_with_a_pcs_calibration_instead_of_the_defaults(
 
     version, record, admin = frozen
     calibration = PcsCalibration.objects.create(
+        project_id=default_project_id(),
         name="q2",
         version=1,
         status="succeeded",

@@ -204,6 +204,7 @@ def test_a_failed_job_shows_the_reason_and_can_be_retried(
     with pytest.raises(GoldsetError, match="only a failed, cancelled or stuck job"):
         retry_scoring_job(
             job=ScoringJob.objects.create(
+                project_id=version.project_id,
                 version=version,
                 name="x",
                 kind="retrieval",

@@ -92,7 +92,9 @@ def write_run(version, path, layout, depth=DEPTH, distinct=False):
 def run_blocks(version):
     document = Block.objects.get(block_id=version.blocks[0]).document
     others = [f"{BLOCK_PREFIX}{i:05d}" for i in range(DEPTH)]
-    Block.objects.bulk_create(Block(document=document, block_id=b) for b in others)
+    Block.objects.bulk_create(
+        Block(project_id=document.project_id, document=document, block_id=b) for b in others
+    )
     return others
 
 
@@ -100,7 +102,7 @@ def run_blocks(version):
 def distinct_blocks(version):
     document = Block.objects.get(block_id=version.blocks[0]).document
     Block.objects.bulk_create(
-        Block(document=document, block_id=b)
+        Block(project_id=document.project_id, document=document, block_id=b)
         for q in range(QUERIES)
         for b in other_blocks(q, DEPTH, distinct=True)
     )

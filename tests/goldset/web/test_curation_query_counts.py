@@ -8,6 +8,7 @@ from goldset.services.quality import draw_working_slice
 from goldset.services.resolution import mark_superseded_pins
 from goldset.services.reviews import claim_next_assignment
 from tests.factories import BlockVersionFactory, CustomerFactory, default_project
+from tests.goldset.bulk_support import vacuum_test_database
 from tests.goldset.curation_support import review, write_triple
 
 pytestmark = pytest.mark.django_db
@@ -56,6 +57,7 @@ def test_dashboard_query_count_is_constant(client_for, team, django_assert_max_n
 
 @pytest.mark.parametrize("n", [10, 200])
 def test_review_queue_query_count_is_constant(client_for, team, django_assert_max_num_queries, n):
+    vacuum_test_database()  # what earlier tests rolled back (see bulk_support)
     populate(team, n)
     c = client_for(team["r1"])
     # 7: the "waiting" figure reads a bounded window of the open-slots index, then counts in it.

@@ -26,6 +26,7 @@ from tests.goldset.bulk_support import (
     grow_answer_pool,
     grow_decision_pool,
     grow_revision_pool,
+    vacuum_test_database,
 )
 from tests.goldset.curation_support import block_version, review, write_triple
 from workbench.roles import Role
@@ -109,6 +110,7 @@ def _grow(answer_template, triple, n, tag, *, annotator, reviewer):
 
 
 def test_lead_pages_cost_the_same_at_two_sizes(client_for, lead, admin_user, postgres):
+    vacuum_test_database()  # what earlier tests rolled back (see bulk_support)
     domain = DomainFactory(slug="supply_chain")
     # TRIAGE, so the grown records are promotable (the promotion list has rows to walk)
     template = AnswerRecordFactory(question__domain=domain, tier=Tier.TRIAGE)

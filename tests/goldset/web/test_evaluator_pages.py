@@ -7,7 +7,13 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from goldset.models import EvaluatorOutput, GoldVersion, PcsCalibration, ReleaseReport
+from goldset.models import (
+    EvaluatorOutput,
+    GoldVersion,
+    PcsCalibration,
+    ReleaseReport,
+    default_project_id,
+)
 from goldset.services.evaluators import (
     compute_evaluator_report,
     create_evaluator,
@@ -42,12 +48,18 @@ def world(settings, annotator, lead, admin_user):
         evaluator=other, source=lenient_outputs(records), source_name="o.jsonl"
     )
     compute_evaluator_report(project=default_project())
-    calibration = PcsCalibration.objects.create(name="pcs", version=1)
-    version = GoldVersion.objects.create(number=1)
+    calibration = PcsCalibration.objects.create(
+        project_id=default_project_id(), name="pcs", version=1
+    )
+    version = GoldVersion.objects.create(project_id=default_project_id(), number=1)
     questions, answers, labels = _benchmark(6)
     data = release_report(questions, answers, labels, resamples=100)
     report = ReleaseReport.objects.create(
-        version=version, run_ids=["r1"], report=data.to_dict(), html=render_html(data)
+        project_id=version.project_id,
+        version=version,
+        run_ids=["r1"],
+        report=data.to_dict(),
+        html=render_html(data),
     )
     return {
         "records": records,
@@ -188,9 +200,13 @@ def test_release_report_page_and_downloads(world, client_for):
 def test_list_pages_query_count_is_constant(world, client_for, django_assert_max_num_queries, n):
     for i in range(n):
         create_evaluator(project=default_project(), name=f"judge-{i}", version="1", kind="metric")
-        PcsCalibration.objects.create(name=f"c{i}", version=1)
+        PcsCalibration.objects.create(project_id=default_project_id(), name=f"c{i}", version=1)
         ReleaseReport.objects.create(
-            version=world["report"].version, run_ids=[], report=world["report"].report, html=""
+            project_id=world["report"].version.project_id,
+            version=world["report"].version,
+            run_ids=[],
+            report=world["report"].report,
+            html="",
         )
     c = client_for(world["users"]["admin"])
     for name in ("evaluators:list", "evaluators:calibrations", "evaluators:releases"):

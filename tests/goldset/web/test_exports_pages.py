@@ -75,6 +75,7 @@ def test_each_page_answers_each_role(
 
 def test_job_pages_are_admin_only_and_unknown_ids_are_404(client_for, lead, admin_user, version):
     job = ScoringJob.objects.create(
+        project_id=version.project_id,
         version=version,
         name="x",
         kind="retrieval",
@@ -235,6 +236,7 @@ def test_upload_scores_and_shows_progress_results_downloads_and_compare(
 
 def test_failed_job_shows_reason_and_retry_button(client_for, admin_user, version):
     job = ScoringJob.objects.create(
+        project_id=version.project_id,
         version=version,
         name="x",
         kind="retrieval",
@@ -261,6 +263,7 @@ def test_version_and_job_lists_keep_a_constant_query_count(
             actor=admin_user,
         )
         ScoringJob.objects.create(
+            project_id=frozen.project_id,
             version=frozen,
             name="x",
             kind="retrieval",
@@ -270,7 +273,8 @@ def test_version_and_job_lists_keep_a_constant_query_count(
             run_size=0,
         )
     admin = client_for(admin_user)
-    with django_assert_max_num_queries(8):
+    # the versions, their tags, the tags' latest changes and the tag form's choices
+    with django_assert_max_num_queries(9):
         assert admin.get(reverse("exports:versions")).status_code == 200
     with django_assert_max_num_queries(9):
         assert admin.get(reverse("exports:jobs")).status_code == 200

@@ -543,7 +543,7 @@ def refused_forms(judge):
         (reverse("answers:import"), {"kind": "mystery"}, jsonl, "choose questions or answers"),
         (reverse("exports:jobs"), run, {}, "This field is required."),
         (reverse("exports:jobs"), {**run, "k": "zero"}, jsonl, "Enter a whole number."),
-        (reverse("exports:jobs"), {**run, "version": 99}, jsonl, "Select a valid choice"),
+        (reverse("exports:jobs"), {**run, "version": 99}, jsonl, "gold version v99 is not frozen"),
         (reverse("evaluators:detail", args=[judge.pk]), {}, {}, "This field is required."),
     ]
 

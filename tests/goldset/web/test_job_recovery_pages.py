@@ -33,6 +33,7 @@ def version(admin_user):
 
 def make_job(version, **fields):
     return ScoringJob.objects.create(
+        project_id=version.project_id,
         version=version,
         name="x",
         kind="retrieval",

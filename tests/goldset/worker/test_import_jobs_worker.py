@@ -15,7 +15,14 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from goldset.models import Document, Domain, ImportJob, ImportStatus, OutboxMessage
+from goldset.models import (
+    Document,
+    Domain,
+    ImportJob,
+    ImportStatus,
+    OutboxMessage,
+    default_project_id,
+)
 from goldset.rules.jobs import import_dedupe_key
 from goldset.services import outbox
 from goldset.services.import_jobs import reconcile_imports, submit_import
@@ -30,7 +37,7 @@ pytestmark = pytest.mark.worker
 def test_a_corpus_upload_is_imported_by_the_worker(
     celery_worker_process, client_for, admin_user, settings
 ):
-    Domain.objects.create(slug="federal_it", name="Federal IT")
+    Domain.objects.create(project_id=default_project_id(), slug="federal_it", name="Federal IT")
     text = "".join(
         json.dumps(
             {
@@ -72,7 +79,7 @@ def test_an_import_whose_message_was_lost_is_reconciled_and_the_worker_finds_its
 ):
     """The upload is stored and committed but its message never reaches the broker; the
     reconciler queues it again and the real worker streams the stored file, then deletes it."""
-    Domain.objects.create(slug="federal_it", name="Federal IT")
+    Domain.objects.create(project_id=default_project_id(), slug="federal_it", name="Federal IT")
     text = "".join(
         json.dumps(
             {
@@ -129,7 +136,7 @@ def test_an_import_on_a_sigkilled_worker_stores_nothing_then_is_imported_once_by
     """The worker is SIGKILLed in the store stage (seen from here: the relay's progress past
     50 %): its write transaction dies with it, so nothing is stored; its heartbeat ages, the
     reconciler (beat) requeues the job and a new worker imports the whole file once."""
-    Domain.objects.create(slug="federal_it", name="Federal IT")
+    Domain.objects.create(project_id=default_project_id(), slug="federal_it", name="Federal IT")
     n = 20_000
     text = "".join(
         json.dumps(

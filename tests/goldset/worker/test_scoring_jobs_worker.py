@@ -17,6 +17,7 @@ from goldset.models import (
     ScoreAggregate,
     ScoreQueryResult,
     ScoringJob,
+    default_project_id,
 )
 from goldset.services.freeze import store_frozen_version
 from goldset.services.scoring_jobs import create_scoring_job, strata_csv
@@ -29,12 +30,19 @@ pytestmark = pytest.mark.worker
 
 
 def big_version(n_queries, n_blocks, admin_user):
-    domain = Domain.objects.create(slug="supply_chain", name="Supply chain")
+    domain = Domain.objects.create(
+        project_id=default_project_id(), slug="supply_chain", name="Supply chain"
+    )
     doc = Document.objects.create(
-        document_id="doc-big", title="Big", domain=domain, authority="0.9"
+        project_id=domain.project_id,
+        document_id="doc-big",
+        title="Big",
+        domain=domain,
+        authority="0.9",
     )
     blocks = Block.objects.bulk_create(
-        Block(block_id=f"b{i:05d}", document=doc, position=i) for i in range(n_blocks)
+        Block(project_id=doc.project_id, block_id=f"b{i:05d}", document=doc, position=i)
+        for i in range(n_blocks)
     )
     BlockVersion.objects.bulk_create(
         BlockVersion(block=b, version=1, text=f"text {b.block_id}", sha256=f"{i:064x}")

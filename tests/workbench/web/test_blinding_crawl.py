@@ -31,7 +31,8 @@ from workbench.access import ACCESS, Kind
 
 pytestmark = pytest.mark.django_db
 
-LINK = re.compile(r'(?:href|hx-get)="(/[^"#]*)"')
+# absolute paths and query-only links ("?show=all", "?page=2"), resolved against the page
+LINK = re.compile(r'(?:href|hx-get)="([/?][^"#]*)"')
 SKIP = ("/static/", "/django-admin/", "/logout/")
 PER_VIEW = 4  # distinct URLs fetched per view name (item pages, ?page=, filters)
 CANARY_LATENCY = 987_654_3

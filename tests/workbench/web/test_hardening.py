@@ -239,6 +239,8 @@ def test_manage_py_check_deploy_is_clean():
         "DEBUG": "false",
     }
     env.pop("DATABASE_URL", None)
+    # the session's browser fixture sets it for Playwright's event loop; a deployment never does
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     env["WORKBENCH_VAR_DIR"] = os.path.join(ROOT, "var", "check-deploy")
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],

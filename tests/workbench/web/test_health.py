@@ -138,6 +138,7 @@ def test_health_reports_stale_jobs_and_a_missing_beat(client_for, admin_user, se
         project=default_project(), rows=[gold_row_for(bv, triple_id="T1")], actor=admin_user
     )
     job = ScoringJob.objects.create(
+        project_id=version.project_id,
         version=version,
         name="x",
         kind="retrieval",
@@ -184,7 +185,7 @@ def test_health_counts_queued_and_heartbeatless_imports_and_calibrations(db, set
 
     from django.utils import timezone
 
-    from goldset.models import ImportJob, ImportStatus, PcsCalibration
+    from goldset.models import ImportJob, ImportStatus, PcsCalibration, default_project_id
     from goldset.services.jobs import count_stale_jobs
 
     settings.JOB_STALE_SECONDS = 60
@@ -193,7 +194,13 @@ def test_health_counts_queued_and_heartbeatless_imports_and_calibrations(db, set
 
     def job(n, **fields):
         made = ImportJob.objects.create(
-            kind="corpus", dedupe_key=f"k{n}", filename="f", sha256="0", size=1, **fields
+            project_id=default_project_id(),
+            kind="corpus",
+            dedupe_key=f"k{n}",
+            filename="f",
+            sha256="0",
+            size=1,
+            **fields,
         )
         ImportJob.objects.filter(pk=made.pk).update(created_at=now - dt.timedelta(seconds=600))
         return made
@@ -211,7 +218,9 @@ def test_health_counts_queued_and_heartbeatless_imports_and_calibrations(db, set
     assert count_stale_jobs(now=now)["running_stale"] == 0
     assert count_stale_jobs(now=now)["queued_waiting"] == 0
     assert count_stale_jobs(now=now + dt.timedelta(seconds=60))["queued_waiting"] == 1  # requeued
-    calibration = PcsCalibration.objects.create(name="c", version=1, created_by=admin_user)
+    calibration = PcsCalibration.objects.create(
+        project_id=default_project_id(), name="c", version=1, created_by=admin_user
+    )
     PcsCalibration.objects.filter(pk=calibration.pk).update(
         created_at=now - dt.timedelta(seconds=600)
     )

@@ -27,6 +27,7 @@ from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils import timezone
 
 from goldset.models import (
+    Adjudication,
     AgreementSnapshot,
     AnswerRecord,
     Block,
@@ -46,22 +47,34 @@ from goldset.models import (
     GoldVersionRow,
     GuidelineVersion,
     ImportJob,
+    Label,
     LabelAssignment,
     Notification,
+    PairAssignment,
+    PairCalibrationItem,
+    PairQualification,
+    PairwisePair,
+    PairwiseTask,
+    PairwiseTaskRun,
     PcsCalibration,
     Project,
     QualityTrackerEntry,
     Question,
+    ReceivedTrace,
     ReleaseReport,
+    Review,
     ReviewAssignment,
     RoutingRules,
     Run,
+    SamplingRule,
     ScoringJob,
     SpotCheckDraw,
     System,
     Tier,
     Triple,
     TripleRevision,
+    VersionTag,
+    VersionTagMove,
     WebhookDelivery,
     WebhookEndpoint,
     WorkingSlice,
@@ -188,6 +201,16 @@ def _plant_project_b() -> dict:
     )
     Triple.objects.filter(pk=triple.pk).update(current_revision=revision)
     review = ReviewAssignment.objects.create(revision=revision, reviewer=ann1, slot=1)
+    # a review the lead submitted (its own slot), for the API's reviews/<id>/
+    lead_review = Review.objects.create(
+        assignment=ReviewAssignment.objects.create(
+            revision=revision, reviewer=lead, slot=2, completed_at=timezone.now()
+        ),
+        revision=revision,
+        reviewer=lead,
+        verdict="confirm",
+        comment=f"{CANARY} review comment",
+    )
     DiscussionMessage.objects.create(
         triple=triple, revision=revision, author=b_admin, body=f"{CANARY} message"
     )
@@ -253,6 +276,88 @@ def _plant_project_b() -> dict:
     LabelAssignment.objects.create(
         record=record, annotator=ann1, slot=1, shuffle_seed=7, shuffle_key="canary"
     )
+    # a label the lead gave (its own slot) and the lead's adjudication of the record, for the
+    # API's labels/<id>/ and adjudications/<id>/
+    label_axes = {
+        "acceptability": "acceptable",
+        "grounding": "fully_grounded",
+        "rationale": f"{CANARY} rationale",
+    }
+    label = Label.objects.create(
+        assignment=LabelAssignment.objects.create(
+            record=record,
+            annotator=lead,
+            slot=2,
+            shuffle_seed=7,
+            shuffle_key="canary-2",
+            completed_at=timezone.now(),
+        ),
+        record=record,
+        annotator=lead,
+        evidence_sufficiency="sufficient",
+        citation_correctness="correct",
+        conflict_handling="not_applicable",
+        safety_boundary="respected",
+        **label_axes,
+    )
+    adjudication = Adjudication.objects.create(
+        record=record, lead=lead, reason="no_majority", **label_axes
+    )
+    # pairwise review: a second system's answer to the question, a task with one pair (split,
+    # waiting for a lead) that ann1 holds a slot of
+    system_2 = System.objects.create(project=project, system_id=f"{CANARY}-system-2")
+    run_2 = Run.objects.create(project=project, run_id=f"{CANARY}-run-2", system=system_2)
+    second_id = new_public_id()
+    second = AnswerRecord.objects.create(
+        project=project,
+        public_id=second_id,
+        run=run_2,
+        question=question,
+        domain=domain,
+        queue_rank=queue_rank(public_id=second_id),
+        answer=f"{CANARY} second answer text",
+        tier=Tier.GOLD,
+        routing_rule=f"{CANARY}-route",
+        rules_version=1,
+        labels_required=2,
+    )
+    pairwise_task = PairwiseTask.objects.create(
+        project=project,
+        name=f"{CANARY} pairwise task",
+        design="all_pairs",
+        seed=7,
+        tier=Tier.GOLD,
+        reviewers_per_pair=3,
+        created_by=b_admin,
+    )
+    PairwiseTaskRun.objects.bulk_create(
+        [PairwiseTaskRun(task=pairwise_task, run=r) for r in (run, run_2)]
+    )
+    pair = PairwisePair.objects.create(
+        project=project,
+        task=pairwise_task,
+        question=question,
+        record_a=record,
+        record_b=second,
+        position=0,
+        queue_rank=1,
+        reviewers_required=3,
+        assigned_count=1,
+        status="needs_adjudication",
+    )
+    PairAssignment.objects.create(pair=pair, reviewer=ann1, slot=1, left="a")
+    PairQualification.objects.create(
+        project=project, reviewer=ann1, n_items=4, kappa=0.1, threshold=0.7, passed=False
+    )
+    calibration_pair = PairCalibrationItem.objects.create(
+        project=project,
+        question=question,
+        record_a=record,
+        record_b=second,
+        reference="a",
+        source_pair=pair,
+        created_by=b_admin,
+    )
     CalibrationSet.objects.create(project=project, domain=domain)
     retake = CalibrationRetake.objects.create(
         annotator=ann1, domain=domain, message=f"{CANARY} retake", reason=CANARY
@@ -309,6 +414,13 @@ def _plant_project_b() -> dict:
     )
     GoldVersionFileChunk.objects.create(file=stored, index=0, data=data)
     GoldVersion.objects.filter(pk=gold.pk).update(sealed=True)
+    # a tag on it, and its history
+    tag = VersionTag.objects.create(
+        project=project, name="canary-release", version=gold, note=f"{CANARY} tag", moved_by=b_admin
+    )
+    VersionTagMove.objects.create(
+        project=project, name=tag.name, to_version=gold, note=f"{CANARY} tagged", moved_by=b_admin
+    )
     # a scoring job shaped as one of the demo's, under B's name
     demo_job = ScoringJob.objects.order_by("pk").first()
     shaped = {
@@ -409,6 +521,17 @@ def _plant_project_b() -> dict:
         last_error=CANARY,
         response_snippet=CANARY,
     )
+    trace = ReceivedTrace.objects.create(
+        project=project,
+        trace_id="c" * 32,
+        status="mapped",
+        reason=CANARY,
+        record=record,
+        sampled_by=CANARY,
+    )
+    sampling_rule = SamplingRule.objects.create(
+        project=project, name=CANARY, kind="feedback", note=CANARY
+    )
     notifications = {}
     for username, user in users.items():
         notifications[username] = Notification.objects.create(
@@ -433,9 +556,17 @@ def _plant_project_b() -> dict:
         "block": block,
         "triple": triple,
         "review": review,
+        "lead_review": lead_review,
         "record": record,
+        "label": label,
+        "adjudication": adjudication,
+        "pair": pair,
+        "pairwise_task": pairwise_task,
+        "calibration_pair": calibration_pair,
+        "ann1": ann1,
         "retake": retake,
         "gold": gold,
+        "tag": tag,
         "job": job,
         "evaluator": evaluator,
         "calibration": calibration,
@@ -443,6 +574,8 @@ def _plant_project_b() -> dict:
         "imports": imports,
         "endpoint": endpoint,
         "delivery": delivery,
+        "trace": trace,
+        "sampling_rule": sampling_rule,
         "notifications": notifications,
         "b_admin": b_admin,
     }
@@ -577,10 +710,17 @@ def _b_objects(keys) -> dict[str, tuple]:
         "answers:adjudicate": (record.public_id,),
         "answers:calibration_set": (domain,),
         "answers:calibration_reference": (domain, record.public_id),
+        "pairwise:judge": (keys["pair"].public_id,),
+        "pairwise:skip": (keys["pair"].public_id,),
+        "pairwise:adjudicate": (keys["pair"].public_id,),
+        "pairwise:analysis": (keys["pairwise_task"].pk,),
+        "pairwise:add_calibration": (keys["pair"].public_id,),
+        "pairwise:reset_calibration": (keys["ann1"].pk,),
         "promotion:triple": (triple.pk,),
         "promotion:record": (record.public_id,),
         "exports:version": (gold.number,),
         "exports:download": (gold.number, "gold_jsonl"),
+        "exports:tag_delete": (keys["tag"].name,),
         "exports:job": (keys["job"].pk,),
         "exports:retry": (keys["job"].pk,),
         "exports:cancel": (keys["job"].pk,),
@@ -603,6 +743,10 @@ def _b_objects(keys) -> dict[str, tuple]:
         "webhooks:enabled": (keys["endpoint"].pk,),
         "webhooks:test": (keys["endpoint"].pk,),
         "webhooks:redeliver": (keys["delivery"].pk,),
+        "traces:trace": (keys["trace"].trace_id,),
+        "traces:sampling_rule": (keys["sampling_rule"].pk,),
+        "traces:sampling_enabled": (keys["sampling_rule"].pk,),
+        "promotion:record_triple": (record.public_id,),
         "api:document": (keys["document"].document_id,),
         "api:document_blocks": (keys["document"].document_id,),
         "api:block_versions": (keys["block"].block_id,),
@@ -614,8 +758,23 @@ def _b_objects(keys) -> dict[str, tuple]:
         "api:import_retry": ("import",),
         "api:version": (gold.number,),
         "api:version_download": (gold.number, "gold_jsonl"),
+        "api:tag": (keys["tag"].name,),
         "api:job": (keys["job"].pk,),
         "api:job_queries": (keys["job"].pk,),
+        "api:pairwise_judgments": (keys["pairwise_task"].pk,),
+        "api:pairwise_analysis": (keys["pairwise_task"].pk,),
+        "api:pairwise_judgments_import": (keys["pairwise_task"].pk,),
+        "api:pairwise_pair": (keys["pair"].public_id,),
+        "api:pairwise_judge": (keys["pair"].public_id,),
+        "api:pairwise_calibration_judge": (keys["calibration_pair"].public_id,),
+        "api:label": (keys["label"].pk,),
+        "api:review": (keys["lead_review"].pk,),
+        "api:adjudication": (keys["adjudication"].pk,),
+        "api:webhook": (keys["endpoint"].pk,),
+        "api:webhook_deliveries": (keys["endpoint"].pk,),
+        "api:webhook_test": (keys["endpoint"].pk,),
+        "api:webhook_redeliver": (keys["delivery"].pk,),
+        "api:sampling_rule": (keys["sampling_rule"].pk,),
     }
 
 
@@ -706,7 +865,7 @@ def test_every_object_url_of_b_answers_404_under_a(canary_projects):
         url = _mounted(A, reverse(name, args=_args(keys, username, objects[name])))
         client = clients[username]
         posting = entry.kind == Kind.ACTION or name.endswith(
-            ("_import", "_cancel", "_retry", "_freeze")
+            ("_import", "_cancel", "_retry", "_freeze", "_judge", "_test", "_redeliver")
         )
         try:
             response = client.post(url) if posting else client.get(url)

@@ -1,0 +1,818 @@
+"""Production traces (issue 28, DESIGN.md §16): spans received over OTLP/HTTP are stored, and
+each complete trace becomes an answer record routed into the tiers like an uploaded answer log.
+
+* :func:`receive_spans` (the receiver's one write): stores a request's accepted spans once per
+  (project, trace id, span id) — a batch sent again creates nothing — marks their traces
+  pending, and queues the mapping through the outbox (one open request per project). Traces
+  the decoder rejected a span of are rejected whole, with the spans stored for them by earlier
+  requests dropped (nothing partial is mapped). When the project's mapping is behind
+  (``OTLP_MAX_PENDING_TRACES``) it stores nothing and raises :class:`TracesBacklogged` (429).
+* :func:`map_pending_traces` (the ``goldset.map_traces`` task): claims the project's pending
+  traces (``SKIP LOCKED``), maps each with :func:`goldset.traces.mapping.map_trace` and, for a
+  complete one, creates its answer record in a savepoint of its own: question matched by id
+  (a ``goldset.question_id`` attribute, else the hash of its normalised text) or created,
+  system = service, version and answering model (admins only), one run per trace, routed by
+  :class:`~goldset.services.answer_imports.RecordRouter` (the answer-log import's routing),
+  passages matched to the corpus by block id (or the id of a one-block document) and kept as
+  :class:`~goldset.models.UnmatchedPassage` with their text otherwise. An incomplete trace waits
+  for more spans (their arrival makes it pending again); a trace that cannot be filed is
+  rejected with the reason. Idempotent on the trace: a trace is mapped once (its row is locked
+  and its status moves on in the same transaction as its record).
+* :func:`receive_evaluations` (an evaluator-output import's lines naming traces): an output on
+  a trace that waits to be sampled is kept as an evaluation span of it (one per evaluator) and
+  the trace mapped again, as when a feedback span arrives; :func:`trace_targets` says where an
+  output naming a trace goes (its record, the trace, or nowhere: rejected, unknown, or past
+  ``OTLP_DROPPED_KEEP_DAYS``).
+* :func:`reconcile_traces` (the reconciler): asks again for the mapping of traces left pending
+  when a message was lost.
+
+A complete trace becomes a record only when a sampling rule takes it
+(:meth:`goldset.services.sampling.SamplingPass.sample`, the one place that decides); otherwise it
+is ``dropped`` or ``capped``, keeping its spans (a later feedback span has it sampled again).
+"""
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import Q, TextField, Value
+from django.db.models.functions import Concat
+from django.utils import timezone
+
+from goldset.conf import tunable
+from goldset.exceptions import GoldsetError
+from goldset.imports.bulk import insert_rows, one_of
+from goldset.imports.fields import column_length, is_clean_id
+from goldset.models import (
+    OPEN_TRACE_STATUSES,
+    Block,
+    Domain,
+    EvaluatorImport,
+    EvaluatorOutput,
+    EvidencePassage,
+    Project,
+    Question,
+    ReceivedSpan,
+    ReceivedTrace,
+    Run,
+    System,
+    TaskType,
+    TraceStatus,
+    UnmatchedPassage,
+)
+from goldset.models.answers import new_public_id
+from goldset.rules.jobs import TRACES_OUTBOX_KIND, traces_dedupe_key
+from goldset.services import outbox
+from goldset.services.answer_imports import (
+    AnsweredQuestion,
+    PassageResolver,
+    RecordRouter,
+    insert_passages,
+    insert_records,
+    question_hash,
+)
+from goldset.services.sampling import SamplingDecision, SamplingPass
+from goldset.traces.decode import Decoded, Span
+from goldset.traces.mapping import TraceIncomplete, TraceRecord, TraceRejected, map_trace
+from goldset.traces.signals import CONFIDENCE_KEYS, EVALUATION_NAME, SCORE_LABEL, SCORE_VALUE
+from goldset.traces.stored import (
+    DOMAIN,
+    FactsProblem,
+    question_id_for,
+    span_from_payload,
+    span_payload,
+    system_id_for,
+    trace_facts,
+)
+from workbench.services.audit import record_event
+
+logger = logging.getLogger(__name__)
+
+SOURCE_NAME = "otlp"
+QUESTION_ID_LENGTH = column_length(Question, "question_id")
+TASK_FAMILY_LENGTH = column_length(Question, "task_family")
+REF_LENGTH = column_length(EvidencePassage, "passage_ref")
+REASON_CHARS = 2000
+MAX_LATENCY_MS = 2**31 - 1  # AnswerRecord.latency_ms is a PositiveIntegerField
+MAX_COST = 10_000  # AnswerRecord.cost_usd: 10 digits, 6 places
+TASK_TYPES = tuple(TaskType.values)
+
+
+class TracesBacklogged(GoldsetError):
+    """The project's traces wait to be mapped beyond ``OTLP_MAX_PENDING_TRACES``: nothing of
+    the request is stored; the receiver answers 429 with ``Retry-After``."""
+
+
+@dataclass(frozen=True)
+class ReceiveSummary:
+    spans_received: int  # accepted by the decoder (stored, or already stored)
+    traces: int  # traces the request's spans belong to
+    traces_rejected: int  # traces rejected whole because the decoder rejected a span of theirs
+
+
+def _reason(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+@transaction.atomic
+def receive_spans(*, project, decoded: Decoded) -> ReceiveSummary:
+    """Store the spans ``decoded`` accepted for ``project`` and queue their traces' mapping.
+
+    Spans of a trace already mapped are stored (for later use) without mapping it again;
+    spans of a rejected trace are not stored. A trace the decoder rejected a span of is
+    rejected whole (unless it was already mapped) and its stored spans deleted. Trace rows are
+    locked in trace-id order, so concurrent requests never deadlock on them, and the mapping
+    (which locks the same rows) sees either none or all of a request's spans."""
+    if decoded.spans:
+        limit = tunable("OTLP_MAX_PENDING_TRACES")
+        waiting = (
+            ReceivedTrace.objects.filter(project=project, status=TraceStatus.PENDING)
+            .order_by()[:limit]
+            .count()
+        )
+        if waiting >= limit:
+            raise TracesBacklogged(
+                f"{waiting} traces of this project wait to be mapped (OTLP_MAX_PENDING_TRACES)"
+            )
+    spans_by_trace = defaultdict(list)
+    for span in decoded.spans:
+        spans_by_trace[span.trace_id].append(span)
+    refused: dict[str, str] = {}
+    rejected_ids = decoded.rejected_trace_ids
+    for rejection in decoded.rejections:
+        if rejection.trace_id in rejected_ids:
+            refused.setdefault(rejection.trace_id, str(rejection))
+    trace_ids = sorted(set(spans_by_trace) | set(refused))
+    if not trace_ids:
+        return ReceiveSummary(spans_received=0, traces=0, traces_rejected=0)
+    ReceivedTrace.objects.bulk_create(
+        [ReceivedTrace(project=project, trace_id=trace_id) for trace_id in trace_ids],
+        ignore_conflicts=True,
+    )
+    statuses = dict(
+        ReceivedTrace.objects.select_for_update()
+        .filter(project=project, trace_id__in=one_of(trace_ids))
+        .order_by("trace_id")
+        .values_list("trace_id", "status")
+    )
+    keep = [
+        trace_id
+        for trace_id in spans_by_trace
+        if statuses[trace_id] != TraceStatus.REJECTED and trace_id not in refused
+    ]
+    # Spans are only ever stored here, under the lock of their trace's row (held): the spans
+    # already stored for these traces are all there are, and the rest are copied in at once.
+    stored = set(
+        ReceivedSpan.objects.filter(project=project, trace_id__in=one_of(keep)).values_list(
+            "trace_id", "span_id"
+        )
+        if keep
+        else ()
+    )
+    insert_rows(
+        ReceivedSpan,
+        ("project_id", "trace_id", "span_id", "parent_span_id", "payload"),
+        [
+            (project.pk, span.trace_id, span.span_id, span.parent_span_id, span_payload(span))
+            for trace_id in keep
+            for span in spans_by_trace[trace_id]
+            if (trace_id, span.span_id) not in stored
+        ],
+    )
+    now = timezone.now()
+    to_map = [trace_id for trace_id in keep if statuses[trace_id] in OPEN_TRACE_STATUSES]
+    _reopen(project, to_map, now=now)
+    dropped = [t for t in refused if statuses[t] != TraceStatus.MAPPED]
+    for trace_id in dropped:
+        ReceivedTrace.objects.filter(project=project, trace_id=trace_id).update(
+            status=TraceStatus.REJECTED,
+            reason=_reason(f"a span was rejected on receipt: {refused[trace_id]}"),
+            updated_at=now,
+        )
+    if dropped:
+        ReceivedSpan.objects.filter(project=project, trace_id__in=dropped).delete()
+    return ReceiveSummary(
+        spans_received=len(decoded.spans), traces=len(trace_ids), traces_rejected=len(dropped)
+    )
+
+
+def _reopen(project, trace_ids: list[str], *, now) -> None:
+    """New spans (or a later evaluation) for these open traces, whose rows the caller holds
+    locked: map them (again) after the commit."""
+    if not trace_ids:
+        return
+    ReceivedTrace.objects.filter(project=project, trace_id__in=one_of(trace_ids)).update(
+        status=TraceStatus.PENDING, reason="", updated_at=now
+    )
+    request_mapping(project_id=project.pk)
+
+
+def request_mapping(*, project_id: int) -> None:
+    """Queue a mapping pass over ``project_id``'s pending traces after the caller's commit (one
+    open request per project: a request while one waits is merged into it)."""
+    outbox.enqueue(
+        kind=TRACES_OUTBOX_KIND,
+        payload={"project_id": project_id},
+        dedupe_key=traces_dedupe_key(project_id),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Mapping
+
+
+@dataclass
+class MappingSummary:
+    mapped: int = 0
+    incomplete: int = 0
+    rejected: int = 0
+    dropped: int = 0
+    capped: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "mapped": self.mapped,
+            "incomplete": self.incomplete,
+            "rejected": self.rejected,
+            "dropped": self.dropped,
+            "capped": self.capped,
+        }
+
+
+class TraceRefused(GoldsetError):
+    """A complete trace that cannot become an answer record; the message says why."""
+
+
+def map_pending_traces(
+    *, project_id: int, message_id: int | None = None, heartbeat: bool = False
+) -> dict:
+    """Map ``project_id``'s pending traces, batch by batch (``OTLP_MAP_BATCH`` traces a
+    transaction), until none is left; closes the outbox message. A re-delivered message finds
+    nothing pending (or only what arrived since) and does nothing more. Returns the counts."""
+    outbox.mark_started(message_id)
+    summary = MappingSummary()
+    project = Project.objects.filter(pk=project_id).first()
+    if project is not None:
+        with outbox.beating([message_id] if message_id else [], heartbeat=heartbeat):
+            while _map_batch(project, summary):
+                pass
+    outbox.mark_done(message_id)
+    return summary.as_dict()
+
+
+@transaction.atomic
+def _map_batch(project, summary: MappingSummary) -> bool:
+    traces = list(
+        ReceivedTrace.objects.select_for_update(skip_locked=True)
+        .filter(project=project, status=TraceStatus.PENDING)
+        .order_by("id")[: tunable("OTLP_MAP_BATCH")]
+    )
+    if not traces:
+        return False
+    spans = defaultdict(list)
+    for trace_id, span_id, parent_span_id, payload in ReceivedSpan.objects.filter(
+        project=project, trace_id__in=[t.trace_id for t in traces]
+    ).values_list("trace_id", "span_id", "parent_span_id", "payload"):
+        spans[trace_id].append(
+            span_from_payload(
+                trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id, payload=payload
+            )
+        )
+    router = RecordRouter(project=project)
+    now = timezone.now()
+    sampling = SamplingPass(project=project, now=now)
+    counts = Counter()
+    for trace in traces:
+        received = spans.get(trace.trace_id, [])
+        trace.span_count = len(received)
+        trace.updated_at = now
+        try:
+            outcome = (
+                map_trace(received)
+                if received
+                else TraceIncomplete(trace.trace_id, "no spans stored yet", 0)
+            )
+        except Exception as exc:  # one odd trace must not stop its project's mapping for good
+            logger.exception("trace %s could not be mapped", trace.trace_id)
+            outcome = TraceRejected(
+                trace.trace_id, f"could not be mapped ({type(exc).__name__})", len(received)
+            )
+        if isinstance(outcome, TraceRecord):
+            trace.convention = outcome.convention
+            try:
+                facts = trace_facts(
+                    outcome, id_length=QUESTION_ID_LENGTH, family_length=TASK_FAMILY_LENGTH
+                )
+            except FactsProblem as exc:
+                outcome = TraceRejected(trace.trace_id, str(exc), len(received))
+        if isinstance(outcome, TraceRecord):
+            counted = set(trace.capped_rules or ()) if trace.capped_on == sampling.day else set()
+            decision = sampling.sample(record=outcome, spans=received, facts=facts, counted=counted)
+            counted |= set(decision.capped)
+            trace.capped_on = sampling.day if counted else None
+            trace.capped_rules = sorted(counted) or None
+            trace.sampled_by, trace.sampling_rule = decision.sampled_by, decision.rule
+            if not decision.sampled:
+                trace.status, trace.reason = decision.status, ""
+                setattr(summary, decision.status, getattr(summary, decision.status) + 1)
+                counts[trace.status] += 1
+                continue
+            try:
+                with transaction.atomic():
+                    trace.record_id, tier = _store_record(project, router, outcome, facts, decision)
+                    _store_later_evaluations(project, trace.record_id, received)
+            except (TraceRefused, FactsProblem) as exc:
+                sampling.release(decision)
+                outcome = TraceRejected(trace.trace_id, str(exc), len(received))
+            except (OperationalError, InterfaceError):
+                raise  # transient (a lock, a timeout, the connection): the batch is retried
+            except Exception as exc:  # the database refused a value: this trace only
+                sampling.release(decision)
+                logger.exception("trace %s could not be stored", trace.trace_id)
+                outcome = TraceRejected(
+                    trace.trace_id, f"could not be stored ({type(exc).__name__})", len(received)
+                )
+            else:
+                trace.status, trace.reason, trace.mapped_at = TraceStatus.MAPPED, "", now
+                counts[f"tier_{tier}"] += 1
+                summary.mapped += 1
+                continue
+        if isinstance(outcome, TraceIncomplete):
+            trace.status, trace.reason = TraceStatus.INCOMPLETE, _reason(outcome.reason)
+            summary.incomplete += 1
+        else:
+            trace.status, trace.reason = TraceStatus.REJECTED, _reason(outcome.reason)
+            trace.sampled_by, trace.sampling_rule = "", None
+            summary.rejected += 1
+        counts[trace.status] += 1
+    sampling.save()
+    ReceivedTrace.objects.bulk_update(
+        traces,
+        ["status", "reason", "record", "convention", "sampled_by", "sampling_rule"]
+        + ["span_count", "capped_on", "capped_rules", "mapped_at", "updated_at"],
+    )
+    record_event(
+        actor=None,
+        verb="traces_mapped",
+        object_type="traces",
+        object_id=project.slug,
+        project=project,
+        detail={"traces": len(traces), **dict(sorted(counts.items()))},
+    )
+    return True
+
+
+def _store_record(
+    project, router: RecordRouter, record: TraceRecord, facts, decision: SamplingDecision
+) -> tuple[int, str]:
+    """Create the answer record of one sampled trace; returns its id and tier. Raises
+    TraceRefused naming what the trace lacks (the caller's savepoint then rolls back whatever
+    was created)."""
+    _check_texts(record)
+    question = _question_for(project, record, facts)
+    system, _ = System.objects.get_or_create(
+        project=project,
+        system_id=system_id_for(record.system),
+        defaults={
+            "config": {
+                "source": SOURCE_NAME,
+                "service.name": record.system.service_name,
+                "service.version": record.system.service_version,
+                "model": record.system.model,
+            }
+        },
+    )
+    run, _ = Run.objects.get_or_create(
+        project=project,
+        run_id=f"trace-{record.trace_id}",
+        defaults={"system": system, "source_name": SOURCE_NAME},
+    )
+    uncertainty = (
+        None
+        if facts.uncertainty is None
+        else Decimal(repr(facts.uncertainty)).quantize(Decimal("0.001"))
+    )
+    tier, tier_value, rule, rules_version, labels_required = router.route(question, uncertainty)
+    retrieved, unmatched, citations, unmatched_citations = _passages(project, record)
+    extra = {
+        "trace": {
+            "trace_id": record.trace_id,
+            "convention": record.convention,
+            "sampled_by": decision.sampled_by,
+            "sampling_rule_version": decision.rule.version if decision.rule else None,
+            "passages_dropped": record.passages_dropped,
+            "unmatched_citations": unmatched_citations,
+        }
+    }
+    if record.input_tokens is not None or record.output_tokens is not None:
+        extra["tokens"] = {"input": record.input_tokens, "output": record.output_tokens}
+    public_id = new_public_id()
+    row = (
+        project.pk,
+        public_id,
+        run.pk,
+        question.pk,
+        question.domain_id,
+        router.queue_rank(public_id),
+        record.answer,
+        {"name": record.system.model, "ids": list(record.model_ids)},
+        _latency(record.latency_ms),
+        _cost(record.cost),
+        extra,
+        uncertainty,
+        False,
+        tier_value,
+        rule,
+        rules_version,
+        labels_required,
+    )
+    [record_id] = insert_records([row], slots=Counter({question.domain_id: labels_required}))
+    insert_passages(
+        retrieved=[(record_id, *row) for row in retrieved],
+        citations=[(record_id, *row) for row in citations],
+    )
+    UnmatchedPassage.objects.bulk_create(
+        UnmatchedPassage(record_id=record_id, rank=rank, passage_ref=ref, text=text, score=score)
+        for rank, ref, text, score in unmatched
+    )
+    return record_id, tier
+
+
+def _check_texts(record: TraceRecord) -> None:
+    """The texts a JSON attribute value carried (messages, documents, citations) may hold what
+    the decoder's checks of the attribute itself cannot see: a NUL or a lone surrogate from a
+    ``\\u`` escape, which the database refuses."""
+    named = [("the question", record.question), ("the answer", record.answer)]
+    named += [(f"citation {n + 1}", c) for n, c in enumerate(record.citations)]
+    for passage in record.passages:
+        named.append((f"passage {passage.rank}", passage.text))
+        named.append((f"passage {passage.rank}'s document id", passage.document_id or ""))
+    for what, text in named:
+        if "\x00" in text:
+            raise TraceRefused(f"{what} contains a NUL character")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TraceRefused(f"{what} is not valid UTF-8") from None
+
+
+def _question_for(project, record: TraceRecord, facts) -> AnsweredQuestion:
+    """The question the trace answers: the project's question with the id the trace names (a
+    ``goldset.question_id`` attribute), else the one filed under the hash of its normalised
+    text; created when there is none (in the domain the trace names, or the project's only
+    domain)."""
+    if facts.question_id and not is_clean_id(facts.question_id, QUESTION_ID_LENGTH):
+        raise TraceRefused("goldset.question_id: not a valid question id")
+    question_id = facts.question_id or question_id_for(record.question)
+    columns = ("pk", "task_type", "uncertainty", "adversarial", "domain_id", "domain__slug")
+    found = (
+        Question.objects.filter(project=project, question_id=question_id)
+        .values_list(*columns)
+        .first()
+    )
+    if found is None:
+        domain = _domain_for(project, facts.domain)
+        task_type = facts.task_type or TaskType.RAG_SYNTHESIS.value
+        if task_type not in TASK_TYPES:
+            raise TraceRefused(
+                f"goldset.task_type: {task_type!r} is not one of {', '.join(TASK_TYPES)}"
+            )
+        content = {
+            "question_id": question_id,
+            "domain": domain.slug,
+            "task_family": facts.task_family,
+            "task_type": task_type,
+            "question": record.question,
+            "source": SOURCE_NAME,
+        }
+        Question.objects.get_or_create(
+            project=project,
+            question_id=question_id,
+            defaults={
+                "domain": domain,
+                "task_family": facts.task_family,
+                "task_type": task_type,
+                "text": record.question,
+                "content_sha256": question_hash(content),
+            },
+        )
+        found = (
+            Question.objects.filter(project=project, question_id=question_id)
+            .values_list(*columns)
+            .get()
+        )
+    return AnsweredQuestion(*found)
+
+
+def _domain_for(project, slug: str) -> Domain:
+    if slug:
+        domain = Domain.objects.filter(project=project, slug=slug).first()
+        if domain is None:
+            raise TraceRefused(f"{DOMAIN}: no domain {slug!r} in this project")
+        return domain
+    domains = list(Domain.objects.filter(project=project).order_by("slug")[:2])
+    if len(domains) == 1:
+        return domains[0]
+    if not domains:
+        raise TraceRefused("the project has no domain yet: create one before sending traces")
+    raise TraceRefused(
+        f"no domain: the project has several; name one in a {DOMAIN} attribute of the root "
+        "span or the resource"
+    )
+
+
+def _passages(project, record: TraceRecord):
+    """(retrieved rows, unmatched rows, citation rows, unmatched citation ids): a passage is
+    matched by its document id as a block id (``block`` or ``block@vN``), else as the id of a
+    document with exactly one block; the others are kept with their text."""
+    refs = {p.document_id for p in record.passages if p.document_id} | set(record.citations)
+    refs = {ref for ref in refs if len(ref) <= REF_LENGTH}
+    resolved = _versions(refs, project) if refs else {}
+    missing = refs - set(resolved)
+    if missing:
+        blocks = defaultdict(list)
+        for block_id, document_id in Block.objects.filter(
+            project=project, document__project=project, document__document_id__in=missing
+        ).values_list("block_id", "document__document_id"):
+            blocks[document_id].append(block_id)
+        single = {doc: ids[0] for doc, ids in blocks.items() if len(ids) == 1}
+        if single:
+            by_block = _versions(set(single.values()), project)
+            for document_id, block_id in single.items():
+                if block_id in by_block:
+                    resolved[document_id] = by_block[block_id]
+    retrieved, unmatched = [], []
+    for passage in record.passages:
+        version = resolved.get(passage.document_id) if passage.document_id else None
+        if version is not None:
+            retrieved.append((version.pk, passage.document_id, passage.rank))
+        else:
+            ref = (passage.document_id or "")[:REF_LENGTH]
+            unmatched.append((passage.rank, ref, passage.text, _finite(passage.score)))
+    citations = [
+        (resolved[ref].pk, ref, position)
+        for position, ref in enumerate(record.citations)
+        if ref in resolved
+    ]
+    unmatched_citations = [ref for ref in record.citations if ref not in resolved]
+    return retrieved, unmatched, citations, unmatched_citations
+
+
+def _versions(refs: set[str], project) -> dict:
+    """The refs that name an existing block version (``block`` or ``block@vN``)."""
+    resolved = PassageResolver(refs, project=project).resolved
+    return {ref: version for ref, version in resolved.items() if version is not None}
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _latency(milliseconds: float) -> int | None:
+    return round(milliseconds) if 0 <= milliseconds <= MAX_LATENCY_MS else None
+
+
+def _cost(cost: float | None) -> Decimal | None:
+    if cost is None or not math.isfinite(cost) or not 0 <= cost < MAX_COST:
+        return None
+    return Decimal(repr(cost)).quantize(Decimal("0.000001"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluator outputs arriving later
+
+EVALUATOR_ID = "goldset.evaluator.id"
+EVALUATOR_IMPORT = "goldset.evaluator.import"
+EVALUATOR_LABELS = "goldset.evaluator.labels"
+EVALUATOR_UNSAFE = "goldset.evaluator.unsafe_probability"
+# an evaluator output's acceptability as an evaluation's label (goldset.traces.signals)
+VERDICTS = {"acceptable": "pass", "unacceptable": "fail"}
+
+
+@dataclass(frozen=True)
+class TraceTarget:
+    """Where an evaluator output naming a trace goes: the record of a mapped trace, or the trace
+    itself while it waits to be sampled (``record_id`` None); ``refused`` says why it can go
+    nowhere."""
+
+    record_id: int | None = None
+    refused: str = ""
+
+
+def trace_targets(*, project, trace_ids, now, lock: bool = False) -> dict[str, TraceTarget]:
+    """Per trace id of ``project``: its :class:`TraceTarget`. A trace that was rejected, or
+    dropped or capped longer than ``OTLP_DROPPED_KEEP_DAYS`` ago (its spans deleted, or about to
+    be), takes no output: it is not sampled any more. ``lock``: the rows are locked (trace-id
+    order, as the receiver locks them) until the caller's transaction ends, so what was decided
+    here still holds when the output is stored."""
+    rows = ReceivedTrace.objects.filter(project=project, trace_id__in=one_of(trace_ids))
+    if lock:
+        rows = rows.select_for_update().order_by("trace_id")
+    days = tunable("OTLP_DROPPED_KEEP_DAYS")
+    kept_since = now - dt.timedelta(days=days)
+    targets = {}
+    for trace_id, status, record_id, span_count, updated_at in rows.values_list(
+        "trace_id", "status", "record_id", "span_count", "updated_at"
+    ):
+        if status == TraceStatus.MAPPED:
+            targets[trace_id] = TraceTarget(record_id=record_id)
+        elif status == TraceStatus.REJECTED:
+            targets[trace_id] = TraceTarget(refused=f"trace {trace_id} was rejected")
+        elif status in (TraceStatus.DROPPED, TraceStatus.CAPPED) and (
+            span_count == 0 or updated_at < kept_since
+        ):
+            targets[trace_id] = TraceTarget(
+                refused=f"trace {trace_id} was {status} more than {days} days ago "
+                "(OTLP_DROPPED_KEEP_DAYS) and is no longer kept: too late to sample it"
+            )
+        else:
+            targets[trace_id] = TraceTarget()
+    for trace_id in set(trace_ids) - set(targets):
+        targets[trace_id] = TraceTarget(refused=f"unknown trace {trace_id}")
+    return targets
+
+
+@dataclass(frozen=True)
+class LaterEvaluation:
+    """An evaluator's output on a trace that waits to be sampled (``goldset.services.evaluators``:
+    a ``trace_id`` line of an evaluator-output import)."""
+
+    trace_id: str
+    evaluator_id: int
+    evaluator_name: str
+    import_id: int
+    labels: dict
+    score: float | None = None
+    unsafe_probability: float | None = None
+    confidence: float | None = None
+
+    def as_span(self, *, now_ns: int) -> Span:
+        """An evaluation span of the trace (``goldset.traces.signals`` reads it as a judge's
+        evaluation: its score, its acceptability as the label pass/fail, its confidence), one
+        per evaluator: a later output of the same evaluator replaces it."""
+        attributes = {
+            EVALUATION_NAME: self.evaluator_name,
+            EVALUATOR_ID: self.evaluator_id,
+            EVALUATOR_IMPORT: self.import_id,
+            EVALUATOR_LABELS: json.dumps(self.labels, sort_keys=True),
+        }
+        optional = {
+            SCORE_VALUE: self.score,
+            SCORE_LABEL: VERDICTS.get(self.labels.get("acceptability", "")),
+            CONFIDENCE_KEYS[0]: self.confidence,
+            EVALUATOR_UNSAFE: self.unsafe_probability,
+        }
+        attributes.update({key: value for key, value in optional.items() if value is not None})
+        return Span(
+            trace_id=self.trace_id,
+            span_id=evaluation_span_id(self.evaluator_id),
+            parent_span_id="",
+            name="evaluator output",
+            kind="INTERNAL",
+            start_ns=now_ns,
+            end_ns=now_ns,
+            attributes=attributes,
+            parent_is_remote=True,
+        )
+
+
+def evaluation_span_id(evaluator_id: int) -> str:
+    """The span id of an evaluator's later output in a trace (16 hex digits, never all zeros)."""
+    return hashlib.sha256(f"goldset-evaluator:{evaluator_id}".encode()).hexdigest()[:15] + "1"
+
+
+def receive_evaluations(*, project, evaluations: list[LaterEvaluation]) -> int:
+    """Keep evaluator outputs on traces that wait to be sampled as evaluation spans of those
+    traces, and have the traces mapped again: a dropped or capped trace is sampled again (the
+    judge rule reads the outputs with the trace's own evaluations), as when a feedback span
+    arrives later. A trace that becomes an answer record takes these outputs as its
+    ``EvaluatorOutput`` rows. Run inside the caller's transaction, with the traces' rows locked
+    by :func:`trace_targets` (``lock=True``) after it found them waiting. Returns the traces
+    reopened."""
+    if not evaluations:
+        return 0
+    now = timezone.now()
+    now_ns = int(now.timestamp() * 1_000_000_000)
+    spans = [evaluation.as_span(now_ns=now_ns) for evaluation in evaluations]
+    for span_id in {span.span_id for span in spans}:
+        ReceivedSpan.objects.filter(
+            project=project,
+            span_id=span_id,
+            trace_id__in=one_of(s.trace_id for s in spans if s.span_id == span_id),
+        ).delete()
+    insert_rows(
+        ReceivedSpan,
+        ("project_id", "trace_id", "span_id", "parent_span_id", "payload"),
+        [(project.pk, s.trace_id, s.span_id, "", span_payload(s)) for s in spans],
+    )
+    trace_ids = sorted({span.trace_id for span in spans})
+    _reopen(project, trace_ids, now=now)
+    return len(trace_ids)
+
+
+def _store_later_evaluations(project, record_id: int, spans) -> None:
+    """The evaluator outputs kept with a trace (:func:`receive_evaluations`) as the outputs of
+    its new record; only those of this project's evaluators (an attribute a client sent cannot
+    name another project's)."""
+    found = {}
+    for span in spans:
+        attributes = span.attributes
+        evaluator_id = attributes.get(EVALUATOR_ID)
+        if isinstance(evaluator_id, int) and span.span_id == evaluation_span_id(evaluator_id):
+            found[(evaluator_id, attributes.get(EVALUATOR_IMPORT))] = attributes
+    if not found:
+        return
+    valid = set(
+        EvaluatorImport.objects.filter(
+            evaluator__project=project, pk__in=[i for _, i in found if isinstance(i, int)]
+        ).values_list("evaluator_id", "pk")
+    )
+    EvaluatorOutput.objects.bulk_create(
+        EvaluatorOutput(
+            evaluator_id=evaluator_id,
+            record_id=record_id,
+            source_id=import_id,
+            labels=json.loads(attributes[EVALUATOR_LABELS]),
+            score=attributes.get(SCORE_VALUE),
+            unsafe_probability=attributes.get(EVALUATOR_UNSAFE),
+        )
+        for (evaluator_id, import_id), attributes in found.items()
+        if (evaluator_id, import_id) in valid
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reconciler
+
+
+def reconcile_traces(*, now: dt.datetime) -> dict:
+    """Delete the spans of traces no sampling rule took (dropped or capped) once they are
+    ``OTLP_DROPPED_KEEP_DAYS`` old (the trace rows and their counts stay; a feedback span
+    arriving later finds no root and the trace is rejected as incomplete). Ask again for the
+    mapping of projects whose traces have waited longer than
+    ``OUTBOX_REDISPATCH_SECONDS`` (their message was lost with a worker or the broker; the
+    outbox merges the request into an open one), and reject the traces still incomplete
+    ``OTLP_INCOMPLETE_SECONDS`` after their last span, saying what they waited for (their spans
+    stay for admins; spans arriving later are not stored)."""
+    waited = tunable("OTLP_INCOMPLETE_SECONDS")
+    expired = ReceivedTrace.objects.filter(
+        status=TraceStatus.INCOMPLETE, updated_at__lt=now - dt.timedelta(seconds=waited)
+    ).update(
+        status=TraceStatus.REJECTED,
+        reason=Concat(
+            Value(f"still incomplete {waited} s after its last span: "),
+            "reason",
+            output_field=TextField(),
+        ),
+        updated_at=now,
+    )
+    kept = now - dt.timedelta(days=tunable("OTLP_DROPPED_KEEP_DAYS"))
+    unsampled = ReceivedTrace.objects.filter(
+        status__in=(TraceStatus.DROPPED, TraceStatus.CAPPED), updated_at__lt=kept, span_count__gt=0
+    )
+    purged = 0
+    for project_id, trace_ids in _by_project(unsampled.values_list("project_id", "trace_id")):
+        with transaction.atomic():
+            # a span arriving meanwhile reopened its trace (pending): its spans stay
+            locked = list(
+                ReceivedTrace.objects.select_for_update(skip_locked=True)
+                .filter(
+                    project_id=project_id,
+                    trace_id__in=one_of(trace_ids),
+                    status__in=(TraceStatus.DROPPED, TraceStatus.CAPPED),
+                )
+                .values_list("trace_id", flat=True)
+            )
+            ReceivedSpan.objects.filter(project_id=project_id, trace_id__in=one_of(locked)).delete()
+            purged += ReceivedTrace.objects.filter(
+                project_id=project_id, trace_id__in=one_of(locked)
+            ).update(span_count=0)
+    before = now - dt.timedelta(seconds=outbox.redispatch_seconds())
+    project_ids = sorted(
+        set(
+            ReceivedTrace.objects.filter(
+                Q(updated_at__lt=before), status=TraceStatus.PENDING
+            ).values_list("project_id", flat=True)
+        )
+    )
+    for project_id in project_ids:
+        with transaction.atomic():
+            request_mapping(project_id=project_id)
+    return {
+        "projects_requeued": len(project_ids),
+        "incomplete_rejected": expired,
+        "unsampled_purged": purged,
+    }
+
+
+def _by_project(pairs) -> list[tuple[int, list[str]]]:
+    grouped = defaultdict(list)
+    for project_id, trace_id in pairs:
+        grouped[project_id].append(trace_id)
+    return sorted(grouped.items())
