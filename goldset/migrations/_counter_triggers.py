@@ -387,19 +387,25 @@ END $$ LANGUAGE plpgsql;
     return "".join(sql)
 
 
+def _pg_statement_trigger_trio(name: str, table: str, function: str) -> str:
+    """The three statement-level triggers (``<name>_insert|delete|update``) that run ``function``
+    on ``table`` with the transition tables ``new_rows`` and ``old_rows``."""
+    return f"""
+CREATE TRIGGER {name}_insert AFTER INSERT ON {table}
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {name}_delete AFTER DELETE ON {table}
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+CREATE TRIGGER {name}_update AFTER UPDATE ON {table}
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION {function}();
+"""
+
+
 def _pg_statement_triggers(counted=COUNTED) -> str:
     sql = [_pg_statement_functions(PG_SHARD, counted)]
     for table in counted:
         function = f"{table}_counts"
-        sql.append(f"""
-CREATE TRIGGER {table}_counts_insert AFTER INSERT ON {table}
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-CREATE TRIGGER {table}_counts_delete AFTER DELETE ON {table}
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-CREATE TRIGGER {table}_counts_update AFTER UPDATE ON {table}
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-""")
+        sql.append(_pg_statement_trigger_trio(function, table, function))
     return "".join(sql)
 
 
@@ -765,14 +771,8 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$ LANGUAGE plpgsql;
-CREATE TRIGGER {function}_insert AFTER INSERT ON {table}
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-CREATE TRIGGER {function}_delete AFTER DELETE ON {table}
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-CREATE TRIGGER {function}_update AFTER UPDATE ON {table}
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {function}();
 """)
+        sql.append(_pg_statement_trigger_trio(function, table, function))
     both = _deltas(_FAST, "old_rows", -1) + " UNION ALL " + _deltas(_FAST, "new_rows", 1)
     sql.append(f"""
 CREATE OR REPLACE FUNCTION goldset_fast_counter() RETURNS trigger AS $$
@@ -786,14 +786,12 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$ LANGUAGE plpgsql;
-CREATE TRIGGER goldset_fast_counter_insert AFTER INSERT ON goldset_fastdecision
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION goldset_fast_counter();
-CREATE TRIGGER goldset_fast_counter_delete AFTER DELETE ON goldset_fastdecision
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION goldset_fast_counter();
-CREATE TRIGGER goldset_fast_counter_update AFTER UPDATE ON goldset_fastdecision
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION goldset_fast_counter();
 """)
+    sql.append(
+        _pg_statement_trigger_trio(
+            "goldset_fast_counter", "goldset_fastdecision", "goldset_fast_counter"
+        )
+    )
     return "".join(sql)
 
 
@@ -1177,15 +1175,7 @@ def install_pair_time_changes(apps, schema_editor):
         schema_editor.execute(_pg_time_functions(_project_time_bumps, PAIR_TIMED))
         for table, kind, _ in PAIR_TIMED:
             function = f"goldset_time_changes_{kind}"
-            schema_editor.execute(f"""
-CREATE TRIGGER {function}_insert AFTER INSERT ON {table}
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-CREATE TRIGGER {function}_delete AFTER DELETE ON {table}
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-CREATE TRIGGER {function}_update AFTER UPDATE ON {table}
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION {function}();
-""")
+            schema_editor.execute(_pg_statement_trigger_trio(function, table, function))
     elif vendor == "sqlite":
         for sql in _sqlite_project_time_triggers(PAIR_TIMED):
             schema_editor.execute(sql)
