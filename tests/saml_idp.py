@@ -1,8 +1,9 @@
 """A real SAML 2.0 identity provider for the tests: pysaml2's IdP (``saml2.server.Server``) with
 keys and self-signed certificates generated at test time (nothing fetched). It parses the SP's
 real AuthnRequest and answers with a real signed Response; options make the answers the tests
-must see refused (unsigned, signed by another key, another audience, expired). ``wsgi_app``
-serves it over HTTP for the browser test."""
+must see refused: forged ones (:data:`FORGERIES`: unsigned, signed by a key the SP was never
+given, or changed after signing), and ones for another audience or recipient, or expired.
+``wsgi_app`` serves it over HTTP for the browser tests."""
 
 import base64
 import datetime as dt
@@ -20,6 +21,13 @@ from saml2.saml import NAME_FORMAT_BASIC, NAMEID_FORMAT_PERSISTENT, NameID
 from saml2.server import Server
 
 XMLSEC = "/usr/bin/xmlsec1"
+
+# How an answer can be forged (``TestIdp.answer(forgery=…)``): no signature at all; signed with
+# the IdP's entity id but a key of the forger's own (not the one in the metadata the SP trusts);
+# or signed by the real key, then its subject and attributes rewritten (the signature no longer
+# matches what it covers).
+FORGERIES = ("unsigned", "other_key", "tampered")
+TAMPERED_SUBJECT, TAMPERED_UID = "root-0", "root"
 
 
 def make_key_pair(directory: Path, name: str) -> tuple[str, str]:
@@ -54,19 +62,21 @@ class TestIdp:
 
     __test__ = False  # not a test class
 
-    def __init__(self, directory: Path, base: str, *, key_name: str = "idp"):
+    def __init__(self, directory: Path, base: str):
         self.directory, self.base = directory, base.rstrip("/")
         self.entity_id = f"{self.base}/metadata"
-        self.key_file, self.cert_file = make_key_pair(directory, key_name)
+        self.key_file, self.cert_file = make_key_pair(directory, "idp")
+        self.forger_keys: tuple[str, str] | None = None  # made at the first "other_key" answer
         self.sp_metadata_file = ""
         self.server = Server(config=self._config(lifetime_minutes=15))
 
-    def _config(self, *, lifetime_minutes: int) -> IdPConfig:
+    def _config(self, *, lifetime_minutes: int, keys: tuple[str, str] | None = None) -> IdPConfig:
+        key_file, cert_file = keys or (self.key_file, self.cert_file)
         conf = {
             "entityid": self.entity_id,
             "xmlsec_binary": XMLSEC,
-            "key_file": self.key_file,
-            "cert_file": self.cert_file,
+            "key_file": key_file,
+            "cert_file": cert_file,
             "metadata": {"local": [self.sp_metadata_file]} if self.sp_metadata_file else {},
             "service": {
                 "idp": {
@@ -111,17 +121,24 @@ class TestIdp:
         *,
         subject: str,
         attributes: dict,
-        sign_assertion: bool = True,
+        forgery: str | None = None,
         audience: str | None = None,
         destination: str | None = None,
         lifetime_minutes: int = 15,
     ) -> dict:
         """The form fields (``SAMLResponse``, ``RelayState``) the IdP posts back for the SP's
-        redirect to ``location`` (its ``/sso?SAMLRequest=…``)."""
+        redirect to ``location`` (its ``/sso?SAMLRequest=…``); with ``forgery`` (one of
+        :data:`FORGERIES`) a forged answer to that same request."""
+        if forgery is not None and forgery not in FORGERIES:
+            raise ValueError(f"unknown forgery {forgery!r}")
         query = parse_qs(urlsplit(location).query)
-        server = self.server
-        if lifetime_minutes != 15:
-            server = Server(config=self._config(lifetime_minutes=lifetime_minutes))
+        server, keys = self.server, None
+        if forgery == "other_key":
+            if self.forger_keys is None:
+                self.forger_keys = make_key_pair(self.directory, "forger")
+            keys = self.forger_keys
+        if keys or lifetime_minutes != 15:
+            server = Server(config=self._config(lifetime_minutes=lifetime_minutes, keys=keys))
         request = server.parse_authn_request(query["SAMLRequest"][0], BINDING_HTTP_REDIRECT)
         args = server.response_args(request.message)
         if audience is not None:
@@ -136,12 +153,15 @@ class TestIdp:
                 "class_ref": "urn:oasis:names:tc:SAML:2.0:ac:classes:Password",
                 "authn_auth": self.entity_id,
             },
-            sign_assertion=sign_assertion,
+            sign_assertion=forgery != "unsigned",
             sign_response=False,
             **args,
         )
+        xml = str(response)
+        if forgery == "tampered":
+            xml = _rewrite_identity(xml, subject=subject, uid=attributes.get("uid", [""])[0])
         return {
-            "SAMLResponse": base64.b64encode(str(response).encode()).decode(),
+            "SAMLResponse": base64.b64encode(xml.encode()).decode(),
             "RelayState": query.get("RelayState", [""])[0],
             "action": args["destination"],
         }
@@ -191,16 +211,27 @@ class TestIdp:
         return dict(http["headers"])["Location"]
 
 
-def wsgi_app(idp: TestIdp, *, subject: str, attributes: dict):
+def _rewrite_identity(xml: str, *, subject: str, uid: str) -> str:
+    """A signed answer with its NameID (and ``uid`` attribute) changed to another person's, the
+    signature left as it was: what an attacker who captured one answer would try."""
+    forged = xml.replace(f">{subject}</", f">{TAMPERED_SUBJECT}</")
+    if uid:
+        forged = forged.replace(f">{uid}</", f">{TAMPERED_UID}</")
+    assert TAMPERED_SUBJECT in forged, "the answer does not carry the subject to rewrite"
+    return forged
+
+
+def wsgi_app(idp: TestIdp, *, subject: str, attributes: dict, forgery: str | None = None):
     """The IdP over HTTP for a browser: ``/sso`` answers at once (the user is 'signed in' at
-    the IdP) with a page whose form posts the signed answer to the SP."""
+    the IdP) with a page whose form posts the signed answer to the SP, or with ``forgery`` a
+    forged one (see :data:`FORGERIES`)."""
 
     def app(environ, start_response):
         if environ["PATH_INFO"] != "/sso":
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found"]
         location = f"{idp.base}/sso?{environ.get('QUERY_STRING', '')}"
-        fields = idp.answer(location, subject=subject, attributes=attributes)
+        fields = idp.answer(location, subject=subject, attributes=attributes, forgery=forgery)
         page = (
             "<!doctype html><html><body><h1>Test IdP</h1>"
             f'<form method="post" action="{fields["action"]}">'

@@ -1,17 +1,22 @@
 """SAML sign-in in Chromium (issue 31): the login page's button goes to a real IdP (pysaml2's,
 served over HTTP by a thread of this test, keys made at test time), whose form posts the signed
 assertion back; the person lands signed in with the role the attribute maps to. The same
-assertion posted again from another browser is refused on a page."""
+assertion posted again from another browser is refused on a page. A forged answer (unsigned,
+signed by a key the workbench was never given, or changed after signing) that the IdP's own form
+posts is refused on a page too: nobody is signed in, and the refusal is audited."""
 
 import threading
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
 from django.urls import reverse
 
 from tests.conftest import free_port
-from tests.saml_idp import TestIdp, make_key_pair, wsgi_app
+from tests.saml_idp import FORGERIES, TAMPERED_UID, TestIdp, make_key_pair, wsgi_app
 from workbench.models import AuditEvent, OidcIdentity
 from workbench.roles import roles_of
 
@@ -22,7 +27,10 @@ class _Quiet(WSGIRequestHandler):
 
 
 @pytest.fixture
-def saml_idp_server(settings, tmp_path, live_server):
+def saml_idp_server(request, settings, tmp_path, live_server):
+    """The IdP over HTTP; parametrized indirectly with one of ``FORGERIES``, every answer it
+    gives is forged that way (default: genuine answers)."""
+    forgery = getattr(request, "param", None)
     port = free_port()
     idp = TestIdp(tmp_path, f"http://127.0.0.1:{port}")
     sp_key, sp_cert = make_key_pair(tmp_path, "sp")
@@ -40,7 +48,7 @@ def saml_idp_server(settings, tmp_path, live_server):
     server = make_server(
         "127.0.0.1",
         port,
-        wsgi_app(idp, subject="lin-42", attributes=attributes),
+        wsgi_app(idp, subject="lin-42", attributes=attributes, forgery=forgery),
         handler_class=_Quiet,
     )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -86,3 +94,39 @@ def test_saml_sign_in_in_chromium_and_a_replayed_assertion_is_refused(
     assert AuditEvent.objects.filter(verb="login_failed", detail__method="saml").exists()
     context.close()
     thief.close()
+
+
+@pytest.mark.parametrize("saml_idp_server", FORGERIES, indirect=True)
+def test_a_forged_assertion_is_refused_in_chromium(
+    browser, live_server, saml_idp_server, transactional_db
+):
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto("/login/")
+    page.click("text=Sign in with Test IdP")
+    page.wait_for_selector("#continue")
+    assert page.url.startswith(saml_idp_server.base)
+    with page.expect_navigation(url=lambda url: url.startswith(live_server.url)) as nav:
+        page.click("#continue")  # the IdP's own form posts the forged answer to our ACS
+
+    # the refusal page, with the reason
+    assert nav.value.status == 400
+    assert page.url == f"{live_server.url}/saml/acs/"
+    assert "did not work" in page.locator("h1").inner_text()
+    assert page.locator("#saml-reason").get_attribute("data-reason") == "signature"
+
+    # nobody is signed in: a protected page sends this browser to the login page
+    page.goto("/tokens/")
+    assert page.url.startswith(f"{live_server.url}/login/")
+    cookie = django_settings.SESSION_COOKIE_NAME
+    for key in (c["value"] for c in context.cookies() if c["name"] == cookie):
+        assert "_auth_user_id" not in SessionStore(session_key=key).load()
+    assert not OidcIdentity.objects.exists()
+    assert not get_user_model().objects.filter(username__in=("lin", TAMPERED_UID)).exists()
+
+    # audited: the failed sign-in with its reason, and no login
+    event = AuditEvent.objects.get(verb="login_failed")
+    assert event.detail["method"] == "saml" and event.detail["reason"] == "signature"
+    assert not AuditEvent.objects.filter(verb="login").exists()
+    context.close()

@@ -1,7 +1,8 @@
 """SAML 2.0 sign-in (issue 31) against a real IdP (pysaml2's, keys made at test time): the SP's
 metadata, SP-initiated sign-in with the role from an attribute, single logout both ways; and the
-answers that must be refused, each a 4xx and audited: unsigned, signed by another key, re-used,
-for another audience or recipient, outside the clock skew allowance, unsolicited."""
+answers that must be refused, each a 4xx and audited: unsigned, signed by another key, changed
+after signing, re-used, for another audience or recipient, outside the clock skew allowance,
+unsolicited."""
 
 import base64
 from urllib.parse import urlsplit
@@ -146,16 +147,23 @@ def test_idp_initiated_single_logout_ends_the_persons_sessions(idp):
 
 def test_an_unsigned_assertion_is_refused(idp):
     c = Client()
-    fields = idp.answer(_start(c), subject="ada-7f3", attributes=ADA, sign_assertion=False)
+    fields = idp.answer(_start(c), subject="ada-7f3", attributes=ADA, forgery="unsigned")
     _refused(_post(c, fields), "signature")
     assert not OidcIdentity.objects.exists()
 
 
-def test_an_assertion_signed_by_another_key_is_refused(idp, tmp_path):
-    forger = TestIdp(tmp_path, "http://idp.test", key_name="forger")  # same entity id, own key
-    forger.trust(Client().get(reverse("saml:metadata")).content.decode())
+def test_an_assertion_signed_by_another_key_is_refused(idp):
     c = Client()
-    _refused(_post(c, forger.answer(_start(c), subject="root", attributes=ADA)), "signature")
+    fields = idp.answer(_start(c), subject="root", attributes=ADA, forgery="other_key")
+    _refused(_post(c, fields), "signature")
+    assert not OidcIdentity.objects.exists()
+
+
+def test_an_assertion_changed_after_signing_is_refused(idp):
+    c = Client()
+    fields = idp.answer(_start(c), subject="ada-7f3", attributes=ADA, forgery="tampered")
+    assert "root-0" in base64.b64decode(fields["SAMLResponse"]).decode()  # another person now
+    _refused(_post(c, fields), "signature")
     assert not OidcIdentity.objects.exists()
 
 
