@@ -1,20 +1,39 @@
 """SCIM 2.0 provisioning (issue 31), driven over HTTP as Entra ID and Okta drive it: create, get
 by filter, PATCH active=false, PATCH group members, delete; the deprovisioned person's session
-and API token are refused on their next request. Bad input answers 4xx in the SCIM error schema,
-audited, with nothing stored."""
+and API token are refused on their next request because the session row is deleted and the
+token revoked (they stay refused when the person is let back in). Deleting a person who is still
+active ends their access the same way and frees their claims, keeping their labels and history.
+The discovery documents answer at the URLs they name. Bad input answers 4xx in the SCIM error
+schema, audited, with nothing stored."""
 
 import json
 
 import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
 from django.db import reset_queries
 from django.test import Client
 from django.urls import reverse
 
-from goldset.models import Project, ProjectMembership
-from tests.factories import UserFactory
-from workbench.models import AuditEvent, ScimGroup, ScimUser
+from goldset.models import (
+    AnswerRecord,
+    Label,
+    LabelAssignment,
+    Project,
+    ProjectMembership,
+)
+from goldset.services.labeling import claim_next_item
+from tests.factories import (
+    AnswerRecordFactory,
+    CalibrationResultFactory,
+    DomainFactory,
+    UserFactory,
+)
+from tests.goldset.answers_helpers import claim_and_label, default_project
+from workbench.models import AuditEvent, ScimGroup, ScimUser, UserSession
 from workbench.roles import Role
-from workbench.services.api_tokens import create_api_token
+from workbench.services.api_tokens import authenticate_api_token, create_api_token
 from workbench.services.scim import ERROR_SCHEMA, LIST_SCHEMA, PATCH_SCHEMA, create_scim_token
 
 pytestmark = pytest.mark.django_db
@@ -84,6 +103,20 @@ def _signed_in(user) -> Client:
     c = Client()
     c.force_login(user)
     return c
+
+
+def _session_key(browser: Client) -> str:
+    return browser.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def _access_ended(user, *, session_keys: list[str], api_token, raw: str) -> None:
+    """The person's sessions are deleted (not merely refused because the account is inactive)
+    and their API token is revoked."""
+    assert session_keys and not Session.objects.filter(session_key__in=session_keys).exists()
+    assert not UserSession.objects.filter(user=user).exists()
+    api_token.refresh_from_db()
+    assert api_token.revoked_at is not None
+    assert authenticate_api_token(raw=raw, method="GET", path="/api/v1/projects/") is None
 
 
 def test_an_entra_id_run_provisions_maps_groups_and_deprovisions(directory, project):
@@ -158,13 +191,16 @@ def test_an_entra_id_run_provisions_maps_groups_and_deprovisions(directory, proj
     assert updated.json()["emails"][0]["value"] == "al@example.org"
 
     # Entra ID deactivates with a string "False"
-    _, api_token = create_api_token(user=user, name="ci", expires_in_days=30)
-    api = Client(headers={"Authorization": f"Bearer {api_token}"})
+    api_token, raw = create_api_token(user=user, name="ci", expires_in_days=30)
+    api = Client(headers={"Authorization": f"Bearer {raw}"})
     assert api.get("/api/v1/projects/").status_code == 200
+    session_key = _session_key(browser)
+    assert Session.objects.filter(session_key=session_key).exists()
     off = directory.call(
         "PATCH", f"Users/{ada['id']}", _patch({"op": "Replace", "path": "active", "value": "False"})
     )
     assert off.status_code == 200 and off.json()["active"] is False
+    _access_ended(user, session_keys=[session_key], api_token=api_token, raw=raw)
     assert browser.get(f"/p/customer-bot{reverse('home')}").status_code == 302  # to login
     assert api.get("/api/v1/projects/").status_code in (401, 403)
     assert AuditEvent.objects.filter(verb="user_deactivated", object_id=str(user.pk)).exists()
@@ -231,17 +267,70 @@ def test_an_okta_run_puts_patches_without_paths_and_removes_members_by_filter(di
     assert not ProjectMembership.objects.filter(user=user, project=project).exists()
 
     browser = _signed_in(user)
+    session_key = _session_key(browser)
+    api_token, raw = create_api_token(user=user, name="okta-ci", expires_in_days=30)
     off = directory.call(
         "PATCH", f"Users/{grace['id']}", _patch({"op": "replace", "value": {"active": False}})
     )
     assert off.status_code == 200 and off.json()["active"] is False
+    _access_ended(user, session_keys=[session_key], api_token=api_token, raw=raw)
     assert browser.get(reverse("api_tokens")).status_code == 302
     on = directory.call(
         "PATCH", f"Users/{grace['id']}", _patch({"op": "replace", "value": {"active": True}})
     )
     assert on.json()["active"] is True
+    # let back in, the person signs in afresh: the old session and token stay ended
+    assert browser.get(reverse("api_tokens")).status_code == 302
+    api = Client(headers={"Authorization": f"Bearer {raw}"})
+    assert api.get("/api/v1/projects/").status_code in (401, 403)
     assert directory.call("DELETE", f"Groups/{group['id']}").status_code == 204
     assert not ScimGroup.objects.exists()
+
+
+def test_deleting_a_user_who_is_still_active_ends_their_access_at_once_and_keeps_their_work(
+    directory,
+):
+    domain = DomainFactory(slug="supply_chain")
+    for _ in range(3):
+        AnswerRecordFactory(question__domain=domain)
+    ada = directory.call("POST", "Users", _entra_user()).json()
+    user = ScimUser.objects.get(scim_id=ada["id"]).user
+    # a project role held directly, not through a directory group: the DELETE's group sync leaves
+    # it alone, so only the deactivation can free the claim below
+    ProjectMembership.objects.create(user=user, project=default_project(), role=Role.ANNOTATOR)
+    CalibrationResultFactory(annotator=user, domain=domain)
+    label = claim_and_label(user)
+    held = claim_next_item(annotator=user, project=default_project()).assignment
+    assigned_before = AnswerRecord.objects.get(pk=held.record_id).assigned_count
+    api_token, raw = create_api_token(user=user, name="ci", expires_in_days=30)
+    api = Client(headers={"Authorization": f"Bearer {raw}"})
+    assert api.get("/api/v1/projects/").status_code == 200
+    browsers = [_signed_in(user), _signed_in(user)]
+    session_keys = [_session_key(b) for b in browsers]
+    assert Session.objects.filter(session_key__in=session_keys).count() == 2
+    assert all(b.get(reverse("api_tokens")).status_code == 200 for b in browsers)
+    assert user.is_active
+
+    gone = directory.call("DELETE", f"Users/{ada['id']}")
+
+    assert gone.status_code == 204
+    _access_ended(user, session_keys=session_keys, api_token=api_token, raw=raw)
+    assert all(b.get(reverse("api_tokens")).status_code == 302 for b in browsers)  # to login
+    assert api.get("/api/v1/projects/").status_code in (401, 403)
+    # the claimed item is back in the pool
+    assert not LabelAssignment.objects.filter(pk=held.pk).exists()
+    assert AnswerRecord.objects.get(pk=held.record_id).assigned_count == assigned_before - 1
+    # the account row, the past label and the audit history stay, attributed to the person
+    user.refresh_from_db()
+    assert not user.is_active and get_user_model().objects.filter(pk=user.pk).exists()
+    assert Label.objects.get(pk=label.pk).annotator_id == user.pk
+    assert AuditEvent.objects.filter(actor=user, verb="labeled").exists()
+    ended = AuditEvent.objects.get(verb="user_deactivated", object_id=str(user.pk))
+    assert ended.detail["reason"].startswith("scim_delete:")
+    assert ended.detail["was_active"] is True
+    assert (ended.detail["sessions"], ended.detail["tokens"], ended.detail["claims"]) == (2, 1, 1)
+    assert AuditEvent.objects.filter(verb="scim.user_deleted", object_id=str(user.pk)).exists()
+    _refusal(directory.call("GET", f"Users/{ada['id']}"), 404)
 
 
 def test_discovery_endpoints_describe_the_service(directory):
