@@ -189,7 +189,9 @@ ENTRIES: list[Entry] = [
             "group",
             "service_provider_config",
             "resource_types",
+            "resource_type",
             "schemas",
+            "schema",
         )
     ),
     # the Django admin checks is_staff itself; its login goes through the same throttled backend

@@ -193,14 +193,29 @@ def _resource_type(name: str, schema: str, base: str, extensions=()) -> dict:
     }
 
 
+def _resource_types(base: str) -> dict[str, dict]:
+    """Each resource type by its name (its id, and the last part of its ``meta.location``)."""
+    return {
+        USER_RESOURCE: _resource_type(
+            USER_RESOURCE, scim.USER_SCHEMA, base, [scim.ENTERPRISE_SCHEMA]
+        ),
+        GROUP_RESOURCE: _resource_type(GROUP_RESOURCE, scim.GROUP_SCHEMA, base),
+    }
+
+
 @scim_endpoint(("GET",))
 def resource_types(request, token, body):
-    base = _base(request)
-    types = [
-        _resource_type(USER_RESOURCE, scim.USER_SCHEMA, base, [scim.ENTERPRISE_SCHEMA]),
-        _resource_type(GROUP_RESOURCE, scim.GROUP_SCHEMA, base),
-    ]
+    types = list(_resource_types(_base(request)).values())
     return _list(types, total=len(types), start=1)
+
+
+@scim_endpoint(("GET",))
+def resource_type(request, token, body, name):
+    """One resource type, at the ``meta.location`` the list gives it (RFC 7644 §4)."""
+    found = _resource_types(_base(request)).get(name)
+    if found is None:
+        raise ScimError(404, f"no ResourceType named {name[:64]!r}")
+    return _answer(found)
 
 
 def _attribute(name: str, kind: str = "string", **extra) -> dict:
@@ -256,20 +271,51 @@ SCHEMAS = {
             ),
         ],
     ),
+    # The User resource type names this extension, so a directory may read it here. Its
+    # attributes (RFC 7643 §4.3) are accepted on Users and not stored.
+    scim.ENTERPRISE_SCHEMA: (
+        "EnterpriseUser",
+        [
+            _attribute("employeeNumber"),
+            _attribute("costCenter"),
+            _attribute("organization"),
+            _attribute("division"),
+            _attribute("department"),
+            _attribute(
+                "manager",
+                "complex",
+                subAttributes=[
+                    _attribute("value"),
+                    _attribute("$ref", "reference", referenceTypes=["User"]),
+                    _attribute("displayName", mutability="readOnly"),
+                ],
+            ),
+        ],
+    ),
 }
+
+
+def _schema(urn: str, base: str) -> dict:
+    name, attributes = SCHEMAS[urn]
+    return {
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"],
+        "id": urn,
+        "name": name,
+        "attributes": attributes,
+        "meta": {"resourceType": "Schema", "location": f"{base}/Schemas/{urn}"},
+    }
 
 
 @scim_endpoint(("GET",))
 def schemas(request, token, body):
     base = _base(request)
-    found = [
-        {
-            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"],
-            "id": urn,
-            "name": name,
-            "attributes": attributes,
-            "meta": {"resourceType": "Schema", "location": f"{base}/Schemas/{urn}"},
-        }
-        for urn, (name, attributes) in SCHEMAS.items()
-    ]
+    found = [_schema(urn, base) for urn in SCHEMAS]
     return _list(found, total=len(found), start=1)
+
+
+@scim_endpoint(("GET",))
+def schema(request, token, body, urn):
+    """One schema by its id (its URN), at the ``meta.location`` the list gives it."""
+    if urn not in SCHEMAS:
+        raise ScimError(404, f"no Schema with id {urn[:120]!r}")
+    return _answer(_schema(urn, _base(request)))

@@ -11,5 +11,7 @@ urlpatterns = [
     path("Groups/<str:scim_id>", scim.group, name="group"),
     path("ServiceProviderConfig", scim.service_provider_config, name="service_provider_config"),
     path("ResourceTypes", scim.resource_types, name="resource_types"),
+    path("ResourceTypes/<str:name>", scim.resource_type, name="resource_type"),
     path("Schemas", scim.schemas, name="schemas"),
+    path("Schemas/<str:urn>", scim.schema, name="schema"),
 ]

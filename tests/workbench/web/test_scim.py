@@ -333,13 +333,57 @@ def test_deleting_a_user_who_is_still_active_ends_their_access_at_once_and_keeps
     _refusal(directory.call("GET", f"Users/{ada['id']}"), 404)
 
 
+def _at_location(directory: Directory, resource: dict) -> dict:
+    """GET the URL a discovery resource names as its ``meta.location``."""
+    location = resource["meta"]["location"]
+    prefix = "http://testserver/scim/v2/"
+    assert location.startswith(prefix), location
+    answer = directory.call("GET", location.removeprefix(prefix))
+    assert answer.status_code == 200, (location, answer.content)
+    assert answer["Content-Type"] == "application/scim+json"
+    return answer.json()
+
+
 def test_discovery_endpoints_describe_the_service(directory):
     config = directory.call("GET", "ServiceProviderConfig").json()
     assert config["patch"]["supported"] is True and config["filter"]["supported"] is True
     types = directory.call("GET", "ResourceTypes").json()
     assert {t["name"] for t in types["Resources"]} == {"User", "Group"}
     schemas = directory.call("GET", "Schemas").json()
-    assert {s["id"] for s in schemas["Resources"]} == {USER, GROUP}
+    assert {s["id"] for s in schemas["Resources"]} == {USER, GROUP, ENTERPRISE}
+    assert schemas["totalResults"] == 3
+    # every schema a resource type names, extensions included, is described
+    named = {t["schema"] for t in types["Resources"]}
+    named |= {e["schema"] for t in types["Resources"] for e in t["schemaExtensions"]}
+    assert named == {s["id"] for s in schemas["Resources"]}
+    enterprise = next(s for s in schemas["Resources"] if s["id"] == ENTERPRISE)
+    assert {"department", "manager"} <= {a["name"] for a in enterprise["attributes"]}
+
+
+def test_each_discovery_resource_answers_at_its_own_location(directory):
+    for listing in ("ResourceTypes", "Schemas"):
+        for resource in directory.call("GET", listing).json()["Resources"]:
+            assert _at_location(directory, resource) == resource
+    user_type = directory.call("GET", "ResourceTypes/User").json()
+    assert user_type["schema"] == USER and user_type["endpoint"] == "/Users"
+    assert user_type["schemaExtensions"] == [{"schema": ENTERPRISE, "required": False}]
+    assert directory.call("GET", f"Schemas/{GROUP}").json()["name"] == "Group"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "ResourceTypes/Users",
+        "ResourceTypes/user",
+        "ResourceTypes/ServiceProviderConfig",
+        "Schemas/User",
+        "Schemas/urn:ietf:params:scim:schemas:core:2.0:Users",
+        f"Schemas/{USER.upper()}",
+    ],
+)
+def test_an_unknown_schema_or_resource_type_is_404_in_the_scim_error_schema(directory, path):
+    body = _refusal(directory.call("GET", path), 404)
+    assert "no Schema" in body["detail"] or "no ResourceType" in body["detail"]
 
 
 def test_users_page_by_start_index_and_count(directory):
@@ -550,7 +594,15 @@ def test_a_signed_in_session_is_no_scim_credential(role, directory):
     person = UserFactory(role=role, username=f"session-{role or 'outsider'}")
     c = Client()
     c.force_login(person)
-    for path in ("Users", "Groups", "ServiceProviderConfig", "Schemas", "ResourceTypes"):
+    for path in (
+        "Users",
+        "Groups",
+        "ServiceProviderConfig",
+        "Schemas",
+        f"Schemas/{USER}",
+        "ResourceTypes",
+        "ResourceTypes/User",
+    ):
         assert c.get(f"/scim/v2/{path}").status_code == 401
     body = json.dumps({"schemas": [USER], "userName": "sneaky"})
     assert c.post("/scim/v2/Users", body, content_type="application/scim+json").status_code == 401
