@@ -9,8 +9,9 @@ def ping_task() -> str:
 
 @shared_task(name="workbench.notify_expiring_tokens")
 def notify_expiring_tokens_task() -> int:
-    """Daily (Celery beat): tell owners of API tokens ending within a week. Idempotent: each
-    token is noticed once (workbench.services.identity.notify_expiring_tokens)."""
+    """Every 6 hours (Celery beat entry ``notify-expiring-tokens``): tell owners of API tokens
+    ending within a week. Idempotent: each token is noticed once
+    (workbench.services.identity.notify_expiring_tokens)."""
     # imported when the task runs: the service imports models, not loaded at worker start
     from workbench.services.identity import notify_expiring_tokens
 

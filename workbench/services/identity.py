@@ -4,8 +4,8 @@ access through :func:`deactivate_user` or its parts, so the rule has one home: a
 person's sessions are deleted, their tokens revoked and their claimed items freed back to the
 pool, while their labels, reviews and audit history stay attributed to them.
 
-Also the notice a week before an API token ends (:func:`notify_expiring_tokens`, run daily by
-Celery beat)."""
+Also the notice a week before an API token ends (:func:`notify_expiring_tokens`, run every 6 hours
+by the Celery beat entry ``notify-expiring-tokens``)."""
 
 import datetime as dt
 
@@ -145,10 +145,10 @@ def _notice_project(token: ApiToken, projects_by_user: dict) -> Project | None:
 @transaction.atomic
 def notify_expiring_tokens(*, now: dt.datetime | None = None) -> int:
     """Tell each owner of a live token that ends within :data:`EXPIRY_NOTICE` (inbox, and
-    e-mail for those who chose it), once per token (``expiry_notified_at``): a second run
-    the same day notifies nobody. The notice goes to the token's project, or for a token of
-    all projects to the person's default project membership (else their first project).
-    Returns the number of tokens notified. Constant queries per token."""
+    e-mail for those who chose it), once per token (``expiry_notified_at``): a later run
+    notifies nobody of that token again. The notice goes to the token's project, or for a
+    token of all projects to the person's default project membership (else their first
+    project). Returns the number of tokens notified. Constant queries per token."""
     now = now or timezone.now()
     longest = max_lifetime_days()
     horizon = now + EXPIRY_NOTICE

@@ -144,6 +144,25 @@ def test_the_expiring_tokens_task_runs_the_service(settings):
     assert "notify-expiring-tokens" in settings.CELERY_BEAT_SCHEDULE
 
 
+def test_the_notice_runs_as_often_as_the_readme_and_the_docstrings_say(settings):
+    """The beat entry runs the task every 6 hours, and every place that says how often says so
+    (they once said "daily")."""
+    from pathlib import Path
+
+    from workbench import tasks
+    from workbench.services import identity
+
+    entry = settings.CELERY_BEAT_SCHEDULE["notify-expiring-tokens"]
+    assert entry["task"] == tasks.notify_expiring_tokens_task.name
+    assert entry["schedule"] == 6 * 3600
+    said = "every 6 hours"
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert f"`notify-expiring-tokens` ({said};" in " ".join(readme.split())
+    for doc in (identity.__doc__, tasks.notify_expiring_tokens_task.__doc__):
+        text = " ".join(doc.split()).lower()
+        assert said in text and "daily" not in text
+
+
 def test_deactivation_frees_an_unreviewed_review_claim_for_the_next_reviewer(make_user):
     from goldset.models import ReviewAssignment, TripleRevision
     from goldset.services.reviews import claim_next_assignment
