@@ -333,6 +333,55 @@ def test_deleting_a_user_who_is_still_active_ends_their_access_at_once_and_keeps
     _refusal(directory.call("GET", f"Users/{ada['id']}"), 404)
 
 
+def test_a_keycloak_scim_run_puts_whole_users_and_groups(directory, project):
+    """What the keycloak-scim extension (README, Keycloak) sends: whole resources by PUT, a
+    group's full member list on every membership change, members with ``$ref``, and the
+    Keycloak ids as ``externalId``."""
+    body = {
+        "schemas": [USER],
+        "externalId": "kc-3f1a",
+        "userName": "lin",
+        "displayName": "Lin Wu",
+        "name": {"givenName": "Lin", "familyName": "Wu"},
+        "emails": [{"value": "lin@example.org", "type": "work", "primary": True}],
+        "active": True,
+        "roles": [],
+    }
+    lin = directory.call("POST", "Users", body).json()
+    user = ScimUser.objects.get(scim_id=lin["id"]).user
+    group = directory.call(
+        "POST",
+        "Groups",
+        {"schemas": [GROUP], "externalId": "kc-g1", "displayName": "customer-bot:lead"},
+    ).json()
+    member = {"value": lin["id"], "$ref": f"Users/{lin['id']}"}
+    whole_group = {
+        "schemas": [GROUP],
+        "id": group["id"],
+        "externalId": "kc-g1",
+        "displayName": "customer-bot:lead",
+        "meta": {"location": f"Groups/{group['id']}"},
+    }
+    joined = directory.call("PUT", f"Groups/{group['id']}", {**whole_group, "members": [member]})
+    assert joined.status_code == 200, joined.content
+    assert joined.json()["members"] == [{"value": lin["id"], "display": "lin"}]
+    assert ProjectMembership.objects.get(user=user, project=project).role == Role.LEAD
+    left = directory.call("PUT", f"Groups/{group['id']}", whole_group)  # no members: none left
+    assert left.status_code == 200 and left.json()["members"] == []
+    assert not ProjectMembership.objects.filter(user=user, project=project).exists()
+
+    # disabled in Keycloak: the whole user again, with active false
+    browser = _signed_in(user)
+    session_key = _session_key(browser)
+    api_token, raw = create_api_token(user=user, name="kc", expires_in_days=30)
+    whole_user = {**body, "id": lin["id"], "meta": {"location": f"Users/{lin['id']}"}}
+    off = directory.call("PUT", f"Users/{lin['id']}", {**whole_user, "active": False})
+    assert off.status_code == 200 and off.json()["active"] is False
+    _access_ended(user, session_keys=[session_key], api_token=api_token, raw=raw)
+    assert directory.call("DELETE", f"Groups/{group['id']}").status_code == 204
+    assert directory.call("DELETE", f"Users/{lin['id']}").status_code == 204
+
+
 def _at_location(directory: Directory, resource: dict) -> dict:
     """GET the URL a discovery resource names as its ``meta.location``."""
     location = resource["meta"]["location"]
