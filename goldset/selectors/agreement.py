@@ -344,6 +344,18 @@ CSV_FIELDS = [
     "data_version",
 ]
 
+# The project's settings in force the agreement downloads add to each row (after
+# ``CSV_FIELDS``): the thresholds its alerts judge figures against, the items a figure needs
+# and the bootstrap behind each CI.
+AGREEMENT_SETTINGS = (
+    "AGREEMENT_ALPHA_TARGET",
+    "KAPPA_GATE",
+    "SPOT_CHECK_DISAGREEMENT_LIMIT",
+    "AGREEMENT_MIN_ITEMS",
+    "AGREEMENT_BOOTSTRAP_SEED",
+    "AGREEMENT_BOOTSTRAP_RESAMPLES",
+)
+
 
 @dataclass
 class AgreementView:
@@ -669,10 +681,14 @@ def confusion_rows(
 
 
 def workload_rows(*, project) -> tuple[list, list]:
-    """Cases per tier, the cost estimate and daily throughput as rows for downloads."""
+    """Cases per tier, the cost estimate and the cost per case in force behind it
+    (``LABELING_COST_GOLD`` / ``LABELING_COST_TRIAGE`` of the project), and daily throughput as
+    rows for downloads."""
     w = get_workload(project=project)
     rows = [("cases", t["kind"], t["tier"], t["cases"]) for t in w.tiers]
     rows.append(("estimated_cost_usd", "all", "", round(w.estimated_cost, 2)))
+    rows.append(("cost_per_case_usd", "LABELING_COST_GOLD", Tier.GOLD.value, w.cost_gold))
+    rows.append(("cost_per_case_usd", "LABELING_COST_TRIAGE", Tier.TRIAGE.value, w.cost_triage))
     rows += [("reviews_per_day", day, "", r) for day, r, _ in w.throughput]
     rows += [("labels_per_day", day, "", n) for day, _, n in w.throughput]
     return ["figure", "what", "tier", "value"], rows
