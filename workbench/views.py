@@ -111,6 +111,7 @@ def home(request):
             ]
             return render(request, "workbench/projects_home.html", {"cards": cards})
         request.project = projects[0].project
+        request.member_projects = (request.project,)  # the top bar's project menu
     roles = roles_of(request.user)
     inbox = get_inbox(user=request.user, project=request.project, roles=roles)
     alerts = (
