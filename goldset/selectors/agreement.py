@@ -69,9 +69,7 @@ def list_agreement_alerts(*, project, snapshots=None) -> list[Alert]:
         if snapshots is not None
         else AgreementSnapshot.objects.filter(project=project, metric__in=ALERT_SNAPSHOT_METRICS)
     )
-    alerts = _alerts_from(
-        rows, project=project, flag_rates=list_author_flag_rates(project=project)
-    )
+    alerts = _alerts_from(rows, project=project, flag_rates=list_author_flag_rates(project=project))
     return _with_usernames(alerts)
 
 
