@@ -209,6 +209,7 @@ class AccessMiddleware:
         if entry.scoped or request.project_slug:
             access = access_project(user=request.user, slug=request.project_slug)
             request.project = access.project
+            request.member_projects = access.member_projects  # the top bar's project menu
             hold_roles(request.user, access.project, access.roles)
         if not roles_of(request.user) & entry.roles:
             raise PermissionDenied("Your role does not give access to this page.")

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from goldset.models import DEFAULT_PROJECT_SLUG
+from goldset.selectors.agreement import count_alerts_by_project
 from goldset.selectors.inbox import get_inbox
 from goldset.selectors.projects import list_projects_for
 from workbench.access import entry_for
@@ -83,23 +84,42 @@ def logout_view(request):
     return redirect("login")
 
 
+# Who sees a project's open alerts beside its queues (those who may open the Alerts page).
+ALERT_ROLES = frozenset({Role.LEAD, Role.ADMIN})
+
+
 @role_required(*ALL_ROLES)
 def home(request):
     """A project's home (``/p/<slug>/``): the inbox (what waits for the user there, per role)
     above the role's pages. At ``/``: the projects home, each project with its role and what
-    waits there (its inbox: a fixed number of queries per project) — or, for someone whose only
-    project is the default one, that project's home."""
+    waits there (its inbox: a fixed number of queries per project) and, for its leads and
+    admins, its open alerts (count and worst kind: two queries for all the projects) — or, for
+    someone whose only project is the default one, that project's home."""
     if request.project is None:
         projects = list_projects_for(user=request.user)
         if len(projects) != 1 or projects[0].project.slug != DEFAULT_PROJECT_SLUG:
+            alerts = count_alerts_by_project(
+                projects=[a.project for a in projects if a.roles & ALERT_ROLES]
+            )
             cards = [
-                (access, get_inbox(user=request.user, project=access.project, roles=access.roles))
+                (
+                    access,
+                    get_inbox(user=request.user, project=access.project, roles=access.roles),
+                    alerts.get(access.project.pk),
+                )
                 for access in projects
             ]
             return render(request, "workbench/projects_home.html", {"cards": cards})
         request.project = projects[0].project
-    inbox = get_inbox(user=request.user, project=request.project, roles=roles_of(request.user))
-    return render(request, "workbench/home.html", {"inbox": inbox})
+        request.member_projects = (request.project,)  # the top bar's project menu
+    roles = roles_of(request.user)
+    inbox = get_inbox(user=request.user, project=request.project, roles=roles)
+    alerts = (
+        count_alerts_by_project(projects=[request.project])[request.project.pk]
+        if roles & ALERT_ROLES
+        else None
+    )
+    return render(request, "workbench/home.html", {"inbox": inbox, "alerts": alerts})
 
 
 def _may_see_health_details(request) -> bool:

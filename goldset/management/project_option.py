@@ -15,8 +15,9 @@ def add_project_argument(parser) -> None:
     )
 
 
-def project_from(slug: str | None, *, returncode: int = 1) -> Project:
-    """The project named ``slug`` (the default project for None); CommandError otherwise."""
+def project_from(slug: str | None, *, returncode: int = 2) -> Project:
+    """The project named ``slug`` (the default project for None); otherwise CommandError naming
+    it, exit 2 (bad input, as every command's)."""
     if not slug or slug == DEFAULT_PROJECT_SLUG:
         return Project.objects.get(pk=default_project_id())
     project = Project.objects.filter(slug=slug).first()

@@ -27,7 +27,12 @@ from goldset.rules.axes import AXES
 from goldset.rules.calendar import week_start
 from goldset.rules.display import display
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
-from goldset.selectors.curation import counter_rows, list_author_flag_rates
+from goldset.selectors.alert_groups import group_alerts
+from goldset.selectors.curation import (
+    counter_rows,
+    list_author_flag_rates,
+    list_author_flag_rates_by_project,
+)
 
 
 @dataclass(frozen=True)
@@ -51,17 +56,62 @@ def _fmt_ci(s: AgreementSnapshot) -> str:
     return f"95 % CI [{s.ci_low:.3f}, {s.ci_high:.3f}]" if s.ci_low is not None else "no CI"
 
 
+# The stored figures the alerts read (the other metrics of ``ALERT_METRICS`` reach
+# ``_annotator_alerts`` only when a caller passes them as ``snapshots``).
+ALERT_SNAPSHOT_METRICS = ["krippendorff_alpha", "cohen_kappa", "spot_check_disagreement"]
+
+
 def list_agreement_alerts(*, project, snapshots=None) -> list[Alert]:
     """Alerts from the project's stored figures, against the project's thresholds (one query
     when ``snapshots`` is not given)."""
     rows = list(
         snapshots
         if snapshots is not None
-        else AgreementSnapshot.objects.filter(
-            project=project,
-            metric__in=["krippendorff_alpha", "cohen_kappa", "spot_check_disagreement"],
-        )
+        else AgreementSnapshot.objects.filter(project=project, metric__in=ALERT_SNAPSHOT_METRICS)
     )
+    alerts = _alerts_from(rows, project=project, flag_rates=list_author_flag_rates(project=project))
+    return _with_usernames(alerts)
+
+
+@dataclass(frozen=True)
+class AlertCount:
+    """A project's open alerts as the projects home shows them: how many, and the worst kind
+    among them (``goldset.selectors.alert_groups.KINDS`` order; "" when none)."""
+
+    count: int
+    worst_kind: str = ""
+    worst_title: str = ""
+
+
+def count_alerts_by_project(*, projects) -> dict[int, AlertCount]:
+    """``{project id: AlertCount}``: the alerts :func:`list_agreement_alerts` finds in each of
+    ``projects`` (each against its own thresholds), counted without names. Two queries whatever
+    the number of projects and alerts (the figures of all of them, and their authors' flag
+    counters); none without projects."""
+    projects = list(projects)
+    if not projects:
+        return {}
+    rows: dict[int, list[AgreementSnapshot]] = {p.pk: [] for p in projects}
+    for s in AgreementSnapshot.objects.filter(
+        project__in=projects, metric__in=ALERT_SNAPSHOT_METRICS
+    ):
+        rows[s.project_id].append(s)
+    rates = list_author_flag_rates_by_project(projects=projects)
+    out = {}
+    for p in projects:
+        groups = group_alerts(_alerts_from(rows[p.pk], project=p, flag_rates=rates[p.pk]))
+        worst = groups[0] if groups else None
+        out[p.pk] = AlertCount(
+            count=sum(g.count for g in groups),
+            worst_kind=worst.kind if worst else "",
+            worst_title=worst.title if worst else "",
+        )
+    return out
+
+
+def _alerts_from(rows: list[AgreementSnapshot], *, project, flag_rates) -> list[Alert]:
+    """The alerts of ``project``'s figures ``rows`` and its authors' ``flag_rates``, against the
+    project's thresholds (reads nothing; user placeholders left in)."""
     min_items = tunable("AGREEMENT_MIN_ITEMS", project=project)
     alpha_target = tunable("AGREEMENT_ALPHA_TARGET", project=project)
     kappa_target = tunable("KAPPA_GATE", project=project)
@@ -119,8 +169,8 @@ def list_agreement_alerts(*, project, snapshots=None) -> list[Alert]:
             )
     alerts += _spot_check_alerts([s for s in rows if s.metric == "spot_check_disagreement"], limit)
     alerts += _annotator_alerts(rows, min_items, project=project)
-    alerts += _author_flag_rate_alerts(project=project)
-    return _with_usernames(alerts)
+    alerts += _author_flag_rate_alerts(flag_rates)
+    return alerts
 
 
 ALERT_METRICS = [
@@ -185,7 +235,7 @@ def _annotator_alerts(rows: list[AgreementSnapshot], min_items: int, *, project)
     return alerts
 
 
-def _author_flag_rate_alerts(*, project) -> list[Alert]:
+def _author_flag_rate_alerts(flag_rates) -> list[Alert]:
     return [
         Alert(
             "author_flag_rate",
@@ -199,7 +249,7 @@ def _author_flag_rate_alerts(*, project) -> list[Alert]:
                 "recent_reviews": r.recent_reviews,
             },
         )
-        for r in list_author_flag_rates(project=project)
+        for r in flag_rates
         if r.calibration_needed
     ]
 
@@ -343,6 +393,18 @@ CSV_FIELDS = [
     "reason",
     "data_version",
 ]
+
+# The project's settings in force the agreement downloads add to each row (after
+# ``CSV_FIELDS``): the thresholds its alerts judge figures against, the items a figure needs
+# and the bootstrap behind each CI.
+AGREEMENT_SETTINGS = (
+    "AGREEMENT_ALPHA_TARGET",
+    "KAPPA_GATE",
+    "SPOT_CHECK_DISAGREEMENT_LIMIT",
+    "AGREEMENT_MIN_ITEMS",
+    "AGREEMENT_BOOTSTRAP_SEED",
+    "AGREEMENT_BOOTSTRAP_RESAMPLES",
+)
 
 
 @dataclass
@@ -669,10 +731,14 @@ def confusion_rows(
 
 
 def workload_rows(*, project) -> tuple[list, list]:
-    """Cases per tier, the cost estimate and daily throughput as rows for downloads."""
+    """Cases per tier, the cost estimate and the cost per case in force behind it
+    (``LABELING_COST_GOLD`` / ``LABELING_COST_TRIAGE`` of the project), and daily throughput as
+    rows for downloads."""
     w = get_workload(project=project)
     rows = [("cases", t["kind"], t["tier"], t["cases"]) for t in w.tiers]
     rows.append(("estimated_cost_usd", "all", "", round(w.estimated_cost, 2)))
+    rows.append(("cost_per_case_usd", "LABELING_COST_GOLD", Tier.GOLD.value, w.cost_gold))
+    rows.append(("cost_per_case_usd", "LABELING_COST_TRIAGE", Tier.TRIAGE.value, w.cost_triage))
     rows += [("reviews_per_day", day, "", r) for day, r, _ in w.throughput]
     rows += [("labels_per_day", day, "", n) for day, _, n in w.throughput]
     return ["figure", "what", "tier", "value"], rows

@@ -5,7 +5,7 @@ author's history; reviews of a revision are only shown once that revision is res
 
 import datetime as dt
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from decimal import Decimal
 
@@ -508,13 +508,64 @@ def list_author_flag_rates(*, project, now: dt.datetime | None = None) -> list[A
     (``project``'s ``FLAG_RATE_WINDOW_DAYS``, default 4 weeks, counted in whole UTC days from
     the window's first day), judged against the project's threshold (``project=None``: the
     installation's). From the maintained per-author, per-day counters: two queries."""
+    rows = counter_rows("author_reviews", "author_flags", project=project)
+    rates = _flag_rates(rows, project=project, now=now)
+    names = (
+        dict(
+            get_user_model()
+            .objects.filter(pk__in=[r.author_id for r in rates])
+            .values_list("pk", "username")
+        )
+        if rates
+        else {}
+    )
+    return sorted(
+        (replace(r, username=names.get(r.author_id, "")) for r in rates),
+        key=lambda r: r.username,
+    )
+
+
+def list_author_flag_rates_by_project(
+    *, projects, now: dt.datetime | None = None
+) -> dict[int, list[AuthorFlagRate]]:
+    """:func:`list_author_flag_rates` of several projects at once, without the usernames (what
+    the projects home counts alerts from): ``{project id: rates}``, one query whatever the
+    number of projects."""
+    projects = list(projects)
+    out: dict[int, list[AuthorFlagRate]] = {p.pk: [] for p in projects}
+    if not projects:
+        return out
+    prefixes = Q()
+    for p in projects:
+        prefixes |= Q(key__startswith=f"{p.pk}|")
+    grouped: dict[int, dict[str, list[tuple[str, int]]]] = {
+        p.pk: {"author_reviews": [], "author_flags": []} for p in projects
+    }
+    found = (
+        DashboardCounter.objects.filter(prefixes, name__in=("author_reviews", "author_flags"))
+        .values("name", "key")
+        .annotate(total=Sum("n"))
+        .filter(total__gt=0)
+        .order_by()
+        .values_list("name", "key", "total")
+    )
+    for name, key, n in found:
+        pk, _, rest = key.partition("|")
+        grouped[int(pk)][name].append((rest, n))
+    for p in projects:
+        out[p.pk] = _flag_rates(grouped[p.pk], project=p, now=now)
+    return out
+
+
+def _flag_rates(rows: dict, *, project, now: dt.datetime | None) -> list[AuthorFlagRate]:
+    """The authors' flag rates from their ``author_reviews`` / ``author_flags`` counter rows
+    (keys ``<author>|<day>``), against ``project``'s settings; no username (reads nothing)."""
     since = (now or timezone.now()) - dt.timedelta(
         days=int(curation_setting("FLAG_RATE_WINDOW_DAYS", project=project))
     )
     threshold = Decimal(str(curation_setting("FLAG_RATE_THRESHOLD", project=project)))
     minimum = int(curation_setting("FLAG_RATE_MIN_REVIEWS", project=project))
     first_day = since.astimezone(dt.UTC).date().isoformat()
-    rows = counter_rows("author_reviews", "author_flags", project=project)
     totals: dict[int, list[int]] = {}
     for index, name in enumerate(("author_reviews", "author_flags")):
         for key, n in rows[name]:
@@ -523,28 +574,20 @@ def list_author_flag_rates(*, project, now: dt.datetime | None = None) -> list[A
             counts[index] += n
             if day >= first_day:
                 counts[2 + index] += n
-    names = (
-        dict(get_user_model().objects.filter(pk__in=totals).values_list("pk", "username"))
-        if totals
-        else {}
-    )
-    return sorted(
-        (
-            AuthorFlagRate(
-                author_id=author,
-                username=names.get(author, ""),
-                reviews=c[0],
-                flags=c[1],
-                recent_reviews=c[2],
-                recent_flags=c[3],
-                threshold=threshold,
-                minimum=minimum,
-            )
-            for author, c in totals.items()
-            if c[0]
-        ),
-        key=lambda r: r.username,
-    )
+    return [
+        AuthorFlagRate(
+            author_id=author,
+            username="",
+            reviews=c[0],
+            flags=c[1],
+            recent_reviews=c[2],
+            recent_flags=c[3],
+            threshold=threshold,
+            minimum=minimum,
+        )
+        for author, c in totals.items()
+        if c[0]
+    ]
 
 
 SOURCE_GROUPS = {

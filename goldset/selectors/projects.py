@@ -12,24 +12,34 @@ from workbench.roles import is_installation_admin, project_roles
 class ProjectAccess:
     project: Project
     roles: frozenset[str]
+    # The projects the person is a member of, by name (the top bar's project menu), the
+    # project itself among them; filled by :func:`access_project` only.
+    member_projects: tuple[Project, ...] = ()
+
+
+def _by_name(project: Project) -> tuple[str, str]:
+    return (project.name.casefold(), project.slug)
 
 
 def access_project(*, user, slug: str | None) -> ProjectAccess:
     """The project ``slug`` (the default project when ``None``) and the roles ``user`` holds in
-    it, in one statement; :class:`Http404` when it does not exist or the user is not a member
-    (installation admins are members of every project). Archived projects stay readable."""
+    it, with the projects the user is a member of (``member_projects``, by name: the project
+    menu), in one statement (the user's memberships, a handful of rows); :class:`Http404` when
+    it does not exist or the user is not a member (installation admins are members of every
+    project: one more statement when they hold no membership of it, and the menu lists it
+    beside their memberships). Archived projects stay readable."""
     slug = slug or DEFAULT_PROJECT_SLUG
-    membership = (
-        ProjectMembership.objects.select_related("project")
-        .filter(user_id=user.pk, project__slug=slug)
-        .first()
-    )
-    if membership is not None:
-        return ProjectAccess(membership.project, project_roles(user, membership.role))
+    memberships = list(ProjectMembership.objects.select_related("project").filter(user_id=user.pk))
+    members = sorted((m.project for m in memberships), key=_by_name)
+    for membership in memberships:
+        if membership.project.slug == slug:
+            roles = project_roles(user, membership.role)
+            return ProjectAccess(membership.project, roles, tuple(members))
     if is_installation_admin(user):
         project = Project.objects.filter(slug=slug).first()
         if project is not None:
-            return ProjectAccess(project, project_roles(user, None))
+            menu = tuple(sorted([*members, project], key=_by_name))
+            return ProjectAccess(project, project_roles(user, None), menu)
     raise Http404("No such project.")
 
 

@@ -42,12 +42,39 @@ from goldset.services.agreement_sources import (
 )
 from goldset.services.pairwise_exports import render_pairwise_gold
 from goldset.services.probe_exports import render_adjudication_export
+from goldset.services.project_settings import settings_in_force
 from goldset.services.scoring_jobs import DEFAULT_SEED
 from workbench.services.audit import record_event
 
 ROW_BATCH = 5000
 FREEZE_LOCK_KEY = 7_202_611  # pg_advisory_xact_lock key serialising freezes
 REQUIRED_BLOCK_KEYS = ("block_id", "document_id", "version", "sha256")
+
+# The project's protocol numbers a version's manifest records (``settings_in_force``): those
+# that decided how its triples were reviewed and its answer records labeled, sampled and
+# settled, and how its agreement figures were computed and judged.
+MANIFEST_SETTINGS = (
+    "KAPPA_GATE",
+    "AGREEMENT_ALPHA_TARGET",
+    "AGREEMENT_MIN_ITEMS",
+    "AGREEMENT_BOOTSTRAP_SEED",
+    "AGREEMENT_BOOTSTRAP_RESAMPLES",
+    "CURATION_SPOT_CHECK_RATE",
+    "ANSWER_SPOT_CHECK_RATE",
+    "ANSWER_SPOT_CHECK_SEED",
+    "AUDIT_SAMPLE_RATE",
+    "AUDIT_SAMPLE_SEED",
+    "QUEUE_SHUFFLE_SEED",
+    "GOLD_REVIEWS_PER_TRIPLE",
+    "TRIAGE_REVIEWS_PER_TRIPLE",
+    "GOLD_LABELS_PER_ITEM",
+    "TRIAGE_LABELS_PER_ITEM",
+    "LABELING_COST_GOLD",
+    "LABELING_COST_TRIAGE",
+    "FAST_DECISION_SECONDS_GOLD",
+    "FAST_DECISION_SECONDS_TRIAGE",
+    "PCS_CALIBRATION",
+)
 
 
 @dataclass
@@ -177,7 +204,8 @@ def store_frozen_version(
     GoldsetError
     for a malformed or duplicate row, or a pinned block version missing from the corpus.
     ``extra_files`` maps an ExportFormat to ``fn(version) -> iterable of bytes`` for exports
-    other areas provide (e.g. the adjudication export)."""
+    other areas provide (e.g. the adjudication export). The manifest records the project's
+    settings in force at the freeze (``settings_in_force``: ``MANIFEST_SETTINGS``)."""
     _lock_freezes(project)
     parent = latest_version(project=project)
     now = now or timezone.now()
@@ -278,6 +306,7 @@ def store_frozen_version(
         "filters": filters or {},
         "seeds": seeds or {},
         "agreement": agreement or {},
+        "settings_in_force": settings_in_force(project=project, names=MANIFEST_SETTINGS),
         **({"superseded_pins": superseded} if superseded is not None else {}),
         "counts": {
             "triples": stats.count,

@@ -1,6 +1,7 @@
 """A new project started from another's policy (DESIGN.md §15): its domains (names only, no
 corpus), the guideline in force for each domain and task, and the routing rules in force.
-Settings are copied by :func:`goldset.services.projects.create_project`."""
+:func:`goldset.services.projects.create_project` calls it (with the settings) when a project is
+created ``copy_from`` another."""
 
 from django.db import transaction
 

@@ -8,6 +8,7 @@ refused unless it parses and keeps the tunable's rule (``Tunable.check``). Every
 """
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -63,6 +64,43 @@ def list_settings_in_force(*, project: Project) -> list[SettingInForce]:
         )
         for name in project_tunable_names()
     ]
+
+
+def settings_in_force(*, project: Project | None, names) -> dict[str, dict]:
+    """What an export records of the settings that shaped it (a gold version's manifest, a
+    release report, the agreement downloads): for each of ``names`` (per-project tunables),
+    ``{"value": the value in force, "source": "project" | "installation"}``, read like every
+    page through :func:`goldset.conf.tunable` (never the environment again). Values are plain
+    JSON (a decimal rate as a number). ``PCS_CALIBRATION`` also names the calibration in use
+    (``"calibration"``: its label, or "PROBE defaults"): one query, only when it is named and
+    set."""
+    own = (project.settings or {}) if project is not None else {}
+    record = {}
+    for name in names:
+        _check_name(name)
+        value = tunable(name, project=project)
+        record[name] = {
+            "value": float(value) if isinstance(value, Decimal) else value,
+            "source": "project" if own.get(name) is not None else "installation",
+        }
+    if "PCS_CALIBRATION" in record:
+        chosen = (
+            pcs_calibration_in_use(project=project)
+            if project is not None and record["PCS_CALIBRATION"]["value"]
+            else None
+        )
+        record["PCS_CALIBRATION"]["calibration"] = chosen.label if chosen else "PROBE defaults"
+    return record
+
+
+def settings_in_force_text(record: dict[str, dict]) -> str:
+    """A :func:`settings_in_force` record in one line for people ("KAPPA_GATE 0.8 (project),
+    …"), as a report's header prints it."""
+    parts = []
+    for name, entry in record.items():
+        shown = entry.get("calibration", entry["value"])
+        parts.append(f"{name} {shown} ({entry['source']})")
+    return ", ".join(parts)
 
 
 def parse_setting(name: str, raw: str, *, project: Project | None = None) -> Any:

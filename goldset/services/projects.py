@@ -10,6 +10,7 @@ from django.utils import timezone
 from goldset.exceptions import GoldsetError
 from goldset.models import GoldVersion, Project, ProjectMembership, ProjectSettingChange
 from goldset.models.projects import RESERVED_SLUGS
+from goldset.services.project_copy import copy_policy
 from workbench.roles import ROLE_RANK, Role, forget_roles
 from workbench.services.audit import record_event
 
@@ -34,8 +35,11 @@ def check_slug(slug: str) -> str:
 @transaction.atomic
 def create_project(*, name: str, slug: str, description: str = "", by, copy_from=None) -> Project:
     """A new project; ``by`` (an installation admin) becomes its admin. With ``copy_from`` the
-    new project starts from that project's settings (its guidelines and routing rules are
-    copied by :func:`goldset.services.project_copy.copy_policy`)."""
+    new project starts from that project's policy, in the same transaction: its settings, and
+    its domains (names only), guidelines in force and routing rules in force
+    (:func:`goldset.services.project_copy.copy_policy`) — never its data (corpus, triples,
+    records, versions…). Audited (``project.create`` naming the source, and
+    ``project.copy_policy`` with the counts)."""
     check_slug(slug)
     if Project.objects.filter(slug=slug).exists():
         raise ProjectRefused(f"slug: a project {slug!r} exists already")
@@ -54,6 +58,8 @@ def create_project(*, name: str, slug: str, description: str = "", by, copy_from
         detail={"name": project.name, "copied_from": copy_from.slug if copy_from else None},
         project=project,
     )
+    if copy_from is not None:
+        copy_policy(source=copy_from, target=project, by=by)
     return project
 
 

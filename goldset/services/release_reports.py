@@ -20,6 +20,7 @@ from goldset.selectors.pairwise import release_analysis_data
 from goldset.services.answer_scoring import version_packets
 from goldset.services.evaluators import FINAL_STATUSES, answer_entry, gold_label
 from goldset.services.pcs_calibrations import probe_config_for
+from goldset.services.project_settings import settings_in_force, settings_in_force_text
 from scoring.pairwise import agreement_with_decision
 from scoring.report import release_report, render_html
 from workbench.services.audit import record_event
@@ -31,6 +32,12 @@ ARTIFACT_FILES = (
     ("Adjudication export", ExportFormat.ADJUDICATION),
     ("Pairwise gold", ExportFormat.PAIRWISE_GOLD),
 )
+
+
+# The project's protocol numbers a release report records (``settings_in_force``): the PCS
+# calibration in use when none is chosen, and how many labels settle an answer record (the
+# settled labels its Table 8 compares with).
+REPORT_SETTINGS = ("PCS_CALIBRATION", "GOLD_LABELS_PER_ITEM", "TRIAGE_LABELS_PER_ITEM")
 
 
 def _artifacts(version: GoldVersion) -> dict[str, str]:
@@ -61,7 +68,8 @@ def create_release_report(
     otherwise: a report cannot name another project's version or calibration); run ids are the
     project's. Every answer's question must be in the version's PROBE packets (GoldsetError
     otherwise). Scored with the calibration's configuration when one is chosen, else the seed's
-    defaults.
+    defaults. The report records the project's settings in force (``REPORT_SETTINGS``: the JSON's
+    ``settings_in_force``, a line of the HTML's header).
 
     With ``pairwise_task`` (the project's), the report gains a pairwise section beside Table 5
     (:func:`pairwise_section`): the task's ranking, win rates with CIs, agreement and position
@@ -97,6 +105,7 @@ def create_release_report(
             f"{len(missing)} question(s) are not in gold version v{version.number}: "
             + ", ".join(missing[:5])
         )
+    in_force = settings_in_force(project=project, names=REPORT_SETTINGS)
     answers = [answer_entry(r) for r in records]
     labels = [
         gold_label(r) for r in records if r.status in FINAL_STATUSES and r.final_acceptability
@@ -114,6 +123,7 @@ def create_release_report(
             "configuration": calibration.label if calibration else "PROBE defaults",
             "answer records": len(answers),
             "settled labels": len(labels),
+            "settings in force": settings_in_force_text(in_force),
         },
         artifacts={
             **_artifacts(version),
@@ -123,6 +133,7 @@ def create_release_report(
     )
     title = f"Release report — gold version v{version.number}"
     data = result.to_dict()
+    data["settings_in_force"] = in_force
     html = render_html(result, title=title)
     if pairwise_task is not None:
         data["pairwise"] = pairwise_section(pairwise_task, systems=data["systems"])

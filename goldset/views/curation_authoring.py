@@ -22,8 +22,9 @@ from goldset.models import TripleState
 from goldset.selectors import curation as selectors
 from goldset.services import resolution
 from goldset.services.notifications import mark_discussion_read
-from goldset.services.triples import CrossProjectReference, SupersededPin, create_triple
+from goldset.services.triples import SupersededPin, create_triple
 from goldset.views.htmx import wants_fragment
+from goldset.views.status import form_status
 from workbench.roles import ALL_ROLES, Role, role_required
 from workbench.services.audit import record_event
 
@@ -63,7 +64,6 @@ def write_triple(request):
         customers=customers,
         project=request.project,
     )
-    status = 200
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
         try:
@@ -75,10 +75,7 @@ def write_triple(request):
             )
         except SupersededPin as exc:
             form.add_error("superseded_reason", str(exc))
-        except CrossProjectReference as exc:
-            form.add_error(None, str(exc))
-            status = 422
-        except GoldsetError as exc:
+        except GoldsetError as exc:  # a CrossProjectReference too: the message says which
             form.add_error(None, str(exc))
         else:
             messages.success(
@@ -87,7 +84,7 @@ def write_triple(request):
                 f"(rule: {triple.routing_rule}) and waits for review.",
             )
             return redirect("curation:triple", pk=triple.pk)
-    return render(request, "curation/write.html", {"form": form}, status=status)
+    return render(request, "curation/write.html", {"form": form}, status=form_status(request))
 
 
 def detail_context(request, triple, *, message_form=None) -> dict:
@@ -161,7 +158,7 @@ def revise(request, pk):
         "form": form,
         "reviews": selectors.reviews_to_answer(triple=triple),
     }
-    return render(request, "curation/revise.html", context)
+    return render(request, "curation/revise.html", context, status=form_status(request))
 
 
 @role_required(*ALL_ROLES)
@@ -186,7 +183,7 @@ def split(request, pk):
         "form": form,
         "reviews": selectors.reviews_to_answer(triple=triple),
     }
-    return render(request, "curation/split.html", context)
+    return render(request, "curation/split.html", context, status=form_status(request))
 
 
 @require_POST

@@ -21,6 +21,7 @@ from goldset.services.project_settings import pcs_calibration_in_use
 from goldset.services.release_reports import create_release_report
 from goldset.views.htmx import wants_fragment
 from goldset.views.imports import submit_upload, upload_data, upload_page
+from goldset.views.status import form_status
 from scoring import calibration as pcs_calibration
 from scoring.stats import FAMILYWISE_ALPHA
 from workbench.roles import Role, role_required
@@ -42,7 +43,8 @@ def evaluator_list(request):
         else:
             return redirect("evaluators:detail", pk=evaluator.pk)
     page = Paginator(evaluators, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "evaluators/list.html", {"page": page, "form": form})
+    context = {"page": page, "form": form}
+    return render(request, "evaluators/list.html", context, status=form_status(request))
 
 
 @login_required
@@ -120,7 +122,7 @@ def calibration_list(request):
         request.GET.get("page")
     )
     context = {"page": page, "form": form, "split": _pcs_split()}
-    return render(request, "evaluators/calibrations.html", context)
+    return render(request, "evaluators/calibrations.html", context, status=form_status(request))
 
 
 @role_required(Role.ADMIN)
@@ -139,6 +141,8 @@ def calibration_detail(request, pk):
 
 @role_required(Role.ADMIN)
 def release_list(request):
+    """The project's release reports and the form to compute one; a refused form (another
+    project's version or calibration among them) answers 422 with its errors, nothing stored."""
     form = ReleaseReportForm(
         request.POST or None,
         project=request.project,
@@ -161,7 +165,8 @@ def release_list(request):
     page = Paginator(selectors.list_release_reports(project=request.project), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
-    return render(request, "evaluators/releases.html", {"page": page, "form": form})
+    context = {"page": page, "form": form}
+    return render(request, "evaluators/releases.html", context, status=form_status(request))
 
 
 @role_required(Role.ADMIN)

@@ -107,8 +107,12 @@ def version_freeze(request):
             error = str(exc)
     context = {"form": form, "preview": preview, "error": error}
     if wants_fragment(request, "freeze-preview"):
+        # htmx swaps only 2xx answers into the preview (base.html's responseHandling); the
+        # fragment lists the form's errors itself (the page shows them beside the fields)
+        context["fragment"] = True
         return render(request, "exports/freeze.html#freeze-preview", context)
-    return render(request, "exports/freeze.html", context)
+    refused = request.method == "POST" and (error or form.errors)
+    return render(request, "exports/freeze.html", context, status=422 if refused else 200)
 
 
 @role_required(*VIEWERS)

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from goldset.selectors.agreement import (
+    AGREEMENT_SETTINGS,
     CSV_FIELDS,
     confusion_rows,
     get_dashboard,
@@ -24,6 +25,7 @@ from goldset.selectors.time_on_item import (
     time_on_item_rows,
 )
 from goldset.services.agreement import schedule_agreement_recompute
+from goldset.services.project_settings import settings_in_force
 from goldset.views.htmx import wants_fragment
 from workbench.csv_safety import csv_safe_row
 from workbench.roles import Role, role_required
@@ -110,14 +112,19 @@ class _Echo:
 
 @role_required(Role.LEAD, Role.ADMIN)
 def agreement_download(request, fmt):
+    """The stored figures (``CSV_FIELDS``), each row followed by the project's settings in force
+    that shape them (``AGREEMENT_SETTINGS``, one column each)."""
     filters = {k: v for k in ("protocol", "axis", "metric", "tier") if (v := request.GET.get(k))}
-    rows = iter_snapshot_rows(project=request.project, **filters)
+    in_force = settings_in_force(project=request.project, names=AGREEMENT_SETTINGS)
+    settings = tuple(in_force[name]["value"] for name in AGREEMENT_SETTINGS)
+    header = [*CSV_FIELDS, *AGREEMENT_SETTINGS]
+    rows = [row + settings for row in iter_snapshot_rows(project=request.project, **filters)]
     if fmt == "json":
-        body = json.dumps([dict(zip(CSV_FIELDS, row, strict=True)) for row in rows], indent=1)
+        body = json.dumps([dict(zip(header, row, strict=True)) for row in rows], indent=1)
         response = HttpResponse(body, content_type="application/json")
     else:
         writer = csv.writer(_Echo())
-        lines = (writer.writerow(csv_safe_row(r)) for r in [CSV_FIELDS, *rows])
+        lines = (writer.writerow(csv_safe_row(r)) for r in [header, *rows])
         response = StreamingHttpResponse(lines, content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="agreement.{fmt}"'
     return response

@@ -8,6 +8,7 @@ from goldset.services.routing import (
     list_routing_rules,
     update_routing_rules,
 )
+from goldset.views.status import form_status
 from workbench.roles import Role, role_required
 
 
@@ -41,4 +42,4 @@ def routing_rules(request):
         "current": current,
         "history": list_routing_rules(project=project)[:50],
     }
-    return render(request, "routing/rules.html", context)
+    return render(request, "routing/rules.html", context, status=form_status(request))

@@ -3,23 +3,28 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from goldset.management.project_option import project_from
-from goldset.models.projects import DEFAULT_PROJECT_SLUG
-from goldset.selectors.agreement import CSV_FIELDS, list_agreement_alerts, list_snapshots
+from goldset.management.project_option import add_project_argument, project_from
+from goldset.selectors.agreement import (
+    AGREEMENT_SETTINGS,
+    CSV_FIELDS,
+    list_agreement_alerts,
+    list_snapshots,
+)
 from goldset.services.agreement import recompute_agreement_snapshots
+from goldset.services.project_settings import settings_in_force
 
 SCOPE_KEYS = {"protocol", "axis", "metric", "tier", "task_type", "domain", "week", "subject"}
 
 
 class Command(BaseCommand):
-    help = "Print a project's stored agreement figures (those of its dashboard) as JSON or CSV."
+    help = (
+        "Print a project's stored agreement figures (those of its dashboard) as JSON or CSV, "
+        "with the project's settings in force that shape them (JSON: settings_in_force; CSV: "
+        "one column each, as the dashboard's download)."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--project",
-            default=DEFAULT_PROJECT_SLUG,
-            help="The project's slug (default: the default project).",
-        )
+        add_project_argument(parser)
         parser.add_argument(
             "--scope",
             default="",
@@ -46,12 +51,13 @@ class Command(BaseCommand):
             dict(zip(CSV_FIELDS, r, strict=True))
             for r in list_snapshots(project=project, **filters).values_list(*CSV_FIELDS)
         ]
+        in_force = settings_in_force(project=project, names=AGREEMENT_SETTINGS)
         if format == "json":
             alerts = [a.__dict__ for a in list_agreement_alerts(project=project)]
-            self.stdout.write(
-                json.dumps({"figures": rows, "alerts": alerts}, indent=1, default=str)
-            )
+            report = {"figures": rows, "alerts": alerts, "settings_in_force": in_force}
+            self.stdout.write(json.dumps(report, indent=1, default=str))
         else:
-            writer = csv.DictWriter(self.stdout, fieldnames=CSV_FIELDS)
+            settings = {name: in_force[name]["value"] for name in AGREEMENT_SETTINGS}
+            writer = csv.DictWriter(self.stdout, fieldnames=[*CSV_FIELDS, *AGREEMENT_SETTINGS])
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({**row, **settings} for row in rows)

@@ -83,7 +83,7 @@ def test_write_form_names_a_bad_block_reference(client_for, team):
             "source": "public_rfp",
         },
     )
-    assert response.status_code == 200
+    assert response.status_code == 422  # form errors answer 422 (issue 24)
     assert "There is no version 3 of block &#x27;blk-nope&#x27;" in response.content.decode()
     assert not Triple.objects.exists()
 

@@ -163,7 +163,7 @@ def test_admin_registers_an_evaluator_and_a_duplicate_rerenders_with_the_error(w
     data = {"name": "new-judge", "version": "1", "kind": "metric"}
     assert c.post(reverse("evaluators:list"), data).status_code == 302
     again = c.post(reverse("evaluators:list"), data)
-    assert again.status_code == 200 and "already exists" in again.content.decode()
+    assert again.status_code == 422 and "already exists" in again.content.decode()
 
 
 def test_calibration_progress_partial_for_htmx(world, client_for):
@@ -222,6 +222,6 @@ def test_a_version_without_probe_packets_rerenders_the_form_with_the_reason(worl
     GoldVersion.objects.filter(pk=world["report"].version_id).update(sealed=True)
     run = world["records"][0].run.run_id
     response = c.post(reverse("evaluators:releases"), {"version": "1", "runs": [run]})
-    assert response.status_code == 200
+    assert response.status_code == 422
     assert "gold version v1 has no PROBE evidence packets" in response.content.decode()
     assert ReleaseReport.objects.count() == 1

@@ -157,7 +157,7 @@ def test_admin_previews_and_freezes_from_the_page_with_htmx(client_for, admin_us
     )
     assert "nothing to freeze" not in page.content.decode()
     response = admin.post(reverse("exports:freeze"), {"action": "freeze"})
-    assert response.status_code == 200 and "nothing to freeze" in response.content.decode()
+    assert response.status_code == 422 and "nothing to freeze" in response.content.decode()
 
 
 def test_upload_rejects_a_bad_run_with_line_numbers_and_creates_no_job(

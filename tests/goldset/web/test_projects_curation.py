@@ -434,7 +434,7 @@ def test_the_write_page_of_a_refuses_a_block_of_b(two, client_for):
             "source": "public_rfp",
         },
     )
-    assert response.status_code == 200  # the form again, with the error
+    assert response.status_code == 422  # the form again, with the error
     page = response.content.decode()
     assert "There is no version 1 of block" in page and "Bravo text" not in page
     assert not Triple.objects.exists()

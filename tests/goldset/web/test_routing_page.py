@@ -47,7 +47,7 @@ def test_invalid_threshold_re_renders_with_a_field_error(client_for, admin_user,
     response = client_for(admin_user).post(
         reverse("routing:rules"), {"uncertainty_threshold": threshold, "note": "n"}
     )
-    assert response.status_code == 200 and error in response.content.decode()
+    assert response.status_code == 422 and error in response.content.decode()
     assert RoutingRules.objects.count() == 1
 
 

@@ -49,7 +49,7 @@ def test_writing_a_superseded_pin_without_a_reason_re_renders_with_the_field_err
     client_for, team, old
 ):
     response = client_for(team["author"]).post(reverse("curation:write"), _form(old))
-    assert response.status_code == 200
+    assert response.status_code == 422  # form errors answer 422 (issue 24)
     errors = response.context["form"].errors["superseded_reason"]
     assert f"{old.block.block_id}@1 is superseded: version 2" in errors[0]
     assert not TripleRevision.objects.exists()
@@ -172,7 +172,7 @@ def test_split_needs_a_reason_for_a_superseded_part(client_for, team, old):
     c = client_for(team["author"])
     url = reverse("curation:split", args=[triple.pk])
     response = c.post(url, data)
-    assert response.status_code == 200
+    assert response.status_code == 422
     assert "is superseded" in response.context["form"].errors["superseded_reason"][0]
     assert c.post(url, {**data, "superseded_reason": REASON}).status_code == 302
     triple.refresh_from_db()
