@@ -14,7 +14,6 @@ from goldset.forms.projects import (
     ProjectSettingsForm,
 )
 from goldset.selectors.projects import list_members, list_projects_for
-from goldset.services.project_copy import copy_policy
 from goldset.services.project_settings import (
     SettingRefused,
     list_setting_changes,
@@ -55,8 +54,6 @@ def create(request):
                     by=request.user,
                     copy_from=data["copy_from"],
                 )
-                if data["copy_from"] is not None:
-                    copy_policy(source=data["copy_from"], target=project, by=request.user)
             except ProjectRefused as exc:
                 form.add_error(None, str(exc))
             else:
