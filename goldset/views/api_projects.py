@@ -184,6 +184,39 @@ def _not_under_a_prefix(request) -> None:
         raise Problem(status_code=404, title="Not Found", detail="No such endpoint.")
 
 
+def _check_creator(request) -> None:
+    """Installation admins create projects (as the New project page), with a token valid in
+    every project (a token limited to one project acts in that project only)."""
+    if not is_installation_admin(request.user):
+        raise Problem(
+            status_code=403,
+            title="Forbidden",
+            detail="Only an installation admin creates projects.",
+        )
+    if isinstance(request.auth, ApiToken) and request.auth.project_id is not None:
+        raise Problem(
+            status_code=403,
+            title="Forbidden",
+            detail="This token is limited to one project: it cannot create projects.",
+        )
+
+
+def _copy_source(request, slug: str | None):
+    """The project ``copy_from`` names, one the caller may reach (the page offers those); a
+    422 naming ``copy_from`` otherwise."""
+    if not slug:
+        return None
+    try:
+        return access_project(user=request.user, slug=slug).project
+    except Http404 as exc:
+        raise Problem(
+            status_code=422,
+            title="Unprocessable request",
+            detail=f"copy_from: no project of yours has the slug {slug!r}",
+            errors=[{"field": "copy_from", "message": "no project of yours"}],
+        ) from exc
+
+
 # ---------------------------------------------------------------- projects
 
 
@@ -229,37 +262,15 @@ class ProjectList(APIView):
         ``project.create`` (and ``project.copy_policy``)."""
         check_query(request, allowed=())
         _not_under_a_prefix(request)
-        if not is_installation_admin(request.user):
-            raise Problem(
-                status_code=403,
-                title="Forbidden",
-                detail="Only an installation admin creates projects.",
-            )
-        if isinstance(request.auth, ApiToken) and request.auth.project_id is not None:
-            raise Problem(
-                status_code=403,
-                title="Forbidden",
-                detail="This token is limited to one project: it cannot create projects.",
-            )
+        _check_creator(request)
         data = checked_body(request, NewProjectSerializer, what="a new project")
-        copy_from = None
-        if data["copy_from"]:
-            try:
-                copy_from = access_project(user=request.user, slug=data["copy_from"]).project
-            except Http404 as exc:  # not a project of the caller's
-                raise Problem(
-                    status_code=422,
-                    title="Unprocessable request",
-                    detail=f"copy_from: no project of yours has the slug {data['copy_from']!r}",
-                    errors=[{"field": "copy_from", "message": "no project of yours"}],
-                ) from exc
         # a refused slug is ProjectRefused naming ``slug``: a 422 (api_support's handler)
         project = create_project(
             name=data["name"],
             slug=data["slug"],
             description=data["description"],
             by=request.user,
-            copy_from=copy_from,
+            copy_from=_copy_source(request, data["copy_from"]),
         )
         return Response(
             ProjectDetailSerializer({"project": project, "role": Role.ADMIN.value}).data,
