@@ -373,8 +373,16 @@ ENTRIES: list[Entry] = [
     Entry(
         "api:not_found", Kind.API, None, scoped=False
     ),  # any other /api/v1/ URL: a problem+json 404
-    # the projects the caller belongs to, with the role in each (an installation list)
+    # the projects the caller belongs to, with the role in each (an installation list); POST
+    # creates one (installation admins, as projects:create)
     Entry("api:projects", Kind.API, EVERYONE, scoped=False),
+    # the project itself (/api/v1/projects/<slug>/): its members read it; PATCH needs the roles
+    # of projects:settings (and projects:archive), DELETE those of projects:delete and an
+    # installation admin (goldset.views.api_projects)
+    Entry("api:project", Kind.API, EVERYONE),
+    Entry("api:project_settings", Kind.API, ADMINS),  # projects:settings, protocol_settings
+    Entry("api:project_members", Kind.API, ADMINS),  # projects:members
+    Entry("api:project_member", Kind.API, ADMINS),  # projects:members, member_remove
     Entry("api:domains", Kind.API, EVERYONE),
     Entry("api:documents", Kind.API, EVERYONE),
     Entry("api:document", Kind.API, EVERYONE),

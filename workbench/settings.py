@@ -279,7 +279,10 @@ SPECTACULAR_SETTINGS = {
         "a project's prefix, `/api/v1/projects/{project}/…` (e.g. "
         "`/api/v1/projects/customer-bot/documents/`), and answers with that project's objects "
         "only; without the prefix the default project answers. `GET /api/v1/projects/` lists "
-        "the caller's projects with the role held in each. A project the caller is not a "
+        "the caller's projects with the role held in each, and `POST` creates one "
+        "(installation admins). The project itself is its prefix's root: `/api/v1/` below is "
+        "`/api/v1/projects/{project}/` (read, change, delete the project), and `settings/` "
+        "and `members/` are its settings and members. A project the caller is not a "
         "member of, or that the token is not for, is a 404. Links and `Location` headers keep "
         "the prefix the request came through."
     ),
@@ -306,6 +309,8 @@ SPECTACULAR_SETTINGS = {
         # a preference relative to a pair's answers A and B (a judgment, a calibration reference)
         "PreferenceEnum": "goldset.models.pairwise.Preference",
         "SamplingRuleKindEnum": "goldset.models.traces.SamplingRuleKind",
+        # a role in a project (the project list, a project, its members)
+        "RoleEnum": "workbench.roles.Role",
     },
 }
 

@@ -30,9 +30,11 @@ from goldset_client.models import (
     ImportResult,
     Label,
     LabelClaim,
+    Member,
     OpenItem,
     Progress,
     Project,
+    ProjectSetting,
     QueryResult,
     Review,
     ReviewClaim,
@@ -186,10 +188,12 @@ def api_prefix(base_url: str, project: str | None) -> str:
 
 
 class Operations(ABC):
-    """The API's 68 operations. Lists return iterators over every page (``page_size`` rows a
+    """The API's 83 operations. Lists return iterators over every page (``page_size`` rows a
     request); ``updated_since`` (a datetime or RFC 3339 text) gives the rows created or changed
-    since then, for incremental sync. Every call but :meth:`list_projects` goes to the client's
-    project (``project=``), or to the server's default project without one."""
+    since then, for incremental sync. Every call but :meth:`list_projects` and
+    :meth:`create_project` goes to the client's project (``project=``), or to the server's
+    default project without one; the calls that manage a project also take ``project=`` to
+    name another."""
 
     base_url: str
 
@@ -207,6 +211,128 @@ class Operations(ABC):
         return self._run(
             Call("projects_list", "GET", f"{self.base_url}/api/v1/projects/",
                  parse=lambda rows: [Project.from_json(r) for r in rows])
+        )  # fmt: skip
+
+    def _in(self, project: str | None, path: str) -> str:
+        """``path`` in project ``project``, or in the client's project for None."""
+        return path if project is None else api_prefix(self.base_url, project) + path
+
+    @operation("projects_create")
+    def create_project(
+        self, slug: str, name: str, *, description: str = "", copy_from: str | None = None,
+        idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Create a project (installation admins, with a token valid in every project); you
+        become its admin. ``copy_from``: the slug of a project whose settings, domains,
+        guidelines and routing rules it starts from. A malformed, reserved or taken slug is
+        :class:`Unprocessable` naming ``slug``."""
+        body = {"slug": slug, "name": name, "description": description, "copy_from": copy_from}
+        return self._run(
+            Call("projects_create", "POST", f"{self.base_url}/api/v1/projects/", json=body,
+                 parse=Project.from_json, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("projects_retrieve")
+    def get_project(self, *, project: str | None = None):
+        """The project (the client's, or ``project``): name, description, archived, your role."""
+        return self._run(
+            Call("projects_retrieve", "GET", self._in(project, ""), parse=Project.from_json)
+        )
+
+    @operation("projects_partial_update")
+    def update_project(
+        self, *, name: str | None = None, description: str | None = None,
+        archived: bool | None = None, project: str | None = None,
+    ):  # fmt: skip
+        """Change the project's name, description or archived state (its admins); only the
+        arguments given are sent. Archiving keeps everything readable."""
+        body = {k: v for k, v in (("name", name), ("description", description),
+                                  ("archived", archived)) if v is not None}  # fmt: skip
+        return self._run(
+            Call("projects_partial_update", "PATCH", self._in(project, ""), json=body,
+                 parse=Project.from_json)
+        )  # fmt: skip
+
+    @operation("projects_destroy")
+    def delete_project(self, project: str):
+        """Delete the project named (installation admins): :class:`Conflict` while it holds
+        frozen gold versions or other data (archive it instead)."""
+        return self._run(
+            Call("projects_destroy", "DELETE", api_prefix(self.base_url, project),
+                 parse=lambda body: None)
+        )  # fmt: skip
+
+    @operation("projects_settings_retrieve")
+    def get_project_settings(self, *, project: str | None = None):
+        """The project's protocol settings (its admins): each with the installation's value,
+        the project's own (None: none), the value in force."""
+        return self._run(
+            Call("projects_settings_retrieve", "GET", self._in(project, "settings/"),
+                 parse=lambda rows: [ProjectSetting.from_json(r) for r in rows])
+        )  # fmt: skip
+
+    @operation("projects_settings_partial_update")
+    def update_project_settings(
+        self, changes: Mapping[str, Any] | None = None, *, project: str | None = None,
+        **settings: Any,
+    ):  # fmt: skip
+        """Set settings of the project (its admins), all or nothing, e.g.
+        ``update_project_settings(KAPPA_GATE="0.8")``; None resets one to the installation's
+        value. A refused value is :class:`Unprocessable` naming the setting. Returns the
+        settings in force."""
+        body = _decimals({**(changes or {}), **settings})
+        return self._run(
+            Call("projects_settings_partial_update", "PATCH", self._in(project, "settings/"),
+                 json=body, parse=lambda rows: [ProjectSetting.from_json(r) for r in rows])
+        )  # fmt: skip
+
+    @operation("projects_members_list")
+    def list_members(self, *, project: str | None = None):
+        """The project's members and their roles, by username (its admins)."""
+        return self._run(
+            Call("projects_members_list", "GET", self._in(project, "members/"),
+                 parse=lambda rows: [Member.from_json(r) for r in rows])
+        )  # fmt: skip
+
+    @operation("projects_members_create")
+    def add_member(
+        self, username: str, role: str, *, project: str | None = None,
+        idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Add ``username`` to the project with ``role`` (``annotator``, ``adjudication_lead``,
+        ``admin``), or set the role of a member (its admins)."""
+        return self._run(
+            Call("projects_members_create", "POST", self._in(project, "members/"),
+                 json={"username": username, "role": role}, parse=Member.from_json,
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("projects_members_retrieve")
+    def get_member(self, member: str | int, *, project: str | None = None):
+        """A member by username (or user id) and their role."""
+        path = f"members/{_segment(str(member), 'member')}/"
+        return self._run(
+            Call("projects_members_retrieve", "GET", self._in(project, path),
+                 parse=Member.from_json)
+        )  # fmt: skip
+
+    @operation("projects_members_partial_update")
+    def set_member_role(self, member: str | int, role: str, *, project: str | None = None):
+        """Set a member's role (its admins); effective at their next request."""
+        path = f"members/{_segment(str(member), 'member')}/"
+        return self._run(
+            Call("projects_members_partial_update", "PATCH", self._in(project, path),
+                 json={"role": role}, parse=Member.from_json)
+        )  # fmt: skip
+
+    @operation("projects_members_destroy")
+    def remove_member(self, member: str | int, *, project: str | None = None):
+        """Remove a member from the project (its admins); :class:`Conflict` for its last
+        admin."""
+        path = f"members/{_segment(str(member), 'member')}/"
+        return self._run(
+            Call("projects_members_destroy", "DELETE", self._in(project, path),
+                 parse=lambda body: None)
         )  # fmt: skip
 
     # ------------------------------------------------------------------ corpus

@@ -225,7 +225,8 @@ class Resource:
 
 @dataclass(frozen=True, kw_only=True)
 class Project(Resource):
-    """A project the caller belongs to, with their role in it and the prefix of its API."""
+    """A project the caller belongs to, with their role in it and the prefix of its API (read
+    one at a time: also when it was created and archived)."""
 
     slug: str = ""
     name: str = ""
@@ -233,6 +234,31 @@ class Project(Resource):
     archived: bool = False
     role: str = ""
     api: str = ""
+    created_at: str = ""
+    archived_at: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectSetting(Resource):
+    """A project's protocol setting: its doc, the installation's value, the project's own text
+    (None: it keeps the installation's) and the value in force."""
+
+    name: str = ""
+    doc: str = ""
+    default: Any = None
+    own: str | None = None
+    value: Any = None
+    overridden: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Member(Resource):
+    """A member of a project (``id``: their user id) and the role they hold in it."""
+
+    id: int = 0
+    username: str = ""
+    role: str = ""
+    created_at: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -67,3 +67,21 @@ def list_members(*, project) -> list[ProjectMembership]:
         .filter(project=project)
         .order_by("user__username")
     )
+
+
+def get_member(*, project, key: str) -> ProjectMembership:
+    """The membership in ``project`` of the person ``key`` names: their username, else (when
+    ``key`` is a number and no member has it as username) their user id. :class:`Http404` when
+    no member of the project matches."""
+    members = ProjectMembership.objects.select_related("user").filter(project=project)
+    membership = members.filter(user__username=key).first()
+    if membership is None and key.isascii() and key.isdigit() and len(key) <= 18:
+        membership = members.filter(user_id=int(key)).first()
+    if membership is None:
+        raise Http404("No such member of this project.")
+    return membership
+
+
+def find_membership(*, project, user) -> ProjectMembership | None:
+    """``user``'s membership in ``project``, or None."""
+    return ProjectMembership.objects.filter(project=project, user=user).first()

@@ -1,7 +1,7 @@
 """A new project started from another's policy (DESIGN.md §15): its domains (names only, no
 corpus), the guideline in force for each domain and task, and the routing rules in force.
-:func:`goldset.services.projects.create_project` calls it (with the settings) when a project is
-created ``copy_from`` another."""
+:func:`goldset.services.projects.create_project` copies the settings and calls this, in the
+creating transaction, for the page and the API alike."""
 
 from django.db import transaction
 

@@ -23,10 +23,12 @@ MAX_VALUE_LENGTH = 2000
 
 
 class SettingRefused(GoldsetError):
-    """A project setting the rules refuse: ``name`` is the setting, ``rule`` what it must be."""
+    """A project setting the rules refuse: ``name`` is the setting, ``rule`` what it must be
+    (``field`` is ``name``: the API names it in its problem's errors)."""
 
     def __init__(self, name: str, rule: str):
         self.name, self.rule = name, rule
+        self.field = name
         super().__init__(f"{name}: must be {rule}")
 
 

@@ -3,7 +3,7 @@ and remove roles, archive, delete (refused once a version is frozen)."""
 
 import re
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
@@ -14,21 +14,29 @@ from goldset.services.project_copy import copy_policy
 from workbench.roles import ROLE_RANK, Role, forget_roles
 from workbench.services.audit import record_event
 
-_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+# A project slug (the API's schema documents it with this pattern; check_slug applies it).
+SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
+_SLUG = re.compile(SLUG_PATTERN)
 
 
 class ProjectRefused(GoldsetError):
-    """A project change the rules do not allow (the message says which rule)."""
+    """A project change the rules do not allow (the message says which rule; ``field`` names
+    the input at fault, when one is)."""
+
+    def __init__(self, message: str, *, field: str = ""):
+        super().__init__(message)
+        self.field = field
 
 
 def check_slug(slug: str) -> str:
     """A project slug: lower-case letters, digits and inner hyphens, at most 64, not reserved."""
     if not _SLUG.match(slug or ""):
         raise ProjectRefused(
-            "slug: lower-case letters, digits and hyphens (not first or last), at most 64"
+            "slug: lower-case letters, digits and hyphens (not first or last), at most 64",
+            field="slug",
         )
     if slug in RESERVED_SLUGS:
-        raise ProjectRefused(f"slug: {slug!r} is reserved")
+        raise ProjectRefused(f"slug: {slug!r} is reserved", field="slug")
     return slug
 
 
@@ -39,16 +47,22 @@ def create_project(*, name: str, slug: str, description: str = "", by, copy_from
     its domains (names only), guidelines in force and routing rules in force
     (:func:`goldset.services.project_copy.copy_policy`) — never its data (corpus, triples,
     records, versions…). Audited (``project.create`` naming the source, and
-    ``project.copy_policy`` with the counts)."""
+    ``project.copy_policy`` with the counts). A slug that is malformed, reserved or taken (even
+    by a concurrent create) is :class:`ProjectRefused` naming ``slug``."""
     check_slug(slug)
+    taken = ProjectRefused(f"slug: a project {slug!r} exists already", field="slug")
     if Project.objects.filter(slug=slug).exists():
-        raise ProjectRefused(f"slug: a project {slug!r} exists already")
-    project = Project.objects.create(
-        name=name.strip() or slug,
-        slug=slug,
-        description=description,
-        settings=dict(copy_from.settings) if copy_from is not None else {},
-    )
+        raise taken
+    try:
+        with transaction.atomic():
+            project = Project.objects.create(
+                name=name.strip() or slug,
+                slug=slug,
+                description=description,
+                settings=dict(copy_from.settings) if copy_from is not None else {},
+            )
+    except IntegrityError:  # created meanwhile by another request
+        raise taken from None
     ProjectMembership.objects.create(project=project, user=by, role=Role.ADMIN.value)
     record_event(
         actor=by,
@@ -120,10 +134,14 @@ def strongest(roles) -> Role | None:
 
 @transaction.atomic
 def update_project_details(*, project: Project, name: str, description: str, by) -> Project:
-    """A project's name and description (the slug never changes: it is in every URL)."""
+    """A project's name and description (the slug never changes: it is in every URL). Saving
+    the values it has changes nothing and records nothing."""
     project = Project.objects.select_for_update().get(pk=project.pk)
     before = {"name": project.name, "description": project.description}
-    project.name, project.description = name.strip() or project.slug, description
+    name = name.strip() or project.slug
+    if before == {"name": name, "description": description}:
+        return project
+    project.name, project.description = name, description
     project.save(update_fields=["name", "description"])
     record_event(
         actor=by,
@@ -138,8 +156,11 @@ def update_project_details(*, project: Project, name: str, description: str, by)
 
 @transaction.atomic
 def set_archived(*, project: Project, archived: bool, by) -> Project:
-    """Archive (everything stays readable) or restore a project."""
+    """Archive (everything stays readable) or restore a project. Asking for the state it is in
+    changes nothing (an archived project keeps the time it was archived) and records nothing."""
     project = Project.objects.select_for_update().get(pk=project.pk)
+    if project.archived == archived:
+        return project
     project.archived_at = timezone.now() if archived else None
     project.save(update_fields=["archived_at"])
     record_event(

@@ -6,6 +6,7 @@ from goldset.views import (
     api_decisions,
     api_pairwise,
     api_pairwise_calibration,
+    api_projects,
     api_sampling,
     api_webhooks,
     otlp,
@@ -16,7 +17,14 @@ app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
-    path("projects/", api.project_list, name="projects"),
+    # projects (issue 27): the installation's list; each project's own endpoints are reached
+    # under its prefix, /api/v1/projects/<slug>/ (workbench.middleware.ProjectMountMiddleware
+    # takes it off), so the project itself is this URLconf's root
+    path("", api_projects.ProjectDetail.as_view(), name="project"),
+    path("projects/", api_projects.ProjectList.as_view(), name="projects"),
+    path("settings/", api_projects.ProjectSettings.as_view(), name="project_settings"),
+    path("members/", api_projects.MemberList.as_view(), name="project_members"),
+    path("members/<str:member>/", api_projects.MemberDetail.as_view(), name="project_member"),
     path("domains/", api.DomainList.as_view(), name="domains"),
     path("documents/", api.DocumentList.as_view(), name="documents"),
     path("documents/<str:document_id>/", api.DocumentDetail.as_view(), name="document"),

@@ -25,7 +25,6 @@ from goldset.selectors import evaluators as evaluator_selectors
 from goldset.selectors import exports as export_selectors
 from goldset.selectors import version_tags as tag_selectors
 from goldset.selectors.imports import get_import_job_for
-from goldset.selectors.projects import list_projects_for
 from goldset.services import exports as export_files
 from goldset.services.blinded_downloads import ChecksumMismatch, NoSuchDownload, serve_version_file
 from goldset.services.freeze import FreezeFilters, NothingToFreeze, freeze_gold_version
@@ -54,8 +53,7 @@ from goldset.views.api_support import (
 )
 from goldset.views.downloads import file_response
 from workbench.access import entry_for
-from workbench.models import ApiToken
-from workbench.roles import Role, roles_of
+from workbench.roles import roles_of
 
 # What the schema documents of a version reference (resolve_version_ref reads it): a number,
 # v7, a tag or latest.
@@ -77,30 +75,6 @@ IMPORT_PAGE = {
     ImportKind.ANSWERS: "answers:import",
     ImportKind.RUN: "exports:jobs",
 }
-
-
-# The stored figures alerts are computed from (goldset.selectors.agreement.list_agreement_alerts).
-# A person's strongest role in a project names it in the project list.
-ROLE_STRENGTH = (Role.ADMIN, Role.LEAD, Role.ANNOTATOR)
-
-
-@extend_schema(responses={200: s.ProjectSerializer(many=True)})
-@api_view(["GET"])
-def project_list(request):
-    """The projects the caller belongs to (every project for installation admins), by name,
-    each with the caller's role in it and the prefix of its API; a token limited to one project
-    lists that project only."""
-    check_query(request, allowed=())
-    if getattr(request, "project_slug", None):
-        raise Problem(status_code=404, title="Not Found", detail="No such endpoint.")
-    token = request.auth
-    rows = []
-    for access in list_projects_for(user=request.user):
-        if isinstance(token, ApiToken) and token.project_id not in (None, access.project.pk):
-            continue
-        role = next((r for r in ROLE_STRENGTH if r.value in access.roles), None)
-        rows.append({"project": access.project, "role": role.value if role else ""})
-    return Response(s.ProjectSerializer(rows, many=True).data)
 
 
 class ApiList(generics.ListAPIView):

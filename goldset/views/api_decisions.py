@@ -48,9 +48,15 @@ from goldset.services.labeling import (
 from goldset.services.locking import SubmitBusy
 from goldset.services.reviews import claim_next_assignment, submit_review
 from goldset.views.api import ApiList
-from goldset.views.api_support import Cursor, Problem, api_url, check_query, problem_response
-from workbench.access import entry_for
-from workbench.roles import roles_of
+from goldset.views.api_support import (
+    Cursor,
+    Problem,
+    api_url,
+    check_page_role,
+    check_query,
+    form_errors,
+    problem_response,
+)
 
 # ---------------------------------------------------------------- shapes
 
@@ -247,20 +253,6 @@ class OpenItemSerializer(serializers.Serializer):
 # ---------------------------------------------------------------- helpers
 
 
-def _check_page_role(request, page: str, what: str) -> None:
-    """Writing needs the roles of the page that does the same thing (one table for both)."""
-    if not roles_of(request.user) & entry_for(page).roles:
-        raise Problem(status_code=403, title="Forbidden", detail=f"Your role may not {what}.")
-
-
-def _form_errors(form) -> list[dict]:
-    return [
-        {"field": name if name != "__all__" else "", "message": str(message)}
-        for name, messages in form.errors.items()
-        for message in messages
-    ]
-
-
 def _checked_by_form(form_class, data: dict, *, what: str):
     """The page's form over the body (one field policy): a contradiction between axes
     (``goldset.rules.label_consistency``) is a 422 naming the field."""
@@ -273,8 +265,8 @@ def _checked_by_form(form_class, data: dict, *, what: str):
             status_code=422,
             title="Unprocessable request",
             detail=f"The {what} breaks a rule: "
-            + "; ".join(e["message"] for e in _form_errors(form)),
-            errors=_form_errors(form),
+            + "; ".join(e["message"] for e in form_errors(form)),
+            errors=form_errors(form),
         )
     return form
 
@@ -337,7 +329,7 @@ class LabelList(ApiList, generics.CreateAPIView):
     )
     def post(self, request, *args, **kwargs):
         check_query(request, allowed=())
-        _check_page_role(request, "answers:item", "label items")
+        check_page_role(request, "answers:item", "label items")
         body = LabelRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
@@ -436,7 +428,7 @@ class ReviewList(ApiList, generics.CreateAPIView):
     )
     def post(self, request, *args, **kwargs):
         check_query(request, allowed=())
-        _check_page_role(request, "curation:review", "review triples")
+        check_page_role(request, "curation:review", "review triples")
         body = ReviewRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
@@ -451,7 +443,7 @@ class ReviewList(ApiList, generics.CreateAPIView):
                 status_code=422,
                 title="Unprocessable request",
                 detail="The review breaks a rule.",
-                errors=_form_errors(form),
+                errors=form_errors(form),
             )
         existing = curation_selectors.get_own_review(assignment=assignment)
         try:
@@ -531,7 +523,7 @@ class AdjudicationList(ApiList, generics.CreateAPIView):
     )
     def post(self, request, *args, **kwargs):
         check_query(request, allowed=())
-        _check_page_role(request, "answers:adjudicate", "adjudicate items")
+        check_page_role(request, "answers:adjudicate", "adjudicate items")
         body = AdjudicationRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)

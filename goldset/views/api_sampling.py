@@ -17,7 +17,7 @@ from goldset.models import SamplingRule, SamplingRuleKind
 from goldset.selectors import traces as selectors
 from goldset.services.sampling import create_sampling_rule, sampling_day, update_sampling_rule
 from goldset.views.api import ApiList
-from goldset.views.api_support import Cursor, api_url, bad_query, check_query
+from goldset.views.api_support import Cursor, api_url, check_query, checked_body
 
 COUNTS = ("sampled_today", "capped_today", "sampled_total", "capped_total")
 
@@ -108,15 +108,8 @@ class SamplingRulePatchSerializer(SamplingRuleRequestSerializer):
 
 
 def _body(request, serializer_class, **kwargs) -> dict:
-    """The checked body; a member no rule has is a 400 naming it (a misspelt field must not be
-    silently ignored)."""
-    body = serializer_class(data=request.data, **kwargs)
-    if isinstance(request.data, dict):
-        unknown = sorted(set(request.data) - set(body.fields))
-        if unknown:
-            raise bad_query(unknown[0], "not a field of a sampling rule")
-    body.is_valid(raise_exception=True)
-    return dict(body.validated_data)
+    """The checked body; a member no rule has is a 400 naming it."""
+    return checked_body(request, serializer_class, what="a sampling rule", **kwargs)
 
 
 def _rule(request, pk: int) -> SamplingRule:

@@ -27,6 +27,7 @@ from goldset.models import (
 )
 from goldset.selectors.agreement import subject_display
 from goldset.selectors.exports import release_gate
+from workbench.roles import Role
 
 
 class ProjectSerializer(serializers.Serializer):
@@ -36,7 +37,7 @@ class ProjectSerializer(serializers.Serializer):
     name = serializers.CharField(source="project.name")
     description = serializers.CharField(source="project.description")
     archived = serializers.BooleanField(source="project.archived")
-    role = serializers.ChoiceField(choices=["annotator", "adjudication_lead", "admin"])
+    role = serializers.ChoiceField(choices=Role.choices)
     api = serializers.SerializerMethodField(help_text="The prefix of the project's API.")
 
     def get_api(self, obj) -> str:

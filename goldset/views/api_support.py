@@ -18,7 +18,9 @@ from rest_framework.views import exception_handler
 
 from goldset.exceptions import GoldsetError
 from goldset.views.api_access import IdempotentReplay
+from workbench.access import entry_for
 from workbench.middleware import BodyReadTimeout
+from workbench.roles import roles_of
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -64,11 +66,45 @@ def api_url(request, viewname: str, **kwargs) -> str:
     """``viewname``'s API URL as the caller addressed the API: under
     ``/api/v1/projects/<slug>/`` when the request came through a project's prefix (Location
     headers and links stay in the project), unprefixed otherwise (the default project)."""
+    return project_api_url(getattr(request, "project_slug", None), viewname, **kwargs)
+
+
+def project_api_url(slug: str | None, viewname: str, **kwargs) -> str:
+    """``viewname``'s API URL under project ``slug``'s prefix (unprefixed for ``None``);
+    ``api:project`` is the project itself, ``/api/v1/projects/<slug>/``."""
     path = reverse(viewname, kwargs=kwargs or None)
-    slug = getattr(request, "project_slug", None)
     if slug and API_ROOT in path:
         path = path.replace(API_ROOT, f"{API_ROOT}projects/{slug}/", 1)
     return path
+
+
+def check_page_role(request, page: str, what: str) -> None:
+    """Writing needs the roles of the page that does the same thing (one table for both):
+    a 403 otherwise."""
+    if not roles_of(request.user) & entry_for(page).roles:
+        raise Problem(status_code=403, title="Forbidden", detail=f"Your role may not {what}.")
+
+
+def checked_body(request, serializer_class, *, what: str, **kwargs) -> dict:
+    """The request body checked by ``serializer_class`` (types and ranges: a 400 naming the
+    field); a member the body may not have is a 400 naming it too (a misspelt field must not
+    be silently ignored)."""
+    body = serializer_class(data=request.data, **kwargs)
+    if isinstance(request.data, dict):
+        unknown = sorted(set(request.data) - set(body.fields))
+        if unknown:
+            raise bad_query(unknown[0], f"not a field of {what}")
+    body.is_valid(raise_exception=True)
+    return dict(body.validated_data)
+
+
+def form_errors(form) -> list[dict]:
+    """A Django form's errors as problem ``errors`` (``field`` empty for the form's own)."""
+    return [
+        {"field": name if name != "__all__" else "", "message": str(message)}
+        for name, messages in form.errors.items()
+        for message in messages
+    ]
 
 
 def bad_query(name: str, message: str) -> "Problem":

@@ -32,8 +32,11 @@ from goldset_client.models import (
     FreezeResult,
     ImportResult,
     Label,
+    Member,
     OpenItem,
     Progress,
+    Project,
+    ProjectSetting,
     Review,
     SamplingRule,
     ScoreResult,
@@ -69,7 +72,7 @@ def schema_operations(client) -> set[str]:
 @pytest.mark.django_db
 def test_the_client_has_a_method_for_every_operation_of_the_schema(client):
     operations = schema_operations(client)
-    assert len(operations) == 72
+    assert len(operations) == 83
     assert set(operation_ids(GoldsetClient)) == operations
     assert set(operation_ids(AsyncGoldsetClient)) == operations
     for name in operation_ids(AsyncGoldsetClient).values():
@@ -357,12 +360,49 @@ def exercise(call, world, tmp_path) -> None:
     with pytest.raises(NotFound):
         call("get_webhook", hook.id)
 
+    # projects (an installation admin's; every role: test_project_management_api): the
+    # client's project is the default one, ``project=`` names another
+    made = call("create_project", "sdk-bot", "SDK bot", description="d", copy_from="default")
+    assert isinstance(made, Project) and (made.slug, made.role) == ("sdk-bot", "admin")
+    assert made.api == "/api/v1/projects/sdk-bot/" and made.created_at
+    assert call("get_project").slug == "default"
+    assert call("get_project", project="sdk-bot").description == "d"
+    changed = call("update_project", name="SDK bot 2", archived=True, project="sdk-bot")
+    assert (changed.name, changed.description, changed.archived) == ("SDK bot 2", "d", True)
+    rows = call("update_project_settings", {"KAPPA_GATE": Decimal("0.8")}, project="sdk-bot",
+                AUDIT_SAMPLE_SEED=77)  # fmt: skip
+    assert all(isinstance(r, ProjectSetting) for r in rows)
+    in_force = {r.name: r for r in call("get_project_settings", project="sdk-bot")}
+    assert (in_force["KAPPA_GATE"].own, in_force["KAPPA_GATE"].value) == ("0.8", 0.8)
+    assert in_force["AUDIT_SAMPLE_SEED"].overridden and not in_force["AUDIT_SAMPLE_RATE"].overridden
+    with pytest.raises(Unprocessable) as refused:
+        call("update_project_settings", project="sdk-bot", AUDIT_SAMPLE_RATE="1.5")
+    assert refused.value.field == "AUDIT_SAMPLE_RATE"
+    added = call("add_member", "sdk-author", "annotator", project="sdk-bot")
+    assert isinstance(added, Member) and (added.username, added.role) == ("sdk-author", "annotator")
+    assert [m.username for m in call("list_members", project="sdk-bot")] == [
+        "sdk-admin",
+        "sdk-author",
+    ]
+    assert call("get_member", added.id, project="sdk-bot").username == "sdk-author"
+    promoted = call("set_member_role", "sdk-author", "adjudication_lead", project="sdk-bot")
+    assert promoted.role == "adjudication_lead"
+    assert call("remove_member", "sdk-author", project="sdk-bot") is None
+    with pytest.raises(Conflict):  # its last admin
+        call("remove_member", "sdk-admin", project="sdk-bot")
+    with pytest.raises(Conflict):  # copied domains: it holds data (archived, it stays)
+        call("delete_project", "sdk-bot")
+    call("create_project", "sdk-empty", "Empty")
+    assert call("delete_project", "sdk-empty") is None
+    with pytest.raises(NotFound):
+        call("get_project", project="sdk-empty")
+
 
 @pytest.mark.postgres
 def test_every_client_method_works_against_the_live_server(world, live_server, tmp_path):
     with RecordingClient(live_server.url, world["token"]) as gs:
 
-        def call(name, *args, **kwargs):
+        def call(name, /, *args, **kwargs):
             result = getattr(gs, name)(*args, **kwargs)
             return list(result) if inspect.isgenerator(result) else result
 
@@ -381,7 +421,7 @@ def test_every_async_client_method_works_against_the_live_server(world, live_ser
                     return [row async for row in result]
                 return await result
 
-            def call(name, *args, **kwargs):
+            def call(name, /, *args, **kwargs):
                 # exercise() is synchronous: each call runs on this loop in a worker thread.
                 coro = collect(getattr(gs, name)(*args, **kwargs))
                 return asyncio.run_coroutine_threadsafe(coro, loop).result()

@@ -67,6 +67,12 @@ ENDPOINTS = [
     # sampling rules (issue 28; their own tests: test_sampling_rules_api.py)
     ("api:sampling_rules", [], 401, 403, 403, 200),
     ("api:sampling_rule", [999999], 401, 403, 403, 404),
+    # the project itself, its settings and members (issue 27; their own tests:
+    # test_project_management_api.py)
+    ("api:project", [], 401, 200, 200, 200),
+    ("api:project_settings", [], 401, 403, 403, 200),
+    ("api:project_members", [], 401, 403, 403, 200),
+    ("api:project_member", ["ann-test"], 401, 403, 403, 200),
 ]
 # write endpoints (POST), answered before their body is read for roles that may not call them
 WRITE_ENDPOINTS = [
@@ -98,13 +104,16 @@ WRITE_ENDPOINTS = [
     ("api:pairwise_calibration_claim", [], 401, 409, 403, 403),
     ("api:pairwise_calibration_judge", ["nope"], 401, 404, 403, 403),
     ("api:sampling_rules", [], 401, 403, 403, 400),  # no name, no kind
+    # a new project (installation admins: admin_user is staff), a new member: no name, slug
+    ("api:projects", [], 401, 403, 403, 400),
+    ("api:project_members", [], 401, 403, 403, 400),
 ]
 
 
 def empty_body(name):
-    """An empty request body in the content type the endpoint reads (JSON for a freeze and a
-    sampling rule)."""
-    if name in ("api:version_freeze", "api:sampling_rules"):
+    """An empty request body in the content type the endpoint reads (JSON for a freeze, a
+    sampling rule, a project and a member)."""
+    if name in ("api:version_freeze", "api:sampling_rules", "api:projects", "api:project_members"):
         return {"data": {}, "content_type": "application/json"}
     return {"data": {}}
 

@@ -775,6 +775,7 @@ def _b_objects(keys) -> dict[str, tuple]:
         "api:webhook_test": (keys["endpoint"].pk,),
         "api:webhook_redeliver": (keys["delivery"].pk,),
         "api:sampling_rule": (keys["sampling_rule"].pk,),
+        "api:project_member": (keys["b_admin"].username,),  # a member of B only
     }
 
 
