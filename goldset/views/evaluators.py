@@ -155,13 +155,15 @@ def release_list(request):
                 pairwise_task=form.cleaned_data.get("pairwise_task"),
             )
         except GoldsetError as exc:
-            form.add_error(None, str(exc))
+            field = getattr(exc, "field", None)  # a pairwise task on another gold version
+            form.add_error(field if field in form.fields else None, str(exc))
         else:
             return redirect("evaluators:release", pk=report.pk)
     page = Paginator(selectors.list_release_reports(project=request.project), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
-    return render(request, "evaluators/releases.html", {"page": page, "form": form})
+    status = 422 if request.method == "POST" else 200  # a refused report: the form again
+    return render(request, "evaluators/releases.html", {"page": page, "form": form}, status=status)
 
 
 @role_required(Role.ADMIN)

@@ -387,7 +387,7 @@ def test_the_release_form_refuses_betas_calibration_and_version(client_for, worl
         "/p/alpha" + reverse("evaluators:releases"),
         {"version": 2, "runs": ["beta-run"], "calibration": world["b_calibration"].pk},
     )
-    assert response.status_code == 200
+    assert response.status_code == 422
     errors = response.context["form"].errors
     assert "version" in errors and "calibration" in errors
     assert not ReleaseReport.objects.filter(project=world["alpha"]).exists()
