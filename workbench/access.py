@@ -275,6 +275,8 @@ ENTRIES: list[Entry] = [
     Entry("pairwise:tasks", Kind.PAGE, LEADS),
     Entry("pairwise:create", Kind.PAGE, LEADS),
     Entry("pairwise:analysis", Kind.PAGE, LEADS),
+    # the upload of judgments names reviewers: admins, as api:pairwise_judgments_import
+    Entry("pairwise:import", Kind.PAGE, ADMINS),
     Entry("pairwise:adjudicate", Kind.PAGE, LEADS, fragments=("pair-adjudication",)),
     # pairwise qualification: reviewers judge calibration pairs; leads add them and grant retakes
     Entry("pairwise:calibration", Kind.PAGE, ANNOTATORS),

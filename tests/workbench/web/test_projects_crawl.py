@@ -714,6 +714,7 @@ def _b_objects(keys) -> dict[str, tuple]:
         "pairwise:skip": (keys["pair"].public_id,),
         "pairwise:adjudicate": (keys["pair"].public_id,),
         "pairwise:analysis": (keys["pairwise_task"].pk,),
+        "pairwise:import": (keys["pairwise_task"].pk,),
         "pairwise:add_calibration": (keys["pair"].public_id,),
         "pairwise:reset_calibration": (keys["ann1"].pk,),
         "promotion:triple": (triple.pk,),
