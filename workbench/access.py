@@ -433,6 +433,11 @@ ENTRIES: list[Entry] = [
     Entry("api:pairwise_claim", Kind.API, ANNOTATORS),
     Entry("api:pairwise_pair", Kind.API, ANNOTATORS),
     Entry("api:pairwise_judge", Kind.API, ANNOTATORS),
+    Entry("api:pairwise_skip", Kind.API, ANNOTATORS),  # pairwise:skip
+    Entry("api:pairwise_undo", Kind.API, ANNOTATORS),  # pairwise:undo
+    Entry("api:pairwise_runs", Kind.API, LEADS),  # pairwise:create's runs
+    Entry("api:pairwise_adjudications", Kind.API, LEADS),  # pairwise:tasks' splits
+    Entry("api:pairwise_adjudication", Kind.API, LEADS),  # pairwise:adjudicate
     # pairwise qualification: pairwise:calibration_set and the tasks page's results for leads,
     # pairwise:calibration for reviewers
     Entry("api:pairwise_calibration_pairs", Kind.API, LEADS),
