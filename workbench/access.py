@@ -277,6 +277,8 @@ ENTRIES: list[Entry] = [
     Entry("pairwise:tasks", Kind.PAGE, LEADS),
     Entry("pairwise:create", Kind.PAGE, LEADS),
     Entry("pairwise:analysis", Kind.PAGE, LEADS),
+    # the upload of judgments names reviewers: admins, as api:pairwise_judgments_import
+    Entry("pairwise:import", Kind.PAGE, ADMINS),
     Entry("pairwise:adjudicate", Kind.PAGE, LEADS, fragments=("pair-adjudication",)),
     # pairwise qualification: reviewers judge calibration pairs; leads add them and grant retakes
     Entry("pairwise:calibration", Kind.PAGE, ANNOTATORS),
@@ -441,6 +443,11 @@ ENTRIES: list[Entry] = [
     Entry("api:pairwise_claim", Kind.API, ANNOTATORS),
     Entry("api:pairwise_pair", Kind.API, ANNOTATORS),
     Entry("api:pairwise_judge", Kind.API, ANNOTATORS),
+    Entry("api:pairwise_skip", Kind.API, ANNOTATORS),  # pairwise:skip
+    Entry("api:pairwise_undo", Kind.API, ANNOTATORS),  # pairwise:undo
+    Entry("api:pairwise_runs", Kind.API, LEADS),  # pairwise:create's runs
+    Entry("api:pairwise_adjudications", Kind.API, LEADS),  # pairwise:tasks' splits
+    Entry("api:pairwise_adjudication", Kind.API, LEADS),  # pairwise:adjudicate
     # pairwise qualification: pairwise:calibration_set and the tasks page's results for leads,
     # pairwise:calibration for reviewers
     Entry("api:pairwise_calibration_pairs", Kind.API, LEADS),

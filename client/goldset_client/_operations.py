@@ -856,6 +856,79 @@ class Operations(ABC):
                  idempotency_key=idempotency_key)
         )  # fmt: skip
 
+    @operation("pairwise_pairs_skip_create")
+    def skip_pair(self, public_id: str, reason: str, *, idempotency_key: str | None = None):
+        """Hand back a pair you hold but did not judge, with a reason; it is never offered to
+        you again."""
+        return self._run(
+            Call("pairwise_pairs_skip_create", "POST", f"pairwise/pairs/{public_id}/skip/",
+                 json={"reason": reason}, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("pairwise_undo_create")
+    def undo_pair_judgment(self, *, idempotency_key: str | None = None):
+        """Withdraw your last judgment (within the undo window, while its pair still collects
+        judgments); returns the pair to judge again."""
+        return self._run(
+            Call("pairwise_undo_create", "POST", "pairwise/undo/",
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("pairwise_runs_list")
+    def list_pairwise_runs(self):
+        """The runs a new task may compare (leads, admins): ``id`` and ``label`` ("Run N";
+        the run id for admins only)."""
+        return self._run(Call("pairwise_runs_list", "GET", "pairwise/runs/"))
+
+    @operation("pairwise_tasks_create")
+    def create_pairwise_task(
+        self, name: str, runs: Iterable[int], *, design: str = "all_pairs",
+        comparisons_per_question: int | None = None, tier: str = "tier_b",
+        seed: int | None = None, gold_version: int | str | None = None,
+        idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Create a task (leads, admins) comparing ``runs`` (ids from
+        :meth:`list_pairwise_runs`), its pairs drawn with ``seed``; ``gold_version`` (a number
+        or a tag) limits it to that version's questions."""
+        body = {"name": name, "runs": list(runs), "design": design, "tier": tier,
+                "comparisons_per_question": comparisons_per_question,
+                "gold_version": None if gold_version is None else str(gold_version)}  # fmt: skip
+        if seed is not None:
+            body["seed"] = seed
+        return self._run(
+            Call("pairwise_tasks_create", "POST", "pairwise/tasks/", json=body,
+                 idempotency_key=idempotency_key)
+        )  # fmt: skip
+
+    @operation("pairwise_adjudications_list")
+    def list_pair_adjudications(self, *, page_size: int | None = None):
+        """Split pairs waiting for you (leads, admins), blind on your sides, with the
+        reviewers' judgments."""
+        return self._run(
+            Call("pairwise_adjudications_list", "GET", "pairwise/adjudications/",
+                 _query(page_size=page_size), paginated=True)
+        )  # fmt: skip
+
+    @operation("pairwise_adjudications_retrieve")
+    def get_pair_adjudication(self, public_id: str):
+        """A split pair you may adjudicate, as its adjudication page shows it."""
+        return self._run(
+            Call("pairwise_adjudications_retrieve", "GET", f"pairwise/adjudications/{public_id}/")
+        )
+
+    @operation("pairwise_adjudications_create")
+    def adjudicate_pair(
+        self, public_id: str, choice: str, *, rationale: str, strength: str = "",
+        idempotency_key: str | None = None,
+    ):  # fmt: skip
+        """Record the final preference on a split pair: ``choice`` as the pair is shown to
+        you, a strength with a preference, a rationale always."""
+        body = {"choice": choice, "strength": strength, "rationale": rationale}
+        return self._run(
+            Call("pairwise_adjudications_create", "POST", f"pairwise/adjudications/{public_id}/",
+                 json=body, idempotency_key=idempotency_key)
+        )  # fmt: skip
+
     # ------------------------------------------------------------------ pairwise qualification
 
     @operation("pairwise_calibration_pairs_list")

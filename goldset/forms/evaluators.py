@@ -57,10 +57,19 @@ class ReleaseReportForm(forms.Form):
         self.fields["calibration"].queryset = PcsCalibration.objects.filter(
             project=project, status=CalibrationStatus.SUCCEEDED
         )
-        self.fields["pairwise_task"].queryset = PairwiseTask.objects.filter(project=project)
+        self.fields["pairwise_task"].queryset = PairwiseTask.objects.filter(
+            project=project
+        ).select_related("gold_version")
+        self.fields["pairwise_task"].label_from_instance = _task_label
         runs = (
             Run.objects.filter(project=project, records__is_calibration=False)
             .distinct()
             .order_by("run_id")
         )
         self.fields["runs"].choices = [(r.run_id, r.run_id) for r in runs]
+
+
+def _task_label(task: PairwiseTask) -> str:
+    """A pairwise task as the release form offers it: its name and its gold version (a report
+    takes only a task on its own version, or one that names none)."""
+    return f"{task.name} ({task.gold_version.label if task.gold_version_id else 'no gold version'})"

@@ -68,10 +68,11 @@ class VersionChoiceField(forms.ChoiceField):
     """A gold version of the project, offered by tag (``ci → v7``) and by number; what is
     posted (a tag, ``7``, ``v7`` or ``latest``) is read by
     ``goldset.services.version_tags.resolve_version``, so the cleaned value is the version the
-    tag names at that moment."""
+    tag names at that moment. ``empty_label``: an optional field's first choice (no version)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, empty_label: str | None = None, **kwargs):
         self.project = None
+        self.empty_label = empty_label
         super().__init__(*args, **kwargs)
 
     def offer(self, project) -> None:
@@ -83,7 +84,8 @@ class VersionChoiceField(forms.ChoiceField):
             numbers = [(str(n), _version_choice(n, rows, note)) for n, rows, note in versions]
             by_tag = [(name, f"{name} → v{number}") for name, number in tags]
             # the newest version stays the first choice (the default), as before tags
-            return [("Versions", numbers), ("Tags", by_tag)] if by_tag else numbers
+            offered = [("Versions", numbers), ("Tags", by_tag)] if by_tag else numbers
+            return offered if self.empty_label is None else [("", self.empty_label), *offered]
 
         self.choices = choices
 

@@ -7,10 +7,12 @@ evaluator report does with evaluators."""
 from dataclasses import dataclass, field, fields
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404
+from django.utils import timezone
 
+from goldset.conf import tunable
 from goldset.models import (
     Adjudication,
     AnswerRecord,
@@ -28,6 +30,7 @@ from goldset.models import (
     Run,
 )
 from goldset.rules.blinding import sees_labelers, sees_systems
+from goldset.rules.labeling import undo_closed
 from goldset.rules.pairwise import (
     PAIR_CALIBRATION_SEED,
     AbsoluteLabel,
@@ -113,7 +116,8 @@ class BlindJudgment:
     reviewer: str  # "Reviewer 1" … (a name only for the roles that see labelers)
     choice: str
     choice_display: str
-    strength: str
+    strength: str  # "slightly", "clearly" or "" (with a tie or "both unacceptable")
+    strength_display: str
     rationale: str
 
 
@@ -151,7 +155,9 @@ def get_own_judgment(assignment: PairAssignment) -> PairJudgment | None:
 
 
 def get_undoable_judgment(*, project, reviewer) -> PairJudgment | None:
-    """The reviewer's last judgment in ``project`` while its pair still collects judgments."""
+    """The reviewer's last judgment in ``project`` if it can still be undone: its pair still
+    collects judgments and it was made within the project's ``LABEL_UNDO_WINDOW_SECONDS``
+    (``undo_closed``, the labels' rule). The undo service re-checks both under lock."""
     last = (
         PairJudgment.objects.filter(reviewer=reviewer, pair__project=project)
         .select_related("pair")
@@ -159,6 +165,9 @@ def get_undoable_judgment(*, project, reviewer) -> PairJudgment | None:
         .first()
     )
     if last is None or last.pair.status != PairStatus.JUDGING:
+        return None
+    window = tunable("LABEL_UNDO_WINDOW_SECONDS", project=project)
+    if undo_closed(submitted_at=last.created_at, now=timezone.now(), window_seconds=window):
         return None
     return last
 
@@ -240,24 +249,48 @@ def access_pair_for_adjudication(*, user, project, public_id: str) -> PairwisePa
     return pair
 
 
+def _slotted_judgments():
+    return PairJudgment.objects.select_related("assignment", "reviewer").order_by(
+        "assignment__slot", "id"
+    )
+
+
 def list_blind_judgments(pair: PairwisePair, *, user, left: str) -> list[BlindJudgment]:
     """The pair's judgments in slot order, read with ``left`` on the left (the viewer's sides);
-    reviewers as "Reviewer 1/2/3" unless the viewer's roles see labelers."""
+    reviewers as "Reviewer 1/2/3" unless the viewer's roles see labelers. Reads the pair's
+    ``slotted_judgments`` when a list prefetched them (:func:`list_pairs_to_adjudicate_for`)."""
     show = sees_labelers(roles_in(user, pair.project_id))
-    rows = PairJudgment.objects.filter(pair=pair).select_related("assignment", "reviewer")
+    rows = getattr(pair, "slotted_judgments", None)
+    if rows is None:
+        rows = _slotted_judgments().filter(pair=pair)
     out = []
-    for i, judgment in enumerate(rows.order_by("assignment__slot", "id"), start=1):
+    for i, judgment in enumerate(rows, start=1):
         choice = choice_from_preference(judgment.preference, left=left)
         out.append(
             BlindJudgment(
                 reviewer=judgment.reviewer.username if show else f"Reviewer {i}",
                 choice=choice,
                 choice_display=CHOICE_DISPLAY[choice],
-                strength=judgment.get_strength_display() if judgment.strength else "",
+                strength=judgment.strength,
+                strength_display=judgment.get_strength_display() if judgment.strength else "",
                 rationale=judgment.rationale,
             )
         )
     return out
+
+
+def list_pairs_to_adjudicate_for(*, user, project):
+    """The split pairs of ``project`` waiting for this lead or admin (``adjudicable_pairs``),
+    with what their blind read models need and their judgments in slot order
+    (``slotted_judgments``): a queryset for the API's paginated list, a constant number of
+    queries a page."""
+    return (
+        adjudicable_pairs(user=user, project=project, statuses=OPEN_FOR_LEAD)
+        .select_related("task", "question__domain", "record_a", "record_b")
+        .prefetch_related(
+            Prefetch("judgments", queryset=_slotted_judgments(), to_attr="slotted_judgments")
+        )
+    )
 
 
 def get_pair_adjudication(pair: PairwisePair) -> PairAdjudication | None:
@@ -274,16 +307,20 @@ class TaskRow:
 
 
 def list_tasks(*, project) -> list[TaskRow]:
-    tasks = PairwiseTask.objects.filter(project=project).annotate(
-        n_pairs=Count("pairs", distinct=True),
-        n_final=Count(
-            "pairs",
-            filter=Q(pairs__status__in=[PairStatus.FINAL, PairStatus.ADJUDICATED]),
-            distinct=True,
-        ),
-        n_split=Count(
-            "pairs", filter=Q(pairs__status=PairStatus.NEEDS_ADJUDICATION), distinct=True
-        ),
+    tasks = (
+        PairwiseTask.objects.filter(project=project)
+        .select_related("gold_version")
+        .annotate(
+            n_pairs=Count("pairs", distinct=True),
+            n_final=Count(
+                "pairs",
+                filter=Q(pairs__status__in=[PairStatus.FINAL, PairStatus.ADJUDICATED]),
+                distinct=True,
+            ),
+            n_split=Count(
+                "pairs", filter=Q(pairs__status=PairStatus.NEEDS_ADJUDICATION), distinct=True
+            ),
+        )
     )
     judged = dict(
         PairJudgment.objects.filter(pair__project=project)
@@ -306,7 +343,9 @@ def list_pairs_to_adjudicate(*, user, project, limit: int = 100) -> list[Pairwis
 
 
 def get_task_for(*, project, pk: int) -> PairwiseTask:
-    task = PairwiseTask.objects.filter(project=project, pk=pk).first()
+    task = (
+        PairwiseTask.objects.filter(project=project, pk=pk).select_related("gold_version").first()
+    )
     if task is None:
         raise Http404("No such pairwise task.")
     return task
@@ -659,17 +698,21 @@ def list_task_summaries(*, project):
         .annotate(n=Count("id"))
         .values("n")
     )
-    return PairwiseTask.objects.filter(project=project).annotate(
-        n_pairs=Count("pairs", distinct=True),
-        n_final=Count(
-            "pairs",
-            filter=Q(pairs__status__in=[PairStatus.FINAL, PairStatus.ADJUDICATED]),
-            distinct=True,
-        ),
-        n_split=Count(
-            "pairs", filter=Q(pairs__status=PairStatus.NEEDS_ADJUDICATION), distinct=True
-        ),
-        n_judgments=Coalesce(Subquery(judged, output_field=IntegerField()), 0),
+    return (
+        PairwiseTask.objects.filter(project=project)
+        .select_related("gold_version")
+        .annotate(
+            n_pairs=Count("pairs", distinct=True),
+            n_final=Count(
+                "pairs",
+                filter=Q(pairs__status__in=[PairStatus.FINAL, PairStatus.ADJUDICATED]),
+                distinct=True,
+            ),
+            n_split=Count(
+                "pairs", filter=Q(pairs__status=PairStatus.NEEDS_ADJUDICATION), distinct=True
+            ),
+            n_judgments=Coalesce(Subquery(judged, output_field=IntegerField()), 0),
+        )
     )
 
 

@@ -169,6 +169,17 @@ def read_verified_bytes(stored: GoldVersionFile) -> bytes:
     return b"".join(verified_chunks(stored))
 
 
+def version_question_ids(version: GoldVersion) -> frozenset[str]:
+    """The question ids a frozen version holds: those of its PROBE question file (checksum
+    verified), i.e. its triples' and the answer-labeling area's questions at freeze time.
+    GoldsetError when the version has no question file."""
+    stored = version.files.filter(format=ExportFormat.PROBE_QUESTIONS, redacted=False).first()
+    if stored is None:
+        raise GoldsetError(f"gold version v{version.number} has no PROBE question file")
+    text = read_verified_bytes(stored).decode("utf-8")
+    return frozenset(json.loads(line)["question_id"] for line in text.splitlines() if line.strip())
+
+
 def verify_rows(version: GoldVersion) -> None:
     """The frozen rows still hash to the recorded rows checksum (the gold JSONL bytes)."""
     digest = hashlib.sha256()

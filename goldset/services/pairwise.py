@@ -57,6 +57,7 @@ from goldset.selectors.pairwise import (
     left_for,
     open_pairs,
 )
+from goldset.services.exports import version_question_ids
 from goldset.services.locking import submit_transaction
 from goldset.services.time_on_item import timing_fields
 from workbench.roles import Role, roles_in
@@ -79,7 +80,11 @@ class PairUndoRefused(GoldsetError):
 
 
 class PairSkipRefused(GoldsetError):
-    pass
+    """A skip refused; ``field`` names the input at fault (``reason``) when one is."""
+
+    def __init__(self, message: str, *, field: str | None = None):
+        self.field = field
+        super().__init__(message)
 
 
 # ---------------------------------------------------------------- tasks
@@ -101,7 +106,10 @@ def create_pairwise_task(
     """Create a task of ``project`` comparing ``runs`` (two or more, of two or more systems, of
     the project) on the questions at least two of them answered, and draw its pairs with
     ``seed`` (``goldset.rules.pairwise.draw_pairs``: the same seed and records give the same
-    pairs, A/B order and queue order). Reviewers per pair: the project's labels per item of
+    pairs, A/B order and queue order). With ``gold_version`` (a frozen version of the project,
+    as ``goldset.services.version_tags.resolve_version`` finds it from a number or tag), only
+    the questions that version holds are compared (its PROBE question file,
+    ``exports.version_question_ids``). Reviewers per pair: the project's labels per item of
     ``tier``. Raises PairwiseRejected (nothing stored) naming the field; audited."""
     if roles_in(actor, project).isdisjoint(PAIR_LEADS):
         raise PairwiseRejected("Only a lead or an admin creates pairwise tasks.")
@@ -132,6 +140,16 @@ def create_pairwise_task(
         raise CrossProjectReference("A run of another project cannot be compared here.")
     if gold_version is not None and gold_version.project_id != project.pk:
         raise CrossProjectReference("A gold version of another project cannot be used here.")
+    in_version = None
+    if gold_version is not None:
+        if not gold_version.sealed:
+            raise PairwiseRejected(
+                f"Gold version v{gold_version.number} is not frozen yet.", field="gold_version"
+            )
+        try:
+            in_version = version_question_ids(gold_version)
+        except GoldsetError as exc:
+            raise PairwiseRejected(str(exc), field="gold_version") from exc
     runs = sorted({run.pk: run for run in runs}.values(), key=lambda r: r.run_id)
     if len({run.system_id for run in runs}) < 2:
         raise PairwiseRejected("Choose runs of at least two systems.", field="runs")
@@ -143,9 +161,17 @@ def create_pairwise_task(
     answers: dict[str, dict[str, str]] = {}
     keys: dict[str, tuple[int, int]] = {}  # record key → (record pk, question pk)
     for pk, public_id, system_id, question_pk, question_id in records:
+        if in_version is not None and question_id not in in_version:
+            continue  # a question the task's gold version does not hold
         answers.setdefault(question_id, {})[f"system:{system_id}"] = public_id
         keys[public_id] = (pk, question_pk)
     answers = {q: have for q, have in answers.items() if len(have) >= 2}
+    if not answers and gold_version is not None:
+        raise PairwiseRejected(
+            f"These runs share no question of gold version v{gold_version.number}: there is "
+            "nothing to compare.",
+            field="gold_version",
+        )
     if not answers:
         raise PairwiseRejected(
             "These runs share no question: there is nothing to compare.", field="runs"
@@ -188,7 +214,13 @@ def create_pairwise_task(
         actor=actor,
         verb="pairwise_task_created",
         obj=task,
-        detail={"pairs": len(drawn), "seed": seed, "design": design, "runs": len(runs)},
+        detail={
+            "pairs": len(drawn),
+            "seed": seed,
+            "design": design,
+            "runs": len(runs),
+            "gold_version": gold_version.number if gold_version else None,
+        },
     )
     return task
 
@@ -435,7 +467,7 @@ def skip_pair(*, assignment: PairAssignment, reason: str) -> PairSkip:
     again. Raises PairSkipRefused for an empty reason or a judged pair."""
     reason = (reason or "").strip()
     if not reason:
-        raise PairSkipRefused("Say why you skip this pair (a reason is required).")
+        raise PairSkipRefused("Say why you skip this pair (a reason is required).", field="reason")
     pair = PairwisePair.objects.select_for_update().get(pk=assignment.pair_id)
     if PairJudgment.objects.filter(assignment_id=assignment.pk).exists():
         raise PairSkipRefused("You already judged this pair; use undo instead.")

@@ -40,6 +40,26 @@ ARTIFACT_FILES = (
 REPORT_SETTINGS = ("PCS_CALIBRATION", "GOLD_LABELS_PER_ITEM", "TRIAGE_LABELS_PER_ITEM")
 
 
+class PairwiseVersionMismatch(GoldsetError):
+    """The pairwise task compares another gold version's questions than the report's: refused
+    (a report's figures are all on one version). ``field`` names the input at fault."""
+
+    field = "pairwise_task"
+
+
+def check_pairwise_version(task: PairwiseTask, version: GoldVersion) -> None:
+    """Refuse a pairwise task whose gold version is not ``version`` (PairwiseVersionMismatch).
+    A task that names no gold version is accepted; its section says so
+    (:func:`pairwise_section`)."""
+    if task.gold_version_id is None or task.gold_version_id == version.pk:
+        return
+    raise PairwiseVersionMismatch(
+        f"pairwise task {task.name!r} compares the questions of gold version "
+        f"v{task.gold_version.number}, but this report is on v{version.number}: choose a "
+        f"pairwise task on v{version.number} (or none)"
+    )
+
+
 def _artifacts(version: GoldVersion) -> dict[str, str]:
     """Table 9 artifacts the frozen version records, with their checksums."""
     files = {f.format: f for f in version.files.filter(redacted=False)}
@@ -73,7 +93,9 @@ def create_release_report(
 
     With ``pairwise_task`` (the project's), the report gains a pairwise section beside Table 5
     (:func:`pairwise_section`): the task's ranking, win rates with CIs, agreement and position
-    bias, and whether they agree with the PCS decision.
+    bias, and whether they agree with the PCS decision. A task on another gold version than
+    ``version`` is refused (:func:`check_pairwise_version`); a task that names none is taken,
+    and its section states that its pairs are not tied to the report's version.
     """
     if pairwise_task is not None and pairwise_task.project_id != project.pk:
         raise CrossProjectReference(
@@ -84,6 +106,8 @@ def create_release_report(
             f"gold version v{version.number} belongs to another project; a release report "
             "names a version of its own project"
         )
+    if pairwise_task is not None:
+        check_pairwise_version(pairwise_task, version)
     if not run_ids:
         raise GoldsetError("choose at least one run")
     config = probe_config_for(calibration, project=project)
@@ -136,7 +160,7 @@ def create_release_report(
     data["settings_in_force"] = in_force
     html = render_html(result, title=title)
     if pairwise_task is not None:
-        data["pairwise"] = pairwise_section(pairwise_task, systems=data["systems"])
+        data["pairwise"] = pairwise_section(pairwise_task, systems=data["systems"], version=version)
         section = render_to_string(
             "evaluators/_release_pairwise.html", {"pairwise": data["pairwise"]}
         )
@@ -163,14 +187,31 @@ def create_release_report(
     return report
 
 
-def pairwise_section(task: PairwiseTask, *, systems: list[dict]) -> dict:
-    """The release report's pairwise section: the task's analysis (systems by id, as Table 5)
-    and the decision rule's pairwise clause (``scoring.pairwise.agreement_with_decision``)
-    against Table 5's decisions."""
+def _version_note(task: PairwiseTask, version: GoldVersion | None) -> str:
+    if task.gold_version_id is None:
+        held = f", which {version.label} may not all hold" if version is not None else ""
+        return (
+            "The pairwise task names no gold version: its pairs are drawn from the runs' shared "
+            f"questions{held}."
+        )
+    return f"The pairwise task compares the questions of gold version {task.gold_version.label}."
+
+
+def pairwise_section(
+    task: PairwiseTask, *, systems: list[dict], version: GoldVersion | None = None
+) -> dict:
+    """The release report's pairwise section: the task's analysis (systems by id, as Table 5),
+    its gold version (and a note when it names none) and the decision rule's pairwise clause
+    (``scoring.pairwise.agreement_with_decision``) against Table 5's decisions."""
     analysis = release_analysis_data(task)
+    versioned = {
+        "gold_version": task.gold_version.label if task.gold_version_id else None,
+        "version_note": _version_note(task, version),
+    }
     if analysis is None:
         return {
             "task": task.name,
+            **versioned,
             "analysis": None,
             "agrees": None,
             "statement": "The pairwise task has no judgments yet: nothing to compare.",
@@ -183,6 +224,7 @@ def pairwise_section(task: PairwiseTask, *, systems: list[dict]) -> dict:
     )
     return {
         "task": task.name,
+        **versioned,
         "analysis": analysis,
         "agrees": verdict.agrees,
         "statement": verdict.statement,

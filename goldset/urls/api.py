@@ -125,6 +125,19 @@ urlpatterns = [
         api_pairwise.pairwise_judge,
         name="pairwise_judge",
     ),
+    path("pairwise/pairs/<str:public_id>/skip/", api_pairwise.pairwise_skip, name="pairwise_skip"),
+    path("pairwise/undo/", api_pairwise.pairwise_undo, name="pairwise_undo"),
+    path("pairwise/runs/", api_pairwise.pairwise_runs, name="pairwise_runs"),
+    path(
+        "pairwise/adjudications/",
+        api_pairwise.PairAdjudicationList.as_view(),
+        name="pairwise_adjudications",
+    ),
+    path(
+        "pairwise/adjudications/<str:public_id>/",
+        api_pairwise.pairwise_adjudication,
+        name="pairwise_adjudication",
+    ),
     # pairwise qualification (issue 30): calibration pairs, a reviewer's status and judgments
     path(
         "pairwise/calibration/pairs/",

@@ -13,6 +13,7 @@ urlpatterns = [
     path("tasks/", pairwise.tasks, name="tasks"),
     path("tasks/new/", pairwise.create, name="create"),
     path("tasks/<int:pk>/analysis/", pairwise.analysis, name="analysis"),
+    path("tasks/<int:pk>/import/", pairwise.import_judgments, name="import"),
     path("adjudication/<str:public_id>/", pairwise.adjudicate, name="adjudicate"),
     path("calibration/", pairwise.calibration, name="calibration"),
     path("calibration/set/", pairwise.calibration_set, name="calibration_set"),

@@ -1,22 +1,44 @@
-"""Pairwise review through the REST API (issue 30): reviewers claim a pair, read it blind and
-submit a judgment; leads and admins list tasks and read a task's judgments and analysis. Thin
-over the pages' selectors and services (``goldset.selectors.pairwise``,
+"""Pairwise review through the REST API (issue 30): reviewers claim a pair, read it blind,
+submit a judgment, skip a pair and undo their last judgment; leads and admins list and create
+tasks (from the runs as the task form offers them), read a task's judgments and analysis and
+adjudicate a split. Thin over the pages' selectors and services (``goldset.selectors.pairwise``,
 ``goldset.services.pairwise``): a pair is the pages' blind read model
 (``BLIND_PAIR_FIELDS``), systems are named for admins only, reviewers as "Reviewer N" unless the
 caller's roles see labelers. Roles: the access table's ``api:pairwise_*`` entries."""
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.decorators import api_view, parser_classes
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from goldset.models import ImportKind, PairJudgment, PairwiseTask
-from goldset.rules.pairwise import CHOICES, choice_from_preference
+from goldset.models import (
+    ImportKind,
+    PairJudgment,
+    PairwiseDesign,
+    PairwiseTask,
+    Strength,
+    Tier,
+)
+from goldset.rules.pairwise import (
+    CHOICES,
+    DEFAULT_PAIRWISE_SEED,
+    MAX_COMPARISONS_PER_QUESTION,
+    choice_from_preference,
+)
 from goldset.rules.time_on_item import ItemTiming, parse_active_ms
 from goldset.selectors import pairwise as selectors
 from goldset.services.locking import SubmitBusy
-from goldset.services.pairwise import claim_next_pair, submit_judgment
+from goldset.services.pairwise import (
+    PairwiseRejected,
+    claim_next_pair,
+    create_pairwise_task,
+    record_pair_adjudication,
+    skip_pair,
+    submit_judgment,
+    undo_last_judgment,
+)
+from goldset.services.version_tags import UnknownVersion, resolve_version
 from goldset.views import api_serializers as s
 from goldset.views.api import ApiList, _queued_import
 from goldset.views.api_parsers import DepthLimitedJSONParser
@@ -54,15 +76,20 @@ class BlindPairSerializer(BlindFieldsSerializer):
     )
 
 
-class JudgmentRequestSerializer(serializers.Serializer):
+class DecisionRequestSerializer(serializers.Serializer):
+    """What a judgment and an adjudication of a pair send (as the pair is shown to you)."""
+
     choice = serializers.ChoiceField(
         choices=list(CHOICES),
         help_text="left, right (as the pair is shown to you), tie, both_unacceptable",
     )
     strength = serializers.ChoiceField(
-        choices=["", "slightly", "clearly"], required=False, default=""
+        choices=[("", ""), *Strength.choices], required=False, default=""
     )
     rationale = serializers.CharField(required=False, default="", allow_blank=True)
+
+
+class JudgmentRequestSerializer(DecisionRequestSerializer):
     active_ms = serializers.IntegerField(
         required=False,
         min_value=0,
@@ -77,13 +104,116 @@ class TaskSerializer(serializers.ModelSerializer):
     judgments = serializers.IntegerField(source="n_judgments")
     decided = serializers.IntegerField(source="n_final")
     split = serializers.IntegerField(source="n_split")
+    gold_version = serializers.IntegerField(
+        source="gold_version.number",
+        allow_null=True,
+        help_text="The frozen gold version whose questions the task compares (null: none).",
+    )
 
     class Meta:
         model = PairwiseTask
         fields = [
-            "id", "name", "design", "comparisons_per_question", "seed", "tier",
+            "id", "name", "gold_version", "design", "comparisons_per_question", "seed", "tier",
             "reviewers_per_pair", "created_at", "pairs", "judgments", "decided", "split",
         ]  # fmt: skip
+
+
+class TaskRequestSerializer(serializers.Serializer):
+    """A new task, as the task form takes it."""
+
+    name = serializers.CharField(max_length=200)
+    runs = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+        min_length=2,
+        max_length=100,
+        help_text="Two or more runs of the project, one per system: their ``id`` as "
+        "``pairwise/runs/`` lists them.",
+    )
+    design = serializers.ChoiceField(
+        choices=PairwiseDesign.choices, required=False, default=PairwiseDesign.ALL_PAIRS
+    )
+    comparisons_per_question = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_COMPARISONS_PER_QUESTION,
+        required=False,
+        allow_null=True,
+        help_text="For the balanced design: the comparisons drawn per question.",
+    )
+    tier = serializers.ChoiceField(
+        choices=Tier.choices,
+        required=False,
+        default=Tier.GOLD,
+        help_text="Reviewers per pair: the project's labels per item of this tier.",
+    )
+    seed = serializers.IntegerField(
+        min_value=0, max_value=2**31 - 1, required=False, default=DEFAULT_PAIRWISE_SEED
+    )
+    gold_version = serializers.CharField(
+        max_length=100,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="Compare only the questions of this frozen version: a number (7, v7), a tag "
+        "of the project or latest. Empty or null: none.",
+    )
+
+
+class RunChoiceSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="What ``runs`` of a new task names.")
+    label = serializers.CharField(
+        help_text='"Run N (k answers)" (newest first); the run id too for admins.'
+    )
+
+
+class SkipRequestSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=1000,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Why you pass on the pair (required; kept to 200 characters).",
+    )
+
+
+class SkipSerializer(serializers.Serializer):
+    pair = serializers.CharField(help_text="The pair you skipped: never offered to you again.")
+    reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class BlindJudgmentSerializer(serializers.Serializer):
+    """A reviewer's judgment as the caller's screen reads the pair (their own sides)."""
+
+    reviewer = serializers.CharField(help_text='"Reviewer N" unless your role sees labelers.')
+    choice = serializers.ChoiceField(choices=list(CHOICES))
+    strength = serializers.CharField(allow_blank=True)
+    rationale = serializers.CharField(allow_blank=True)
+
+
+class PairDecisionSerializer(serializers.Serializer):
+    """The final preference on a split pair, as the caller sees the pair."""
+
+    choice = serializers.ChoiceField(choices=list(CHOICES))
+    strength = serializers.CharField(allow_blank=True)
+    rationale = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+
+
+class PairAdjudicationSerializer(BlindFieldsSerializer):
+    """A split pair as a lead sees it on the adjudication page: blind on the lead's own sides,
+    the reviewers' judgments on those sides, the final preference once recorded. No record,
+    run, system or model id."""
+
+    task = serializers.CharField(help_text="The task's name.")
+    judgments = BlindJudgmentSerializer(many=True)
+    adjudication = PairDecisionSerializer(allow_null=True, help_text="null: still waiting.")
+
+    def to_representation(self, instance):
+        return super().to_representation(_adjudication_view(instance, self.context["user"]))
+
+
+class PairAdjudicationRequestSerializer(DecisionRequestSerializer):
+    """A final preference on a split pair: a rationale is always required."""
 
 
 class TaskJudgmentSerializer(serializers.ModelSerializer):
@@ -255,31 +385,220 @@ def pairwise_judge(request, public_id):
     try:
         submit_judgment(assignment=assignment, **data, timing=timing)
     except SubmitBusy as exc:
-        return Response(
-            {"type": "about:blank", "title": "Busy", "status": 503, "detail": str(exc)},
-            status=503,
-            content_type="application/problem+json",
-            headers={"Retry-After": str(exc.retry_after_seconds)},
-        )
+        return _busy(exc)
     assignment.refresh_from_db()
     code = status.HTTP_200_OK if already else status.HTTP_201_CREATED
     headers = {"Location": api_url(request, "api:pairwise_pair", public_id=public_id)}
     return Response(_blind(assignment), status=code, headers=headers)
 
 
+def _busy(exc: SubmitBusy) -> Response:
+    return Response(
+        {"type": "about:blank", "title": "Busy", "status": 503, "detail": str(exc)},
+        status=503,
+        content_type="application/problem+json",
+        headers={"Retry-After": str(exc.retry_after_seconds)},
+    )
+
+
+@extend_schema(
+    request=SkipRequestSerializer,
+    responses={
+        201: SkipSerializer,
+        422: OpenApiResponse(
+            description="No reason (``errors`` names ``reason``), or you judged it already."
+        ),
+    },
+)
+@api_view(["POST"])
+@parser_classes([DepthLimitedJSONParser, FormParser, MultiPartParser])
+def pairwise_skip(request, public_id):
+    """Hand back a pair you hold but did not judge, with a reason (the page's skip): its slot
+    goes back to the pool and it is never offered to you again."""
+    assignment = selectors.get_pair_assignment_for(
+        project=request.project, reviewer=request.user, public_id=public_id
+    )
+    body = SkipRequestSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    skip = skip_pair(assignment=assignment, reason=body.validated_data["reason"])
+    data = {"pair": public_id, "reason": skip.reason, "created_at": skip.created_at}
+    return Response(SkipSerializer(data).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    request=None,
+    responses={
+        200: OpenApiResponse(BlindPairSerializer, description="The pair, open to judge again."),
+        422: OpenApiResponse(
+            description="Nothing to undo, the undo window has passed, or the pair is decided."
+        ),
+    },
+)
+@api_view(["POST"])
+def pairwise_undo(request):
+    """Withdraw your last judgment (the page's undo: within the project's
+    ``LABEL_UNDO_WINDOW_SECONDS`` and while its pair still collects judgments); the answer is
+    the pair, blind, to judge again. A pair you claimed since is released."""
+    assignment = undo_last_judgment(project=request.project, reviewer=request.user)
+    assignment = selectors.get_pair_assignment_for(
+        project=request.project, reviewer=request.user, public_id=assignment.pair.public_id
+    )
+    return Response(_blind(assignment))
+
+
+# ---------------------------------------------------------------- adjudication (leads, admins)
+
+
+def _adjudication_view(pair, user) -> dict:
+    """A split pair as ``user`` reads it (the adjudication page's read models), as plain data."""
+    left = selectors.left_for(pair, user.pk)
+    data = blind_fields(selectors.BlindPair.of(pair, left=left))
+    data["task"] = pair.task.name
+    data["judgments"] = [
+        {
+            "reviewer": j.reviewer,
+            "choice": j.choice,
+            "strength": j.strength,
+            "rationale": j.rationale,
+        }
+        for j in selectors.list_blind_judgments(pair, user=user, left=left)
+    ]
+    adjudication = (
+        selectors.get_pair_adjudication(pair)
+        if pair.status not in selectors.OPEN_FOR_LEAD
+        else None
+    )
+    data["adjudication"] = adjudication and {
+        "choice": choice_from_preference(adjudication.preference, left=left),
+        "strength": adjudication.strength,
+        "rationale": adjudication.rationale,
+        "created_at": adjudication.created_at,
+    }
+    return data
+
+
+class PairAdjudicationList(ApiList):
+    """The split pairs waiting for you (never a pair you judged), oldest first, each blind on
+    your own sides with the reviewers' judgments, as the tasks page lists them."""
+
+    serializer_class = PairAdjudicationSerializer
+    pagination_class = type("PairAdjudicationCursor", (Cursor,), {"ordering": "id"})
+
+    def get_queryset(self):
+        return selectors.list_pairs_to_adjudicate_for(
+            user=self.request.user, project=self.request.project
+        )
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "user": self.request.user}
+
+
+@extend_schema(methods=["GET"], responses={200: PairAdjudicationSerializer})
+@extend_schema(
+    methods=["POST"],
+    request=PairAdjudicationRequestSerializer,
+    responses={
+        201: PairAdjudicationSerializer,
+        422: OpenApiResponse(
+            description="Rejected by a rule (``errors`` names the field), or the pair is not "
+            "waiting for you."
+        ),
+        503: OpenApiResponse(description="The pair is locked elsewhere; retry (Retry-After)."),
+    },
+)
+@api_view(["GET", "POST"])
+@parser_classes([DepthLimitedJSONParser, FormParser, MultiPartParser])
+def pairwise_adjudication(request, public_id):
+    """A split pair you may adjudicate (404 otherwise), as on its adjudication page; POST your
+    final preference: ``choice`` as the pair is shown to you, a strength with a preference, a
+    rationale always (the page's service and rules)."""
+    check_query(request, allowed=())
+    pair = selectors.access_pair_for_adjudication(
+        user=request.user, project=request.project, public_id=public_id
+    )
+    if request.method == "GET":
+        return Response(PairAdjudicationSerializer(pair, context={"user": request.user}).data)
+    body = PairAdjudicationRequestSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    try:
+        record_pair_adjudication(lead=request.user, pair=pair, **body.validated_data)
+    except SubmitBusy as exc:
+        return _busy(exc)
+    pair = selectors.access_pair_for_adjudication(
+        user=request.user, project=request.project, public_id=public_id
+    )
+    return Response(
+        PairAdjudicationSerializer(pair, context={"user": request.user}).data,
+        status=status.HTTP_201_CREATED,
+        headers={"Location": api_url(request, "api:pairwise_adjudication", public_id=public_id)},
+    )
+
+
 # ---------------------------------------------------------------- leads and admins
 
 
-class PairwiseTaskList(ApiList):
+class PairwiseTaskList(ApiList, generics.CreateAPIView):
     """The project's pairwise tasks, newest first, with pair, judgment, decided and split
-    counts."""
+    counts and their gold version; POST creates one as the task form does."""
 
     serializer_class = TaskSerializer
     pagination_class = type("PairwiseTaskCursor", (Cursor,), {"ordering": "-id"})
+    parser_classes = [DepthLimitedJSONParser, FormParser, MultiPartParser]
     updated_fields = ("created_at",)
 
     def get_queryset(self):
         return selectors.list_task_summaries(project=self.request.project)
+
+    @extend_schema(
+        request=TaskRequestSerializer,
+        responses={
+            201: TaskSerializer,
+            422: OpenApiResponse(description="Rejected by a rule; ``errors`` names the field."),
+        },
+    )
+    def post(self, request, *args, **kwargs):
+        """Create a task and draw its pairs with the recorded seed (the task form's service):
+        ``runs`` as ``pairwise/runs/`` lists them, ``gold_version`` a number or a tag."""
+        check_query(request, allowed=())
+        body = TaskRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        wanted = set(data.pop("runs"))
+        runs = selectors.runs_of(project=request.project, pks=wanted)
+        if len(runs) != len(wanted):
+            raise PairwiseRejected("No such run in this project.", field="runs")
+        task = create_pairwise_task(
+            project=request.project,
+            actor=request.user,
+            runs=runs,
+            gold_version=_gold_version(request.project, data.pop("gold_version", None)),
+            **data,
+        )
+        row = selectors.list_task_summaries(project=request.project).get(pk=task.pk)
+        headers = {"Location": api_url(request, "api:pairwise_analysis", pk=task.pk)}
+        return Response(TaskSerializer(row).data, status=status.HTTP_201_CREATED, headers=headers)
+
+
+def _gold_version(project, ref):
+    """The frozen version a task names (``resolve_version``: a number, v7, a tag, latest), or
+    None; a reference that names none is a 422 naming ``gold_version``."""
+    if ref is None or not str(ref).strip():
+        return None
+    try:
+        return resolve_version(project=project, ref=ref)
+    except UnknownVersion as exc:
+        raise PairwiseRejected(str(exc), field="gold_version") from None
+
+
+@extend_schema(responses={200: RunChoiceSerializer(many=True)})
+@api_view(["GET"])
+def pairwise_runs(request):
+    """The project's runs a task may compare, as the task form offers them: "Run N" with its
+    answer count (the run id for admins only). POST their ``id`` as a task's ``runs``."""
+    check_query(request, allowed=())
+    rows = selectors.runs_for_form(project=request.project, user=request.user)
+    data = [{"id": pk, "label": label} for pk, label in rows]
+    return Response(RunChoiceSerializer(data, many=True).data)
 
 
 class PairwiseJudgmentList(ApiList):

@@ -159,7 +159,8 @@ def release_list(request):
                 pairwise_task=form.cleaned_data.get("pairwise_task"),
             )
         except GoldsetError as exc:
-            form.add_error(None, str(exc))
+            field = getattr(exc, "field", None)  # a pairwise task on another gold version
+            form.add_error(field if field in form.fields else None, str(exc))
         else:
             return redirect("evaluators:release", pk=report.pk)
     page = Paginator(selectors.list_release_reports(project=request.project), PAGE_SIZE).get_page(

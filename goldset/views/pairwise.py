@@ -14,9 +14,10 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from goldset.conf import tunable
 from goldset.exceptions import CrossProjectReference
+from goldset.forms.answers import JsonlUploadForm
 from goldset.forms.pairwise import CalibrationForm, JudgmentForm, PairwiseTaskForm
 from goldset.forms.time_on_item import timing_from
-from goldset.models import DecisionKind
+from goldset.models import DecisionKind, ImportKind
 from goldset.rules.pairwise import choice_from_preference, preference_from_choice
 from goldset.rules.time_on_item import opening_token, read_opening
 from goldset.selectors import pairwise as selectors
@@ -39,6 +40,7 @@ from goldset.services.pairwise_calibration import (
 )
 from goldset.views.busy import as_busy
 from goldset.views.htmx import wants_fragment
+from goldset.views.imports import submit_upload, upload_data, upload_page
 from workbench.roles import Role, role_required
 from workbench.services.audit import record_event
 
@@ -275,6 +277,26 @@ def _render_adjudication(request, pair, form, *, status=200):
     if wants_fragment(request, "pair-adjudication"):
         template += "#pair-adjudication"
     return render(request, template, context, status=status)
+
+
+@role_required(Role.ADMIN)
+def import_judgments(request, pk):
+    """Upload judgments made elsewhere into a task (admins, as through the API: the file names
+    reviewers). Like every upload page: the file is stored and queued as an import job, which
+    validates all of it (every problem with its line and field) and stores all or nothing; the
+    answer is the job's page (422 with the problems when it is rejected)."""
+    task = selectors.get_task_for(project=request.project, pk=pk)
+    form = JsonlUploadForm(*upload_data(request))
+    context = {"task": task, "form": form, "errors": []}
+    if request.method == "POST" and form.is_valid():
+        return submit_upload(
+            request,
+            kind=ImportKind.PAIRWISE,
+            options={"task": task.pk},
+            template="pairwise/import.html",
+            context=context,
+        )
+    return upload_page(request, "pairwise/import.html", context)
 
 
 @role_required(*LEADS)

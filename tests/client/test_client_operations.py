@@ -72,7 +72,7 @@ def schema_operations(client) -> set[str]:
 @pytest.mark.django_db
 def test_the_client_has_a_method_for_every_operation_of_the_schema(client):
     operations = schema_operations(client)
-    assert len(operations) == 83
+    assert len(operations) == 90
     assert set(operation_ids(GoldsetClient)) == operations
     assert set(operation_ids(AsyncGoldsetClient)) == operations
     for name in operation_ids(AsyncGoldsetClient).values():
@@ -303,9 +303,18 @@ def exercise(call, world, tmp_path) -> None:
         ("claim_pair", ()),
         ("get_pair", (world["pair"],)),
         ("judge_pair", (world["pair"], "tie")),
+        ("skip_pair", (world["pair"], "not mine")),
+        ("undo_pair_judgment", ()),
     ]:
         with pytest.raises(Forbidden):  # a reviewer's work: the admin's role may not
             call(name, *args)
+    assert call("list_pair_adjudications", page_size=1) == []  # no split yet
+    for name, args, kwargs in [
+        ("get_pair_adjudication", (world["pair"],), {}),
+        ("adjudicate_pair", (world["pair"], "left"), {"rationale": "r", "strength": "clearly"}),
+    ]:
+        with pytest.raises(NotFound):  # the pair is not split: nothing to adjudicate
+            call(name, *args, **kwargs)
 
     # pairwise qualification (an admin: builds the calibration pairs and reads the results;
     # taking the calibration is a reviewer's: test_pairwise_calibration_api)
@@ -326,6 +335,17 @@ def exercise(call, world, tmp_path) -> None:
     ]:
         with pytest.raises(Forbidden):  # a reviewer's work: the admin's role may not
             call(name, *args)
+    # a new pairwise task from the runs as the task form offers them (after the calibration
+    # candidate above: the new task's pairs join the project's queue)
+    offered = [r["id"] for r in call("list_pairwise_runs") if r["label"].startswith("CANARYRUN")]
+    assert len(offered) == 2  # an admin reads run ids (leads: "Run N")
+    made = call("create_pairwise_task", "SDK second look", offered, seed=5)
+    assert (made["name"], made["seed"], made["gold_version"], made["pairs"]) == (
+        "SDK second look", 5, None, 2,
+    )  # fmt: skip
+    with pytest.raises(Unprocessable) as refused:  # the version holds none of their questions
+        call("create_pairwise_task", "SDK on v", offered, gold_version=number)
+    assert "share no question of gold version" in str(refused.value)
     # sampling rules of production traces (an admin's; every role: test_sampling_rules_api)
     made = call("create_sampling_rule", "sdk-tenth", "percentage", percentage=Decimal("10"),
                 seed=7)  # fmt: skip

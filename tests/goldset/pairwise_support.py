@@ -6,6 +6,7 @@ import re
 
 from goldset.models import PairAssignment, PairQualification
 from goldset.rules.pairwise import choice_from_preference
+from goldset.services.freeze import store_frozen_version
 from goldset.services.pairwise import claim_next_pair, create_pairwise_task, submit_judgment
 from tests.factories import (
     AnswerRecordFactory,
@@ -15,6 +16,8 @@ from tests.factories import (
     SystemFactory,
     UserFactory,
     default_project,
+    gold_row_for,
+    make_gold_corpus,
 )
 from workbench.roles import Role
 
@@ -59,6 +62,32 @@ def build_runs(*, n_systems: int = 3, n_questions: int = 4, domain_slug: str = "
                 latency_ms=4242,
             )
     return runs, questions, records
+
+
+def frozen_runs(actor, *, n_systems: int = 3, n_frozen: int = 3, n_later: int = 2):
+    """:func:`build_runs` on ``n_frozen`` questions, then gold version v1 frozen (its question
+    file holds those questions), then ``n_later`` more questions the same runs answered after
+    the freeze (record ids ``pw-q<10+i>-s<j>``). Returns (runs, version, the frozen question
+    ids, the later question ids)."""
+    runs, questions, _ = build_runs(n_systems=n_systems, n_questions=n_frozen)
+    block = make_gold_corpus(1)[0]
+    version = store_frozen_version(
+        project=default_project(), rows=[gold_row_for(block, triple_id="gt-pw-1")], actor=actor
+    )
+    later = [
+        QuestionFactory(question_id=f"pwq-late-{i}", domain=questions[0].domain)
+        for i in range(n_later)
+    ]
+    for i, question in enumerate(later):
+        for j, run in enumerate(runs):
+            AnswerRecordFactory(
+                public_id=f"pw-q{10 + i}-s{j}",
+                run=run,
+                question=question,
+                answer=f"Answer of system {j} to the later question {i}.",
+                model={"generator": CANARY_MODEL},
+            )
+    return runs, version, [q.question_id for q in questions], [q.question_id for q in later]
 
 
 def reviewers(n: int, prefix: str = "pw-rev", *, qualified: bool = True):

@@ -64,6 +64,9 @@ ENDPOINTS = [
     ("api:pairwise_calibration_candidate", [], 401, 403, 200, 200),
     ("api:pairwise_qualifications", [], 401, 403, 200, 200),
     ("api:pairwise_qualification", [], 401, 200, 403, 403),
+    ("api:pairwise_runs", [], 401, 403, 200, 200),
+    ("api:pairwise_adjudications", [], 401, 403, 200, 200),
+    ("api:pairwise_adjudication", ["PAIR"], 401, 403, 404, 404),  # not split: not waiting
     # sampling rules (issue 28; their own tests: test_sampling_rules_api.py)
     ("api:sampling_rules", [], 401, 403, 403, 200),
     ("api:sampling_rule", [999999], 401, 403, 403, 404),
@@ -98,6 +101,12 @@ WRITE_ENDPOINTS = [
     ("api:pairwise_claim", [], 401, 409, 403, 403),
     ("api:pairwise_judge", ["PAIR"], 401, 400, 403, 403),
     ("api:pairwise_judgments_import", ["PAIRWISE_TASK"], 401, 403, 403, 400),
+    # a skip without a reason: 422 naming it; nothing to undo: 422; a task without name and
+    # runs: 400; an adjudication of a pair that is not split: 404
+    ("api:pairwise_skip", ["PAIR"], 401, 422, 403, 403),
+    ("api:pairwise_undo", [], 401, 422, 403, 403),
+    ("api:pairwise_tasks", [], 401, 403, 400, 400),
+    ("api:pairwise_adjudication", ["PAIR"], 401, 403, 404, 404),
     # no calibration pair yet: nothing can qualify (409), no such one to judge (404); a lead's
     # add without a pair: 400
     ("api:pairwise_calibration_pairs", [], 401, 403, 400, 400),

@@ -2,8 +2,11 @@
 drawn per pair and per reviewer, the rationale rule, one judgment per reviewer and pair, a split
 goes to a lead, undo and skip, and what is refused (nothing stored)."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from goldset.exceptions import CrossProjectReference
 from goldset.models import (
@@ -18,7 +21,7 @@ from goldset.models import (
     PairwiseTask,
 )
 from goldset.rules.pairwise import side_for
-from goldset.selectors.pairwise import key_of
+from goldset.selectors.pairwise import get_undoable_judgment, key_of
 from goldset.services.pairwise import (
     PairSkipRefused,
     PairUndoRefused,
@@ -29,6 +32,7 @@ from goldset.services.pairwise import (
     submit_judgment,
     undo_last_judgment,
 )
+from goldset.services.project_settings import update_project_settings
 from goldset.services.projects import grant_role
 from tests.factories import default_project
 from tests.goldset.pairwise_support import (
@@ -88,6 +92,48 @@ def test_reviewers_per_pair_follow_the_tier(lead):
     triage = make_task(runs, actor=lead, name="triage", tier="tier_a")
     assert gold.reviewers_per_pair == 3 and triage.reviewers_per_pair == 1
     assert set(gold.pairs.values_list("reviewers_required", flat=True)) == {3}
+
+
+def test_reviewers_per_pair_follow_the_projects_settings(lead, admin_user):
+    """N is the project's labels per item of the tier, read through the settings service (not
+    a constant): changed away from the defaults (3 and 1), a new task's pairs take the new N,
+    a pair's slots stop at N and N judgments decide it."""
+    update_project_settings(
+        project=default_project(),
+        changes={"GOLD_LABELS_PER_ITEM": "2", "TRIAGE_LABELS_PER_ITEM": "3"},
+        by=admin_user,
+    )
+    runs, _, _ = build_runs(n_systems=2, n_questions=1)
+    gold = make_task(runs, actor=lead, name="gold", tier="tier_b")
+    triage = make_task(runs, actor=lead, name="triage", tier="tier_a")
+    assert (gold.reviewers_per_pair, triage.reviewers_per_pair) == (2, 3)
+    assert set(gold.pairs.values_list("reviewers_required", flat=True)) == {2}
+    assert set(triage.pairs.values_list("reviewers_required", flat=True)) == {3}
+    (gold_pair,) = gold.pairs.all()
+    (triage_pair,) = triage.pairs.all()
+    # five reviewers fill both pairs' slots: two on the gold pair, three on the triage pair
+    people = reviewers(5)
+    claimed = {
+        person: claim_next_pair(project=default_project(), reviewer=person).pair_id
+        for person in people
+    }
+    counts = [list(claimed.values()).count(pk) for pk in (gold_pair.pk, triage_pair.pk)]
+    assert counts == [2, 3]
+    (sixth,) = reviewers(1, prefix="pw-sixth")
+    assert claim_next_pair(project=default_project(), reviewer=sixth) is None
+    for person, pair_id in claimed.items():
+        if pair_id == gold_pair.pk:
+            assignment = claim_next_pair(project=default_project(), reviewer=person)
+            submit_judgment(
+                assignment=assignment, choice=choice_for(assignment, "a"), strength="clearly"
+            )
+    gold_pair.refresh_from_db()
+    assert (gold_pair.status, gold_pair.final_preference) == (PairStatus.FINAL, "a")
+    # back to the installation default: the next gold task takes 3 again
+    update_project_settings(
+        project=default_project(), changes={"GOLD_LABELS_PER_ITEM": None}, by=admin_user
+    )
+    assert make_task(runs, actor=lead, name="gold again").reviewers_per_pair == 3
 
 
 def test_each_reviewer_gets_the_side_drawn_for_them(lead):
@@ -329,6 +375,38 @@ def test_undo_is_refused_once_the_pair_is_decided(lead):
     judge_next(person, "a")
     with pytest.raises(PairUndoRefused):
         undo_last_judgment(project=default_project(), reviewer=person)
+
+
+def test_undo_works_inside_the_projects_window_and_is_refused_after_it(lead, admin_user):
+    """The project's LABEL_UNDO_WINDOW_SECONDS (set through the settings service to 300 s, not
+    the default 120 s): a judgment made 299 s ago is undone, one made 301 s ago is refused
+    with the window named, and kept. The judgment's time is set, not slept."""
+    update_project_settings(
+        project=default_project(), changes={"LABEL_UNDO_WINDOW_SECONDS": "300"}, by=admin_user
+    )
+    runs, _, _ = build_runs(n_systems=2, n_questions=2)
+    make_task(runs, actor=lead)
+    (person,) = reviewers(1)
+    project = default_project()
+    inside = judge_next(person, "a")
+    PairJudgment.objects.filter(pk=inside.pk).update(
+        created_at=timezone.now() - timedelta(seconds=299)
+    )
+    assert get_undoable_judgment(project=project, reviewer=person).pk == inside.pk
+    reopened = undo_last_judgment(project=project, reviewer=person)
+    assert reopened.pair_id == inside.pair_id and not PairJudgment.objects.exists()
+    after = submit_judgment(
+        assignment=reopened, choice=choice_for(reopened, "b"), strength="slightly"
+    )
+    PairJudgment.objects.filter(pk=after.pk).update(
+        created_at=timezone.now() - timedelta(seconds=301)
+    )
+    assert get_undoable_judgment(project=project, reviewer=person) is None
+    with pytest.raises(PairUndoRefused, match="Undo is possible for 5 min after a submit"):
+        undo_last_judgment(project=project, reviewer=person)
+    kept = PairJudgment.objects.get()
+    assert (kept.pk, kept.preference) == (after.pk, "b")
+    assert kept.assignment.completed_at is not None
 
 
 def test_skip_needs_a_reason_and_never_offers_the_pair_again(lead):

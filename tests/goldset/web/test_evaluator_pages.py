@@ -222,6 +222,6 @@ def test_a_version_without_probe_packets_rerenders_the_form_with_the_reason(worl
     GoldVersion.objects.filter(pk=world["report"].version_id).update(sealed=True)
     run = world["records"][0].run.run_id
     response = c.post(reverse("evaluators:releases"), {"version": "1", "runs": [run]})
-    assert response.status_code == 422
+    assert response.status_code == 422  # refused: the form again, with the reason
     assert "gold version v1 has no PROBE evidence packets" in response.content.decode()
     assert ReleaseReport.objects.count() == 1

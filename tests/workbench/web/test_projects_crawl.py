@@ -714,6 +714,7 @@ def _b_objects(keys) -> dict[str, tuple]:
         "pairwise:skip": (keys["pair"].public_id,),
         "pairwise:adjudicate": (keys["pair"].public_id,),
         "pairwise:analysis": (keys["pairwise_task"].pk,),
+        "pairwise:import": (keys["pairwise_task"].pk,),
         "pairwise:add_calibration": (keys["pair"].public_id,),
         "pairwise:reset_calibration": (keys["ann1"].pk,),
         "promotion:triple": (triple.pk,),
@@ -766,6 +767,8 @@ def _b_objects(keys) -> dict[str, tuple]:
         "api:pairwise_judgments_import": (keys["pairwise_task"].pk,),
         "api:pairwise_pair": (keys["pair"].public_id,),
         "api:pairwise_judge": (keys["pair"].public_id,),
+        "api:pairwise_skip": (keys["pair"].public_id,),
+        "api:pairwise_adjudication": (keys["pair"].public_id,),
         "api:pairwise_calibration_judge": (keys["calibration_pair"].public_id,),
         "api:label": (keys["label"].pk,),
         "api:review": (keys["lead_review"].pk,),
@@ -866,7 +869,7 @@ def test_every_object_url_of_b_answers_404_under_a(canary_projects):
         url = _mounted(A, reverse(name, args=_args(keys, username, objects[name])))
         client = clients[username]
         posting = entry.kind == Kind.ACTION or name.endswith(
-            ("_import", "_cancel", "_retry", "_freeze", "_judge", "_test", "_redeliver")
+            ("_import", "_cancel", "_retry", "_freeze", "_judge", "_skip", "_test", "_redeliver")
         )
         try:
             response = client.post(url) if posting else client.get(url)
