@@ -4,7 +4,8 @@ field they name."""
 
 from django import forms
 
-from goldset.models import GoldVersion, PairwiseDesign, Strength, Tier
+from goldset.forms.exports import VersionChoiceField
+from goldset.models import PairwiseDesign, Strength, Tier
 from goldset.rules.pairwise import DEFAULT_PAIRWISE_SEED, MAX_COMPARISONS_PER_QUESTION
 
 CHOICE_OPTIONS = [
@@ -21,8 +22,8 @@ class PairwiseTaskForm(forms.Form):
     runs = forms.TypedMultipleChoiceField(
         coerce=int, widget=forms.CheckboxSelectMultiple, help_text="Two or more, one per system."
     )
-    gold_version = forms.ModelChoiceField(
-        queryset=GoldVersion.objects.none(), required=False, empty_label="(none)"
+    gold_version = VersionChoiceField(
+        required=False, empty_label="(none)", help_text="A tag (its version now) or a number."
     )
     design = forms.ChoiceField(
         choices=PairwiseDesign.choices, initial=PairwiseDesign.ALL_PAIRS, widget=forms.RadioSelect
@@ -36,10 +37,7 @@ class PairwiseTaskForm(forms.Form):
     def __init__(self, *args, project, runs, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["runs"].choices = runs
-        self.fields["gold_version"].queryset = GoldVersion.objects.filter(
-            project=project, sealed=True
-        ).order_by("-number")
-        self.fields["gold_version"].label_from_instance = lambda v: f"v{v.number}"
+        self.fields["gold_version"].offer(project)
 
     def clean(self):
         data = super().clean()

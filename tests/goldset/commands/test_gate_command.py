@@ -92,6 +92,16 @@ def test_manage_py_gate_fails_a_planted_regression_and_passes_the_improvement(
     assert set(junit_cases(tmp_path / "gate.xml").values()) == {None}
 
 
+def test_the_help_says_a_version_is_a_tag_a_number_or_latest(capsys):
+    with pytest.raises(SystemExit):
+        ManagementUtility(["manage.py", "gate", "--help"]).execute()
+    shown = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--version (a tag of the project such as release-2026q4, a number, v7, or latest)" in shown
+    )
+    assert "the gold version: a tag (release-2026q4), a number (7, v7) or latest" in shown
+
+
 def gate(*args) -> tuple[str, str]:
     out, err = StringIO(), StringIO()
     call_command("gate", *args, stdout=out, stderr=err)
