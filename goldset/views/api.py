@@ -8,6 +8,7 @@ import re
 
 from django.core.files.base import ContentFile
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.decorators import api_view, parser_classes
@@ -51,6 +52,7 @@ from goldset.views.api_support import (
     api_url,
     bad_query,
     check_query,
+    parse_updated_since,
 )
 from goldset.views.downloads import file_response
 from workbench.access import entry_for
@@ -84,23 +86,43 @@ IMPORT_PAGE = {
 ROLE_STRENGTH = (Role.ADMIN, Role.LEAD, Role.ANNOTATOR)
 
 
-@extend_schema(responses={200: s.ProjectSerializer(many=True)})
+@extend_schema(
+    responses={200: s.ProjectSerializer(many=True)},
+    parameters=[
+        OpenApiParameter(
+            "updated_since",
+            OpenApiTypes.DATETIME,
+            description="Only projects created or archived at or after this moment (RFC 3339).",
+        )
+    ],
+)
 @api_view(["GET"])
 def project_list(request):
     """The projects the caller belongs to (every project for installation admins), by name,
     each with the caller's role in it and the prefix of its API; a token limited to one project
-    lists that project only."""
-    check_query(request, allowed=())
+    lists that project only. ``updated_since``: those created or archived since."""
+    check_query(request, allowed=("updated_since",))
     if getattr(request, "project_slug", None):
         raise Problem(status_code=404, title="Not Found", detail="No such endpoint.")
+    raw = request.query_params.get("updated_since")
+    since = parse_updated_since(raw) if raw is not None else None
     token = request.auth
     rows = []
     for access in list_projects_for(user=request.user):
         if isinstance(token, ApiToken) and token.project_id not in (None, access.project.pk):
             continue
+        if since is not None and not _changed_since(access.project, since):
+            continue
         role = next((r for r in ROLE_STRENGTH if r.value in access.roles), None)
         rows.append({"project": access.project, "role": role.value if role else ""})
     return Response(s.ProjectSerializer(rows, many=True).data)
+
+
+def _changed_since(project, moment) -> bool:
+    """Whether ``project`` was created or archived at or after ``moment`` (its change times)."""
+    return project.created_at >= moment or (
+        project.archived_at is not None and project.archived_at >= moment
+    )
 
 
 class ApiList(generics.ListAPIView):
