@@ -38,7 +38,8 @@ USER_AGENT_CHARS = 300  # what the audit log keeps of a User-Agent header
 class RequestIdMiddleware:
     """Gives every request an id (a proxy's ``X-Request-ID`` when well-formed) and makes it, with
     the client address and user agent, the current :mod:`workbench.request_context` for the
-    audit log."""
+    audit log. Every answer carries it as ``X-Request-ID`` (it wraps every middleware that may
+    answer by itself)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -268,7 +269,8 @@ class RequestBodyGuardMiddleware:
       waits at most ``REQUEST_BODY_TIMEOUT_SECONDS``: a client that stops sending ends the
       request with 408 (API) or 400 (pages) instead of holding the thread.
 
-    It runs before anything reads the body (CSRF reads forms): second in the middleware list."""
+    It runs before anything reads the body (CSRF reads forms): third in the middleware list,
+    inside only the query count and the request id (which read headers)."""
 
     def __init__(self, get_response):
         self.get_response = get_response

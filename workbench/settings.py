@@ -56,11 +56,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "workbench.middleware.QueryCountMiddleware",
+    # Before every middleware that may answer on its own (413, a NUL byte's 400, static files):
+    # every answer carries X-Request-ID, as the API's schema says.
+    "workbench.middleware.RequestIdMiddleware",
     "workbench.middleware.RequestBodyGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "workbench.middleware.RejectNulBytesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "workbench.middleware.RequestIdMiddleware",
     "workbench.middleware.ProjectMountMiddleware",
     "workbench.middleware.ApiWriteAuditMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -10,19 +10,22 @@ import io
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from goldset_client.errors import GoldsetClientError
 from goldset_client.models import (
     Adjudication,
     Alert,
+    BlindPair,
     Block,
     BlockVersion,
+    CalibrationAnswer,
+    CalibrationPair,
     Comparison,
     Document,
     Domain,
@@ -32,9 +35,14 @@ from goldset_client.models import (
     LabelClaim,
     Member,
     OpenItem,
+    PairJudgment,
+    PairQualification,
+    PairwiseAnalysis,
+    PairwiseTask,
     Progress,
     Project,
     ProjectSetting,
+    QualificationStatus,
     QueryResult,
     Review,
     ReviewClaim,
@@ -49,16 +57,19 @@ from goldset_client.models import (
     WebhookEndpoint,
 )
 
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 Records = Iterable[Mapping[str, Any]]
 FileLike = str | os.PathLike | bytes | IO[bytes]
 ProgressCallback = Callable[[Progress], None]
 
 
-def operation(operation_id: str):
-    """Mark a method as the client's form of the schema operation ``operation_id``."""
+def operation(operation_id: str) -> Callable[[F], F]:
+    """Mark a method as the client's form of the schema operation ``operation_id`` (its
+    signature and return type unchanged, for type checkers)."""
 
-    def mark(method):
-        method.operation_id = operation_id
+    def mark(method: F) -> F:
+        method.operation_id = operation_id  # type: ignore[attr-defined]
         return method
 
     return mark
@@ -147,6 +158,12 @@ def _form(**fields: Any) -> dict[str, str]:
     return out
 
 
+# A TypeVar, not def _optional[T]: the client runs on Python 3.10.
+def _optional(parse: Callable[[dict[str, Any]], T]) -> Callable[[Any], T | None]:  # noqa: UP047
+    """``parse`` for an answer that may be empty (204: nothing to claim): None then."""
+    return lambda body: parse(body) if body else None
+
+
 def _freeze_result(data: dict[str, Any]) -> FreezeResult:
     return FreezeResult(
         created=bool(data["created"]),
@@ -205,11 +222,13 @@ class Operations(ABC):
     # ------------------------------------------------------------------ projects
 
     @operation("projects_list")
-    def list_projects(self):
+    def list_projects(self, *, updated_since: Since = None) -> list[Project]:
         """The projects the token's owner belongs to (the token's one project, for a token
-        limited to one), each with the owner's role in it."""
+        limited to one), each with the owner's role in it; ``updated_since``: those created or
+        archived since."""
         return self._run(
             Call("projects_list", "GET", f"{self.base_url}/api/v1/projects/",
+                 _query(updated_since=updated_since),
                  parse=lambda rows: [Project.from_json(r) for r in rows])
         )  # fmt: skip
 
@@ -338,7 +357,9 @@ class Operations(ABC):
     # ------------------------------------------------------------------ corpus
 
     @operation("domains_list")
-    def list_domains(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_domains(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[Domain]:
         return self._run(
             Call("domains_list", "GET", "domains/",
                  _query(updated_since=updated_since, page_size=page_size),
@@ -349,7 +370,7 @@ class Operations(ABC):
     def list_documents(
         self, *, domain: str = "", q: str = "", updated_since: Since = None,
         page_size: int | None = None,
-    ):  # fmt: skip
+    ) -> Iterator[Document]:  # fmt: skip
         params = _query(domain=domain, q=q, updated_since=updated_since, page_size=page_size)
         return self._run(
             Call("documents_list", "GET", "documents/", params, parse=Document.from_json,
@@ -357,7 +378,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("documents_retrieve")
-    def get_document(self, document_id: str):
+    def get_document(self, document_id: str) -> Document:
         return self._run(
             Call("documents_retrieve", "GET", f"documents/{document_id}/",
                  parse=Document.from_json)
@@ -366,7 +387,7 @@ class Operations(ABC):
     @operation("documents_blocks_list")
     def list_document_blocks(
         self, document_id: str, *, updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[Block]:
         """A document's blocks; ``updated_since``: those with a version created since."""
         return self._run(
             Call("documents_blocks_list", "GET", f"documents/{document_id}/blocks/",
@@ -377,7 +398,7 @@ class Operations(ABC):
     @operation("blocks_versions_list")
     def list_block_versions(
         self, block_id: str, *, updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[BlockVersion]:
         return self._run(
             Call("blocks_versions_list", "GET", f"blocks/{block_id}/versions/",
                  _query(updated_since=updated_since, page_size=page_size),
@@ -385,7 +406,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("blocks_versions_retrieve")
-    def get_block_version(self, block_id: str, version: int):
+    def get_block_version(self, block_id: str, version: int) -> BlockVersion:
         return self._run(
             Call("blocks_versions_retrieve", "GET", f"blocks/{block_id}/versions/{version}/",
                  parse=BlockVersion.from_json)
@@ -396,7 +417,7 @@ class Operations(ABC):
     @operation("triples_list")
     def list_triples(
         self, *, state: str = "", updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[Triple]:
         return self._run(
             Call("triples_list", "GET", "triples/",
                  _query(state=state, updated_since=updated_since, page_size=page_size),
@@ -404,7 +425,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("triples_retrieve")
-    def get_triple(self, triple_id: str):
+    def get_triple(self, triple_id: str) -> Triple:
         return self._run(
             Call("triples_retrieve", "GET", f"triples/{triple_id}/", parse=Triple.from_json)
         )
@@ -423,7 +444,7 @@ class Operations(ABC):
     def import_triples(
         self, source: FileLike | Records, *, on_behalf: bool = False,
         idempotency_key: str | None = None, progress: ProgressCallback | None = None,
-    ):  # fmt: skip
+    ) -> ImportResult:  # fmt: skip
         """Queue an import of triples (gold JSONL shape); returns the import job."""
         return self._upload("triples_import_create", "triples/import/", source, "triples.jsonl",
                             fields={"on_behalf": on_behalf}, key=idempotency_key,
@@ -433,7 +454,7 @@ class Operations(ABC):
     def import_questions(
         self, source: FileLike | Records, *, idempotency_key: str | None = None,
         progress: ProgressCallback | None = None,
-    ):  # fmt: skip
+    ) -> ImportResult:  # fmt: skip
         """Queue an import of questions with gold evidence packets; returns the import job."""
         return self._upload("questions_import_create", "questions/import/", source,
                             "questions.jsonl", key=idempotency_key, progress=progress)  # fmt: skip
@@ -442,7 +463,7 @@ class Operations(ABC):
     def import_answers(
         self, source: FileLike | Records, *, idempotency_key: str | None = None,
         progress: ProgressCallback | None = None,
-    ):  # fmt: skip
+    ) -> ImportResult:  # fmt: skip
         """Queue an import of answer logs; returns the import job."""
         return self._upload("answers_import_create", "answers/import/", source, "answers.jsonl",
                             key=idempotency_key, progress=progress)  # fmt: skip
@@ -451,7 +472,7 @@ class Operations(ABC):
     def import_evaluator_outputs(
         self, evaluator_id: int, source: FileLike | Records, *,
         idempotency_key: str | None = None, progress: ProgressCallback | None = None,
-    ):  # fmt: skip
+    ) -> ImportResult:  # fmt: skip
         """Queue an import of one evaluator's outputs; returns the import job."""
         return self._upload("evaluators_outputs_create", f"evaluators/{evaluator_id}/outputs/",
                             source, "outputs.jsonl", key=idempotency_key,
@@ -463,7 +484,7 @@ class Operations(ABC):
         on_behalf: bool | None = None, version: int | None = None, name: str = "",
         k: int | None = None, idempotency_key: str | None = None,
         progress: ProgressCallback | None = None,
-    ):  # fmt: skip
+    ) -> ImportResult:  # fmt: skip
         """Queue an import of any kind (corpus, triples, questions, answers, run)."""
         fields = {"kind": kind, "domain": domain, "on_behalf": on_behalf, "version": version,
                   "name": name, "k": k}  # fmt: skip
@@ -471,13 +492,13 @@ class Operations(ABC):
                             fields=fields, key=idempotency_key, progress=progress)  # fmt: skip
 
     @operation("imports_retrieve")
-    def get_import(self, import_id: int):
+    def get_import(self, import_id: int) -> ImportResult:
         return self._run(
             Call("imports_retrieve", "GET", f"imports/{import_id}/", parse=ImportResult.from_json)
         )
 
     @operation("imports_cancel_create")
-    def cancel_import(self, import_id: int, *, idempotency_key: str | None = None):
+    def cancel_import(self, import_id: int, *, idempotency_key: str | None = None) -> ImportResult:
         """Cancel a queued or running import (:class:`Conflict` when it has ended)."""
         return self._run(
             Call("imports_cancel_create", "POST", f"imports/{import_id}/cancel/",
@@ -485,7 +506,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("imports_retry_create")
-    def retry_import(self, import_id: int, *, idempotency_key: str | None = None):
+    def retry_import(self, import_id: int, *, idempotency_key: str | None = None) -> ImportResult:
         """Queue a failed or cancelled import again (:class:`Conflict` otherwise)."""
         return self._run(
             Call("imports_retry_create", "POST", f"imports/{import_id}/retry/",
@@ -495,7 +516,9 @@ class Operations(ABC):
     # ------------------------------------------------------------------ gold versions
 
     @operation("versions_list")
-    def list_versions(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_versions(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[VersionInfo]:
         """Gold versions, newest first."""
         return self._run(
             Call("versions_list", "GET", "versions/",
@@ -504,7 +527,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("versions_diff_retrieve")
-    def diff_versions(self, a: VersionRef, b: VersionRef):
+    def diff_versions(self, a: VersionRef, b: VersionRef) -> VersionDiff:
         """Triples added, removed and changed from ``a`` to ``b`` (numbers, tags or latest)."""
         return self._run(
             Call("versions_diff_retrieve", "GET", "versions/diff/", {"a": a, "b": b},
@@ -516,7 +539,7 @@ class Operations(ABC):
         self, *, domain: str = "", tier: str = "", source: str = "", public_only: bool = False,
         working_slice: str = "", include_superseded: bool = False, note: str = "",
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> FreezeResult:  # fmt: skip
         """Freeze the gold triples these filters select as the next version (admins, write
         token). When the selection equals the latest version nothing is created and the result
         says so (``created`` False) with that version: calling it twice is harmless."""
@@ -531,7 +554,9 @@ class Operations(ABC):
     # ------------------------------------------------------------------ version tags
 
     @operation("tags_list")
-    def list_tags(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_tags(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[Tag]:
         """The project's version tags by name (``updated_since``: moved since)."""
         return self._run(
             Call("tags_list", "GET", "tags/",
@@ -540,28 +565,31 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("tags_retrieve")
-    def get_tag(self, name: str):
+    def get_tag(self, name: str) -> Tag:
         """A tag with its history (newest first)."""
         return self._run(
             Call("tags_retrieve", "GET", f"tags/{_segment(name, 'tag')}/", parse=Tag.from_json)
         )  # fmt: skip
 
     @operation("tags_update")
-    def set_tag(self, name: str, version: VersionRef, *, note: str = ""):
+    def set_tag(
+        self, name: str, version: VersionRef, *, note: str = "", idempotency_key: str | None = None
+    ) -> Tag:
         """Create the tag ``name`` on ``version`` (a number, ``"v7"``, another tag or
         ``"latest"``, resolved now) or move it there (admins, write token); returns the tag.
         Putting it where it already is changes nothing."""
         return self._run(
             Call("tags_update", "PUT", f"tags/{_segment(name, 'tag')}/",
-                 json={"version": version, "note": note}, parse=Tag.from_json)
+                 json={"version": version, "note": note}, parse=Tag.from_json,
+                 idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("tags_destroy")
-    def delete_tag(self, name: str, *, note: str = ""):
+    def delete_tag(self, name: str, *, note: str = "", idempotency_key: str | None = None) -> None:
         """Delete the tag (its history stays; admins, write token)."""
         return self._run(
             Call("tags_destroy", "DELETE", f"tags/{_segment(name, 'tag')}/", _query(note=note),
-                 parse=lambda body: None)
+                 parse=lambda body: None, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     # ------------------------------------------------------------------ scoring
@@ -570,7 +598,7 @@ class Operations(ABC):
     def list_jobs(
         self, *, version: int | str | None = None, system: str = "", status: str = "",
         updated_since: Since = None, page_size: int | None = None,
-    ):  # fmt: skip
+    ) -> Iterator[ScoreResult]:  # fmt: skip
         """Scoring jobs, newest first: those scored on ``version`` (a number, ``"v7"`` or
         ``"latest"``; the server resolves it), of ``system`` (answer logs it answered in,
         retrieval runs named after it), in ``status``, created, started or finished since
@@ -586,7 +614,7 @@ class Operations(ABC):
         self, version: VersionRef, run: FileLike | Records | list[dict[str, Any]], *,
         name: str = "", k: int = 10, as_json: bool = False, idempotency_key: str | None = None,
         progress: ProgressCallback | None = None,
-    ):  # fmt: skip
+    ) -> ImportResult:  # fmt: skip
         """Queue a run to score against gold version ``version`` (a number, ``"v7"``, a tag or
         ``"latest"``, resolved by the server when it receives the run): as a file (multipart),
         or with ``as_json`` a list of run lines as a JSON body. Returns the import job that
@@ -602,7 +630,7 @@ class Operations(ABC):
                             key=idempotency_key, progress=progress)  # fmt: skip
 
     @operation("jobs_retrieve")
-    def get_job(self, job_id: int):
+    def get_job(self, job_id: int) -> ScoreResult:
         return self._run(
             Call("jobs_retrieve", "GET", f"jobs/{job_id}/", parse=ScoreResult.from_json)
         )
@@ -610,7 +638,7 @@ class Operations(ABC):
     @operation("jobs_queries_list")
     def list_job_queries(
         self, job_id: int, *, updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[QueryResult]:
         """A job's per-query rows; ``updated_since``: none unless the job finished since."""
         return self._run(
             Call("jobs_queries_list", "GET", f"jobs/{job_id}/queries/",
@@ -619,7 +647,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("jobs_compare_retrieve")
-    def compare_jobs(self, job_ids: Iterable[int], *, method: str = ""):
+    def compare_jobs(self, job_ids: Iterable[int], *, method: str = "") -> Comparison:
         """Paired comparison of succeeded jobs on one gold version (:class:`Unprocessable`
         when they are not comparable)."""
         return self._run(
@@ -633,7 +661,7 @@ class Operations(ABC):
     def list_agreement(
         self, *, protocol: str = "", axis: str = "", metric: str = "", tier: str = "",
         updated_since: Since = None, page_size: int | None = None,
-    ):  # fmt: skip
+    ) -> Iterator[Snapshot]:  # fmt: skip
         params = _query(protocol=protocol, axis=axis, metric=metric, tier=tier,
                         updated_since=updated_since, page_size=page_size)  # fmt: skip
         return self._run(
@@ -642,7 +670,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("alerts_list")
-    def list_alerts(self):
+    def list_alerts(self) -> list[Alert]:
         return self._run(
             Call("alerts_list", "GET", "alerts/",
                  parse=lambda rows: [Alert.from_json(r) for r in rows])
@@ -653,7 +681,7 @@ class Operations(ABC):
     @operation("labels_list")
     def list_labels(
         self, *, record: str = "", updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[Label]:
         """The labels the pages show you, newest first: an annotator their own; a lead or admin
         also those of the items their adjudication queue opens (the labeler named for admins
         only). ``record``: one item's."""
@@ -664,13 +692,13 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("labels_retrieve")
-    def get_label(self, label_id: int):
+    def get_label(self, label_id: int) -> Label:
         return self._run(
             Call("labels_retrieve", "GET", f"labels/{label_id}/", parse=Label.from_json)
         )
 
     @operation("labels_claim_create")
-    def claim_item(self, *, idempotency_key: str | None = None):
+    def claim_item(self, *, idempotency_key: str | None = None) -> LabelClaim:
         """Claim your next item to label (annotators): your open claim first; ``claimed`` False
         with the reason when none waits."""
         return self._run(
@@ -685,7 +713,7 @@ class Operations(ABC):
         severe_safety: bool = False, primary_failure: str = "",
         secondary_failures: Iterable[str] = (), rationale: str = "",
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> Label:  # fmt: skip
         """Label an item you claimed (the label page's rules: a refused rule is
         :class:`Unprocessable` naming the field). Submitting again returns your first label."""
         body = {"record": record, "acceptability": acceptability, "grounding": grounding,
@@ -704,7 +732,7 @@ class Operations(ABC):
     @operation("reviews_list")
     def list_reviews(
         self, *, triple: str = "", updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[Review]:
         """Reviews the pages show you: yours, and those of resolved revisions of the triples
         you may see (reviews stay blind while a revision is under review)."""
         return self._run(
@@ -714,13 +742,13 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("reviews_retrieve")
-    def get_review(self, review_id: int):
+    def get_review(self, review_id: int) -> Review:
         return self._run(
             Call("reviews_retrieve", "GET", f"reviews/{review_id}/", parse=Review.from_json)
         )
 
     @operation("reviews_claim_create")
-    def claim_review(self, *, idempotency_key: str | None = None):
+    def claim_review(self, *, idempotency_key: str | None = None) -> ReviewClaim:
         """Claim the next revision to review (annotators); ``claimed`` False when none waits."""
         return self._run(
             Call("reviews_claim_create", "POST", "reviews/claim/", parse=ReviewClaim.from_json,
@@ -732,7 +760,7 @@ class Operations(ABC):
         self, assignment: int, verdict: str, *, flags: Iterable[str] = (),
         entailment_direction: str = "", disagreement_category: str = "", comment: str = "",
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> Review:  # fmt: skip
         """Review the revision of your ``assignment`` (from :meth:`claim_review`): ``confirm``,
         or ``flag`` naming what is wrong. Submitting again returns your first review."""
         body = {"assignment": assignment, "verdict": verdict, "flags": list(flags),
@@ -746,7 +774,9 @@ class Operations(ABC):
     # ------------------------------------------------------------------ adjudications
 
     @operation("adjudications_list")
-    def list_adjudications(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_adjudications(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[Adjudication]:
         """Adjudications of the items your queue opens to you (leads, admins), newest first."""
         return self._run(
             Call("adjudications_list", "GET", "adjudications/",
@@ -755,14 +785,16 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("adjudications_retrieve")
-    def get_adjudication(self, adjudication_id: int):
+    def get_adjudication(self, adjudication_id: int) -> Adjudication:
         return self._run(
             Call("adjudications_retrieve", "GET", f"adjudications/{adjudication_id}/",
                  parse=Adjudication.from_json)
         )  # fmt: skip
 
     @operation("adjudications_queue_list")
-    def list_adjudication_queue(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_adjudication_queue(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[OpenItem]:
         """Items waiting for you as a lead, oldest first, each with its labels by slot."""
         return self._run(
             Call("adjudications_queue_list", "GET", "adjudications/queue/",
@@ -775,7 +807,7 @@ class Operations(ABC):
         self, record: str, *, acceptability: str, grounding: str, rationale: str,
         severe_safety: bool = False, primary_failure: str = "",
         secondary_failures: Iterable[str] = (), idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> Adjudication:  # fmt: skip
         """Record the final label of an item in your queue (a rationale always required;
         :class:`Conflict` when it is already adjudicated)."""
         body = {"record": record, "acceptability": acceptability, "grounding": grounding,
@@ -789,71 +821,79 @@ class Operations(ABC):
     # ------------------------------------------------------------------ pairwise review
 
     @operation("pairwise_tasks_list")
-    def list_pairwise_tasks(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_pairwise_tasks(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[PairwiseTask]:
         """The project's pairwise tasks, newest first (leads, admins): their counts, never
         the systems."""
         return self._run(
             Call("pairwise_tasks_list", "GET", "pairwise/tasks/",
-                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=PairwiseTask.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("pairwise_tasks_judgments_list")
     def list_pairwise_judgments(
         self, task_id: int, *, updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[PairJudgment]:
         """A task's judgments (leads, admins; the systems named to admins only)."""
         return self._run(
             Call("pairwise_tasks_judgments_list", "GET", f"pairwise/tasks/{task_id}/judgments/",
-                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=PairJudgment.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("pairwise_tasks_analysis_retrieve")
-    def get_pairwise_analysis(self, task_id: int):
+    def get_pairwise_analysis(self, task_id: int) -> PairwiseAnalysis:
         """A task's analysis: Bradley–Terry ranking, win rates with CIs, agreement, position
         bias (leads, admins)."""
         return self._run(
-            Call("pairwise_tasks_analysis_retrieve", "GET", f"pairwise/tasks/{task_id}/analysis/")
-        )
+            Call("pairwise_tasks_analysis_retrieve", "GET", f"pairwise/tasks/{task_id}/analysis/",
+                 parse=PairwiseAnalysis.from_json)
+        )  # fmt: skip
 
     @operation("pairwise_tasks_judgments_import_create")
     def import_pairwise_judgments(
         self, task_id: int, source: FileLike | Records, *,
         idempotency_key: str | None = None, progress: ProgressCallback | None = None,
-    ):  # fmt: skip
+    ) -> ImportResult:  # fmt: skip
         """Queue an import of judgments into a task (admins); returns the import job."""
         return self._upload("pairwise_tasks_judgments_import_create",
                             f"pairwise/tasks/{task_id}/judgments/import/", source,
                             "judgments.jsonl", key=idempotency_key, progress=progress)  # fmt: skip
 
     @operation("pairwise_claim_create")
-    def claim_pair(self, *, idempotency_key: str | None = None):
+    def claim_pair(self, *, idempotency_key: str | None = None) -> BlindPair | None:
         """Claim your next pair to judge (qualified reviewers): blind, sides as shown to you."""
         return self._run(
             Call("pairwise_claim_create", "POST", "pairwise/claim/",
-                 idempotency_key=idempotency_key)
+                 parse=_optional(BlindPair.from_json), idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("pairwise_pairs_retrieve")
-    def get_pair(self, public_id: str):
+    def get_pair(self, public_id: str) -> BlindPair:
         """A pair you hold, as shown to you (no system)."""
-        return self._run(Call("pairwise_pairs_retrieve", "GET", f"pairwise/pairs/{public_id}/"))
+        return self._run(
+            Call("pairwise_pairs_retrieve", "GET", f"pairwise/pairs/{public_id}/",
+                 parse=BlindPair.from_json)
+        )  # fmt: skip
 
     @operation("pairwise_pairs_judgment_create")
     def judge_pair(
         self, public_id: str, choice: str, *, strength: str = "", rationale: str = "",
         active_ms: int | None = None, idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> BlindPair:  # fmt: skip
         """Judge a pair you hold: ``left``, ``right`` (as shown to you), ``tie`` or
         ``both_unacceptable``, with a strength for a preference. ``active_ms``: the time you
         were active on the pair, as your tool measured it (time on item). Again: your first
         judgment."""
-        body = {"choice": choice, "strength": strength, "rationale": rationale}
+        body: dict[str, Any] = {"choice": choice, "strength": strength, "rationale": rationale}
         if active_ms is not None:
             body["active_ms"] = active_ms
         return self._run(
             Call("pairwise_pairs_judgment_create", "POST",
                  f"pairwise/pairs/{public_id}/judgment/", json=body,
-                 idempotency_key=idempotency_key)
+                 parse=BlindPair.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("pairwise_pairs_skip_create")
@@ -932,77 +972,84 @@ class Operations(ABC):
     # ------------------------------------------------------------------ pairwise qualification
 
     @operation("pairwise_calibration_pairs_list")
-    def list_pair_calibration(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_pair_calibration(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[CalibrationPair]:
         """The project's calibration pairs (leads, admins): question, answers A and B, the
         reference relative to them (``a``, ``b``, ``tie``, ``both_unacceptable``)."""
         return self._run(
             Call("pairwise_calibration_pairs_list", "GET", "pairwise/calibration/pairs/",
-                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=CalibrationPair.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("pairwise_calibration_candidate_retrieve")
-    def get_pair_calibration_candidate(self):
+    def get_pair_calibration_candidate(self) -> BlindPair | None:
         """The next pair to set a reference on, blind on your sides (leads, admins); None when
         every pair is a calibration pair."""
         return self._run(
             Call("pairwise_calibration_candidate_retrieve", "GET",
-                 "pairwise/calibration/candidate/")
+                 "pairwise/calibration/candidate/", parse=_optional(BlindPair.from_json))
         )  # fmt: skip
 
     @operation("pairwise_calibration_pairs_create")
     def add_pair_calibration(
         self, pair: str, *, choice: str | None = None, idempotency_key: str | None = None
-    ):
+    ) -> CalibrationPair:
         """Make ``pair`` a calibration pair with your reference: ``choice`` as the candidate is
         shown to you (``left``, ``right``, ``tie``, ``both_unacceptable``), or without it the
         pair's final preference. Again: the same calibration pair."""
         body = {"pair": pair} if choice is None else {"pair": pair, "choice": choice}
         return self._run(
             Call("pairwise_calibration_pairs_create", "POST", "pairwise/calibration/pairs/",
-                 json=body, idempotency_key=idempotency_key)
+                 json=body, parse=CalibrationPair.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("pairwise_qualifications_list")
     def list_pair_qualifications(
         self, *, updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[PairQualification]:
         """The reviewers' scored calibration attempts: κ, gate, passed (leads, admins)."""
         return self._run(
             Call("pairwise_qualifications_list", "GET", "pairwise/qualifications/",
-                 _query(updated_since=updated_since, page_size=page_size), paginated=True)
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=PairQualification.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("pairwise_qualification_retrieve")
-    def get_pair_qualification(self):
+    def get_pair_qualification(self) -> QualificationStatus:
         """Your qualification status for pairwise review (reviewers)."""
         return self._run(
-            Call("pairwise_qualification_retrieve", "GET", "pairwise/qualification/")
+            Call("pairwise_qualification_retrieve", "GET", "pairwise/qualification/",
+                 parse=QualificationStatus.from_json)
         )  # fmt: skip
 
     @operation("pairwise_calibration_claim_create")
-    def claim_pair_calibration(self, *, idempotency_key: str | None = None):
+    def claim_pair_calibration(self, *, idempotency_key: str | None = None) -> BlindPair | None:
         """Your next calibration pair, blind (reviewers); None once you judged them all."""
         return self._run(
             Call("pairwise_calibration_claim_create", "POST", "pairwise/calibration/claim/",
-                 idempotency_key=idempotency_key)
+                 parse=_optional(BlindPair.from_json), idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("pairwise_calibration_pairs_judgment_create")
     def judge_pair_calibration(
         self, public_id: str, choice: str, *, idempotency_key: str | None = None
-    ):
+    ) -> CalibrationAnswer:
         """Judge a calibration pair as it is shown to you; the answer's ``qualification``
         carries your result once the last one is judged."""
         return self._run(
             Call("pairwise_calibration_pairs_judgment_create", "POST",
                  f"pairwise/calibration/pairs/{public_id}/judgment/", json={"choice": choice},
-                 idempotency_key=idempotency_key)
+                 parse=CalibrationAnswer.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     # ------------------------------------------------------------------ sampling rules
 
     @operation("sampling_rules_list")
-    def list_sampling_rules(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_sampling_rules(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[SamplingRule]:
         """The project's sampling rules of production traces in evaluation order (admins)."""
         return self._run(
             Call("sampling_rules_list", "GET", "sampling-rules/",
@@ -1013,7 +1060,7 @@ class Operations(ABC):
     @operation("sampling_rules_create")
     def create_sampling_rule(
         self, name: str, kind: str, *, idempotency_key: str | None = None, **settings: Any
-    ):
+    ) -> SamplingRule:
         """Create a rule (version 1, enabled): ``kind`` one of percentage, feedback, judge,
         uncertainty, domain, task_type, new_question; ``settings``: ``percentage``, ``seed``,
         ``threshold``, ``value``, ``daily_cap``, ``position``, ``note`` as the kind needs
@@ -1025,26 +1072,31 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("sampling_rules_retrieve")
-    def get_sampling_rule(self, rule_id: int):
+    def get_sampling_rule(self, rule_id: int) -> SamplingRule:
         return self._run(
             Call("sampling_rules_retrieve", "GET", f"sampling-rules/{rule_id}/",
                  parse=SamplingRule.from_json)
         )  # fmt: skip
 
     @operation("sampling_rules_partial_update")
-    def update_sampling_rule(self, rule_id: int, **changes: Any):
+    def update_sampling_rule(
+        self, rule_id: int, *, idempotency_key: str | None = None, **changes: Any
+    ) -> SamplingRule:
         """Change a rule (its next version, audited; ``note`` says why), e.g.
         ``update_sampling_rule(3, daily_cap=50, note="spike")``, or enable or disable it:
         ``update_sampling_rule(3, enabled=False)``."""
         return self._run(
             Call("sampling_rules_partial_update", "PATCH", f"sampling-rules/{rule_id}/",
-                 json=_decimals(changes), parse=SamplingRule.from_json)
+                 json=_decimals(changes), parse=SamplingRule.from_json,
+                 idempotency_key=idempotency_key)
         )  # fmt: skip
 
     # ------------------------------------------------------------------ webhooks
 
     @operation("webhooks_list")
-    def list_webhooks(self, *, updated_since: Since = None, page_size: int | None = None):
+    def list_webhooks(
+        self, *, updated_since: Since = None, page_size: int | None = None
+    ) -> Iterator[WebhookEndpoint]:
         """The project's webhook endpoints (admins)."""
         return self._run(
             Call("webhooks_list", "GET", "webhooks/",
@@ -1056,7 +1108,7 @@ class Operations(ABC):
     def create_webhook(
         self, url: str, events: Iterable[str], *, description: str = "", enabled: bool = True,
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> WebhookEndpoint:  # fmt: skip
         """Register an endpoint; the result's ``secret`` is shown this once. With the client's
         automatic Idempotency-Key a retried call gets the same endpoint and secret."""
         body = {"url": url, "events": list(events), "description": description,
@@ -1067,7 +1119,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("webhooks_retrieve")
-    def get_webhook(self, endpoint_id: int):
+    def get_webhook(self, endpoint_id: int) -> WebhookEndpoint:
         return self._run(
             Call("webhooks_retrieve", "GET", f"webhooks/{endpoint_id}/",
                  parse=WebhookEndpoint.from_json)
@@ -1076,38 +1128,41 @@ class Operations(ABC):
     @operation("webhooks_update")
     def update_webhook(
         self, endpoint_id: int, *, url: str, events: Iterable[str], description: str = "",
-        enabled: bool = True,
-    ):  # fmt: skip
+        enabled: bool = True, idempotency_key: str | None = None,
+    ) -> WebhookEndpoint:  # fmt: skip
         """Replace an endpoint's settings (the URL is checked again)."""
         body = {"url": url, "events": list(events), "description": description,
                 "enabled": enabled}  # fmt: skip
         return self._run(
             Call("webhooks_update", "PUT", f"webhooks/{endpoint_id}/", json=body,
-                 parse=WebhookEndpoint.from_json)
+                 parse=WebhookEndpoint.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("webhooks_partial_update")
-    def patch_webhook(self, endpoint_id: int, **changes: Any):
+    def patch_webhook(
+        self, endpoint_id: int, *, idempotency_key: str | None = None, **changes: Any
+    ) -> WebhookEndpoint:
         """Change some of an endpoint's settings (``url``, ``events``, ``description``,
         ``enabled``), e.g. ``patch_webhook(3, enabled=False)``."""
         if "events" in changes:
             changes["events"] = list(changes["events"])
         return self._run(
             Call("webhooks_partial_update", "PATCH", f"webhooks/{endpoint_id}/", json=changes,
-                 parse=WebhookEndpoint.from_json)
+                 parse=WebhookEndpoint.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("webhooks_destroy")
-    def delete_webhook(self, endpoint_id: int):
+    def delete_webhook(self, endpoint_id: int, *, idempotency_key: str | None = None) -> None:
         """Delete an endpoint and its delivery log."""
         return self._run(
-            Call("webhooks_destroy", "DELETE", f"webhooks/{endpoint_id}/", parse=lambda body: None)
+            Call("webhooks_destroy", "DELETE", f"webhooks/{endpoint_id}/",
+                 parse=lambda body: None, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("webhooks_deliveries_list")
     def list_webhook_deliveries(
         self, endpoint_id: int, *, updated_since: Since = None, page_size: int | None = None
-    ):
+    ) -> Iterator[WebhookDelivery]:
         """An endpoint's delivery log, newest first."""
         return self._run(
             Call("webhooks_deliveries_list", "GET", f"webhooks/{endpoint_id}/deliveries/",
@@ -1116,7 +1171,9 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("webhooks_test_create")
-    def send_test_webhook(self, endpoint_id: int, *, idempotency_key: str | None = None):
+    def send_test_webhook(
+        self, endpoint_id: int, *, idempotency_key: str | None = None
+    ) -> WebhookDelivery:
         """Queue a ``webhook.test`` event to this endpoint (:class:`Conflict` when disabled)."""
         return self._run(
             Call("webhooks_test_create", "POST", f"webhooks/{endpoint_id}/test/",
@@ -1124,7 +1181,9 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("webhooks_deliveries_redeliver_create")
-    def redeliver_webhook(self, delivery_id: int, *, idempotency_key: str | None = None):
+    def redeliver_webhook(
+        self, delivery_id: int, *, idempotency_key: str | None = None
+    ) -> WebhookDelivery:
         """One more attempt of a finished delivery (:class:`Conflict` while it is open)."""
         return self._run(
             Call("webhooks_deliveries_redeliver_create", "POST",

@@ -1,7 +1,7 @@
 """When to try a request again: on 429 and 503 (after ``Retry-After`` when the server sends
 one, else an exponential backoff with jitter) and on connection errors. Every call the client
-makes may be retried: GETs are idempotent, and every POST carries an ``Idempotency-Key`` (the
-API answers a repeat with the first answer and creates nothing)."""
+makes may be retried: GETs are idempotent, and every write (POST, PUT, PATCH, DELETE) carries an
+``Idempotency-Key`` (the API answers a repeat with the first answer and changes nothing)."""
 
 from __future__ import annotations
 

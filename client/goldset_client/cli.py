@@ -88,7 +88,9 @@ def _parser() -> argparse.ArgumentParser:
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     """The gate's options (``goldset gate`` and ``manage.py gate`` take the same)."""
     parser.add_argument(
-        "--version", required=True, help="the gold version: a number, v7, latest (or a tag)"
+        "--version",
+        required=True,
+        help="the gold version: a tag (release-2026q4), a number (7, v7) or latest",
     )
     parser.add_argument("--run", required=True, help="the run file (JSONL, TREC or answer log)")
     parser.add_argument("--rules", required=True, help="the rules file (see above)")
@@ -157,17 +159,17 @@ def _run(client: GoldsetClient, args: argparse.Namespace) -> int:
     if args.command == "push-answers":
         _print(asdict(client.push_answers(args.file, timeout=args.timeout)))
         return EXIT_OK
-    result = client.score_run(
+    scored = client.score_run(
         args.version, args.run, name=args.name, k=args.k, timeout=args.timeout
     )
-    gate = result.release_gate
+    gate = scored.release_gate
     _print(
         {
-            "job": result.job_id,
-            "version": result.version,
-            "kind": result.kind,
-            "status": result.status,
-            "overall": {a.metric: a.value for a in result.aggregates if a.stratum == "all"},
+            "job": scored.job_id,
+            "version": scored.version,
+            "kind": scored.kind,
+            "status": scored.status,
+            "overall": {a.metric: a.value for a in scored.aggregates if a.stratum == "all"},
             "release_gate": asdict(gate) if gate else None,
         }
     )
@@ -175,7 +177,7 @@ def _run(client: GoldsetClient, args: argparse.Namespace) -> int:
         print("release gate FAILED:\n  " + "\n  ".join(gate.reasons), file=sys.stderr)
         return EXIT_GATE_FAILED
     if args.fail_on_gate and gate is None:
-        print(f"no release gate: a {result.kind} run is not gated", file=sys.stderr)
+        print(f"no release gate: a {scored.kind} run is not gated", file=sys.stderr)
     return EXIT_OK
 
 

@@ -51,6 +51,7 @@ from goldset_client.models import (
 T = TypeVar("T")
 LATEST = "latest"
 USER_AGENT = "goldset-client"
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class GoldsetClient(Operations):
@@ -320,9 +321,10 @@ def _headers(token: str) -> dict[str, str]:
 
 
 def _key_header(call: Call) -> dict[str, str]:
-    """A POST carries an Idempotency-Key (the caller's, or a fresh one for this call, the same
-    for each of its retries), so retrying it never creates twice."""
-    if call.method != "POST":
+    """A write (POST, PUT, PATCH, DELETE) carries an Idempotency-Key (the caller's, or a fresh
+    one for this call, the same for each of its retries): a retry whose first try was applied
+    gets that try's answer, so nothing is created or changed twice."""
+    if call.method not in WRITES:
         return {}
     return {"Idempotency-Key": call.idempotency_key or uuid.uuid4().hex}
 

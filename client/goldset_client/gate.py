@@ -439,7 +439,7 @@ def _against_baseline(
         None,
     )
     if pair is None:
-        compared = sorted({p.get("metric") for p in comparison_pairs(comparison)})
+        compared = sorted({str(p.get("metric")) for p in comparison_pairs(comparison)})
         return Outcome(rule, ERROR, f"no paired test of {rule.metric!r} between job #{run.job_id} "
                        f"and baseline job #{baseline.job_id}; compared: "
                        f"{', '.join(compared) or 'nothing (no shared queries)'}")  # fmt: skip

@@ -584,3 +584,145 @@ class SamplingRule(Resource):
     capped_total: int = 0
     created_at: str = ""
     updated_at: str = ""
+
+
+# ---------------------------------------------------------------------- pairwise review
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairwiseTask(Resource):
+    """A pairwise task: its design and counts (never the systems)."""
+
+    id: int = 0
+    name: str = ""
+    design: str = ""
+    comparisons_per_question: int | None = None
+    seed: int = 0
+    tier: str = ""
+    reviewers_per_pair: int = 0
+    created_at: str = ""
+    pairs: int = 0
+    judgments: int = 0
+    decided: int = 0
+    split: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairJudgment(Resource):
+    """One judgment of a task's pair: ``preference`` relative to A/B (``a``, ``b``, ``tie``,
+    ``both_unacceptable``), the side A was shown on (``left``); the systems for admins only."""
+
+    pair: str = ""
+    question_id: str = ""
+    reviewer: str = ""
+    preference: str = ""
+    strength: str = ""
+    rationale: str = ""
+    left: str = ""
+    created_at: str = ""
+    system_a: str | None = None
+    system_b: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairwiseAnalysis(Resource):
+    """A task's analysis: Bradley–Terry ``ranking`` with CIs, win rates per system ``pairs``,
+    ``agreement`` and ``position_bias``; ``reason`` says why there is none yet."""
+
+    task: int = 0
+    reason: str = ""
+    n_judgments: int = 0
+    n_questions: int = 0
+    mle_exists: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+    ranking: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    agreement: dict[str, Any] | None = None
+    position_bias: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlindPair(Resource):
+    """A pair as shown to you, blind (no system): the question and the two answers on your
+    sides; ``judgment`` (a review pair's) your choice once you judged it."""
+
+    public_id: str = ""
+    question_text: str = ""
+    domain_name: str = ""
+    task_family: str = ""
+    left_answer: str = ""
+    right_answer: str = ""
+    status: str = ""
+    status_display: str = ""
+    judgment: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationPair(Resource):
+    """A calibration pair: its answers A and B and the reference relative to them (``a``,
+    ``b``, ``tie``, ``both_unacceptable``), with how many reviewers answered it."""
+
+    public_id: str = ""
+    question_text: str = ""
+    domain_name: str = ""
+    answer_a: str = ""
+    answer_b: str = ""
+    reference: str = ""
+    answers: int = 0
+    created_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairQualification(Resource):
+    """A reviewer's scored calibration attempt: κ against the references, the gate, passed
+    (``reviewer`` empty in your own status)."""
+
+    reviewer: str = ""
+    n_items: int = 0
+    kappa: float | None = None
+    kappa_note: str = ""
+    threshold: float = 0.0
+    passed: bool = False
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+    scored_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualificationStatus(Resource):
+    """Your qualification for pairwise review: calibration pairs answered of ``total``, and
+    ``result`` once the last one is judged."""
+
+    qualified: bool = False
+    total: int = 0
+    answered: int = 0
+    problems: list[str] = field(default_factory=list)
+    result: PairQualification | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> QualificationStatus:
+        status = super().from_json({k: v for k, v in data.items() if k != "result"})
+        result = data.get("result")
+        return replace(
+            status,
+            raw=dict(data),
+            result=PairQualification.from_json(result) if result else None,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationAnswer(Resource):
+    """Your answer to a calibration pair and your qualification after it."""
+
+    pair: str = ""
+    choice: str = ""
+    qualification: QualificationStatus | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CalibrationAnswer:
+        answer = super().from_json({k: v for k, v in data.items() if k != "qualification"})
+        status = data.get("qualification")
+        return replace(
+            answer,
+            raw=dict(data),
+            qualification=QualificationStatus.from_json(status) if status else None,
+        )

@@ -2,10 +2,10 @@
 
 from django import forms
 
+from goldset.forms.exports import VersionChoiceField
 from goldset.models import (
     CalibrationStatus,
     EvaluatorKind,
-    GoldVersion,
     PairwiseTask,
     PcsCalibration,
     Run,
@@ -28,13 +28,9 @@ class CalibrationStartForm(forms.Form):
 
 
 class ReleaseReportForm(forms.Form):
-    """The versions, runs and calibrations offered are the project's only."""
+    """The versions (by number or tag), runs and calibrations offered are the project's only."""
 
-    version = forms.ModelChoiceField(
-        queryset=GoldVersion.objects.none(),
-        to_field_name="number",
-        empty_label=None,
-    )
+    version = VersionChoiceField(help_text="A tag (its version now) or a number.")
     runs = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     calibration = forms.ModelChoiceField(
         queryset=PcsCalibration.objects.none(),
@@ -51,9 +47,7 @@ class ReleaseReportForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["version"].queryset = GoldVersion.objects.filter(
-            project=project, sealed=True
-        ).order_by("-number")
+        self.fields["version"].offer(project)
         self.fields["calibration"].queryset = PcsCalibration.objects.filter(
             project=project, status=CalibrationStatus.SUCCEEDED
         )

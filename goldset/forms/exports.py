@@ -68,7 +68,8 @@ class VersionChoiceField(forms.ChoiceField):
     """A gold version of the project, offered by tag (``ci → v7``) and by number; what is
     posted (a tag, ``7``, ``v7`` or ``latest``) is read by
     ``goldset.services.version_tags.resolve_version``, so the cleaned value is the version the
-    tag names at that moment. ``empty_label``: an optional field's first choice (no version)."""
+    tag names at that moment. Every form that names a version uses it (scoring, tags, release
+    reports, pairwise tasks). An optional field offers ``empty_label`` first (cleaned: None)."""
 
     def __init__(self, *args, empty_label: str | None = None, **kwargs):
         self.project = None
@@ -78,14 +79,16 @@ class VersionChoiceField(forms.ChoiceField):
     def offer(self, project) -> None:
         """Offer ``project``'s versions and tags (read when the field is rendered)."""
         self.project = project
+        empty = [("", self.empty_label)] if self.empty_label is not None else []
 
         def choices():
             versions, tags = version_choices(project=project)
             numbers = [(str(n), _version_choice(n, rows, note)) for n, rows, note in versions]
             by_tag = [(name, f"{name} → v{number}") for name, number in tags]
             # the newest version stays the first choice (the default), as before tags
-            offered = [("Versions", numbers), ("Tags", by_tag)] if by_tag else numbers
-            return offered if self.empty_label is None else [("", self.empty_label), *offered]
+            return (
+                [*empty, ("Versions", numbers), ("Tags", by_tag)] if by_tag else [*empty, *numbers]
+            )
 
         self.choices = choices
 

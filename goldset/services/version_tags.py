@@ -29,9 +29,10 @@ from workbench.roles import Role, roles_in
 from workbench.services.audit import record_event
 
 LATEST = "latest"
-# Names a tag may not take: what the resolver reads otherwise, and the API's ``versions/diff/``
-# and ``versions/freeze/``, which ``versions/<ref>/`` would never reach.
-RESERVED_NAMES = frozenset({LATEST, "diff", "freeze"})
+# Names a tag may not take: what the resolver reads otherwise, and the API's and the pages'
+# ``versions/diff/``, ``versions/freeze/``, ``versions/tags/`` and ``versions/jobs/``, which
+# ``versions/<ref>/`` would never reach.
+RESERVED_NAMES = frozenset({LATEST, "diff", "freeze", "tags", "jobs"})
 TAG_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 NUMBER_REF = re.compile(r"^v?([0-9]+)$")
 MAX_VERSION_NUMBER = 2**31 - 1  # GoldVersion.number is a PositiveIntegerField

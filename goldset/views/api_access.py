@@ -108,14 +108,21 @@ class KeyReused(exceptions.APIException):
     status_code = 422
 
 
+# The writes a key makes safe to retry: a POST creates, a PATCH applies a change to the current
+# state (a sampling rule's next version; the same change again is refused as changing nothing),
+# a PUT or DELETE answers a repeat differently (200 "unchanged", 404) than its first try.
+KEYED_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
 class IdempotencyKeyPermission(BasePermission):
-    """``Idempotency-Key`` on a POST by an authenticated caller (after the role and scope checks,
-    so a refused caller claims nothing): the first request runs, a repeat gets the first answer
-    (workbench.services.idempotency; the answer is kept by workbench.middleware)."""
+    """``Idempotency-Key`` on a write (POST, PUT, PATCH, DELETE) by an authenticated caller
+    (after the role and scope checks, so a refused caller claims nothing): the first request
+    runs, a repeat gets the first answer (workbench.services.idempotency; the answer is kept by
+    workbench.middleware)."""
 
     def has_permission(self, request, view):
         key = request.headers.get("Idempotency-Key", "").strip()
-        if request.method != "POST" or not key or not request.user.is_authenticated:
+        if request.method not in KEYED_METHODS or not key or not request.user.is_authenticated:
             return True
         if len(key) > MAX_KEY_CHARS:
             raise exceptions.ValidationError(

@@ -16,6 +16,7 @@ body may not have); what a value must be is the service's to say (a 422 naming t
 import json
 
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -58,6 +59,7 @@ from goldset.views.api_support import (
     check_query,
     checked_body,
     form_errors,
+    parse_updated_since,
     project_api_url,
 )
 from workbench.models import ApiToken
@@ -220,22 +222,43 @@ def _copy_source(request, slug: str | None):
 # ---------------------------------------------------------------- projects
 
 
+def _changed_since(project, moment) -> bool:
+    """Whether ``project`` was created or archived at or after ``moment`` (its change times)."""
+    return project.created_at >= moment or (
+        project.archived_at is not None and project.archived_at >= moment
+    )
+
+
 class ProjectList(APIView):
     """The installation's projects: those the caller belongs to, and a new one."""
 
     @extend_schema(
-        operation_id="projects_list", tags=TAGS, responses={200: s.ProjectSerializer(many=True)}
+        operation_id="projects_list",
+        tags=TAGS,
+        responses={200: s.ProjectSerializer(many=True)},
+        parameters=[
+            OpenApiParameter(
+                "updated_since",
+                OpenApiTypes.DATETIME,
+                description="Only projects created or archived at or after this moment (RFC 3339).",
+            )
+        ],
     )
     def get(self, request):
         """The projects the caller belongs to (every project for installation admins), by
         name, each with the caller's role in it and the prefix of its API; a token limited to
-        one project lists that project only."""
-        check_query(request, allowed=())
+        one project lists that project only. ``updated_since``: those created or archived
+        since."""
+        check_query(request, allowed=("updated_since",))
         _not_under_a_prefix(request)
+        raw = request.query_params.get("updated_since")
+        since = parse_updated_since(raw) if raw is not None else None
         token = request.auth
         rows = []
         for access in list_projects_for(user=request.user):
             if isinstance(token, ApiToken) and token.project_id not in (None, access.project.pk):
+                continue
+            if since is not None and not _changed_since(access.project, since):
                 continue
             role = strongest(access.roles)
             rows.append({"project": access.project, "role": role.value if role else ""})

@@ -294,17 +294,52 @@ _ERROR_STATUSES = {
     "401": "No credentials, or an invalid, expired or revoked token.",
     "403": "Your role or your token's scope does not allow this.",
     "404": "Not found, or not yours.",
+    "405": "This path does not take the request's method (Allow lists those it takes).",
     "429": "Rate limit of this token reached (see Retry-After).",
+}
+_BODY_STATUSES = {
+    "408": "The request body stalled (REQUEST_BODY_TIMEOUT_SECONDS).",
+    "413": "The request body is too large.",
+    "415": "The request body's Content-Type is not one this operation reads.",
+}
+_WRITE_STATUSES = {
+    "409": "A request with this Idempotency-Key is still running, or the object's state does "
+    "not allow this.",
+    "408": _BODY_STATUSES["408"],
+    "413": _BODY_STATUSES["413"],
 }
 
 
-def _header(description: str, schema=None) -> dict:
-    return {"description": description, "schema": schema or {"type": "string"}}
+def _header(description: str, schema=None, *, required: bool = False) -> dict:
+    header = {"description": description, "schema": schema or {"type": "string"}}
+    if required:
+        header["required"] = True
+    return header
 
 
+_RETRY_AFTER = _header("Seconds until a retry may succeed.", {"type": "integer"})
+# Statuses whose answers carry a header (429 and 503, whoever sends them: Retry-After).
 _HEADERS = {
     "401": {"WWW-Authenticate": _header("The Bearer challenge.")},
-    "429": {"Retry-After": _header("Seconds until a retry may succeed.", {"type": "integer"})},
+    "405": {"Allow": _header("The methods this path takes.")},
+    "429": {"Retry-After": _RETRY_AFTER},
+    "503": {"Retry-After": _RETRY_AFTER},
+}
+# Every answer (workbench.middleware: RequestIdMiddleware on all of them; QueryCountMiddleware
+# only where the installation turns it on).
+_EVERY_RESPONSE_HEADERS = {
+    "X-Request-ID": _header(
+        "The request's id (the caller's X-Request-ID when well-formed, else a new one), as the "
+        "audit log records it.",
+        required=True,
+    ),
+    "X-Query-Count": _header(
+        "SQL statements the request ran; only where QUERY_COUNT_HEADER is on (benchmarks).",
+        {"type": "integer"},
+    ),
+    "Server-Timing": _header(
+        "app, db and cpu durations; only where QUERY_COUNT_HEADER is on (benchmarks)."
+    ),
 }
 _WRITE_HEADERS = {
     "Idempotent-Replayed": _header(
@@ -320,36 +355,36 @@ IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": False,
-    "description": "Any string up to 255 characters: a repeat of this POST with the same key "
-    "gets the first answer again (Idempotent-Replayed: true) and creates nothing.",
+    "description": "Any string up to 255 characters: a repeat of this request (same method and "
+    "path) with the same key gets the first answer again (Idempotent-Replayed: true) and "
+    "changes nothing.",
     "schema": {"type": "string", "maxLength": 255},
 }
 
 
 def document_problems(result, generator, request, public):
     """drf-spectacular postprocessing hook: every operation documents its problem+json errors
-    (and 408/409/413/422 for writes), the response headers the API sends, and the Idempotency-Key header
-    of every POST, so generated clients and schemathesis know every status and header."""
+    (405 for a method its path does not take; 408/409/413/422 for writes; 415 where it reads a
+    body), the response headers the API sends (X-Request-ID on every answer, Retry-After on
+    every 429 and 503, Allow on 405), and the Idempotency-Key header of every write (POST, PUT,
+    PATCH, DELETE), so generated clients and schemathesis know every status and header."""
     result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
     content = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             statuses = dict(_ERROR_STATUSES)
-            if method == "post":
-                statuses["409"] = (
-                    "A request with this Idempotency-Key is still running, or the object's "
-                    "state does not allow this."
+            if method in ("post", "put", "patch", "delete"):
+                statuses.update(_WRITE_STATUSES)
+                statuses["422"] = (
+                    "Rejected by a rule (a file, a version that is not frozen…)."
+                    if method == "post"
+                    else "Rejected by a rule (a field is named in errors)."
                 )
-                statuses["408"] = "The request body stalled (REQUEST_BODY_TIMEOUT_SECONDS)."
-                statuses["413"] = "The request body is too large."
-                statuses["422"] = "Rejected by a rule (a file, a version that is not frozen…)."
                 parameters = operation.setdefault("parameters", [])
                 if not any(p.get("name") == "Idempotency-Key" for p in parameters):
                     parameters.append(IDEMPOTENCY_KEY)
-            elif method in ("put", "patch", "delete"):
-                statuses["408"] = "The request body stalled (REQUEST_BODY_TIMEOUT_SECONDS)."
-                statuses["413"] = "The request body is too large."
-                statuses["422"] = "Rejected by a rule (a field is named in errors)."
+            if "requestBody" in operation:
+                statuses.update(_BODY_STATUSES)
             responses = operation.setdefault("responses", {})
             for code, description in statuses.items():
                 if code not in responses or not responses[code].get("content"):
@@ -357,13 +392,12 @@ def document_problems(result, generator, request, public):
             for code, response in responses.items():
                 if code[:1] in ("4", "5") and not response.get("content"):
                     response["content"] = content  # every error is problem+json
-                headers = dict(_HEADERS.get(code, {}))
-                if method == "post" and code.startswith("2"):
+                headers = {**_EVERY_RESPONSE_HEADERS, **_HEADERS.get(code, {})}
+                if method != "get" and code.startswith("2"):
                     headers.update(_WRITE_HEADERS)
                 if code in ("201", "202"):
                     headers.update(_CREATED_HEADERS)
                 if "/download/" in path and code == "200":
                     headers.update(_DOWNLOAD_HEADERS)
-                if headers:
-                    response["headers"] = {**headers, **response.get("headers", {})}
+                response["headers"] = {**headers, **response.get("headers", {})}
     return result

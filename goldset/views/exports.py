@@ -115,9 +115,17 @@ def version_freeze(request):
     return render(request, "exports/freeze.html", context, status=422 if refused else 200)
 
 
+def _version(request, number: int | None, ref: str | None):
+    """The version a page URL names: ``v7/`` (``number``), or a tag, ``latest`` or ``7``
+    (``ref``), read by the one resolver; 404 for anything the project does not have."""
+    return resolve_version(project=request.project, ref=number if ref is None else ref)
+
+
 @role_required(*VIEWERS)
-def version_detail(request, number):
-    version = selectors.get_version(project=request.project, number=number)
+def version_detail(request, number=None, ref=None):
+    """A version's page, by number (``v7/``) or by tag or ``latest`` (``release-2026q4/``:
+    the version the tag names now)."""
+    version = _version(request, number, ref)
     try:
         export_files.verify_rows(version)
     except export_files.ChecksumMismatch as exc:
@@ -187,12 +195,13 @@ def tag_delete(request, name):
 
 
 @role_required(*VIEWERS)
-def version_download(request, number, fmt):
+def version_download(request, fmt, number=None, ref=None):
     """The stored file, reduced to the fields the user's role is declared to get for this format
     (``workbench.access.VERSION_FILE_FIELDS``): one path with the API
     (:func:`serve_version_file`); 404 when there is no such file for them, the integrity page
-    (500) when the stored bytes fail their checksum."""
-    version = selectors.get_version(project=request.project, number=number)
+    (500) when the stored bytes fail their checksum. The version by number, tag or ``latest``
+    (a tag read once: the file is that of one version)."""
+    version = _version(request, number, ref)
     try:
         download = serve_version_file(user=request.user, version=version, fmt=fmt, via="page")
     except ChecksumMismatch as exc:

@@ -1,17 +1,28 @@
 """The client's labeling, review and adjudication methods against a live server, each with the
 token of the role that does the work: annotators claim and label, reviewers claim and review,
 a lead reads the queue and adjudicates; a refused rule reaches the caller as ``Unprocessable``
-naming the field, and nothing of the system reaches an annotator or a lead."""
+naming the field, and nothing of the system reaches an annotator or a lead; a reviewer takes the
+pairwise calibration and judges a pair, each answer a typed model."""
 
 import pytest
 from django.core.cache import cache
 from goldset_client import AsyncGoldsetClient, GoldsetClient, Unprocessable
+from goldset_client.models import (
+    BlindPair,
+    CalibrationAnswer,
+    PairQualification,
+    QualificationStatus,
+)
 
-from goldset.models import RecordStatus
+from goldset.models import PairwisePair, RecordStatus
+from goldset.rules.pairwise import choice_from_preference
+from goldset.selectors.pairwise import calibration_left_for
+from goldset.services.pairwise_calibration import add_calibration_pair
 from tests.client._loop import run_in_own_loop
-from tests.factories import DomainFactory
+from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import BAD, GOOD, SECRETS, build_conflict_item
 from tests.goldset.curation_support import write_triple
+from tests.goldset.pairwise_support import CANARIES, build_runs, make_task, reviewers
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
 
@@ -91,3 +102,45 @@ def test_reviewers_claim_and_review_through_the_client(
     with GoldsetClient(live_server.url, token_of(author)) as gs:
         seen = list(gs.list_reviews(triple=triple.external_id))
     assert sorted(r.reviewer for r in seen) == ["client-r1", "client-r2"]
+
+
+def test_a_reviewer_qualifies_and_judges_a_pair_through_the_client_with_typed_answers(
+    transactional_db, live_server, make_user, fast
+):
+    lead = make_user(Role.LEAD, username="client-pw-lead")
+    runs, _, _ = build_runs(n_systems=3, n_questions=4, domain_slug="client_pw")
+    task = make_task(runs, actor=lead, name="Client pairs")
+    pairs = list(PairwisePair.objects.filter(task=task).order_by("position"))
+    added = [
+        add_calibration_pair(project=default_project(), actor=lead, pair=pair, reference=reference)
+        for pair, reference in zip(pairs, ("a", "b", "tie", "a"), strict=False)
+    ]
+    items = {item.public_id: item for item in added}
+    (reviewer,) = reviewers(1, prefix="client-pw-rev", qualified=False)
+    with GoldsetClient(live_server.url, token_of(reviewer)) as gs:
+        status = gs.get_pair_qualification()
+        assert isinstance(status, QualificationStatus)
+        assert (status.qualified, status.total, status.answered, status.result) == (
+            False, 4, 0, None,
+        )  # fmt: skip
+        for n in range(1, 5):
+            shown = gs.claim_pair_calibration()
+            assert isinstance(shown, BlindPair) and shown.status == "calibration"
+            assert not any(secret in str(shown.raw) for secret in CANARIES)
+            item = items[shown.public_id]
+            left = calibration_left_for(item, reviewer.pk)
+            answer = gs.judge_pair_calibration(
+                shown.public_id, choice_from_preference(item.reference, left=left)
+            )
+            assert isinstance(answer, CalibrationAnswer) and answer.pair == shown.public_id
+            assert answer.qualification.answered == n
+        result = answer.qualification.result
+        assert isinstance(result, PairQualification) and answer.qualification.qualified
+        assert (result.passed, result.kappa, result.n_items) == (True, 1.0, 4)
+        assert gs.claim_pair_calibration() is None  # scored: nothing waits
+
+        held = gs.claim_pair()
+        assert isinstance(held, BlindPair) and held.judgment is None
+        assert gs.get_pair(held.public_id) == held
+        judged = gs.judge_pair(held.public_id, "tie", rationale="Equally grounded.")
+        assert (judged.public_id, judged.judgment) == (held.public_id, "tie")

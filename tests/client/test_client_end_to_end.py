@@ -1,7 +1,9 @@
 """The typed client (``client/goldset_client``) against a live server on PostgreSQL with a real
 Celery worker on Redis: a token made on the token page, answers pushed, a version frozen (and
 frozen again: nothing new), a run scored with its release gate, the version downloaded and its
-checksum checked; and the CLI's exit code when the release gate fails."""
+checksum checked; the same through the async client (its helpers: ``push_questions``,
+``push_answers``, ``latest_version``, ``score_run`` by tag, ``wait_for_import``,
+``wait_for_job``, with progress); and the CLI's exit code when the release gate fails."""
 
 import hashlib
 import json
@@ -11,9 +13,16 @@ import sys
 
 import pytest
 from django.urls import reverse
-from goldset_client import GoldsetClient, ImportRejected, Unprocessable
+from goldset_client import (
+    AsyncGoldsetClient,
+    GoldsetClient,
+    ImportRejected,
+    Progress,
+    Unprocessable,
+)
 
 from goldset.models import AnswerRecord, GoldVersion, ScoringJob
+from tests.client._loop import run_in_own_loop
 from tests.conftest import ROOT
 from tests.factories import BlockFactory, BlockVersionFactory, DocumentFactory, DomainFactory
 from tests.goldset.curation_support import review, write_triple
@@ -116,6 +125,55 @@ def test_push_freeze_score_and_download_through_the_client(
         stored = GoldVersion.objects.get(number=1).files.get(format="gold_jsonl")
         assert done.sha256 == stored.sha256 and done.path.name == stored.filename
         assert json.loads(body.splitlines()[0])["metadata"]["domain"] == "supply_chain"
+
+
+def test_the_async_client_pushes_freezes_and_scores_by_tag_waiting_with_progress(
+    curated, client_for, live_server, celery_worker_process, tmp_path
+):
+    token = token_from_page(client_for, curated)
+    run = tmp_path / "answers.jsonl"
+    run.write_text(json.dumps(answer()) + "\n")
+    progress = []
+
+    async def flow():
+        async with AsyncGoldsetClient(live_server.url, token, poll_interval=0.2) as gs:
+            assert await gs.latest_version() is None
+            questions = await gs.push_questions([QUESTION], progress=progress.append)
+            assert questions.status == "succeeded"
+            pushed = await gs.push_answers([answer()])
+            assert pushed.status == "succeeded" and pushed.summary["records_created"] == 1
+            with pytest.raises(ImportRejected) as rejected:
+                await gs.push_answers([answer(run_id="r2"), {"run_id": "r2", "system_id": SYSTEM}])
+            assert rejected.value.line == 2
+            frozen = await gs.freeze(note="async")
+            assert (await gs.latest_version()).number == frozen.version.number == 1
+            await gs.set_tag("release-2026q4", 1, note="async")
+
+            scored = await gs.score_run("release-2026q4", run, name="nightly", timeout=120,
+                                        progress=progress.append)  # fmt: skip
+            assert (scored.status, scored.version, scored.kind) == ("succeeded", 1, "answers")
+            assert scored.release_gate is not None and set(scored.release_gate.systems) == {SYSTEM}
+
+            # the waits on their own: queued without waiting, then waited for
+            again = json.loads(run.read_text())
+            again["latency_ms"] += 1  # another file
+            queued = await gs.submit_run("release-2026q4", (json.dumps(again) + "\n").encode())
+            imported = await gs.wait_for_import(queued.id, timeout=120)
+            job = await gs.wait_for_job(int(imported.summary["scoring_job"]), timeout=120,
+                                        progress=progress.append)  # fmt: skip
+            assert job.status == "succeeded" and job.version == 1 and job.job_id != scored.job_id
+            bad = await gs.push_answers(b'{"run_id": "r3"}\n', wait=False)
+            with pytest.raises(ImportRejected):
+                await gs.wait_for_import(bad.id, timeout=60)
+            return scored, job
+
+    scored, job = run_in_own_loop(flow())
+    assert ScoringJob.objects.get(pk=scored.job_id).worker  # scored by the real worker
+    assert ScoringJob.objects.filter(pk__in=[scored.job_id, job.job_id]).count() == 2
+    assert set(ScoringJob.objects.values_list("version__number", flat=True)) == {1}
+    stages = {p.stage for p in progress}
+    assert {"upload", "import", "scoring"} <= stages
+    assert Progress("scoring", 100, 100) in progress
 
 
 def test_the_cli_fails_the_build_when_the_release_gate_fails(

@@ -2,21 +2,23 @@
 real token: a planted regression (a run ranking every expected block second, against a baseline
 ranking it first) fails with exit 1 and a JUnit failure on the rule it breaks; the improvement
 (the other way round) passes with exit 0; a bad rules file is exit 2 naming the line, before
-anything is uploaded; a baseline that cannot be found is exit 2 saying why."""
+anything is uploaded; a baseline that cannot be found is exit 2 saying why; ``score_run``,
+``goldset score`` and ``goldset gate`` name the version by a tag. The JUnit file is
+read back by a JUnit parser (``junitparser``), as a CI's test report reads it."""
 
 import json
 import os
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 
 import pytest
 from django.core.cache import cache
 from goldset_client import GoldsetClient
 
-from goldset.models import ScoringJob
+from goldset.models import GoldVersion, ScoringJob
+from goldset.services.version_tags import set_version_tag
 from tests.conftest import ROOT
-from tests.goldset.gate_support import N_QUERIES, RULES, frozen_version, trec_run
+from tests.goldset.gate_support import N_QUERIES, RULES, frozen_version, junit_cases, trec_run
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
 
@@ -52,25 +54,6 @@ def goldset(live_server, token, tmp_path, *args):
     )  # fmt: skip
 
 
-def junit_cases(path):
-    """The one testsuite's test cases as ``{name: failure message or None}``, checking the
-    structure a JUnit parser reads (counts agree with the cases)."""
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites"
-    (suite,) = root.findall("testsuite")
-    cases = suite.findall("testcase")
-    failures = [c for c in cases if c.find("failure") is not None]
-    errors = [c for c in cases if c.find("error") is not None]
-    assert int(suite.get("tests")) == len(cases)
-    assert int(suite.get("failures")) == len(failures)
-    assert int(suite.get("errors")) == len(errors)
-    assert all(c.get("name") and c.get("classname") for c in cases)
-    return {
-        c.get("name"): c.find("failure").get("message") if c.find("failure") is not None else None
-        for c in cases
-    }
-
-
 def test_the_gate_fails_a_planted_regression_and_passes_the_improvement(
     world, live_server, tmp_path
 ):
@@ -95,7 +78,8 @@ def test_the_gate_fails_a_planted_regression_and_passes_the_improvement(
     ]
     assert cases["line 2: ndcg@10 >= 0.60"] is None  # 0.63: the threshold alone misses it
     assert cases["line 3: recall@10 not worse than baseline at alpha 0.05"] is None
-    drop = cases["line 4: ndcg@10 not worse than baseline at alpha 0.05"]
+    kind, drop = cases["line 4: ndcg@10 not worse than baseline at alpha 0.05"]
+    assert kind == "failure"
     assert f"vs baseline #{baseline.job_id} 1" in drop and f"{N_QUERIES} worse" in drop
     report = json.loads((tmp_path / "gate.json").read_text())
     assert report == json.loads(failed.stdout)
@@ -119,6 +103,42 @@ def test_the_gate_fails_a_planted_regression_and_passes_the_improvement(
     assert report["rules"][2]["values"]["better"] == N_QUERIES
     assert (tmp_path / "gate.md").read_text().startswith("## Goldset gate: PASSED")
     assert ScoringJob.objects.count() == 3
+
+
+def test_score_run_goldset_score_and_the_gate_take_a_tag(world, live_server, tmp_path):
+    version = world["version"]
+    set_version_tag(project=version.project, actor=None, name="release-2026q4", version=version)
+    # "latest" is now another version: only the tag names v1
+    GoldVersion.objects.create(project=version.project, number=2, sealed=True)
+    with GoldsetClient(live_server.url, world["token"], poll_interval=0.2) as gs:
+        baseline = gs.score_run("release-2026q4", trec_run(version, rank=1), name="bm25",
+                                timeout=120)  # fmt: skip
+        assert gs.get_version("latest").number == 2
+    assert (baseline.status, baseline.version) == ("succeeded", 1)
+
+    improvement = tmp_path / "rank1.trec"
+    improvement.write_bytes(trec_run(version, rank=1, salt=1))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "client"), "GOLDSET_URL": live_server.url,
+           "GOLDSET_TOKEN": world["token"]}  # fmt: skip
+    scored = subprocess.run(
+        [sys.executable, "-m", "goldset_client", "--timeout", "120", "score",
+         "--version", "release-2026q4", "--run", str(improvement), "--name", "dense"],
+        env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    assert json.loads(scored.stdout)["version"] == 1
+
+    regression = tmp_path / "rank2.trec"
+    regression.write_bytes(trec_run(version, rank=2))
+    failed = goldset(live_server, world["token"], tmp_path, "--version", "release-2026q4",
+                     "--run", str(regression), "--rules", str(world["rules"]),
+                     "--baseline-system", "bm25")  # fmt: skip
+    assert failed.returncode == 1, failed.stderr
+    report = json.loads(failed.stdout)
+    assert report["version"] == "release-2026q4" and report["run"]["version"] == 1
+    assert report["baseline"]["job"] == baseline.job_id
+    assert ScoringJob.objects.filter(version=version).count() == 3
+    assert not ScoringJob.objects.exclude(version=version).exists()
 
 
 def test_a_bad_rules_file_is_exit_2_naming_the_line_and_uploads_nothing(
@@ -155,8 +175,9 @@ def test_a_baseline_system_without_jobs_is_exit_2_with_the_reason_in_every_outpu
     assert report["verdict"] == "ERROR" and report["baseline"] is None
     assert [r["status"] for r in report["rules"]] == ["pass", "error", "error"]
     assert report["rules"][1]["detail"] == reason
-    root = ET.parse(tmp_path / "gate.xml").getroot()
-    assert root.find("testsuite").get("errors") == "2"
+    assert list(junit_cases(tmp_path / "gate.xml").values()) == [
+        None, ("error", reason), ("error", reason),
+    ]  # fmt: skip
     assert reason in (tmp_path / "gate.md").read_text()
 
 

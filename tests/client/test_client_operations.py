@@ -27,6 +27,8 @@ from goldset_client import (
 )
 from goldset_client.models import (
     Adjudication,
+    BlindPair,
+    CalibrationPair,
     Comparison,
     Document,
     FreezeResult,
@@ -34,6 +36,8 @@ from goldset_client.models import (
     Label,
     Member,
     OpenItem,
+    PairwiseAnalysis,
+    PairwiseTask,
     Progress,
     Project,
     ProjectSetting,
@@ -58,6 +62,11 @@ from goldset.services.freeze import store_frozen_version
 from tests.client._loop import run_in_own_loop
 from tests.factories import DomainFactory, default_project, gold_row_for, make_gold_corpus
 from tests.goldset.answers_helpers import BAD, GOOD, build_conflict_item, claim_and_label
+from tests.goldset.api.documented import (
+    AsyncRecordingTransport,
+    Documented,
+    RecordingTransport,
+)
 from tests.goldset.curation_support import review, write_triple
 from tests.goldset.pairwise_support import build_runs, make_task
 from workbench.roles import Role
@@ -293,10 +302,12 @@ def exercise(call, world, tmp_path) -> None:
     # claiming and judging pairs are a qualified reviewer's: test_pairwise_api)
     task_id = world["pairwise_task"]
     tasks = call("list_pairwise_tasks", updated_since=since, page_size=1)
-    assert [t["id"] for t in tasks] == [task_id] and "SDK comparison" in str(tasks)
+    assert [t.id for t in tasks] == [task_id] and isinstance(tasks[0], PairwiseTask)
+    assert tasks[0].name == "SDK comparison" and tasks[0].pairs == len(world["pairs"])
     assert call("list_pairwise_judgments", task_id, page_size=1) == []
     analysis = call("get_pairwise_analysis", task_id)  # nothing judged yet: says so
-    assert analysis == {"task": task_id, "reason": "No judgments yet."}
+    assert isinstance(analysis, PairwiseAnalysis)
+    assert (analysis.task, analysis.reason, analysis.ranking) == (task_id, "No judgments yet.", [])
     queued = call("import_pairwise_judgments", task_id, b'{"pair": "nothing"}\n')
     assert isinstance(queued, ImportResult) and queued.kind == "pairwise"
     for name, args in [
@@ -320,18 +331,19 @@ def exercise(call, world, tmp_path) -> None:
     # taking the calibration is a reviewer's: test_pairwise_calibration_api)
     assert call("list_pair_calibration", page_size=1) == []
     candidate = call("get_pair_calibration_candidate")
-    assert candidate["public_id"] in world["pairs"] and "CANARYSYS" not in str(candidate)
-    added = call("add_pair_calibration", candidate["public_id"], choice="tie")
-    assert added["reference"] == "tie" and added["answers"] == 0
-    again = call("add_pair_calibration", candidate["public_id"])
-    assert again["public_id"] == added["public_id"]
+    assert isinstance(candidate, BlindPair) and candidate.public_id in world["pairs"]
+    assert candidate.left_answer and "CANARYSYS" not in str(candidate.raw)
+    added = call("add_pair_calibration", candidate.public_id, choice="tie")
+    assert isinstance(added, CalibrationPair) and (added.reference, added.answers) == ("tie", 0)
+    again = call("add_pair_calibration", candidate.public_id)
+    assert again.public_id == added.public_id
     listed = call("list_pair_calibration", updated_since=since, page_size=1)
-    assert [c["public_id"] for c in listed] == [added["public_id"]]
+    assert [c.public_id for c in listed] == [added.public_id]
     assert call("list_pair_qualifications", updated_since=since, page_size=1) == []
     for name, args in [
         ("get_pair_qualification", ()),
         ("claim_pair_calibration", ()),
-        ("judge_pair_calibration", (added["public_id"], "tie")),
+        ("judge_pair_calibration", (added.public_id, "tie")),
     ]:
         with pytest.raises(Forbidden):  # a reviewer's work: the admin's role may not
             call(name, *args)
@@ -418,9 +430,21 @@ def exercise(call, world, tmp_path) -> None:
         call("get_project", project="sdk-empty")
 
 
+def assert_documented(client, answers, *, every_operation=True) -> None:
+    """Every answer the live server gave is as the schema documents it (status, headers), and
+    (``every_operation``) every operation of the schema was answered at least once."""
+    schema = client.get(reverse("api:schema"), HTTP_ACCEPT="application/json").json()
+    documented = Documented(schema)
+    assert [p for answer in answers for p in documented.problems(answer)] == []
+    if every_operation:
+        answered = {documented.operation_id(answer) for answer in answers}
+        assert answered >= schema_operations(client)
+
+
 @pytest.mark.postgres
-def test_every_client_method_works_against_the_live_server(world, live_server, tmp_path):
-    with RecordingClient(live_server.url, world["token"]) as gs:
+def test_every_client_method_works_against_the_live_server(world, live_server, tmp_path, client):
+    transport = RecordingTransport()
+    with RecordingClient(live_server.url, world["token"], transport=transport) as gs:
 
         def call(name, /, *args, **kwargs):
             result = getattr(gs, name)(*args, **kwargs)
@@ -428,12 +452,17 @@ def test_every_client_method_works_against_the_live_server(world, live_server, t
 
         exercise(call, world, tmp_path)
     assert gs.called == set(operation_ids(GoldsetClient))
+    assert_documented(client, transport.answers)
 
 
 @pytest.mark.postgres
-def test_every_async_client_method_works_against_the_live_server(world, live_server, tmp_path):
+def test_every_async_client_method_works_against_the_live_server(
+    world, live_server, tmp_path, client
+):
+    transport = AsyncRecordingTransport()
+
     async def run():
-        async with RecordingAsyncClient(live_server.url, world["token"]) as gs:
+        async with RecordingAsyncClient(live_server.url, world["token"], transport=transport) as gs:
             loop = asyncio.get_running_loop()
 
             async def collect(result):
@@ -450,15 +479,19 @@ def test_every_async_client_method_works_against_the_live_server(world, live_ser
         return gs.called
 
     assert run_in_own_loop(run()) == set(operation_ids(AsyncGoldsetClient))
+    assert_documented(client, transport.answers)
 
 
 @pytest.mark.postgres
-def test_a_live_429_reaches_the_caller_with_its_retry_after(world, live_server, settings):
+def test_a_live_429_reaches_the_caller_with_its_retry_after(world, live_server, settings, client):
     settings.API_TOKEN_RATE = "2/min"
     cache.clear()
     patient = RetryPolicy(attempts=3, max_retry_after=1.0)
-    with GoldsetClient(live_server.url, world["token"], retry=patient) as gs:
+    transport = RecordingTransport()
+    with GoldsetClient(live_server.url, world["token"], retry=patient, transport=transport) as gs:
         with pytest.raises(RateLimited) as refused:
             for _ in range(3):
                 gs.get_job(world["jobs"][0])
     assert refused.value.retry_after and refused.value.retry_after > 1.0
+    assert [a.status for a in transport.answers] == [200, 200, 429]
+    assert_documented(client, transport.answers, every_operation=False)

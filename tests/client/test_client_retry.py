@@ -1,5 +1,5 @@
 """The client tries again on 429/503 (after Retry-After) and on connection errors, with the
-same Idempotency-Key on every try of a POST; a Retry-After longer than it will wait raises at
+same Idempotency-Key on every try of a write (POST, PUT, PATCH, DELETE; none on a GET); a Retry-After longer than it will wait raises at
 once. A transport that answers 429/503 or drops the connection stands in for the network (the
 boundary); the live server's 429 is checked in test_client_operations."""
 
@@ -67,6 +67,39 @@ def test_every_try_of_a_post_carries_the_same_idempotency_key():
     keys = {r.headers["Idempotency-Key"] for r in seen}
     assert len(keys) == 1 and next(iter(keys))
     assert all(b'{"a": 1}' in r.read() for r in seen)  # the file is sent whole each time
+
+
+RULE = {"id": 3, "name": "tenth", "kind": "percentage", "version": 2, "daily_cap": 5}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda gs: gs.update_sampling_rule(3, daily_cap=5),
+        lambda gs: gs.patch_webhook(3, enabled=False),
+        lambda gs: gs.update_webhook(3, url="https://h.example.org/", events=["tag.moved"]),
+        lambda gs: gs.set_tag("ci", 3),
+        lambda gs: gs.delete_tag("ci"),
+        lambda gs: gs.delete_webhook(3),
+    ],
+    ids=["patch-rule", "patch-webhook", "put-webhook", "put-tag", "delete-tag", "delete-webhook"],
+)
+def test_every_try_of_a_put_patch_or_delete_carries_the_same_idempotency_key(call):
+    handler, seen = flaky(httpx.ReadError("dropped"), (503, "0"), RULE)
+    with GoldsetClient(
+        "http://gs.test", "t", retry=FAST, transport=httpx.MockTransport(handler)
+    ) as gs:
+        call(gs)
+    assert len(seen) == 3 and seen[0].method in ("PUT", "PATCH", "DELETE")
+    assert len({r.headers["Idempotency-Key"] for r in seen}) == 1
+    assert seen[0].headers["Idempotency-Key"]
+
+
+def test_a_get_carries_no_idempotency_key():
+    handler, seen = flaky(RULE)
+    with GoldsetClient("http://gs.test", "t", transport=httpx.MockTransport(handler)) as gs:
+        gs.get_sampling_rule(3)
+    assert "Idempotency-Key" not in seen[0].headers
 
 
 def test_two_calls_use_two_keys_and_a_given_key_is_sent_as_is():

@@ -3,10 +3,12 @@ refused naming each line, and the evaluator reads a run's figures, its release g
 paired tests against a baseline; the outputs (Markdown, JUnit XML, JSON) say the same."""
 
 import json
-import xml.etree.ElementTree as ET
 
 import pytest
 from goldset_client import gate
+from junitparser import JUnitXml
+
+from tests.goldset.gate_support import junit_cases
 
 RULES = """\
 # the release gate of the nightly run
@@ -265,25 +267,30 @@ def failing_report():
 
 
 def test_the_junit_xml_has_one_suite_and_a_case_per_rule_with_the_failure():
-    root = ET.fromstring(gate.to_junit(failing_report()))
-    assert root.tag == "testsuites"
-    (suite,) = root.findall("testsuite")
-    assert {k: suite.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
-        "tests": "3", "failures": "1", "errors": "0", "skipped": "0",
-    }  # fmt: skip
-    cases = suite.findall("testcase")
-    assert [c.get("name") for c in cases] == [
+    xml = gate.to_junit(failing_report())
+    cases = junit_cases(xml)  # read by a JUnit parser: the counts agree with the cases
+    assert list(cases) == [
         "line 1: ndcg@10 >= 0.60",
         "line 2: recall@10 not worse than baseline at alpha 0.05",
         "line 3: mrr > 0.1",
     ]
-    assert all(c.get("classname") == "goldset.gate" and float(c.get("time")) == 0 for c in cases)
-    (failure,) = cases[1].findall("failure")
-    assert "recall@10 = 0.3 vs baseline #1 0.9" in failure.get("message")
-    assert failure.text == failure.get("message")
-    assert not cases[0].findall("failure") and not cases[2].findall("failure")
-    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    kind, message = cases["line 2: recall@10 not worse than baseline at alpha 0.05"]
+    assert kind == "failure" and "recall@10 = 0.3 vs baseline #1 0.9" in message
+    assert cases["line 1: ndcg@10 >= 0.60"] is None and cases["line 3: mrr > 0.1"] is None
+    (suite,) = JUnitXml.fromstring(xml)
+    assert all(float(case.time) == 0 for case in suite)
+    properties = {p.name: p.value for p in suite.properties()}
     assert properties == {"version": "release-2026q4", "job": "2", "baseline_job": "1"}
+
+
+def test_a_rule_that_cannot_be_evaluated_is_a_junit_error_with_the_reason():
+    rules = gate.parse_rules("mrr > 0.1\nmrr not worse than baseline\nrelease_gate == pass\n")
+    report = gate.evaluate(rules, candidate=retrieval(2, mrr=0.5), baseline_problem="no job")
+    cases = junit_cases(gate.to_junit(report))
+    assert list(cases.values()) == [
+        None, ("error", "no job"), ("error", cases["line 3: release_gate == pass"][1]),
+    ]  # fmt: skip
+    assert "release gate" in cases["line 3: release_gate == pass"][1]
 
 
 def test_the_markdown_and_json_say_the_same(tmp_path):
@@ -299,4 +306,7 @@ def test_the_markdown_and_json_say_the_same(tmp_path):
     assert (data["passed"], data["exit_code"], data["version"]) == (False, 1, "release-2026q4")
     assert [r["status"] for r in data["rules"]] == ["pass", "fail", "pass"]
     assert data["run"]["figures"]["ndcg@10"] == 0.65 and data["baseline"]["job"] == 1
-    assert ET.parse(tmp_path / "gate.xml").getroot().tag == "testsuites"
+    failed = junit_cases(tmp_path / "gate.xml")
+    assert [name for name, result in failed.items() if result] == [
+        "line 2: recall@10 not worse than baseline at alpha 0.05"
+    ]

@@ -18,7 +18,8 @@ from goldset.services.gate import (
 class Command(BaseCommand):
     help = (
         "The release gate in this process (no HTTP), with the options of the client's "
-        "'goldset gate': score --run against --version (a number, v7, latest), wait for the job, "
+        "'goldset gate': score --run against --version (a tag of the project such as "
+        "release-2026q4, a number, v7, or latest), wait for the job, "
         "compare it with a baseline (--baseline JOB, or --baseline-system SYSTEM: that system's "
         "latest succeeded job on the version) by the compare page's paired tests (Wilcoxon / "
         "McNemar, Holm), evaluate --rules (one rule a line, e.g. 'ndcg@10 >= 0.60', "

@@ -1,5 +1,6 @@
 """The schema says what the API does (issue 29): the JSON run body, 409 on cancel and retry,
-response headers, Idempotency-Key on POSTs; lists refuse unknown filters and bad page sizes
+response headers (X-Request-ID on every answer, Retry-After on every 429 and 503, Allow on
+405), 415 where a body is read, Idempotency-Key on writes; lists refuse unknown filters and bad page sizes
 (400 problem+json) and filter on ``updated_since``; any path, even with a newline, is a
 problem+json 404."""
 
@@ -49,10 +50,37 @@ def test_response_headers_and_the_idempotency_key_are_in_the_schema(schema):
     )
     for operations in paths.values():
         for method, operation in operations.items():
-            if method == "post":
-                assert {"408", "409", "413", "422"} <= set(operation["responses"])
-            assert "Retry-After" in operation["responses"]["429"]["headers"]
-            assert "WWW-Authenticate" in operation["responses"]["401"]["headers"]
+            responses = operation["responses"]
+            if method != "get":  # a write: its key, and 409 while a request with it runs
+                assert {"408", "409", "413", "422"} <= set(responses)
+                assert "Idempotency-Key" in {p["name"] for p in operation["parameters"]}
+                assert all("Idempotent-Replayed" in responses[c]["headers"] for c in responses
+                           if c.startswith("2"))  # fmt: skip
+            if "requestBody" in operation:
+                assert {"408", "413", "415"} <= set(responses), operation["operationId"]
+            assert "Retry-After" in responses["429"]["headers"]
+            assert "WWW-Authenticate" in responses["401"]["headers"]
+            assert "Allow" in responses["405"]["headers"]
+            for code, response in responses.items():
+                # every answer carries its request id (RequestIdMiddleware wraps them all)
+                assert response["headers"]["X-Request-ID"]["required"] is True, code
+                assert not response["headers"]["X-Query-Count"].get("required")
+
+
+def test_every_503_documents_its_retry_after(schema):
+    busy = {
+        operation["operationId"]: operation["responses"]["503"]
+        for operations in schema["paths"].values()
+        for operation in operations.values()
+        if "503" in operation["responses"]
+    }
+    assert set(busy) == {
+        "labels_create", "reviews_create", "adjudications_create",
+        "pairwise_pairs_judgment_create",
+    }  # fmt: skip
+    for response in busy.values():
+        assert response["headers"]["Retry-After"]["schema"]["type"] == "integer"
+        assert PROBLEM in response["content"]
 
 
 def test_every_paginated_list_documents_page_size_bounds_and_updated_since(schema):

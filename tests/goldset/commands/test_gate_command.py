@@ -6,7 +6,6 @@ reference (7, v7, latest) resolves through ``resolve_version_ref`` within the pr
 
 import json
 import re
-import xml.etree.ElementTree as ET
 from io import StringIO
 
 import pytest
@@ -19,7 +18,7 @@ from goldset.services.gate import UnknownVersion, find_baseline, resolve_version
 from goldset.services.version_tags import set_version_tag
 from tests.factories import default_project
 from tests.goldset.answers_helpers import SECRET_SYSTEM
-from tests.goldset.gate_support import N_QUERIES, RULES, frozen_version, trec_run
+from tests.goldset.gate_support import N_QUERIES, RULES, frozen_version, junit_cases, trec_run
 from tests.goldset.services.test_scoring_jobs_answers import answer_log, frozen  # noqa: F401
 
 
@@ -70,10 +69,15 @@ def test_manage_py_gate_fails_a_planted_regression_and_passes_the_improvement(
     assert report["baseline"]["job"] == baseline and report["version"] == "v1"
     assert [r["status"] for r in report["rules"]] == ["pass", "pass", "fail"]
     assert report["rules"][2]["values"]["worse"] == N_QUERIES
-    suite = ET.parse(tmp_path / "gate.xml").getroot().find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "0")
-    failed = [c.get("name") for c in suite.findall("testcase") if c.find("failure") is not None]
-    assert failed == ["line 4: ndcg@10 not worse than baseline at alpha 0.05"]
+    cases = junit_cases(tmp_path / "gate.xml")  # read by a JUnit parser
+    assert list(cases) == [
+        "line 2: ndcg@10 >= 0.60",
+        "line 3: recall@10 not worse than baseline at alpha 0.05",
+        "line 4: ndcg@10 not worse than baseline at alpha 0.05",
+    ]
+    kind, message = cases.pop("line 4: ndcg@10 not worse than baseline at alpha 0.05")
+    assert kind == "failure" and f"vs baseline #{baseline} 1" in message
+    assert f"{N_QUERIES} worse" in message and set(cases.values()) == {None}
     assert (tmp_path / "gate.md").read_text().startswith("## Goldset gate: FAILED")
     regression = report["run"]["job"]
 
@@ -85,7 +89,17 @@ def test_manage_py_gate_fails_a_planted_regression_and_passes_the_improvement(
     report = json.loads(out)
     assert report["verdict"] == "PASSED" and report["baseline"]["job"] == regression
     assert report["rules"][2]["values"]["better"] == N_QUERIES
-    assert ET.parse(tmp_path / "gate.xml").getroot().find("testsuite").get("failures") == "0"
+    assert set(junit_cases(tmp_path / "gate.xml").values()) == {None}
+
+
+def test_the_help_says_a_version_is_a_tag_a_number_or_latest(capsys):
+    with pytest.raises(SystemExit):
+        ManagementUtility(["manage.py", "gate", "--help"]).execute()
+    shown = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--version (a tag of the project such as release-2026q4, a number, v7, or latest)" in shown
+    )
+    assert "the gold version: a tag (release-2026q4), a number (7, v7) or latest" in shown
 
 
 def gate(*args) -> tuple[str, str]:

@@ -211,8 +211,8 @@ def test_a_tag_never_points_at_an_unsealed_or_another_projects_version(versions,
 
 @pytest.mark.parametrize(
     "name",
-    ["", "CI", "7", "v7", "V12", "latest", "diff", "freeze", "-ci", ".hidden", "a b", "a/b",
-     "ci\n", "é", "x" * 65],
+    ["", "CI", "7", "v7", "V12", "latest", "diff", "freeze", "tags", "jobs", "-ci", ".hidden",
+     "a b", "a/b", "ci\n", "é", "x" * 65],
 )  # fmt: skip
 def test_a_name_a_tag_may_not_take_is_refused_naming_the_field(versions, admin_user, name):
     with pytest.raises(TagRefused) as refused:

@@ -19,6 +19,7 @@ from goldset.services.evaluators import (
     create_evaluator,
     import_evaluator_outputs,
 )
+from goldset.services.version_tags import set_version_tag
 from scoring.report import release_report, render_html
 from tests.factories import default_project
 from tests.goldset.evaluators_helpers import build_gold_tier, copying_outputs, lenient_outputs
@@ -215,6 +216,22 @@ def test_list_pages_query_count_is_constant(world, client_for, django_assert_max
     lead = client_for(world["users"]["lead"])
     with django_assert_max_num_queries(8):
         assert lead.get(reverse("evaluators:report")).status_code == 200
+
+
+def test_the_release_report_form_takes_a_tag_as_it_takes_a_number(world, client_for):
+    c = client_for(world["users"]["admin"])
+    version = world["report"].version
+    GoldVersion.objects.filter(pk=version.pk).update(sealed=True)
+    set_version_tag(project=default_project(), actor=world["users"]["admin"], name="rc",
+                    version=GoldVersion.objects.get(pk=version.pk))  # fmt: skip
+    assert "rc → v1" in c.get(reverse("evaluators:releases")).content.decode()
+    run = world["records"][0].run.run_id
+    response = c.post(reverse("evaluators:releases"), {"version": "rc", "runs": [run]})
+    # the tag named v1, which reached the service (whose rule refuses it: no PROBE packets)
+    assert "gold version v1 has no PROBE evidence packets" in response.content.decode()
+    unknown = c.post(reverse("evaluators:releases"), {"version": "nope", "runs": [run]})
+    assert "no gold version is tagged &#x27;nope&#x27;" in unknown.content.decode()
+    assert ReleaseReport.objects.count() == 1
 
 
 def test_a_version_without_probe_packets_rerenders_the_form_with_the_reason(world, client_for):

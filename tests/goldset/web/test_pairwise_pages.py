@@ -10,9 +10,11 @@ import pytest
 from django.test import Client
 
 from goldset.models import PairJudgment, PairStatus, PairwisePair, PairwiseTask
+from goldset.services.freeze import store_frozen_version
 from goldset.services.pairwise import claim_next_pair, submit_judgment
+from goldset.services.version_tags import set_version_tag
 from scoring.pairwise import Judgment, analyse
-from tests.factories import UserFactory, default_project
+from tests.factories import UserFactory, default_project, gold_row_for, make_gold_corpus
 from tests.goldset.pairwise_support import (
     CANARY_MODEL,
     CANARY_RUNS,
@@ -169,6 +171,25 @@ def test_a_lead_creates_a_task_from_pseudonymous_runs(world, lead):
     assert response.status_code == 302
     task = PairwiseTask.objects.get(name="Balanced look")
     assert (task.seed, task.reviewers_per_pair, task.pairs.count()) == (77, 1, 4)
+
+
+def test_the_task_form_names_its_gold_version_by_tag_or_number(world, lead, admin_user):
+    blocks = make_gold_corpus(2)
+    rows = [gold_row_for(bv, triple_id=f"Q-{i}") for i, bv in enumerate(blocks)]
+    v1 = store_frozen_version(project=default_project(), rows=rows, actor=admin_user)
+    set_version_tag(project=default_project(), actor=admin_user, name="release-2026q4", version=v1)
+    client = _client(lead)
+    page = _body(client.get("/pairwise/tasks/new/"))
+    assert "(none)" in page and "release-2026q4 → v1" in page
+    runs = [world["records"][(0, j)].run.pk for j in range(3)]
+    form = {"runs": runs, "design": "all_pairs", "tier": "tier_b", "seed": 5}
+    for name, ref, expected in [("By tag", "release-2026q4", v1), ("By number", "1", v1),
+                                ("None", "", None)]:  # fmt: skip
+        response = client.post("/pairwise/tasks/new/", {**form, "name": name, "gold_version": ref})
+        assert response.status_code == 302, _body(response)
+        assert PairwiseTask.objects.get(name=name).gold_version == expected
+    unknown = client.post("/pairwise/tasks/new/", {**form, "name": "x", "gold_version": "nope"})
+    assert unknown.status_code == 422 and "no gold version is tagged" in _body(unknown)
 
 
 # ---------------------------------------------------------------- judging, one motion per pair

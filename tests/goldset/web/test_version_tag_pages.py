@@ -175,6 +175,30 @@ def test_the_diff_page_takes_tags_and_latest(client_for, lead, versions):
     assert client_for(lead).get(reverse("exports:diff") + "?a=nope&b=1").status_code == 404
 
 
+def test_the_version_pages_take_a_tag_or_latest_beside_the_number(client_for, lead, versions):
+    v1, v2 = versions
+    seen = client_for(lead)
+    assert (
+        reverse("exports:version", kwargs={"ref": "release-2026q4"}) == "/versions/release-2026q4/"
+    )
+    assert reverse("exports:version", args=[1]) == "/versions/v1/"  # a number keeps its URL
+    for url, expected in [("/versions/release-2026q4/", v1), ("/versions/RELEASE-2026q4/", v1),
+                          ("/versions/latest/", v2), ("/versions/v1/", v1)]:  # fmt: skip
+        page = seen.get(url)
+        assert page.status_code == 200 and page.context["version"] == expected, url
+    for url in ("/versions/nope/", "/versions/v9/", "/versions/9/"):
+        assert seen.get(url).status_code == 404, url
+    by_number = seen.get(reverse("exports:download", args=[1, "gold_jsonl"]))
+    by_tag = seen.get(
+        reverse("exports:download", kwargs={"ref": "release-2026q4", "fmt": "gold_jsonl"})
+    )
+    assert by_tag.status_code == 200
+    assert by_tag["X-Checksum-SHA256"] == by_number["X-Checksum-SHA256"]
+    assert b"".join(by_tag.streaming_content) == b"".join(by_number.streaming_content)
+    missing = seen.get(reverse("exports:download", kwargs={"ref": "nope", "fmt": "gold_jsonl"}))
+    assert missing.status_code == 404
+
+
 def test_the_scoring_form_offers_tags_and_scores_the_version_the_tag_names(
     client_for, admin_user, versions
 ):
