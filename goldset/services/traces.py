@@ -47,7 +47,7 @@ from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
-from goldset.imports.bulk import insert_rows, one_of
+from goldset.imports.bulk import insert_rows, one_of, update_rows
 from goldset.imports.fields import column_length, is_clean_id
 from goldset.models import (
     OPEN_TRACE_STATUSES,
@@ -266,8 +266,38 @@ def map_pending_traces(
     return summary.as_dict()
 
 
+@dataclass
+class _Sampled:
+    """A complete trace a rule sampled, waiting for its record to be stored."""
+
+    trace: ReceivedTrace
+    record: TraceRecord
+    facts: object  # goldset.traces.stored.TraceFacts
+    decision: SamplingDecision
+    spans: list
+
+
+TRACE_COLUMNS = (
+    "status",
+    "reason",
+    "record_id",
+    "convention",
+    "sampled_by",
+    "sampling_rule_id",
+    "span_count",
+    "capped_on",
+    "capped_rules",
+    "mapped_at",
+    "updated_at",
+)
+
+
 @transaction.atomic
 def _map_batch(project, summary: MappingSummary) -> bool:
+    """One batch: claim up to ``OTLP_MAP_BATCH`` pending traces, map and sample each, store the
+    sampled ones' records together (:func:`_store_records`), and write every trace's outcome in
+    one statement. The number of statements does not grow with the traces of the batch (a test
+    holds it), apart from the lookups a domain or task-type rule makes per trace."""
     traces = list(
         ReceivedTrace.objects.select_for_update(skip_locked=True)
         .filter(project=project, status=TraceStatus.PENDING)
@@ -277,7 +307,7 @@ def _map_batch(project, summary: MappingSummary) -> bool:
         return False
     spans = defaultdict(list)
     for trace_id, span_id, parent_span_id, payload in ReceivedSpan.objects.filter(
-        project=project, trace_id__in=[t.trace_id for t in traces]
+        project=project, trace_id__in=one_of(t.trace_id for t in traces)
     ).values_list("trace_id", "span_id", "parent_span_id", "payload"):
         spans[trace_id].append(
             span_from_payload(
@@ -288,74 +318,48 @@ def _map_batch(project, summary: MappingSummary) -> bool:
     now = timezone.now()
     sampling = SamplingPass(project=project, now=now)
     counts = Counter()
+    sampled: list[_Sampled] = []
     for trace in traces:
         received = spans.get(trace.trace_id, [])
         trace.span_count = len(received)
         trace.updated_at = now
-        try:
-            outcome = (
-                map_trace(received)
-                if received
-                else TraceIncomplete(trace.trace_id, "no spans stored yet", 0)
-            )
-        except Exception as exc:  # one odd trace must not stop its project's mapping for good
-            logger.exception("trace %s could not be mapped", trace.trace_id)
-            outcome = TraceRejected(
-                trace.trace_id, f"could not be mapped ({type(exc).__name__})", len(received)
-            )
+        outcome, facts = _map_one(trace, received)
         if isinstance(outcome, TraceRecord):
             trace.convention = outcome.convention
-            try:
-                facts = trace_facts(
-                    outcome, id_length=QUESTION_ID_LENGTH, family_length=TASK_FAMILY_LENGTH
-                )
-            except FactsProblem as exc:
-                outcome = TraceRejected(trace.trace_id, str(exc), len(received))
-        if isinstance(outcome, TraceRecord):
             counted = set(trace.capped_rules or ()) if trace.capped_on == sampling.day else set()
             decision = sampling.sample(record=outcome, spans=received, facts=facts, counted=counted)
             counted |= set(decision.capped)
             trace.capped_on = sampling.day if counted else None
             trace.capped_rules = sorted(counted) or None
             trace.sampled_by, trace.sampling_rule = decision.sampled_by, decision.rule
-            if not decision.sampled:
+            if decision.sampled:
+                sampled.append(_Sampled(trace, outcome, facts, decision, received))
+            else:
                 trace.status, trace.reason = decision.status, ""
                 setattr(summary, decision.status, getattr(summary, decision.status) + 1)
                 counts[trace.status] += 1
-                continue
-            try:
-                with transaction.atomic():
-                    trace.record_id, tier = _store_record(project, router, outcome, facts, decision)
-                    _store_later_evaluations(project, trace.record_id, received)
-            except (TraceRefused, FactsProblem) as exc:
-                sampling.release(decision)
-                outcome = TraceRejected(trace.trace_id, str(exc), len(received))
-            except (OperationalError, InterfaceError):
-                raise  # transient (a lock, a timeout, the connection): the batch is retried
-            except Exception as exc:  # the database refused a value: this trace only
-                sampling.release(decision)
-                logger.exception("trace %s could not be stored", trace.trace_id)
-                outcome = TraceRejected(
-                    trace.trace_id, f"could not be stored ({type(exc).__name__})", len(received)
-                )
-            else:
-                trace.status, trace.reason, trace.mapped_at = TraceStatus.MAPPED, "", now
-                counts[f"tier_{tier}"] += 1
-                summary.mapped += 1
-                continue
-        if isinstance(outcome, TraceIncomplete):
-            trace.status, trace.reason = TraceStatus.INCOMPLETE, _reason(outcome.reason)
-            summary.incomplete += 1
+            continue
+        _close(trace, outcome, summary, counts)
+    for item, stored in zip(sampled, _store_records(project, router, sampled), strict=True):
+        trace = item.trace
+        if isinstance(stored, Exception):
+            sampling.release(item.decision)
+            reason = (
+                str(stored)
+                if isinstance(stored, TraceRefused | FactsProblem)
+                else f"could not be stored ({type(stored).__name__})"
+            )
+            _close(trace, TraceRejected(trace.trace_id, reason, trace.span_count), summary, counts)
         else:
-            trace.status, trace.reason = TraceStatus.REJECTED, _reason(outcome.reason)
-            trace.sampled_by, trace.sampling_rule = "", None
-            summary.rejected += 1
-        counts[trace.status] += 1
+            trace.record_id, tier = stored
+            trace.status, trace.reason, trace.mapped_at = TraceStatus.MAPPED, "", now
+            counts[f"tier_{tier}"] += 1
+            summary.mapped += 1
     sampling.save()
-    ReceivedTrace.objects.bulk_update(
-        traces,
-        ["status", "reason", "record", "convention", "sampled_by", "sampling_rule"]
-        + ["span_count", "capped_on", "capped_rules", "mapped_at", "updated_at"],
+    update_rows(
+        ReceivedTrace,
+        TRACE_COLUMNS,
+        [(t.pk, *(getattr(t, name) for name in TRACE_COLUMNS)) for t in traces],
     )
     record_event(
         actor=None,
@@ -368,80 +372,172 @@ def _map_batch(project, summary: MappingSummary) -> bool:
     return True
 
 
-def _store_record(
-    project, router: RecordRouter, record: TraceRecord, facts, decision: SamplingDecision
-) -> tuple[int, str]:
-    """Create the answer record of one sampled trace; returns its id and tier. Raises
-    TraceRefused naming what the trace lacks (the caller's savepoint then rolls back whatever
-    was created)."""
-    _check_texts(record)
-    question = _question_for(project, record, facts)
-    system, _ = System.objects.get_or_create(
-        project=project,
-        system_id=system_id_for(record.system),
-        defaults={
-            "config": {
-                "source": SOURCE_NAME,
-                "service.name": record.system.service_name,
-                "service.version": record.system.service_version,
-                "model": record.system.model,
+def _map_one(trace: ReceivedTrace, received: list):
+    """(outcome, facts) of one claimed trace: its TraceRecord and ``goldset.*`` facts, or why
+    it waits or is rejected (facts None)."""
+    try:
+        outcome = (
+            map_trace(received)
+            if received
+            else TraceIncomplete(trace.trace_id, "no spans stored yet", 0)
+        )
+    except Exception as exc:  # one odd trace must not stop its project's mapping for good
+        logger.exception("trace %s could not be mapped", trace.trace_id)
+        return TraceRejected(
+            trace.trace_id, f"could not be mapped ({type(exc).__name__})", len(received)
+        ), None
+    if not isinstance(outcome, TraceRecord):
+        return outcome, None
+    try:
+        facts = trace_facts(outcome, id_length=QUESTION_ID_LENGTH, family_length=TASK_FAMILY_LENGTH)
+    except FactsProblem as exc:
+        trace.convention = outcome.convention
+        return TraceRejected(trace.trace_id, str(exc), len(received)), None
+    return outcome, facts
+
+
+def _close(trace: ReceivedTrace, outcome, summary: MappingSummary, counts: Counter) -> None:
+    """An incomplete trace waits for more spans; a rejected one keeps the reason."""
+    if isinstance(outcome, TraceIncomplete):
+        trace.status, trace.reason = TraceStatus.INCOMPLETE, _reason(outcome.reason)
+        summary.incomplete += 1
+    else:
+        trace.status, trace.reason = TraceStatus.REJECTED, _reason(outcome.reason)
+        trace.sampled_by, trace.sampling_rule = "", None
+        summary.rejected += 1
+    counts[trace.status] += 1
+
+
+def _store_records(project, router: RecordRouter, items: list[_Sampled]) -> list:
+    """Per sampled trace, in order: ``(record id, tier)``, or the exception that refused it
+    (:class:`TraceRefused` naming what it lacks, or what the database raised). The batch is
+    stored in one savepoint with a constant number of statements; when the database refuses
+    a value, the savepoint rolls back and each trace is stored in a savepoint of its own, so
+    only the trace at fault is refused. A transient error (a lock, a timeout, the connection)
+    is raised: the batch is retried."""
+    if not items:
+        return []
+    try:
+        with transaction.atomic():
+            return _store_batch(project, router, items)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as exc:
+        if len(items) == 1:  # the database refused a value of this trace
+            logger.exception("trace %s could not be stored", items[0].record.trace_id)
+            return [exc]
+    results = []
+    for item in items:
+        try:
+            with transaction.atomic():
+                results.extend(_store_batch(project, router, [item]))
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception as exc:  # the database refused a value: this trace only
+            logger.exception("trace %s could not be stored", item.record.trace_id)
+            results.append(exc)
+    return results
+
+
+def _store_batch(project, router: RecordRouter, items: list[_Sampled]) -> list:
+    """Create the answer records of sampled traces (see :func:`_store_records`). A trace
+    refused for what it lacks (a text the database cannot hold, a domain, a task type) is
+    refused before anything is written."""
+    results: list = [None] * len(items)
+    wanted: dict[int, str] = {}  # item index → question id
+    for index, item in enumerate(items):
+        try:
+            _check_texts(item.record)
+            wanted[index] = _question_id(item.record, item.facts)
+        except TraceRefused as exc:
+            results[index] = exc
+    questions = _questions_for(project, items, wanted, results)
+    valid = [i for i in wanted if results[i] is None]
+    systems = _systems_for(
+        project, {system_id_for(items[i].record.system): items[i] for i in valid}
+    )
+    run_ids = {i: f"trace-{items[i].record.trace_id}" for i in valid}
+    Run.objects.bulk_create(
+        [
+            Run(
+                project=project,
+                run_id=run_ids[i],
+                system_id=systems[system_id_for(items[i].record.system)],
+                source_name=SOURCE_NAME,
+            )
+            for i in valid
+        ],
+        ignore_conflicts=True,
+    )
+    runs = dict(
+        Run.objects.filter(project=project, run_id__in=one_of(run_ids.values())).values_list(
+            "run_id", "pk"
+        )
+    )
+    resolved = _resolve_refs(project, [items[i].record for i in valid])
+    rows, tiers, slots, passages = [], [], Counter(), []
+    for i in valid:
+        item = items[i]
+        record, facts, decision = item.record, item.facts, item.decision
+        question = questions[wanted[i]]
+        uncertainty = (
+            None
+            if facts.uncertainty is None
+            else Decimal(repr(facts.uncertainty)).quantize(Decimal("0.001"))
+        )
+        tier, tier_value, rule, rules_version, labels_required = router.route(question, uncertainty)
+        retrieved, unmatched, citations, unmatched_citations = _passages(record, resolved)
+        extra = {
+            "trace": {
+                "trace_id": record.trace_id,
+                "convention": record.convention,
+                "sampled_by": decision.sampled_by,
+                "sampling_rule_version": decision.rule.version if decision.rule else None,
+                "passages_dropped": record.passages_dropped,
+                "unmatched_citations": unmatched_citations,
             }
-        },
-    )
-    run, _ = Run.objects.get_or_create(
-        project=project,
-        run_id=f"trace-{record.trace_id}",
-        defaults={"system": system, "source_name": SOURCE_NAME},
-    )
-    uncertainty = (
-        None
-        if facts.uncertainty is None
-        else Decimal(repr(facts.uncertainty)).quantize(Decimal("0.001"))
-    )
-    tier, tier_value, rule, rules_version, labels_required = router.route(question, uncertainty)
-    retrieved, unmatched, citations, unmatched_citations = _passages(project, record)
-    extra = {
-        "trace": {
-            "trace_id": record.trace_id,
-            "convention": record.convention,
-            "sampled_by": decision.sampled_by,
-            "sampling_rule_version": decision.rule.version if decision.rule else None,
-            "passages_dropped": record.passages_dropped,
-            "unmatched_citations": unmatched_citations,
         }
-    }
-    if record.input_tokens is not None or record.output_tokens is not None:
-        extra["tokens"] = {"input": record.input_tokens, "output": record.output_tokens}
-    public_id = new_public_id()
-    row = (
-        project.pk,
-        public_id,
-        run.pk,
-        question.pk,
-        question.domain_id,
-        router.queue_rank(public_id),
-        record.answer,
-        {"name": record.system.model, "ids": list(record.model_ids)},
-        _latency(record.latency_ms),
-        _cost(record.cost),
-        extra,
-        uncertainty,
-        False,
-        tier_value,
-        rule,
-        rules_version,
-        labels_required,
+        if record.input_tokens is not None or record.output_tokens is not None:
+            extra["tokens"] = {"input": record.input_tokens, "output": record.output_tokens}
+        public_id = new_public_id()
+        rows.append(
+            (
+                project.pk,
+                public_id,
+                runs[run_ids[i]],
+                question.pk,
+                question.domain_id,
+                router.queue_rank(public_id),
+                record.answer,
+                {"name": record.system.model, "ids": list(record.model_ids)},
+                _latency(record.latency_ms),
+                _cost(record.cost),
+                extra,
+                uncertainty,
+                False,
+                tier_value,
+                rule,
+                rules_version,
+                labels_required,
+            )
+        )
+        tiers.append(tier)
+        slots[question.domain_id] += labels_required
+        passages.append((retrieved, unmatched, citations))
+    record_ids = insert_records(rows, slots=slots)
+    retrieved_rows, unmatched_rows, citation_rows = [], [], []
+    for record_id, (retrieved, unmatched, citations) in zip(record_ids, passages, strict=True):
+        retrieved_rows += [(record_id, *row) for row in retrieved]
+        unmatched_rows += [(record_id, *row) for row in unmatched]
+        citation_rows += [(record_id, *row) for row in citations]
+    insert_passages(retrieved=retrieved_rows, citations=citation_rows)
+    insert_rows(
+        UnmatchedPassage, ("record_id", "rank", "passage_ref", "text", "score"), unmatched_rows
     )
-    [record_id] = insert_records([row], slots=Counter({question.domain_id: labels_required}))
-    insert_passages(
-        retrieved=[(record_id, *row) for row in retrieved],
-        citations=[(record_id, *row) for row in citations],
-    )
-    UnmatchedPassage.objects.bulk_create(
-        UnmatchedPassage(record_id=record_id, rank=rank, passage_ref=ref, text=text, score=score)
-        for rank, ref, text, score in unmatched
-    )
-    return record_id, tier
+    for i, record_id, tier in zip(valid, record_ids, tiers, strict=True):
+        _store_later_evaluations(project, record_id, items[i].spans)
+        results[i] = (record_id, tier)
+    return results
 
 
 def _check_texts(record: TraceRecord) -> None:
@@ -462,63 +558,94 @@ def _check_texts(record: TraceRecord) -> None:
             raise TraceRefused(f"{what} is not valid UTF-8") from None
 
 
-def _question_for(project, record: TraceRecord, facts) -> AnsweredQuestion:
-    """The question the trace answers: the project's question with the id the trace names (a
-    ``goldset.question_id`` attribute), else the one filed under the hash of its normalised
-    text; created when there is none (in the domain the trace names, or the project's only
-    domain)."""
+def _question_id(record: TraceRecord, facts) -> str:
+    """The id the trace's question is filed under: the ``goldset.question_id`` it names, else
+    the hash of its normalised text."""
     if facts.question_id and not is_clean_id(facts.question_id, QUESTION_ID_LENGTH):
         raise TraceRefused("goldset.question_id: not a valid question id")
-    question_id = facts.question_id or question_id_for(record.question)
-    columns = ("pk", "task_type", "uncertainty", "adversarial", "domain_id", "domain__slug")
-    found = (
-        Question.objects.filter(project=project, question_id=question_id)
-        .values_list(*columns)
-        .first()
-    )
-    if found is None:
-        domain = _domain_for(project, facts.domain)
-        task_type = facts.task_type or TaskType.RAG_SYNTHESIS.value
-        if task_type not in TASK_TYPES:
-            raise TraceRefused(
-                f"goldset.task_type: {task_type!r} is not one of {', '.join(TASK_TYPES)}"
-            )
+    return facts.question_id or question_id_for(record.question)
+
+
+QUESTION_COLUMNS = ("pk", "task_type", "uncertainty", "adversarial", "domain_id", "domain__slug")
+
+
+def _questions_for(project, items: list[_Sampled], wanted: dict, results: list) -> dict:
+    """The questions the traces answer, by question id (``wanted``: item index → id): the
+    project's question with that id, else one created (in the domain the trace names, or the
+    project's only domain; a trace that cannot be filed gets its TraceRefused in
+    ``results``). Four statements at most, however many traces."""
+    found = {
+        row[0]: AnsweredQuestion(*row[1:])
+        for row in Question.objects.filter(
+            project=project, question_id__in=one_of(set(wanted.values()))
+        ).values_list("question_id", *QUESTION_COLUMNS)
+    }
+    new: dict[str, Question] = {}
+    domains = None
+    for index, question_id in wanted.items():
+        if question_id in found or question_id in new:
+            continue
+        if domains is None:
+            domains = project_domains(project)
+        item = items[index]
+        try:
+            slug = domain_for_trace(domains, item.facts.domain)
+            task_type = _task_type(item.facts)
+        except TraceRefused as exc:
+            results[index] = exc
+            continue
         content = {
             "question_id": question_id,
-            "domain": domain.slug,
-            "task_family": facts.task_family,
+            "domain": slug,
+            "task_family": item.facts.task_family,
             "task_type": task_type,
-            "question": record.question,
+            "question": item.record.question,
             "source": SOURCE_NAME,
         }
-        Question.objects.get_or_create(
+        new[question_id] = Question(
             project=project,
             question_id=question_id,
-            defaults={
-                "domain": domain,
-                "task_family": facts.task_family,
-                "task_type": task_type,
-                "text": record.question,
-                "content_sha256": question_hash(content),
-            },
+            domain_id=domains[slug],
+            task_family=item.facts.task_family,
+            task_type=task_type,
+            text=item.record.question,
+            content_sha256=question_hash(content),
         )
-        found = (
-            Question.objects.filter(project=project, question_id=question_id)
-            .values_list(*columns)
-            .get()
+    if new:
+        Question.objects.bulk_create(new.values(), ignore_conflicts=True)
+        found.update(
+            (row[0], AnsweredQuestion(*row[1:]))
+            for row in Question.objects.filter(
+                project=project, question_id__in=one_of(new)
+            ).values_list("question_id", *QUESTION_COLUMNS)
         )
-    return AnsweredQuestion(*found)
+    return found
 
 
-def _domain_for(project, slug: str) -> Domain:
-    if slug:
-        domain = Domain.objects.filter(project=project, slug=slug).first()
-        if domain is None:
-            raise TraceRefused(f"{DOMAIN}: no domain {slug!r} in this project")
-        return domain
-    domains = list(Domain.objects.filter(project=project).order_by("slug")[:2])
+def _task_type(facts) -> str:
+    task_type = facts.task_type or TaskType.RAG_SYNTHESIS.value
+    if task_type not in TASK_TYPES:
+        raise TraceRefused(
+            f"goldset.task_type: {task_type!r} is not one of {', '.join(TASK_TYPES)}"
+        )
+    return task_type
+
+
+def project_domains(project) -> dict[str, int]:
+    """``project``'s domains: slug → id (one statement)."""
+    return dict(Domain.objects.filter(project=project).values_list("slug", "pk"))
+
+
+def domain_for_trace(domains: dict[str, int], named: str) -> str:
+    """The slug of the domain a new question of a trace goes to: the one it names (a
+    ``goldset.domain`` attribute), else the project's only domain; TraceRefused naming what is
+    missing otherwise."""
+    if named:
+        if named not in domains:
+            raise TraceRefused(f"{DOMAIN}: no domain {named!r} in this project")
+        return named
     if len(domains) == 1:
-        return domains[0]
+        return next(iter(domains))
     if not domains:
         raise TraceRefused("the project has no domain yet: create one before sending traces")
     raise TraceRefused(
@@ -527,18 +654,57 @@ def _domain_for(project, slug: str) -> Domain:
     )
 
 
-def _passages(project, record: TraceRecord):
-    """(retrieved rows, unmatched rows, citation rows, unmatched citation ids): a passage is
-    matched by its document id as a block id (``block`` or ``block@vN``), else as the id of a
-    document with exactly one block; the others are kept with their text."""
-    refs = {p.document_id for p in record.passages if p.document_id} | set(record.citations)
+def _systems_for(project, wanted: dict) -> dict[str, int]:
+    """System ids → ids of the systems the traces ran (``wanted``: system id → a sampled trace
+    of it), created when new (admins only: service, version and answering model)."""
+    if not wanted:
+        return {}
+    systems = dict(
+        System.objects.filter(project=project, system_id__in=one_of(wanted)).values_list(
+            "system_id", "pk"
+        )
+    )
+    missing = [system_id for system_id in wanted if system_id not in systems]
+    if missing:
+        System.objects.bulk_create(
+            [
+                System(
+                    project=project,
+                    system_id=system_id,
+                    config={
+                        "source": SOURCE_NAME,
+                        "service.name": wanted[system_id].record.system.service_name,
+                        "service.version": wanted[system_id].record.system.service_version,
+                        "model": wanted[system_id].record.system.model,
+                    },
+                )
+                for system_id in missing
+            ],
+            ignore_conflicts=True,
+        )
+        systems.update(
+            System.objects.filter(project=project, system_id__in=one_of(missing)).values_list(
+                "system_id", "pk"
+            )
+        )
+    return systems
+
+
+def _resolve_refs(project, records: list[TraceRecord]) -> dict:
+    """The corpus block versions the records' passages and citations name: a document id as
+    a block id (``block`` or ``block@vN``), else as the id of a document with exactly one
+    block. Three statements at most for the whole batch."""
+    refs = set()
+    for record in records:
+        refs |= {p.document_id for p in record.passages if p.document_id}
+        refs |= set(record.citations)
     refs = {ref for ref in refs if len(ref) <= REF_LENGTH}
     resolved = _versions(refs, project) if refs else {}
     missing = refs - set(resolved)
     if missing:
         blocks = defaultdict(list)
         for block_id, document_id in Block.objects.filter(
-            project=project, document__project=project, document__document_id__in=missing
+            project=project, document__project=project, document__document_id__in=one_of(missing)
         ).values_list("block_id", "document__document_id"):
             blocks[document_id].append(block_id)
         single = {doc: ids[0] for doc, ids in blocks.items() if len(ids) == 1}
@@ -547,14 +713,22 @@ def _passages(project, record: TraceRecord):
             for document_id, block_id in single.items():
                 if block_id in by_block:
                     resolved[document_id] = by_block[block_id]
+    return resolved
+
+
+def _passages(record: TraceRecord, resolved: dict):
+    """(retrieved rows, unmatched rows, citation rows, unmatched citation ids) of a record:
+    a passage whose document id resolved to the corpus is a retrieved passage (with its
+    score); the others are kept with their text and score."""
     retrieved, unmatched = [], []
     for passage in record.passages:
         version = resolved.get(passage.document_id) if passage.document_id else None
+        score = _finite(passage.score)
         if version is not None:
-            retrieved.append((version.pk, passage.document_id, passage.rank))
+            retrieved.append((version.pk, passage.document_id, passage.rank, score))
         else:
             ref = (passage.document_id or "")[:REF_LENGTH]
-            unmatched.append((passage.rank, ref, passage.text, _finite(passage.score)))
+            unmatched.append((passage.rank, ref, passage.text, score))
     citations = [
         (resolved[ref].pk, ref, position)
         for position, ref in enumerate(record.citations)

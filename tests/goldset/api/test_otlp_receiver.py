@@ -108,8 +108,9 @@ def test_an_openinference_trace_becomes_a_record_with_matched_and_unmatched_pass
     ranked = [doc_id for doc_id, _ in run.reranked]
     retrieved = list(RetrievedPassage.objects.filter(record=record))
     unmatched = list(UnmatchedPassage.objects.filter(record=record))
-    assert [(p.rank, p.passage_ref, p.block_version) for p in retrieved] == [
-        (ranked.index("AC-2") + 1, "AC-2", matched)
+    # with the reranker's score, for the passage matched to the corpus as for the others
+    assert [(p.rank, p.passage_ref, p.block_version, p.score) for p in retrieved] == [
+        (ranked.index("AC-2") + 1, "AC-2", matched, dict(run.reranked)["AC-2"])
     ]
     assert [(p.passage_ref, p.text) for p in unmatched] == [
         (d, CORPUS[d]) for d in ranked if d != "AC-2"
