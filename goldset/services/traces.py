@@ -37,7 +37,7 @@ import json
 import logging
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import InterfaceError, OperationalError, transaction
@@ -47,7 +47,7 @@ from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
-from goldset.imports.bulk import insert_rows, one_of, update_rows
+from goldset.imports.bulk import insert_missing_rows, insert_rows, one_of, update_rows
 from goldset.imports.fields import column_length, is_clean_id
 from goldset.models import (
     OPEN_TRACE_STATUSES,
@@ -78,8 +78,15 @@ from goldset.services.answer_imports import (
     question_hash,
 )
 from goldset.services.sampling import SamplingDecision, SamplingPass
-from goldset.traces.decode import Decoded, Span
-from goldset.traces.mapping import TraceIncomplete, TraceRecord, TraceRejected, map_trace
+from goldset.traces.decode import Decoded, Span, SpanRejection, rejected_with, same_span
+from goldset.traces.mapping import (
+    DEFAULT_MAX_PASSAGES,
+    TraceIncomplete,
+    TraceRecord,
+    TraceRejected,
+    document_count,
+    map_trace,
+)
 from goldset.traces.signals import CONFIDENCE_KEYS, EVALUATION_NAME, SCORE_LABEL, SCORE_VALUE
 from goldset.traces.stored import (
     DOMAIN,
@@ -111,9 +118,16 @@ class TracesBacklogged(GoldsetError):
 
 @dataclass(frozen=True)
 class ReceiveSummary:
+    """What :func:`receive_spans` did with a request, beyond the decoder's rejections."""
+
     spans_received: int  # accepted by the decoder (stored, or already stored)
     traces: int  # traces the request's spans belong to
-    traces_rejected: int  # traces rejected whole because the decoder rejected a span of theirs
+    traces_rejected: int  # traces rejected whole (by the decoder or on receipt)
+    # spans refused on receipt: their trace cannot become a record (no question, answer or
+    # domain…), their trace was rejected earlier, or a conflicting copy of a stored span
+    rejections: tuple[SpanRejection, ...] = ()
+    # spans accepted but not kept whole: retrieved documents beyond the cap
+    warnings: tuple[str, ...] = ()
 
 
 def _reason(text: str) -> str:
@@ -122,13 +136,21 @@ def _reason(text: str) -> str:
 
 @transaction.atomic
 def receive_spans(*, project, decoded: Decoded) -> ReceiveSummary:
-    """Store the spans ``decoded`` accepted for ``project`` and queue their traces' mapping.
+    """Store the spans ``decoded`` accepted for ``project`` and queue their traces' mapping;
+    return what was refused on receipt, for the answer's ``partial_success``.
 
-    Spans of a trace already mapped are stored (for later use) without mapping it again;
-    spans of a rejected trace are not stored. A trace the decoder rejected a span of is
-    rejected whole (unless it was already mapped) and its stored spans deleted. Trace rows are
-    locked in trace-id order, so concurrent requests never deadlock on them, and the mapping
-    (which locks the same rows) sees either none or all of a request's spans."""
+    Spans of a trace already mapped are stored (for later use) without mapping it again.
+    Refused, each named in the summary: the spans of a trace rejected earlier; a span stored
+    by an earlier request sent again with other content (the first copy is kept; an identical
+    copy is simply already there); and every span of a trace that, with the spans stored for it
+    before, is complete but cannot become an answer record (:func:`check_on_receipt`: no
+    question, no answer, no domain, a malformed ``goldset.*`` attribute…), which is rejected
+    whole with the reason, its earlier spans dropped, as a trace the decoder rejected a span
+    of is (unless it was already mapped). A trace whose retrieved documents pass the cap keeps
+    the first ones by rank, and the summary warns of it. Trace rows are locked in trace-id
+    order, so concurrent requests never deadlock on them, and the mapping (which locks the
+    same rows) sees either none or all of a request's spans. The number of statements does
+    not grow with the spans or traces of the request."""
     if decoded.spans:
         limit = tunable("OTLP_MAX_PENDING_TRACES")
         waiting = (
@@ -151,55 +173,194 @@ def receive_spans(*, project, decoded: Decoded) -> ReceiveSummary:
     trace_ids = sorted(set(spans_by_trace) | set(refused))
     if not trace_ids:
         return ReceiveSummary(spans_received=0, traces=0, traces_rejected=0)
-    ReceivedTrace.objects.bulk_create(
-        [ReceivedTrace(project=project, trace_id=trace_id) for trace_id in trace_ids],
-        ignore_conflicts=True,
+    insert_missing_rows(
+        ReceivedTrace, ("project_id", "trace_id"), [(project.pk, t) for t in trace_ids]
     )
-    statuses = dict(
-        ReceivedTrace.objects.select_for_update()
+    rows = {
+        trace_id: (pk, status, reason)
+        for trace_id, pk, status, reason in ReceivedTrace.objects.select_for_update()
         .filter(project=project, trace_id__in=one_of(trace_ids))
         .order_by("trace_id")
-        .values_list("trace_id", "status")
-    )
+        .values_list("trace_id", "pk", "status", "reason")
+    }
+    rejections: list[SpanRejection] = []
+    for trace_id, spans in spans_by_trace.items():
+        _, status, reason = rows[trace_id]
+        if status == TraceStatus.REJECTED:
+            rejections += _rejected_whole(spans, f"its trace was rejected before: {reason}")
     keep = [
         trace_id
         for trace_id in spans_by_trace
-        if statuses[trace_id] != TraceStatus.REJECTED and trace_id not in refused
+        if rows[trace_id][1] != TraceStatus.REJECTED and trace_id not in refused
     ]
     # Spans are only ever stored here, under the lock of their trace's row (held): the spans
     # already stored for these traces are all there are, and the rest are copied in at once.
-    stored = set(
-        ReceivedSpan.objects.filter(project=project, trace_id__in=one_of(keep)).values_list(
-            "trace_id", "span_id"
-        )
-        if keep
-        else ()
+    stored: dict[tuple[str, str], Span] = {}
+    if keep:
+        for trace_id, span_id, parent_span_id, payload in ReceivedSpan.objects.filter(
+            project=project, trace_id__in=one_of(keep)
+        ).values_list("trace_id", "span_id", "parent_span_id", "payload"):
+            stored[(trace_id, span_id)] = span_from_payload(
+                trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id, payload=payload
+            )
+    fresh: dict[str, list[Span]] = {}
+    conflicts = set()
+    for trace_id in keep:
+        fresh[trace_id] = []
+        for span in spans_by_trace[trace_id]:
+            first = stored.get(span.key)
+            if first is None:
+                fresh[trace_id].append(span)
+            elif not same_span(first, span):
+                conflicts.add(span.key)
+                rejections.append(
+                    SpanRejection(
+                        trace_id,
+                        span.span_id,
+                        "conflicting duplicate: this span id was received in an earlier "
+                        "request with other content (the first copy is kept)",
+                    )
+                )
+    open_traces = [t for t in keep if rows[t][1] in OPEN_TRACE_STATUSES]
+    whole = defaultdict(list)
+    for (trace_id, _), span in stored.items():
+        whole[trace_id].append(span)
+    checked = check_on_receipt(
+        project,
+        {t: whole[t] + fresh[t] for t in open_traces},
+        fresh={t: fresh[t] for t in open_traces},
     )
+    for trace_id, (span_id, reason) in checked.refused.items():
+        # every span of the request in the trace is refused with it (the span named first:
+        # the root when the request holds it), but a conflicting copy, refused already
+        spans = sorted(
+            (s for s in spans_by_trace[trace_id] if s.key not in conflicts),
+            key=lambda s: s.span_id != span_id,
+        )
+        rejections += _rejected_whole(spans, reason) if spans else []
+        refused[trace_id] = reason
     insert_rows(
         ReceivedSpan,
         ("project_id", "trace_id", "span_id", "parent_span_id", "payload"),
         [
             (project.pk, span.trace_id, span.span_id, span.parent_span_id, span_payload(span))
             for trace_id in keep
-            for span in spans_by_trace[trace_id]
-            if (trace_id, span.span_id) not in stored
+            if trace_id not in checked.refused
+            for span in fresh[trace_id]
         ],
     )
     now = timezone.now()
-    to_map = [trace_id for trace_id in keep if statuses[trace_id] in OPEN_TRACE_STATUSES]
-    _reopen(project, to_map, now=now)
-    dropped = [t for t in refused if statuses[t] != TraceStatus.MAPPED]
-    for trace_id in dropped:
-        ReceivedTrace.objects.filter(project=project, trace_id=trace_id).update(
-            status=TraceStatus.REJECTED,
-            reason=_reason(f"a span was rejected on receipt: {refused[trace_id]}"),
-            updated_at=now,
-        )
-    if dropped:
-        ReceivedSpan.objects.filter(project=project, trace_id__in=dropped).delete()
-    return ReceiveSummary(
-        spans_received=len(decoded.spans), traces=len(trace_ids), traces_rejected=len(dropped)
+    _reopen(project, [t for t in open_traces if t not in checked.refused], now=now)
+    dropped = [t for t in refused if rows[t][1] != TraceStatus.MAPPED]
+    update_rows(
+        ReceivedTrace,
+        ("status", "reason", "updated_at"),
+        [
+            (
+                rows[t][0],
+                TraceStatus.REJECTED,
+                _reason(
+                    refused[t]
+                    if t in checked.refused
+                    else f"a span was rejected on receipt: {refused[t]}"
+                ),
+                now,
+            )
+            for t in sorted(dropped)
+        ],
     )
+    if dropped:
+        ReceivedSpan.objects.filter(project=project, trace_id__in=one_of(dropped)).delete()
+    return ReceiveSummary(
+        spans_received=len(decoded.spans),
+        traces=len(trace_ids),
+        traces_rejected=len(dropped),
+        rejections=tuple(rejections),
+        warnings=tuple(checked.warnings),
+    )
+
+
+def _rejected_whole(spans: list[Span], reason: str) -> list[SpanRejection]:
+    """The rejections of a trace's spans for ``reason``: the first names it, the others follow."""
+    cause = SpanRejection(spans[0].trace_id, spans[0].span_id, reason)
+    return [cause] + [rejected_with(span, cause) for span in spans[1:]]
+
+
+@dataclass
+class ReceiptCheck:
+    refused: dict = field(default_factory=dict)  # trace id → (span id to name, reason)
+    warnings: list = field(default_factory=list)
+
+
+def check_on_receipt(project, traces: dict[str, list[Span]], *, fresh: dict) -> ReceiptCheck:
+    """What can be told of the traces a request brings spans for (``traces``: trace id → every
+    span of it, stored before or new; ``fresh``: the request's new ones) before the mapping
+    runs: a trace complete with these spans that cannot become an answer record is refused,
+    naming the span (its root) and what is missing — no question, no answer, two roots, a
+    malformed ``goldset.*`` attribute, a text the database cannot hold, and for a question not
+    in the project yet no domain (none named and several or none in the project), a domain or a
+    task type that does not exist — exactly as the mapping would reject it
+    (:func:`map_trace`, :func:`_store_batch`'s checks). A trace whose retrieved documents pass
+    the cap (``DEFAULT_MAX_PASSAGES``) is warned of; for a trace not complete yet, a retriever
+    span of the request that alone passes the cap is. Two statements at most (the project's
+    domains, and the questions the complete traces name), whatever the number of traces."""
+    check = ReceiptCheck()
+    complete = {}
+    for trace_id, spans in traces.items():
+        if not spans:
+            continue
+        try:
+            outcome = map_trace(spans)
+        except Exception:  # left to the mapping, which logs it and rejects the trace
+            continue
+        if isinstance(outcome, TraceRejected):
+            root = next((s for s in spans if not s.parent_span_id), spans[0])
+            check.refused[trace_id] = (root.span_id, outcome.reason)
+        elif isinstance(outcome, TraceIncomplete):
+            for span in fresh.get(trace_id, ()):
+                count = document_count(span)
+                if count > DEFAULT_MAX_PASSAGES:
+                    check.warnings.append(
+                        f"span {span.span_id} of trace {trace_id}: {count} retrieved documents; "
+                        f"a trace keeps its first {DEFAULT_MAX_PASSAGES} by rank"
+                    )
+        else:
+            try:
+                facts = trace_facts(
+                    outcome, id_length=QUESTION_ID_LENGTH, family_length=TASK_FAMILY_LENGTH
+                )
+                _check_texts(outcome)
+                question_id = _question_id(outcome, facts)
+            except (FactsProblem, TraceRefused) as exc:
+                check.refused[trace_id] = (outcome.root_span_id, str(exc))
+                continue
+            complete[trace_id] = (outcome, facts, question_id)
+            if outcome.passages_dropped:
+                total = len(outcome.passages) + outcome.passages_dropped
+                check.warnings.append(
+                    f"trace {trace_id}: {total} retrieved documents; the first "
+                    f"{len(outcome.passages)} by rank are kept, {outcome.passages_dropped} "
+                    "dropped"
+                )
+    if not complete:
+        return check
+    known = set(
+        Question.objects.filter(
+            project=project, question_id__in=one_of({q for _, _, q in complete.values()})
+        ).values_list("question_id", flat=True)
+    )
+    domains = None
+    for trace_id, (outcome, facts, question_id) in complete.items():
+        if question_id in known:
+            continue
+        if domains is None:
+            domains = project_domains(project)
+        try:
+            domain_for_trace(domains, facts.domain)
+            _task_type(facts)
+        except TraceRefused as exc:
+            check.refused[trace_id] = (outcome.root_span_id, str(exc))
+    return check
 
 
 def _reopen(project, trace_ids: list[str], *, now) -> None:

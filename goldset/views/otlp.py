@@ -70,13 +70,16 @@ def otlp_traces(request):
     except DecodeError as exc:
         return _error(exc.status, exc.message, media)
     try:
-        receive_spans(project=request.project, decoded=decoded)
+        received = receive_spans(project=request.project, decoded=decoded)
     except TracesBacklogged as exc:
         return _error(429, f"{exc}; retry later", media, retry=True)
     except OperationalError:
         logger.warning("traces of %s not stored: the database is busy", request.project.slug)
         return _error(503, "the database is busy; retry later", media, retry=True)
-    return HttpResponse(encode_export_response(decoded, content_type=media), content_type=media)
+    body = encode_export_response(
+        decoded, content_type=media, rejections=received.rejections, warnings=received.warnings
+    )
+    return HttpResponse(body, content_type=media)
 
 
 def _error(status: int, message: str, media: str, *, retry: bool = False) -> HttpResponse:

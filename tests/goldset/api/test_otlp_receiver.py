@@ -213,7 +213,9 @@ def test_a_trace_without_a_domain_in_a_project_of_several_is_rejected_naming_the
 ):
     DomainFactory(slug="audit")
     spans, _ = pipeline_spans("openinference")
-    assert send(protobuf_body(spans)).status_code == 200  # received; the mapping rejects it
+    response = send(protobuf_body(spans))
+    assert response.status_code == 200  # refused in the answer (tests/…/test_otlp_bad_input.py)
+    assert partial_success(response)[0] == len(spans)
     trace = ReceivedTrace.objects.get()
     assert trace.status == "rejected" and "goldset.domain" in trace.reason
     assert not AnswerRecord.objects.exists() and not Question.objects.exists()
@@ -252,9 +254,10 @@ def test_nul_or_invalid_utf8_in_an_attribute_rejects_its_trace_as_partial_succes
     assert ReceivedSpan.objects.count() == len(good)  # nothing of the rejected trace
 
 
-def test_a_nul_inside_a_json_message_rejects_the_trace_when_mapped(send, domain):
+def test_a_nul_inside_a_json_message_rejects_the_trace_on_receipt(send, domain):
     """The attribute is clean text (its NUL is a JSON escape), so it passes the decoder; the
-    message it carries holds a NUL, which the mapping refuses to store."""
+    message it carries holds a NUL, which the database cannot store: the trace is refused when
+    it arrives, in the response."""
     spans, _ = pipeline_spans("genai")
     body = json.loads(json_body(spans))
     root = next(
@@ -266,7 +269,10 @@ def test_a_nul_inside_a_json_message_rejects_the_trace_when_mapped(send, domain)
             attribute["value"] = {"stringValue": json.dumps(messages)}
     assert "\\u0000" in json.dumps(body)
     response = send(json.dumps(body).encode(), content_type=JSON)
-    assert response.status_code == 200 and partial_success(response) == (0, "")
+    assert response.status_code == 200
+    rejected, message = partial_success(response)
+    assert rejected == len(spans)
+    assert f"of trace {root['traceId']}: the question contains a NUL character" in message
     trace = ReceivedTrace.objects.get()
     assert trace.status == "rejected" and "NUL" in trace.reason
     assert not AnswerRecord.objects.exists() and not Question.objects.exists()
