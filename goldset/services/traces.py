@@ -5,11 +5,15 @@ each complete trace becomes an answer record routed into the tiers like an uploa
   (project, trace id, span id) — a batch sent again creates nothing — marks their traces
   pending, and queues the mapping through the outbox (one open request per project). Traces
   the decoder rejected a span of are rejected whole, with the spans stored for them by earlier
-  requests dropped (nothing partial is mapped). When the project's mapping is behind
-  (``OTLP_MAX_PENDING_TRACES``) it stores nothing and raises :class:`TracesBacklogged` (429).
+  requests dropped (nothing partial is mapped); so are traces that are whole on receipt but
+  cannot become a record (:func:`check_on_receipt`: no question, answer or domain…), and a span
+  re-sent with other content is refused: all named in the summary the receiver answers with
+  (``partial_success``). When the project's mapping is behind (``OTLP_MAX_PENDING_TRACES``) it
+  stores nothing and raises :class:`TracesBacklogged` (429).
 * :func:`map_pending_traces` (the ``goldset.map_traces`` task): claims the project's pending
-  traces (``SKIP LOCKED``), maps each with :func:`goldset.traces.mapping.map_trace` and, for a
-  complete one, creates its answer record in a savepoint of its own: question matched by id
+  traces (``SKIP LOCKED``), maps each with :func:`goldset.traces.mapping.map_trace` and, for the
+  complete ones sampled, creates their answer records together in one savepoint (one trace at a
+  time in savepoints of their own when the database refuses a value): question matched by id
   (a ``goldset.question_id`` attribute, else the hash of its normalised text) or created,
   system = service, version and answering model (admins only), one run per trace, routed by
   :class:`~goldset.services.answer_imports.RecordRouter` (the answer-log import's routing),
