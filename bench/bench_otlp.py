@@ -15,6 +15,11 @@ Figures (one JSON line, plus a summary on stderr):
 * ``spans_per_s``: spans stored by the receiver ÷ wall time from the clients' start to their
   last export answered (what the SDKs created, ``spans_created``, must equal ``spans_stored``);
 * ``mapped_per_s``: traces the worker mapped ÷ time from the clients' start until none waits;
+* ``end_to_end_spans_per_s``: spans stored ÷ that same time (every span stored and its trace
+  mapped and sampled): the sustained rate, receiver and worker together;
+* ``while_sending`` / ``while_mapping``: the 1-minute load average (min, mean, max) and the most
+  traces waiting to be mapped, sampled every 2 s (a backlog that stays small: the worker keeps
+  up with the receiver);
 * the 1-minute load average before, at the end of the clients, and at the end.
 
 Run:  DATABASE_URL=postgres://postgres@127.0.0.1:5432/x REDIS_URL=redis://127.0.0.1:6399/11 \
@@ -154,6 +159,42 @@ def worker_answers(redis_url: str) -> bool:
     return bool(Celery(broker=redis_url).control.ping(timeout=0.5))
 
 
+class Monitor(threading.Thread):
+    """Every ``every`` seconds: the 1-minute load average and the traces waiting to be mapped
+    (``pending``), until stopped: whether the mapping kept up while the clients sent."""
+
+    def __init__(self, db_url: str, every: float = 2.0):
+        super().__init__(daemon=True)
+        self.db_url, self.every = db_url, every
+        self.samples: list[tuple[float, float, int]] = []
+        self.stopped = threading.Event()
+        self.started = time.perf_counter()
+
+    def run(self) -> None:
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            while not self.stopped.is_set():
+                pending = conn.execute(
+                    "SELECT count(*) FROM goldset_receivedtrace WHERE status = 'pending'"
+                ).fetchone()[0]
+                at = round(time.perf_counter() - self.started, 1)
+                self.samples.append((at, os.getloadavg()[0], pending))
+                self.stopped.wait(self.every)
+
+    def summary(self, until: float) -> dict:
+        """Load and backlog over the samples taken in the first ``until`` seconds."""
+        window = [s for s in self.samples if s[0] <= until] or self.samples
+        loads = [load for _, load, _ in window]
+        return {
+            "load_min": round(min(loads), 2),
+            "load_mean": round(sum(loads) / len(loads), 2),
+            "load_max": round(max(loads), 2),
+            "pending_max": max(p for _, _, p in window),
+            # (seconds, traces waiting) every 10 s or so: a backlog that levels off, not one
+            # that grows until the clients stop
+            "pending_trail": [(at, p) for at, _, p in window[:: max(1, round(10 / self.every))]],
+        }
+
+
 def counts(db_url: str) -> dict:
     with psycopg.connect(db_url) as conn:
         spans = conn.execute("SELECT count(*) FROM goldset_receivedspan").fetchone()[0]
@@ -247,6 +288,8 @@ def main() -> None:
         wait_for(lambda: answers_http(args.port), timeout=120, what="gunicorn")
         wait_for(lambda: worker_answers(args.redis_url), timeout=120, what="the celery worker")
         result["load_before"] = os.getloadavg()[0]
+        monitor = Monitor(db_url)
+        monitor.start()
         started = time.perf_counter()
         clients = [
             subprocess.Popen(
@@ -277,6 +320,8 @@ def main() -> None:
         except RuntimeError:
             pass  # reported below as what was mapped by then
         mapped_s = time.perf_counter() - started
+        monitor.stopped.set()
+        monitor.join()
         final = counts(db_url)
         traces = sum(final["traces"].values())
         result["traces"] = final["traces"]
@@ -284,6 +329,10 @@ def main() -> None:
         done = traces - final["traces"].get("pending", 0)
         result["mapped_all_s"] = round(mapped_s, 2)
         result["mapped_per_s"] = round(done / mapped_s, 1)
+        # end to end: every span stored and its trace mapped, over the whole time it took
+        result["end_to_end_spans_per_s"] = round(stored["spans"] / mapped_s, 1)
+        result["while_sending"] = monitor.summary(flushed)
+        result["while_mapping"] = monitor.summary(mapped_s)
         result["load_end"] = os.getloadavg()[0]
     finally:
         for process in (server, worker):
@@ -294,9 +343,11 @@ def main() -> None:
     print(
         f"{result['spans_per_s']} spans/s stored ({result['spans_stored']} of "
         f"{result['spans_created']} created, {result['ingest_s']} s); traces mapped by "
-        f"{result['mapped_all_s']} s ({result['mapped_per_s']} traces/s); load "
+        f"{result['mapped_all_s']} s ({result['mapped_per_s']} traces/s, "
+        f"{result['end_to_end_spans_per_s']} spans/s end to end); at most "
+        f"{result['while_sending']['pending_max']} traces waiting while sending; load "
         f"{result['load_before']:.2f} → {result['load_after_clients']:.2f} → "
-        f"{result['load_end']:.2f}",
+        f"{result['load_end']:.2f} (mean {result['while_sending']['load_mean']} while sending)",
         file=sys.stderr,
     )
 

@@ -22,6 +22,7 @@ from django.utils.cache import patch_cache_control
 
 from goldset.conf import tunable
 from goldset.selectors.projects import access_project
+from goldset.traces.responses import error_response, is_otlp_traces_request
 from workbench import request_context
 from workbench.access import Kind, entry_for
 from workbench.client_address import client_address
@@ -287,6 +288,13 @@ class RequestBodyGuardMiddleware:
             cap = body_cap(request)
             if length > cap:
                 _stop_reading(request)
+                if is_otlp_traces_request(request.path):  # an exporter reads a Status
+                    return error_response(
+                        413,
+                        f"the request announces {length} bytes; at most {cap}",
+                        request.META.get("CONTENT_TYPE", ""),
+                        retry_after=tunable("OTLP_RETRY_AFTER_SECONDS"),
+                    )
                 return _refuse(request, 413, "Content Too Large", _too_large(request, length, cap))
         sock = request.META.get("gunicorn.socket")
         if sock is None:

@@ -352,10 +352,16 @@ class AnswerCitation(models.Model):
 
 
 class RetrievedPassage(models.Model):
+    """A passage a record's system retrieved, matched to a block version of the corpus, at its
+    rank. ``score`` is the retriever's (or reranker's) score as the trace sent it (issue 28),
+    None when none was sent or for an uploaded answer log; a score's scale characterises the
+    retriever, so only the roles that see systems are shown it."""
+
     record = models.ForeignKey(AnswerRecord, on_delete=models.CASCADE, related_name="retrieved")
     block_version = models.ForeignKey(BlockVersion, on_delete=models.PROTECT, related_name="+")
     passage_ref = models.CharField(max_length=220)
     rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["record_id", "rank"]

@@ -43,8 +43,18 @@ SEES_LABELERS = frozenset({Role.ADMIN.value})
 LABELERS_HIDDEN_WHILE = OPEN_FOR_LEAD
 
 
+# A retriever's scores: their scale and spread characterise the retriever (a cosine similarity,
+# a BM25 score, a reranker's logit), so they are shown with the system, not to annotators and
+# leads, who see the passages retrieved and their ranks (issue 28).
+SEES_RETRIEVAL_SCORES = SEES_SYSTEMS
+
+
 def sees_systems(roles: Iterable[str]) -> bool:
     return bool(SEES_SYSTEMS & set(roles))
+
+
+def sees_retrieval_scores(roles: Iterable[str]) -> bool:
+    return bool(SEES_RETRIEVAL_SCORES & set(roles))
 
 
 def sees_labelers(roles: Iterable[str]) -> bool:

@@ -19,6 +19,7 @@ from goldset.models import (
     AnnotatorDomainLoad,
     AnswerCitation,
     AnswerRecord,
+    BlockVersion,
     CalibrationItem,
     CalibrationResult,
     CalibrationRetake,
@@ -32,10 +33,12 @@ from goldset.models import (
     Question,
     RecordStatus,
     RetakeStatus,
+    RetrievedPassage,
     Run,
+    UnmatchedPassage,
 )
 from goldset.rules.axes import LABEL_VALUE_FIELDS
-from goldset.rules.blinding import sees_labelers, sees_systems
+from goldset.rules.blinding import sees_labelers, sees_retrieval_scores, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
 from goldset.selectors.curation import counter_rows, counters_by_row, newest_version_of
@@ -231,22 +234,44 @@ class BlindRecord:
 
 
 @dataclass(frozen=True)
+class RetrievedItem:
+    """A passage the answer's retrieval returned, at its rank: in the corpus (its pinned
+    ``block_version``, with ``newest_version`` for the superseded badge) or not in the corpus
+    (``text`` as the trace sent it, ``passage_ref`` the document id it named, possibly
+    empty). ``score`` is the retriever's score for the roles that see systems
+    (:func:`goldset.rules.blinding.sees_retrieval_scores`), None for everyone else."""
+
+    rank: int
+    passage_ref: str
+    in_corpus: bool
+    block_version: BlockVersion | None
+    newest_version: int | None
+    text: str
+    score: float | None
+
+
+@dataclass(frozen=True)
 class ItemPacket:
-    """What the label and adjudication pages show: question, answer, evidence — never the system."""
+    """What the label and adjudication pages show: question, answer, evidence, what the answer
+    cited and what its retrieval returned — never the system."""
 
     record: BlindRecord
     gold: list[EvidencePassage]
     near_misses: list[EvidencePassage]
     citations: list[AnswerCitation]
+    retrieved: list[RetrievedItem]
 
 
 def _record_qs():
     return AnswerRecord.objects.select_related("question__domain")
 
 
-def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
+def get_item_packet(record: AnswerRecord | BlindRecord, *, user=None) -> ItemPacket:
     """The record's packet; each passage carries ``newest_version`` (its block's current version
-    number) so superseded text is badged on the label and adjudication pages."""
+    number) so superseded text is badged on the label and adjudication pages. ``retrieved``
+    lists the passages retrieved in rank order, those matched to the corpus and those not in
+    it (kept from a trace with their text) together; their scores only when ``user`` sees
+    retrieval scores. Four queries."""
     blind = record if isinstance(record, BlindRecord) else BlindRecord.of(record)
     newest = Subquery(newest_version_of("block_version__block_id"))
     evidence = list(
@@ -266,7 +291,49 @@ def get_item_packet(record: AnswerRecord | BlindRecord) -> ItemPacket:
         gold=[e for e in evidence if e.kind == EvidenceKind.GOLD],
         near_misses=[e for e in evidence if e.kind == EvidenceKind.NEAR_MISS],
         citations=citations,
+        retrieved=list_retrieved(
+            record.pk, scores=user is not None and sees_retrieval_scores(roles_of(user))
+        ),
     )
+
+
+def list_retrieved(record_id: int, *, scores: bool = False) -> list[RetrievedItem]:
+    """The passages record ``record_id``'s retrieval returned, by rank: matched to the corpus
+    (``RetrievedPassage``) and not in the corpus (``UnmatchedPassage``) together, with the
+    retriever's scores when ``scores`` (the caller decides who sees them). Two queries."""
+    newest = Subquery(newest_version_of("block_version__block_id"))
+    matched = (
+        RetrievedPassage.objects.filter(record_id=record_id)
+        .select_related("block_version__block__document")
+        .annotate(newest_version=newest)
+    )
+    items = [
+        RetrievedItem(
+            rank=p.rank,
+            passage_ref=p.passage_ref,
+            in_corpus=True,
+            block_version=p.block_version,
+            newest_version=p.newest_version,
+            text=p.block_version.text,
+            score=p.score if scores else None,
+        )
+        for p in matched
+    ]
+    items += [
+        RetrievedItem(
+            rank=rank,
+            passage_ref=ref,
+            in_corpus=False,
+            block_version=None,
+            newest_version=None,
+            text=text,
+            score=score if scores else None,
+        )
+        for rank, ref, text, score in UnmatchedPassage.objects.filter(
+            record_id=record_id
+        ).values_list("rank", "passage_ref", "text", "score")
+    ]
+    return sorted(items, key=lambda item: item.rank)
 
 
 def get_assignment_for(*, project, annotator, public_id: str) -> LabelAssignment:

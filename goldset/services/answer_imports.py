@@ -502,10 +502,13 @@ def insert_records(rows: list[tuple], *, slots: Counter) -> list[int]:
 
 
 def insert_passages(*, retrieved: list[tuple], citations: list[tuple]) -> None:
-    """Store records' retrieved passages ``(record, block version, passage id, rank)`` and
-    citations ``(record, block version, passage id, position)``."""
+    """Store records' retrieved passages ``(record, block version, passage id, rank, score)``
+    (score None when the source gave none) and citations ``(record, block version, passage id,
+    position)``."""
     bulk.insert_rows(
-        RetrievedPassage, ("record_id", "block_version_id", "passage_ref", "rank"), retrieved
+        RetrievedPassage,
+        ("record_id", "block_version_id", "passage_ref", "rank", "score"),
+        retrieved,
     )
     bulk.insert_rows(
         AnswerCitation, ("record_id", "block_version_id", "passage_ref", "position"), citations
@@ -784,7 +787,7 @@ class AnswerLogImporter:
         for record_id, (_, _, _, values, record_retrieved, record_citations, question) in zip(
             record_ids, plan, strict=True
         ):
-            retrieved.extend((record_id, *row) for row in record_retrieved)
+            retrieved.extend((record_id, *row, None) for row in record_retrieved)
             citations.extend((record_id, *row) for row in record_citations)
             if values[5]:  # is_calibration
                 calibration_set = calibration_sets.get(question.domain_id)

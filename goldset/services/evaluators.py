@@ -358,6 +358,7 @@ def gold_tier_records(*, project):
         .select_related("question__domain", "run__system", "adjudication")
         .prefetch_related(
             "retrieved",
+            "unmatched_passages",
             "citations",
             "question__evidence",
             Prefetch("labels", queryset=Label.objects.order_by("id")),
@@ -367,24 +368,39 @@ def gold_tier_records(*, project):
 
 
 def answer_entry(record: AnswerRecord) -> dict:
-    """The record as a seed 004 A.5 answer (``scoring.probe`` input)."""
+    """The record as a seed 004 A.5 answer (``scoring.probe`` input), with the retriever's
+    ``score`` on a retrieved passage when one was recorded, and the passages a trace retrieved
+    that are not in the corpus as ``unmatched_passages`` (issue 28). Reads the record's
+    prefetched ``retrieved``, ``citations`` and ``unmatched_passages``."""
     entry = {
         "question_id": record.question.question_id,
         "system_id": record.run.system.system_id,
         "answer": record.answer,
         "retrieved_passages": [
-            {"passage_id": p.passage_ref, "rank": p.rank}
+            _scored({"passage_id": p.passage_ref, "rank": p.rank}, p.score)
             for p in sorted(record.retrieved.all(), key=lambda p: p.rank)
         ],
         "citations": [
             c.passage_ref for c in sorted(record.citations.all(), key=lambda c: c.position)
         ],
     }
+    unmatched = sorted(record.unmatched_passages.all(), key=lambda p: p.rank)
+    if unmatched:
+        # retrieved by a trace but not in the corpus: kept beside the matched ones (their ranks
+        # together are 1…n), with their text; retrieval metrics read retrieved_passages only
+        entry["unmatched_passages"] = [
+            _scored({"passage_id": p.passage_ref, "rank": p.rank, "text": p.text}, p.score)
+            for p in unmatched
+        ]
     if record.latency_ms is not None:
         entry["latency_ms"] = record.latency_ms
     if record.cost_usd is not None:
         entry["cost_usd"] = float(record.cost_usd)
     return entry
+
+
+def _scored(passage: dict, score: float | None) -> dict:
+    return passage if score is None else {**passage, "score": score}
 
 
 def gold_label(record: AnswerRecord) -> dict:

@@ -89,7 +89,9 @@ def _inputs(*, project):
     base = (
         AnswerRecord.objects.filter(project=project)
         .select_related("question__domain", "run__system", "adjudication", "calibration_item")
-        .prefetch_related("retrieved", "citations", "question__evidence", "labels")
+        .prefetch_related(
+            "retrieved", "unmatched_passages", "citations", "question__evidence", "labels"
+        )
     )
     settled = base.filter(is_calibration=False, status__in=FINAL_STATUSES).exclude(
         final_acceptability=""

@@ -114,7 +114,7 @@ def create_release_report(
     records = list(
         AnswerRecord.objects.filter(project=project, is_calibration=False, run__run_id__in=run_ids)
         .select_related("question__domain", "run__system", "adjudication")
-        .prefetch_related("retrieved", "citations", "labels")
+        .prefetch_related("retrieved", "unmatched_passages", "citations", "labels")
         .order_by("pk")
     )
     if not records:

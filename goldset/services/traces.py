@@ -5,11 +5,15 @@ each complete trace becomes an answer record routed into the tiers like an uploa
   (project, trace id, span id) — a batch sent again creates nothing — marks their traces
   pending, and queues the mapping through the outbox (one open request per project). Traces
   the decoder rejected a span of are rejected whole, with the spans stored for them by earlier
-  requests dropped (nothing partial is mapped). When the project's mapping is behind
-  (``OTLP_MAX_PENDING_TRACES``) it stores nothing and raises :class:`TracesBacklogged` (429).
+  requests dropped (nothing partial is mapped); so are traces that are whole on receipt but
+  cannot become a record (:func:`check_on_receipt`: no question, answer or domain…), and a span
+  re-sent with other content is refused: all named in the summary the receiver answers with
+  (``partial_success``). When the project's mapping is behind (``OTLP_MAX_PENDING_TRACES``) it
+  stores nothing and raises :class:`TracesBacklogged` (429).
 * :func:`map_pending_traces` (the ``goldset.map_traces`` task): claims the project's pending
-  traces (``SKIP LOCKED``), maps each with :func:`goldset.traces.mapping.map_trace` and, for a
-  complete one, creates its answer record in a savepoint of its own: question matched by id
+  traces (``SKIP LOCKED``), maps each with :func:`goldset.traces.mapping.map_trace` and, for the
+  complete ones sampled, creates their answer records together in one savepoint (one trace at a
+  time in savepoints of their own when the database refuses a value): question matched by id
   (a ``goldset.question_id`` attribute, else the hash of its normalised text) or created,
   system = service, version and answering model (admins only), one run per trace, routed by
   :class:`~goldset.services.answer_imports.RecordRouter` (the answer-log import's routing),
@@ -37,7 +41,7 @@ import json
 import logging
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db import InterfaceError, OperationalError, transaction
@@ -47,7 +51,7 @@ from django.utils import timezone
 
 from goldset.conf import tunable
 from goldset.exceptions import GoldsetError
-from goldset.imports.bulk import insert_rows, one_of
+from goldset.imports.bulk import insert_missing_rows, insert_rows, one_of, update_rows
 from goldset.imports.fields import column_length, is_clean_id
 from goldset.models import (
     OPEN_TRACE_STATUSES,
@@ -78,8 +82,15 @@ from goldset.services.answer_imports import (
     question_hash,
 )
 from goldset.services.sampling import SamplingDecision, SamplingPass
-from goldset.traces.decode import Decoded, Span
-from goldset.traces.mapping import TraceIncomplete, TraceRecord, TraceRejected, map_trace
+from goldset.traces.decode import Decoded, Span, SpanRejection, rejected_with, same_span
+from goldset.traces.mapping import (
+    DEFAULT_MAX_PASSAGES,
+    TraceIncomplete,
+    TraceRecord,
+    TraceRejected,
+    document_count,
+    map_trace,
+)
 from goldset.traces.signals import CONFIDENCE_KEYS, EVALUATION_NAME, SCORE_LABEL, SCORE_VALUE
 from goldset.traces.stored import (
     DOMAIN,
@@ -111,9 +122,16 @@ class TracesBacklogged(GoldsetError):
 
 @dataclass(frozen=True)
 class ReceiveSummary:
+    """What :func:`receive_spans` did with a request, beyond the decoder's rejections."""
+
     spans_received: int  # accepted by the decoder (stored, or already stored)
     traces: int  # traces the request's spans belong to
-    traces_rejected: int  # traces rejected whole because the decoder rejected a span of theirs
+    traces_rejected: int  # traces rejected whole (by the decoder or on receipt)
+    # spans refused on receipt: their trace cannot become a record (no question, answer or
+    # domain…), their trace was rejected earlier, or a conflicting copy of a stored span
+    rejections: tuple[SpanRejection, ...] = ()
+    # spans accepted but not kept whole: retrieved documents beyond the cap
+    warnings: tuple[str, ...] = ()
 
 
 def _reason(text: str) -> str:
@@ -122,13 +140,21 @@ def _reason(text: str) -> str:
 
 @transaction.atomic
 def receive_spans(*, project, decoded: Decoded) -> ReceiveSummary:
-    """Store the spans ``decoded`` accepted for ``project`` and queue their traces' mapping.
+    """Store the spans ``decoded`` accepted for ``project`` and queue their traces' mapping;
+    return what was refused on receipt, for the answer's ``partial_success``.
 
-    Spans of a trace already mapped are stored (for later use) without mapping it again;
-    spans of a rejected trace are not stored. A trace the decoder rejected a span of is
-    rejected whole (unless it was already mapped) and its stored spans deleted. Trace rows are
-    locked in trace-id order, so concurrent requests never deadlock on them, and the mapping
-    (which locks the same rows) sees either none or all of a request's spans."""
+    Spans of a trace already mapped are stored (for later use) without mapping it again.
+    Refused, each named in the summary: the spans of a trace rejected earlier; a span stored
+    by an earlier request sent again with other content (the first copy is kept; an identical
+    copy is simply already there); and every span of a trace that, with the spans stored for it
+    before, is complete but cannot become an answer record (:func:`check_on_receipt`: no
+    question, no answer, no domain, a malformed ``goldset.*`` attribute…), which is rejected
+    whole with the reason, its earlier spans dropped, as a trace the decoder rejected a span
+    of is (unless it was already mapped). A trace whose retrieved documents pass the cap keeps
+    the first ones by rank, and the summary warns of it. Trace rows are locked in trace-id
+    order, so concurrent requests never deadlock on them, and the mapping (which locks the
+    same rows) sees either none or all of a request's spans. The number of statements does
+    not grow with the spans or traces of the request."""
     if decoded.spans:
         limit = tunable("OTLP_MAX_PENDING_TRACES")
         waiting = (
@@ -151,55 +177,194 @@ def receive_spans(*, project, decoded: Decoded) -> ReceiveSummary:
     trace_ids = sorted(set(spans_by_trace) | set(refused))
     if not trace_ids:
         return ReceiveSummary(spans_received=0, traces=0, traces_rejected=0)
-    ReceivedTrace.objects.bulk_create(
-        [ReceivedTrace(project=project, trace_id=trace_id) for trace_id in trace_ids],
-        ignore_conflicts=True,
+    insert_missing_rows(
+        ReceivedTrace, ("project_id", "trace_id"), [(project.pk, t) for t in trace_ids]
     )
-    statuses = dict(
-        ReceivedTrace.objects.select_for_update()
+    rows = {
+        trace_id: (pk, status, reason)
+        for trace_id, pk, status, reason in ReceivedTrace.objects.select_for_update()
         .filter(project=project, trace_id__in=one_of(trace_ids))
         .order_by("trace_id")
-        .values_list("trace_id", "status")
-    )
+        .values_list("trace_id", "pk", "status", "reason")
+    }
+    rejections: list[SpanRejection] = []
+    for trace_id, spans in spans_by_trace.items():
+        _, status, reason = rows[trace_id]
+        if status == TraceStatus.REJECTED:
+            rejections += _rejected_whole(spans, f"its trace was rejected before: {reason}")
     keep = [
         trace_id
         for trace_id in spans_by_trace
-        if statuses[trace_id] != TraceStatus.REJECTED and trace_id not in refused
+        if rows[trace_id][1] != TraceStatus.REJECTED and trace_id not in refused
     ]
     # Spans are only ever stored here, under the lock of their trace's row (held): the spans
     # already stored for these traces are all there are, and the rest are copied in at once.
-    stored = set(
-        ReceivedSpan.objects.filter(project=project, trace_id__in=one_of(keep)).values_list(
-            "trace_id", "span_id"
-        )
-        if keep
-        else ()
+    stored: dict[tuple[str, str], Span] = {}
+    if keep:
+        for trace_id, span_id, parent_span_id, payload in ReceivedSpan.objects.filter(
+            project=project, trace_id__in=one_of(keep)
+        ).values_list("trace_id", "span_id", "parent_span_id", "payload"):
+            stored[(trace_id, span_id)] = span_from_payload(
+                trace_id=trace_id, span_id=span_id, parent_span_id=parent_span_id, payload=payload
+            )
+    fresh: dict[str, list[Span]] = {}
+    conflicts = set()
+    for trace_id in keep:
+        fresh[trace_id] = []
+        for span in spans_by_trace[trace_id]:
+            first = stored.get(span.key)
+            if first is None:
+                fresh[trace_id].append(span)
+            elif not same_span(first, span):
+                conflicts.add(span.key)
+                rejections.append(
+                    SpanRejection(
+                        trace_id,
+                        span.span_id,
+                        "conflicting duplicate: this span id was received in an earlier "
+                        "request with other content (the first copy is kept)",
+                    )
+                )
+    open_traces = [t for t in keep if rows[t][1] in OPEN_TRACE_STATUSES]
+    whole = defaultdict(list)
+    for (trace_id, _), span in stored.items():
+        whole[trace_id].append(span)
+    checked = check_on_receipt(
+        project,
+        {t: whole[t] + fresh[t] for t in open_traces},
+        fresh={t: fresh[t] for t in open_traces},
     )
+    for trace_id, (span_id, reason) in checked.refused.items():
+        # every span of the request in the trace is refused with it (the span named first:
+        # the root when the request holds it), but a conflicting copy, refused already
+        spans = sorted(
+            (s for s in spans_by_trace[trace_id] if s.key not in conflicts),
+            key=lambda s: s.span_id != span_id,
+        )
+        rejections += _rejected_whole(spans, reason) if spans else []
+        refused[trace_id] = reason
     insert_rows(
         ReceivedSpan,
         ("project_id", "trace_id", "span_id", "parent_span_id", "payload"),
         [
             (project.pk, span.trace_id, span.span_id, span.parent_span_id, span_payload(span))
             for trace_id in keep
-            for span in spans_by_trace[trace_id]
-            if (trace_id, span.span_id) not in stored
+            if trace_id not in checked.refused
+            for span in fresh[trace_id]
         ],
     )
     now = timezone.now()
-    to_map = [trace_id for trace_id in keep if statuses[trace_id] in OPEN_TRACE_STATUSES]
-    _reopen(project, to_map, now=now)
-    dropped = [t for t in refused if statuses[t] != TraceStatus.MAPPED]
-    for trace_id in dropped:
-        ReceivedTrace.objects.filter(project=project, trace_id=trace_id).update(
-            status=TraceStatus.REJECTED,
-            reason=_reason(f"a span was rejected on receipt: {refused[trace_id]}"),
-            updated_at=now,
-        )
-    if dropped:
-        ReceivedSpan.objects.filter(project=project, trace_id__in=dropped).delete()
-    return ReceiveSummary(
-        spans_received=len(decoded.spans), traces=len(trace_ids), traces_rejected=len(dropped)
+    _reopen(project, [t for t in open_traces if t not in checked.refused], now=now)
+    dropped = [t for t in refused if rows[t][1] != TraceStatus.MAPPED]
+    update_rows(
+        ReceivedTrace,
+        ("status", "reason", "updated_at"),
+        [
+            (
+                rows[t][0],
+                TraceStatus.REJECTED,
+                _reason(
+                    refused[t]
+                    if t in checked.refused
+                    else f"a span was rejected on receipt: {refused[t]}"
+                ),
+                now,
+            )
+            for t in sorted(dropped)
+        ],
     )
+    if dropped:
+        ReceivedSpan.objects.filter(project=project, trace_id__in=one_of(dropped)).delete()
+    return ReceiveSummary(
+        spans_received=len(decoded.spans),
+        traces=len(trace_ids),
+        traces_rejected=len(dropped),
+        rejections=tuple(rejections),
+        warnings=tuple(checked.warnings),
+    )
+
+
+def _rejected_whole(spans: list[Span], reason: str) -> list[SpanRejection]:
+    """The rejections of a trace's spans for ``reason``: the first names it, the others follow."""
+    cause = SpanRejection(spans[0].trace_id, spans[0].span_id, reason)
+    return [cause] + [rejected_with(span, cause) for span in spans[1:]]
+
+
+@dataclass
+class ReceiptCheck:
+    refused: dict = field(default_factory=dict)  # trace id → (span id to name, reason)
+    warnings: list = field(default_factory=list)
+
+
+def check_on_receipt(project, traces: dict[str, list[Span]], *, fresh: dict) -> ReceiptCheck:
+    """What can be told of the traces a request brings spans for (``traces``: trace id → every
+    span of it, stored before or new; ``fresh``: the request's new ones) before the mapping
+    runs: a trace complete with these spans that cannot become an answer record is refused,
+    naming the span (its root) and what is missing — no question, no answer, two roots, a
+    malformed ``goldset.*`` attribute, a text the database cannot hold, and for a question not
+    in the project yet no domain (none named and several or none in the project), a domain or a
+    task type that does not exist — exactly as the mapping would reject it
+    (:func:`map_trace`, :func:`_store_batch`'s checks). A trace whose retrieved documents pass
+    the cap (``DEFAULT_MAX_PASSAGES``) is warned of; for a trace not complete yet, a retriever
+    span of the request that alone passes the cap is. Two statements at most (the project's
+    domains, and the questions the complete traces name), whatever the number of traces."""
+    check = ReceiptCheck()
+    complete = {}
+    for trace_id, spans in traces.items():
+        if not spans:
+            continue
+        try:
+            outcome = map_trace(spans)
+        except Exception:  # left to the mapping, which logs it and rejects the trace
+            continue
+        if isinstance(outcome, TraceRejected):
+            root = next((s for s in spans if not s.parent_span_id), spans[0])
+            check.refused[trace_id] = (root.span_id, outcome.reason)
+        elif isinstance(outcome, TraceIncomplete):
+            for span in fresh.get(trace_id, ()):
+                count = document_count(span)
+                if count > DEFAULT_MAX_PASSAGES:
+                    check.warnings.append(
+                        f"span {span.span_id} of trace {trace_id}: {count} retrieved documents; "
+                        f"a trace keeps its first {DEFAULT_MAX_PASSAGES} by rank"
+                    )
+        else:
+            try:
+                facts = trace_facts(
+                    outcome, id_length=QUESTION_ID_LENGTH, family_length=TASK_FAMILY_LENGTH
+                )
+                _check_texts(outcome)
+                question_id = _question_id(outcome, facts)
+            except (FactsProblem, TraceRefused) as exc:
+                check.refused[trace_id] = (outcome.root_span_id, str(exc))
+                continue
+            complete[trace_id] = (outcome, facts, question_id)
+            if outcome.passages_dropped:
+                total = len(outcome.passages) + outcome.passages_dropped
+                check.warnings.append(
+                    f"trace {trace_id}: {total} retrieved documents; the first "
+                    f"{len(outcome.passages)} by rank are kept, {outcome.passages_dropped} "
+                    "dropped"
+                )
+    if not complete:
+        return check
+    known = set(
+        Question.objects.filter(
+            project=project, question_id__in=one_of({q for _, _, q in complete.values()})
+        ).values_list("question_id", flat=True)
+    )
+    domains = None
+    for trace_id, (outcome, facts, question_id) in complete.items():
+        if question_id in known:
+            continue
+        if domains is None:
+            domains = project_domains(project)
+        try:
+            domain_for_trace(domains, facts.domain)
+            _task_type(facts)
+        except TraceRefused as exc:
+            check.refused[trace_id] = (outcome.root_span_id, str(exc))
+    return check
 
 
 def _reopen(project, trace_ids: list[str], *, now) -> None:
@@ -266,8 +431,38 @@ def map_pending_traces(
     return summary.as_dict()
 
 
+@dataclass
+class _Sampled:
+    """A complete trace a rule sampled, waiting for its record to be stored."""
+
+    trace: ReceivedTrace
+    record: TraceRecord
+    facts: object  # goldset.traces.stored.TraceFacts
+    decision: SamplingDecision
+    spans: list
+
+
+TRACE_COLUMNS = (
+    "status",
+    "reason",
+    "record_id",
+    "convention",
+    "sampled_by",
+    "sampling_rule_id",
+    "span_count",
+    "capped_on",
+    "capped_rules",
+    "mapped_at",
+    "updated_at",
+)
+
+
 @transaction.atomic
 def _map_batch(project, summary: MappingSummary) -> bool:
+    """One batch: claim up to ``OTLP_MAP_BATCH`` pending traces, map and sample each, store the
+    sampled ones' records together (:func:`_store_records`), and write every trace's outcome in
+    one statement. The number of statements does not grow with the traces of the batch (a test
+    holds it), apart from the lookups a domain or task-type rule makes per trace."""
     traces = list(
         ReceivedTrace.objects.select_for_update(skip_locked=True)
         .filter(project=project, status=TraceStatus.PENDING)
@@ -277,7 +472,7 @@ def _map_batch(project, summary: MappingSummary) -> bool:
         return False
     spans = defaultdict(list)
     for trace_id, span_id, parent_span_id, payload in ReceivedSpan.objects.filter(
-        project=project, trace_id__in=[t.trace_id for t in traces]
+        project=project, trace_id__in=one_of(t.trace_id for t in traces)
     ).values_list("trace_id", "span_id", "parent_span_id", "payload"):
         spans[trace_id].append(
             span_from_payload(
@@ -288,74 +483,48 @@ def _map_batch(project, summary: MappingSummary) -> bool:
     now = timezone.now()
     sampling = SamplingPass(project=project, now=now)
     counts = Counter()
+    sampled: list[_Sampled] = []
     for trace in traces:
         received = spans.get(trace.trace_id, [])
         trace.span_count = len(received)
         trace.updated_at = now
-        try:
-            outcome = (
-                map_trace(received)
-                if received
-                else TraceIncomplete(trace.trace_id, "no spans stored yet", 0)
-            )
-        except Exception as exc:  # one odd trace must not stop its project's mapping for good
-            logger.exception("trace %s could not be mapped", trace.trace_id)
-            outcome = TraceRejected(
-                trace.trace_id, f"could not be mapped ({type(exc).__name__})", len(received)
-            )
+        outcome, facts = _map_one(trace, received)
         if isinstance(outcome, TraceRecord):
             trace.convention = outcome.convention
-            try:
-                facts = trace_facts(
-                    outcome, id_length=QUESTION_ID_LENGTH, family_length=TASK_FAMILY_LENGTH
-                )
-            except FactsProblem as exc:
-                outcome = TraceRejected(trace.trace_id, str(exc), len(received))
-        if isinstance(outcome, TraceRecord):
             counted = set(trace.capped_rules or ()) if trace.capped_on == sampling.day else set()
             decision = sampling.sample(record=outcome, spans=received, facts=facts, counted=counted)
             counted |= set(decision.capped)
             trace.capped_on = sampling.day if counted else None
             trace.capped_rules = sorted(counted) or None
             trace.sampled_by, trace.sampling_rule = decision.sampled_by, decision.rule
-            if not decision.sampled:
+            if decision.sampled:
+                sampled.append(_Sampled(trace, outcome, facts, decision, received))
+            else:
                 trace.status, trace.reason = decision.status, ""
                 setattr(summary, decision.status, getattr(summary, decision.status) + 1)
                 counts[trace.status] += 1
-                continue
-            try:
-                with transaction.atomic():
-                    trace.record_id, tier = _store_record(project, router, outcome, facts, decision)
-                    _store_later_evaluations(project, trace.record_id, received)
-            except (TraceRefused, FactsProblem) as exc:
-                sampling.release(decision)
-                outcome = TraceRejected(trace.trace_id, str(exc), len(received))
-            except (OperationalError, InterfaceError):
-                raise  # transient (a lock, a timeout, the connection): the batch is retried
-            except Exception as exc:  # the database refused a value: this trace only
-                sampling.release(decision)
-                logger.exception("trace %s could not be stored", trace.trace_id)
-                outcome = TraceRejected(
-                    trace.trace_id, f"could not be stored ({type(exc).__name__})", len(received)
-                )
-            else:
-                trace.status, trace.reason, trace.mapped_at = TraceStatus.MAPPED, "", now
-                counts[f"tier_{tier}"] += 1
-                summary.mapped += 1
-                continue
-        if isinstance(outcome, TraceIncomplete):
-            trace.status, trace.reason = TraceStatus.INCOMPLETE, _reason(outcome.reason)
-            summary.incomplete += 1
+            continue
+        _close(trace, outcome, summary, counts)
+    for item, stored in zip(sampled, _store_records(project, router, sampled), strict=True):
+        trace = item.trace
+        if isinstance(stored, Exception):
+            sampling.release(item.decision)
+            reason = (
+                str(stored)
+                if isinstance(stored, TraceRefused | FactsProblem)
+                else f"could not be stored ({type(stored).__name__})"
+            )
+            _close(trace, TraceRejected(trace.trace_id, reason, trace.span_count), summary, counts)
         else:
-            trace.status, trace.reason = TraceStatus.REJECTED, _reason(outcome.reason)
-            trace.sampled_by, trace.sampling_rule = "", None
-            summary.rejected += 1
-        counts[trace.status] += 1
+            trace.record_id, tier = stored
+            trace.status, trace.reason, trace.mapped_at = TraceStatus.MAPPED, "", now
+            counts[f"tier_{tier}"] += 1
+            summary.mapped += 1
     sampling.save()
-    ReceivedTrace.objects.bulk_update(
-        traces,
-        ["status", "reason", "record", "convention", "sampled_by", "sampling_rule"]
-        + ["span_count", "capped_on", "capped_rules", "mapped_at", "updated_at"],
+    update_rows(
+        ReceivedTrace,
+        TRACE_COLUMNS,
+        [(t.pk, *(getattr(t, name) for name in TRACE_COLUMNS)) for t in traces],
     )
     record_event(
         actor=None,
@@ -368,80 +537,172 @@ def _map_batch(project, summary: MappingSummary) -> bool:
     return True
 
 
-def _store_record(
-    project, router: RecordRouter, record: TraceRecord, facts, decision: SamplingDecision
-) -> tuple[int, str]:
-    """Create the answer record of one sampled trace; returns its id and tier. Raises
-    TraceRefused naming what the trace lacks (the caller's savepoint then rolls back whatever
-    was created)."""
-    _check_texts(record)
-    question = _question_for(project, record, facts)
-    system, _ = System.objects.get_or_create(
-        project=project,
-        system_id=system_id_for(record.system),
-        defaults={
-            "config": {
-                "source": SOURCE_NAME,
-                "service.name": record.system.service_name,
-                "service.version": record.system.service_version,
-                "model": record.system.model,
+def _map_one(trace: ReceivedTrace, received: list):
+    """(outcome, facts) of one claimed trace: its TraceRecord and ``goldset.*`` facts, or why
+    it waits or is rejected (facts None)."""
+    try:
+        outcome = (
+            map_trace(received)
+            if received
+            else TraceIncomplete(trace.trace_id, "no spans stored yet", 0)
+        )
+    except Exception as exc:  # one odd trace must not stop its project's mapping for good
+        logger.exception("trace %s could not be mapped", trace.trace_id)
+        return TraceRejected(
+            trace.trace_id, f"could not be mapped ({type(exc).__name__})", len(received)
+        ), None
+    if not isinstance(outcome, TraceRecord):
+        return outcome, None
+    try:
+        facts = trace_facts(outcome, id_length=QUESTION_ID_LENGTH, family_length=TASK_FAMILY_LENGTH)
+    except FactsProblem as exc:
+        trace.convention = outcome.convention
+        return TraceRejected(trace.trace_id, str(exc), len(received)), None
+    return outcome, facts
+
+
+def _close(trace: ReceivedTrace, outcome, summary: MappingSummary, counts: Counter) -> None:
+    """An incomplete trace waits for more spans; a rejected one keeps the reason."""
+    if isinstance(outcome, TraceIncomplete):
+        trace.status, trace.reason = TraceStatus.INCOMPLETE, _reason(outcome.reason)
+        summary.incomplete += 1
+    else:
+        trace.status, trace.reason = TraceStatus.REJECTED, _reason(outcome.reason)
+        trace.sampled_by, trace.sampling_rule = "", None
+        summary.rejected += 1
+    counts[trace.status] += 1
+
+
+def _store_records(project, router: RecordRouter, items: list[_Sampled]) -> list:
+    """Per sampled trace, in order: ``(record id, tier)``, or the exception that refused it
+    (:class:`TraceRefused` naming what it lacks, or what the database raised). The batch is
+    stored in one savepoint with a constant number of statements; when the database refuses
+    a value, the savepoint rolls back and each trace is stored in a savepoint of its own, so
+    only the trace at fault is refused. A transient error (a lock, a timeout, the connection)
+    is raised: the batch is retried."""
+    if not items:
+        return []
+    try:
+        with transaction.atomic():
+            return _store_batch(project, router, items)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as exc:
+        if len(items) == 1:  # the database refused a value of this trace
+            logger.exception("trace %s could not be stored", items[0].record.trace_id)
+            return [exc]
+    results = []
+    for item in items:
+        try:
+            with transaction.atomic():
+                results.extend(_store_batch(project, router, [item]))
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception as exc:  # the database refused a value: this trace only
+            logger.exception("trace %s could not be stored", item.record.trace_id)
+            results.append(exc)
+    return results
+
+
+def _store_batch(project, router: RecordRouter, items: list[_Sampled]) -> list:
+    """Create the answer records of sampled traces (see :func:`_store_records`). A trace
+    refused for what it lacks (a text the database cannot hold, a domain, a task type) is
+    refused before anything is written."""
+    results: list = [None] * len(items)
+    wanted: dict[int, str] = {}  # item index → question id
+    for index, item in enumerate(items):
+        try:
+            _check_texts(item.record)
+            wanted[index] = _question_id(item.record, item.facts)
+        except TraceRefused as exc:
+            results[index] = exc
+    questions = _questions_for(project, items, wanted, results)
+    valid = [i for i in wanted if results[i] is None]
+    systems = _systems_for(
+        project, {system_id_for(items[i].record.system): items[i] for i in valid}
+    )
+    run_ids = {i: f"trace-{items[i].record.trace_id}" for i in valid}
+    Run.objects.bulk_create(
+        [
+            Run(
+                project=project,
+                run_id=run_ids[i],
+                system_id=systems[system_id_for(items[i].record.system)],
+                source_name=SOURCE_NAME,
+            )
+            for i in valid
+        ],
+        ignore_conflicts=True,
+    )
+    runs = dict(
+        Run.objects.filter(project=project, run_id__in=one_of(run_ids.values())).values_list(
+            "run_id", "pk"
+        )
+    )
+    resolved = _resolve_refs(project, [items[i].record for i in valid])
+    rows, tiers, slots, passages = [], [], Counter(), []
+    for i in valid:
+        item = items[i]
+        record, facts, decision = item.record, item.facts, item.decision
+        question = questions[wanted[i]]
+        uncertainty = (
+            None
+            if facts.uncertainty is None
+            else Decimal(repr(facts.uncertainty)).quantize(Decimal("0.001"))
+        )
+        tier, tier_value, rule, rules_version, labels_required = router.route(question, uncertainty)
+        retrieved, unmatched, citations, unmatched_citations = _passages(record, resolved)
+        extra = {
+            "trace": {
+                "trace_id": record.trace_id,
+                "convention": record.convention,
+                "sampled_by": decision.sampled_by,
+                "sampling_rule_version": decision.rule.version if decision.rule else None,
+                "passages_dropped": record.passages_dropped,
+                "unmatched_citations": unmatched_citations,
             }
-        },
-    )
-    run, _ = Run.objects.get_or_create(
-        project=project,
-        run_id=f"trace-{record.trace_id}",
-        defaults={"system": system, "source_name": SOURCE_NAME},
-    )
-    uncertainty = (
-        None
-        if facts.uncertainty is None
-        else Decimal(repr(facts.uncertainty)).quantize(Decimal("0.001"))
-    )
-    tier, tier_value, rule, rules_version, labels_required = router.route(question, uncertainty)
-    retrieved, unmatched, citations, unmatched_citations = _passages(project, record)
-    extra = {
-        "trace": {
-            "trace_id": record.trace_id,
-            "convention": record.convention,
-            "sampled_by": decision.sampled_by,
-            "sampling_rule_version": decision.rule.version if decision.rule else None,
-            "passages_dropped": record.passages_dropped,
-            "unmatched_citations": unmatched_citations,
         }
-    }
-    if record.input_tokens is not None or record.output_tokens is not None:
-        extra["tokens"] = {"input": record.input_tokens, "output": record.output_tokens}
-    public_id = new_public_id()
-    row = (
-        project.pk,
-        public_id,
-        run.pk,
-        question.pk,
-        question.domain_id,
-        router.queue_rank(public_id),
-        record.answer,
-        {"name": record.system.model, "ids": list(record.model_ids)},
-        _latency(record.latency_ms),
-        _cost(record.cost),
-        extra,
-        uncertainty,
-        False,
-        tier_value,
-        rule,
-        rules_version,
-        labels_required,
+        if record.input_tokens is not None or record.output_tokens is not None:
+            extra["tokens"] = {"input": record.input_tokens, "output": record.output_tokens}
+        public_id = new_public_id()
+        rows.append(
+            (
+                project.pk,
+                public_id,
+                runs[run_ids[i]],
+                question.pk,
+                question.domain_id,
+                router.queue_rank(public_id),
+                record.answer,
+                {"name": record.system.model, "ids": list(record.model_ids)},
+                _latency(record.latency_ms),
+                _cost(record.cost),
+                extra,
+                uncertainty,
+                False,
+                tier_value,
+                rule,
+                rules_version,
+                labels_required,
+            )
+        )
+        tiers.append(tier)
+        slots[question.domain_id] += labels_required
+        passages.append((retrieved, unmatched, citations))
+    record_ids = insert_records(rows, slots=slots)
+    retrieved_rows, unmatched_rows, citation_rows = [], [], []
+    for record_id, (retrieved, unmatched, citations) in zip(record_ids, passages, strict=True):
+        retrieved_rows += [(record_id, *row) for row in retrieved]
+        unmatched_rows += [(record_id, *row) for row in unmatched]
+        citation_rows += [(record_id, *row) for row in citations]
+    insert_passages(retrieved=retrieved_rows, citations=citation_rows)
+    insert_rows(
+        UnmatchedPassage, ("record_id", "rank", "passage_ref", "text", "score"), unmatched_rows
     )
-    [record_id] = insert_records([row], slots=Counter({question.domain_id: labels_required}))
-    insert_passages(
-        retrieved=[(record_id, *row) for row in retrieved],
-        citations=[(record_id, *row) for row in citations],
-    )
-    UnmatchedPassage.objects.bulk_create(
-        UnmatchedPassage(record_id=record_id, rank=rank, passage_ref=ref, text=text, score=score)
-        for rank, ref, text, score in unmatched
-    )
-    return record_id, tier
+    for i, record_id, tier in zip(valid, record_ids, tiers, strict=True):
+        _store_later_evaluations(project, record_id, items[i].spans)
+        results[i] = (record_id, tier)
+    return results
 
 
 def _check_texts(record: TraceRecord) -> None:
@@ -462,63 +723,94 @@ def _check_texts(record: TraceRecord) -> None:
             raise TraceRefused(f"{what} is not valid UTF-8") from None
 
 
-def _question_for(project, record: TraceRecord, facts) -> AnsweredQuestion:
-    """The question the trace answers: the project's question with the id the trace names (a
-    ``goldset.question_id`` attribute), else the one filed under the hash of its normalised
-    text; created when there is none (in the domain the trace names, or the project's only
-    domain)."""
+def _question_id(record: TraceRecord, facts) -> str:
+    """The id the trace's question is filed under: the ``goldset.question_id`` it names, else
+    the hash of its normalised text."""
     if facts.question_id and not is_clean_id(facts.question_id, QUESTION_ID_LENGTH):
         raise TraceRefused("goldset.question_id: not a valid question id")
-    question_id = facts.question_id or question_id_for(record.question)
-    columns = ("pk", "task_type", "uncertainty", "adversarial", "domain_id", "domain__slug")
-    found = (
-        Question.objects.filter(project=project, question_id=question_id)
-        .values_list(*columns)
-        .first()
-    )
-    if found is None:
-        domain = _domain_for(project, facts.domain)
-        task_type = facts.task_type or TaskType.RAG_SYNTHESIS.value
-        if task_type not in TASK_TYPES:
-            raise TraceRefused(
-                f"goldset.task_type: {task_type!r} is not one of {', '.join(TASK_TYPES)}"
-            )
+    return facts.question_id or question_id_for(record.question)
+
+
+QUESTION_COLUMNS = ("pk", "task_type", "uncertainty", "adversarial", "domain_id", "domain__slug")
+
+
+def _questions_for(project, items: list[_Sampled], wanted: dict, results: list) -> dict:
+    """The questions the traces answer, by question id (``wanted``: item index → id): the
+    project's question with that id, else one created (in the domain the trace names, or the
+    project's only domain; a trace that cannot be filed gets its TraceRefused in
+    ``results``). Four statements at most, however many traces."""
+    found = {
+        row[0]: AnsweredQuestion(*row[1:])
+        for row in Question.objects.filter(
+            project=project, question_id__in=one_of(set(wanted.values()))
+        ).values_list("question_id", *QUESTION_COLUMNS)
+    }
+    new: dict[str, Question] = {}
+    domains = None
+    for index, question_id in wanted.items():
+        if question_id in found or question_id in new:
+            continue
+        if domains is None:
+            domains = project_domains(project)
+        item = items[index]
+        try:
+            slug = domain_for_trace(domains, item.facts.domain)
+            task_type = _task_type(item.facts)
+        except TraceRefused as exc:
+            results[index] = exc
+            continue
         content = {
             "question_id": question_id,
-            "domain": domain.slug,
-            "task_family": facts.task_family,
+            "domain": slug,
+            "task_family": item.facts.task_family,
             "task_type": task_type,
-            "question": record.question,
+            "question": item.record.question,
             "source": SOURCE_NAME,
         }
-        Question.objects.get_or_create(
+        new[question_id] = Question(
             project=project,
             question_id=question_id,
-            defaults={
-                "domain": domain,
-                "task_family": facts.task_family,
-                "task_type": task_type,
-                "text": record.question,
-                "content_sha256": question_hash(content),
-            },
+            domain_id=domains[slug],
+            task_family=item.facts.task_family,
+            task_type=task_type,
+            text=item.record.question,
+            content_sha256=question_hash(content),
         )
-        found = (
-            Question.objects.filter(project=project, question_id=question_id)
-            .values_list(*columns)
-            .get()
+    if new:
+        Question.objects.bulk_create(new.values(), ignore_conflicts=True)
+        found.update(
+            (row[0], AnsweredQuestion(*row[1:]))
+            for row in Question.objects.filter(
+                project=project, question_id__in=one_of(new)
+            ).values_list("question_id", *QUESTION_COLUMNS)
         )
-    return AnsweredQuestion(*found)
+    return found
 
 
-def _domain_for(project, slug: str) -> Domain:
-    if slug:
-        domain = Domain.objects.filter(project=project, slug=slug).first()
-        if domain is None:
-            raise TraceRefused(f"{DOMAIN}: no domain {slug!r} in this project")
-        return domain
-    domains = list(Domain.objects.filter(project=project).order_by("slug")[:2])
+def _task_type(facts) -> str:
+    task_type = facts.task_type or TaskType.RAG_SYNTHESIS.value
+    if task_type not in TASK_TYPES:
+        raise TraceRefused(
+            f"goldset.task_type: {task_type!r} is not one of {', '.join(TASK_TYPES)}"
+        )
+    return task_type
+
+
+def project_domains(project) -> dict[str, int]:
+    """``project``'s domains: slug → id (one statement)."""
+    return dict(Domain.objects.filter(project=project).values_list("slug", "pk"))
+
+
+def domain_for_trace(domains: dict[str, int], named: str) -> str:
+    """The slug of the domain a new question of a trace goes to: the one it names (a
+    ``goldset.domain`` attribute), else the project's only domain; TraceRefused naming what is
+    missing otherwise."""
+    if named:
+        if named not in domains:
+            raise TraceRefused(f"{DOMAIN}: no domain {named!r} in this project")
+        return named
     if len(domains) == 1:
-        return domains[0]
+        return next(iter(domains))
     if not domains:
         raise TraceRefused("the project has no domain yet: create one before sending traces")
     raise TraceRefused(
@@ -527,18 +819,57 @@ def _domain_for(project, slug: str) -> Domain:
     )
 
 
-def _passages(project, record: TraceRecord):
-    """(retrieved rows, unmatched rows, citation rows, unmatched citation ids): a passage is
-    matched by its document id as a block id (``block`` or ``block@vN``), else as the id of a
-    document with exactly one block; the others are kept with their text."""
-    refs = {p.document_id for p in record.passages if p.document_id} | set(record.citations)
+def _systems_for(project, wanted: dict) -> dict[str, int]:
+    """System ids → ids of the systems the traces ran (``wanted``: system id → a sampled trace
+    of it), created when new (admins only: service, version and answering model)."""
+    if not wanted:
+        return {}
+    systems = dict(
+        System.objects.filter(project=project, system_id__in=one_of(wanted)).values_list(
+            "system_id", "pk"
+        )
+    )
+    missing = [system_id for system_id in wanted if system_id not in systems]
+    if missing:
+        System.objects.bulk_create(
+            [
+                System(
+                    project=project,
+                    system_id=system_id,
+                    config={
+                        "source": SOURCE_NAME,
+                        "service.name": wanted[system_id].record.system.service_name,
+                        "service.version": wanted[system_id].record.system.service_version,
+                        "model": wanted[system_id].record.system.model,
+                    },
+                )
+                for system_id in missing
+            ],
+            ignore_conflicts=True,
+        )
+        systems.update(
+            System.objects.filter(project=project, system_id__in=one_of(missing)).values_list(
+                "system_id", "pk"
+            )
+        )
+    return systems
+
+
+def _resolve_refs(project, records: list[TraceRecord]) -> dict:
+    """The corpus block versions the records' passages and citations name: a document id as
+    a block id (``block`` or ``block@vN``), else as the id of a document with exactly one
+    block. Three statements at most for the whole batch."""
+    refs = set()
+    for record in records:
+        refs |= {p.document_id for p in record.passages if p.document_id}
+        refs |= set(record.citations)
     refs = {ref for ref in refs if len(ref) <= REF_LENGTH}
     resolved = _versions(refs, project) if refs else {}
     missing = refs - set(resolved)
     if missing:
         blocks = defaultdict(list)
         for block_id, document_id in Block.objects.filter(
-            project=project, document__project=project, document__document_id__in=missing
+            project=project, document__project=project, document__document_id__in=one_of(missing)
         ).values_list("block_id", "document__document_id"):
             blocks[document_id].append(block_id)
         single = {doc: ids[0] for doc, ids in blocks.items() if len(ids) == 1}
@@ -547,14 +878,22 @@ def _passages(project, record: TraceRecord):
             for document_id, block_id in single.items():
                 if block_id in by_block:
                     resolved[document_id] = by_block[block_id]
+    return resolved
+
+
+def _passages(record: TraceRecord, resolved: dict):
+    """(retrieved rows, unmatched rows, citation rows, unmatched citation ids) of a record:
+    a passage whose document id resolved to the corpus is a retrieved passage (with its
+    score); the others are kept with their text and score."""
     retrieved, unmatched = [], []
     for passage in record.passages:
         version = resolved.get(passage.document_id) if passage.document_id else None
+        score = _finite(passage.score)
         if version is not None:
-            retrieved.append((version.pk, passage.document_id, passage.rank))
+            retrieved.append((version.pk, passage.document_id, passage.rank, score))
         else:
             ref = (passage.document_id or "")[:REF_LENGTH]
-            unmatched.append((passage.rank, ref, passage.text, _finite(passage.score)))
+            unmatched.append((passage.rank, ref, passage.text, score))
     citations = [
         (resolved[ref].pk, ref, position)
         for position, ref in enumerate(record.citations)

@@ -128,6 +128,9 @@ class SpanRejection:
     trace_id: str  # as sent, or "" when missing
     span_id: str
     reason: str
+    # False for the spans rejected only because another span of their trace was: the error
+    # message names the first reasons before these
+    primary: bool = True
 
     def __str__(self) -> str:
         who = f"span {self.span_id or '?'} of trace {self.trace_id or '?'}"
@@ -150,17 +153,37 @@ class Decoded:
         return {r.trace_id for r in self.rejections if _is_hex(r.trace_id, 32)}
 
     def error_message(self) -> str:
-        reasons = [str(r) for r in self.rejections[:MAX_REASONS_IN_MESSAGE]]
-        more = len(self.rejections) - len(reasons)
-        if more:
-            reasons.append(f"and {more} more")
-        return "; ".join(reasons)
+        return error_message(self.rejections)
 
     def partial_success(self) -> dict | None:
         """The OTLP `partial_success` to answer with, or None when every span was accepted."""
-        if not self.rejections:
-            return None
-        return {"rejected_spans": self.rejected_spans, "error_message": self.error_message()}
+        return partial_success(self.rejections)
+
+
+def error_message(rejections: list[SpanRejection], warnings: list[str] = ()) -> str:
+    """The rejections' reasons (the first `MAX_REASONS_IN_MESSAGE`, each trace's own reason
+    before the spans rejected with their trace, then "and N more"), then the warnings."""
+    ordered = sorted(rejections, key=lambda r: not r.primary)
+    reasons = [str(r) for r in ordered[:MAX_REASONS_IN_MESSAGE]]
+    more = len(rejections) - len(reasons)
+    if more:
+        reasons.append(f"and {more} more")
+    shown = list(warnings[:MAX_REASONS_IN_MESSAGE])
+    if len(warnings) > len(shown):
+        shown.append(f"and {len(warnings) - len(shown)} more warnings")
+    return "; ".join(reasons + shown)
+
+
+def partial_success(rejections: list[SpanRejection], warnings: list[str] = ()) -> dict | None:
+    """The OTLP `partial_success` to answer with: the spans rejected and why, and warnings
+    about spans accepted but not kept whole (OTLP: a server may send warnings with
+    `rejected_spans` 0 and a non-empty `error_message`); None when there is neither."""
+    if not rejections and not warnings:
+        return None
+    return {
+        "rejected_spans": len(rejections),
+        "error_message": error_message(rejections, warnings),
+    }
 
 
 class _SpanProblem(Exception):
@@ -335,9 +358,14 @@ def _reject_whole_traces(
         if cause is None:
             kept.append(span)
         else:
-            reason = f"trace rejected with its span {cause.span_id or '?'} ({cause.reason})"
-            more.append(SpanRejection(span.trace_id, span.span_id, reason))
+            more.append(rejected_with(span, cause))
     return kept, more
+
+
+def rejected_with(span: Span, cause: SpanRejection) -> SpanRejection:
+    """``span``'s rejection because its trace was rejected for ``cause``."""
+    reason = f"trace rejected with its span {cause.span_id or '?'} ({cause.reason})"
+    return SpanRejection(span.trace_id, span.span_id, reason, primary=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -695,9 +723,17 @@ def _json_double(value, where: str) -> float:
 # Response bodies
 
 
-def encode_export_response(decoded: Decoded, *, content_type: str) -> bytes:
-    """The 200 body: an ExportTraceServiceResponse, with `partial_success` when spans were rejected."""
-    partial = decoded.partial_success()
+def encode_export_response(
+    decoded: Decoded,
+    *,
+    content_type: str,
+    rejections: list[SpanRejection] = (),
+    warnings: list[str] = (),
+) -> bytes:
+    """The 200 body: an ExportTraceServiceResponse, with `partial_success` when spans were
+    rejected — by the decoder, or on receipt (``rejections``: what the receiver refused after
+    decoding) — or ``warnings`` say what was accepted but not kept whole."""
+    partial = partial_success([*decoded.rejections, *rejections], list(warnings))
     if _CONTENT_TYPES.get(content_type.split(";", 1)[0].strip().lower()) == JSON:
         if partial is None:
             return b"{}"

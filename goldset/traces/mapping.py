@@ -491,6 +491,15 @@ def _passages(spans: list[Span], limit: int) -> tuple[list[Passage], int]:
     return kept, len(documents)
 
 
+def document_count(span: Span) -> int:
+    """How many documents a retriever or reranker span returned (0 for any other span)."""
+    if _is_reranker(span):
+        return len(_documents(span, "reranker.output_documents"))
+    if _is_retriever(span):
+        return len(_retriever_documents(span))
+    return 0
+
+
 def _retriever_documents(span: Span) -> list[tuple]:
     documents = _documents(span, "retrieval.documents")
     if documents:

@@ -113,7 +113,7 @@ def _render_item(request, assignment, form=None, *, status=200):
             selectors.get_own_label(assignment), public_id=record.public_id
         ),
         "form": form or LabelForm(),
-        "packet": selectors.get_item_packet(record),
+        "packet": selectors.get_item_packet(record, user=request.user),
         "undoable": undoable
         and selectors.BlindLabel.of(undoable, public_id=undoable.record.public_id),
         "all_clear_needs_rationale": all_clear_rationale_required(record.question),

@@ -58,7 +58,7 @@ def _adjudication_context(request, record, form=None) -> dict:
         form = AdjudicationForm(initial=prefill)
     return {
         "record": record,
-        "packet": selectors.get_item_packet(record),
+        "packet": selectors.get_item_packet(record, user=request.user),
         "labels": labels,
         "adjudication": selectors.get_adjudication_of(record),
         "provenance": selectors.get_provenance_for_admin(user=request.user, record=record),
@@ -194,5 +194,9 @@ def calibration_reference(request, domain, public_id):
             return redirect("answers:calibration_set", domain=domain)
     if request.method == "GET":
         record_event(actor=request.user, verb="viewed", obj=item.record)
-    context = {"item": item, "packet": selectors.get_item_packet(item.record), "form": form}
+    context = {
+        "item": item,
+        "packet": selectors.get_item_packet(item.record, user=request.user),
+        "form": form,
+    }
     return render(request, "answers/calibration_reference.html", context)

@@ -137,9 +137,28 @@ class PassageSerializer(serializers.Serializer):
     text = serializers.CharField(source="block_version.text")
 
 
+class RetrievedSerializer(serializers.Serializer):
+    """A passage the answer's retrieval returned, at its rank: in the corpus (its pinned block
+    version) or not (``in_corpus`` false: the text as the trace sent it, the document id it
+    named). ``score``: the retriever's, for admins only (null for everyone else)."""
+
+    rank = serializers.IntegerField()
+    passage_ref = serializers.CharField()
+    in_corpus = serializers.BooleanField()
+    document_id = serializers.CharField(
+        source="block_version.block.document.document_id", allow_null=True, default=None
+    )
+    block_id = serializers.CharField(source="block_version.block.block_id", default=None)
+    version = serializers.IntegerField(source="block_version.version", default=None)
+    newest_version = serializers.IntegerField(allow_null=True)
+    text = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+
+
 class ItemSerializer(serializers.Serializer):
     """The item to label, as the label page shows it (``ItemPacket``): question, answer, gold
-    evidence, near misses and citations; never the system, run or model."""
+    evidence, near misses, citations and the passages retrieved (in the corpus or not); never
+    the system, run or model."""
 
     record = serializers.CharField(source="record.public_id")
     question = QuestionSerializer(source="record.question")
@@ -147,6 +166,7 @@ class ItemSerializer(serializers.Serializer):
     gold = PassageSerializer(many=True)
     near_misses = PassageSerializer(many=True)
     citations = PassageSerializer(many=True)
+    retrieved = RetrievedSerializer(many=True)
 
 
 class ClaimSerializer(serializers.Serializer):
@@ -381,7 +401,9 @@ def label_claim(request):
     assignment = result.assignment
     item = None
     if assignment is not None:
-        item = ItemSerializer(answer_selectors.get_item_packet(assignment.record)).data
+        item = ItemSerializer(
+            answer_selectors.get_item_packet(assignment.record, user=request.user)
+        ).data
     return Response(
         {
             "claimed": assignment is not None,

@@ -5,19 +5,19 @@ with the write scope, ``Authorization=Bearer gst_…``).
 
 Answers as the OTLP/HTTP specification says: 200 with an ``ExportTraceServiceResponse`` in the
 request's encoding, carrying ``partial_success`` (rejected spans and why) when some spans were
-refused; 400 for a malformed body; 413 over ``OTLP_MAX_BODY_BYTES`` (from ``Content-Length``
-before the body is read, and after gunzip); 415 for another content type or encoding; 429 when
-the project's mapping is behind and 503 when the database is busy, both with ``Retry-After``.
-Error bodies are a ``google.rpc.Status`` in the request's encoding: the protobuf message, or for
-JSON a problem+json document (as every API error) that carries the Status's ``code`` and
-``message`` too (415: problem+json, the request's encoding being unknown). Who may call it is its access-table entry (admins: the traces
-carry system identity); a read token is refused (403). The request only stores spans and queues
+refused (on receipt: :func:`goldset.services.traces.receive_spans`) or accepted but not kept
+whole; 400 for a malformed body; 413 over ``OTLP_MAX_BODY_BYTES`` (from ``Content-Length``
+before the body is read, and after gunzip; above ``DATA_UPLOAD_MAX_MEMORY_SIZE`` the request
+guard answers the same before the view runs); 415 for another content type or encoding; 429
+when the project's mapping is behind and 503 when the database is busy; 413, 429 and 503 with
+``Retry-After``. Error bodies are a ``google.rpc.Status`` in the request's encoding
+(:mod:`goldset.traces.responses`; 415: problem+json, the request's encoding being unknown).
+Who may call it is its access-table entry (admins: the traces carry system identity); a read
+token is refused (403). The request only stores spans and queues
 their mapping (:mod:`goldset.services.traces`). Not in the OpenAPI schema: its bodies are the
 OTLP protobuf/JSON messages, not this API's JSON."""
 
-import json
 import logging
-from http import HTTPStatus
 
 from django.db import OperationalError
 from django.http import HttpResponse
@@ -27,16 +27,14 @@ from rest_framework.decorators import api_view, parser_classes
 from goldset.conf import tunable
 from goldset.services.traces import TracesBacklogged, receive_spans
 from goldset.traces.decode import (
-    JSON,
     DecodeError,
     UnsupportedMediaType,
     decode_export_request,
-    encode_error_status,
     encode_export_response,
-    error_status_code,
     response_media_type,
 )
-from goldset.views.api_support import PROBLEM_JSON, Problem
+from goldset.traces.responses import error_response
+from goldset.views.api_support import Problem
 
 logger = logging.getLogger(__name__)
 
@@ -70,35 +68,17 @@ def otlp_traces(request):
     except DecodeError as exc:
         return _error(exc.status, exc.message, media)
     try:
-        receive_spans(project=request.project, decoded=decoded)
+        received = receive_spans(project=request.project, decoded=decoded)
     except TracesBacklogged as exc:
-        return _error(429, f"{exc}; retry later", media, retry=True)
+        return _error(429, f"{exc}; retry later", media)
     except OperationalError:
         logger.warning("traces of %s not stored: the database is busy", request.project.slug)
-        return _error(503, "the database is busy; retry later", media, retry=True)
-    return HttpResponse(encode_export_response(decoded, content_type=media), content_type=media)
+        return _error(503, "the database is busy; retry later", media)
+    body = encode_export_response(
+        decoded, content_type=media, rejections=received.rejections, warnings=received.warnings
+    )
+    return HttpResponse(body, content_type=media)
 
 
-def _error(status: int, message: str, media: str, *, retry: bool = False) -> HttpResponse:
-    """A protobuf request's error: the ``Status`` message. A JSON request's: one JSON document
-    that is both the API's problem+json and OTLP's JSON ``Status`` (its ``code`` and
-    ``message``; a Status reader ignores the other members)."""
-    if media == JSON:
-        body = {
-            "type": "about:blank",
-            "title": HTTPStatus(status).phrase,
-            "status": status,
-            "detail": message,
-            "code": error_status_code(status),
-            "message": message,
-        }
-        response = HttpResponse(json.dumps(body), status=status, content_type=PROBLEM_JSON)
-    else:
-        response = HttpResponse(
-            encode_error_status(status, message, content_type=media),
-            status=status,
-            content_type=media,
-        )
-    if retry:
-        response["Retry-After"] = str(tunable("OTLP_RETRY_AFTER_SECONDS"))
-    return response
+def _error(status: int, message: str, media: str) -> HttpResponse:
+    return error_response(status, message, media, retry_after=tunable("OTLP_RETRY_AFTER_SECONDS"))

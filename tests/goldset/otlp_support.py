@@ -3,7 +3,12 @@ the spans of the instrumented RAG pipeline of ``tests/goldset/rules/traces_suppo
 OpenTelemetry SDK, both conventions), and readers of the receiver's answers (the real
 ``ExportTraceServiceResponse`` and ``google.rpc.Status`` messages)."""
 
+import base64
+import json
+
+from google.protobuf.json_format import MessageToDict
 from google.rpc.status_pb2 import Status
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from tests.goldset.rules.traces_support import (
@@ -68,3 +73,38 @@ def error_status(response) -> tuple[int, str]:
         return body["code"], body["message"]
     status = Status.FromString(response.content)
     return status.code, status.message
+
+
+def request_of(spans):
+    """The SDK spans as an ``ExportTraceServiceRequest`` message, to alter before sending."""
+    return encode_spans(spans)
+
+
+def without_attributes(request, *prefixes: str):
+    """``request`` with every span attribute whose key starts with one of ``prefixes`` removed."""
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                kept = [a for a in span.attributes if not a.key.startswith(prefixes)]
+                del span.attributes[:]
+                span.attributes.extend(kept)
+    return request
+
+
+def spans_of(request) -> list:
+    return [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+
+
+def encoded(request, content_type: str) -> bytes:
+    """``request`` in an OTLP/HTTP encoding: the protobuf message, or OTLP/JSON (the proto3
+    JSON mapping, with trace and span ids as hex rather than base64)."""
+    if content_type == PROTOBUF:
+        return request.SerializeToString()
+    body = MessageToDict(request)
+    for resource_spans in body.get("resourceSpans", []):
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            for span in scope_spans.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return json.dumps(body).encode()

@@ -4,7 +4,8 @@ server, span by span as they end (``SimpleSpanProcessor``: the children arrive b
 root, so each trace is incomplete until its last request), in both conventions, and a third
 trace arrives as an OTLP/JSON request. Each becomes an answer record in the project's labeling
 queue; an annotator's and the lead's pages (a crawl of everything they reach in the project)
-show no service, model, system or run name, which the admin's runs page does show."""
+show no service, model, system or run name, which the admin's runs page does show; the label
+page shows the passages the trace retrieved that are not in the corpus, with their text."""
 
 import pytest
 import requests
@@ -15,7 +16,14 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from goldset.models import AnswerRecord, Domain, Project, ReceivedTrace, System
+from goldset.models import (
+    AnswerRecord,
+    Domain,
+    Project,
+    ReceivedTrace,
+    System,
+    UnmatchedPassage,
+)
 from goldset.selectors.projects import access_project
 from goldset.services.labeling import claim_next_item
 from goldset.services.projects import grant_role
@@ -103,6 +111,10 @@ def test_sdk_exports_become_blinded_records_in_the_labeling_queue(crew, live_ser
     page = client.get(f"/p/{SLUG}/answers/items/{record.public_id}/").content.decode()
     assert record.answer in page and record.question.text in page
     assert not [s for s in secrets if s in page]
+    # what its trace retrieved (no corpus here: none of it is in the corpus), with the text
+    unmatched = list(UnmatchedPassage.objects.filter(record=record).order_by("rank"))
+    assert unmatched and all(p.text in page for p in unmatched)
+    assert page.count("not in the corpus") == len(unmatched)
     assert QUESTION in {r.question.text for r in AnswerRecord.objects.filter(project=project)}
 
     # everything the annotator and the lead reach in the project: no system identity

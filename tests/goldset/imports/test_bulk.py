@@ -1,12 +1,18 @@
+import datetime as dt
+
 import pytest
+from django.db import connection
 
 from goldset.imports import bulk
 from goldset.models import (
     AnswerCitation,
     AnswerRecord,
     OutboxMessage,
+    Project,
     Question,
+    ReceivedTrace,
     RecordStatus,
+    TraceStatus,
     default_project_id,
 )
 from tests.factories import AnswerRecordFactory, BlockVersionFactory, QuestionFactory
@@ -94,3 +100,36 @@ def test_one_of_matches_ids_holding_array_syntax():
 
     assert sorted(found.values_list("question_id", flat=True)) == sorted([odd, "q-plain"])
     assert not Question.objects.filter(question_id__in=bulk.one_of([])).exists()
+
+
+def test_update_rows_sets_each_rows_own_values_in_one_statement(django_assert_num_queries):
+    project = Project.objects.get(pk=default_project_id())
+    traces = [ReceivedTrace.objects.create(project=project, trace_id=f"{n:032x}") for n in (1, 2)]
+    day = dt.date(2026, 11, 27)
+    rows = [
+        (traces[0].pk, TraceStatus.DROPPED, "", [3, 1], day, None),
+        (traces[1].pk, TraceStatus.REJECTED, 'no answer: it\'s "quoted"', None, None, None),
+    ]
+    names = ("status", "reason", "capped_rules", "capped_on", "record_id")
+    expected = 1 if connection.vendor == "postgresql" else 2  # bulk_update: a transaction too
+    with django_assert_num_queries(expected, exact=False):
+        bulk.update_rows(ReceivedTrace, names, rows)
+    got = ReceivedTrace.objects.order_by("pk").values_list(*names)
+    assert [tuple(row) for row in got] == [
+        ("dropped", "", [3, 1], day, None),
+        ("rejected", 'no answer: it\'s "quoted"', None, None, None),
+    ]
+
+
+def test_insert_missing_rows_keeps_what_is_there_and_defaults_the_rest():
+    project = Project.objects.get(pk=default_project_id())
+    ReceivedTrace.objects.create(project=project, trace_id="a" * 32, status=TraceStatus.MAPPED)
+    rows = [(project.pk, "a" * 32), (project.pk, "b" * 32)]
+    bulk.insert_missing_rows(ReceivedTrace, ("project_id", "trace_id"), rows)
+    bulk.insert_missing_rows(ReceivedTrace, ("project_id", "trace_id"), rows)  # again: nothing
+    traces = {t.trace_id: t for t in ReceivedTrace.objects.all()}
+    assert set(traces) == {"a" * 32, "b" * 32}
+    assert traces["a" * 32].status == "mapped"
+    new = traces["b" * 32]
+    assert (new.status, new.reason, new.span_count, new.capped_rules) == ("pending", "", 0, None)
+    assert new.received_at is not None and new.updated_at is not None

@@ -247,7 +247,10 @@ def test_a_nul_in_an_attribute_rejects_its_span_and_trace_and_keeps_the_others(c
     assert decoded.rejections == [
         SpanRejection(trace_id, root_id, reason),
         SpanRejection(
-            trace_id, hex_ids(child)[1], f"trace rejected with its span {root_id} ({reason})"
+            trace_id,
+            hex_ids(child)[1],
+            f"trace rejected with its span {root_id} ({reason})",
+            primary=False,
         ),
     ]
     assert decoded.rejected_trace_ids == {trace_id}

@@ -8,10 +8,13 @@ import pytest
 from goldset.exceptions import GoldsetError
 from goldset.models import Domain, Triple, TripleOrigin, TripleState
 from goldset.selectors.curation import gold_row, iter_gold_rows, list_gold_triples
+from goldset.services.adjudication import record_adjudication
 from goldset.services.gold_promotion import promote_record_to_triple
-from tests.factories import BlockFactory, BlockVersionFactory, default_project
+from goldset.services.projects import grant_role
+from tests.factories import BlockFactory, BlockVersionFactory, UserFactory, default_project
 from tests.goldset.promotion_to_gold_support import corpus, trace_born_record
 from workbench.models import AuditEvent
+from workbench.roles import Role
 
 pytestmark = pytest.mark.django_db
 
@@ -64,6 +67,32 @@ def test_a_lead_promotes_a_trace_born_record_to_a_triple_with_its_provenance(
     }
     assert gold_row(gold.get())["metadata"]["provenance"] == provenance
     assert [r["metadata"]["provenance"] for r in iter_gold_rows(gold)] == [provenance]
+
+
+def test_a_record_a_lead_adjudicated_acceptable_is_promoted(project, lead, admin_user):
+    """Settled by adjudication rather than by agreeing labels: the lead's final label makes
+    it promotable, and another lead may promote it (the one who adjudicated may too)."""
+    corpus(project)
+    record, trace = trace_born_record(
+        project, admin_user, status="needs_adjudication", acceptability=""
+    )
+    with pytest.raises(GoldsetError, match="only a labeled record"):
+        promote_record_to_triple(actor=lead, project=project, record=record)
+    record_adjudication(
+        lead=lead,
+        record=record,
+        acceptability="acceptable",
+        grounding="fully_grounded",
+        rationale="The answer follows AC-2.",
+    )
+    record.refresh_from_db()
+    assert (record.status, record.final_source) == ("adjudicated", "adjudication")
+    other = UserFactory(username="second-lead")
+    grant_role(project=project, user=other, role=Role.LEAD)
+    triple = promote_record_to_triple(actor=other, project=project, record=record)
+    assert triple.state == TripleState.PENDING_REVIEW
+    assert triple.current_revision.expected_answer == record.answer
+    assert TripleOrigin.objects.get(triple=triple).trace_id == trace.trace_id
 
 
 def test_the_lead_may_pick_another_retrieved_block_and_edit_the_answer(project, lead, admin_user):

@@ -3,6 +3,7 @@ thread for over 90 s (the upload cap was not checked against the header and noth
 body out). Now the header is checked before any byte is read (413), and under gunicorn a body
 that stops arriving ends the request (408 from the API, 400 from pages)."""
 
+import json
 import os
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 from django.urls import reverse
+from google.rpc.status_pb2 import Status
 
 from tests.conftest import _stop
 from tests.waiting import wait_until
@@ -175,3 +177,50 @@ def test_gunicorn_ends_a_page_form_whose_body_stops_arriving_and_keeps_serving(g
         gunicorn, "GET /health/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n", b""
     )
     assert _read_all(health).startswith(b"HTTP/1.1 ")
+
+
+@pytest.mark.parametrize("content_type", ["application/x-protobuf", "application/json"])
+def test_gunicorn_answers_an_otlp_exporter_announcing_100_mb_with_a_status_at_once(
+    gunicorn, content_type
+):
+    """Issue 28: a 100 MB traces export (above DATA_UPLOAD_MAX_MEMORY_SIZE, 50 MiB) is refused
+    from its Content-Length by the request guard, before the view: the exporter gets the 413
+    as OTLP/HTTP answers errors, a google.rpc.Status in its request's encoding, with
+    Retry-After, and the 100 MB are neither sent in full nor read (the first 64 KiB go out)."""
+    length = str(100 * 1024 * 1024)
+    head = "\r\n".join(
+        [
+            "POST /api/v1/projects/default/otlp/v1/traces HTTP/1.1",
+            "Host: 127.0.0.1",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {length}",
+            "Connection: close",
+        ]
+    )
+    answer = _read_all(_send(gunicorn, head + "\r\n", b"\x0a" * 65536))
+    status_line, rest = answer.split(b"\r\n", 1)
+    headers, body = rest.split(b"\r\n\r\n", 1)
+    fields = dict(line.split(b": ", 1) for line in headers.split(b"\r\n"))
+    if fields.get(b"Transfer-Encoding") == b"chunked":
+        body = _dechunk(body)
+    assert status_line.startswith(b"HTTP/1.1 413"), answer[:300]
+    assert fields[b"Retry-After"] == b"5"
+    if content_type == "application/json":
+        assert fields[b"Content-Type"] == PROBLEM.encode()
+        problem = json.loads(body)
+        code, message = problem["code"], problem["message"]
+    else:
+        assert fields[b"Content-Type"] == content_type.encode()
+        status = Status.FromString(body)
+        code, message = status.code, status.message
+    assert code == 8 and length in message  # RESOURCE_EXHAUSTED, naming the size
+
+
+def _dechunk(body: bytes) -> bytes:
+    """A chunked transfer-encoded body's bytes."""
+    out = b""
+    while True:
+        size, body = body.split(b"\r\n", 1)
+        if not int(size, 16):
+            return out
+        out, body = out + body[: int(size, 16)], body[int(size, 16) + 2 :]
