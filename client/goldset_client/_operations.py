@@ -35,9 +35,12 @@ from goldset_client.models import (
     LabelClaim,
     Member,
     OpenItem,
+    PairAdjudication,
     PairJudgment,
     PairQualification,
+    PairSkip,
     PairwiseAnalysis,
+    PairwiseRun,
     PairwiseTask,
     Progress,
     Project,
@@ -205,7 +208,7 @@ def api_prefix(base_url: str, project: str | None) -> str:
 
 
 class Operations(ABC):
-    """The API's 83 operations. Lists return iterators over every page (``page_size`` rows a
+    """The API's 90 operations. Lists return iterators over every page (``page_size`` rows a
     request); ``updated_since`` (a datetime or RFC 3339 text) gives the rows created or changed
     since then, for incremental sync. Every call but :meth:`list_projects` and
     :meth:`create_project` goes to the client's project (``project=``), or to the server's
@@ -240,7 +243,7 @@ class Operations(ABC):
     def create_project(
         self, slug: str, name: str, *, description: str = "", copy_from: str | None = None,
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> Project:  # fmt: skip
         """Create a project (installation admins, with a token valid in every project); you
         become its admin. ``copy_from``: the slug of a project whose settings, domains,
         guidelines and routing rules it starts from. A malformed, reserved or taken slug is
@@ -252,7 +255,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("projects_retrieve")
-    def get_project(self, *, project: str | None = None):
+    def get_project(self, *, project: str | None = None) -> Project:
         """The project (the client's, or ``project``): name, description, archived, your role."""
         return self._run(
             Call("projects_retrieve", "GET", self._in(project, ""), parse=Project.from_json)
@@ -262,27 +265,28 @@ class Operations(ABC):
     def update_project(
         self, *, name: str | None = None, description: str | None = None,
         archived: bool | None = None, project: str | None = None,
-    ):  # fmt: skip
+        idempotency_key: str | None = None,
+    ) -> Project:  # fmt: skip
         """Change the project's name, description or archived state (its admins); only the
         arguments given are sent. Archiving keeps everything readable."""
         body = {k: v for k, v in (("name", name), ("description", description),
                                   ("archived", archived)) if v is not None}  # fmt: skip
         return self._run(
             Call("projects_partial_update", "PATCH", self._in(project, ""), json=body,
-                 parse=Project.from_json)
+                 parse=Project.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("projects_destroy")
-    def delete_project(self, project: str):
+    def delete_project(self, project: str, *, idempotency_key: str | None = None) -> None:
         """Delete the project named (installation admins): :class:`Conflict` while it holds
         frozen gold versions or other data (archive it instead)."""
         return self._run(
             Call("projects_destroy", "DELETE", api_prefix(self.base_url, project),
-                 parse=lambda body: None)
+                 parse=lambda body: None, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("projects_settings_retrieve")
-    def get_project_settings(self, *, project: str | None = None):
+    def get_project_settings(self, *, project: str | None = None) -> list[ProjectSetting]:
         """The project's protocol settings (its admins): each with the installation's value,
         the project's own (None: none), the value in force."""
         return self._run(
@@ -293,8 +297,8 @@ class Operations(ABC):
     @operation("projects_settings_partial_update")
     def update_project_settings(
         self, changes: Mapping[str, Any] | None = None, *, project: str | None = None,
-        **settings: Any,
-    ):  # fmt: skip
+        idempotency_key: str | None = None, **settings: Any,
+    ) -> list[ProjectSetting]:  # fmt: skip
         """Set settings of the project (its admins), all or nothing, e.g.
         ``update_project_settings(KAPPA_GATE="0.8")``; None resets one to the installation's
         value. A refused value is :class:`Unprocessable` naming the setting. Returns the
@@ -302,11 +306,12 @@ class Operations(ABC):
         body = _decimals({**(changes or {}), **settings})
         return self._run(
             Call("projects_settings_partial_update", "PATCH", self._in(project, "settings/"),
-                 json=body, parse=lambda rows: [ProjectSetting.from_json(r) for r in rows])
+                 json=body, parse=lambda rows: [ProjectSetting.from_json(r) for r in rows],
+                 idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("projects_members_list")
-    def list_members(self, *, project: str | None = None):
+    def list_members(self, *, project: str | None = None) -> list[Member]:
         """The project's members and their roles, by username (its admins)."""
         return self._run(
             Call("projects_members_list", "GET", self._in(project, "members/"),
@@ -317,7 +322,7 @@ class Operations(ABC):
     def add_member(
         self, username: str, role: str, *, project: str | None = None,
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> Member:  # fmt: skip
         """Add ``username`` to the project with ``role`` (``annotator``, ``adjudication_lead``,
         ``admin``), or set the role of a member (its admins)."""
         return self._run(
@@ -327,7 +332,7 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("projects_members_retrieve")
-    def get_member(self, member: str | int, *, project: str | None = None):
+    def get_member(self, member: str | int, *, project: str | None = None) -> Member:
         """A member by username (or user id) and their role."""
         path = f"members/{_segment(str(member), 'member')}/"
         return self._run(
@@ -336,22 +341,27 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("projects_members_partial_update")
-    def set_member_role(self, member: str | int, role: str, *, project: str | None = None):
+    def set_member_role(
+        self, member: str | int, role: str, *, project: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Member:  # fmt: skip
         """Set a member's role (its admins); effective at their next request."""
         path = f"members/{_segment(str(member), 'member')}/"
         return self._run(
             Call("projects_members_partial_update", "PATCH", self._in(project, path),
-                 json={"role": role}, parse=Member.from_json)
+                 json={"role": role}, parse=Member.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("projects_members_destroy")
-    def remove_member(self, member: str | int, *, project: str | None = None):
+    def remove_member(
+        self, member: str | int, *, project: str | None = None, idempotency_key: str | None = None
+    ) -> None:
         """Remove a member from the project (its admins); :class:`Conflict` for its last
         admin."""
         path = f"members/{_segment(str(member), 'member')}/"
         return self._run(
             Call("projects_members_destroy", "DELETE", self._in(project, path),
-                 parse=lambda body: None)
+                 parse=lambda body: None, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     # ------------------------------------------------------------------ corpus
@@ -897,28 +907,34 @@ class Operations(ABC):
         )  # fmt: skip
 
     @operation("pairwise_pairs_skip_create")
-    def skip_pair(self, public_id: str, reason: str, *, idempotency_key: str | None = None):
+    def skip_pair(
+        self, public_id: str, reason: str, *, idempotency_key: str | None = None
+    ) -> PairSkip:
         """Hand back a pair you hold but did not judge, with a reason; it is never offered to
         you again."""
         return self._run(
             Call("pairwise_pairs_skip_create", "POST", f"pairwise/pairs/{public_id}/skip/",
-                 json={"reason": reason}, idempotency_key=idempotency_key)
+                 json={"reason": reason}, parse=PairSkip.from_json,
+                 idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("pairwise_undo_create")
-    def undo_pair_judgment(self, *, idempotency_key: str | None = None):
+    def undo_pair_judgment(self, *, idempotency_key: str | None = None) -> BlindPair:
         """Withdraw your last judgment (within the undo window, while its pair still collects
-        judgments); returns the pair to judge again."""
+        judgments); returns the pair to judge again (``judgment`` None)."""
         return self._run(
-            Call("pairwise_undo_create", "POST", "pairwise/undo/",
+            Call("pairwise_undo_create", "POST", "pairwise/undo/", parse=BlindPair.from_json,
                  idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("pairwise_runs_list")
-    def list_pairwise_runs(self):
+    def list_pairwise_runs(self) -> list[PairwiseRun]:
         """The runs a new task may compare (leads, admins): ``id`` and ``label`` ("Run N";
         the run id for admins only)."""
-        return self._run(Call("pairwise_runs_list", "GET", "pairwise/runs/"))
+        return self._run(
+            Call("pairwise_runs_list", "GET", "pairwise/runs/",
+                 parse=lambda rows: [PairwiseRun.from_json(r) for r in rows])
+        )  # fmt: skip
 
     @operation("pairwise_tasks_create")
     def create_pairwise_task(
@@ -926,7 +942,7 @@ class Operations(ABC):
         comparisons_per_question: int | None = None, tier: str = "tier_b",
         seed: int | None = None, gold_version: int | str | None = None,
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> PairwiseTask:  # fmt: skip
         """Create a task (leads, admins) comparing ``runs`` (ids from
         :meth:`list_pairwise_runs`), its pairs drawn with ``seed``; ``gold_version`` (a number
         or a tag) limits it to that version's questions."""
@@ -937,36 +953,39 @@ class Operations(ABC):
             body["seed"] = seed
         return self._run(
             Call("pairwise_tasks_create", "POST", "pairwise/tasks/", json=body,
-                 idempotency_key=idempotency_key)
+                 parse=PairwiseTask.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     @operation("pairwise_adjudications_list")
-    def list_pair_adjudications(self, *, page_size: int | None = None):
+    def list_pair_adjudications(
+        self, *, page_size: int | None = None
+    ) -> Iterator[PairAdjudication]:
         """Split pairs waiting for you (leads, admins), blind on your sides, with the
         reviewers' judgments."""
         return self._run(
             Call("pairwise_adjudications_list", "GET", "pairwise/adjudications/",
-                 _query(page_size=page_size), paginated=True)
+                 _query(page_size=page_size), parse=PairAdjudication.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("pairwise_adjudications_retrieve")
-    def get_pair_adjudication(self, public_id: str):
+    def get_pair_adjudication(self, public_id: str) -> PairAdjudication:
         """A split pair you may adjudicate, as its adjudication page shows it."""
         return self._run(
-            Call("pairwise_adjudications_retrieve", "GET", f"pairwise/adjudications/{public_id}/")
-        )
+            Call("pairwise_adjudications_retrieve", "GET", f"pairwise/adjudications/{public_id}/",
+                 parse=PairAdjudication.from_json)
+        )  # fmt: skip
 
     @operation("pairwise_adjudications_create")
     def adjudicate_pair(
         self, public_id: str, choice: str, *, rationale: str, strength: str = "",
         idempotency_key: str | None = None,
-    ):  # fmt: skip
+    ) -> PairAdjudication:  # fmt: skip
         """Record the final preference on a split pair: ``choice`` as the pair is shown to
         you, a strength with a preference, a rationale always."""
         body = {"choice": choice, "strength": strength, "rationale": rationale}
         return self._run(
             Call("pairwise_adjudications_create", "POST", f"pairwise/adjudications/{public_id}/",
-                 json=body, idempotency_key=idempotency_key)
+                 json=body, parse=PairAdjudication.from_json, idempotency_key=idempotency_key)
         )  # fmt: skip
 
     # ------------------------------------------------------------------ pairwise qualification

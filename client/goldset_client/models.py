@@ -591,10 +591,12 @@ class SamplingRule(Resource):
 
 @dataclass(frozen=True, kw_only=True)
 class PairwiseTask(Resource):
-    """A pairwise task: its design and counts (never the systems)."""
+    """A pairwise task: its design and counts (never the systems); ``gold_version`` the number
+    of the frozen version whose questions it compares (None: any question)."""
 
     id: int = 0
     name: str = ""
+    gold_version: int | None = None
     design: str = ""
     comparisons_per_question: int | None = None
     seed: int = 0
@@ -605,6 +607,15 @@ class PairwiseTask(Resource):
     judgments: int = 0
     decided: int = 0
     split: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairwiseRun(Resource):
+    """A run a new pairwise task may compare, as the task form offers it: ``id`` (what
+    ``runs`` names) and ``label`` ("Run N (k answers)"; the run id too for admins)."""
+
+    id: int = 0
+    label: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -655,6 +666,68 @@ class BlindPair(Resource):
     status: str = ""
     status_display: str = ""
     judgment: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairSkip(Resource):
+    """A pair you handed back without judging it, and why: never offered to you again."""
+
+    pair: str = ""
+    reason: str = ""
+    created_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlindJudgment(Resource):
+    """A reviewer's judgment of a split pair as you read the pair (your own sides): ``choice``
+    ``left``, ``right``, ``tie`` or ``both_unacceptable``; ``reviewer`` "Reviewer N" unless your
+    role sees labelers."""
+
+    reviewer: str = ""
+    choice: str = ""
+    strength: str = ""
+    rationale: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairDecision(Resource):
+    """The final preference on a split pair, as you read the pair (your own sides)."""
+
+    choice: str = ""
+    strength: str = ""
+    rationale: str = ""
+    created_at: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairAdjudication(Resource):
+    """A split pair as a lead reads it, blind on the lead's own sides (no system): the question,
+    the two answers, the task's name, the reviewers' :class:`BlindJudgment` s and the final
+    ``adjudication`` once recorded (None: still waiting)."""
+
+    public_id: str = ""
+    question_text: str = ""
+    domain_name: str = ""
+    task_family: str = ""
+    left_answer: str = ""
+    right_answer: str = ""
+    status: str = ""
+    status_display: str = ""
+    task: str = ""
+    judgments: tuple[BlindJudgment, ...] = ()
+    adjudication: PairDecision | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PairAdjudication:
+        nested = ("judgments", "adjudication")
+        pair = super().from_json({k: v for k, v in data.items() if k not in nested})
+        decision = data.get("adjudication")
+        return replace(
+            pair,
+            raw=dict(data),
+            judgments=tuple(BlindJudgment.from_json(j) for j in data.get("judgments") or ()),
+            adjudication=PairDecision.from_json(decision) if decision else None,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

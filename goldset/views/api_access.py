@@ -16,7 +16,7 @@ from workbench.client_address import client_address
 from workbench.models import ApiToken, TokenScope
 from workbench.roles import hold_roles, roles_of
 from workbench.services.api_tokens import authenticate_api_token, record_token_refusal
-from workbench.services.idempotency import MAX_KEY_CHARS, claim_api_key
+from workbench.services.idempotency import MAX_KEY_CHARS, claim_api_key, kept_api_answer
 from workbench.services.rate_limits import hit_rate_limit
 
 
@@ -25,9 +25,17 @@ class AccessTablePermission(BasePermission):
     the caller (session or token): 401 without credentials; 404 when the URL's project is not
     the caller's (or not the token's); 403 for a role the entry does not list in that project.
     The project it resolves is ``request.project`` for the view. Object scope stays in the
-    selectors (404)."""
+    selectors (404). A retried write its own first try took out of reach (the project deleted,
+    the caller removed or demoted) gets that try's kept answer, not the 404 or 403."""
 
     def has_permission(self, request, view):
+        try:
+            return self._check(request)
+        except (exceptions.NotFound, exceptions.PermissionDenied):
+            _replay_kept_answer(request)
+            raise
+
+    def _check(self, request):
         match = request.resolver_match
         entry = entry_for(match.view_name if match else None)
         if entry is None:
@@ -50,6 +58,19 @@ class AccessTablePermission(BasePermission):
         if not roles_of(request.user) & entry.roles:
             raise exceptions.PermissionDenied("Your role does not give access to this endpoint.")
         return True
+
+
+def _replay_kept_answer(request) -> None:
+    """Raise :class:`IdempotentReplay` with the kept answer to this write's key, if any (a
+    caller refused now was allowed then: only an answer that ran past every check is kept)."""
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if request.method not in KEYED_METHODS or not key or not request.user.is_authenticated:
+        return
+    row = kept_api_answer(
+        user=request.user, key=key, method=request.method, path=request.get_full_path()
+    )
+    if row is not None:
+        raise IdempotentReplay(row)
 
 
 class ApiTokenAuthentication(BaseAuthentication):

@@ -24,7 +24,7 @@ it equal): every operation of :class:`goldset_client.GoldsetClient` as a corouti
 value, every list as an async iterator."""
 
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import httpx

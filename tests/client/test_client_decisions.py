@@ -2,27 +2,42 @@
 token of the role that does the work: annotators claim and label, reviewers claim and review,
 a lead reads the queue and adjudicates; a refused rule reaches the caller as ``Unprocessable``
 naming the field, and nothing of the system reaches an annotator or a lead; a reviewer takes the
-pairwise calibration and judges a pair, each answer a typed model."""
+pairwise calibration and judges a pair, skips one and undoes a judgment, and a lead creates a
+pairwise task from the runs offered and adjudicates a split pair, each answer a typed model."""
 
 import pytest
 from django.core.cache import cache
 from goldset_client import AsyncGoldsetClient, GoldsetClient, Unprocessable
 from goldset_client.models import (
+    BlindJudgment,
     BlindPair,
     CalibrationAnswer,
+    PairAdjudication,
+    PairDecision,
     PairQualification,
+    PairSkip,
+    PairwiseRun,
+    PairwiseTask,
     QualificationStatus,
 )
 
-from goldset.models import PairwisePair, RecordStatus
-from goldset.rules.pairwise import choice_from_preference
-from goldset.selectors.pairwise import calibration_left_for
+from goldset.models import PairJudgment, PairStatus, PairwisePair, RecordStatus
+from goldset.models import PairSkip as PairSkipRow
+from goldset.rules.pairwise import choice_from_preference, preference_from_choice
+from goldset.selectors.pairwise import calibration_left_for, left_for, list_blind_judgments
 from goldset.services.pairwise_calibration import add_calibration_pair
 from tests.client._loop import run_in_own_loop
 from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import BAD, GOOD, SECRETS, build_conflict_item
 from tests.goldset.curation_support import write_triple
-from tests.goldset.pairwise_support import CANARIES, build_runs, make_task, reviewers
+from tests.goldset.pairwise_support import (
+    CANARIES,
+    assert_blind,
+    build_runs,
+    judge_next,
+    make_task,
+    reviewers,
+)
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
 
@@ -144,3 +159,81 @@ def test_a_reviewer_qualifies_and_judges_a_pair_through_the_client_with_typed_an
         assert gs.get_pair(held.public_id) == held
         judged = gs.judge_pair(held.public_id, "tie", rationale="Equally grounded.")
         assert (judged.public_id, judged.judgment) == (held.public_id, "tie")
+
+
+SPLIT_PLAN = (  # three reviewers' preferences (relative to A/B) in queue order: pair 1 splits
+    ["a", "a", "b", "tie"],
+    ["b", "a", "b", "tie"],
+    ["tie", "a", "b", "tie"],
+)
+
+
+def test_a_lead_creates_a_task_a_reviewer_skips_and_undoes_and_the_lead_adjudicates_a_split(
+    transactional_db, live_server, make_user, fast
+):
+    lead = make_user(Role.LEAD, username="client-pw-lead")
+    runs, _, _ = build_runs(n_systems=2, n_questions=4, domain_slug="client_pw_split")
+    task = make_task(runs, actor=lead, name="Client split")
+    for person, plan in zip(reviewers(3, prefix="client-pw-j"), SPLIT_PLAN, strict=True):
+        for preference in plan:
+            judge_next(person, preference, rationale="Because.")
+    split = PairwisePair.objects.get(task=task, status=PairStatus.NEEDS_ADJUDICATION)
+    lead_token = token_of(lead)
+
+    with GoldsetClient(live_server.url, lead_token) as gs:
+        offered = gs.list_pairwise_runs()
+        assert all(isinstance(r, PairwiseRun) for r in offered) and len(offered) == 2
+        assert_blind(str([r.raw for r in offered]))  # a lead reads "Run N", not the run's id
+        made = gs.create_pairwise_task("Client second look", [r.id for r in offered], seed=9)
+        assert isinstance(made, PairwiseTask)
+        assert (made.name, made.seed, made.gold_version, made.pairs) == (
+            "Client second look", 9, None, 4,
+        )  # fmt: skip
+
+    (fresh,) = reviewers(1, prefix="client-pw-fresh")
+    with GoldsetClient(live_server.url, token_of(fresh)) as gs:
+        held = gs.claim_pair()
+        skipped = gs.skip_pair(held.public_id, "Outside my expertise")
+        assert isinstance(skipped, PairSkip) and skipped.created_at
+        assert (skipped.pair, skipped.reason) == (held.public_id, "Outside my expertise")
+        assert PairSkipRow.objects.get(reviewer=fresh).pair.public_id == held.public_id
+        following = gs.claim_pair()
+        assert following.public_id != held.public_id  # never offered to them again
+        gs.judge_pair(following.public_id, "left", strength="clearly")
+        undone = gs.undo_pair_judgment()
+        assert isinstance(undone, BlindPair)
+        assert (undone.public_id, undone.judgment) == (following.public_id, None)
+        assert_blind(str(undone.raw))
+        assert not PairJudgment.objects.filter(reviewer=fresh).exists()
+
+    left = left_for(split, lead.pk)
+    shown = [  # what the adjudication page shows the lead
+        BlindJudgment(reviewer=j.reviewer, choice=j.choice, strength=j.strength,
+                      rationale=j.rationale)
+        for j in list_blind_judgments(split, user=lead, left=left)
+    ]  # fmt: skip
+
+    async def adjudicate():
+        async with AsyncGoldsetClient(live_server.url, lead_token) as gs:
+            waiting = [item async for item in gs.list_pair_adjudications(page_size=1)]
+            read = await gs.get_pair_adjudication(split.public_id)
+            final = await gs.adjudicate_pair(
+                split.public_id, "left", strength="clearly", rationale="A is right."
+            )
+            after = [item async for item in gs.list_pair_adjudications()]
+            return waiting, read, final, after
+
+    waiting, read, final, after = run_in_own_loop(adjudicate())
+    (row,) = waiting
+    assert isinstance(row, PairAdjudication) and row == read
+    assert (row.public_id, row.task, row.adjudication) == (split.public_id, "Client split", None)
+    assert list(row.judgments) == shown
+    assert [j.reviewer for j in row.judgments] == ["Reviewer 1", "Reviewer 2", "Reviewer 3"]
+    assert_blind(str(row.raw))
+    assert isinstance(final.adjudication, PairDecision) and final.adjudication.created_at
+    assert (final.status, final.adjudication.choice, final.adjudication.rationale) == (
+        PairStatus.ADJUDICATED, "left", "A is right.",
+    )  # fmt: skip
+    assert after == []
+    split.refresh_from_db()
+    assert split.final_preference == preference_from_choice("left", left=left)

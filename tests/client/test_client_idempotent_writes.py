@@ -3,14 +3,16 @@ idempotency key"). Against the live server, a transport loses the answer to the 
 every write after the server applied it, as a dropped connection does: the client tries again
 with the same ``Idempotency-Key`` and gets the first try's answer (``Idempotent-Replayed``), so
 a sampling rule's PATCH is one new version (not a 422 "changes nothing", not two), a webhook's
-PATCH one change, a DELETE a 204 (not a 404) and a POST one object."""
+PATCH one change, a DELETE a 204 (not a 404) and a POST one object: a pairwise task, a
+project, a member (201, not the 200 of "already a member")."""
 
 import httpx
 import pytest
 from django.core.cache import cache
 from goldset_client import GoldsetClient, RetryPolicy
 
-from goldset.models import SamplingRule, WebhookEndpoint
+from goldset.models import PairwiseTask, Project, SamplingRule, WebhookEndpoint
+from tests.goldset.pairwise_support import build_runs
 from workbench.models import AuditEvent
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
@@ -73,6 +75,26 @@ def test_a_retried_write_whose_first_try_was_applied_is_applied_once(
         assert AuditEvent.objects.filter(verb="webhook_endpoint_disabled").count() == 1
         assert gs.delete_webhook(hook.id) is None
         assert not WebhookEndpoint.objects.exists()
+
+        runs, _, _ = build_runs(n_systems=2, n_questions=2, domain_slug="retry_pairwise")
+        task = gs.create_pairwise_task("retried", [run.pk for run in runs], seed=4)
+        assert PairwiseTask.objects.get().pk == task.id and task.pairs == 2
+
+        made = gs.create_project("retry-bot", "Retry bot")
+        assert made.role == "admin" and Project.objects.filter(slug="retry-bot").count() == 1
+        renamed = gs.update_project(name="Retry bot 2", project="retry-bot")
+        assert renamed.name == "Retry bot 2"
+        assert AuditEvent.objects.filter(verb="project.update").count() == 1
+        settings_now = gs.update_project_settings(project="retry-bot", KAPPA_GATE="0.8")
+        assert {r.name: r.own for r in settings_now}["KAPPA_GATE"] == "0.8"
+        assert AuditEvent.objects.filter(verb="project.settings").count() == 1
+        make_user(Role.ANNOTATOR, username="retry-member")
+        assert gs.add_member("retry-member", "annotator", project="retry-bot").role == "annotator"
+        promoted = gs.set_member_role("retry-member", "adjudication_lead", project="retry-bot")
+        assert promoted.role == "adjudication_lead"
+        assert gs.remove_member("retry-member", project="retry-bot") is None
+        assert gs.delete_project("retry-bot") is None
+        assert not Project.objects.filter(slug="retry-bot").exists()
     writes = [r for r in transport.received if r[0] != "GET"]
     assert [(method, status, replayed) for method, _, status, replayed in writes] == [
         ("POST", 201, "true"),
@@ -80,4 +102,12 @@ def test_a_retried_write_whose_first_try_was_applied_is_applied_once(
         ("POST", 201, "true"),
         ("PATCH", 200, "true"),
         ("DELETE", 204, "true"),
+        ("POST", 201, "true"),  # the pairwise task
+        ("POST", 201, "true"),  # the project
+        ("PATCH", 200, "true"),
+        ("PATCH", 200, "true"),  # its settings
+        ("POST", 201, "true"),  # a member
+        ("PATCH", 200, "true"),
+        ("DELETE", 204, "true"),
+        ("DELETE", 204, "true"),  # the project
     ]

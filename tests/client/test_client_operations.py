@@ -37,6 +37,7 @@ from goldset_client.models import (
     Member,
     OpenItem,
     PairwiseAnalysis,
+    PairwiseRun,
     PairwiseTask,
     Progress,
     Project,
@@ -349,12 +350,13 @@ def exercise(call, world, tmp_path) -> None:
             call(name, *args)
     # a new pairwise task from the runs as the task form offers them (after the calibration
     # candidate above: the new task's pairs join the project's queue)
-    offered = [r["id"] for r in call("list_pairwise_runs") if r["label"].startswith("CANARYRUN")]
+    runs = call("list_pairwise_runs")
+    assert all(isinstance(r, PairwiseRun) for r in runs)
+    offered = [r.id for r in runs if r.label.startswith("CANARYRUN")]
     assert len(offered) == 2  # an admin reads run ids (leads: "Run N")
     made = call("create_pairwise_task", "SDK second look", offered, seed=5)
-    assert (made["name"], made["seed"], made["gold_version"], made["pairs"]) == (
-        "SDK second look", 5, None, 2,
-    )  # fmt: skip
+    assert isinstance(made, PairwiseTask)
+    assert (made.name, made.seed, made.gold_version, made.pairs) == ("SDK second look", 5, None, 2)
     with pytest.raises(Unprocessable) as refused:  # the version holds none of their questions
         call("create_pairwise_task", "SDK on v", offered, gold_version=number)
     assert "share no question of gold version" in str(refused.value)

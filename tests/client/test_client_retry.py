@@ -4,6 +4,7 @@ once. A transport that answers 429/503 or drops the connection stands in for the
 boundary); the live server's 429 is checked in test_client_operations."""
 
 import asyncio
+import inspect
 import threading
 
 import httpx
@@ -16,6 +17,7 @@ from goldset_client import (
     RetryPolicy,
     ServerError,
     TransportError,
+    operation_ids,
 )
 from goldset_client._retry import parse_retry_after
 
@@ -70,22 +72,35 @@ def test_every_try_of_a_post_carries_the_same_idempotency_key():
 
 
 RULE = {"id": 3, "name": "tenth", "kind": "percentage", "version": 2, "daily_cap": 5}
+SETTINGS = [{"name": "KAPPA_GATE", "own": "0.8", "value": 0.8, "overridden": True}]
 
 
 @pytest.mark.parametrize(
-    "call",
+    ("call", "answer"),
     [
-        lambda gs: gs.update_sampling_rule(3, daily_cap=5),
-        lambda gs: gs.patch_webhook(3, enabled=False),
-        lambda gs: gs.update_webhook(3, url="https://h.example.org/", events=["tag.moved"]),
-        lambda gs: gs.set_tag("ci", 3),
-        lambda gs: gs.delete_tag("ci"),
-        lambda gs: gs.delete_webhook(3),
+        pytest.param(lambda gs: gs.update_sampling_rule(3, daily_cap=5), RULE, id="patch-rule"),
+        pytest.param(lambda gs: gs.patch_webhook(3, enabled=False), RULE, id="patch-webhook"),
+        pytest.param(
+            lambda gs: gs.update_webhook(3, url="https://h.example.org/", events=["tag.moved"]),
+            RULE,
+            id="put-webhook",
+        ),
+        pytest.param(lambda gs: gs.set_tag("ci", 3), RULE, id="put-tag"),
+        pytest.param(lambda gs: gs.delete_tag("ci"), RULE, id="delete-tag"),
+        pytest.param(lambda gs: gs.delete_webhook(3), RULE, id="delete-webhook"),
+        pytest.param(
+            lambda gs: gs.update_project(archived=True, project="bot"), RULE, id="patch-project"
+        ),
+        pytest.param(
+            lambda gs: gs.update_project_settings(KAPPA_GATE="0.8"), SETTINGS, id="patch-settings"
+        ),
+        pytest.param(lambda gs: gs.set_member_role("ann", "admin"), RULE, id="patch-member-role"),
+        pytest.param(lambda gs: gs.remove_member("ann"), RULE, id="delete-member"),
+        pytest.param(lambda gs: gs.delete_project("bot"), RULE, id="delete-project"),
     ],
-    ids=["patch-rule", "patch-webhook", "put-webhook", "put-tag", "delete-tag", "delete-webhook"],
 )
-def test_every_try_of_a_put_patch_or_delete_carries_the_same_idempotency_key(call):
-    handler, seen = flaky(httpx.ReadError("dropped"), (503, "0"), RULE)
+def test_every_try_of_a_put_patch_or_delete_carries_the_same_idempotency_key(call, answer):
+    handler, seen = flaky(httpx.ReadError("dropped"), (503, "0"), answer)
     with GoldsetClient(
         "http://gs.test", "t", retry=FAST, transport=httpx.MockTransport(handler)
     ) as gs:
@@ -93,6 +108,16 @@ def test_every_try_of_a_put_patch_or_delete_carries_the_same_idempotency_key(cal
     assert len(seen) == 3 and seen[0].method in ("PUT", "PATCH", "DELETE")
     assert len({r.headers["Idempotency-Key"] for r in seen}) == 1
     assert seen[0].headers["Idempotency-Key"]
+
+
+def test_every_write_operation_takes_an_idempotency_key_and_no_read_does():
+    """The schema's operationIds name the method (drf-spectacular: POST ``_create``, PUT
+    ``_update``, PATCH ``_partial_update``, DELETE ``_destroy``): each write lets the caller
+    give the key (sent as is) that the client otherwise makes up."""
+    writes = ("_create", "_update", "_destroy")
+    for operation_id, name in operation_ids(GoldsetClient).items():
+        takes_key = "idempotency_key" in inspect.signature(getattr(GoldsetClient, name)).parameters
+        assert takes_key == operation_id.endswith(writes), (operation_id, name)
 
 
 def test_a_get_carries_no_idempotency_key():

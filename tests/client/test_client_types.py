@@ -31,6 +31,26 @@ PAIRWISE = {
     "get_pair_qualification": models.QualificationStatus,
     "claim_pair_calibration": models.BlindPair | None,
     "judge_pair_calibration": models.CalibrationAnswer,
+    "skip_pair": models.PairSkip,
+    "undo_pair_judgment": models.BlindPair,
+    "list_pairwise_runs": list[models.PairwiseRun],
+    "create_pairwise_task": models.PairwiseTask,
+    "list_pair_adjudications": collections.abc.Iterator[models.PairAdjudication],
+    "get_pair_adjudication": models.PairAdjudication,
+    "adjudicate_pair": models.PairAdjudication,
+}
+PROJECTS = {
+    "create_project": models.Project,
+    "get_project": models.Project,
+    "update_project": models.Project,
+    "delete_project": None,
+    "get_project_settings": list[models.ProjectSetting],
+    "update_project_settings": list[models.ProjectSetting],
+    "list_members": list[models.Member],
+    "add_member": models.Member,
+    "get_member": models.Member,
+    "set_member_role": models.Member,
+    "remove_member": None,
 }
 
 
@@ -55,8 +75,9 @@ def test_every_operation_declares_the_model_it_returns():
         for model in returned_models(hint):
             assert dataclasses.is_dataclass(model), (name, hint)
             assert model.__module__ == models.__name__, (name, hint)
-    for name, expected in PAIRWISE.items():
-        assert typing.get_type_hints(getattr(GoldsetClient, name))["return"] == expected, name
+    for name, expected in {**PAIRWISE, **PROJECTS}.items():
+        hint = typing.get_type_hints(getattr(GoldsetClient, name))["return"]
+        assert hint == (type(None) if expected is None else expected), name
 
 
 def test_the_models_build_from_the_apis_json_with_their_nested_models():
@@ -71,6 +92,23 @@ def test_the_models_build_from_the_apis_json_with_their_nested_models():
     )
     assert answer.qualification.result.raw["new"] == 1  # a field added later is kept in raw
     assert models.QualificationStatus.from_json({"qualified": False, "result": None}).result is None
+    split = models.PairAdjudication.from_json(
+        {"public_id": "pp-1", "task": "Compare", "status": "needs_adjudication",
+         "judgments": [{"reviewer": "Reviewer 1", "choice": "left", "strength": "clearly",
+                        "rationale": "A."}],
+         "adjudication": {"choice": "right", "strength": "slightly", "rationale": "B.",
+                          "created_at": "2026-11-20T08:00:00Z"}},
+    )  # fmt: skip
+    assert split.judgments == (
+        models.BlindJudgment(reviewer="Reviewer 1", choice="left", strength="clearly",
+                             rationale="A."),
+    )  # fmt: skip
+    assert split.adjudication == models.PairDecision(
+        choice="right", strength="slightly", rationale="B.", created_at="2026-11-20T08:00:00Z"
+    )
+    assert split.raw["judgments"][0]["choice"] == "left"
+    waiting = models.PairAdjudication.from_json({"judgments": [], "adjudication": None})
+    assert (waiting.judgments, waiting.adjudication) == ((), None)
 
 
 def test_the_async_stub_is_the_operations_awaited():

@@ -93,6 +93,21 @@ def claim_api_key(*, user, key: str, method: str, path: str) -> ApiClaim:
     return ApiClaim(row=row, outcome="replay")
 
 
+def kept_api_answer(*, user, key: str, method: str, path: str) -> IdempotencyKey | None:
+    """The kept answer of ``user``'s earlier request with this key, method and path (answered,
+    not expired), or None. Claims nothing: for a repeat the access rules would now refuse
+    because its first request changed them (deleted the project, removed or demoted the
+    caller); the first request passed them, or its answer would not have been kept."""
+    return IdempotencyKey.objects.filter(
+        user=user,
+        key=f"api:{key[:MAX_KEY_CHARS]}",
+        method=method,
+        path=path[:300],
+        status_code__isnull=False,
+        created_at__gte=_fresh_after(),
+    ).first()
+
+
 def record_api_answer(*, row: IdempotencyKey, response) -> None:
     """Keep the first request's answer for repeats; a server error or a rate limit refusal (429:
     DRF checks the limit after the key was claimed) frees the key for the retry instead."""

@@ -4,9 +4,11 @@ answer is replayed (draft-ietf-httpapi-idempotency-key-header)."""
 import pytest
 from django.urls import reverse
 
-from goldset.models import ImportJob
+from goldset.models import ImportJob, Project
+from goldset.services.projects import create_project, grant_role
 from tests.goldset.api.test_api import PROBLEM
 from workbench.models import IdempotencyKey
+from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
 from workbench.services.idempotency import claim_api_key
 from workbench.services.rate_limits import reset_cache_outage
@@ -122,3 +124,33 @@ def test_a_rate_limited_first_request_frees_its_key_for_the_retry(
     with django_capture_on_commit_callbacks(execute=True):
         retried = post_run(client, version, write_token, "k5")
     assert retried.status_code == 202 and "Idempotent-Replayed" not in retried
+
+
+@pytest.mark.django_db
+def test_a_repeat_whose_first_request_took_away_the_callers_access_gets_the_first_answer(
+    client, admin_user, make_user
+):
+    """Deleting a project, or demoting yourself, leaves the repeat no access (404, 403): it gets
+    the kept answer all the same, and only the caller who sent it, under its key, does."""
+    reset_cache_outage()
+    create_project(name="Bot", slug="bot", by=admin_user)
+    owner = make_user(Role.ANNOTATOR, username="bot-owner")
+    grant_role(project=Project.objects.get(slug="bot"), user=owner, role=Role.ADMIN)
+    _, raw = create_api_token(user=owner, name="own", scope="write")
+    member = "/api/v1/projects/bot/members/bot-owner/"
+    body = {"data": '{"role": "annotator"}', "content_type": "application/json"}
+    demoted = client.patch(member, **body, **bearer(raw, "demote-1"))
+    assert demoted.status_code == 200 and demoted.json()["role"] == "annotator"
+    again = client.patch(member, **body, **bearer(raw, "demote-1"))
+    assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
+    assert again.content == demoted.content
+    assert client.patch(member, **body, **bearer(raw, "demote-2")).status_code == 403
+
+    staff = create_api_token(user=admin_user, name="staff", scope="write")[1]
+    deleted = client.delete("/api/v1/projects/bot/", **bearer(staff, "d-1"))
+    assert deleted.status_code == 204 and not Project.objects.filter(slug="bot").exists()
+    repeat = client.delete("/api/v1/projects/bot/", **bearer(staff, "d-1"))
+    assert repeat.status_code == 204 and repeat["Idempotent-Replayed"] == "true"
+    assert client.delete("/api/v1/projects/bot/", **bearer(staff, "d-2")).status_code == 404
+    # the key is the admin's: the same key from another caller replays nothing
+    assert client.delete("/api/v1/projects/bot/", **bearer(raw, "d-1")).status_code == 404
