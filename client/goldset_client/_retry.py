@@ -1,7 +1,10 @@
 """When to try a request again: on 429 and 503 (after ``Retry-After`` when the server sends
 one, else an exponential backoff with jitter) and on connection errors. Every call the client
 makes may be retried: GETs are idempotent, and every write (POST, PUT, PATCH, DELETE) carries an
-``Idempotency-Key`` (the API answers a repeat with the first answer and changes nothing)."""
+``Idempotency-Key`` (the API answers a repeat with the first answer and changes nothing). A
+write tried again after a timeout may arrive while its first try is still being answered: the
+API's 409 "still running" for that key is tried again too (:func:`key_still_running`), and
+the next try gets the first answer."""
 
 from __future__ import annotations
 
@@ -51,3 +54,16 @@ def parse_retry_after(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def key_still_running(response, *, sent_key: bool) -> bool:
+    """Whether ``response`` is the API's 409 for a request whose Idempotency-Key (sent) names a
+    first try the server is still answering: not a conflict of the object's state, so trying
+    again later gets the first answer."""
+    if response.status_code != 409 or not sent_key:
+        return False
+    try:
+        detail = response.json().get("detail", "")
+    except ValueError:
+        return False
+    return isinstance(detail, str) and "Idempotency-Key is still running" in detail

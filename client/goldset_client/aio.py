@@ -27,7 +27,7 @@ from goldset_client._operations import (
     api_prefix,
     operation,
 )
-from goldset_client._retry import RetryPolicy
+from goldset_client._retry import RetryPolicy, key_still_running
 from goldset_client.client import (
     _error,
     _files,
@@ -140,6 +140,14 @@ class AsyncGoldsetClient(Operations):
                     await response.aclose()
                     await self._pause(wait)
                     continue
+            if response.status_code == 409 and not stream:
+                await response.aread()
+                if key_still_running(response, sent_key=bool(headers)):
+                    wait = self.retry.wait(attempt)
+                    if wait is not None:
+                        await response.aclose()
+                        await self._pause(wait)
+                        continue
             if response.status_code >= 400:
                 if stream:
                     await response.aread()

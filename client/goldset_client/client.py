@@ -28,7 +28,7 @@ from goldset_client._operations import (
     api_prefix,
     operation,
 )
-from goldset_client._retry import RetryPolicy
+from goldset_client._retry import RetryPolicy, key_still_running
 from goldset_client.errors import (
     ChecksumMismatch,
     GoldsetClientError,
@@ -145,6 +145,14 @@ class GoldsetClient(Operations):
                     response.close()
                     self._pause(wait)
                     continue
+            if response.status_code == 409 and not stream:
+                response.read()
+                if key_still_running(response, sent_key=bool(headers)):
+                    wait = self.retry.wait(attempt)
+                    if wait is not None:
+                        response.close()
+                        self._pause(wait)
+                        continue
             if response.status_code >= 400:
                 if stream:
                     response.read()
