@@ -958,13 +958,14 @@ class Operations(ABC):
 
     @operation("pairwise_adjudications_list")
     def list_pair_adjudications(
-        self, *, page_size: int | None = None
+        self, *, updated_since: Since = None, page_size: int | None = None
     ) -> Iterator[PairAdjudication]:
         """Split pairs waiting for you (leads, admins), blind on your sides, with the
-        reviewers' judgments."""
+        reviewers' judgments; ``updated_since``: those split since."""
         return self._run(
             Call("pairwise_adjudications_list", "GET", "pairwise/adjudications/",
-                 _query(page_size=page_size), parse=PairAdjudication.from_json, paginated=True)
+                 _query(updated_since=updated_since, page_size=page_size),
+                 parse=PairAdjudication.from_json, paginated=True)
         )  # fmt: skip
 
     @operation("pairwise_adjudications_retrieve")

@@ -283,9 +283,12 @@ def list_pairs_to_adjudicate_for(*, user, project):
     """The split pairs of ``project`` waiting for this lead or admin (``adjudicable_pairs``),
     with what their blind read models need and their judgments in slot order
     (``slotted_judgments``): a queryset for the API's paginated list, a constant number of
-    queries a page."""
+    queries a page. ``split_at``: its last judgment's time, the one that split it (a split pair
+    takes no more judgments and no undo), for ``updated_since``."""
+    last = PairJudgment.objects.filter(pair_id=OuterRef("pk")).order_by("-created_at")
     return (
         adjudicable_pairs(user=user, project=project, statuses=OPEN_FOR_LEAD)
+        .annotate(split_at=Subquery(last.values("created_at")[:1]))
         .select_related("task", "question__domain", "record_a", "record_b")
         .prefetch_related(
             Prefetch("judgments", queryset=_slotted_judgments(), to_attr="slotted_judgments")

@@ -10,6 +10,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.throttling import SimpleRateThrottle
 
+from goldset.models.projects import DEFAULT_PROJECT_SLUG
 from goldset.selectors.projects import access_project
 from workbench.access import entry_for
 from workbench.client_address import client_address
@@ -66,6 +67,11 @@ def _replay_kept_answer(request) -> None:
     key = request.headers.get("Idempotency-Key", "").strip()
     if request.method not in KEYED_METHODS or not key or not request.user.is_authenticated:
         return
+    token = request.auth
+    if isinstance(token, ApiToken) and token.project_id is not None:
+        slug = getattr(request._request, "project_slug", None) or DEFAULT_PROJECT_SLUG
+        if token.project.slug != slug:  # outside the token's one project: nothing replayed
+            return
     row = kept_api_answer(
         user=request.user, key=key, method=request.method, path=request.get_full_path()
     )

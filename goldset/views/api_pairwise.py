@@ -479,10 +479,12 @@ def _adjudication_view(pair, user) -> dict:
 
 class PairAdjudicationList(ApiList):
     """The split pairs waiting for you (never a pair you judged), oldest first, each blind on
-    your own sides with the reviewers' judgments, as the tasks page lists them."""
+    your own sides with the reviewers' judgments, as the tasks page lists them
+    (``updated_since``: split since, by the judgment that split it)."""
 
     serializer_class = PairAdjudicationSerializer
     pagination_class = type("PairAdjudicationCursor", (Cursor,), {"ordering": "id"})
+    updated_fields = ("split_at",)
 
     def get_queryset(self):
         return selectors.list_pairs_to_adjudicate_for(

@@ -13,13 +13,13 @@ import httpx
 import pytest
 from django.core.cache import cache
 
-from goldset.models import AnswerRecord, WebhookEndpoint
+from goldset.models import AnswerRecord, PairStatus, PairwisePair, WebhookEndpoint
 from goldset.services.evaluators import create_evaluator
 from goldset.services.sampling import create_sampling_rule
 from tests.factories import DomainFactory, default_project
 from tests.goldset.answers_helpers import GOOD, build_conflict_item
 from tests.goldset.api.documented import Answer, Documented
-from tests.goldset.pairwise_support import build_runs, make_task
+from tests.goldset.pairwise_support import build_runs, judge_next, make_task, reviewers
 from tests.goldset.web.test_submit_lock_waits import held
 from workbench.roles import Role
 from workbench.services.api_tokens import create_api_token
@@ -72,7 +72,7 @@ def test_every_operation_without_credentials_is_the_documented_401(api, live_ser
         assert response.headers["X-Request-ID"]
         assert api["documented"].problems(Answer.of(response)) == []
         checked += 1
-    assert checked == 72
+    assert checked == 90
 
 
 def test_a_method_a_path_does_not_take_is_the_documented_405_naming_those_it_takes(
@@ -100,6 +100,10 @@ def objects(make_user):
     admin = make_user(Role.ADMIN, username="documented-owner")
     runs, _, _ = build_runs(n_systems=2, n_questions=1, domain_slug="documented")
     task = make_task(runs, actor=admin, name="documented")
+    judges = reviewers(3, prefix="documented-rev")
+    for person, preference in zip(judges, ("a", "b", "tie"), strict=True):
+        judge_next(person, preference)  # its one pair splits: a lead's to adjudicate
+    split = PairwisePair.objects.get(task=task, status=PairStatus.NEEDS_ADJUDICATION)
     rule = create_sampling_rule(
         project=default_project(),
         actor=admin,
@@ -117,15 +121,21 @@ def objects(make_user):
     return {
         "/api/v1/evaluators/{id}/outputs/": evaluator.pk,
         "/api/v1/pairwise/tasks/{id}/judgments/import/": task.pk,
+        "/api/v1/pairwise/adjudications/{public_id}/": split.public_id,
+        "/api/v1/members/{member}/": admin.username,
         "/api/v1/sampling-rules/{id}/": rule.pk,
         "/api/v1/webhooks/{id}/": endpoint.pk,
         "/api/v1/tags/{name}/": "ci",
     }
 
 
-# A reviewer's judgment of a pair they hold: the pair is looked up as theirs (404 here, where
-# nobody holds one) before the body is read.
-HELD_FIRST = {"pairwise_pairs_judgment_create", "pairwise_calibration_pairs_judgment_create"}
+# A reviewer's judgment or skip of a pair they hold: the pair is looked up as theirs (404 here,
+# where nobody holds one) before the body is read.
+HELD_FIRST = {
+    "pairwise_pairs_judgment_create",
+    "pairwise_calibration_pairs_judgment_create",
+    "pairwise_pairs_skip_create",
+}
 
 
 def test_a_body_of_a_type_the_operation_does_not_read_is_the_documented_415(
@@ -141,7 +151,7 @@ def test_a_body_of_a_type_the_operation_does_not_read_is_the_documented_415(
         )
         assert api["documented"].problems(Answer.of(response)) == []
         answered[operation["operationId"]] = response.status_code
-    assert len(answered) == 20
+    assert len(answered) == 28
     assert {op for op, status in answered.items() if status != 415} == HELD_FIRST
     assert {answered[op] for op in HELD_FIRST} == {404}
 

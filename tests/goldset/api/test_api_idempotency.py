@@ -131,7 +131,8 @@ def test_a_repeat_whose_first_request_took_away_the_callers_access_gets_the_firs
     client, admin_user, make_user
 ):
     """Deleting a project, or demoting yourself, leaves the repeat no access (404, 403): it gets
-    the kept answer all the same, and only the caller who sent it, under its key, does."""
+    the kept answer all the same, and only the caller who sent it, under its key, with a token
+    that reaches the project, does."""
     reset_cache_outage()
     create_project(name="Bot", slug="bot", by=admin_user)
     owner = make_user(Role.ANNOTATOR, username="bot-owner")
@@ -145,6 +146,11 @@ def test_a_repeat_whose_first_request_took_away_the_callers_access_gets_the_firs
     assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
     assert again.content == demoted.content
     assert client.patch(member, **body, **bearer(raw, "demote-2")).status_code == 403
+    # a token limited to another of the owner's projects reaches nothing in this one
+    policy = create_project(name="Policy", slug="policy", by=admin_user)
+    grant_role(project=policy, user=owner, role=Role.ADMIN)
+    _, limited = create_api_token(user=owner, name="policy", scope="write", project=policy)
+    assert client.patch(member, **body, **bearer(limited, "demote-1")).status_code == 404
 
     staff = create_api_token(user=admin_user, name="staff", scope="write")[1]
     deleted = client.delete("/api/v1/projects/bot/", **bearer(staff, "d-1"))

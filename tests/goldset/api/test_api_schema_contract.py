@@ -76,7 +76,7 @@ def test_every_503_documents_its_retry_after(schema):
     }
     assert set(busy) == {
         "labels_create", "reviews_create", "adjudications_create",
-        "pairwise_pairs_judgment_create",
+        "pairwise_pairs_judgment_create", "pairwise_adjudications_create",
     }  # fmt: skip
     for response in busy.values():
         assert response["headers"]["Retry-After"]["schema"]["type"] == "integer"

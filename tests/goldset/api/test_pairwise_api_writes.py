@@ -313,6 +313,22 @@ def test_a_lead_adjudicates_a_split_through_the_api(world, client_for, lead, adm
     assert shown["choice"] == expected
 
 
+def test_updated_since_lists_the_pairs_split_since(world, client_for, lead):
+    """A split pair's change time is the judgment that split it (a split pair takes no more
+    judgments and no undo)."""
+    split = world["split"]
+    last = PairJudgment.objects.filter(pair=split).latest("created_at").created_at
+    api = client_for(lead)
+    url = reverse("api:pairwise_adjudications")
+    listed = api.get(url, {"updated_since": last.isoformat()}).json()["results"]
+    assert [row["public_id"] for row in listed] == [split.public_id]
+    later = (last + timedelta(microseconds=1)).isoformat()
+    assert api.get(url, {"updated_since": later}).json()["results"] == []
+    PairJudgment.objects.filter(pair=split).update(created_at=last - timedelta(days=2))
+    since = (last - timedelta(days=1)).isoformat()
+    assert api.get(url, {"updated_since": since}).json()["results"] == []
+
+
 def test_the_list_of_splits_keeps_a_constant_query_count(world, client_for, lead):
     c = client_for(lead)
     url = reverse("api:pairwise_adjudications")

@@ -17,10 +17,12 @@ from workbench.roles import Role
 pytestmark = pytest.mark.django_db
 PROBLEM = "application/problem+json"
 
-# The list without a change time to filter on: the alerts raised now, computed at each request
-# from the current figures and counters (not stored rows; an alert that ended would never be
-# "changed since"), small and answered whole.
-WHOLE_LISTS = {"alerts_list"}
+# The lists without a change time to filter on, small and answered whole: the alerts raised
+# now, computed at each request from the current figures and counters (not stored rows; an alert
+# that ended would never be "changed since"); a project's members (a role change keeps no time:
+# "joined since" would miss it); the runs a new pairwise task may compare, the task form's
+# choices ("Run N" numbered over all of them, newest first, with their current answer counts).
+WHOLE_LISTS = {"alerts_list", "projects_members_list", "pairwise_runs_list"}
 
 
 @pytest.fixture
@@ -39,9 +41,10 @@ def list_operations(schema):
 
 def test_every_list_but_the_whole_ones_documents_updated_since(schema):
     lists = list_operations(schema)
-    # with the pairwise tasks, judgments, calibration pairs and qualification results, and the
-    # sampling rules
-    assert len(lists) == 23
+    # with the pairwise tasks, judgments, calibration pairs and qualification results, the
+    # sampling rules, a project's members, the runs a pairwise task may compare and the split
+    # pairs waiting for a lead
+    assert len(lists) == 26
     missing = [
         name
         for name, (_, op) in lists.items()
@@ -65,6 +68,7 @@ LISTS = [
     ("api:webhooks", []),
     ("api:pairwise_calibration_pairs", []),
     ("api:pairwise_qualifications", []),
+    ("api:pairwise_adjudications", []),
 ]
 
 
