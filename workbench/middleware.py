@@ -369,7 +369,8 @@ class SessionSecurityMiddleware:
     """Sessions end after ``SESSION_IDLE_TIMEOUT_SECONDS`` without a request (default 30 min) and
     ``SESSION_ABSOLUTE_TIMEOUT_SECONDS`` after login whatever the activity (default 12 h);
     responses to signed-in users are ``Cache-Control: no-store``. The last-seen time is written
-    at most once a minute, so an active session costs no write per request."""
+    at most every ``SESSION_SEEN_WRITE_SECONDS`` (default a minute), so an active session costs
+    no write per request."""
 
     STARTED, SEEN = "_wb_started_at", "_wb_last_seen"
 
@@ -395,7 +396,7 @@ class SessionSecurityMiddleware:
             expired = now - started > settings.SESSION_ABSOLUTE_TIMEOUT_SECONDS
             if idle or expired:
                 logout(request)  # flushes the session; the page's access check sends to login
-            elif now - seen >= 60 or self.SEEN not in session:
+            elif now - seen >= settings.SESSION_SEEN_WRITE_SECONDS or self.SEEN not in session:
                 session[self.SEEN] = now
         response = self.get_response(request)
         if user is not None and user.is_authenticated:

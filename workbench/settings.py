@@ -454,6 +454,8 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_IDLE_TIMEOUT_SECONDS = env.int("SESSION_IDLE_TIMEOUT_SECONDS", default=30 * 60)
 SESSION_ABSOLUTE_TIMEOUT_SECONDS = env.int("SESSION_ABSOLUTE_TIMEOUT_SECONDS", default=12 * 3600)
 SESSION_COOKIE_AGE = SESSION_ABSOLUTE_TIMEOUT_SECONDS
+# An active session's last-seen time is written at most this often (no write per request).
+SESSION_SEEN_WRITE_SECONDS = env.int("SESSION_SEEN_WRITE_SECONDS", default=60)
 # Free text (rationales, comments, messages, questions, answers) is capped in the services.
 FREE_TEXT_MAX_CHARS = env.int("FREE_TEXT_MAX_CHARS", default=20_000)
 X_FRAME_OPTIONS = "DENY"

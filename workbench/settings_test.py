@@ -47,6 +47,11 @@ SECURE_SSL_REDIRECT = False
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
 SECURE_HSTS_SECONDS = 0
+# The last-seen write (a minute in production) is a wall-clock cost: a test that counts a page's
+# statements after a long data set-up (over a minute at load 12) would count that write too.
+# Tests write it at most every 25 minutes, below the 30-minute idle timeout; the tests of the
+# write itself set the interval they test.
+SESSION_SEEN_WRITE_SECONDS = 25 * 60
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # Code under test runs tasks in-process; worker tests switch this off for their duration.
 CELERY_TASK_ALWAYS_EAGER = True

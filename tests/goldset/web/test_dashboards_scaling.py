@@ -6,8 +6,6 @@ their partial index; the time-on-item table reads stored figures, never decision
 promotion list walks the promotable index; runs, export, customers and calibration status read
 maintained counters."""
 
-import time
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -31,7 +29,6 @@ from tests.goldset.bulk_support import (
     vacuum_test_database,
 )
 from tests.goldset.curation_support import block_version, review, write_triple
-from workbench.middleware import SessionSecurityMiddleware
 from workbench.roles import Role
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -78,12 +75,6 @@ def _url(page: str) -> str:
 
 
 def _statements(client, url) -> list[str]:
-    # The session's last-seen time is written at most once a minute (SessionSecurityMiddleware):
-    # stamped now, no measured request carries that write, however long growing the data took
-    # (at load 12 the 20,000-row step took over a minute and the large page had 3 more statements).
-    session = client.session
-    session[SessionSecurityMiddleware.SEEN] = int(time.time())
-    session.save()
     with CaptureQueriesContext(connection) as ctx:
         assert client.get(url).status_code == 200
     return [q["sql"] for q in ctx.captured_queries]

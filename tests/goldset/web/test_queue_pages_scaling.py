@@ -99,6 +99,9 @@ def test_adjudication_queue_pages_by_keyset_at_the_same_cost_at_two_sizes(
 # 6 indexed reads for a label (labels today, qualified domains, three load counters, one bounded
 # walk per open domain), 3 for a review (today's and held claims, the bounded claimable count).
 LABEL_SUBMIT_STATEMENTS = 36 + 6 + 1  # + the look-up of label.submitted subscribers (issue 29)
+# + the next item's retrieved passages with their scores and its unmatched passages (issue 28:
+# what a traced retriever returned, shown to the labeler; one statement each, whatever the pool).
+LABEL_SUBMIT_STATEMENTS += 2
 # Projects (issue 27) added 2 statements to the review motion (its project-scoped claim and
 # counters); they are counted here until the motion is brought back to 35.
 REVIEW_SUBMIT_STATEMENTS = 32 + 3 + 2

@@ -169,7 +169,14 @@ def _crawl(client: Client, slug: str, roles: frozenset[str]) -> dict[str, tuple[
 
 
 def _hits(text: str, needles) -> list[str]:
-    return sorted(n for n in needles if n in text)
+    """The canaries in ``text``; a numeric canary counts only as a whole number, never as digits
+    inside another (a figure such as 0.509876543 of an agreement CI is not the planted latency)."""
+    return sorted(n for n in needles if re.search(_whole(n), text))
+
+
+def _whole(needle: str) -> str:
+    pattern = re.escape(needle)
+    return rf"(?<![\d.]){pattern}(?![\d])" if needle[:1].isdigit() else pattern
 
 
 def _names(usernames) -> re.Pattern:
@@ -238,3 +245,11 @@ def test_a_lead_reaches_no_system_or_run_and_no_labeler_identity(canary_demo, sl
                 continue  # the agreement dashboard's tables name annotators (the protocol allows)
             assert not identity.search(body), (url, identity.search(body).group(0))
             assert not person_key.search(body), url
+
+
+def test_a_numeric_canary_is_found_as_a_number_not_inside_another():
+    needles = {str(CANARY_LATENCY), str(CANARY_COST), "CANARYSYS"}
+    assert _hits('{"latency_ms": 9876543}', needles) == ["9876543"]
+    assert _hits("<td>9876543.0 ms</td><td>$0.918273</td>", needles) == ["0.918273", "9876543"]
+    assert _hits('{"ci": [0.509876543, 19876543, 0.9182731]}', needles) == []
+    assert _hits("xCANARYSYS12Q", needles) == ["CANARYSYS"]

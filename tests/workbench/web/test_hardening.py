@@ -171,12 +171,40 @@ def test_an_active_session_still_ends_at_the_absolute_lifetime(client_for, annot
     assert c.get(reverse("home")).status_code == 302
 
 
+def test_an_active_session_writes_its_last_seen_time_at_most_once_per_interval(
+    client_for, annotator, settings
+):
+    settings.SESSION_SEEN_WRITE_SECONDS = 60
+    c = client_for(annotator)
+    assert c.get(reverse("home")).status_code == 200
+    fresh = int(time.time()) - 10
+    session = c.session
+    session["_wb_last_seen"] = fresh
+    session.save()
+    assert c.get(reverse("home")).status_code == 200
+    assert c.session["_wb_last_seen"] == fresh  # ten seconds old: not written again
+    session = c.session
+    session["_wb_last_seen"] = int(time.time()) - 61
+    session.save()
+    before = int(time.time())
+    assert c.get(reverse("home")).status_code == 200
+    assert c.session["_wb_last_seen"] >= before  # over a minute old: written
+
+
 def test_session_defaults_are_30_minutes_idle_and_12_hours_absolute():
     from django.conf import settings
 
     assert settings.SESSION_IDLE_TIMEOUT_SECONDS == 1800
     assert settings.SESSION_ABSOLUTE_TIMEOUT_SECONDS == 12 * 3600
     assert settings.SESSION_COOKIE_AGE == 12 * 3600
+
+
+def test_the_last_seen_write_interval_is_a_minute_outside_tests():
+    code = "from workbench import settings; print(settings.SESSION_SEEN_WRITE_SECONDS)"
+    env = {k: v for k, v in os.environ.items() if k != "SESSION_SEEN_WRITE_SECONDS"}
+    env.setdefault("SECRET_KEY", "x")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "60", out.stderr
 
 
 # ---------------------------------------------------------------- the adjudication race
