@@ -4,11 +4,13 @@ makes may be retried: GETs are idempotent, and every write (POST, PUT, PATCH, DE
 ``Idempotency-Key`` (the API answers a repeat with the first answer and changes nothing). A
 write tried again after a timeout may arrive while its first try is still being answered: the
 API's 409 "still running" for that key is tried again too (:func:`key_still_running`), and
-the next try gets the first answer."""
+the next try gets the first answer: such tries spend no retry, they wait for the first try
+(:class:`FirstTryWait`) as long as the client waits for any answer (its timeout)."""
 
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -54,6 +56,31 @@ def parse_retry_after(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+@dataclass
+class FirstTryWait:
+    """How a write waits for its first try while the server is still answering it (409 "still
+    running"): polls with the policy's backoff for up to ``patience`` seconds from the first
+    such answer — the client's timeout, the time it gives any answer; the first try's answer may
+    take that long again (seen at load 15: a label whose first try outlived the 60 s timeout,
+    then three quick retries all found it running). Never with a policy that does not retry."""
+
+    patience: float
+    started: float | None = None
+    polls: int = 0
+
+    def next_wait(self, policy: RetryPolicy) -> float | None:
+        """Seconds before asking again, or None to give up."""
+        now = time.monotonic()
+        if self.started is None:
+            self.started = now
+        left = self.patience - (now - self.started)
+        if policy.attempts <= 1 or left <= 0:
+            return None
+        self.polls += 1
+        base = min(policy.backoff * 2 ** (self.polls - 1), policy.max_backoff)
+        return min(base / 2 + random.uniform(0, base / 2), left)
 
 
 def key_still_running(response, *, sent_key: bool) -> bool:

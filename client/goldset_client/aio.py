@@ -27,7 +27,7 @@ from goldset_client._operations import (
     api_prefix,
     operation,
 )
-from goldset_client._retry import RetryPolicy, key_still_running
+from goldset_client._retry import FirstTryWait, RetryPolicy, key_still_running
 from goldset_client.client import (
     _error,
     _files,
@@ -66,6 +66,7 @@ class AsyncGoldsetClient(Operations):
         self.project = project
         self.poll_interval = poll_interval
         self.retry = retry or RetryPolicy()
+        self._patience = timeout  # how long a write waits for its first try still running
         self._http = httpx.AsyncClient(
             base_url=api_prefix(self.base_url, project),
             headers=_headers(token),
@@ -114,6 +115,7 @@ class AsyncGoldsetClient(Operations):
 
     async def _send(self, call: Call, *, url: str | None = None, params=None, stream=False):
         headers = _key_header(call)
+        first_try = FirstTryWait(patience=self._patience)
         attempt = 0
         while True:
             attempt += 1
@@ -143,8 +145,9 @@ class AsyncGoldsetClient(Operations):
             if response.status_code == 409 and not stream:
                 await response.aread()
                 if key_still_running(response, sent_key=bool(headers)):
-                    wait = self.retry.wait(attempt)
+                    wait = first_try.next_wait(self.retry)
                     if wait is not None:
+                        attempt -= 1  # waiting for the first try's answer spends no retry
                         await response.aclose()
                         await self._pause(wait)
                         continue

@@ -28,7 +28,7 @@ from goldset_client._operations import (
     api_prefix,
     operation,
 )
-from goldset_client._retry import RetryPolicy, key_still_running
+from goldset_client._retry import FirstTryWait, RetryPolicy, key_still_running
 from goldset_client.errors import (
     ChecksumMismatch,
     GoldsetClientError,
@@ -76,6 +76,7 @@ class GoldsetClient(Operations):
         self.project = project
         self.poll_interval = poll_interval
         self.retry = retry or RetryPolicy()
+        self._patience = timeout  # how long a write waits for its first try still running
         self._http = httpx.Client(
             base_url=api_prefix(self.base_url, project),
             headers=_headers(token),
@@ -119,6 +120,7 @@ class GoldsetClient(Operations):
     def _send(self, call: Call, *, url: str | None = None, params=None, stream=False):
         """One logical request, tried again as :attr:`retry` allows; raises the typed error."""
         headers = _key_header(call)
+        first_try = FirstTryWait(patience=self._patience)
         attempt = 0
         while True:
             attempt += 1
@@ -148,8 +150,9 @@ class GoldsetClient(Operations):
             if response.status_code == 409 and not stream:
                 response.read()
                 if key_still_running(response, sent_key=bool(headers)):
-                    wait = self.retry.wait(attempt)
+                    wait = first_try.next_wait(self.retry)
                     if wait is not None:
+                        attempt -= 1  # waiting for the first try's answer spends no retry
                         response.close()
                         self._pause(wait)
                         continue

@@ -250,6 +250,66 @@ def test_a_write_whose_first_try_is_still_running_is_tried_again_and_gets_the_fi
     assert len({r.headers["Idempotency-Key"] for r in seen}) == 1
 
 
+RUNNING = {"title": "Conflict", "status": 409,
+           "detail": "A request with this Idempotency-Key is still running; retry later."}  # fmt: skip
+
+
+def _slow_first_try(running_answers: int):
+    """A first try that times out, then ``running_answers`` 409 "still running", then the
+    first try's answer (202)."""
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if len(seen) == 1:
+            raise httpx.ReadTimeout("slow first answer", request=request)
+        if len(seen) <= 1 + running_answers:
+            return httpx.Response(409, json=RUNNING)
+        return httpx.Response(202, json=JOB)
+
+    return handler, seen
+
+
+def test_waiting_for_a_first_try_still_running_spends_no_retry():
+    # at load 15 a label's first try outlived the 60 s timeout and the three retries the policy
+    # allows all came within 4 s, each finding it still running: the client waits for it as
+    # long as its timeout, however many polls that takes, with the same key
+    handler, seen = _slow_first_try(running_answers=8)
+    with GoldsetClient(
+        "http://gs.test", "t", retry=FAST, transport=httpx.MockTransport(handler)
+    ) as gs:
+        assert gs.cancel_import(7).id == 7
+    assert len(seen) == 10  # 1 timed out + 8 "running" + the answer, with 3 attempts allowed
+    assert len({r.headers["Idempotency-Key"] for r in seen}) == 1
+
+    async def run():
+        handler, seen = _slow_first_try(running_answers=8)
+        transport = httpx.MockTransport(handler)
+        async with AsyncGoldsetClient("http://gs.test", "t", retry=FAST, transport=transport) as gs:
+            return (await gs.cancel_import(7)).id, seen
+
+    job_id, seen = run_in_own_loop(run())
+    assert job_id == 7 and len(seen) == 10
+    assert len({r.headers["Idempotency-Key"] for r in seen}) == 1
+
+
+def test_a_first_try_still_running_after_the_timeout_raises_the_conflict():
+    handler, seen = _slow_first_try(running_answers=10**6)
+    with GoldsetClient(
+        "http://gs.test", "t", timeout=0.2, retry=FAST, transport=httpx.MockTransport(handler)
+    ) as gs:
+        with pytest.raises(Conflict, match="still running"):
+            gs.cancel_import(7)
+    assert 3 <= len(seen) < 10**6  # it polled, then gave up at its timeout
+    handler, seen = _slow_first_try(running_answers=1)
+    with GoldsetClient(
+        "http://gs.test", "t", retry=NO_RETRY, transport=httpx.MockTransport(handler)
+    ) as gs:
+        with pytest.raises(TransportError):
+            gs.cancel_import(7)
+    assert len(seen) == 1  # a client that never retries never polls either
+
+
 def test_a_409_of_the_objects_state_is_not_tried_again():
     handler, seen = flaky((409, None), JOB)
     with GoldsetClient(
