@@ -324,7 +324,8 @@ class Operations(ABC):
         idempotency_key: str | None = None,
     ) -> Member:  # fmt: skip
         """Add ``username`` to the project with ``role`` (``annotator``, ``adjudication_lead``,
-        ``admin``), or set the role of a member (its admins)."""
+        ``admin``), or set the role of a member (its admins); :class:`Conflict` for another
+        role of its last admin."""
         return self._run(
             Call("projects_members_create", "POST", self._in(project, "members/"),
                  json={"username": username, "role": role}, parse=Member.from_json,
@@ -345,7 +346,8 @@ class Operations(ABC):
         self, member: str | int, role: str, *, project: str | None = None,
         idempotency_key: str | None = None,
     ) -> Member:  # fmt: skip
-        """Set a member's role (its admins); effective at their next request."""
+        """Set a member's role (its admins); effective at their next request;
+        :class:`Conflict` for another role of its last admin."""
         path = f"members/{_segment(str(member), 'member')}/"
         return self._run(
             Call("projects_members_partial_update", "PATCH", self._in(project, path),

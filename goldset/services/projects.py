@@ -80,12 +80,15 @@ def create_project(*, name: str, slug: str, description: str = "", by, copy_from
 @transaction.atomic
 def grant_role(*, project: Project, user, role: Role | str, by=None) -> ProjectMembership:
     """``user`` holds exactly ``role`` in ``project`` (added, or their role changed). Effective
-    on the user's next request (roles are read per request)."""
+    on the user's next request (roles are read per request). Refuses to demote the last admin
+    (:class:`ProjectRefused`, nothing changed), as :func:`remove_member` refuses to remove them."""
     role = Role(role)
     membership, created = ProjectMembership.objects.select_for_update().get_or_create(
         project=project, user=user, defaults={"role": role.value}
     )
     before = None if created else membership.role
+    if before == Role.ADMIN.value and role != Role.ADMIN:
+        check_keeps_an_admin(project=project)
     if not created and membership.role != role.value:
         membership.role = role.value
         membership.save(update_fields=["role"])
@@ -102,6 +105,16 @@ def grant_role(*, project: Project, user, role: Role | str, by=None) -> ProjectM
     return membership
 
 
+def check_keeps_an_admin(*, project: Project) -> None:
+    """Before one of ``project``'s admins stops being one (removed or given another role):
+    :class:`ProjectRefused` when they are its last. Inside the caller's transaction; the lock on
+    the project row makes two such changes in one project take turns, so two admins demoted or
+    removed at once cannot both pass the count."""
+    Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
+    if ProjectMembership.objects.filter(project=project, role=Role.ADMIN.value).count() <= 1:
+        raise ProjectRefused("A project keeps at least one admin.")
+
+
 @transaction.atomic
 def remove_member(*, project: Project, user, by=None) -> bool:
     """``user`` no longer belongs to ``project``; refuses to remove the last admin."""
@@ -111,9 +124,7 @@ def remove_member(*, project: Project, user, by=None) -> bool:
     if membership is None:
         return False
     if membership.role == Role.ADMIN.value:
-        admins = ProjectMembership.objects.filter(project=project, role=Role.ADMIN.value)
-        if admins.count() == 1:
-            raise ProjectRefused("A project keeps at least one admin.")
+        check_keeps_an_admin(project=project)
     membership.delete()
     record_event(
         actor=by,

@@ -476,6 +476,9 @@ class MemberList(APIView):
         responses={
             200: OpenApiResponse(MemberSerializer, description="Already a member: role set."),
             201: OpenApiResponse(MemberSerializer, description="Added."),
+            409: OpenApiResponse(
+                description="A new role for the project's last admin: a project keeps one."
+            ),
             422: OpenApiResponse(description="No active person has this username."),
         },
     )
@@ -487,9 +490,12 @@ class MemberList(APIView):
         data = checked_body(request, NewMemberSerializer, what="a membership")
         user = _checked_member(data)
         created = find_membership(project=request.project, user=user) is None
-        membership = grant_role(
-            project=request.project, user=user, role=data["role"], by=request.user
-        )
+        try:
+            membership = grant_role(
+                project=request.project, user=user, role=data["role"], by=request.user
+            )
+        except ProjectRefused as exc:
+            raise _conflict(exc) from exc
         body = MemberSerializer(membership).data
         if not created:
             return Response(body)
@@ -519,18 +525,24 @@ class MemberDetail(APIView):
         tags=TAGS,
         parameters=[MEMBER_PARAMETER],
         request=MemberRoleSerializer,
-        responses={200: MemberSerializer},
+        responses={
+            200: MemberSerializer,
+            409: OpenApiResponse(description="The project's last admin: a project keeps one."),
+        },
     )
     def patch(self, request, member):
         """Set the member's role (``annotator``, ``adjudication_lead``, ``admin``), as the
         members page does: audited as ``project.member`` when it changed; effective at their
-        next request."""
+        next request; 409 for another role of the project's last admin."""
         check_query(request, allowed=())
         membership = get_member(project=request.project, key=member)
         data = checked_body(request, MemberRoleSerializer, what="a membership")
-        membership = grant_role(
-            project=request.project, user=membership.user, role=data["role"], by=request.user
-        )
+        try:
+            membership = grant_role(
+                project=request.project, user=membership.user, role=data["role"], by=request.user
+            )
+        except ProjectRefused as exc:
+            raise _conflict(exc) from exc
         return Response(MemberSerializer(membership).data)
 
     @extend_schema(

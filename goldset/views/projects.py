@@ -172,14 +172,14 @@ def members(request):
     status = 200
     if request.method == "POST":
         if form.is_valid():
-            user = form.cleaned_data["user"]
-            grant_role(
-                project=request.project, user=user, role=form.cleaned_data["role"], by=request.user
-            )
-            messages.success(
-                request, f"{user.username} is {Role(form.cleaned_data['role']).label}."
-            )
-            return redirect("projects:members")
+            user, role = form.cleaned_data["user"], form.cleaned_data["role"]
+            try:
+                grant_role(project=request.project, user=user, role=role, by=request.user)
+            except ProjectRefused as exc:  # the last admin's demotion
+                form.add_error("role", str(exc))
+            else:
+                messages.success(request, f"{user.username} is {Role(role).label}.")
+                return redirect("projects:members")
         status = 422
     context = {"form": form, "members": list_members(project=request.project)}
     return render(request, "projects/members.html", context, status=status)

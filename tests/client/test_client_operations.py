@@ -422,6 +422,8 @@ def exercise(call, world, tmp_path) -> None:
     promoted = call("set_member_role", "sdk-author", "adjudication_lead", project="sdk-bot")
     assert promoted.role == "adjudication_lead"
     assert call("remove_member", "sdk-author", project="sdk-bot") is None
+    with pytest.raises(Conflict):  # its last admin, given another role
+        call("set_member_role", "sdk-admin", "annotator", project="sdk-bot")
     with pytest.raises(Conflict):  # its last admin
         call("remove_member", "sdk-admin", project="sdk-bot")
     with pytest.raises(Conflict):  # copied domains: it holds data (archived, it stays)

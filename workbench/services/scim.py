@@ -751,13 +751,13 @@ def _sync_roles(users, *, former_names=()) -> None:
             )
         )
         for slug, project in projects.items():
-            if slug in wanted:
-                grant_role(project=project, user=user, role=wanted[slug])
-            elif slug in held_in:
-                try:
+            try:
+                if slug in wanted:
+                    grant_role(project=project, user=user, role=wanted[slug])
+                elif slug in held_in:
                     remove_member(project=project, user=user)
-                except ProjectRefused as exc:
-                    raise ScimError(
-                        409, f"{user.username} is the last admin of project {slug!r}", "mutability"
-                    ) from exc
+            except ProjectRefused as exc:  # removed or demoted: the project's last admin
+                raise ScimError(
+                    409, f"{user.username} is the last admin of project {slug!r}", "mutability"
+                ) from exc
         forget_roles(user)

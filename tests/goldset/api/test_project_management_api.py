@@ -24,7 +24,12 @@ from goldset.models import (
     RoutingRules,
 )
 from goldset.services.project_settings import update_project_settings
-from goldset.services.projects import create_project, grant_role
+from goldset.services.projects import (
+    ProjectRefused,
+    create_project,
+    grant_role,
+    remove_member,
+)
 from tests.factories import UserFactory
 from workbench.models import AuditEvent
 from workbench.roles import Role
@@ -506,6 +511,59 @@ def test_a_project_keeps_its_last_admin(world):
     assert last.status_code == 409 and last["Content-Type"] == PROBLEM
     assert "at least one admin" in last.json()["detail"]
     assert ProjectMembership.objects.filter(project=bot, role="admin").count() == 1
+
+
+@pytest.mark.parametrize("role", ["annotator", "adjudication_lead"])
+def test_the_last_admin_is_not_demoted_through_the_api_either(world, role):
+    """As the removal: a PATCH or a POST giving the last admin another role is a 409 naming
+    the rule, and the role stays; with a second admin the same change is made."""
+    bot, _, people = world
+    client = logged_in(people["staff"])
+    assert client.delete(BOT + "members/owner/").status_code == 204
+    before = AuditEvent.objects.filter(verb="project.member").count()
+    for method, url, body in (
+        ("patch", BOT + "members/staff/", {"role": role}),
+        ("post", BOT + "members/", {"username": "staff", "role": role}),
+    ):
+        refused = send(client, method, url, body)
+        assert refused.status_code == 409 and refused["Content-Type"] == PROBLEM, method
+        assert "at least one admin" in refused.json()["detail"]
+        assert ProjectMembership.objects.get(project=bot, user=people["staff"]).role == "admin"
+    assert AuditEvent.objects.filter(verb="project.member").count() == before
+    assert client.get(BOT + "settings/").status_code == 200  # still their project's admin
+
+    grant_role(project=bot, user=people["owner"], role=Role.ADMIN)
+    demoted = send(client, "patch", BOT + "members/staff/", {"role": role})
+    assert (demoted.status_code, demoted.json()["role"]) == (200, role)
+    assert list(
+        ProjectMembership.objects.filter(project=bot, role="admin").values_list(
+            "user__username", flat=True
+        )
+    ) == ["owner"]
+
+
+def test_the_members_page_refuses_to_demote_the_last_admin_with_a_422(world):
+    bot, _, people = world
+    client = logged_in(people["owner"])
+    assert client.post(f"/p/bot/project/members/{people['staff'].pk}/remove/").status_code == 302
+    refused = client.post("/p/bot/project/members/", {"username": "owner", "role": "annotator"})
+    assert refused.status_code == 422
+    body = refused.content.decode()
+    assert "A project keeps at least one admin." in body
+    errors = refused.context["form"].errors
+    assert errors == {"role": ["A project keeps at least one admin."]}
+    assert ProjectMembership.objects.get(project=bot, user=people["owner"]).role == "admin"
+    assert client.get("/p/bot/project/members/").status_code == 200  # still the admin
+
+
+def test_the_last_admin_check_is_the_services_for_page_api_and_scripts(world):
+    """One home: grant_role itself refuses (a script, the demo, SCIM call it)."""
+    bot, _, people = world
+    remove_member(project=bot, user=people["owner"])
+    with pytest.raises(ProjectRefused, match="at least one admin"):
+        grant_role(project=bot, user=people["staff"], role=Role.LEAD)
+    assert ProjectMembership.objects.get(project=bot, user=people["staff"]).role == "admin"
+    assert grant_role(project=bot, user=people["staff"], role=Role.ADMIN).role == "admin"
 
 
 def test_a_member_of_another_project_is_no_member_here(world):
