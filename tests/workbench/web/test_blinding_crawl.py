@@ -12,21 +12,24 @@ tests/workbench/web/test_projects_crawl.py.)"""
 
 import re
 from collections import deque
-from decimal import Decimal
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
-from django.test import Client, TestCase
+from django.test import Client
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
-from goldset.demo.policy import POLICY_SLUG
-from goldset.models import AnswerRecord, Project, Review, Run, System, Triple
-from goldset.models.projects import DEFAULT_PROJECT_SLUG
-from goldset.rules.blinding import SYSTEM_FIELDS
+from goldset.models import Review, Triple
 from goldset.selectors.projects import access_project
-from tests.conftest import shared_test_data
+from tests.goldset.blinding_support import (
+    ANNOTATOR_NAMES,
+    CANARY_COST,
+    CANARY_LATENCY,
+    PROJECTS,
+    canary_demo_data,
+    hits,
+    names,
+)
 from workbench.access import ACCESS, Kind
 
 pytestmark = pytest.mark.django_db
@@ -35,16 +38,6 @@ pytestmark = pytest.mark.django_db
 LINK = re.compile(r'(?:href|hx-get)="([/?][^"#]*)"')
 SKIP = ("/static/", "/django-admin/", "/logout/")
 PER_VIEW = 4  # distinct URLs fetched per view name (item pages, ?page=, filters)
-CANARY_LATENCY = 987_654_3
-CANARY_COST = Decimal("0.918273")
-# Each project of the demo with the annotators who crawl it, its lead and an admin (the
-# control), and every annotator whose name may not appear ("author" is left out of the names
-# searched for: a common word of the pages, as in the crawl before projects).
-PROJECTS = {
-    DEFAULT_PROJECT_SLUG: {"annotators": ("ann1", "author"), "lead": "lead", "admin": "admin"},
-    POLICY_SLUG: {"annotators": ("ann1", "pann1"), "lead": "lead", "admin": "padmin"},
-}
-ANNOTATOR_NAMES = [*(f"ann{n}" for n in range(1, 7)), "pann1"]
 # Pages of one triple that show its resolved reviews, reviewers named, to the parties of the
 # curation protocol (DESIGN.md §5: the author and a flagging reviewer discuss; see
 # goldset.selectors.curation.may_discuss). There the triple's own reviewers may be named to its
@@ -52,61 +45,12 @@ ANNOTATOR_NAMES = [*(f"ann{n}" for n in range(1, 7)), "pann1"]
 TRIPLE_PAGES = {"curation:triple", "curation:revise", "curation:split"}
 
 
-# Seeded once for the module's tests (each crawls in a savepoint, rolled back after it): the
-# seeding costs more than a crawl, and the tests only read.
+# Seeded once for the module's tests (tests/goldset/blinding_support.py; each crawls in a
+# savepoint, rolled back after it).
 @pytest.fixture(scope="module")
 def canary_demo(django_db_setup, django_db_blocker, tmp_path_factory):
-    with shared_test_data(django_db_blocker):
-        with django_db_blocker.unblock():
-            canaries = _plant_canaries(tmp_path_factory.mktemp("crawl"))
+    with canary_demo_data(django_db_blocker, tmp_path_factory.mktemp("crawl")) as canaries:
         yield canaries
-
-
-def _plant_canaries(tmp_path):
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        call_command("seed_demo", password="crawl-demo-pass-1", credentials_file=tmp_path / "c.txt")
-    original = set(System.objects.values_list("system_id", flat=True)) | set(
-        Run.objects.values_list("run_id", flat=True)
-    )
-    for slug in PROJECTS:
-        project = Project.objects.get(slug=slug)
-        # each project's own systems, runs and answer records carry the canaries
-        systems = System.objects.filter(project=project)
-        runs = Run.objects.filter(project=project)
-        records = AnswerRecord.objects.filter(project=project)
-        assert systems.exists() and runs.exists() and records.exists(), slug
-        for system in systems:
-            system.system_id = f"CANARYSYS{system.pk}Q"
-            system.config = {"retriever": "CANARYCONFIG", "k": 7}
-            system.save(update_fields=["system_id", "config"])
-        for run in runs:
-            run.run_id = f"CANARYRUN{run.pk}Q"
-            run.save(update_fields=["run_id"])
-        records.update(
-            model={"generator": "CANARYMODEL-gen", "temperature": 0},
-            extra={"prompt_hash": "CANARYHASH0f0f"},
-            latency_ms=CANARY_LATENCY,
-            cost_usd=CANARY_COST,
-        )
-    assert not System.objects.exclude(system_id__startswith="CANARYSYS").exists()
-    # every system field of these models (the list in goldset.rules.blinding) carries a canary
-    planted = {
-        System: {"system_id", "config"},
-        Run: {"run_id"},
-        AnswerRecord: {"model", "extra", "latency_ms", "cost_usd"},
-    }
-    for model, fields in planted.items():
-        declared = {
-            f.name
-            for f in model._meta.concrete_fields
-            if f.name in SYSTEM_FIELDS and not f.is_relation
-        }
-        assert declared == fields, model
-    canaries = {"CANARYSYS", "CANARYRUN", "CANARYCONFIG", "CANARYMODEL", "CANARYHASH"}
-    canaries |= {str(CANARY_LATENCY), str(CANARY_COST)}
-    # identifiers frozen into the demo's gold versions before the canaries were planted
-    canaries |= {name for name in original if len(name) >= 6}
-    return canaries
 
 
 def _mounted(slug: str, path: str) -> str:
@@ -168,21 +112,6 @@ def _crawl(client: Client, slug: str, roles: frozenset[str]) -> dict[str, tuple[
     return bodies
 
 
-def _hits(text: str, needles) -> list[str]:
-    """The canaries in ``text``; a numeric canary counts only as a whole number, never as digits
-    inside another (a figure such as 0.509876543 of an agreement CI is not the planted latency)."""
-    return sorted(n for n in needles if re.search(_whole(n), text))
-
-
-def _whole(needle: str) -> str:
-    pattern = re.escape(needle)
-    return rf"(?<![\d.]){pattern}(?![\d])" if needle[:1].isdigit() else pattern
-
-
-def _names(usernames) -> re.Pattern:
-    return re.compile(r"\b(" + "|".join(re.escape(u) for u in usernames) + r")\b")
-
-
 def _member(slug: str, username: str) -> tuple[Client, frozenset[str]]:
     """A client signed in as ``username`` and the roles the person holds in project ``slug``."""
     user = get_user_model().objects.get(username=username)
@@ -204,8 +133,8 @@ def test_annotators_reach_no_system_run_or_other_annotator(canary_demo, slug, us
     views = {view for view, _ in bodies.values()}
     assert {"answers:queue", "curation:queue", "corpus:documents"} <= views
     for url, (view, body) in bodies.items():
-        assert not _hits(body, canary_demo), (url, _hits(body, canary_demo))
-        identity = _names(sorted(set(others) - _parties(view, url, slug, username)))
+        assert not hits(body, canary_demo), (url, hits(body, canary_demo))
+        identity = names(sorted(set(others) - _parties(view, url, slug, username)))
         assert not identity.search(body), (url, identity.search(body).group(0))
 
 
@@ -236,10 +165,10 @@ def test_a_lead_reaches_no_system_or_run_and_no_labeler_identity(canary_demo, sl
     # the canaries are planted where the project's admins see them: the crawl would notice
     admin, _ = _member(slug, crew["admin"])
     assert "CANARYSYS" in admin.get(_mounted(slug, "/answers/runs/")).content.decode()
-    identity = _names(ANNOTATOR_NAMES)
+    identity = names(ANNOTATOR_NAMES)
     person_key = re.compile(r"reviewer-\d+")
     for url, (view, body) in bodies.items():
-        assert not _hits(body, canary_demo), (url, _hits(body, canary_demo))
+        assert not hits(body, canary_demo), (url, hits(body, canary_demo))
         if view.startswith("answers:adjudicat") or ACCESS[view].kind == Kind.DOWNLOAD:
             if view.startswith("quality:"):
                 continue  # the agreement dashboard's tables name annotators (the protocol allows)
@@ -249,7 +178,7 @@ def test_a_lead_reaches_no_system_or_run_and_no_labeler_identity(canary_demo, sl
 
 def test_a_numeric_canary_is_found_as_a_number_not_inside_another():
     needles = {str(CANARY_LATENCY), str(CANARY_COST), "CANARYSYS"}
-    assert _hits('{"latency_ms": 9876543}', needles) == ["9876543"]
-    assert _hits("<td>9876543.0 ms</td><td>$0.918273</td>", needles) == ["0.918273", "9876543"]
-    assert _hits('{"ci": [0.509876543, 19876543, 0.9182731]}', needles) == []
-    assert _hits("xCANARYSYS12Q", needles) == ["CANARYSYS"]
+    assert hits('{"latency_ms": 9876543}', needles) == ["9876543"]
+    assert hits("<td>9876543.0 ms</td><td>$0.918273</td>", needles) == ["0.918273", "9876543"]
+    assert hits('{"ci": [0.509876543, 19876543, 0.9182731]}', needles) == []
+    assert hits("xCANARYSYS12Q", needles) == ["CANARYSYS"]
