@@ -14,6 +14,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from goldset.conf import tunable
+from goldset.imports.bulk import one_of
 from goldset.models import (
     Adjudication,
     AnnotatorDomainLoad,
@@ -837,9 +838,11 @@ def iter_adjudication_export(
 
 
 def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[dict]:
+    if not chunk:
+        return
     labels: dict[int, list[dict]] = {}
     rows = (
-        Label.objects.filter(record_id__in=[r["id"] for r in chunk])
+        Label.objects.filter(record_id__in=one_of([r["id"] for r in chunk], of="bigint"))
         .order_by("record_id", "assignment__slot", "id")
         .values_list(*EXPORT_LABEL_COLUMNS)
     )
@@ -1020,9 +1023,13 @@ def iter_answer_question_packets(*, project) -> Iterator[dict]:
 
 
 def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
+    if not chunk:
+        return
     evidence: dict[int, list[dict]] = {}
     rows = (
-        EvidencePassage.objects.filter(question_id__in=[row[0] for row in chunk])
+        EvidencePassage.objects.filter(
+            question_id__in=one_of([row[0] for row in chunk], of="bigint")
+        )
         .order_by("question_id", "position", "pk")
         .values_list("question_id", *EVIDENCE_COLUMNS)
     )

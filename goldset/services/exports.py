@@ -20,6 +20,7 @@ from urllib.parse import quote
 from django.db import connection
 
 from goldset.exceptions import GoldsetError
+from goldset.imports.bulk import one_of
 from goldset.models import (
     BlockVersion,
     ExportFormat,
@@ -293,7 +294,7 @@ def _pinned_data(pins: list[tuple[str, int]], *, project_id: int) -> dict[tuple[
     wanted = set(pins)
     found = {}
     rows = BlockVersion.objects.filter(
-        block__project_id=project_id, block__block_id__in={b for b, _ in pins}
+        block__project_id=project_id, block__block_id__in=one_of({b for b, _ in pins})
     ).values_list(*PIN_FIELDS)
     for values in rows:
         pinned = Pinned(*values)
