@@ -2,14 +2,26 @@
 addressed by ``public_id`` and no system, run or model reaches their templates. ``get_*_for``
 fetch and authorize in one call (Http404 when the item is not theirs)."""
 
+import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    Subquery,
+    Sum,
+    TextField,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce
 from django.http import Http404
 from django.utils import timezone
 
@@ -38,7 +50,6 @@ from goldset.models import (
     Run,
     UnmatchedPassage,
 )
-from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.blinding import sees_labelers, sees_retrieval_scores, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
@@ -796,11 +807,21 @@ EXPORT_RECORD_COLUMNS = (
     "adjudication__active_ms",
     "adjudication__guideline__version",
 )
+# In the order _export_labels unpacks them; the failures as their JSON text (see there).
 EXPORT_LABEL_COLUMNS = (
     "record_id",
     "assignment__slot",
     "annotator_id",
-    *LABEL_VALUE_FIELDS,
+    "acceptability",
+    "grounding",
+    "evidence_sufficiency",
+    "citation_correctness",
+    "conflict_handling",
+    "safety_boundary",
+    "severe_safety",
+    "primary_failure",
+    "secondary_failures_json",
+    "rationale",
     "created_at",
     "server_ms",
     "active_ms",
@@ -840,35 +861,7 @@ def iter_adjudication_export(
 def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[dict]:
     if not chunk:
         return
-    labels: dict[int, list[dict]] = {}
-    rows = (
-        Label.objects.filter(record_id__in=one_of([r["id"] for r in chunk], of="bigint"))
-        .order_by("record_id", "assignment__slot", "id")
-        .values_list(*EXPORT_LABEL_COLUMNS)
-    )
-    for row in rows:
-        label = dict(zip(EXPORT_LABEL_COLUMNS, row, strict=True))
-        labels.setdefault(label["record_id"], []).append(
-            {
-                "slot": label["assignment__slot"],
-                "reviewer": pseudonyms[label["annotator_id"]],
-                "reviewer_role": Role.ANNOTATOR.value,
-                "acceptability": label["acceptability"],
-                "grounding": label["grounding"],
-                "evidence_sufficiency": label["evidence_sufficiency"],
-                "citation_correctness": label["citation_correctness"],
-                "conflict_handling": label["conflict_handling"],
-                "safety_boundary": label["safety_boundary"],
-                "severe_safety": label["severe_safety"],
-                "primary_failure": label["primary_failure"] or None,
-                "secondary_failures": label["secondary_failures"],
-                "rationale": label["rationale"],
-                "labeled_at": label["created_at"].isoformat(),
-                "server_ms": label["server_ms"],
-                "active_ms": label["active_ms"],
-                "guideline_version": label["guideline__version"],
-            }
-        )
+    labels = _export_labels([r["id"] for r in chunk], pseudonyms)
     for r in chunk:
         yield {
             "item_id": r["public_id"],
@@ -898,6 +891,66 @@ def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[
                 "source": r["final_source"] or None,
             },
         }
+
+
+def _export_labels(record_ids: list[int], pseudonyms: Mapping[int, str]) -> dict[int, list[dict]]:
+    """The export's labels of these records, by record, in slot order (one query). Unpacked
+    from plain tuples, and the failure lists decoded once per distinct JSON text (nearly all
+    are ``[]``): three labels an item made these the export's largest cost (issue 26)."""
+    rows = (
+        Label.objects.filter(record_id__in=one_of(record_ids, of="bigint"))
+        .annotate(secondary_failures_json=Cast("secondary_failures", TextField()))
+        .order_by("record_id", "assignment__slot", "id")
+        .values_list(*EXPORT_LABEL_COLUMNS)
+    )
+    annotator = Role.ANNOTATOR.value
+    decoded: dict[str, list] = {}
+    labels: dict[int, list[dict]] = {}
+    for (
+        record_id,
+        slot,
+        annotator_id,
+        acceptability,
+        grounding,
+        evidence_sufficiency,
+        citation_correctness,
+        conflict_handling,
+        safety_boundary,
+        severe_safety,
+        primary_failure,
+        failures_json,
+        rationale,
+        created_at,
+        server_ms,
+        active_ms,
+        guideline_version,
+    ) in rows:
+        failures = decoded.get(failures_json)
+        if failures is None:
+            failures = decoded[failures_json] = json.loads(failures_json)
+        labels.setdefault(record_id, []).append(
+            {
+                "slot": slot,
+                "reviewer": pseudonyms[annotator_id],
+                "reviewer_role": annotator,
+                "acceptability": acceptability,
+                "grounding": grounding,
+                "evidence_sufficiency": evidence_sufficiency,
+                "citation_correctness": citation_correctness,
+                "conflict_handling": conflict_handling,
+                "safety_boundary": safety_boundary,
+                "severe_safety": severe_safety,
+                "primary_failure": primary_failure or None,
+                # a copy each: the rows are the callers' to change
+                "secondary_failures": list(failures) if type(failures) is list else failures,
+                "rationale": rationale,
+                "labeled_at": created_at.isoformat(),
+                "server_ms": server_ms,
+                "active_ms": active_ms,
+                "guideline_version": guideline_version,
+            }
+        )
+    return labels
 
 
 def _export_adjudication(r: dict, pseudonyms: Mapping[int, str]) -> dict:
