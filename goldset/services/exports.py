@@ -346,7 +346,7 @@ def _question(row: dict) -> dict:
     }
 
 
-def _packet(row: dict, p: Pinned, *, redacted: bool) -> dict:
+def _passage(p: Pinned, *, redacted: bool) -> dict:
     passage = {
         "passage_id": p.block_id,
         "block_version": p.version,
@@ -360,13 +360,20 @@ def _packet(row: dict, p: Pinned, *, redacted: bool) -> dict:
     }
     if redacted:
         passage["text_redacted"] = True
-    return {
-        "question_id": row["id"],
-        "domain": (row.get("metadata") or {}).get("domain"),
-        "gold_evidence": [passage],
-        "near_miss": [],
-        "prohibited_answer_behavior": [],
-    }
+    return passage
+
+
+def _packet_line(row: dict, evidence: str) -> str:
+    """The canonical JSON of a gold row's packet, ``{"question_id", "domain", "gold_evidence":
+    [passage], "near_miss": [], "prohibited_answer_behavior": []}``, around its evidence
+    already encoded (``canonical_json([_passage(…)])``, once per pin and variant: the block
+    text is most of a packet, and a batch's rows share pins); keys in sorted order, as
+    :func:`canonical_json` writes them."""
+    domain = canonical_json((row.get("metadata") or {}).get("domain"))
+    return (
+        f'{{"domain":{domain},"gold_evidence":{evidence},"near_miss":[],'
+        f'"prohibited_answer_behavior":[],"question_id":{canonical_json(row["id"])}}}'
+    )
 
 
 class SnippetFiles:
@@ -414,10 +421,11 @@ class SnippetFiles:
                 spool.write((("," if self.seen else "") + docs).encode("utf-8"))
         self.seen.update(new)
         for redacted, spool in self.packets.items():
-            lines = [
-                canonical_json(_packet(row, data[pin], redacted=redacted))
-                for row, pin in zip(rows, pins, strict=True)
-            ]
+            evidence = {
+                pin: canonical_json([_passage(data[pin], redacted=redacted)])
+                for pin in dict.fromkeys(pins)
+            }
+            lines = [_packet_line(row, evidence[pin]) for row, pin in zip(rows, pins, strict=True)]
             spool.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.questions.write(
             "".join(canonical_json(_question(row)) + "\n" for row in rows).encode("utf-8")
