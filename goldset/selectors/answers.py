@@ -893,6 +893,21 @@ def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[
         }
 
 
+def _json_once(decoded: dict, text: str | None):
+    """``json.loads(text)``, decoded once per distinct text of a column that repeats a few
+    values (mostly ``[]``: issue 26); a list is copied each time, the rows being the callers'
+    to change. None (SQL NULL) stays None, as the JSON field gives it. ``decoded`` is the
+    caller's cache, emptied past 1,000 texts (a column of distinct values gains nothing)."""
+    if text is None:
+        return None
+    value = decoded.get(text, decoded)
+    if value is decoded:
+        if len(decoded) >= 1000:
+            decoded.clear()
+        value = decoded[text] = json.loads(text)
+    return list(value) if type(value) is list else value
+
+
 def _export_labels(record_ids: list[int], pseudonyms: Mapping[int, str]) -> dict[int, list[dict]]:
     """The export's labels of these records, by record, in slot order (one query). Unpacked
     from plain tuples, and the failure lists decoded once per distinct JSON text (nearly all
@@ -904,7 +919,7 @@ def _export_labels(record_ids: list[int], pseudonyms: Mapping[int, str]) -> dict
         .values_list(*EXPORT_LABEL_COLUMNS)
     )
     annotator = Role.ANNOTATOR.value
-    decoded: dict[str, list] = {}
+    decoded: dict[str, object] = {}
     labels: dict[int, list[dict]] = {}
     for (
         record_id,
@@ -925,9 +940,6 @@ def _export_labels(record_ids: list[int], pseudonyms: Mapping[int, str]) -> dict
         active_ms,
         guideline_version,
     ) in rows:
-        failures = decoded.get(failures_json)
-        if failures is None:
-            failures = decoded[failures_json] = json.loads(failures_json)
         labels.setdefault(record_id, []).append(
             {
                 "slot": slot,
@@ -941,8 +953,7 @@ def _export_labels(record_ids: list[int], pseudonyms: Mapping[int, str]) -> dict
                 "safety_boundary": safety_boundary,
                 "severe_safety": severe_safety,
                 "primary_failure": primary_failure or None,
-                # a copy each: the rows are the callers' to change
-                "secondary_failures": list(failures) if type(failures) is list else failures,
+                "secondary_failures": _json_once(decoded, failures_json),
                 "rationale": rationale,
                 "labeled_at": created_at.isoformat(),
                 "server_ms": server_ms,
@@ -1056,6 +1067,11 @@ def _packet_record(q: dict, evidence: list[dict]) -> dict:
 
 
 PACKET_CHUNK = 2000
+# The question's JSON lists, read as their text and decoded by _json_once.
+PACKET_JSON_COLUMNS = {
+    "safety_flags": "safety_flags_json",
+    "prohibited_behaviors": "prohibited_behaviors_json",
+}
 
 
 def iter_answer_question_packets(*, project) -> Iterator[dict]:
@@ -1063,19 +1079,21 @@ def iter_answer_question_packets(*, project) -> Iterator[dict]:
     plain columns (issue 26: no model objects): one query of evidence per chunk of questions."""
     rows = (
         Question.objects.filter(project=project)
+        .annotate(**{text: Cast(name, TextField()) for name, text in PACKET_JSON_COLUMNS.items()})
         .order_by("question_id")
-        .values_list("pk", *QUESTION_COLUMNS)
+        .values_list("pk", *(PACKET_JSON_COLUMNS.get(c, c) for c in QUESTION_COLUMNS))
     )
+    decoded: dict[str, object] = {}
     chunk: list[tuple] = []
     for row in rows.iterator(chunk_size=PACKET_CHUNK):
         chunk.append(row)
         if len(chunk) >= PACKET_CHUNK:
-            yield from _packets_of(chunk)
+            yield from _packets_of(chunk, decoded)
             chunk = []
-    yield from _packets_of(chunk)
+    yield from _packets_of(chunk, decoded)
 
 
-def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
+def _packets_of(chunk: list[tuple], decoded: dict) -> Iterator[dict]:
     if not chunk:
         return
     evidence: dict[int, list[dict]] = {}
@@ -1091,7 +1109,10 @@ def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
             dict(zip(EVIDENCE_COLUMNS, values, strict=True))
         )
     for pk, *values in chunk:
-        yield _packet_record(dict(zip(QUESTION_COLUMNS, values, strict=True)), evidence.get(pk, []))
+        question = dict(zip(QUESTION_COLUMNS, values, strict=True))
+        for name in PACKET_JSON_COLUMNS:
+            question[name] = _json_once(decoded, question[name])
+        yield _packet_record(question, evidence.get(pk, []))
 
 
 def get_undoable_label(*, project, annotator) -> Label | None:

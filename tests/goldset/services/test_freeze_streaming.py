@@ -63,6 +63,19 @@ def demo(tmp_path):
     versions = [t.current_revision.expected_block_version_id for t in gold]
     BlockVersion.objects.filter(pk=versions[1]).update(page_start=3, page_end=5)
     BlockVersion.objects.filter(pk=versions[2]).update(page_start=7, page_end=None)
+    # JSON lists of more than one value (read as text, decoded once per distinct text)
+    question = Question.objects.filter(project=default_project()).order_by("id").first()
+    Question.objects.filter(pk=question.pk).update(
+        prohibited_behaviors=["promise_outcomes"], safety_flags=["protected_data", "pii"]
+    )
+    exported = Label.objects.filter(
+        record__project=default_project(),
+        record__status__in=_export_statuses(False),
+        record__is_calibration=False,
+    ).order_by("id")
+    Label.objects.filter(pk=exported.first().pk).update(
+        secondary_failures=["citation_coverage_gap", "stale_source"]
+    )
     guideline = GuidelineVersion.objects.order_by("id").first()
     if guideline is not None:
         first = Label.objects.order_by("id").first()
@@ -101,6 +114,7 @@ def test_streamed_adjudication_export_equals_the_object_built_export(demo):
     joined = "\n".join(new)
     assert '"adjudication":{' in joined and '"audit_sample":{' in joined
     assert '"labels":[{' in joined
+    assert '"secondary_failures":["citation_coverage_gap","stale_source"]' in joined
     with_open = _bytes(
         iter_adjudication_export(
             project=default_project(), pseudonyms=pseudonyms, include_open=True
@@ -151,6 +165,8 @@ def test_streamed_question_packets_equal_the_object_built_packets(demo):
     assert new == old
     assert any('"gold_evidence":[{' in line for line in new)
     assert any('"near_miss":[{' in line for line in new)
+    assert any('"prohibited_answer_behavior":["promise_outcomes"]' in line for line in new)
+    assert any('"safety_flags":["protected_data","pii"]' in line for line in new)
 
 
 def test_a_freeze_writes_the_gold_packets_the_packet_dicts_give(demo, admin_user):
