@@ -2,18 +2,31 @@
 addressed by ``public_id`` and no system, run or model reaches their templates. ``get_*_for``
 fetch and authorize in one call (Http404 when the item is not theirs)."""
 
+import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, Subquery, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    Subquery,
+    Sum,
+    TextField,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce
 from django.http import Http404
 from django.utils import timezone
 
 from goldset.conf import tunable
+from goldset.imports.bulk import one_of
 from goldset.models import (
     Adjudication,
     AnnotatorDomainLoad,
@@ -37,7 +50,6 @@ from goldset.models import (
     Run,
     UnmatchedPassage,
 )
-from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.blinding import sees_labelers, sees_retrieval_scores, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
@@ -795,11 +807,21 @@ EXPORT_RECORD_COLUMNS = (
     "adjudication__active_ms",
     "adjudication__guideline__version",
 )
+# In the order _export_labels unpacks them; the failures as their JSON text (see there).
 EXPORT_LABEL_COLUMNS = (
     "record_id",
     "assignment__slot",
     "annotator_id",
-    *LABEL_VALUE_FIELDS,
+    "acceptability",
+    "grounding",
+    "evidence_sufficiency",
+    "citation_correctness",
+    "conflict_handling",
+    "safety_boundary",
+    "severe_safety",
+    "primary_failure",
+    "secondary_failures_json",
+    "rationale",
     "created_at",
     "server_ms",
     "active_ms",
@@ -837,35 +859,9 @@ def iter_adjudication_export(
 
 
 def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[dict]:
-    labels: dict[int, list[dict]] = {}
-    rows = (
-        Label.objects.filter(record_id__in=[r["id"] for r in chunk])
-        .order_by("record_id", "assignment__slot", "id")
-        .values_list(*EXPORT_LABEL_COLUMNS)
-    )
-    for row in rows:
-        label = dict(zip(EXPORT_LABEL_COLUMNS, row, strict=True))
-        labels.setdefault(label["record_id"], []).append(
-            {
-                "slot": label["assignment__slot"],
-                "reviewer": pseudonyms[label["annotator_id"]],
-                "reviewer_role": Role.ANNOTATOR.value,
-                "acceptability": label["acceptability"],
-                "grounding": label["grounding"],
-                "evidence_sufficiency": label["evidence_sufficiency"],
-                "citation_correctness": label["citation_correctness"],
-                "conflict_handling": label["conflict_handling"],
-                "safety_boundary": label["safety_boundary"],
-                "severe_safety": label["severe_safety"],
-                "primary_failure": label["primary_failure"] or None,
-                "secondary_failures": label["secondary_failures"],
-                "rationale": label["rationale"],
-                "labeled_at": label["created_at"].isoformat(),
-                "server_ms": label["server_ms"],
-                "active_ms": label["active_ms"],
-                "guideline_version": label["guideline__version"],
-            }
-        )
+    if not chunk:
+        return
+    labels = _export_labels([r["id"] for r in chunk], pseudonyms)
     for r in chunk:
         yield {
             "item_id": r["public_id"],
@@ -895,6 +891,77 @@ def _export_items(chunk: list[dict], pseudonyms: Mapping[int, str]) -> Iterator[
                 "source": r["final_source"] or None,
             },
         }
+
+
+def _json_once(decoded: dict, text: str | None):
+    """``json.loads(text)``, decoded once per distinct text of a column that repeats a few
+    values (mostly ``[]``: issue 26); a list is copied each time, the rows being the callers'
+    to change. None (SQL NULL) stays None, as the JSON field gives it. ``decoded`` is the
+    caller's cache, emptied past 1,000 texts (a column of distinct values gains nothing)."""
+    if text is None:
+        return None
+    value = decoded.get(text, decoded)
+    if value is decoded:
+        if len(decoded) >= 1000:
+            decoded.clear()
+        value = decoded[text] = json.loads(text)
+    return list(value) if type(value) is list else value
+
+
+def _export_labels(record_ids: list[int], pseudonyms: Mapping[int, str]) -> dict[int, list[dict]]:
+    """The export's labels of these records, by record, in slot order (one query). Unpacked
+    from plain tuples, and the failure lists decoded once per distinct JSON text (nearly all
+    are ``[]``): three labels an item made these the export's largest cost (issue 26)."""
+    rows = (
+        Label.objects.filter(record_id__in=one_of(record_ids, of="bigint"))
+        .annotate(secondary_failures_json=Cast("secondary_failures", TextField()))
+        .order_by("record_id", "assignment__slot", "id")
+        .values_list(*EXPORT_LABEL_COLUMNS)
+    )
+    annotator = Role.ANNOTATOR.value
+    decoded: dict[str, object] = {}
+    labels: dict[int, list[dict]] = {}
+    for (
+        record_id,
+        slot,
+        annotator_id,
+        acceptability,
+        grounding,
+        evidence_sufficiency,
+        citation_correctness,
+        conflict_handling,
+        safety_boundary,
+        severe_safety,
+        primary_failure,
+        failures_json,
+        rationale,
+        created_at,
+        server_ms,
+        active_ms,
+        guideline_version,
+    ) in rows:
+        labels.setdefault(record_id, []).append(
+            {
+                "slot": slot,
+                "reviewer": pseudonyms[annotator_id],
+                "reviewer_role": annotator,
+                "acceptability": acceptability,
+                "grounding": grounding,
+                "evidence_sufficiency": evidence_sufficiency,
+                "citation_correctness": citation_correctness,
+                "conflict_handling": conflict_handling,
+                "safety_boundary": safety_boundary,
+                "severe_safety": severe_safety,
+                "primary_failure": primary_failure or None,
+                "secondary_failures": _json_once(decoded, failures_json),
+                "rationale": rationale,
+                "labeled_at": created_at.isoformat(),
+                "server_ms": server_ms,
+                "active_ms": active_ms,
+                "guideline_version": guideline_version,
+            }
+        )
+    return labels
 
 
 def _export_adjudication(r: dict, pseudonyms: Mapping[int, str]) -> dict:
@@ -1000,6 +1067,11 @@ def _packet_record(q: dict, evidence: list[dict]) -> dict:
 
 
 PACKET_CHUNK = 2000
+# The question's JSON lists, read as their text and decoded by _json_once.
+PACKET_JSON_COLUMNS = {
+    "safety_flags": "safety_flags_json",
+    "prohibited_behaviors": "prohibited_behaviors_json",
+}
 
 
 def iter_answer_question_packets(*, project) -> Iterator[dict]:
@@ -1007,22 +1079,28 @@ def iter_answer_question_packets(*, project) -> Iterator[dict]:
     plain columns (issue 26: no model objects): one query of evidence per chunk of questions."""
     rows = (
         Question.objects.filter(project=project)
+        .annotate(**{text: Cast(name, TextField()) for name, text in PACKET_JSON_COLUMNS.items()})
         .order_by("question_id")
-        .values_list("pk", *QUESTION_COLUMNS)
+        .values_list("pk", *(PACKET_JSON_COLUMNS.get(c, c) for c in QUESTION_COLUMNS))
     )
+    decoded: dict[str, object] = {}
     chunk: list[tuple] = []
     for row in rows.iterator(chunk_size=PACKET_CHUNK):
         chunk.append(row)
         if len(chunk) >= PACKET_CHUNK:
-            yield from _packets_of(chunk)
+            yield from _packets_of(chunk, decoded)
             chunk = []
-    yield from _packets_of(chunk)
+    yield from _packets_of(chunk, decoded)
 
 
-def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
+def _packets_of(chunk: list[tuple], decoded: dict) -> Iterator[dict]:
+    if not chunk:
+        return
     evidence: dict[int, list[dict]] = {}
     rows = (
-        EvidencePassage.objects.filter(question_id__in=[row[0] for row in chunk])
+        EvidencePassage.objects.filter(
+            question_id__in=one_of([row[0] for row in chunk], of="bigint")
+        )
         .order_by("question_id", "position", "pk")
         .values_list("question_id", *EVIDENCE_COLUMNS)
     )
@@ -1031,7 +1109,10 @@ def _packets_of(chunk: list[tuple]) -> Iterator[dict]:
             dict(zip(EVIDENCE_COLUMNS, values, strict=True))
         )
     for pk, *values in chunk:
-        yield _packet_record(dict(zip(QUESTION_COLUMNS, values, strict=True)), evidence.get(pk, []))
+        question = dict(zip(QUESTION_COLUMNS, values, strict=True))
+        for name in PACKET_JSON_COLUMNS:
+            question[name] = _json_once(decoded, question[name])
+        yield _packet_record(question, evidence.get(pk, []))
 
 
 def get_undoable_label(*, project, annotator) -> Label | None:

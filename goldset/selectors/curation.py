@@ -28,6 +28,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from goldset.conf import curation_setting, tunable
+from goldset.imports.bulk import one_of
 from goldset.models import (
     BlockVersion,
     Customer,
@@ -913,9 +914,11 @@ def iter_gold_rows(triples, *, batch: int = 5000) -> Iterator[dict]:
 
 
 def _gold_rows_of(chunk: list[tuple], names: list[str]) -> Iterator[dict]:
+    if not chunk:
+        return
     reviewers: dict[int, list[str]] = {}
     for revision_id, username in (
-        Review.objects.filter(revision_id__in=[row[0] for row in chunk])
+        Review.objects.filter(revision_id__in=one_of([row[0] for row in chunk], of="bigint"))
         .order_by("revision_id", "assignment__slot")
         .values_list("revision_id", "reviewer__username")
     ):

@@ -20,6 +20,7 @@ from urllib.parse import quote
 from django.db import connection
 
 from goldset.exceptions import GoldsetError
+from goldset.imports.bulk import one_of
 from goldset.models import (
     BlockVersion,
     ExportFormat,
@@ -63,13 +64,15 @@ def sha256_bytes(data: bytes) -> str:
 
 
 class FileSpool:
-    """A file being rendered: bytes go to a temporary spool (memory up to 8 MiB, then disk)
-    and into a running sha256, so the file row can be inserted once with its final checksum."""
+    """A file being rendered: bytes go to a temporary spool (memory up to one chunk, 1 MiB, then
+    disk) and into a running sha256, so the file row can be inserted once with its final
+    checksum. A freeze fills ten at once: at 8 MiB each they held about 16 MB of its peak
+    (issue 26)."""
 
     def __init__(self):
         self.digest = hashlib.sha256()
         self.size = 0
-        self.spool = tempfile.SpooledTemporaryFile(max_size=8 * CHUNK_SIZE)
+        self.spool = tempfile.SpooledTemporaryFile(max_size=CHUNK_SIZE)
 
     def write(self, piece: bytes) -> None:
         if piece:
@@ -293,7 +296,7 @@ def _pinned_data(pins: list[tuple[str, int]], *, project_id: int) -> dict[tuple[
     wanted = set(pins)
     found = {}
     rows = BlockVersion.objects.filter(
-        block__project_id=project_id, block__block_id__in={b for b, _ in pins}
+        block__project_id=project_id, block__block_id__in=one_of({b for b, _ in pins})
     ).values_list(*PIN_FIELDS)
     for values in rows:
         pinned = Pinned(*values)
@@ -345,7 +348,7 @@ def _question(row: dict) -> dict:
     }
 
 
-def _packet(row: dict, p: Pinned, *, redacted: bool) -> dict:
+def _passage(p: Pinned, *, redacted: bool) -> dict:
     passage = {
         "passage_id": p.block_id,
         "block_version": p.version,
@@ -359,13 +362,20 @@ def _packet(row: dict, p: Pinned, *, redacted: bool) -> dict:
     }
     if redacted:
         passage["text_redacted"] = True
-    return {
-        "question_id": row["id"],
-        "domain": (row.get("metadata") or {}).get("domain"),
-        "gold_evidence": [passage],
-        "near_miss": [],
-        "prohibited_answer_behavior": [],
-    }
+    return passage
+
+
+def _packet_line(row: dict, evidence: str) -> str:
+    """The canonical JSON of a gold row's packet, ``{"question_id", "domain", "gold_evidence":
+    [passage], "near_miss": [], "prohibited_answer_behavior": []}``, around its evidence
+    already encoded (``canonical_json([_passage(…)])``, once per pin and variant: the block
+    text is most of a packet, and a batch's rows share pins); keys in sorted order, as
+    :func:`canonical_json` writes them."""
+    domain = canonical_json((row.get("metadata") or {}).get("domain"))
+    return (
+        f'{{"domain":{domain},"gold_evidence":{evidence},"near_miss":[],'
+        f'"prohibited_answer_behavior":[],"question_id":{canonical_json(row["id"])}}}'
+    )
 
 
 class SnippetFiles:
@@ -413,10 +423,11 @@ class SnippetFiles:
                 spool.write((("," if self.seen else "") + docs).encode("utf-8"))
         self.seen.update(new)
         for redacted, spool in self.packets.items():
-            lines = [
-                canonical_json(_packet(row, data[pin], redacted=redacted))
-                for row, pin in zip(rows, pins, strict=True)
-            ]
+            evidence = {
+                pin: canonical_json([_passage(data[pin], redacted=redacted)])
+                for pin in dict.fromkeys(pins)
+            }
+            lines = [_packet_line(row, evidence[pin]) for row, pin in zip(rows, pins, strict=True)]
             spool.write(("\n".join(lines) + "\n").encode("utf-8"))
         self.questions.write(
             "".join(canonical_json(_question(row)) + "\n" for row in rows).encode("utf-8")

@@ -1,5 +1,6 @@
-"""The gold-row, adjudication-export and question-packet code before issue 26, verbatim (model objects, joins
-and prefetches), kept as the reference the streamed versions must equal byte for byte."""
+"""The gold-row, adjudication-export, question-packet and gold-packet code before issue 26,
+verbatim (model objects, joins and prefetches), kept as the reference the streamed versions
+must equal byte for byte."""
 
 from collections.abc import Iterator, Mapping
 
@@ -196,3 +197,29 @@ def packet_record(q: Question) -> dict:
 def iter_answer_question_packets(*, project) -> Iterator[dict]:
     for q in _questions(project).iterator(chunk_size=500):
         yield packet_record(q)
+
+
+def gold_packet(row: dict, p, *, redacted: bool) -> dict:
+    """A gold row's PROBE evidence packet (``p``: its pinned block version, an
+    ``exports.Pinned``), as ``exports._packet`` built it before the line was composed around
+    its evidence encoded once per pin."""
+    passage = {
+        "passage_id": p.block_id,
+        "block_version": p.version,
+        "document_id": p.document_id,
+        "role": "expected_block",
+        "authority": float(p.authority),
+        "effective": p.effective,
+        "label": "sufficient",
+        "sha256": p.sha256,
+        "text": None if redacted else p.text,
+    }
+    if redacted:
+        passage["text_redacted"] = True
+    return {
+        "question_id": row["id"],
+        "domain": (row.get("metadata") or {}).get("domain"),
+        "gold_evidence": [passage],
+        "near_miss": [],
+        "prohibited_answer_behavior": [],
+    }

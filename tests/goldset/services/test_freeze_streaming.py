@@ -4,6 +4,8 @@ from plain columns instead of model objects, and give exactly what the object-ba
 JSON bytes the files are made of, on the demo's data plus the cases the demo lacks (a customer
 triple, a superseded pin with its reason, page ranges, a decision with a guideline version)."""
 
+import json
+
 import pytest
 from django.core.management import call_command
 from django.test import TestCase
@@ -25,6 +27,7 @@ from goldset.selectors.answers import (
     list_adjudication_export_people,
 )
 from goldset.selectors.curation import iter_gold_rows, list_gold_triples
+from goldset.services import exports
 from goldset.services.agreement import ratings_frame, summary_figures
 from goldset.services.agreement_sources import (
     answer_label_frame,
@@ -60,6 +63,19 @@ def demo(tmp_path):
     versions = [t.current_revision.expected_block_version_id for t in gold]
     BlockVersion.objects.filter(pk=versions[1]).update(page_start=3, page_end=5)
     BlockVersion.objects.filter(pk=versions[2]).update(page_start=7, page_end=None)
+    # JSON lists of more than one value (read as text, decoded once per distinct text)
+    question = Question.objects.filter(project=default_project()).order_by("id").first()
+    Question.objects.filter(pk=question.pk).update(
+        prohibited_behaviors=["promise_outcomes"], safety_flags=["protected_data", "pii"]
+    )
+    exported = Label.objects.filter(
+        record__project=default_project(),
+        record__status__in=_export_statuses(False),
+        record__is_calibration=False,
+    ).order_by("id")
+    Label.objects.filter(pk=exported.first().pk).update(
+        secondary_failures=["citation_coverage_gap", "stale_source"]
+    )
     guideline = GuidelineVersion.objects.order_by("id").first()
     if guideline is not None:
         first = Label.objects.order_by("id").first()
@@ -98,6 +114,7 @@ def test_streamed_adjudication_export_equals_the_object_built_export(demo):
     joined = "\n".join(new)
     assert '"adjudication":{' in joined and '"audit_sample":{' in joined
     assert '"labels":[{' in joined
+    assert '"secondary_failures":["citation_coverage_gap","stale_source"]' in joined
     with_open = _bytes(
         iter_adjudication_export(
             project=default_project(), pseudonyms=pseudonyms, include_open=True
@@ -148,3 +165,29 @@ def test_streamed_question_packets_equal_the_object_built_packets(demo):
     assert new == old
     assert any('"gold_evidence":[{' in line for line in new)
     assert any('"near_miss":[{' in line for line in new)
+    assert any('"prohibited_answer_behavior":["promise_outcomes"]' in line for line in new)
+    assert any('"safety_flags":["protected_data","pii"]' in line for line in new)
+
+
+def test_a_freeze_writes_the_gold_packets_the_packet_dicts_give(demo, admin_user):
+    """The packet lines are composed around their evidence, encoded once per pin and variant;
+    they are the canonical JSON of the packet dicts of before, full and redacted."""
+    version = freeze_gold_version(
+        project=default_project(), filters=FreezeFilters(include_superseded=True), actor=admin_user
+    )
+    rows = [
+        json.loads(line)
+        for line in version.rows.order_by("position").values_list("line", flat=True)
+    ]
+    pins = [(r["expected_block"]["block_id"], r["expected_block"]["version"]) for r in rows]
+    pinned = exports._pinned_data(sorted(set(pins)), project_id=version.project_id)
+    assert any(pinned[pin].page_range for pin in pins)
+    for redacted in (False, True):
+        stored = version.files.get(format="probe_packets", redacted=redacted)
+        lines = exports.read_verified_bytes(stored).decode().splitlines()[: len(rows)]
+        expected = [
+            canonical_json(reference.gold_packet(row, pinned[pin], redacted=redacted))
+            for row, pin in zip(rows, pins, strict=True)
+        ]
+        assert len(expected) > 10
+        assert lines == expected
