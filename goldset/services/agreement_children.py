@@ -7,7 +7,13 @@ interpreter, never forked from a threaded process, and opens no database connect
 The server stays single-threaded, so its forks are safe (and Python does not warn of forking a
 threaded process): BLAS threads are limited to one before NumPy is imported here (the children
 compute on one thread each; the parallelism is one process per share of jobs), and pyarrow's
-jemalloc, which pandas loads, starts no background thread."""
+jemalloc, which pandas loads, starts no background thread.
+
+The server also imports statsmodels' inter-rater module (and SciPy with it), which
+``scoring.agreement`` imports only when a κ is first computed: the children are new processes at
+every recompute, so each paid that import again — about 1.9 s of CPU of a 100k-item recompute's
+~10 s (issue 26). Loaded here once, it costs the server about 66 MB more, shared with its
+children."""
 
 import os
 
@@ -22,5 +28,7 @@ for _variable, _value in (
 import django  # noqa: E402 - after the thread limits
 
 django.setup()
+
+from statsmodels.stats import inter_rater  # noqa: E402, F401 - see above
 
 from goldset.services import agreement  # noqa: E402, F401 - loaded in the server, for the children
