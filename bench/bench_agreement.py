@@ -6,9 +6,12 @@ and its annotator's pairs, computed from the same rows).
 
 Run: .venv/bin/python bench/bench_agreement.py [--items 100000] [--resamples 1000] [--reference]
 [--processes 2]
-Prints a JSON line with the figures (wall seconds; CPU seconds of this process and its forked
-children; the 1-minute load average before each step; peak RSS of this process and of the largest
-child); BENCHMARKS.md records them. Uses no database: it times the computation the Celery task runs
+Prints a JSON line with the figures (wall seconds; CPU seconds of this process, of its finished
+children and of the forkserver with the agreement processes it forked and reaped; the 1-minute
+load average before each step; peak RSS of this process and of the largest child); BENCHMARKS.md
+records them. The full recompute is timed twice: the first call in a process also starts the
+forkserver (``recompute_s``), as a worker's first recompute does; the second (``recompute_warm_s``)
+is what a worker's later recomputes cost. Uses no database: it times the computation the Celery task runs
 (goldset.services.agreement.compute_figures). ``--reference`` also times the pre-issue-17
 implementation (tests/goldset/agreement_reference.py) on the same rows and checks the figures are
 identical.
@@ -16,6 +19,7 @@ identical.
 
 import argparse
 import json
+import multiprocessing.forkserver
 import os
 import resource
 import sys
@@ -115,10 +119,26 @@ def one_label_selection(rows: pd.DataFrame, index: int) -> dict:
 
 
 def cpu_seconds() -> float:
-    """User + system CPU of this process and of its finished children (the forked processes
-    that compute figures)."""
+    """User + system CPU of this process, of its finished children and of the forkserver that
+    forks the processes computing figures, with those processes (the server reaps them, so their
+    CPU is the server's children's; the server is this process's child, reaped only at exit)."""
     me, children = os.times(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.user + me.system + children.ru_utime + children.ru_stime
+    return me.user + me.system + children.ru_utime + children.ru_stime + forkserver_cpu_seconds()
+
+
+def forkserver_cpu_seconds() -> float:
+    """User + system CPU of the running forkserver and of its reaped children (Linux's
+    ``/proc``); 0 before the server is started."""
+    pid = multiprocessing.forkserver._forkserver._forkserver_pid
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime, stime, cutime, cstime: fields 14-17 of proc(5), counted from the state (field 3).
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(fn):
@@ -140,6 +160,10 @@ def main():
     figures, recompute, recompute_cpu, load_full = timed(
         lambda: compute_figures(rows, spot, n_resamples=args.resamples, processes=args.processes)
     )
+    again, recompute_warm, recompute_warm_cpu, load_warm = timed(
+        lambda: compute_figures(rows, spot, n_resamples=args.resamples, processes=args.processes)
+    )
+    assert again == figures
     only = one_label_selection(rows, len(rows) // 2)
     part, incremental, incremental_cpu, load_inc = timed(
         lambda: compute_figures(
@@ -181,6 +205,9 @@ def main():
         "recompute_s": recompute,
         "recompute_cpu_s": recompute_cpu,
         "load_before_recompute": load_full,
+        "recompute_warm_s": recompute_warm,
+        "recompute_warm_cpu_s": recompute_warm_cpu,
+        "load_before_recompute_warm": load_warm,
         "incremental_figures": len(part),
         "incremental_s": incremental,
         "incremental_cpu_s": incremental_cpu,
