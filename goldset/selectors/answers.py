@@ -50,6 +50,7 @@ from goldset.models import (
     Run,
     UnmatchedPassage,
 )
+from goldset.rules.axes import LABEL_VALUE_FIELDS
 from goldset.rules.blinding import sees_labelers, sees_retrieval_scores, sees_systems
 from goldset.rules.calibration import offer_for
 from goldset.rules.labeling import LEAD_VISIBLE, OPEN_FOR_LEAD
@@ -807,21 +808,13 @@ EXPORT_RECORD_COLUMNS = (
     "adjudication__active_ms",
     "adjudication__guideline__version",
 )
-# In the order _export_labels unpacks them; the failures as their JSON text (see there).
+# In the order _export_labels unpacks them: the label's values in their one order
+# (rules.axes.LABEL_VALUE_FIELDS), the failures as their JSON text (see there).
 EXPORT_LABEL_COLUMNS = (
     "record_id",
     "assignment__slot",
     "annotator_id",
-    "acceptability",
-    "grounding",
-    "evidence_sufficiency",
-    "citation_correctness",
-    "conflict_handling",
-    "safety_boundary",
-    "severe_safety",
-    "primary_failure",
-    "secondary_failures_json",
-    "rationale",
+    *("secondary_failures_json" if f == "secondary_failures" else f for f in LABEL_VALUE_FIELDS),
     "created_at",
     "server_ms",
     "active_ms",

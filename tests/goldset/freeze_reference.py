@@ -8,6 +8,7 @@ from django.db.models import Prefetch
 
 from goldset.models import AnswerRecord, EvidenceKind, EvidencePassage, Label, Question, Triple
 from goldset.selectors.answers import _export_statuses
+from goldset.services import exports
 from workbench.roles import Role
 
 
@@ -203,19 +204,7 @@ def gold_packet(row: dict, p, *, redacted: bool) -> dict:
     """A gold row's PROBE evidence packet (``p``: its pinned block version, an
     ``exports.Pinned``), as ``exports._packet`` built it before the line was composed around
     its evidence encoded once per pin."""
-    passage = {
-        "passage_id": p.block_id,
-        "block_version": p.version,
-        "document_id": p.document_id,
-        "role": "expected_block",
-        "authority": float(p.authority),
-        "effective": p.effective,
-        "label": "sufficient",
-        "sha256": p.sha256,
-        "text": None if redacted else p.text,
-    }
-    if redacted:
-        passage["text_redacted"] = True
+    passage = exports._passage(p, redacted=redacted)  # the evidence itself is unchanged
     return {
         "question_id": row["id"],
         "domain": (row.get("metadata") or {}).get("domain"),
