@@ -5,7 +5,6 @@ so it is refused — counted without that lock, each saw the other still an admi
 passed."""
 
 import threading
-import time
 
 import psycopg
 import pytest
@@ -14,6 +13,7 @@ from django.db import connection
 from goldset.models import ProjectMembership
 from goldset.services.projects import ProjectRefused, create_project, grant_role
 from tests.factories import UserFactory
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -25,18 +25,13 @@ def _connect():
     )
 
 
-def _wait_until_a_lock_is_awaited(watcher) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        row = watcher.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        ).fetchone()
-        watcher.rollback()
-        if row[0]:
-            return
-        time.sleep(0.05)
-    raise AssertionError("the second demotion never waited for the first")
+def _a_lock_is_awaited(watcher) -> bool:
+    row = watcher.execute(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    ).fetchone()
+    watcher.rollback()
+    return bool(row[0])
 
 
 def test_two_admins_demoted_at_once_leave_one(db):
@@ -71,7 +66,11 @@ def test_two_admins_demoted_at_once_leave_one(db):
 
         thread = threading.Thread(target=demote_second)
         thread.start()
-        _wait_until_a_lock_is_awaited(watcher)
+        wait_until(
+            lambda: _a_lock_is_awaited(watcher),
+            timeout=30,
+            what="the second demotion to wait for the first",
+        )
         assert outcome == []  # still waiting for the first transaction
         first.commit()
         thread.join(timeout=30)
