@@ -11,7 +11,9 @@ children and of the forkserver with the agreement processes it forked and reaped
 load average before each step; peak RSS of this process and of the largest child); BENCHMARKS.md
 records them. The full recompute is timed twice: the first call in a process also starts the
 forkserver (``recompute_s``), as a worker's first recompute does; the second (``recompute_warm_s``)
-is what a worker's later recomputes cost. Uses no database: it times the computation the Celery task runs
+is what a worker's later recomputes cost. With ``--warm-up`` the process first warms up as a Celery
+pool process of the default queue does at its start (``warm_up_s``, off the recompute's clock), so
+``recompute_s`` is the first recompute of a worker process that has been up that long. Uses no database: it times the computation the Celery task runs
 (goldset.services.agreement.compute_figures). ``--reference`` also times the pre-issue-17
 implementation (tests/goldset/agreement_reference.py) on the same rows and checks the figures are
 identical.
@@ -38,6 +40,7 @@ django.setup()
 
 import krippendorff  # noqa: E402
 
+from goldset.services import agreement  # noqa: E402
 from goldset.services.agreement import (  # noqa: E402
     AXES,
     Selection,
@@ -141,6 +144,21 @@ def forkserver_cpu_seconds() -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def warm_up_like_a_worker() -> float:
+    """Seconds until the warm-up a worker's pool process starts at its start has finished: the
+    call (statsmodels imported here, the server started), then the server's preloading, done
+    when its CPU time has stopped growing for a second."""
+    started = time.perf_counter()
+    agreement.warm_up()
+    last, still = -1.0, 0
+    while still < 5:
+        time.sleep(0.2)
+        now = forkserver_cpu_seconds()
+        still = still + 1 if now == last else 0
+        last = now
+    return round(time.perf_counter() - started - 1.0, 2)
+
+
 def timed(fn):
     load = os.getloadavg()[0]
     wall, cpu = time.perf_counter(), cpu_seconds()
@@ -154,9 +172,19 @@ def main():
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--reference", action="store_true")
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument(
+        "--warm-up",
+        action="store_true",
+        help="first warm up as a Celery pool process of the default queue does at its start "
+        "(goldset.services.agreement.warm_up), so recompute_s is the first recompute of a "
+        "worker process that has been up for warm_up_s",
+    )
     args = parser.parse_args()
     rows = make_rows(args.items)
     spot = spot_check_frame([])
+    warm_up_s = None
+    if args.warm_up:
+        warm_up_s = warm_up_like_a_worker()
     figures, recompute, recompute_cpu, load_full = timed(
         lambda: compute_figures(rows, spot, n_resamples=args.resamples, processes=args.processes)
     )
@@ -202,6 +230,7 @@ def main():
         "rating_rows": len(rows),
         "resamples": args.resamples,
         "figures": len(figures),
+        "warm_up_s": warm_up_s,
         "recompute_s": recompute,
         "recompute_cpu_s": recompute_cpu,
         "load_before_recompute": load_full,

@@ -282,6 +282,12 @@ TUNABLES: dict[str, Tunable] = {
             "Processes computing agreement figures in the recompute task (from a forkserver; 1 = in the task).",
         ),
         Tunable(
+            "AGREEMENT_WARM_UP",
+            True,
+            _bool,
+            "Worker processes of the default queue start the agreement computation as they start, not at their first recompute.",
+        ),
+        Tunable(
             "AGREEMENT_DEBOUNCE_SECONDS", 30, int, "Changes within this window share a recompute."
         ),
         Tunable(

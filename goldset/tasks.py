@@ -1,10 +1,12 @@
 """Celery tasks: thin, idempotent wrappers around services."""
 
 import logging
+import threading
 
-from celery import shared_task
-from celery.signals import worker_ready
+from celery import current_app, shared_task
+from celery.signals import worker_process_init, worker_ready
 
+from goldset.conf import tunable
 from goldset.rules.jobs import (
     MAP_TRACES_TASK,
     NOTIFICATION_EMAIL_TASK,
@@ -12,7 +14,7 @@ from goldset.rules.jobs import (
     job_time_limits,
 )
 from goldset.rules.webhooks import DELIVER_TASK
-from goldset.services.agreement import RECOMPUTE_TASK, run_agreement_recompute
+from goldset.services.agreement import RECOMPUTE_TASK, run_agreement_recompute, warm_up
 from goldset.services.import_jobs import RUN_IMPORT_TASK, run_import_job
 from goldset.services.jobs import reconcile
 from goldset.services.notifications import send_notification_emails
@@ -114,6 +116,28 @@ def reconcile_on_start(sender=None, **kwargs):
         logger.exception("the reconciler pass at worker start failed")
         return
     logger.info("reconciler pass at worker start: %s", summary)
+
+
+@worker_process_init.connect
+def warm_agreement_at_start(sender=None, **kwargs):
+    """A pool process of a worker that takes the default queue (where agreement recomputes go)
+    warms the agreement computation up in the background as it starts, so its first recompute
+    costs what the others do (``agreement.warm_up``). Workers of the reconcile or webhooks queue
+    only skip it: they never recompute. The thread only imports and starts a process; a pool
+    process that gets a recompute at once waits for the same work it would have done anyway."""
+    queues = current_app.amqp.queues
+    if not tunable("AGREEMENT_WARM_UP") or current_app.conf.task_default_queue not in (
+        queues.consume_from or queues
+    ):
+        return
+    threading.Thread(target=_warm_up_logged, name="agreement-warm-up", daemon=True).start()
+
+
+def _warm_up_logged() -> None:
+    try:
+        warm_up()
+    except Exception:
+        logger.exception("warming the agreement computation up failed (the first recompute will)")
 
 
 @shared_task(

@@ -26,6 +26,10 @@ NIST_FILE = Path(
     or ROOT.parent / "shared" / "data" / "nist-800-53" / "controls.jsonl"
 )
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# The workers tests start (they inherit this environment) do not start the agreement
+# computation at start-up: most never recompute, and each would start a ~290 MB server.
+# tests/goldset/worker/test_agreement_warm_up.py turns it on.
+os.environ.setdefault("AGREEMENT_WARM_UP", "false")
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
