@@ -557,6 +557,8 @@ def count_waiting_items(*, project, annotator, cap: int) -> tuple[int, bool]:
         found = len({pk for pk, _ in _candidates(annotator, [domain_id], limit=cap)})
         count += min(found, room)
         more = more or (found >= cap and room > cap)
+        if more or count > cap:
+            break  # the answer is (cap, True) whatever the other domains hold: no walk of theirs
     return min(count, cap), more or count > cap
 
 

@@ -45,3 +45,33 @@ def test_review_position_moves_on_with_each_review_today(team):
     second = claim_next_assignment(project=default_project(), reviewer=reviewer)
     position = get_review_position(assignment=second)
     assert (position.number, position.total) == (2, 4)
+
+
+def test_label_waiting_stops_walking_domains_once_the_cap_is_passed():
+    """Issue 26: the counter walked every qualified domain's queue on every submit, though the
+    first domain with more than the cap waiting already decides the answer ("100+"). Domains
+    whose walk could still change the answer are walked; the others are not."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.factories import CalibrationResultFactory
+
+    domains = [
+        DomainFactory(slug=slug) for slug in ("supply_chain", "federal_it", "healthcare_ops")
+    ]
+    for domain in domains:
+        for _ in range(4):
+            AnswerRecordFactory(question__domain=domain)
+    (annotator,) = qualified_annotators(domains[0], 1)
+    for domain in domains[1:]:
+        CalibrationResultFactory(annotator=annotator, domain=domain)
+
+    def walks(cap):
+        with CaptureQueriesContext(connection) as captured:
+            answer = count_waiting_items(annotator=annotator, cap=cap, project=default_project())
+        return answer, sum("UNION ALL" in q["sql"] for q in captured.captured_queries)
+
+    assert walks(3) == ((3, True), 1)  # the first domain holds more than 3: it decides
+    assert walks(4) == ((4, True), 1)  # the walk stopped at 4 with more to come: it decides
+    assert walks(6) == ((6, True), 2)  # 4 in the first, 8 with the second: past the cap
+    assert walks(100) == ((12, False), 3)  # under the cap: every domain counts
