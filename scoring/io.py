@@ -596,14 +596,9 @@ def _duplicate_pairs(table: _IdColumns) -> set[tuple[str, str]]:
     if len(table) < 2:
         return set()
     keys = table._pair_keys()
-    if _ids.idle_threads() > 1:
-        # Equal keys fall in the same half (split on the top bit): the halves are sorted and
-        # scanned on two threads.
-        high = keys >= np.uint64(1 << 63)
-        repeated = np.concatenate(_ids.in_threads(_repeated_keys, [keys[~high], keys[high]]))
-        del high
-    else:
-        repeated = _repeated_keys(keys)
+    # One sort on one thread: splitting the keys in two halves for two threads cost more than
+    # it saved (10 M keys on a quiet machine: 0.32 s split, 0.19 s in one sort; BENCHMARKS.md).
+    repeated = _repeated_keys(keys)
     if not len(repeated):
         return set()
     rows = np.flatnonzero(np.isin(keys, np.unique(repeated)))
