@@ -160,10 +160,19 @@ def seed(size: int, users: int, history: int = 0, projects: int = 1) -> dict:
         triple = Triple.objects.filter(project=all_projects[0]).order_by("pk").first()
         heavy = seed_history(history, people[-HEAVY_USERS:], template, triple)
     analyze(Question, Run, AnswerRecord, Triple, TripleRevision)
+    # The agreement figures exist, as in any installation that has been labeling: without them
+    # the first label's refresh would be a full recompute inside the measured window.
+    from goldset.services.agreement import recompute_agreement_snapshots
+
+    figures_started = time.perf_counter()
+    for project in all_projects:
+        recompute_agreement_snapshots(project=project, full=True)
+    agreement_s = time.perf_counter() - figures_started
 
     sessions = make_sessions()
     return {
         "seed_s": round(time.perf_counter() - started, 1),
+        "agreement_snapshots_s": round(agreement_s, 1),
         "projects": len(all_projects),
         "records": AnswerRecord.objects.count(),
         "revisions": TripleRevision.objects.count(),
@@ -708,6 +717,88 @@ def duplicates(db_url: str) -> dict:
         }
 
 
+def cpu_idle_share(seconds: float = 3.0) -> float:
+    """The machine's idle share of CPU time over ``seconds`` (``/proc/stat``)."""
+
+    def sample():
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return fields[3] + fields[4], sum(fields)  # idle + iowait, all
+
+    idle0, all0 = sample()
+    time.sleep(seconds)
+    idle1, all1 = sample()
+    return (idle1 - idle0) / max(all1 - all0, 1)
+
+
+def settle(db_url: str, deadline_s: float = 600) -> float:
+    """Seconds until the deployed topology is at rest: no agreement recompute waiting or running
+    and the machine at least 85 % idle over 3 s (a worker's start-up, its warm-up and the
+    reconciler's first pass are over), so the scenarios measure the steady state."""
+    started = time.monotonic()
+    while time.monotonic() - started < deadline_s:
+        with psycopg.connect(db_url) as conn:
+            pending = conn.execute(
+                "SELECT count(*) FROM goldset_outboxmessage"
+                " WHERE kind = 'agreement.recompute' AND done_at IS NULL"
+            ).fetchone()[0]
+        if not pending and cpu_idle_share() >= 0.85:
+            break
+        time.sleep(1)
+    return round(time.monotonic() - started, 1)
+
+
+def _proc_table() -> dict[int, tuple[int, str, float]]:
+    """pid → (parent pid, command name, CPU seconds so far: user + system, with its reaped
+    children's) of every process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        # utime, stime, cutime, cstime: its own and its reaped children's (a forked agreement
+        # process, a PostgreSQL backend that closed), counted once in the live parent.
+        table[int(entry)] = (int(fields[1]), name, sum(map(int, fields[11:15])) / tick)
+    return table
+
+
+def cpu_by_kind(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of the process trees under ``roots`` (kind → pid), of PostgreSQL's
+    processes and of this load generator: where a scenario's CPU went (the difference of two
+    calls; a process that ended between them counts only once its parent has reaped it)."""
+    table = _proc_table()
+    kinds: dict[str, float] = defaultdict(float)
+    for pid, (_, name, cpu) in table.items():
+        kind, walk = None, pid
+        while walk in table and kind is None:
+            kind = next((k for k, root in roots.items() if root == walk), None)
+            walk = table[walk][0]
+        if kind is None and name == "postgres":
+            kind = "postgres"
+        if kind is not None:
+            kinds[kind] += cpu
+    return dict(kinds)
+
+
+def refreshes(db_url: str, since: float, until: float) -> dict:
+    """The agreement recomputes the worker started in a scenario's window (``time.time()``
+    bounds): how many, and the seconds each ran (wall, as the outbox row records it)."""
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute(
+            "SELECT extract(epoch FROM coalesce(done_at, now()) - started_at)::float"
+            " FROM goldset_outboxmessage WHERE kind = 'agreement.recompute'"
+            " AND started_at >= to_timestamp(%s) AND started_at < to_timestamp(%s)"
+            " ORDER BY started_at",
+            (since, until),
+        ).fetchall()
+    return {"n": len(rows), "seconds": [round(r[0], 2) for r in rows]}
+
+
 def wait_for(port: int, deadline_s: float = 60):
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
@@ -822,9 +913,16 @@ def one_size(args, size: int) -> dict:
     try:
         wait_for(args.port, deadline_s=300)  # four workers warming up on a busy machine
         warm_up(args.port, sessions, homes, args.workers * args.threads)
+        if args.worker:
+            result["settle_s"] = settle(env["DATABASE_URL"])
         result["idle"] = run_idle(args.port, sessions, homes)
         for scenario in filter(None, args.scenarios.split(",")):
             pace, n_users, only = SCENARIO.fullmatch(scenario).groups()
+            window_start = time.time()
+            roots = {"web": server.pid, "load generator": os.getpid()}
+            if background:
+                roots.update(worker=background[0].pid, beat=background[1].pid)
+            cpu_before = cpu_by_kind(roots)
             result[scenario] = run_users(
                 args.port,
                 sessions,
@@ -834,6 +932,14 @@ def one_size(args, size: int) -> dict:
                 think_range=(5.0, 30.0) if pace == "think" else None,
                 queues=[only] if only else ["labels", "reviews"],
             )
+            cpu_after = cpu_by_kind(roots)
+            result[scenario]["cpu_s"] = {
+                kind: round(cpu_after[kind] - cpu_before.get(kind, 0.0), 1) for kind in cpu_after
+            }
+            if args.worker:
+                result[scenario]["agreement_refreshes"] = refreshes(
+                    env["DATABASE_URL"], window_start, time.time()
+                )
             print(
                 json.dumps({"size": size, "projects": args.projects, scenario: result[scenario]}),
                 file=sys.stderr,
