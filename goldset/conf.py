@@ -282,6 +282,13 @@ TUNABLES: dict[str, Tunable] = {
             "Processes computing agreement figures in the recompute task (from a forkserver; 1 = in the task).",
         ),
         Tunable(
+            "AGREEMENT_REFRESH_BUDGET",
+            0.05,
+            float,
+            "Largest share of the time the agreement refreshes after labels and reviews may take: after a refresh of d seconds none starts for d × (1/budget − 1) seconds (1 = no limit).",
+            check=between(0.01, 1, "a share of the time"),
+        ),
+        Tunable(
             "AGREEMENT_WARM_UP",
             True,
             _bool,

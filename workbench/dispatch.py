@@ -29,6 +29,12 @@ def in_background() -> bool:
     )
 
 
+def tasks_run_inline() -> bool:
+    """Whether tasks run in this process (Celery eager: the embedded mode, tests, commands)
+    rather than in workers: a delay then means nothing to hold a task back with."""
+    return bool(app.conf.task_always_eager)
+
+
 def enqueue(name: str, *args, countdown: float | None = None):
     """Send the task ``name`` with positional ``args`` (in the embedded mode: to the background
     runner, or run in-process when Celery is eager without it). Call it through

@@ -20,6 +20,7 @@ only, with its own settings, stored as its snapshots, from its own dirty-scope m
 requests (outbox messages) carry the project and coalesce per project.
 """
 
+import datetime as dt
 import hashlib
 import multiprocessing
 import multiprocessing.forkserver
@@ -64,6 +65,7 @@ from scoring.agreement import (
     krippendorff_alpha_counts,
     percent_agreement_counts,
 )
+from workbench.dispatch import tasks_run_inline
 
 RATING_COLUMNS = [
     "protocol",
@@ -1277,6 +1279,56 @@ def _requests_waiting(project_id: int) -> bool:
     ).exists()
 
 
+@contextmanager
+def _reads_on_one_core() -> Iterator[None]:
+    """The recompute's statements run without PostgreSQL's parallel workers: a refresh's reads
+    at 1M items (the time-on-item aggregates join every label to its record) each took three
+    processes, both cores of the database machine for a second, beside the people labeling on
+    it, whose statements then waited for a CPU. Background reads take one core; the web keeps
+    the others (issue 26). The session's setting is restored after."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET max_parallel_workers_per_gather = 0")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET max_parallel_workers_per_gather")
+
+
+def _budget_wait(project_id: int, message_id: int | None) -> float:
+    """Seconds a debounced request (labels, reviews) must still wait so that the project's
+    refreshes take at most ``AGREEMENT_REFRESH_BUDGET`` of the time: a refresh that ran ``d``
+    seconds is followed by ``d × (1 / budget − 1)`` seconds without one. Background work then
+    cannot take more than its share of a small machine from the people labeling on it (issue
+    26: at 1M items a 3–7 s refresh every 30 s doubled the submit's p95). A request that asks
+    for everything (a lead's "Recompute now", a lost worker's) never waits."""
+    budget = tunable("AGREEMENT_REFRESH_BUDGET")
+    if message_id is None or not 0 < budget < 1 or tasks_run_inline():
+        return 0.0  # (in-process tasks: the embedded mode's small data needs no budget)
+    request = OutboxMessage.objects.filter(pk=message_id).values("payload").first()
+    if request is None or request["payload"].get("full"):
+        return 0.0
+    last = (
+        OutboxMessage.objects.filter(
+            kind=AGREEMENT_OUTBOX_KIND,
+            payload__project_id=project_id,
+            started_at__isnull=False,
+            done_at__isnull=False,
+        )
+        .order_by("-done_at")
+        .values("started_at", "done_at")
+        .first()
+    )
+    if last is None:
+        return 0.0
+    ran = (last["done_at"] - last["started_at"]).total_seconds()
+    quiet_until = last["done_at"] + dt.timedelta(seconds=ran * (1 / budget - 1))
+    return max(0.0, (quiet_until - timezone.now()).total_seconds())
+
+
 # Passes one task makes at most (a request some other transaction holds locked is left to its
 # own task or the reconciler, not spun on).
 MAX_RECOMPUTE_PASSES = 5
@@ -1307,6 +1359,9 @@ def run_agreement_recompute(
     the requests' heartbeat is stamped."""
     if project_id is None:
         project_id = project_of_request(message_id)
+    wait = _budget_wait(project_id, message_id)
+    if wait > 0 and outbox.postpone(message_id, seconds=wait):
+        return {"postponed": round(wait, 1), "project_id": project_id}
     project = Project.objects.get(pk=project_id)
     lock = _RecomputeLock(project_id)
     result: dict = {"coalesced": True, "project_id": project_id}
@@ -1321,7 +1376,7 @@ def run_agreement_recompute(
                     payload={"project_id": project_id},
                 )
                 message_id = None
-                with outbox.beating(covered, heartbeat=heartbeat):
+                with outbox.beating(covered, heartbeat=heartbeat), _reads_on_one_core():
                     version, rows = recompute_agreement_snapshots(
                         project=project, full=False, requests=covered
                     )

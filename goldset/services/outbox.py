@@ -149,6 +149,18 @@ def countdown(message: OutboxMessage) -> float:
     return max(0.0, (message.available_at - timezone.now()).total_seconds())
 
 
+def postpone(message_id: int, *, seconds: float) -> bool:
+    """Hold a delivered message that no worker has started back for ``seconds`` more and
+    publish it again with that delay (its dedupe key stays open, so requests meanwhile merge
+    into it). False when it was started or closed in the meantime: then it runs as it is."""
+    held = OutboxMessage.objects.filter(
+        pk=message_id, started_at__isnull=True, done_at__isnull=True
+    ).update(available_at=timezone.now() + dt.timedelta(seconds=seconds), dispatched_at=None)
+    if held:
+        relay_outbox(ids=[message_id])
+    return bool(held)
+
+
 def mark_started(message_id: int | None) -> None:
     """A worker picked the message up (the broker delivered it). Idempotent."""
     if message_id:
