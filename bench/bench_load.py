@@ -768,20 +768,24 @@ def _proc_table() -> dict[int, tuple[int, str, float]]:
 
 
 def cpu_by_kind(roots: dict[str, int]) -> dict[str, float]:
-    """CPU seconds so far of the process trees under ``roots`` (kind → pid), of PostgreSQL's
-    processes and of this load generator: where a scenario's CPU went (the difference of two
-    calls; a process that ended between them counts only once its parent has reaped it)."""
+    """CPU seconds so far of the process trees under ``roots`` (kind → pid; a process that
+    ended counts once its parent has reaped it) and of the rest of the machine: where a
+    scenario's CPU went (the difference of two calls)."""
     table = _proc_table()
     kinds: dict[str, float] = defaultdict(float)
-    for pid, (_, name, cpu) in table.items():
+    for pid, (_, _, cpu) in table.items():
         kind, walk = None, pid
         while walk in table and kind is None:
             kind = next((k for k, root in roots.items() if root == walk), None)
             walk = table[walk][0]
-        if kind is None and name == "postgres":
-            kind = "postgres"
         if kind is not None:
             kinds[kind] += cpu
+    # The machine's busy time: what the trees above did not use went to PostgreSQL (its
+    # backends come and go with connections, and a closed one's CPU would land in the window
+    # it closed in), the kernel and anything else running.
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    kinds["PostgreSQL and the rest"] = busy - sum(kinds.values())
     return dict(kinds)
 
 

@@ -182,17 +182,30 @@ HASH_THREADS = max(
 
 
 def idle_threads() -> int:
-    """Threads worth using now: :data:`HASH_THREADS` less the whole cores the 1-minute load
-    average keeps busy (at least 1): two cores at load 0.9 → 2, at 1.4 → 1. On a saturated
-    machine extra threads only queue for a core and add contention (measured: BENCHMARKS.md),
-    so the passes then run on one thread."""
+    """Threads worth using now: :data:`HASH_THREADS` less the whole cores kept busy (at least
+    1): two cores at load 0.9 → 2, at 1.4 → 1. On a saturated machine extra threads only queue
+    for a core and add contention (measured: BENCHMARKS.md), so the passes then run on one
+    thread. Busy is the smaller of the 1-minute load average and the tasks running besides this
+    one right now: the average lags by a minute, so right after a burst of work (the previous
+    job, a test run) it still reported a busy machine that was idle."""
     if HASH_THREADS <= 1:
         return 1
     try:
-        busy = os.getloadavg()[0]
+        busy = min(os.getloadavg()[0], _running_besides_me())
     except OSError:
         return 1
     return max(1, min(HASH_THREADS, HASH_THREADS - int(busy)))
+
+
+def _running_besides_me() -> float:
+    """Tasks running or runnable on the machine now, this one excepted (``/proc/loadavg``'s
+    fourth field); infinite where it cannot be read (the load average alone then decides)."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return float("inf")
+    return max(0, running - 1)
 
 
 def chunks(n: int, size: int = CHUNK) -> Iterator[tuple[int, int]]:

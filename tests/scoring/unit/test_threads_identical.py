@@ -58,8 +58,28 @@ def test_a_duplicate_is_found_on_any_number_of_threads(tmp_path, threads):
         read_run(rpath)
 
 
-@pytest.mark.parametrize("load,expected", [(0.2, 2), (0.9, 2), (1.4, 1), (15.0, 1)])
-def test_threads_are_the_cores_the_load_leaves_idle(monkeypatch, load, expected):
+@pytest.mark.parametrize(
+    "load,running,expected",
+    [
+        (0.2, 0, 2),
+        (0.9, 5, 2),
+        (1.4, 3, 1),
+        (15.0, 14, 1),
+        # The average still high from a burst that has ended: the machine is idle now.
+        (7.5, 0, 2),
+        (7.5, 1, 1),
+        # Unreadable /proc: the average decides.
+        (1.4, float("inf"), 1),
+        (0.5, float("inf"), 2),
+    ],
+)
+def test_threads_are_the_cores_the_load_leaves_idle(monkeypatch, load, running, expected):
     monkeypatch.setattr(_ids, "HASH_THREADS", 2)
     monkeypatch.setattr(_ids.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(_ids, "_running_besides_me", lambda: running)
     assert _ids.idle_threads() == expected
+
+
+def test_the_tasks_running_now_are_read_from_proc_without_this_one():
+    running = _ids._running_besides_me()
+    assert running == float("inf") or 0 <= running < 10_000
