@@ -1304,7 +1304,7 @@ def _budget_wait(project_id: int, message_id: int | None) -> float:
     seconds is followed by ``d × (1 / budget − 1)`` seconds without one. Background work then
     cannot take more than its share of a small machine from the people labeling on it (issue
     26: at 1M items a 3–7 s refresh every 30 s doubled the submit's p95). A request that asks
-    for everything (a lead's "Recompute now", a lost worker's) never waits."""
+    for everything (a lead's "Recompute now") never waits."""
     budget = tunable("AGREEMENT_REFRESH_BUDGET")
     if message_id is None or not 0 < budget < 1 or tasks_run_inline():
         return 0.0  # (in-process tasks: the embedded mode's small data needs no budget)
@@ -1318,7 +1318,7 @@ def _budget_wait(project_id: int, message_id: int | None) -> float:
             started_at__isnull=False,
             done_at__isnull=False,
         )
-        .order_by("-done_at")
+        .order_by("-pk")  # the newest first, by the primary key's index: done rows are kept
         .values("started_at", "done_at")
         .first()
     )

@@ -12,28 +12,17 @@ from goldset.models import AgreementDirtyScope, AgreementSnapshot, OutboxMessage
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
 from goldset.services import agreement, outbox
 from goldset.services.agreement import run_agreement_recompute, schedule_agreement_recompute
-from tests.factories import AnswerRecordFactory, DomainFactory
-from tests.goldset.answers_helpers import claim_and_label, qualified_annotators
 from tests.goldset.project_support import default_project
 
 pytestmark = pytest.mark.django_db(transaction=True)  # commits run the relay
 
 
 @pytest.fixture
-def labeled(settings):
-    settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 40
-    settings.AGREEMENT_PROCESSES = 1
-    settings.AGREEMENT_DEBOUNCE_SECONDS = 0
-    domain = DomainFactory(slug="budget")
-    annotators = qualified_annotators(domain, 3, prefix="bu")
-    for _ in range(2):
-        AnswerRecordFactory(question__domain=domain)
-    for annotator in annotators:
-        claim_and_label(annotator)
+def labeled(labeled):
     # The labels' commits ran the recompute in-process: figures exist, no request is open.
     assert AgreementSnapshot.objects.exists()
     assert not OutboxMessage.objects.filter(done_at__isnull=True).exists()
-    return annotators
+    return labeled
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ from goldset.models import AgreementDirtyScope, AgreementSnapshot, OutboxMessage
 from goldset.rules.jobs import AGREEMENT_OUTBOX_KIND
 from goldset.services.agreement import recompute_lock_key, schedule_agreement_recompute
 from goldset.tasks import recompute_agreement_task
-from tests.factories import AnswerRecordFactory, DomainFactory
-from tests.goldset.answers_helpers import claim_and_label, qualified_annotators
+from tests.goldset.answers_helpers import claim_and_label
 from tests.goldset.project_support import default_project
 from tests.waiting import wait_until
 
@@ -35,20 +34,6 @@ def _recompute_running_elsewhere() -> psycopg.Connection:
     )
     other.execute("SELECT pg_advisory_lock(%s)", [_lock()])
     return other
-
-
-@pytest.fixture
-def labeled(settings):
-    settings.AGREEMENT_BOOTSTRAP_RESAMPLES = 40
-    settings.AGREEMENT_PROCESSES = 1
-    settings.AGREEMENT_DEBOUNCE_SECONDS = 0
-    domain = DomainFactory(slug="coalesce")
-    annotators = qualified_annotators(domain, 3, prefix="co")
-    for _ in range(2):
-        AnswerRecordFactory(question__domain=domain)
-    for annotator in annotators:
-        claim_and_label(annotator)
-    return annotators
 
 
 def _lock_held_elsewhere() -> bool:
