@@ -148,14 +148,19 @@ def warm_up_like_a_worker() -> float:
     """Seconds until the warm-up a worker's pool process starts at its start has finished: the
     call (statsmodels imported here, the server started), then the server's preloading, done
     when its CPU time has stopped growing for a second."""
+    from tests.waiting import wait_until
+
     started = time.perf_counter()
     agreement.warm_up()
-    last, still = -1.0, 0
-    while still < 5:
-        time.sleep(0.2)
-        now = forkserver_cpu_seconds()
-        still = still + 1 if now == last else 0
-        last = now
+    seen = {"cpu": -1.0, "since": time.monotonic()}
+
+    def preloaded() -> bool:
+        cpu = forkserver_cpu_seconds()
+        if cpu != seen["cpu"]:
+            seen.update(cpu=cpu, since=time.monotonic())
+        return time.monotonic() - seen["since"] >= 1.0
+
+    wait_until(preloaded, timeout=300, what="the agreement server to finish preloading")
     return round(time.perf_counter() - started - 1.0, 2)
 
 

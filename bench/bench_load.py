@@ -717,33 +717,36 @@ def duplicates(db_url: str) -> dict:
         }
 
 
-def cpu_idle_share(seconds: float = 3.0) -> float:
-    """The machine's idle share of CPU time over ``seconds`` (``/proc/stat``)."""
-
-    def sample():
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        return fields[3] + fields[4], sum(fields)  # idle + iowait, all
-
-    idle0, all0 = sample()
-    time.sleep(seconds)
-    idle1, all1 = sample()
-    return (idle1 - idle0) / max(all1 - all0, 1)
+def _machine_ticks() -> tuple[int, int]:
+    """``(idle, all)`` CPU ticks of the machine so far (``/proc/stat``; idle counts iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return fields[3] + fields[4], sum(fields)
 
 
 def settle(db_url: str, deadline_s: float = 600) -> float:
     """Seconds until the deployed topology is at rest: no agreement recompute waiting or running
-    and the machine at least 85 % idle over 3 s (a worker's start-up, its warm-up and the
-    reconciler's first pass are over), so the scenarios measure the steady state."""
+    and the machine at least 85 % idle over the last 3 s or more (a worker's start-up, its
+    warm-up and the reconciler's first pass are over), so the scenarios measure the steady
+    state. Raises when it is not at rest after ``deadline_s``."""
+    from tests.waiting import wait_until
+
     started = time.monotonic()
-    while time.monotonic() - started < deadline_s:
+    window = {"since": started, "ticks": _machine_ticks()}
+
+    def at_rest() -> bool:
+        if time.monotonic() - window["since"] < 3:
+            return False
+        (idle0, all0), (idle1, all1) = window["ticks"], _machine_ticks()
+        window.update(since=time.monotonic(), ticks=(idle1, all1))
+        if (idle1 - idle0) / max(all1 - all0, 1) < 0.85:
+            return False
         with psycopg.connect(db_url) as conn:
-            pending = conn.execute(
+            return not conn.execute(
                 "SELECT count(*) FROM goldset_outboxmessage"
                 " WHERE kind = 'agreement.recompute' AND done_at IS NULL"
             ).fetchone()[0]
-        if not pending and cpu_idle_share() >= 0.85:
-            break
-        time.sleep(1)
+
+    wait_until(at_rest, timeout=deadline_s, what="the worker, beat and PostgreSQL to be at rest")
     return round(time.monotonic() - started, 1)
 
 
@@ -783,8 +786,8 @@ def cpu_by_kind(roots: dict[str, int]) -> dict[str, float]:
     # The machine's busy time: what the trees above did not use went to PostgreSQL (its
     # backends come and go with connections, and a closed one's CPU would land in the window
     # it closed in), the kernel and anything else running.
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    idle, every = _machine_ticks()
+    busy = (every - idle) / os.sysconf("SC_CLK_TCK")
     kinds["PostgreSQL and the rest"] = busy - sum(kinds.values())
     return dict(kinds)
 
